@@ -1,0 +1,311 @@
+// Package savestate holds a game's whole simulation state in one contiguous
+// arena, so that saving and restoring it is a memory copy.
+//
+// An [Arena] is one allocation split into three regions of equal size: the
+// live region, where the game's state lives and changes, and two snapshot
+// regions. [Alloc] places pointer-free values in the live region and returns
+// a [Handle], an offset that stays valid across [Arena.Save] and
+// [Arena.Restore]. Because nothing in the arena is a Go pointer, a restore can
+// never leave a dangling reference and the garbage collector never scans it.
+//
+// The arena records every allocation (its type, offset and size) inside the
+// live region itself, so its bookkeeping rolls back with the state, and so a
+// byte offset can be named as a field path such as "World.Ships[1].X" when two
+// peers' states differ.
+package savestate
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+)
+
+// DefaultSize is the size of the live region when [New] is given 0: 1 MiB.
+const DefaultSize = 1 << 20
+
+// Slots is the number of snapshot regions in an arena.
+const Slots = 2
+
+const (
+	// header layout, little-endian uint32s at the start of the live region:
+	// magic, used (bytes of the region in use, header included).
+	headerSize = 16
+	recordSize = 8 // per allocation: type index uint32, data size uint32
+	align      = 8
+	magic      = 0x52574e44 // "RWND"
+	minSize    = 64
+)
+
+// Errors returned by the package.
+var (
+	ErrSize       = errors.New("savestate: size out of range")
+	ErrFull       = errors.New("savestate: arena full")
+	ErrSlot       = errors.New("savestate: snapshot slot out of range")
+	ErrNotSaved   = errors.New("savestate: snapshot slot never saved")
+	ErrNotPointer = errors.New("savestate: type holds pointers")
+)
+
+// PointerError reports a type that cannot live in an arena because it holds
+// a pointer-like value. Path names the offending field, for example
+// "Ship.Name" for a string field; Kind is that field's kind.
+type PointerError struct {
+	Type string
+	Path string
+	Kind reflect.Kind
+}
+
+func (e *PointerError) Error() string {
+	return fmt.Sprintf("savestate: %s cannot live in an arena: %s is a %s", e.Type, e.Path, e.Kind)
+}
+
+// Unwrap returns [ErrNotPointer], so errors.Is(err, ErrNotPointer) holds.
+func (e *PointerError) Unwrap() error { return ErrNotPointer }
+
+// Arena is one contiguous block holding a live region and [Slots] snapshot
+// regions. The zero value is not usable; create arenas with [New].
+// An Arena is not safe for concurrent use.
+type Arena struct {
+	mem   []byte
+	size  int
+	saved [Slots]bool
+	types []reflect.Type // index recorded in the arena; append-only, never rolled back
+}
+
+// New returns an arena whose live region (and each snapshot region) is size
+// bytes; 0 means [DefaultSize]. The arena is one allocation of 3×size bytes.
+func New(size int) (*Arena, error) {
+	if size == 0 {
+		size = DefaultSize
+	}
+	if size < minSize || size > 1<<30 || size%align != 0 {
+		return nil, fmt.Errorf("%w: %d (want a multiple of %d between %d and 1 GiB)", ErrSize, size, align, minSize)
+	}
+	a := &Arena{mem: make([]byte, (1+Slots)*size), size: size}
+	a.put32(0, magic)
+	a.put32(4, headerSize)
+	return a, nil
+}
+
+// Size returns the size of the live region in bytes.
+func (a *Arena) Size() int { return a.size }
+
+// Used returns how many bytes of the live region are in use, the arena's own
+// header and allocation records included. Save, Restore and [Arena.Bytes]
+// touch only these bytes.
+func (a *Arena) Used() int { return int(a.get32(4)) }
+
+// Bytes returns the used part of the live region. The slice aliases the
+// arena; it is meant for checksums and state dumps and must not be retained
+// across allocations.
+func (a *Arena) Bytes() []byte { return a.mem[:a.Used()] }
+
+// Save copies the live region into snapshot slot i (0 or 1).
+func (a *Arena) Save(i int) error {
+	if i < 0 || i >= Slots {
+		return ErrSlot
+	}
+	n := a.Used()
+	off := (1 + i) * a.size
+	copyChunked(a.mem[off:off+n], a.mem[:n])
+	a.saved[i] = true
+	return nil
+}
+
+// Restore copies snapshot slot i back over the live region. Bytes beyond the
+// snapshot's used size are left as they are; they are unreachable, and
+// [Alloc] clears memory before handing it out.
+func (a *Arena) Restore(i int) error {
+	if i < 0 || i >= Slots {
+		return ErrSlot
+	}
+	if !a.saved[i] {
+		return ErrNotSaved
+	}
+	off := (1 + i) * a.size
+	n := int(le32(a.mem[off+4:]))
+	copyChunked(a.mem[:n], a.mem[off:off+n])
+	return nil
+}
+
+// copyChunkSize keeps each copy below the size at which the runtime switches
+// to non-temporal stores, which measured ~1.7× slower per byte on a 1 MiB
+// restore that is about to be read again (docs/architecture.md).
+const copyChunkSize = 256 << 10
+
+func copyChunked(dst, src []byte) {
+	for len(src) > copyChunkSize {
+		copy(dst[:copyChunkSize], src[:copyChunkSize])
+		dst, src = dst[copyChunkSize:], src[copyChunkSize:]
+	}
+	copy(dst, src)
+}
+
+// Handle refers to a value of type T allocated in an arena. It is a byte
+// offset into the live region, so it survives save and restore and may itself
+// be stored inside the arena. The zero Handle refers to nothing.
+type Handle[T any] struct{ off uint32 }
+
+// IsZero reports whether h is the zero Handle.
+func (h Handle[T]) IsZero() bool { return h.off == 0 }
+
+// Offset returns the byte offset of the value in the live region.
+func (h Handle[T]) Offset() int { return int(h.off) }
+
+// Get returns a pointer to the value in a's live region. The pointer is valid
+// until a is garbage; after a Restore it sees the restored value. Get on the
+// zero Handle or on a handle from another arena returns nil.
+func (h Handle[T]) Get(a *Arena) *T {
+	var zero T
+	if h.off == 0 || int(h.off)+int(unsafe.Sizeof(zero)) > a.Used() {
+		return nil
+	}
+	return (*T)(unsafe.Pointer(&a.mem[h.off]))
+}
+
+// Alloc places a zeroed T in a's live region and returns its handle. T must
+// hold no pointers, slices, maps, strings, interfaces, channels or funcs,
+// at any depth; otherwise Alloc returns a [*PointerError] naming the field.
+// It returns [ErrFull] when the live region has no room left.
+func Alloc[T any](a *Arena) (Handle[T], error) {
+	t := reflect.TypeFor[T]()
+	if err := CheckType(t); err != nil {
+		return Handle[T]{}, err
+	}
+	// Go never aligns a type to more than 8 bytes and used is a multiple of
+	// 8, so the record sits right before the data and the list can be walked.
+	used := a.Used()
+	data := used + recordSize
+	if t.Size() > uintptr(a.size) || data+int(t.Size()) > a.size {
+		return Handle[T]{}, fmt.Errorf("%w: %s needs %d bytes, %d free", ErrFull, t, t.Size(), max(0, a.size-data))
+	}
+	end := data + int(t.Size())
+	a.put32(used, uint32(a.typeIndex(t)))
+	a.put32(used+4, uint32(t.Size()))
+	clear(a.mem[data:end])
+	a.put32(4, uint32(roundUp(end, align)))
+	return Handle[T]{off: uint32(data)}, nil
+}
+
+func (a *Arena) typeIndex(t reflect.Type) int {
+	for i, u := range a.types {
+		if u == t {
+			return i
+		}
+	}
+	a.types = append(a.types, t)
+	return len(a.types) - 1
+}
+
+// CheckType reports whether values of t may live in an arena: it returns nil
+// for pointer-free types and a [*PointerError] naming the first offending
+// field otherwise.
+func CheckType(t reflect.Type) error {
+	if t == nil {
+		return &PointerError{Type: "<nil>", Path: "<nil>", Kind: reflect.Interface}
+	}
+	if path, k, ok := findPointer(t, t.String()); !ok {
+		return &PointerError{Type: t.String(), Path: path, Kind: k}
+	}
+	return nil
+}
+
+func findPointer(t reflect.Type, path string) (string, reflect.Kind, bool) {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return "", 0, true
+	case reflect.Array:
+		return findPointer(t.Elem(), path+"[0]")
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if p, k, ok := findPointer(f.Type, path+"."+f.Name); !ok {
+				return p, k, false
+			}
+		}
+		return "", 0, true
+	default: // pointers, unsafe pointers, uintptr, slices, maps, strings, interfaces, chans, funcs
+		return path, t.Kind(), false
+	}
+}
+
+// Allocation describes one value allocated in an arena.
+type Allocation struct {
+	Type   reflect.Type
+	Offset int // byte offset of the value in the live region
+	Size   int
+}
+
+// Allocations returns the arena's allocation records in allocation order,
+// read from the live region (so they reflect the last restore).
+func (a *Arena) Allocations() []Allocation {
+	return allocations(a.mem[:a.Used()], a.types)
+}
+
+func allocations(region []byte, types []reflect.Type) []Allocation {
+	var out []Allocation
+	off := headerSize
+	for off+recordSize <= len(region) {
+		ti, size := int(le32(region[off:])), int(le32(region[off+4:]))
+		if ti >= len(types) {
+			break
+		}
+		data := off + recordSize
+		if data+size > len(region) {
+			break
+		}
+		out = append(out, Allocation{Type: types[ti], Offset: data, Size: size})
+		off = roundUp(data+size, align)
+	}
+	return out
+}
+
+// FieldPath names the field that holds byte off of the live region, such as
+// "arena.World.Ships[1].X". It returns "" for bytes that belong to the
+// arena's header, its allocation records or padding.
+func (a *Arena) FieldPath(off int) string {
+	for _, al := range a.Allocations() {
+		if off >= al.Offset && off < al.Offset+al.Size {
+			return fieldPath(al.Type, off-al.Offset, al.Type.String())
+		}
+	}
+	return ""
+}
+
+func fieldPath(t reflect.Type, off int, path string) string {
+	switch t.Kind() {
+	case reflect.Array:
+		es := int(t.Elem().Size())
+		if es == 0 {
+			return path
+		}
+		i := off / es
+		return fieldPath(t.Elem(), off-i*es, fmt.Sprintf("%s[%d]", path, i))
+	case reflect.Struct:
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if off >= int(f.Offset) && off < int(f.Offset+f.Type.Size()) {
+				return fieldPath(f.Type, off-int(f.Offset), path+"."+f.Name)
+			}
+		}
+		return path + ".<padding>"
+	default:
+		return path
+	}
+}
+
+func roundUp(n, m int) int { return (n + m - 1) / m * m }
+
+func le32(b []byte) uint32 {
+	_ = b[3]
+	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
+}
+
+func (a *Arena) get32(off int) uint32 { return le32(a.mem[off:]) }
+
+func (a *Arena) put32(off int, v uint32) {
+	b := a.mem[off : off+4]
+	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+}

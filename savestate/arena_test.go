@@ -1,0 +1,202 @@
+package savestate_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/savestate"
+)
+
+type vec struct{ X, Y int32 }
+
+type ship struct {
+	Pos, Vel vec
+	Alive    bool
+	Score    int16
+}
+
+type world struct {
+	Frame int32
+	Ships [4]ship
+	Next  savestate.Handle[ship]
+}
+
+func TestSaveRestoreRoundTrip(t *testing.T) {
+	a, err := savestate.New(4096)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[world](a)
+	require.NoError(t, err)
+	w := h.Get(a)
+	w.Frame = 7
+	w.Ships[1].Pos.X = 100
+	require.NoError(t, a.Save(0))
+
+	w.Frame = 8
+	w.Ships[1].Pos.X = -5
+	require.NoError(t, a.Save(1))
+
+	w.Frame = 99
+	require.NoError(t, a.Restore(0))
+	assert.Equal(t, int32(7), w.Frame, "the pointer sees the restored value")
+	assert.Equal(t, int32(100), w.Ships[1].Pos.X)
+	require.NoError(t, a.Restore(1))
+	assert.Equal(t, int32(8), w.Frame)
+	assert.Equal(t, int32(-5), w.Ships[1].Pos.X)
+}
+
+func TestRestoreRollsBackAllocations(t *testing.T) {
+	a, err := savestate.New(4096)
+	require.NoError(t, err)
+	_, err = savestate.Alloc[world](a)
+	require.NoError(t, err)
+	require.NoError(t, a.Save(0))
+	used := a.Used()
+
+	h, err := savestate.Alloc[ship](a)
+	require.NoError(t, err)
+	h.Get(a).Score = 42
+	require.Len(t, a.Allocations(), 2)
+
+	require.NoError(t, a.Restore(0))
+	assert.Equal(t, used, a.Used())
+	assert.Len(t, a.Allocations(), 1, "the allocation records live in the arena and roll back")
+	assert.Nil(t, h.Get(a), "a handle beyond the restored region resolves to nil")
+
+	h2, err := savestate.Alloc[ship](a)
+	require.NoError(t, err)
+	assert.Equal(t, h.Offset(), h2.Offset())
+	assert.Zero(t, h2.Get(a).Score, "re-allocated memory is cleared, not stale")
+}
+
+func TestSaveCopiesOnlyUsedBytes(t *testing.T) {
+	a, err := savestate.New(1 << 16)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[int64](a)
+	require.NoError(t, err)
+	*h.Get(a) = 1
+	assert.Less(t, a.Used(), 64)
+	assert.Len(t, a.Bytes(), a.Used())
+}
+
+func TestRestoreErrors(t *testing.T) {
+	a, err := savestate.New(0)
+	require.NoError(t, err)
+	assert.Equal(t, savestate.DefaultSize, a.Size())
+	assert.ErrorIs(t, a.Restore(0), savestate.ErrNotSaved)
+	assert.ErrorIs(t, a.Save(2), savestate.ErrSlot)
+	assert.ErrorIs(t, a.Save(-1), savestate.ErrSlot)
+	assert.ErrorIs(t, a.Restore(5), savestate.ErrSlot)
+}
+
+func TestNewSize(t *testing.T) {
+	for _, n := range []int{-1, 1, 63, 100, 2 << 30} {
+		_, err := savestate.New(n)
+		assert.ErrorIs(t, err, savestate.ErrSize, "size %d", n)
+	}
+}
+
+func TestAllocFull(t *testing.T) {
+	a, err := savestate.New(128)
+	require.NoError(t, err)
+	_, err = savestate.Alloc[[64]byte](a)
+	require.NoError(t, err)
+	_, err = savestate.Alloc[[64]byte](a)
+	assert.ErrorIs(t, err, savestate.ErrFull)
+	_, err = savestate.Alloc[[1 << 20]byte](a)
+	assert.ErrorIs(t, err, savestate.ErrFull)
+}
+
+type withString struct {
+	A    int
+	Name string
+}
+
+type nested struct {
+	Ok    [2]vec
+	Inner [3]struct{ P *int }
+}
+
+func TestAllocRejectsPointers(t *testing.T) {
+	cases := []struct {
+		name string
+		alloc func(*savestate.Arena) error
+		path string
+		kind reflect.Kind
+	}{
+		{"string field", allocOf[withString], "savestate_test.withString.Name", reflect.String},
+		{"nested pointer", allocOf[nested], "savestate_test.nested.Inner[0].P", reflect.Pointer},
+		{"slice", allocOf[[]int], "[]int", reflect.Slice},
+		{"map", allocOf[struct{ M map[int]int }], "struct { M map[int]int }.M", reflect.Map},
+		{"interface", allocOf[struct{ I any }], "struct { I interface {} }.I", reflect.Interface},
+		{"func", allocOf[struct{ F func() }], "struct { F func() }.F", reflect.Func},
+		{"chan", allocOf[[2]chan int], "[2]chan int[0]", reflect.Chan},
+		{"unsafe pointer", allocOf[struct{ U unsafe.Pointer }], "struct { U unsafe.Pointer }.U", reflect.UnsafePointer},
+		{"uintptr", allocOf[struct{ U uintptr }], "struct { U uintptr }.U", reflect.Uintptr},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a, err := savestate.New(1024)
+			require.NoError(t, err)
+			used := a.Used()
+			err = tc.alloc(a)
+			var pe *savestate.PointerError
+			require.ErrorAs(t, err, &pe)
+			assert.ErrorIs(t, err, savestate.ErrNotPointer)
+			assert.Equal(t, tc.path, pe.Path)
+			assert.Equal(t, tc.kind, pe.Kind)
+			assert.Contains(t, err.Error(), tc.path)
+			assert.Equal(t, used, a.Used(), "a rejected allocation takes no space")
+		})
+	}
+}
+
+func allocOf[T any](a *savestate.Arena) error {
+	_, err := savestate.Alloc[T](a)
+	return err
+}
+
+func TestFieldPath(t *testing.T) {
+	a, err := savestate.New(4096)
+	require.NoError(t, err)
+	_, err = savestate.Alloc[int64](a)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[world](a)
+	require.NoError(t, err)
+	w := h.Get(a)
+	base := uintptr(unsafe.Pointer(w))
+	off := func(p unsafe.Pointer) int { return h.Offset() + int(uintptr(p)-base) }
+
+	assert.Equal(t, "savestate_test.world.Frame", a.FieldPath(off(unsafe.Pointer(&w.Frame))))
+	assert.Equal(t, "savestate_test.world.Ships[2].Vel.Y", a.FieldPath(off(unsafe.Pointer(&w.Ships[2].Vel.Y))+1))
+	assert.Equal(t, "savestate_test.world.Ships[3].Score", a.FieldPath(off(unsafe.Pointer(&w.Ships[3].Score))))
+	assert.Equal(t, "savestate_test.world.Ships[0].<padding>", a.FieldPath(off(unsafe.Pointer(&w.Ships[0].Alive))+1))
+	assert.Empty(t, a.FieldPath(0), "header bytes belong to no field")
+
+	allocs := a.Allocations()
+	require.Len(t, allocs, 2)
+	assert.Equal(t, reflect.TypeFor[world](), allocs[1].Type)
+	assert.Equal(t, h.Offset(), allocs[1].Offset)
+}
+
+func ExampleAlloc() {
+	type Ship struct{ X, Y int32 }
+	a, _ := savestate.New(1024)
+	h, _ := savestate.Alloc[Ship](a)
+	h.Get(a).X = 10
+	_ = a.Save(0)
+	h.Get(a).X = 99
+	_ = a.Restore(0)
+	fmt.Println(h.Get(a).X)
+
+	_, err := savestate.Alloc[struct{ Name string }](a)
+	fmt.Println(errors.Is(err, savestate.ErrNotPointer))
+	// Output:
+	// 10
+	// true
+}
