@@ -1,0 +1,374 @@
+// Package netsim is a seeded in-memory network on a virtual clock, for
+// tests, benchmarks and the soak command.
+//
+// A [Network] joins N nodes. Every directed link applies the same [Profile]:
+// one-way latency plus uniform jitter, random loss, burst loss (a two-state
+// Gilbert model), duplication and reordering, each drawn from the link's own
+// random stream seeded from the network's seed. Time moves only when the
+// caller calls [Network.Advance], so a match over a Network is a pure
+// function of its seed: the same seed delivers the same packets at the same
+// virtual instants, bit for bit.
+//
+// Each node's [Endpoint] is a rollback.Transport: peer k of node i is the
+// k-th other node in ascending order. Sending copies the payload into a
+// pooled buffer, so steady-state traffic allocates nothing.
+package netsim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MTU is the largest payload a Network carries.
+const MTU = 1400
+
+// Errors returned by the package.
+var (
+	ErrTooLarge = errors.New("netsim: packet larger than MTU")
+	ErrPeer     = errors.New("netsim: no such peer")
+	ErrProfile  = errors.New("netsim: invalid profile")
+	ErrNodes    = errors.New("netsim: node count out of range")
+)
+
+// Profile describes the impairments of every link. Durations are one-way;
+// probabilities are in [0, 1]. The zero Profile is a perfect network that
+// delivers every packet at the next Advance.
+type Profile struct {
+	Latency      time.Duration // fixed one-way delay
+	Jitter       time.Duration // extra delay, uniform in [0, Jitter]
+	Loss         float64       // chance that a packet is lost
+	BurstLoss    float64       // chance, per packet, that a loss burst starts
+	BurstLength  float64       // mean packets lost in a burst (default 8 when BurstLoss > 0)
+	Duplicate    float64       // chance that a packet is delivered twice
+	Reorder      float64       // chance that a packet is held back by ReorderDelay
+	ReorderDelay time.Duration // default 2×Jitter + 10 ms
+}
+
+// Validate reports whether p is usable.
+func (p Profile) Validate() error {
+	if p.Latency < 0 || p.Jitter < 0 || p.ReorderDelay < 0 {
+		return fmt.Errorf("%w: negative duration", ErrProfile)
+	}
+	for _, pr := range []struct {
+		name string
+		v    float64
+	}{{"loss", p.Loss}, {"burst", p.BurstLoss}, {"dup", p.Duplicate}, {"reorder", p.Reorder}} {
+		if !(pr.v >= 0 && pr.v <= 1) {
+			return fmt.Errorf("%w: %s %v is not a probability", ErrProfile, pr.name, pr.v)
+		}
+	}
+	if p.BurstLength < 0 {
+		return fmt.Errorf("%w: negative burst length", ErrProfile)
+	}
+	return nil
+}
+
+func (p Profile) withDefaults() Profile {
+	if p.BurstLoss > 0 && p.BurstLength == 0 {
+		p.BurstLength = 8
+	}
+	if p.Reorder > 0 && p.ReorderDelay == 0 {
+		p.ReorderDelay = 2*p.Jitter + 10*time.Millisecond
+	}
+	return p
+}
+
+// Presets are the named profiles, in order of increasing hostility.
+var Presets = []struct {
+	Name    string
+	Profile Profile
+}{
+	{"lan", Profile{Latency: 1 * time.Millisecond, Jitter: 1 * time.Millisecond}},
+	{"wifi", Profile{Latency: 8 * time.Millisecond, Jitter: 12 * time.Millisecond, Loss: 0.02, BurstLoss: 0.002, BurstLength: 4, Duplicate: 0.005, Reorder: 0.01}},
+	{"continental", Profile{Latency: 35 * time.Millisecond, Jitter: 6 * time.Millisecond, Loss: 0.01, Duplicate: 0.002, Reorder: 0.005}},
+	{"intercontinental", Profile{Latency: 90 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02, BurstLoss: 0.003, BurstLength: 5, Duplicate: 0.005, Reorder: 0.01}},
+	{"far", Profile{Latency: 140 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.03, BurstLoss: 0.005, BurstLength: 6, Duplicate: 0.01, Reorder: 0.02}},
+	{"hell", Profile{Latency: 170 * time.Millisecond, Jitter: 60 * time.Millisecond, Loss: 0.10, BurstLoss: 0.01, BurstLength: 8, Duplicate: 0.03, Reorder: 0.05}},
+}
+
+// ParseProfile returns the preset with the given name, or parses a spec such
+// as "latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%". Spec keys are
+// latency, jitter, loss, burst, burstlen, dup, reorder and reorderdelay;
+// probabilities take a percent sign or a fraction.
+func ParseProfile(s string) (Profile, error) {
+	for _, pr := range Presets {
+		if pr.Name == s {
+			return pr.Profile, nil
+		}
+	}
+	if !strings.Contains(s, "=") {
+		return Profile{}, fmt.Errorf("%w: unknown preset %q", ErrProfile, s)
+	}
+	var p Profile
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok {
+			return Profile{}, fmt.Errorf("%w: %q is not key=value", ErrProfile, kv)
+		}
+		var err error
+		switch k {
+		case "latency":
+			p.Latency, err = time.ParseDuration(v)
+		case "jitter":
+			p.Jitter, err = time.ParseDuration(v)
+		case "reorderdelay":
+			p.ReorderDelay, err = time.ParseDuration(v)
+		case "loss":
+			p.Loss, err = parseProb(v)
+		case "burst":
+			p.BurstLoss, err = parseProb(v)
+		case "dup":
+			p.Duplicate, err = parseProb(v)
+		case "reorder":
+			p.Reorder, err = parseProb(v)
+		case "burstlen":
+			p.BurstLength, err = strconv.ParseFloat(v, 64)
+		default:
+			return Profile{}, fmt.Errorf("%w: unknown key %q", ErrProfile, k)
+		}
+		if err != nil {
+			return Profile{}, fmt.Errorf("%w: %s: %v", ErrProfile, k, err)
+		}
+	}
+	return p, p.Validate()
+}
+
+func parseProb(v string) (float64, error) {
+	if pct, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		return f / 100, err
+	}
+	return strconv.ParseFloat(v, 64)
+}
+
+// LinkStats counts what happened on one directed link.
+type LinkStats struct {
+	Sent       int // packets given to Send
+	Bytes      int // payload bytes given to Send
+	Delivered  int // packets handed to the receiver, duplicates included
+	Lost       int // packets dropped by random or burst loss
+	Duplicated int
+	Reordered  int
+}
+
+// Network is the simulated network. It is not safe for concurrent use.
+type Network struct {
+	now   time.Duration
+	prof  Profile
+	nodes []node
+	links []link // from*n + to
+	pool  [][]byte
+	seq   uint64
+}
+
+type node struct {
+	ep    Endpoint
+	queue pktHeap
+}
+
+type link struct {
+	rng   *rand.Rand
+	burst bool
+	stats LinkStats
+}
+
+type packet struct {
+	at   time.Duration
+	seq  uint64
+	from int
+	buf  []byte
+}
+
+// New returns a network of n nodes (2 to 64) whose links all follow p,
+// seeded with seed.
+func New(n int, seed uint64, p Profile) (*Network, error) {
+	if n < 1 || n > 64 {
+		return nil, fmt.Errorf("%w: %d", ErrNodes, n)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	nw := &Network{prof: p.withDefaults(), nodes: make([]node, n), links: make([]link, n*n)}
+	for i := range nw.nodes {
+		nw.nodes[i].ep = Endpoint{nw: nw, id: i}
+	}
+	for i := range nw.links {
+		nw.links[i].rng = rand.New(rand.NewPCG(seed, uint64(i)+0x9e3779b97f4a7c15))
+	}
+	return nw, nil
+}
+
+// Now returns the virtual time since the network was created.
+func (nw *Network) Now() time.Duration { return nw.now }
+
+// Advance moves the virtual clock forward by d.
+func (nw *Network) Advance(d time.Duration) {
+	if d > 0 {
+		nw.now += d
+	}
+}
+
+// Endpoint returns node i's endpoint, or nil when i is out of range.
+func (nw *Network) Endpoint(i int) *Endpoint {
+	if i < 0 || i >= len(nw.nodes) {
+		return nil
+	}
+	return &nw.nodes[i].ep
+}
+
+// Link returns the statistics of the link from node from to node to.
+func (nw *Network) Link(from, to int) LinkStats {
+	if from < 0 || to < 0 || from >= len(nw.nodes) || to >= len(nw.nodes) {
+		return LinkStats{}
+	}
+	return nw.links[from*len(nw.nodes)+to].stats
+}
+
+// Total returns the sum of every link's statistics.
+func (nw *Network) Total() LinkStats {
+	var t LinkStats
+	for _, l := range nw.links {
+		s := l.stats
+		t.Sent += s.Sent
+		t.Bytes += s.Bytes
+		t.Delivered += s.Delivered
+		t.Lost += s.Lost
+		t.Duplicated += s.Duplicated
+		t.Reordered += s.Reordered
+	}
+	return t
+}
+
+func (nw *Network) send(from, to int, b []byte) error {
+	if len(b) > MTU {
+		return ErrTooLarge
+	}
+	l := &nw.links[from*len(nw.nodes)+to]
+	l.stats.Sent++
+	l.stats.Bytes += len(b)
+	p, r := &nw.prof, l.rng
+	// Draw every random number in a fixed order, whatever the outcome, so
+	// that one packet's fate never shifts the stream of the next.
+	lossDraw, burstDraw, dupDraw, reorderDraw := r.Float64(), r.Float64(), r.Float64(), r.Float64()
+	jitter, jitter2 := r.Float64(), r.Float64()
+	if l.burst {
+		l.burst = burstDraw >= 1/p.BurstLength
+	} else if p.BurstLoss > 0 && burstDraw < p.BurstLoss {
+		l.burst = true
+	}
+	if l.burst || lossDraw < p.Loss {
+		l.stats.Lost++
+		return nil
+	}
+	delay := p.Latency + time.Duration(jitter*float64(p.Jitter))
+	if reorderDraw < p.Reorder {
+		delay += p.ReorderDelay
+		l.stats.Reordered++
+	}
+	nw.enqueue(from, to, b, delay)
+	if dupDraw < p.Duplicate {
+		l.stats.Duplicated++
+		nw.enqueue(from, to, b, p.Latency+time.Duration(jitter2*float64(p.Jitter)))
+	}
+	return nil
+}
+
+func (nw *Network) enqueue(from, to int, b []byte, delay time.Duration) {
+	var buf []byte
+	if n := len(nw.pool); n > 0 {
+		buf, nw.pool = nw.pool[n-1][:0], nw.pool[:n-1]
+	} else {
+		buf = make([]byte, 0, MTU)
+	}
+	nw.seq++
+	nw.nodes[to].queue.push(packet{at: nw.now + delay, seq: nw.seq, from: from, buf: append(buf, b...)})
+}
+
+// Endpoint is one node's view of the network; it implements
+// rollback.Transport. Peer k is the k-th other node in ascending order.
+type Endpoint struct {
+	nw *Network
+	id int
+}
+
+// Node returns the endpoint's node index.
+func (e *Endpoint) Node() int { return e.id }
+
+// Send queues b for delivery to peer. It does not retain b.
+func (e *Endpoint) Send(peer int, b []byte) error {
+	if peer < 0 || peer >= len(e.nw.nodes)-1 {
+		return ErrPeer
+	}
+	to := peer
+	if to >= e.id {
+		to++
+	}
+	return e.nw.send(e.id, to, b)
+}
+
+// Receive copies the earliest packet due by now into buf and reports its
+// length and sender; ok is false when nothing is due. A packet longer than
+// buf is truncated to len(buf).
+func (e *Endpoint) Receive(buf []byte) (n, peer int, ok bool) {
+	q := &e.nw.nodes[e.id].queue
+	if len(q.items) == 0 || q.items[0].at > e.nw.now {
+		return 0, 0, false
+	}
+	p := q.pop()
+	n = copy(buf, p.buf)
+	e.nw.pool = append(e.nw.pool, p.buf)
+	l := &e.nw.links[p.from*len(e.nw.nodes)+e.id]
+	l.stats.Delivered++
+	peer = p.from
+	if peer > e.id {
+		peer--
+	}
+	return n, peer, true
+}
+
+// pktHeap is a binary min-heap ordered by (at, seq), written out so that it
+// neither boxes values nor allocates once grown.
+type pktHeap struct{ items []packet }
+
+func (h *pktHeap) less(i, j int) bool {
+	a, b := &h.items[i], &h.items[j]
+	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
+}
+
+func (h *pktHeap) push(p packet) {
+	h.items = append(h.items, p)
+	for i := len(h.items) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !h.less(i, parent) {
+			break
+		}
+		h.items[i], h.items[parent] = h.items[parent], h.items[i]
+		i = parent
+	}
+}
+
+func (h *pktHeap) pop() packet {
+	top := h.items[0]
+	last := len(h.items) - 1
+	h.items[0] = h.items[last]
+	h.items = h.items[:last]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < last && h.less(l, m) {
+			m = l
+		}
+		if r < last && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+	return top
+}

@@ -1,0 +1,295 @@
+// Package wire encodes and decodes the datagrams that Rewind peers exchange.
+//
+// Every datagram starts with one [Kind] byte. The per-frame input packet
+// ([KindInput]) is the bit-packed format of the INVERSUS article: a 6-byte
+// header (24-bit base frame, then three 8-bit frame numbers relative to it:
+// the next frame the sender wants, the first frame carried, one past the last
+// frame carried), then for each frame, for each of the sender's players, for
+// each field of the [Layout]: one "changed" bit and, if set, the field's bits.
+// The first frame is delta-coded against the zero input, so a packet decodes
+// without any state of the receiver. docs/protocol.md has byte-exact examples.
+//
+// Encoding appends to a caller's buffer and decoding fills a caller's
+// [InputPacket]; neither allocates once the buffers have grown. Decoders
+// never panic and reject malformed input with an error.
+package wire
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Kind is the first byte of every datagram.
+type Kind uint8
+
+// Datagram kinds.
+const (
+	KindInput Kind = 1 + iota // per-frame input packet
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindInput:
+		return "input"
+	default:
+		return fmt.Sprintf("Kind(%d)", uint8(k))
+	}
+}
+
+// Limits of the input packet format.
+const (
+	MaxFrame   = 1<<24 - 1 // largest frame number (ack or one past the last frame) a header carries
+	MaxFrames  = 255       // most frames in one packet
+	MaxPlayers = 8         // most players one sender can carry
+	MaxFields  = 64        // most fields in a Layout
+	HeaderSize = 7         // kind byte + 6-byte INVERSUS header
+)
+
+// Errors returned by the codec. Decoding errors wrap [ErrMalformed].
+var (
+	ErrMalformed = errors.New("wire: malformed packet")
+	ErrLayout    = errors.New("wire: invalid layout")
+	ErrRange     = errors.New("wire: frame numbers do not fit the header")
+	ErrInput     = errors.New("wire: input has bits outside the layout")
+	ErrPlayers   = errors.New("wire: player count out of range")
+
+	errKind      = fmt.Errorf("%w: not an input packet", ErrMalformed)
+	errTruncated = fmt.Errorf("%w: truncated", ErrMalformed)
+	errTrailing  = fmt.Errorf("%w: trailing bits", ErrMalformed)
+	errOrder     = fmt.Errorf("%w: last frame before first", ErrMalformed)
+	errFrame     = fmt.Errorf("%w: frame number beyond 24 bits", ErrMalformed)
+)
+
+// Layout gives the bit widths of the fields of an input, lowest bits first.
+// Field i occupies the bits starting at the sum of the widths before it.
+// Widths are 1 to 64 and sum to at most 64.
+type Layout []uint8
+
+// Bits returns the total width of the layout.
+func (l Layout) Bits() int {
+	n := 0
+	for _, w := range l {
+		n += int(w)
+	}
+	return n
+}
+
+// Check reports whether l is a valid layout.
+func (l Layout) Check() error {
+	if len(l) == 0 || len(l) > MaxFields {
+		return fmt.Errorf("%w: %d fields (want 1 to %d)", ErrLayout, len(l), MaxFields)
+	}
+	for i, w := range l {
+		if w == 0 || w > 64 {
+			return fmt.Errorf("%w: field %d is %d bits (want 1 to 64)", ErrLayout, i, w)
+		}
+	}
+	if n := l.Bits(); n > 64 {
+		return fmt.Errorf("%w: %d bits in all (want at most 64)", ErrLayout, n)
+	}
+	return nil
+}
+
+// Mask returns the bits an input of this layout may use.
+func (l Layout) Mask() uint64 {
+	n := l.Bits()
+	if n >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<n - 1
+}
+
+// InputPacket is the decoded form of an input packet. Inputs holds Count
+// frames of Players inputs each, frame-major: the input of player j (in the
+// sender's order) for frame First+i is Inputs[i*Players+j].
+type InputPacket struct {
+	Ack     int32 // the next frame the sender wants from the receiver
+	First   int32 // the first frame carried
+	Count   int   // frames carried; 0 for a packet that only acknowledges
+	Players int   // the sender's players, 1 to MaxPlayers
+	Inputs  []uint64
+}
+
+// End returns one past the last frame carried.
+func (p *InputPacket) End() int32 { return p.First + int32(p.Count) }
+
+// AppendInput appends the encoding of p, kind byte included, to b.
+func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
+	if err := l.Check(); err != nil {
+		return b, err
+	}
+	if p.Players < 1 || p.Players > MaxPlayers {
+		return b, fmt.Errorf("%w: %d", ErrPlayers, p.Players)
+	}
+	if p.Count < 0 || p.Count > MaxFrames || len(p.Inputs) < p.Count*p.Players {
+		return b, fmt.Errorf("%w: %d frames, %d inputs", ErrRange, p.Count, len(p.Inputs))
+	}
+	base := min(p.Ack, p.First)
+	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.End()-base > 255 {
+		return b, fmt.Errorf("%w: ack %d, frames [%d,%d)", ErrRange, p.Ack, p.First, p.End())
+	}
+	mask := l.Mask()
+	for _, in := range p.Inputs[:p.Count*p.Players] {
+		if in&^mask != 0 {
+			return b, ErrInput
+		}
+	}
+	b = append(b, byte(KindInput), byte(base>>16), byte(base>>8), byte(base),
+		byte(p.Ack-base), byte(p.First-base), byte(p.End()-base))
+	w := bitWriter{b: b}
+	for i := range p.Count {
+		for j := range p.Players {
+			cur := p.Inputs[i*p.Players+j]
+			var prev uint64
+			if i > 0 {
+				prev = p.Inputs[(i-1)*p.Players+j]
+			}
+			shift := 0
+			for _, width := range l {
+				fm := fieldMask(width)
+				c, o := cur>>shift&fm, prev>>shift&fm
+				if c == o {
+					w.write(0, 1)
+				} else {
+					w.write(1, 1)
+					w.write(c, int(width))
+				}
+				shift += int(width)
+			}
+		}
+	}
+	return w.flush(), nil
+}
+
+// ParseInput decodes an input packet, kind byte included, from a sender with
+// the given number of players, into p. It reuses p.Inputs' storage. It
+// rejects truncated packets, packets with bytes or non-zero bits after the
+// last input, and headers whose last frame is before their first.
+func ParseInput(b []byte, l Layout, players int, p *InputPacket) error {
+	if err := l.Check(); err != nil {
+		return err
+	}
+	if players < 1 || players > MaxPlayers {
+		return fmt.Errorf("%w: %d", ErrPlayers, players)
+	}
+	if len(b) < HeaderSize {
+		return errTruncated
+	}
+	if Kind(b[0]) != KindInput {
+		return errKind
+	}
+	base := int32(b[1])<<16 | int32(b[2])<<8 | int32(b[3])
+	ack, first, end := int32(b[4]), int32(b[5]), int32(b[6])
+	if end < first {
+		return errOrder
+	}
+	if base+max(ack, end) > MaxFrame {
+		return errFrame
+	}
+	p.Ack, p.First, p.Count, p.Players = base+ack, base+first, int(end-first), players
+	p.Inputs = p.Inputs[:0]
+	r := bitReader{b: b[HeaderSize:]}
+	for i := range p.Count {
+		for j := range players {
+			var prev uint64
+			if i > 0 {
+				prev = p.Inputs[(i-1)*players+j]
+			}
+			var in uint64
+			shift := 0
+			for _, width := range l {
+				fm := fieldMask(width)
+				v := prev >> shift & fm
+				if r.read(1) == 1 {
+					v = r.read(int(width))
+				}
+				in |= v << shift
+				shift += int(width)
+			}
+			p.Inputs = append(p.Inputs, in)
+		}
+		if r.overrun {
+			return errTruncated
+		}
+	}
+	if r.overrun {
+		return errTruncated
+	}
+	if !r.atEnd() {
+		return errTrailing
+	}
+	return nil
+}
+
+func fieldMask(width uint8) uint64 {
+	if width >= 64 {
+		return ^uint64(0)
+	}
+	return 1<<width - 1
+}
+
+// bitWriter appends bits most significant first.
+type bitWriter struct {
+	b    []byte
+	acc  uint64 // pending bits, right-aligned
+	nacc int    // number of pending bits, < 8 between calls
+}
+
+func (w *bitWriter) write(v uint64, n int) {
+	for n > 0 {
+		take := min(n, 56-w.nacc) // keep acc below 64 bits
+		n -= take
+		w.acc = w.acc<<take | (v>>n)&fieldMask(uint8(take))
+		w.nacc += take
+		for w.nacc >= 8 {
+			w.nacc -= 8
+			w.b = append(w.b, byte(w.acc>>w.nacc))
+		}
+		w.acc &= 1<<w.nacc - 1
+	}
+}
+
+func (w *bitWriter) flush() []byte {
+	if w.nacc > 0 {
+		w.b = append(w.b, byte(w.acc<<(8-w.nacc)))
+		w.acc, w.nacc = 0, 0
+	}
+	return w.b
+}
+
+// bitReader reads bits most significant first. Reading past the end sets
+// overrun and yields zero bits.
+type bitReader struct {
+	b       []byte
+	pos     int // bit position
+	overrun bool
+}
+
+func (r *bitReader) read(n int) uint64 {
+	if r.pos+n > len(r.b)*8 {
+		r.overrun = true
+		r.pos = len(r.b) * 8
+		return 0
+	}
+	var v uint64
+	for n > 0 {
+		byteIdx, bit := r.pos>>3, r.pos&7
+		take := min(n, 8-bit)
+		chunk := uint64(r.b[byteIdx]>>(8-bit-take)) & (1<<take - 1)
+		v = v<<take | chunk
+		r.pos += take
+		n -= take
+	}
+	return v
+}
+
+// atEnd reports whether only zero padding bits of the last byte remain.
+func (r *bitReader) atEnd() bool {
+	if (r.pos+7)/8 != len(r.b) {
+		return false
+	}
+	if bit := r.pos & 7; bit != 0 {
+		return r.b[len(r.b)-1]&(1<<(8-bit)-1) == 0
+	}
+	return true
+}
