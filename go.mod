@@ -2,6 +2,9 @@ module github.com/rewindgg/rewind
 
 go 1.26
 
-require github.com/stretchr/testify v1.12.1
+require (
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/stretchr/testify v1.12.1
+)
 
 require go.yaml.in/yaml/v3 v3.0.5 // indirect

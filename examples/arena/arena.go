@@ -1,0 +1,220 @@
+// Package arena is a small INVERSUS-like arena game built to be driven by a
+// rollback session: up to eight ships thrust around a square arena and shoot
+// in the four cardinal directions; a hit ship explodes and respawns a second
+// later at a pseudo-random spot.
+//
+// It shows what a game must do to be rollback-ready. Its whole state is one
+// [World] value allocated in a savestate.Arena, so a snapshot is a copy; the
+// simulation uses 16.16 fixed-point integers only (no floats, no maps, no
+// time, no global randomness), so every peer computes the same bits; and
+// inputs arrive already quantized in the INVERSUS layout (fire direction 3
+// bits, thrust angle 8 bits, thrust magnitude 8 bits). [Bot] plays it with
+// human-like input so that matches really mispredict.
+package arena
+
+import (
+	"fmt"
+
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// Layout is the input layout: fire direction, thrust angle, thrust magnitude.
+var Layout = rollback.Layout{3, 8, 8}
+
+// Fire directions.
+const (
+	FireNone  = 0
+	FireLeft  = 1
+	FireRight = 2
+	FireUp    = 3
+	FireDown  = 4
+)
+
+// Game constants, in 16.16 fixed point where they are lengths.
+const (
+	MaxShips = 8
+	MaxShots = 64
+	one      = 1 << 16
+	Size     = 1024 * one // the arena is Size×Size, wrapping for ships
+	shipR    = 12 * one   // hit radius
+	shotV    = 10 * one   // shot speed per frame
+	shotTTL  = 90
+	cooldown = 12
+	respawn  = 60
+	thrust   = 96     // full thrust accelerates 96×255/65536 ≈ 0.37 units per frame²
+)
+
+// Pack builds an input from its three fields.
+func Pack(fire, angle, magnitude uint8) rollback.Input {
+	return rollback.Input(uint64(fire&7) | uint64(angle)<<3 | uint64(magnitude)<<11)
+}
+
+// Unpack splits an input into its three fields.
+func Unpack(in rollback.Input) (fire, angle, magnitude uint8) {
+	return uint8(in & 7), uint8(in >> 3), uint8(in >> 11)
+}
+
+// Ship is one player's ship.
+type Ship struct {
+	X, Y, VX, VY int32 // 16.16 fixed point
+	Alive        bool
+	Cooldown     uint8
+	RespawnIn    uint16
+	Score        int32
+	Deaths       int32
+}
+
+// Shot is a projectile.
+type Shot struct {
+	X, Y, VX, VY int32
+	TTL          uint16
+	Owner        int8
+	Live         bool
+}
+
+// World is the whole game state. It lives in the arena.
+type World struct {
+	Frame   int32
+	Players int32
+	Rand    uint64 // xorshift state; part of the state, so it rolls back
+	Hits    int32
+	Ships   [MaxShips]Ship
+	Shots   [MaxShots]Shot
+}
+
+// Game is the arena game; it implements rollback.Game.
+type Game struct {
+	arena *savestate.Arena
+	world savestate.Handle[World]
+}
+
+// New allocates a world for players ships (1 to MaxShips) in a, seeded with
+// seed, and returns the game.
+func New(a *savestate.Arena, players int, seed uint64) (*Game, error) {
+	if players < 1 || players > MaxShips {
+		return nil, fmt.Errorf("arena: %d players (want 1 to %d)", players, MaxShips)
+	}
+	h, err := savestate.Alloc[World](a)
+	if err != nil {
+		return nil, err
+	}
+	g := &Game{arena: a, world: h}
+	w := g.World()
+	w.Players = int32(players)
+	w.Rand = seed | 1
+	for i := range players {
+		g.spawn(&w.Ships[i])
+	}
+	return g, nil
+}
+
+// World returns the live world; it sees every restore.
+func (g *Game) World() *World { return g.world.Get(g.arena) }
+
+// Step advances the world by one frame.
+func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
+	w := g.World()
+	for i := range min(len(in), int(w.Players)) {
+		s := &w.Ships[i]
+		if !s.Alive {
+			if s.RespawnIn--; s.RespawnIn == 0 {
+				g.spawn(s)
+			}
+			continue
+		}
+		fire, angle, mag := Unpack(in[i].Input)
+		// (unit vector in 8.8) × magnitude (0…255) / 256 × thrust, in 16.16.
+		s.VX += (cosine(angle) >> 8) * int32(mag) >> 8 * thrust
+		s.VY += (sine(angle) >> 8) * int32(mag) >> 8 * thrust
+		s.VX -= s.VX >> 4 // drag
+		s.VY -= s.VY >> 4
+		s.X = wrap(s.X + s.VX)
+		s.Y = wrap(s.Y + s.VY)
+		if s.Cooldown > 0 {
+			s.Cooldown--
+		}
+		if fire != FireNone && fire <= FireDown && s.Cooldown == 0 {
+			g.shoot(w, i, fire)
+			s.Cooldown = cooldown
+		}
+	}
+	for j := range w.Shots {
+		sh := &w.Shots[j]
+		if !sh.Live {
+			continue
+		}
+		sh.X += sh.VX
+		sh.Y += sh.VY
+		if sh.TTL--; sh.TTL == 0 || sh.X < 0 || sh.Y < 0 || sh.X >= Size || sh.Y >= Size {
+			sh.Live = false
+			continue
+		}
+		for i := range int(w.Players) {
+			s := &w.Ships[i]
+			if i == int(sh.Owner) || !s.Alive || abs(s.X-sh.X) > shipR || abs(s.Y-sh.Y) > shipR {
+				continue
+			}
+			s.Alive, s.RespawnIn = false, respawn
+			s.Deaths++
+			w.Ships[sh.Owner].Score++
+			w.Hits++
+			sh.Live = false
+			break
+		}
+	}
+	w.Frame = int32(f) + 1
+}
+
+func (g *Game) shoot(w *World, owner int, dir uint8) {
+	for j := range w.Shots {
+		sh := &w.Shots[j]
+		if sh.Live {
+			continue
+		}
+		s := &w.Ships[owner]
+		*sh = Shot{X: s.X, Y: s.Y, TTL: shotTTL, Owner: int8(owner), Live: true}
+		switch dir {
+		case FireLeft:
+			sh.VX = -shotV
+		case FireRight:
+			sh.VX = shotV
+		case FireUp:
+			sh.VY = -shotV
+		case FireDown:
+			sh.VY = shotV
+		}
+		return
+	}
+}
+
+func (g *Game) spawn(s *Ship) {
+	w := g.World()
+	*s = Ship{Score: s.Score, Deaths: s.Deaths, Alive: true,
+		X: int32(w.next() % uint64(Size)), Y: int32(w.next() % uint64(Size))}
+}
+
+// next is xorshift64: deterministic randomness that lives in the state.
+func (w *World) next() uint64 {
+	x := w.Rand
+	x ^= x << 13
+	x ^= x >> 7
+	x ^= x << 17
+	w.Rand = x
+	return x
+}
+
+func wrap(v int32) int32 {
+	v %= Size
+	if v < 0 {
+		v += Size
+	}
+	return v
+}
+
+func abs(v int32) int32 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -1,0 +1,556 @@
+package rollback
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/predict"
+	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// Errors returned by a [Session].
+var (
+	ErrNotLocal          = errors.New("rollback: player is not local")
+	ErrInputAlreadyAdded = errors.New("rollback: input already added for this frame")
+	ErrInputRange        = errors.New("rollback: input has bits outside the layout")
+	ErrNoLocalInput      = errors.New("rollback: local input missing for the frame to simulate")
+	ErrSnapshot          = errors.New("rollback: no usable snapshot")
+)
+
+// SyncTestError reports that re-simulating a frame in sync-test mode gave a
+// different arena than the first simulation: the game is not deterministic,
+// or keeps state outside the arena.
+type SyncTestError struct {
+	Frame Frame  // the frame whose Step produced different states
+	Want  uint64 // checksum of the arena after the first simulation
+	Got   uint64 // checksum after the re-simulation
+}
+
+func (e *SyncTestError) Error() string {
+	return fmt.Sprintf("rollback: sync test: frame %d re-simulated to checksum %016x, first simulated to %016x", e.Frame, e.Got, e.Want)
+}
+
+// ringSize is how many frames of inputs the session keeps. It is a power of
+// two larger than any window a healthy match needs (2×MaxMaxRollback +
+// 2×MaxInputDelay plus slack); a peer that would push past it is stalled on
+// or ignored, never allowed to overwrite what is still needed.
+const ringSize = 256
+
+// maxDatagram is the largest packet the session sends, safely under the
+// internet's usual 1280-byte IPv6 minimum MTU.
+const maxDatagram = 1200
+
+type backup struct {
+	frame Frame
+	valid bool
+}
+
+type peerState struct {
+	players []PlayerID // sorted; the order of inputs in its packets
+	ack     Frame      // the next of our frames it wants; all before it arrived
+	starved bool
+}
+
+// Session is a rollback netcode session: a state machine that the game loop
+// drives once per frame. See the package documentation for the loop.
+// A Session is not safe for concurrent use.
+type Session struct {
+	players   int
+	local     []PlayerID
+	isLocal   [MaxPlayers]bool
+	owner     [MaxPlayers]int // peer index of a remote player
+	peers     []peerState
+	layout    Layout
+	mask      uint64
+	arena     *savestate.Arena
+	game      Game
+	tr        Transport
+	pred      predict.Predictor
+	maxRB     int
+	delay     int
+	policy    SnapshotPolicy
+	syncTest  bool
+	forced    int // depth of the rollback forced every frame (sync test, constant cost); 0 for none
+	interval  int // frames between periodic snapshots (two-backups policy)
+
+	frame   Frame // the next frame to simulate
+	present Frame // the frame a re-simulation catches up to
+	resim   bool  // a rollback is re-simulating
+	next    [MaxPlayers]Frame
+	last    [MaxPlayers]Input // each remote player's last confirmed input
+	inputs  [ringSize][MaxPlayers]Input
+	used    [ringSize][MaxPlayers]Input
+	backups [savestate.Slots]backup
+	stale   [savestate.Slots]Frame // frame of an invalidated backup, to re-take in the re-simulation
+
+	checksums [ringSize]uint64 // sync test: arena checksum at the start of each frame
+	sumHigh   Frame            // sync test: the newest frame whose checksum is recorded
+	syncErr   *SyncTestError
+
+	starved bool
+	stepIn  [MaxPlayers]PlayerInput
+	pkt     wire.InputPacket
+	sendBuf []byte
+	recvBuf []byte
+	events  []Event
+	stats   Stats
+}
+
+// NewSession validates cfg and returns a session at frame 0. It takes the
+// first snapshot of cfg.State, so the game must have allocated and
+// initialised its state first.
+func NewSession(cfg Config) (*Session, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Session{
+		players: cfg.Players,
+		local:   sortedPlayers(cfg.Local),
+		layout:  append(Layout(nil), cfg.Layout...),
+		mask:    cfg.Layout.Mask(),
+		arena:   cfg.State,
+		game:    cfg.Game,
+		tr:      cfg.Transport,
+		pred:    cfg.Predictor,
+		maxRB:   cfg.maxRollback(),
+		delay:   cfg.InputDelay,
+		policy:  cfg.Snapshots,
+		sendBuf: make([]byte, 0, maxDatagram),
+		recvBuf: make([]byte, maxDatagram+1),
+		events:  make([]Event, 0, 2*len(cfg.Peers)+2),
+		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*wire.MaxPlayers)},
+	}
+	if s.pred == nil {
+		s.pred = predict.RepeatLast{}
+	}
+	if s.policy == 0 {
+		s.policy = TwoBackups
+	}
+	s.interval = s.maxRB
+	switch {
+	case cfg.SyncTest > 0:
+		s.syncTest, s.forced = true, cfg.SyncTest
+	case s.policy == ConstantCost:
+		s.forced = s.maxRB
+	}
+	for _, p := range s.local {
+		s.isLocal[p] = true
+		s.next[p] = Frame(s.delay) // frames before the delay run on the zero input
+	}
+	for i, peer := range cfg.Peers {
+		ps := sortedPlayers(peer.Players)
+		for _, p := range ps {
+			s.owner[p] = i
+		}
+		s.peers = append(s.peers, peerState{players: ps})
+	}
+	if err := s.save(0, 0); err != nil {
+		return nil, err
+	}
+	s.checksums[0] = s.checksum()
+	return s, nil
+}
+
+// Frame returns the next frame to be simulated, which is also the number of
+// frames simulated so far.
+func (s *Session) Frame() Frame { return s.frame }
+
+// ConfirmedFrame returns the first frame whose inputs are not all confirmed.
+// The arena state at the start of any earlier frame is final.
+func (s *Session) ConfirmedFrame() Frame {
+	c := s.next[s.local[0]]
+	for p := range s.players {
+		c = min(c, s.next[p])
+	}
+	return c
+}
+
+// Stats returns the session's statistics. It does not allocate.
+func (s *Session) Stats() Stats {
+	st := s.stats
+	st.Frame, st.ConfirmedFrame = s.frame, s.ConfirmedFrame()
+	return st
+}
+
+// AddLocalInput queues in as local player p's input for the frame the next
+// [Session.Advance] simulates (plus the input delay). Call it once per local
+// player per frame; after an Advance that stalled, the input is still queued
+// and a second call returns [ErrInputAlreadyAdded].
+func (s *Session) AddLocalInput(p PlayerID, in Input) error {
+	if p < 0 || int(p) >= s.players || !s.isLocal[p] {
+		return fmt.Errorf("%w: %d", ErrNotLocal, p)
+	}
+	if uint64(in)&^s.mask != 0 {
+		return fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), s.mask)
+	}
+	if s.next[p] > s.frame+Frame(s.delay) {
+		return fmt.Errorf("%w: player %d, frame %d", ErrInputAlreadyAdded, p, s.next[p]-1)
+	}
+	s.inputs[ring(s.next[p])][p] = in
+	s.next[p]++
+	return nil
+}
+
+// Advance runs one frame of the protocol: it receives every waiting packet,
+// rolls back and re-simulates if a prediction was wrong, simulates the next
+// frame (unless it must stall) and sends the local inputs to every peer.
+// Every local player's input for the frame must have been added.
+//
+// Advance allocates nothing in steady state, rollbacks included.
+func (s *Session) Advance() (Result, error) {
+	for _, p := range s.local {
+		if s.next[p] <= s.frame {
+			return Result{Frame: s.frame}, fmt.Errorf("%w: player %d, frame %d", ErrNoLocalInput, p, s.frame)
+		}
+	}
+	r := Result{Frame: s.frame}
+	s.events = s.events[:0]
+	mis := s.receive()
+	if s.forced > 0 {
+		mis = min(mis, max(0, s.frame-Frame(s.forced)))
+	}
+	if mis < s.frame {
+		n, err := s.rollback(mis)
+		r.Resimulated = n
+		if err != nil {
+			r.Events = s.events
+			return r, err
+		}
+	}
+	if peer, ok := s.mustStall(); ok {
+		s.stats.StallFrames++
+		if !s.starved {
+			s.starved = true
+			s.events = append(s.events, Event{Kind: EventStarved, Frame: s.frame, Peer: peer})
+		}
+		s.send()
+		r.Stalled, r.Events = true, s.events
+		return r, nil
+	}
+	if s.starved {
+		s.starved = false
+		s.events = append(s.events, Event{Kind: EventResumed, Frame: s.frame, Peer: -1})
+	}
+	s.step()
+	s.send()
+	r.Events = s.events
+	if s.syncErr != nil {
+		return r, s.syncErr
+	}
+	return r, nil
+}
+
+// Idle receives, corrects and sends like [Session.Advance] but simulates no
+// new frame. Call it instead of Advance while the game is paused or waiting
+// for the peers to finish, so that they still get our inputs and acks.
+func (s *Session) Idle() (Result, error) {
+	r := Result{Frame: s.frame, Stalled: true}
+	s.events = s.events[:0]
+	if mis := s.receive(); mis < s.frame {
+		n, err := s.rollback(mis)
+		r.Resimulated = n
+		if err != nil {
+			r.Events = s.events
+			return r, err
+		}
+	}
+	s.send()
+	r.Events = s.events
+	return r, nil
+}
+
+// mustStall reports whether simulating s.frame would let a future rollback
+// reach back further than MaxRollback, or would overwrite inputs the session
+// still needs, and names the peer to blame.
+func (s *Session) mustStall() (int, bool) {
+	for p := range s.players {
+		if s.isLocal[p] {
+			continue
+		}
+		if s.frame-s.next[p] >= Frame(s.maxRB) {
+			return s.owner[p], true
+		}
+	}
+	for i := range s.peers {
+		if s.frame+Frame(s.delay)+1-s.peers[i].ack >= ringSize {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// ringLow returns the oldest frame whose inputs the session may still read.
+func (s *Session) ringLow() Frame {
+	low := s.ConfirmedFrame()
+	for _, b := range s.backups {
+		if b.valid {
+			low = min(low, b.frame)
+		}
+	}
+	for i := range s.peers {
+		low = min(low, s.peers[i].ack)
+	}
+	return low
+}
+
+// receive processes every waiting packet and returns the first frame whose
+// newly confirmed input differs from the one it was simulated with, or
+// s.frame when there is none.
+func (s *Session) receive() Frame {
+	mis := s.frame
+	if s.tr == nil {
+		return mis
+	}
+	for {
+		n, peer, ok := s.tr.Receive(s.recvBuf)
+		if !ok {
+			return mis
+		}
+		s.stats.PacketsReceived++
+		s.stats.BytesReceived += int64(n)
+		if peer < 0 || peer >= len(s.peers) || n > maxDatagram {
+			s.stats.PacketsInvalid++
+			continue
+		}
+		if f, ok := s.handleInput(peer, s.recvBuf[:n]); ok {
+			mis = min(mis, f)
+		} else {
+			s.stats.PacketsInvalid++
+		}
+	}
+}
+
+func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
+	ps := &s.peers[peer]
+	if err := wire.ParseInput(b, s.layout, len(ps.players), &s.pkt); err != nil {
+		return 0, false
+	}
+	mis = s.frame
+	// It cannot want a frame of ours that we have not yet added.
+	if Frame(s.pkt.Ack) > s.next[s.local[0]] {
+		return mis, false
+	}
+	ps.ack = max(ps.ack, Frame(s.pkt.Ack))
+	want := s.next[ps.players[0]]
+	limit := s.ringLow() + ringSize
+	for i := range s.pkt.Count {
+		f := Frame(s.pkt.First) + Frame(i)
+		if f < want {
+			continue // already have it
+		}
+		if f > want {
+			break // a gap: a later packet resends from our ack
+		}
+		if f >= limit {
+			return mis, false // further ahead than any honest peer can be
+		}
+		slot := ring(f)
+		for j, p := range ps.players {
+			in := Input(s.pkt.Inputs[i*len(ps.players)+j])
+			if in&^Input(s.mask) != 0 {
+				return mis, false
+			}
+			s.inputs[slot][p] = in
+			s.last[p] = in
+			s.next[p] = f + 1
+			if f < s.frame && s.used[slot][p] != in {
+				mis = min(mis, f)
+			}
+		}
+		want = f + 1
+	}
+	return mis, true
+}
+
+// rollback restores the newest usable snapshot not after frame mis and
+// re-simulates up to the present. It returns the frames re-simulated.
+func (s *Session) rollback(mis Frame) (int, error) {
+	for i, b := range s.backups {
+		if b.valid && b.frame > mis {
+			s.backups[i].valid = false
+			s.stale[i] = b.frame
+		}
+	}
+	slot := -1
+	for i, b := range s.backups {
+		if b.valid && b.frame <= mis && (slot < 0 || b.frame > s.backups[slot].frame) {
+			slot = i
+		}
+	}
+	if slot < 0 {
+		// Unreachable while the invariants hold; never panic on it.
+		return 0, fmt.Errorf("%w: mispredicted frame %d", ErrSnapshot, mis)
+	}
+	if err := s.arena.Restore(slot); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	target, from := s.frame, s.backups[slot].frame
+	s.stats.Rollbacks++
+	s.stats.MaxRollbackFrames = max(s.stats.MaxRollbackFrames, int(target-mis))
+	s.present, s.frame, s.resim = target, from, true
+	for s.frame < target {
+		s.step()
+	}
+	s.resim = false
+	n := int(target - from)
+	s.stats.ResimulatedFrames += int64(n)
+	s.stats.MaxResimulated = max(s.stats.MaxResimulated, n)
+	return n, nil
+}
+
+// step simulates s.frame with the best inputs known, after taking any
+// snapshot the policy asks for.
+func (s *Session) step() {
+	f := s.frame
+	s.maybeSave(f)
+	slot := ring(f)
+	for p := range s.players {
+		in, st := s.inputs[slot][p], Confirmed
+		if !s.isLocal[p] && f >= s.next[p] {
+			st = Predicted
+			lastFrame := s.next[p] - 1
+			in = Input(s.pred.Predict(predict.Context{Player: p, Frame: int32(f), Last: uint64(s.last[p]), LastFrame: int32(lastFrame)})) & Input(s.mask)
+		}
+		s.used[slot][p] = in
+		s.stepIn[p] = PlayerInput{Input: in, Status: st}
+	}
+	s.game.Step(f, s.stepIn[:s.players])
+	s.frame = f + 1
+	if s.syncTest {
+		s.checkSum(f + 1)
+	}
+}
+
+// maybeSave applies the snapshot policy at the start of frame f.
+//
+// Two backups (INVERSUS): while re-simulating, re-take a snapshot at the
+// anchor frame (the first frame not yet confirmed; every rollback starts at
+// or after it) and re-take any snapshot the misprediction made stale at its
+// old frame; during play, overwrite the older snapshot whenever the newer
+// one is interval frames old. Forced modes (sync test, constant cost) keep a
+// snapshot at the frame the next forced rollback will restore.
+func (s *Session) maybeSave(f Frame) {
+	for _, b := range s.backups {
+		if b.valid && b.frame == f {
+			return
+		}
+	}
+	resim := s.resim
+	if resim && f == s.anchor() {
+		s.saveOver(f)
+		return
+	}
+	for i, b := range s.backups {
+		if !b.valid && s.stale[i] == f && resim {
+			_ = s.save(i, f)
+			return
+		}
+	}
+	if s.forced > 0 {
+		return
+	}
+	newest := Frame(-1)
+	for _, b := range s.backups {
+		if b.valid {
+			newest = max(newest, b.frame)
+		}
+	}
+	if f-newest >= Frame(s.interval) {
+		s.saveOver(f)
+	}
+}
+
+// anchor returns the frame that no rollback will ever need to go before.
+func (s *Session) anchor() Frame {
+	if s.forced > 0 {
+		return s.present - Frame(s.forced) + 1
+	}
+	return s.ConfirmedFrame()
+}
+
+// saveOver saves frame f into an invalid slot, or else over the older one.
+func (s *Session) saveOver(f Frame) {
+	slot := 0
+	for i, b := range s.backups {
+		if !b.valid {
+			slot = i
+			break
+		}
+		if b.frame < s.backups[slot].frame {
+			slot = i
+		}
+	}
+	_ = s.save(slot, f)
+}
+
+func (s *Session) save(slot int, f Frame) error {
+	if err := s.arena.Save(slot); err != nil {
+		return err
+	}
+	s.backups[slot] = backup{frame: f, valid: true}
+	s.stats.Saves++
+	return nil
+}
+
+func (s *Session) checksum() uint64 { return xxhash.Sum64(s.arena.Bytes()) }
+
+// checkSum records or compares the sync-test checksum at the start of frame f.
+func (s *Session) checkSum(f Frame) {
+	sum := s.checksum()
+	if f > s.sumHigh {
+		s.checksums[ring(f)] = sum
+		s.sumHigh = f
+		return
+	}
+	if want := s.checksums[ring(f)]; want != sum && s.syncErr == nil {
+		s.syncErr = &SyncTestError{Frame: f - 1, Want: want, Got: sum}
+		s.events = append(s.events, Event{Kind: EventSyncTestFailed, Frame: f - 1, Peer: -1})
+	}
+}
+
+// send sends every peer the local inputs it has not acknowledged, and the
+// next frame we want from it.
+func (s *Session) send() {
+	if len(s.peers) == 0 {
+		return
+	}
+	localNext := s.next[s.local[0]]
+	nLocal := len(s.local)
+	// Worst case bits per frame, to keep every datagram under maxDatagram.
+	perFrame := nLocal * (len(s.layout) + s.layout.Bits())
+	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.HeaderSize)*8/perFrame)
+	for i := range s.peers {
+		ps := &s.peers[i]
+		want := s.next[ps.players[0]]
+		first := ps.ack
+		if want-first > 255 {
+			first = want - 255 // it is hopelessly behind; keep the header encodable
+		}
+		base := min(want, first)
+		end := min(localNext, base+255, first+Frame(maxFrames))
+		s.pkt.Ack, s.pkt.First, s.pkt.Players = int32(want), int32(first), nLocal
+		s.pkt.Count = max(0, int(end-first))
+		s.pkt.Inputs = s.pkt.Inputs[:0]
+		for f := first; f < end; f++ {
+			for _, p := range s.local {
+				s.pkt.Inputs = append(s.pkt.Inputs, uint64(s.inputs[ring(f)][p]))
+			}
+		}
+		b, err := wire.AppendInput(s.sendBuf[:0], &s.pkt, s.layout)
+		if err != nil {
+			s.stats.SendErrors++
+			continue
+		}
+		if err := s.tr.Send(i, b); err != nil {
+			s.stats.SendErrors++
+			continue
+		}
+		s.stats.PacketsSent++
+		s.stats.BytesSent += int64(len(b))
+	}
+}
+
+func ring(f Frame) int { return int(uint32(f) % ringSize) }

@@ -1,0 +1,164 @@
+package rollback
+
+import (
+	"fmt"
+
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+// MaxPlayers is the largest number of players in a session.
+const MaxPlayers = wire.MaxPlayers
+
+// Frame is a simulation frame number; the first frame of a match is 0.
+type Frame int32
+
+// PlayerID identifies a player, from 0 to Config.Players-1.
+type PlayerID int
+
+// Input is one player's quantized input for one frame, bit-packed according
+// to the session's [Layout]. Bits outside the layout must be zero.
+type Input uint64
+
+// Layout gives the bit widths of an [Input]'s fields, lowest bits first; see
+// [wire.Layout]. The INVERSUS input, for example, is Layout{3, 8, 8}: fire
+// direction, thrust angle, thrust magnitude. Fields are delta-coded on the
+// wire, so a layout that mirrors the game's controls keeps packets small.
+type Layout = wire.Layout
+
+// InputStatus says where an input given to [Game.Step] came from.
+type InputStatus uint8
+
+// Input statuses.
+const (
+	// Confirmed inputs are the player's real inputs for the frame.
+	Confirmed InputStatus = 1 + iota
+	// Predicted inputs are guesses; the frame is re-simulated if they were wrong.
+	Predicted
+	// Disconnected marks a player who has left; the input is the zero input.
+	Disconnected
+)
+
+func (s InputStatus) String() string {
+	switch s {
+	case Confirmed:
+		return "confirmed"
+	case Predicted:
+		return "predicted"
+	case Disconnected:
+		return "disconnected"
+	default:
+		return fmt.Sprintf("InputStatus(%d)", uint8(s))
+	}
+}
+
+// PlayerInput is one player's input for a frame, as given to [Game.Step].
+type PlayerInput struct {
+	Input  Input
+	Status InputStatus
+}
+
+// Game is the deterministic simulation that a [Session] drives.
+type Game interface {
+	// Step advances the state held in the session's arena by exactly one
+	// frame. in has one entry per player, indexed by PlayerID; Step must not
+	// retain it. Step must be a pure function of the arena's contents, f and
+	// in: the session calls it again for frames it re-simulates.
+	Step(f Frame, in []PlayerInput)
+}
+
+// GameFunc adapts a function to the [Game] interface.
+type GameFunc func(f Frame, in []PlayerInput)
+
+// Step calls g(f, in).
+func (g GameFunc) Step(f Frame, in []PlayerInput) { g(f, in) }
+
+// Transport carries datagrams between this machine and its peers. Peers are
+// numbered by their index in [Config.Peers]. The session calls a Transport
+// only from its own methods, never concurrently.
+type Transport interface {
+	// Send sends one datagram to peer. It must not retain packet. An error
+	// is counted in the statistics and otherwise ignored: the protocol
+	// resends every unacknowledged input in the next packet.
+	Send(peer int, packet []byte) error
+	// Receive copies the next datagram that has arrived into buf and returns
+	// its length and sender. ok is false when nothing is waiting. It must not
+	// block.
+	Receive(buf []byte) (n, peer int, ok bool)
+}
+
+// EventKind identifies an [Event].
+type EventKind uint8
+
+// Event kinds.
+const (
+	// EventStarved: the session stopped advancing because it has gone
+	// MaxRollback frames without input from Peer (show the spinner).
+	EventStarved EventKind = 1 + iota
+	// EventResumed: input arrived and the session advances again.
+	EventResumed
+	// EventSyncTestFailed: in sync-test mode, re-simulating Frame gave a
+	// different state; the Advance that reports it also returns a
+	// [*SyncTestError].
+	EventSyncTestFailed
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventStarved:
+		return "starved"
+	case EventResumed:
+		return "resumed"
+	case EventSyncTestFailed:
+		return "sync-test-failed"
+	default:
+		return fmt.Sprintf("EventKind(%d)", uint8(k))
+	}
+}
+
+// Event is something the game may want to show or log.
+type Event struct {
+	Kind  EventKind
+	Frame Frame // the session's frame when it happened
+	Peer  int   // the peer concerned, or -1
+}
+
+func (e Event) String() string {
+	if e.Peer >= 0 {
+		return fmt.Sprintf("%s frame=%d peer=%d", e.Kind, e.Frame, e.Peer)
+	}
+	return fmt.Sprintf("%s frame=%d", e.Kind, e.Frame)
+}
+
+// Result describes one call to [Session.Advance] or [Session.Idle]. Its
+// Events slice is reused by the next call.
+type Result struct {
+	// Frame is the frame that was simulated, or the frame that is waiting
+	// when Stalled.
+	Frame Frame
+	// Stalled is true when no new frame was simulated. The local inputs
+	// given for this tick stay queued: do not add them again.
+	Stalled bool
+	// Resimulated is the number of frames re-simulated by a rollback.
+	Resimulated int
+	Events      []Event
+}
+
+// Stats are the session's running statistics.
+type Stats struct {
+	Frame          Frame // frames simulated so far
+	ConfirmedFrame Frame // every input before this frame is confirmed
+
+	Rollbacks         int64 // restores of a snapshot
+	ResimulatedFrames int64 // frames simulated again by rollbacks
+	MaxRollbackFrames int   // deepest rollback: frames between the first mispredicted frame and the present
+	MaxResimulated    int   // most frames re-simulated by one rollback
+	StallFrames       int64 // Advance calls that simulated nothing (starvation)
+	Saves             int64 // snapshots taken
+
+	PacketsSent     int64
+	BytesSent       int64 // datagram payload bytes
+	SendErrors      int64
+	PacketsReceived int64
+	BytesReceived   int64
+	PacketsInvalid  int64 // malformed, from an unknown peer, or with impossible frame numbers
+}
