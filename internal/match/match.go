@@ -1,0 +1,226 @@
+// Package match plays whole matches of the arena example over a simulated
+// network and verifies them. The tests, the benchmarks and cmd/soak share it.
+//
+// A match runs one rollback session per player, each on its own machine,
+// over a seeded netsim network on a virtual 60 Hz clock, with bots for
+// players. When every machine has simulated the last frame it keeps polling
+// (Session.Idle) until every input of the match is confirmed everywhere.
+// Then the match is verified: each machine's arena must be byte-for-byte the
+// state that an offline run of the game reaches with the inputs the bots
+// really produced.
+package match
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// Tick is the simulation period: 60 Hz.
+const Tick = time.Second / 60
+
+// UDPOverhead is the IPv4 + UDP header cost counted per packet.
+const UDPOverhead = 28
+
+// Config describes one match.
+type Config struct {
+	Players     int            // one machine per player, 1 to 8
+	Frames      int            // frames to play
+	Seed        uint64         // seeds the network, the bots and the game
+	Profile     netsim.Profile // every link's impairments
+	MaxRollback int            // 0 for the session default
+	InputDelay  int
+	Snapshots   rollback.SnapshotPolicy
+	ArenaSize   int // 0 for 64 KiB
+}
+
+// Result is what happened in one match.
+type Result struct {
+	Completed bool   // every machine simulated every frame and confirmed every input
+	Verified  bool   // every machine's final state equals the offline re-simulation
+	Desync    string // when not verified: which machine and the first differing field
+	Err       error  // a session error, if any
+
+	Ticks     int // virtual 60 Hz ticks the match took, drain included
+	Checksums []uint64
+	Want      uint64 // checksum of the offline re-simulation
+
+	Rollbacks         int64
+	ResimulatedFrames int64
+	MaxRollbackFrames int
+	MaxResimulated    int
+	StallFrames       int64
+	PacketsSent       int64
+	BytesSent         int64 // payload only
+	PacketsInvalid    int64
+	Hits              int32 // ships destroyed, from the final state
+}
+
+// SimulatedSeconds is the virtual time the match took.
+func (r *Result) SimulatedSeconds() float64 { return float64(r.Ticks) / 60 }
+
+// ErrConfig reports an unusable match configuration.
+var ErrConfig = errors.New("match: invalid config")
+
+type machine struct {
+	s       *rollback.Session
+	a       *savestate.Arena
+	g       *arena.Game
+	bot     *arena.Bot
+	stalled bool
+}
+
+// Run plays and verifies one match.
+func Run(c Config) Result {
+	var r Result
+	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 {
+		r.Err = fmt.Errorf("%w: %d players, %d frames", ErrConfig, c.Players, c.Frames)
+		return r
+	}
+	size := c.ArenaSize
+	if size == 0 {
+		size = 64 << 10
+	}
+	nw, err := netsim.New(c.Players, c.Seed, c.Profile)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	ms := make([]machine, c.Players)
+	for i := range ms {
+		m := &ms[i]
+		if m.a, err = savestate.New(size); err == nil {
+			m.g, err = arena.New(m.a, c.Players, c.Seed)
+		}
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		var peers []rollback.Peer
+		for j := range c.Players {
+			if j != i {
+				peers = append(peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
+			}
+		}
+		m.s, err = rollback.NewSession(rollback.Config{
+			Players: c.Players, Local: []rollback.PlayerID{rollback.PlayerID(i)}, Peers: peers,
+			Layout: arena.Layout, State: m.a, Game: m.g, Transport: nw.Endpoint(i),
+			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
+		})
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		m.bot = arena.NewBot(c.Seed*0x9e3779b97f4a7c15 + uint64(i))
+	}
+	// truth[f*players+p] is the input player p really gave for frame f.
+	truth := make([]rollback.Input, (c.Frames+c.InputDelay+1)*c.Players)
+	end := rollback.Frame(c.Frames)
+	maxTicks := 4*c.Frames + 3600
+	for r.Ticks = 0; r.Ticks < maxTicks; r.Ticks++ {
+		done := true
+		for i := range ms {
+			m := &ms[i]
+			if m.s.Frame() < end {
+				if !m.stalled {
+					f := int(m.s.Frame()) + c.InputDelay
+					in := m.bot.Next()
+					if err := m.s.AddLocalInput(rollback.PlayerID(i), in); err != nil {
+						r.Err = fmt.Errorf("machine %d: %w", i, err)
+						return r
+					}
+					truth[f*c.Players+i] = in
+				}
+				res, err := m.s.Advance()
+				if err != nil {
+					r.Err = fmt.Errorf("machine %d: %w", i, err)
+					return r
+				}
+				m.stalled = res.Stalled
+			} else if _, err := m.s.Idle(); err != nil {
+				r.Err = fmt.Errorf("machine %d: %w", i, err)
+				return r
+			}
+			done = done && m.s.Frame() == end && m.s.ConfirmedFrame() >= end
+		}
+		if done {
+			r.Completed = true
+			break
+		}
+		nw.Advance(Tick)
+	}
+	for i := range ms {
+		st := ms[i].s.Stats()
+		r.Rollbacks += st.Rollbacks
+		r.ResimulatedFrames += st.ResimulatedFrames
+		r.MaxRollbackFrames = max(r.MaxRollbackFrames, st.MaxRollbackFrames)
+		r.MaxResimulated = max(r.MaxResimulated, st.MaxResimulated)
+		r.StallFrames += st.StallFrames
+		r.PacketsSent += st.PacketsSent
+		r.BytesSent += st.BytesSent
+		r.PacketsInvalid += st.PacketsInvalid
+		r.Checksums = append(r.Checksums, xxhash.Sum64(ms[i].a.Bytes()))
+	}
+	r.Hits = ms[0].g.World().Hits
+	if !r.Completed {
+		return r
+	}
+	want, err := Offline(c, size, truth)
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	r.Want = xxhash.Sum64(want.Bytes())
+	r.Verified = true
+	for i := range ms {
+		if r.Checksums[i] != r.Want {
+			r.Verified = false
+			r.Desync = fmt.Sprintf("machine %d: %s", i, FirstDifference(want, ms[i].a))
+			break
+		}
+	}
+	return r
+}
+
+// Offline replays a match without a network: it steps a fresh game through
+// c.Frames frames with the given inputs (frame-major, c.Players per frame),
+// every one confirmed, and returns the arena.
+func Offline(c Config, size int, truth []rollback.Input) (*savestate.Arena, error) {
+	a, err := savestate.New(size)
+	if err != nil {
+		return nil, err
+	}
+	g, err := arena.New(a, c.Players, c.Seed)
+	if err != nil {
+		return nil, err
+	}
+	in := make([]rollback.PlayerInput, c.Players)
+	for f := range c.Frames {
+		for p := range in {
+			in[p] = rollback.PlayerInput{Input: truth[f*c.Players+p], Status: rollback.Confirmed}
+		}
+		g.Step(rollback.Frame(f), in)
+	}
+	return a, nil
+}
+
+// FirstDifference names the first byte at which two arenas differ, by field.
+func FirstDifference(want, got *savestate.Arena) string {
+	wb, gb := want.Bytes(), got.Bytes()
+	for i := range min(len(wb), len(gb)) {
+		if wb[i] != gb[i] {
+			return fmt.Sprintf("byte %d (%s): want %#02x, got %#02x", i, want.FieldPath(i), wb[i], gb[i])
+		}
+	}
+	if len(wb) != len(gb) {
+		return fmt.Sprintf("used size: want %d, got %d", len(wb), len(gb))
+	}
+	return "no difference"
+}
