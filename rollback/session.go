@@ -58,23 +58,23 @@ type peerState struct {
 // drives once per frame. See the package documentation for the loop.
 // A Session is not safe for concurrent use.
 type Session struct {
-	players   int
-	local     []PlayerID
-	isLocal   [MaxPlayers]bool
-	owner     [MaxPlayers]int // peer index of a remote player
-	peers     []peerState
-	layout    Layout
-	mask      uint64
-	arena     *savestate.Arena
-	game      Game
-	tr        Transport
-	pred      predict.Predictor
-	maxRB     int
-	delay     int
-	policy    SnapshotPolicy
-	syncTest  bool
-	forced    int // depth of the rollback forced every frame (sync test, constant cost); 0 for none
-	interval  int // frames between periodic snapshots (two-backups policy)
+	players  int
+	local    []PlayerID
+	isLocal  [MaxPlayers]bool
+	owner    [MaxPlayers]int // peer index of a remote player
+	peers    []peerState
+	layout   Layout
+	mask     uint64
+	arena    *savestate.Arena
+	game     Game
+	tr       Transport
+	pred     predict.Predictor
+	maxRB    int
+	delay    int
+	policy   SnapshotPolicy
+	syncTest bool
+	forced   int // depth of the rollback forced every frame (sync test, constant cost); 0 for none
+	interval int // frames between periodic snapshots (two-backups policy)
 
 	frame   Frame // the next frame to simulate
 	present Frame // the frame a re-simulation catches up to

@@ -302,9 +302,9 @@ func (h *hostile) Receive(buf []byte) (int, int, bool) {
 func TestHostilePackets(t *testing.T) {
 	g := newCounterGame(t, 4096, false)
 	tr := &hostile{packets: [][]byte{
-		{1, 0, 0, 0, 0, 0, 0}, // a valid packet that only acknowledges
+		{1, 0, 0, 0, 0, 0, 0},                      // a valid packet that only acknowledges
 		nil, {1}, {9, 9, 9}, {1, 0, 0, 0, 0, 0, 1}, // empty, short, wrong kind, truncated
-		{1, 0, 0, 0, 200, 0, 0},             // wants frame 200 of ours: impossible
+		{1, 0, 0, 0, 200, 0, 0},                // wants frame 200 of ours: impossible
 		{1, 0x7f, 0, 0, 0, 0, 255, 0xff, 0xff}, // frames far in the future
 		make([]byte, 5000),
 	}}

@@ -124,10 +124,10 @@ type nested struct {
 
 func TestAllocRejectsPointers(t *testing.T) {
 	cases := []struct {
-		name string
+		name  string
 		alloc func(*savestate.Arena) error
-		path string
-		kind reflect.Kind
+		path  string
+		kind  reflect.Kind
 	}{
 		{"string field", allocOf[withString], "savestate_test.withString.Name", reflect.String},
 		{"nested pointer", allocOf[nested], "savestate_test.nested.Inner[0].P", reflect.Pointer},

@@ -42,7 +42,7 @@ const (
 	shotTTL  = 90
 	cooldown = 12
 	respawn  = 60
-	thrust   = 96     // full thrust accelerates 96×255/65536 ≈ 0.37 units per frame²
+	thrust   = 96 // full thrust accelerates 96×255/65536 ≈ 0.37 units per frame²
 )
 
 // Pack builds an input from its three fields.
