@@ -73,8 +73,8 @@ type Session struct {
 	delay    int
 	policy   SnapshotPolicy
 	syncTest bool
-	forced   int // depth of the rollback forced every frame (sync test, constant cost); 0 for none
-	interval int // frames between periodic snapshots (two-backups policy)
+	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
+	interval Frame // two backups: save the present when the newest snapshot is this old
 
 	frame   Frame // the next frame to simulate
 	present Frame // the frame a re-simulation catches up to
@@ -84,7 +84,6 @@ type Session struct {
 	inputs  [ringSize][MaxPlayers]Input
 	used    [ringSize][MaxPlayers]Input
 	backups [savestate.Slots]backup
-	stale   [savestate.Slots]Frame // frame of an invalidated backup, to re-take in the re-simulation
 
 	checksums [ringSize]uint64 // sync test: arena checksum at the start of each frame
 	sumHigh   Frame            // sync test: the newest frame whose checksum is recorded
@@ -129,7 +128,7 @@ func NewSession(cfg Config) (*Session, error) {
 	if s.policy == 0 {
 		s.policy = TwoBackups
 	}
-	s.interval = s.maxRB
+	s.interval = Frame(s.maxRB)
 	switch {
 	case cfg.SyncTest > 0:
 		s.syncTest, s.forced = true, cfg.SyncTest
@@ -366,12 +365,16 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 }
 
 // rollback restores the newest usable snapshot not after frame mis and
-// re-simulates up to the present. It returns the frames re-simulated.
+// re-simulates up to the present. It returns the frames simulated again.
+//
+// When that snapshot is older than the anchor frame (see maybeSave), it is
+// first stepped forward inside its own region to the anchor, with inputs
+// that are all confirmed: the snapshot ends at the anchor frame, ready for
+// the next rollback, without a second copy of the arena.
 func (s *Session) rollback(mis Frame) (int, error) {
 	for i, b := range s.backups {
 		if b.valid && b.frame > mis {
 			s.backups[i].valid = false
-			s.stale[i] = b.frame
 		}
 	}
 	slot := -1
@@ -384,28 +387,65 @@ func (s *Session) rollback(mis Frame) (int, error) {
 		// Unreachable while the invariants hold; never panic on it.
 		return 0, fmt.Errorf("%w: mispredicted frame %d", ErrSnapshot, mis)
 	}
+	target, from := s.frame, s.backups[slot].frame
+	s.present, s.resim = target, true
+	defer func() { s.resim = false }()
+	if to := s.anchor(); to > from {
+		if err := s.advanceSnapshot(slot, min(to, target)); err != nil {
+			return 0, err
+		}
+	}
 	if err := s.arena.Restore(slot); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrSnapshot, err)
 	}
-	target, from := s.frame, s.backups[slot].frame
-	s.stats.Rollbacks++
-	s.stats.MaxRollbackFrames = max(s.stats.MaxRollbackFrames, int(target-mis))
-	s.present, s.frame, s.resim = target, from, true
+	s.frame = s.backups[slot].frame
+	if s.frame <= s.anchor() {
+		for i, b := range s.backups {
+			if i != slot && b.frame < s.frame {
+				s.backups[i].valid = false // superseded: no rollback can need it
+			}
+		}
+	}
 	for s.frame < target {
 		s.step()
 	}
-	s.resim = false
 	n := int(target - from)
+	s.stats.Rollbacks++
+	s.stats.MaxRollbackFrames = max(s.stats.MaxRollbackFrames, int(target-mis))
 	s.stats.ResimulatedFrames += int64(n)
 	s.stats.MaxResimulated = max(s.stats.MaxResimulated, n)
 	return n, nil
+}
+
+// advanceSnapshot steps the snapshot in slot forward to frame to, inside
+// the snapshot's own region. Every input before to must be confirmed.
+func (s *Session) advanceSnapshot(slot int, to Frame) error {
+	if err := s.arena.Enter(slot); err != nil {
+		return fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	for f := s.backups[slot].frame; f < to; f++ {
+		in := &s.inputs[ring(f)]
+		for p := range s.players {
+			s.stepIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
+		}
+		s.game.Step(f, s.stepIn[:s.players])
+		if s.syncTest {
+			s.checkSum(f + 1)
+		}
+	}
+	s.arena.Leave()
+	s.stats.SnapshotSteps += int64(to - s.backups[slot].frame)
+	s.backups[slot].frame = to
+	return nil
 }
 
 // step simulates s.frame with the best inputs known, after taking any
 // snapshot the policy asks for.
 func (s *Session) step() {
 	f := s.frame
-	s.maybeSave(f)
+	if !s.resim {
+		s.maybeSave(f)
+	}
 	slot := ring(f)
 	for p := range s.players {
 		in, st := s.inputs[slot][p], Confirmed
@@ -424,66 +464,52 @@ func (s *Session) step() {
 	}
 }
 
-// maybeSave applies the snapshot policy at the start of frame f.
+// maybeSave applies the snapshot policy before simulating frame f during
+// play (never during a re-simulation).
 //
-// Two backups (INVERSUS): while re-simulating, re-take a snapshot at the
-// anchor frame (the first frame not yet confirmed; every rollback starts at
-// or after it) and re-take any snapshot the misprediction made stale at its
-// old frame; during play, overwrite the older snapshot whenever the newer
-// one is interval frames old. Forced modes (sync test, constant cost) keep a
-// snapshot at the frame the next forced rollback will restore.
+// The anchor frame is the first frame that is not yet confirmed: no
+// rollback ever restores before it, so a snapshot at or before it is always
+// usable. Rollbacks move their snapshot up to the anchor frame in place (see
+// rollback). While predictions keep coming true no rollback does that, so,
+// as in INVERSUS, when the newest snapshot is interval frames old the
+// present is saved over the other slot, never over the newest snapshot at or
+// before the anchor frame. Forced modes (sync test, constant cost) roll back
+// every frame and never need this.
 func (s *Session) maybeSave(f Frame) {
-	for _, b := range s.backups {
-		if b.valid && b.frame == f {
-			return
-		}
-	}
-	resim := s.resim
-	if resim && f == s.anchor() {
-		s.saveOver(f)
-		return
-	}
-	for i, b := range s.backups {
-		if !b.valid && s.stale[i] == f && resim {
-			_ = s.save(i, f)
-			return
-		}
-	}
 	if s.forced > 0 {
 		return
 	}
-	newest := Frame(-1)
-	for _, b := range s.backups {
-		if b.valid {
-			newest = max(newest, b.frame)
+	c := s.anchor()
+	keep, newest := -1, Frame(-1)
+	for i, b := range s.backups {
+		if !b.valid {
+			continue
+		}
+		newest = max(newest, b.frame)
+		if b.frame <= c && (keep < 0 || b.frame > s.backups[keep].frame) {
+			keep = i
 		}
 	}
-	if f-newest >= Frame(s.interval) {
-		s.saveOver(f)
+	if f-newest < s.interval {
+		return
+	}
+	for i := range s.backups {
+		if i != keep {
+			_ = s.save(i, f)
+			return
+		}
 	}
 }
 
 // anchor returns the frame that no rollback will ever need to go before.
 func (s *Session) anchor() Frame {
+	c := s.ConfirmedFrame()
 	if s.forced > 0 {
-		return s.present - Frame(s.forced) + 1
+		// The frame the next forced rollback restores, but never a state
+		// built on unconfirmed inputs (a starved constant-cost session).
+		return min(c, s.present-Frame(s.forced)+1)
 	}
-	return s.ConfirmedFrame()
-}
-
-// saveOver saves frame f into an invalid slot, or else over the older one.
-func (s *Session) saveOver(f Frame) {
-	slot := 0
-	for i, b := range s.backups {
-		if !b.valid {
-			slot = i
-			break
-		}
-		if b.frame < s.backups[slot].frame {
-			slot = i
-		}
-	}
-	_ = s.save(slot, f)
+	return c
 }
 
 func (s *Session) save(slot int, f Frame) error {

@@ -149,11 +149,12 @@ type Stats struct {
 	ConfirmedFrame Frame // every input before this frame is confirmed
 
 	Rollbacks         int64 // restores of a snapshot
-	ResimulatedFrames int64 // frames simulated again by rollbacks
+	ResimulatedFrames int64 // frames simulated again by rollbacks, in the live state or in a snapshot
 	MaxRollbackFrames int   // deepest rollback: frames between the first mispredicted frame and the present
 	MaxResimulated    int   // most frames re-simulated by one rollback
 	StallFrames       int64 // Advance calls that simulated nothing (starvation)
-	Saves             int64 // snapshots taken
+	Saves             int64 // snapshots copied from the live state
+	SnapshotSteps     int64 // frames simulated inside a snapshot to move it forward (part of ResimulatedFrames)
 
 	PacketsSent     int64
 	BytesSent       int64 // datagram payload bytes

@@ -8,6 +8,12 @@
 // [Arena.Restore]. Because nothing in the arena is a Go pointer, a restore can
 // never leave a dangling reference and the garbage collector never scans it.
 //
+// [Arena.Enter] points the arena at a snapshot region instead of the live
+// one, so that a game can be stepped inside a snapshot: a rollback session
+// uses it to move its oldest snapshot forward without copying. A game must
+// therefore fetch its values through handles at the start of each step and
+// not keep Go pointers into the arena from one step to the next.
+//
 // The arena records every allocation (its type, offset and size) inside the
 // live region itself, so its bookkeeping rolls back with the state, and so a
 // byte offset can be named as a field path such as "World.Ships[1].X" when two
@@ -44,6 +50,7 @@ var (
 	ErrSlot       = errors.New("savestate: snapshot slot out of range")
 	ErrNotSaved   = errors.New("savestate: snapshot slot never saved")
 	ErrNotPointer = errors.New("savestate: type holds pointers")
+	ErrEntered    = errors.New("savestate: arena is inside a snapshot")
 )
 
 // PointerError reports a type that cannot live in an arena because it holds
@@ -68,6 +75,7 @@ func (e *PointerError) Unwrap() error { return ErrNotPointer }
 type Arena struct {
 	mem   []byte
 	size  int
+	cur   int // offset of the current region: 0 (live) unless inside a snapshot
 	saved [Slots]bool
 	types []reflect.Type // index recorded in the arena; append-only, never rolled back
 }
@@ -90,20 +98,41 @@ func New(size int) (*Arena, error) {
 // Size returns the size of the live region in bytes.
 func (a *Arena) Size() int { return a.size }
 
-// Used returns how many bytes of the live region are in use, the arena's own
-// header and allocation records included. Save, Restore and [Arena.Bytes]
-// touch only these bytes.
+// Used returns how many bytes of the current region are in use, the
+// arena's own header and allocation records included. Save, Restore and
+// [Arena.Bytes] touch only these bytes.
 func (a *Arena) Used() int { return int(a.get32(4)) }
 
-// Bytes returns the used part of the live region. The slice aliases the
+// Bytes returns the used part of the current region. The slice aliases the
 // arena; it is meant for checksums and state dumps and must not be retained
 // across allocations.
-func (a *Arena) Bytes() []byte { return a.mem[:a.Used()] }
+func (a *Arena) Bytes() []byte { return a.mem[a.cur : a.cur+a.Used()] }
+
+// Enter makes snapshot slot i the current region: until [Arena.Leave],
+// handles, [Alloc], [Arena.Bytes] and [Arena.FieldPath] refer to the
+// snapshot, so stepping the game advances the snapshot in place. Save and
+// Restore fail with [ErrEntered] meanwhile.
+func (a *Arena) Enter(i int) error {
+	if i < 0 || i >= Slots {
+		return ErrSlot
+	}
+	if !a.saved[i] {
+		return ErrNotSaved
+	}
+	a.cur = (1 + i) * a.size
+	return nil
+}
+
+// Leave makes the live region current again.
+func (a *Arena) Leave() { a.cur = 0 }
 
 // Save copies the live region into snapshot slot i (0 or 1).
 func (a *Arena) Save(i int) error {
 	if i < 0 || i >= Slots {
 		return ErrSlot
+	}
+	if a.cur != 0 {
+		return ErrEntered
 	}
 	n := a.Used()
 	off := (1 + i) * a.size
@@ -121,6 +150,9 @@ func (a *Arena) Restore(i int) error {
 	}
 	if !a.saved[i] {
 		return ErrNotSaved
+	}
+	if a.cur != 0 {
+		return ErrEntered
 	}
 	off := (1 + i) * a.size
 	n := int(le32(a.mem[off+4:]))
@@ -152,15 +184,17 @@ func (h Handle[T]) IsZero() bool { return h.off == 0 }
 // Offset returns the byte offset of the value in the live region.
 func (h Handle[T]) Offset() int { return int(h.off) }
 
-// Get returns a pointer to the value in a's live region. The pointer is valid
-// until a is garbage; after a Restore it sees the restored value. Get on the
-// zero Handle or on a handle from another arena returns nil.
+// Get returns a pointer to the value in a's current region (the live one
+// unless inside [Arena.Enter]). The pointer sees every later Restore, but
+// points into the region that was current when Get was called: fetch it
+// again after Enter or Leave. Get on the zero Handle, or on a handle beyond
+// the region's used bytes, returns nil.
 func (h Handle[T]) Get(a *Arena) *T {
 	var zero T
 	if h.off == 0 || int(h.off)+int(unsafe.Sizeof(zero)) > a.Used() {
 		return nil
 	}
-	return (*T)(unsafe.Pointer(&a.mem[h.off]))
+	return (*T)(unsafe.Pointer(&a.mem[a.cur+int(h.off)]))
 }
 
 // Alloc places a zeroed T in a's live region and returns its handle. T must
@@ -176,13 +210,14 @@ func Alloc[T any](a *Arena) (Handle[T], error) {
 	// 8, so the record sits right before the data and the list can be walked.
 	used := a.Used()
 	data := used + recordSize
+	base := a.cur
 	if t.Size() > uintptr(a.size) || data+int(t.Size()) > a.size {
 		return Handle[T]{}, fmt.Errorf("%w: %s needs %d bytes, %d free", ErrFull, t, t.Size(), max(0, a.size-data))
 	}
 	end := data + int(t.Size())
 	a.put32(used, uint32(a.typeIndex(t)))
 	a.put32(used+4, uint32(t.Size()))
-	clear(a.mem[data:end])
+	clear(a.mem[base+data : base+end])
 	a.put32(4, uint32(roundUp(end, align)))
 	return Handle[T]{off: uint32(data)}, nil
 }
@@ -239,9 +274,9 @@ type Allocation struct {
 }
 
 // Allocations returns the arena's allocation records in allocation order,
-// read from the live region (so they reflect the last restore).
+// read from the current region (so they reflect the last restore).
 func (a *Arena) Allocations() []Allocation {
-	return allocations(a.mem[:a.Used()], a.types)
+	return allocations(a.Bytes(), a.types)
 }
 
 func allocations(region []byte, types []reflect.Type) []Allocation {
@@ -262,7 +297,7 @@ func allocations(region []byte, types []reflect.Type) []Allocation {
 	return out
 }
 
-// FieldPath names the field that holds byte off of the live region, such as
+// FieldPath names the field that holds byte off of the current region, such as
 // "arena.World.Ships[1].X". It returns "" for bytes that belong to the
 // arena's header, its allocation records or padding.
 func (a *Arena) FieldPath(off int) string {
@@ -303,9 +338,10 @@ func le32(b []byte) uint32 {
 	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
 }
 
-func (a *Arena) get32(off int) uint32 { return le32(a.mem[off:]) }
+// get32 and put32 address the current region.
+func (a *Arena) get32(off int) uint32 { return le32(a.mem[a.cur+off:]) }
 
 func (a *Arena) put32(off int, v uint32) {
-	b := a.mem[off : off+4]
+	b := a.mem[a.cur+off : a.cur+off+4]
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }

@@ -200,3 +200,34 @@ func ExampleAlloc() {
 	// 10
 	// true
 }
+
+func TestEnterStepsASnapshotInPlace(t *testing.T) {
+	a, err := savestate.New(4096)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[world](a)
+	require.NoError(t, err)
+	h.Get(a).Frame = 1
+	require.NoError(t, a.Save(1))
+	h.Get(a).Frame = 50 // the live state moves on
+
+	require.NoError(t, a.Enter(1))
+	assert.ErrorIs(t, a.Save(0), savestate.ErrEntered)
+	assert.ErrorIs(t, a.Restore(1), savestate.ErrEntered)
+	assert.Equal(t, int32(1), h.Get(a).Frame, "handles resolve in the snapshot")
+	h.Get(a).Frame++ // "step" the snapshot
+	extra, err := savestate.Alloc[ship](a)
+	require.NoError(t, err)
+	extra.Get(a).Score = 9
+	snapUsed := a.Used()
+	a.Leave()
+
+	assert.Equal(t, int32(50), h.Get(a).Frame, "the live region was not touched")
+	assert.Len(t, a.Allocations(), 1)
+	require.NoError(t, a.Restore(1))
+	assert.Equal(t, int32(2), h.Get(a).Frame, "restoring brings back the stepped snapshot")
+	assert.Equal(t, int16(9), extra.Get(a).Score)
+	assert.Equal(t, snapUsed, a.Used())
+
+	assert.ErrorIs(t, a.Enter(0), savestate.ErrNotSaved)
+	assert.ErrorIs(t, a.Enter(2), savestate.ErrSlot)
+}
