@@ -190,8 +190,8 @@ func (h Handle[T]) Offset() int { return int(h.off) }
 // again after Enter or Leave. Get on the zero Handle, or on a handle beyond
 // the region's used bytes, returns nil.
 func (h Handle[T]) Get(a *Arena) *T {
-	var zero T
-	if h.off == 0 || int(h.off)+int(unsafe.Sizeof(zero)) > a.Used() {
+	var p *T // sized through a pointer: a zero T of a large type would escape to the heap
+	if h.off == 0 || int(h.off)+int(unsafe.Sizeof(*p)) > a.Used() {
 		return nil
 	}
 	return (*T)(unsafe.Pointer(&a.mem[a.cur+int(h.off)]))

@@ -231,3 +231,11 @@ func TestEnterStepsASnapshotInPlace(t *testing.T) {
 	assert.ErrorIs(t, a.Enter(0), savestate.ErrNotSaved)
 	assert.ErrorIs(t, a.Enter(2), savestate.ErrSlot)
 }
+
+func TestGetDoesNotAllocateForLargeTypes(t *testing.T) {
+	a, err := savestate.New(1 << 20)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[[1<<20 - 64]byte](a)
+	require.NoError(t, err)
+	assert.Zero(t, testing.AllocsPerRun(10, func() { h.Get(a)[5]++ }))
+}

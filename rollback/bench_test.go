@@ -1,0 +1,216 @@
+package rollback_test
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// benchState fills an arena: a few counters the step really computes, and
+// a blob that makes the arena as large as the benchmark says.
+type benchState[B any] struct {
+	Counters [8]uint64
+	Blob     B
+}
+
+// benchGame does a little real work per step: it folds every input into a
+// counter and touches one cache line of the blob.
+type benchGame[B any] struct {
+	a *savestate.Arena
+	h savestate.Handle[benchState[B]]
+}
+
+func newBenchGame[B any](b *testing.B, size int) *benchGame[B] {
+	a, err := savestate.New(size)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := savestate.Alloc[benchState[B]](a)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &benchGame[B]{a: a, h: h}
+}
+
+func (g *benchGame[B]) Step(f rollback.Frame, in []rollback.PlayerInput) {
+	st := g.h.Get(g.a)
+	for i, p := range in {
+		st.Counters[i] = st.Counters[i]*0x9e3779b97f4a7c15 + uint64(p.Input) + uint64(f)
+	}
+	blob := unsafe.Slice((*byte)(unsafe.Pointer(&st.Blob)), unsafe.Sizeof(st.Blob))
+	blob[int(f)*4099%len(blob)] ^= byte(st.Counters[0])
+}
+
+// Blob sizes that fill a 1 KiB, 64 KiB and 1 MiB arena after the arena's
+// 16-byte header, the 8-byte allocation record and the 64 bytes of counters.
+type (
+	blob1KiB  [1024 - 88]byte
+	blob64KiB [64<<10 - 88]byte
+	blob1MiB  [1<<20 - 88]byte
+)
+
+// BenchmarkAdvance measures Session.Advance.
+//
+// steady-1KiB: two peers over netsim with no misprediction (inputs never
+// change); one op is one frame of one peer (a peer-frame).
+//
+// rollback20-*: one peer whose input for frame k arrives while frame k+19 is
+// simulated and always differs from the prediction, so every op corrects a
+// 20-frame-deep misprediction: the snapshot is moved forward one frame in
+// place, restored (one copy of the arena) and 20 frames are simulated.
+func BenchmarkAdvance(b *testing.B) {
+	b.Run("steady-1KiB", benchSteady)
+	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10))
+	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20))
+}
+
+func benchSteady(b *testing.B) {
+	nw, err := netsim.New(2, 1, netsim.Profile{Latency: 1e6})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ss [2]*rollback.Session
+	for i := range ss {
+		g := newBenchGame[blob1KiB](b, 1024)
+		ss[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
+			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
+			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i)})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	peerFrame := func(i int) {
+		s := ss[i&1]
+		if err := s.AddLocalInput(rollback.PlayerID(i&1), 0x155); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Advance(); err != nil {
+			b.Fatal(err)
+		}
+		if i&1 == 1 {
+			nw.Advance(match.Tick)
+		}
+	}
+	for i := range 200 { // the first frames mispredict the zero input once
+		peerFrame(i)
+	}
+	before := ss[0].Stats()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		peerFrame(i)
+		i++
+	}
+	after := ss[0].Stats()
+	if after.Rollbacks != before.Rollbacks {
+		b.Fatalf("steady state rolled back %d times", after.Rollbacks-before.Rollbacks)
+	}
+	b.ReportMetric(float64(after.BytesSent-before.BytesSent)/float64(after.Frame-before.Frame), "bytes/packet")
+}
+
+// scripted is a peer that sends one input per Advance, 20 frames late.
+type scripted struct {
+	s    *rollback.Session
+	next int32 // the remote frame to deliver next
+	pkt  wire.InputPacket
+	buf  []byte
+}
+
+func (p *scripted) Send(int, []byte) error { return nil }
+
+func (p *scripted) Receive(buf []byte) (int, int, bool) {
+	if p.s == nil || p.next > int32(p.s.Frame())-19 {
+		return 0, 0, false
+	}
+	p.pkt = wire.InputPacket{Ack: int32(p.s.Frame()), First: p.next, Count: 1, Players: 1, Inputs: p.pkt.Inputs[:0]}
+	p.pkt.Inputs = append(p.pkt.Inputs, uint64(p.next&1)) // never what repeat-last predicts
+	var err error
+	p.buf, err = wire.AppendInput(p.buf[:0], &p.pkt, rollback.Layout{3, 8, 8})
+	if err != nil {
+		panic(err)
+	}
+	p.next++
+	return copy(buf, p.buf), 0, true
+}
+
+func benchRollback20[B any](size int) func(b *testing.B) {
+	return func(b *testing.B) {
+		g := newBenchGame[B](b, size)
+		peer := &scripted{buf: make([]byte, 0, 64), pkt: wire.InputPacket{Inputs: make([]uint64, 0, 1)}}
+		s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
+			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
+			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer})
+		if err != nil {
+			b.Fatal(err)
+		}
+		peer.s = s
+		op := func() int {
+			if err := s.AddLocalInput(0, 7); err != nil {
+				b.Fatal(err)
+			}
+			r, err := s.Advance()
+			if err != nil || r.Stalled {
+				b.Fatal(err, r.Stalled)
+			}
+			return r.Resimulated
+		}
+		for range 100 {
+			op()
+		}
+		before := s.Stats()
+		b.ReportAllocs()
+		for b.Loop() {
+			if n := op(); n != 19 {
+				b.Fatalf("re-simulated %d frames, want 19 (+1 new)", n)
+			}
+		}
+		after := s.Stats()
+		ops := float64(after.Frame - before.Frame)
+		b.ReportMetric(float64(after.Rollbacks-before.Rollbacks)/ops, "rollbacks/op")
+		b.ReportMetric(float64(after.Saves-before.Saves)/ops, "saves/op")
+	}
+}
+
+// BenchmarkFloor is the least work a 20-frame rollback can do, measured in
+// the same run: one copy of the arena and 20 steps of the same game.
+// "-copy" uses the arena's restore; "-builtin-copy" a single built-in copy
+// of the whole region. "ring-save-every-frame" is the GGPO alternative: a
+// restore, then 20 steps each followed by a save.
+func BenchmarkFloor(b *testing.B) {
+	b.Run("rollback20-64KiB", benchFloor[blob64KiB](64<<10, false, false))
+	b.Run("rollback20-1MiB", benchFloor[blob1MiB](1<<20, false, false))
+	b.Run("rollback20-1MiB-builtin-copy", benchFloor[blob1MiB](1<<20, true, false))
+	b.Run("ring-save-every-frame-1MiB", benchFloor[blob1MiB](1<<20, false, true))
+}
+
+func benchFloor[B any](size int, builtin, ring bool) func(b *testing.B) {
+	return func(b *testing.B) {
+		g := newBenchGame[B](b, size)
+		if err := g.a.Save(0); err != nil {
+			b.Fatal(err)
+		}
+		snap := append([]byte(nil), g.a.Bytes()...)
+		in := []rollback.PlayerInput{{Input: 7, Status: rollback.Confirmed}, {Input: 1, Status: rollback.Confirmed}}
+		b.ReportAllocs()
+		f := rollback.Frame(0)
+		for b.Loop() {
+			if builtin {
+				copy(g.a.Bytes(), snap)
+			} else if err := g.a.Restore(0); err != nil {
+				b.Fatal(err)
+			}
+			for range 20 {
+				g.Step(f, in)
+				f++
+				if ring {
+					_ = g.a.Save(1)
+				}
+			}
+		}
+	}
+}
