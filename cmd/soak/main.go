@@ -1,0 +1,271 @@
+// Command soak plays many matches of the arena example over a simulated
+// hostile network and proves that every one of them ended in sync.
+//
+// Each match runs one rollback session per player over netsim on a virtual
+// 60 Hz clock, with bots as players, until every input is confirmed on every
+// machine; then each machine's arena must equal, byte for byte, an offline
+// replay of the inputs the bots really gave. Match i uses seed+i, so any
+// failure is reproduced with -seed and -matches 1.
+//
+//	soak [-matches 20] [-players 2] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE]
+//
+// Profiles are the presets lan, wifi, continental, intercontinental, far and
+// hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
+// (all one-way). Exit status: 0 when every match completed and verified and
+// the soak rolled back at least once, 1 otherwise, 2 for bad flags.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+// Summary is the JSON report. Field names are part of the command's interface.
+type Summary struct {
+	Matches        int    `json:"matches"`
+	Players        int    `json:"players"`
+	FramesPerMatch int    `json:"frames_per_match"`
+	Seed           uint64 `json:"seed"`
+	Profile        string `json:"profile"`
+	MaxRollback    int    `json:"max_rollback"`
+	InputDelay     int    `json:"input_delay"`
+	Snapshots      string `json:"snapshots"`
+
+	Completed int `json:"completed"`
+	Verified  int `json:"verified"`
+	Desyncs   int `json:"desyncs"`
+	Errors    int `json:"errors"`
+
+	Rollbacks              int64   `json:"rollbacks"`
+	ResimulatedFrames      int64   `json:"resimulated_frames"`
+	MaxRollbackFrames      int     `json:"max_rollback_frames"`
+	MaxResimulatedFrames   int     `json:"max_resimulated_frames"`
+	RollbacksPer100Frames  float64 `json:"rollbacks_per_100_frames"`
+	MatchesWithoutRollback int     `json:"matches_without_rollback"`
+	StallFrames            int64   `json:"stall_frames"`
+	Hits                   int64   `json:"hits"`
+
+	PacketsSent            int64   `json:"packets_sent"`
+	BytesSent              int64   `json:"bytes_sent"`
+	PacketsPerPeerPerFrame float64 `json:"packets_per_peer_per_frame"`
+	BytesPerPeerPerSecond  float64 `json:"bytes_per_peer_per_second"`
+
+	SimulatedSeconds float64 `json:"simulated_seconds"`
+	WallSeconds      float64 `json:"wall_seconds"`
+	Passed           bool    `json:"passed"`
+	Failures         []Fail  `json:"failures,omitempty"`
+}
+
+// Fail describes one failed match.
+type Fail struct {
+	Match  int    `json:"match"`
+	Seed   uint64 `json:"seed"`
+	Reason string `json:"reason"`
+}
+
+type options struct {
+	matches, players, frames, parallel, maxRollback, delay int
+	seed                                                   uint64
+	profile, jsonPath, snapshots                           string
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	var o options
+	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.IntVar(&o.matches, "matches", 20, "matches to play")
+	fs.IntVar(&o.players, "players", 2, "players per match, one machine each (2 to 8)")
+	fs.IntVar(&o.frames, "frames", 3600, "frames per match")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the first match; match i uses seed+i")
+	fs.StringVar(&o.profile, "profile", "wifi", "network profile: a preset or a spec like latency=80ms,jitter=10ms,loss=2%")
+	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to FILE (- for stdout)")
+	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "matches to run at once")
+	fs.IntVar(&o.maxRollback, "maxrollback", rollback.DefaultMaxRollback, "Config.MaxRollback")
+	fs.IntVar(&o.delay, "delay", 0, "Config.InputDelay, in frames")
+	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return 2
+		}
+		fmt.Fprintf(stderr, "soak: %v\n", err)
+		return 2
+	}
+	prof, policy, err := o.check(fs.NArg())
+	if err != nil {
+		fmt.Fprintf(stderr, "soak: %v\n", err)
+		return 2
+	}
+
+	start := time.Now()
+	results := make([]match.Result, o.matches)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(o.parallel, o.matches) {
+		wg.Go(func() {
+			for i := range jobs {
+				results[i] = match.Run(match.Config{Players: o.players, Frames: o.frames, Seed: o.seed + uint64(i),
+					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy})
+			}
+		})
+	}
+	for i := range o.matches {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	s := summarize(o, results, policy)
+	s.WallSeconds = time.Since(start).Seconds()
+
+	human := stdout
+	if o.jsonPath == "-" {
+		human = stderr
+	}
+	printSummary(human, &s)
+	if o.jsonPath != "" {
+		b, err := json.MarshalIndent(&s, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "soak: %v\n", err)
+			return 1
+		}
+		b = append(b, '\n')
+		if o.jsonPath == "-" {
+			_, err = stdout.Write(b)
+		} else {
+			err = os.WriteFile(o.jsonPath, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "soak: -json: %v\n", err)
+			return 1
+		}
+	}
+	if !s.Passed {
+		return 1
+	}
+	return 0
+}
+
+func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, error) {
+	switch {
+	case nargs > 0:
+		return netsim.Profile{}, 0, errors.New("unexpected arguments (all settings are flags)")
+	case o.matches < 1:
+		return netsim.Profile{}, 0, fmt.Errorf("-matches: %d (want at least 1)", o.matches)
+	case o.players < 2 || o.players > rollback.MaxPlayers:
+		return netsim.Profile{}, 0, fmt.Errorf("-players: %d (want 2 to %d)", o.players, rollback.MaxPlayers)
+	case o.frames < 1:
+		return netsim.Profile{}, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
+	case o.parallel < 1:
+		return netsim.Profile{}, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
+	case o.maxRollback < 1 || o.maxRollback > rollback.MaxMaxRollback:
+		return netsim.Profile{}, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxMaxRollback)
+	case o.delay < 0 || o.delay > rollback.MaxInputDelay:
+		return netsim.Profile{}, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
+	}
+	var policy rollback.SnapshotPolicy
+	switch o.snapshots {
+	case rollback.TwoBackups.String():
+		policy = rollback.TwoBackups
+	case rollback.ConstantCost.String():
+		policy = rollback.ConstantCost
+	default:
+		return netsim.Profile{}, 0, fmt.Errorf("-snapshots: %q (want two-backups or constant-cost)", o.snapshots)
+	}
+	prof, err := netsim.ParseProfile(o.profile)
+	if err != nil {
+		var names []string
+		for _, p := range netsim.Presets {
+			names = append(names, p.Name)
+		}
+		return netsim.Profile{}, 0, fmt.Errorf("-profile: %v (presets: %s)", err, strings.Join(names, ", "))
+	}
+	return prof, policy, nil
+}
+
+func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
+	s := Summary{Matches: o.matches, Players: o.players, FramesPerMatch: o.frames, Seed: o.seed,
+		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String()}
+	var ticks int
+	for i, r := range rs {
+		seed := o.seed + uint64(i)
+		switch {
+		case r.Err != nil:
+			s.Errors++
+			s.Failures = append(s.Failures, Fail{i, seed, r.Err.Error()})
+		case !r.Completed:
+			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("did not finish in %d ticks", r.Ticks)})
+		case !r.Verified:
+			s.Desyncs++
+			s.Failures = append(s.Failures, Fail{i, seed, "desync: " + r.Desync})
+		}
+		if r.Completed {
+			s.Completed++
+		}
+		if r.Verified {
+			s.Verified++
+		}
+		if r.Rollbacks == 0 {
+			s.MatchesWithoutRollback++
+		}
+		s.Rollbacks += r.Rollbacks
+		s.ResimulatedFrames += r.ResimulatedFrames
+		s.MaxRollbackFrames = max(s.MaxRollbackFrames, r.MaxRollbackFrames)
+		s.MaxResimulatedFrames = max(s.MaxResimulatedFrames, r.MaxResimulated)
+		s.StallFrames += r.StallFrames
+		s.PacketsSent += r.PacketsSent
+		s.BytesSent += r.BytesSent
+		s.Hits += int64(r.Hits)
+		ticks += r.Ticks
+	}
+	s.SimulatedSeconds = float64(ticks) / 60
+	if ticks > 0 {
+		peerFrames := float64(ticks) * float64(o.players)
+		s.PacketsPerPeerPerFrame = float64(s.PacketsSent) / peerFrames
+		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.players) / s.SimulatedSeconds
+		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
+	}
+	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0
+	if s.Rollbacks == 0 {
+		s.Failures = append(s.Failures, Fail{-1, o.seed, "no match ever rolled back: the soak proved nothing"})
+	}
+	return s
+}
+
+func printSummary(w io.Writer, s *Summary) {
+	verdict := "PASS"
+	if !s.Passed {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "soak %s: %d matches × %d players × %d frames, profile %s, seed %d, %s, max rollback %d, delay %d\n",
+		verdict, s.Matches, s.Players, s.FramesPerMatch, s.Profile, s.Seed, s.Snapshots, s.MaxRollback, s.InputDelay)
+	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
+		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
+	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   re-simulated %d frames   deepest %d   longest re-simulation %d   stalled %d frames\n",
+		s.Rollbacks, s.RollbacksPer100Frames, s.ResimulatedFrames, s.MaxRollbackFrames, s.MaxResimulatedFrames, s.StallFrames)
+	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
+		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
+	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
+	for _, f := range s.Failures {
+		if f.Match >= 0 {
+			fmt.Fprintf(w, "  FAILED match %d (reproduce: -seed %d -matches 1): %s\n", f.Match, f.Seed, f.Reason)
+		} else {
+			fmt.Fprintf(w, "  FAILED: %s\n", f.Reason)
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"-matches", "0"}, "-matches"},
+		{[]string{"-players", "1"}, "-players"},
+		{[]string{"-players", "9"}, "-players"},
+		{[]string{"-frames", "-3"}, "-frames"},
+		{[]string{"-profile", "moon"}, "-profile"},
+		{[]string{"-profile", "loss=300%"}, "-profile"},
+		{[]string{"-snapshots", "ring"}, "-snapshots"},
+		{[]string{"-maxrollback", "0"}, "-maxrollback"},
+		{[]string{"-delay", "99"}, "-delay"},
+		{[]string{"-parallel", "0"}, "-parallel"},
+		{[]string{"-players", "two"}, "-players"},
+		{[]string{"-bogus"}, "-bogus"},
+		{[]string{"extra"}, "unexpected arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.flag, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			assert.Equal(t, 2, run(tc.args, &out, &errOut))
+			assert.Contains(t, errOut.String(), tc.flag)
+			assert.Equal(t, 1, bytes.Count(errOut.Bytes(), []byte("\n")), "one line: %q", errOut.String())
+			assert.Empty(t, out.String())
+		})
+	}
+}
+
+func TestSoakPassesAndWritesJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "soak.json")
+	var out, errOut bytes.Buffer
+	code := run([]string{"-matches", "4", "-players", "3", "-frames", "600", "-profile", "latency=40ms,jitter=10ms,loss=3%,dup=1%,reorder=2%", "-json", path}, &out, &errOut)
+	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
+	assert.Contains(t, out.String(), "soak PASS")
+
+	raw, err := os.ReadFile(path)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	for _, k := range []string{"matches", "players", "frames_per_match", "seed", "profile", "completed", "verified",
+		"desyncs", "errors", "rollbacks", "resimulated_frames", "max_rollback_frames", "stall_frames", "packets_sent",
+		"bytes_sent", "bytes_per_peer_per_second", "simulated_seconds", "wall_seconds"} {
+		assert.Contains(t, m, k)
+	}
+	var s Summary
+	require.NoError(t, json.Unmarshal(raw, &s))
+	assert.Equal(t, 4, s.Verified)
+	assert.Positive(t, s.Rollbacks)
+	assert.LessOrEqual(t, s.MaxRollbackFrames, 20)
+	// 3 peers at 60 packets per second to each of 2 others: 120 packets of
+	// 28+ bytes per second at least.
+	assert.Greater(t, s.BytesPerPeerPerSecond, 120.0*28)
+}
+
+func TestSoakWithoutRollbackFails(t *testing.T) {
+	var out, errOut bytes.Buffer
+	// On a LAN with 3 frames of input delay nothing is ever mispredicted.
+	code := run([]string{"-matches", "1", "-frames", "300", "-profile", "lan", "-delay", "3", "-json", "-"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut.String(), "proved nothing")
+	var s Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+	assert.False(t, s.Passed)
+	assert.Equal(t, 1, s.Verified)
+}
+
+func TestSameSeedSameSummary(t *testing.T) {
+	args := []string{"-matches", "3", "-frames", "400", "-profile", "hell", "-json", "-"}
+	var a, b, e bytes.Buffer
+	run(args, &a, &e)
+	run(append(args, "-parallel", "1"), &b, &e)
+	var sa, sb Summary
+	require.NoError(t, json.Unmarshal(a.Bytes(), &sa))
+	require.NoError(t, json.Unmarshal(b.Bytes(), &sb))
+	sa.WallSeconds, sb.WallSeconds = 0, 0
+	assert.Equal(t, sa, sb, "parallelism does not change results")
+}
