@@ -95,7 +95,7 @@ func TestRestoreErrors(t *testing.T) {
 }
 
 func TestNewSize(t *testing.T) {
-	for _, n := range []int{-1, 1, 63, 100, 2 << 30} {
+	for _, n := range []int{-1, 1, 63, 100, 1<<30 + 8} {
 		_, err := savestate.New(n)
 		assert.ErrorIs(t, err, savestate.ErrSize, "size %d", n)
 	}

@@ -15,6 +15,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 )
@@ -148,11 +149,14 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 			for _, width := range l {
 				fm := fieldMask(width)
 				c, o := cur>>shift&fm, prev>>shift&fm
-				if c == o {
+				switch {
+				case c == o:
 					w.write(0, 1)
-				} else {
+				case width == 64:
 					w.write(1, 1)
-					w.write(c, int(width))
+					w.write(c, 64)
+				default:
+					w.write(1<<width|c, int(width)+1) // changed bit and value at once
 				}
 				shift += int(width)
 			}
@@ -200,7 +204,7 @@ func ParseInput(b []byte, l Layout, players int, p *InputPacket) error {
 			for _, width := range l {
 				fm := fieldMask(width)
 				v := prev >> shift & fm
-				if r.read(1) == 1 {
+				if r.bit() == 1 {
 					v = r.read(int(width))
 				}
 				in |= v << shift
@@ -232,28 +236,34 @@ func fieldMask(width uint8) uint64 {
 type bitWriter struct {
 	b    []byte
 	acc  uint64 // pending bits, right-aligned
-	nacc int    // number of pending bits, < 8 between calls
+	nacc int    // number of pending bits, < 32 between calls
 }
 
+// write appends the n low bits of v (1 ≤ n ≤ 64; v has no other bits set).
 func (w *bitWriter) write(v uint64, n int) {
-	for n > 0 {
-		take := min(n, 56-w.nacc) // keep acc below 64 bits
-		n -= take
-		w.acc = w.acc<<take | (v>>n)&fieldMask(uint8(take))
-		w.nacc += take
-		for w.nacc >= 8 {
-			w.nacc -= 8
-			w.b = append(w.b, byte(w.acc>>w.nacc))
-		}
+	if n > 32 {
+		w.write(v>>32, n-32)
+		v, n = v&0xffffffff, 32
+	}
+	w.acc = w.acc<<n | v
+	w.nacc += n
+	if w.nacc >= 32 {
+		w.nacc -= 32
+		x := uint32(w.acc >> w.nacc)
+		w.b = append(w.b, byte(x>>24), byte(x>>16), byte(x>>8), byte(x))
 		w.acc &= 1<<w.nacc - 1
 	}
 }
 
 func (w *bitWriter) flush() []byte {
+	for w.nacc >= 8 {
+		w.nacc -= 8
+		w.b = append(w.b, byte(w.acc>>w.nacc))
+	}
 	if w.nacc > 0 {
 		w.b = append(w.b, byte(w.acc<<(8-w.nacc)))
-		w.acc, w.nacc = 0, 0
 	}
+	w.acc, w.nacc = 0, 0
 	return w.b
 }
 
@@ -265,22 +275,48 @@ type bitReader struct {
 	overrun bool
 }
 
+// bit returns the next bit.
+func (r *bitReader) bit() uint64 {
+	if r.pos >= len(r.b)*8 {
+		r.overrun = true
+		return 0
+	}
+	v := r.b[r.pos>>3] >> (7 - r.pos&7) & 1
+	r.pos++
+	return uint64(v)
+}
+
+// read returns the next n bits (1 ≤ n ≤ 64).
 func (r *bitReader) read(n int) uint64 {
+	if n > 56 {
+		hi := r.window(n - 32)
+		return hi<<32 | r.window(32)
+	}
+	return r.window(n)
+}
+
+// window returns the next n bits (1 ≤ n ≤ 56) from a 64-bit load.
+func (r *bitReader) window(n int) uint64 {
 	if r.pos+n > len(r.b)*8 {
 		r.overrun = true
 		r.pos = len(r.b) * 8
 		return 0
 	}
-	var v uint64
-	for n > 0 {
-		byteIdx, bit := r.pos>>3, r.pos&7
-		take := min(n, 8-bit)
-		chunk := uint64(r.b[byteIdx]>>(8-bit-take)) & (1<<take - 1)
-		v = v<<take | chunk
-		r.pos += take
-		n -= take
+	i := r.pos >> 3
+	var win uint64
+	if i+8 <= len(r.b) {
+		win = binary.BigEndian.Uint64(r.b[i:])
+	} else {
+		for k := range 8 {
+			win <<= 8
+			if i+k < len(r.b) {
+				win |= uint64(r.b[i+k])
+			}
+		}
 	}
-	return v
+	win <<= uint(r.pos & 7)
+	r.pos += n
+	return win >> (64 - n)
 }
 
 // atEnd reports whether only zero padding bits of the last byte remain.

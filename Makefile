@@ -1,0 +1,36 @@
+# Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
+GO       ?= go
+FUZZTIME ?= 30s
+PKGS     := ./...
+
+.PHONY: test lint bench soak fuzz cover tidy
+
+## test: lint, then the whole suite with the race detector, in random order.
+test: lint
+	$(GO) test -race -shuffle=on -count=1 -timeout=10m $(PKGS)
+
+## lint: go vet, gofmt, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
+lint:
+	$(GO) vet $(PKGS)
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) mod tidy -diff
+	GOARCH=386 $(GO) vet $(PKGS)
+
+## bench: every benchmark, 5 runs each (quote medians; see docs/architecture.md).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)
+
+## soak: the default soak (20 matches, 2 players, wifi) with its summary; JSON in soak.json.
+soak:
+	$(GO) run ./cmd/soak -json soak.json
+
+## fuzz: each fuzz target for FUZZTIME.
+fuzz:
+	$(GO) test ./rollback/wire -run '^$$' -fuzz '^FuzzParseInput$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./rollback/wire -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
+
+## cover: test coverage per package.
+cover:
+	$(GO) test -cover $(PKGS)

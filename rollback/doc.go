@@ -1,0 +1,74 @@
+// Package rollback is a rollback netcode session in the GGPO tradition, for
+// games of 1 to 8 players on up to 8 machines at a fixed frame rate.
+//
+// Every machine sends only its players' inputs. While a remote input has not
+// arrived, the session predicts it (by default, by repeating the player's
+// last input) and simulates on. When the real input arrives and differs from
+// the prediction, the session restores a snapshot of the game state from
+// before that frame and re-simulates up to the present, all inside one call,
+// so the player sees at most a small pop and never waits for the network.
+//
+// A [Session] is a pure state machine driven by the game loop, in the manner
+// of etcd's raft.RawNode: it never reads the clock, starts a goroutine, uses
+// global randomness or touches a socket. The network is a [Transport] the
+// caller provides (rollback/netsim for tests, a UDP transport for play), so a
+// whole match over netsim is a deterministic function of its seed.
+//
+// # Making a game rollback-ready
+//
+// The game keeps its whole simulation state in a savestate.Arena, as
+// pointer-free values reached through handles, and implements [Game]: Step
+// advances the state one frame from the inputs alone, bit-for-bit the same
+// on every machine (fixed-point math, no maps iterated, no time, no global
+// random numbers). Inputs are quantized to a [Layout] before they reach the
+// game, identically for local and remote players. Step may be called again
+// for frames already simulated, and may run inside a snapshot region of the
+// arena (see savestate.Arena.Enter), so it must fetch its state through
+// handles every time. Sync-test mode (Config.SyncTest) checks all of this
+// on one machine before any network exists.
+//
+// # Usage
+//
+// Allocate the state, create the session, then once per 60 Hz tick:
+//
+//	a, _ := savestate.New(0) // 1 MiB
+//	game := newGame(a)       // allocates its state in a
+//	s, err := rollback.NewSession(rollback.Config{
+//		Players: 2, Local: []rollback.PlayerID{0},
+//		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
+//		Layout: rollback.Layout{3, 8, 8},
+//		State:  a, Game: game, Transport: tr,
+//	})
+//	stalled := false
+//	for range ticker.C {
+//		if !stalled {
+//			if err := s.AddLocalInput(0, sampleInput()); err != nil { ... }
+//		}
+//		r, err := s.Advance() // receive, correct, simulate one frame, send
+//		if err != nil { ... }
+//		stalled = r.Stalled
+//		render(game)
+//		for _, e := range r.Events { ... } // e.g. show a spinner on EventStarved
+//	}
+//
+// The caller's duties:
+//
+//  1. Give every local player's input once per frame with
+//     [Session.AddLocalInput] before [Session.Advance]. After an Advance
+//     that stalled, the input given is still queued: skip the next one.
+//  2. Call Advance once per tick at the game's frame rate, and
+//     [Session.Idle] instead while paused or finished, so that peers still
+//     receive inputs and acknowledgements.
+//  3. Do not keep Go pointers into the arena across calls; fetch state
+//     through handles (render after Advance returns).
+//  4. Read [Result.Events] before the next call; the slice is reused.
+//
+// # Implementation notes
+//
+// Inputs live in a 256-frame ring; the session stalls rather than let a peer
+// push it past what the ring, the wire header or MaxRollback allow. The
+// default snapshot policy keeps two snapshots of the arena (INVERSUS) and
+// moves the older one forward inside its own region, so a rollback costs one
+// copy of the arena plus the frames re-simulated; docs/architecture.md gives
+// the invariants, the constant-cost alternative and the measurements.
+package rollback
