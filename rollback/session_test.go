@@ -47,6 +47,28 @@ func TestMatches(t *testing.T) {
 	}
 }
 
+// TestSharedMachines puts several players on one machine: packets then carry
+// several players per frame, and one machine can be the whole match.
+func TestSharedMachines(t *testing.T) {
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	for _, c := range []struct{ players, machines int }{{4, 2}, {8, 3}, {3, 1}, {1, 1}} {
+		t.Run(fmt.Sprintf("%dp-on-%d", c.players, c.machines), func(t *testing.T) {
+			r := match.Run(match.Config{Players: c.players, Machines: c.machines, Frames: 900, Seed: 3, Profile: p})
+			require.NoError(t, r.Err)
+			require.True(t, r.Completed)
+			assert.True(t, r.Verified, r.Desync)
+			assert.Len(t, r.Checksums, c.machines)
+			if c.machines > 1 {
+				assert.Positive(t, r.Rollbacks)
+			} else {
+				assert.Zero(t, r.Rollbacks, "a machine alone has nothing to predict")
+				assert.Zero(t, r.PacketsSent)
+			}
+		})
+	}
+}
+
 func TestMatchPolicies(t *testing.T) {
 	p, err := netsim.ParseProfile("intercontinental")
 	require.NoError(t, err)

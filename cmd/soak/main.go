@@ -1,13 +1,14 @@
 // Command soak plays many matches of the arena example over a simulated
 // hostile network and proves that every one of them ended in sync.
 //
-// Each match runs one rollback session per player over netsim on a virtual
+// Each match runs one rollback session per machine (one per player unless
+// -machines says otherwise) over netsim on a virtual
 // 60 Hz clock, with bots as players, until every input is confirmed on every
 // machine; then each machine's arena must equal, byte for byte, an offline
 // replay of the inputs the bots really gave. Match i uses seed+i, so any
 // failure is reproduced with -seed and -matches 1.
 //
-//	soak [-matches 20] [-players 2] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE]
+//	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE]
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
@@ -38,6 +39,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 type Summary struct {
 	Matches        int    `json:"matches"`
 	Players        int    `json:"players"`
+	Machines       int    `json:"machines"`
 	FramesPerMatch int    `json:"frames_per_match"`
 	Seed           uint64 `json:"seed"`
 	Profile        string `json:"profile"`
@@ -78,9 +80,9 @@ type Fail struct {
 }
 
 type options struct {
-	matches, players, frames, parallel, maxRollback, delay int
-	seed                                                   uint64
-	profile, jsonPath, snapshots                           string
+	matches, players, machines, frames, parallel, maxRollback, delay int
+	seed                                                             uint64
+	profile, jsonPath, snapshots                                     string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -88,7 +90,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.matches, "matches", 20, "matches to play")
-	fs.IntVar(&o.players, "players", 2, "players per match, one machine each (2 to 8)")
+	fs.IntVar(&o.players, "players", 2, "players per match (2 to 8)")
+	fs.IntVar(&o.machines, "machines", 0, "machines per match, 2 to -players; players are dealt round-robin (default one per player)")
 	fs.IntVar(&o.frames, "frames", 3600, "frames per match")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the first match; match i uses seed+i")
 	fs.StringVar(&o.profile, "profile", "wifi", "network profile: a preset or a spec like latency=80ms,jitter=10ms,loss=2%")
@@ -119,7 +122,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for range min(o.parallel, o.matches) {
 		wg.Go(func() {
 			for i := range jobs {
-				results[i] = match.Run(match.Config{Players: o.players, Frames: o.frames, Seed: o.seed + uint64(i),
+				results[i] = match.Run(match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
 					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy})
 			}
 		})
@@ -162,6 +165,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 }
 
 func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, error) {
+	if o.machines == 0 {
+		o.machines = o.players
+	}
 	switch {
 	case nargs > 0:
 		return netsim.Profile{}, 0, errors.New("unexpected arguments (all settings are flags)")
@@ -169,6 +175,8 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 		return netsim.Profile{}, 0, fmt.Errorf("-matches: %d (want at least 1)", o.matches)
 	case o.players < 2 || o.players > rollback.MaxPlayers:
 		return netsim.Profile{}, 0, fmt.Errorf("-players: %d (want 2 to %d)", o.players, rollback.MaxPlayers)
+	case o.machines < 2 || o.machines > o.players:
+		return netsim.Profile{}, 0, fmt.Errorf("-machines: %d (want 2 to -players, %d)", o.machines, o.players)
 	case o.frames < 1:
 		return netsim.Profile{}, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
 	case o.parallel < 1:
@@ -199,7 +207,7 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 }
 
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
-	s := Summary{Matches: o.matches, Players: o.players, FramesPerMatch: o.frames, Seed: o.seed,
+	s := Summary{Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String()}
 	var ticks int
 	for i, r := range rs {
@@ -235,9 +243,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	}
 	s.SimulatedSeconds = float64(ticks) / 60
 	if ticks > 0 {
-		peerFrames := float64(ticks) * float64(o.players)
+		peerFrames := float64(ticks) * float64(o.machines)
 		s.PacketsPerPeerPerFrame = float64(s.PacketsSent) / peerFrames
-		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.players) / s.SimulatedSeconds
+		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.machines) / s.SimulatedSeconds
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
 	}
 	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0
@@ -252,8 +260,8 @@ func printSummary(w io.Writer, s *Summary) {
 	if !s.Passed {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "soak %s: %d matches × %d players × %d frames, profile %s, seed %d, %s, max rollback %d, delay %d\n",
-		verdict, s.Matches, s.Players, s.FramesPerMatch, s.Profile, s.Seed, s.Snapshots, s.MaxRollback, s.InputDelay)
+	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s, seed %d, %s, max rollback %d, delay %d\n",
+		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Seed, s.Snapshots, s.MaxRollback, s.InputDelay)
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
 	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   re-simulated %d frames   deepest %d   longest re-simulation %d   stalled %d frames\n",

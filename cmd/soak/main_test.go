@@ -26,6 +26,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-maxrollback", "0"}, "-maxrollback"},
 		{[]string{"-delay", "99"}, "-delay"},
 		{[]string{"-parallel", "0"}, "-parallel"},
+		{[]string{"-players", "3", "-machines", "4"}, "-machines"},
+		{[]string{"-machines", "1"}, "-machines"},
 		{[]string{"-players", "two"}, "-players"},
 		{[]string{"-bogus"}, "-bogus"},
 		{[]string{"extra"}, "unexpected arguments"},
@@ -44,7 +46,7 @@ func TestBadFlags(t *testing.T) {
 func TestSoakPassesAndWritesJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "soak.json")
 	var out, errOut bytes.Buffer
-	code := run([]string{"-matches", "4", "-players", "3", "-frames", "600", "-profile", "latency=40ms,jitter=10ms,loss=3%,dup=1%,reorder=2%", "-json", path}, &out, &errOut)
+	code := run([]string{"-matches", "4", "-players", "5", "-machines", "3", "-frames", "600", "-profile", "latency=40ms,jitter=10ms,loss=3%,dup=1%,reorder=2%", "-json", path}, &out, &errOut)
 	require.Equal(t, 0, code, "stdout: %s\nstderr: %s", out.String(), errOut.String())
 	assert.Contains(t, out.String(), "soak PASS")
 
@@ -62,7 +64,7 @@ func TestSoakPassesAndWritesJSON(t *testing.T) {
 	assert.Equal(t, 4, s.Verified)
 	assert.Positive(t, s.Rollbacks)
 	assert.LessOrEqual(t, s.MaxRollbackFrames, 20)
-	// 3 peers at 60 packets per second to each of 2 others: 120 packets of
+	// 3 machines at 60 packets per second to each of 2 others: 120 packets of
 	// 28+ bytes per second at least.
 	assert.Greater(t, s.BytesPerPeerPerSecond, 120.0*28)
 }

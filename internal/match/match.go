@@ -1,8 +1,8 @@
 // Package match plays whole matches of the arena example over a simulated
 // network and verifies them. The tests, the benchmarks and cmd/soak share it.
 //
-// A match runs one rollback session per player, each on its own machine,
-// over a seeded netsim network on a virtual 60 Hz clock, with bots for
+// A match runs one rollback session per machine (by default one machine per
+// player) over a seeded netsim network on a virtual 60 Hz clock, with bots for
 // players. When every machine has simulated the last frame it keeps polling
 // (Session.Idle) until every input of the match is confirmed everywhere.
 // Then the match is verified: each machine's arena must be byte-for-byte the
@@ -31,7 +31,8 @@ const UDPOverhead = 28
 
 // Config describes one match.
 type Config struct {
-	Players     int            // one machine per player, 1 to 8
+	Players     int            // 1 to 8
+	Machines    int            // 0 means one per player; player p plays on machine p % Machines
 	Frames      int            // frames to play
 	Seed        uint64         // seeds the network, the bots and the game
 	Profile     netsim.Profile // every link's impairments
@@ -73,29 +74,42 @@ type machine struct {
 	s       *rollback.Session
 	a       *savestate.Arena
 	g       *arena.Game
-	bot     *arena.Bot
+	players []rollback.PlayerID
+	bots    []*arena.Bot
 	stalled bool
 }
 
 // Run plays and verifies one match.
 func Run(c Config) Result {
 	var r Result
-	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 {
-		r.Err = fmt.Errorf("%w: %d players, %d frames", ErrConfig, c.Players, c.Frames)
+	machines := c.Machines
+	if machines == 0 {
+		machines = c.Players
+	}
+	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 || machines < 1 || machines > c.Players {
+		r.Err = fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
 		return r
 	}
 	size := c.ArenaSize
 	if size == 0 {
 		size = 64 << 10
 	}
-	nw, err := netsim.New(c.Players, c.Seed, c.Profile)
+	nw, err := netsim.New(machines, c.Seed, c.Profile)
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	ms := make([]machine, c.Players)
+	ms := make([]machine, machines)
+	playersOf := func(i int) []rollback.PlayerID {
+		var ps []rollback.PlayerID
+		for p := i; p < c.Players; p += machines {
+			ps = append(ps, rollback.PlayerID(p))
+		}
+		return ps
+	}
 	for i := range ms {
 		m := &ms[i]
+		m.players = playersOf(i)
 		if m.a, err = savestate.New(size); err == nil {
 			m.g, err = arena.New(m.a, c.Players, c.Seed)
 		}
@@ -104,21 +118,27 @@ func Run(c Config) Result {
 			return r
 		}
 		var peers []rollback.Peer
-		for j := range c.Players {
+		for j := range machines {
 			if j != i {
-				peers = append(peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
+				peers = append(peers, rollback.Peer{Players: playersOf(j)})
 			}
 		}
+		var tr rollback.Transport
+		if machines > 1 {
+			tr = nw.Endpoint(i)
+		}
 		m.s, err = rollback.NewSession(rollback.Config{
-			Players: c.Players, Local: []rollback.PlayerID{rollback.PlayerID(i)}, Peers: peers,
-			Layout: arena.Layout, State: m.a, Game: m.g, Transport: nw.Endpoint(i),
+			Players: c.Players, Local: m.players, Peers: peers,
+			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
 		})
 		if err != nil {
 			r.Err = err
 			return r
 		}
-		m.bot = arena.NewBot(c.Seed*0x9e3779b97f4a7c15 + uint64(i))
+		for _, p := range m.players {
+			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
+		}
 	}
 	// truth[f*players+p] is the input player p really gave for frame f.
 	truth := make([]rollback.Input, (c.Frames+c.InputDelay+1)*c.Players)
@@ -131,12 +151,14 @@ func Run(c Config) Result {
 			if m.s.Frame() < end {
 				if !m.stalled {
 					f := int(m.s.Frame()) + c.InputDelay
-					in := m.bot.Next()
-					if err := m.s.AddLocalInput(rollback.PlayerID(i), in); err != nil {
-						r.Err = fmt.Errorf("machine %d: %w", i, err)
-						return r
+					for k, p := range m.players {
+						in := m.bots[k].Next()
+						if err := m.s.AddLocalInput(p, in); err != nil {
+							r.Err = fmt.Errorf("machine %d: %w", i, err)
+							return r
+						}
+						truth[f*c.Players+int(p)] = in
 					}
-					truth[f*c.Players+i] = in
 				}
 				res, err := m.s.Advance()
 				if err != nil {
