@@ -30,6 +30,7 @@ fuzz:
 	$(GO) test ./rollback/wire -run '^$$' -fuzz '^FuzzParseInput$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback/wire -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
 
 ## cover: test coverage per package.
 cover:

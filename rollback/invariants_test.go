@@ -87,3 +87,54 @@ func TestSnapshotInvariants(t *testing.T) {
 		}
 	}
 }
+
+// scriptTransport delivers datagrams cut from fuzz data: each starts with a
+// byte choosing the peer and a byte giving its length.
+type scriptTransport struct{ data []byte }
+
+func (s *scriptTransport) Send(int, []byte) error { return nil }
+
+func (s *scriptTransport) Receive(buf []byte) (int, int, bool) {
+	if len(s.data) < 2 {
+		return 0, 0, false
+	}
+	peer, n := int(s.data[0]%3), int(s.data[1])
+	s.data = s.data[2:]
+	n = min(n, len(s.data))
+	copy(buf, s.data[:n])
+	s.data = s.data[n:]
+	return n, peer, true
+}
+
+// FuzzSessionPackets feeds arbitrary datagrams from two peers (one with two
+// players) into a session between frames. Nothing may panic, Advance may
+// not fail, and the snapshot invariants must hold throughout.
+func FuzzSessionPackets(f *testing.F) {
+	f.Add([]byte{0, 7, 1, 0, 0, 0, 0, 0, 1, 0x80}, uint8(4))
+	f.Add([]byte{1, 8, 1, 0, 0, 0, 0, 0, 2, 0xa5, 2, 3, 1, 0, 0}, uint8(1))
+	f.Fuzz(func(t *testing.T, data []byte, every uint8) {
+		a, err := savestate.New(1024)
+		require.NoError(t, err)
+		h, err := savestate.Alloc[[MaxPlayers]int64](a)
+		require.NoError(t, err)
+		tr := &scriptTransport{}
+		s, err := NewSession(Config{Players: 4, Local: []PlayerID{0},
+			Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
+			Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8})
+		require.NoError(t, err)
+		step := 1 + int(every)%16
+		stalled := false
+		for len(data) > 0 {
+			n := min(len(data), step*9)
+			tr.data = append(tr.data[:0], data[:n]...)
+			data = data[n:]
+			if !stalled {
+				require.NoError(t, s.AddLocalInput(0, 5))
+			}
+			r, err := s.Advance()
+			require.NoError(t, err)
+			stalled = r.Stalled
+			s.checkInvariants(t)
+		}
+	})
+}
