@@ -51,7 +51,6 @@ type backup struct {
 type peerState struct {
 	players []PlayerID // sorted; the order of inputs in its packets
 	ack     Frame      // the next of our frames it wants; all before it arrived
-	starved bool
 }
 
 // Session is a rollback netcode session: a state machine that the game loop
