@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/hashicorp/go-msgpack/v2 v2.1.5
 	github.com/stretchr/testify v1.12.1
 )
 

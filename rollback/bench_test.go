@@ -2,6 +2,7 @@ package rollback_test
 
 import (
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/rewindgg/rewind/internal/match"
@@ -79,10 +80,19 @@ func benchSteady(b *testing.B) {
 		g := newBenchGame[blob1KiB](b, 1024)
 		ss[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
-			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i)})
+			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i),
+			Clock: nw, Rand: match.SeededRand(1, i)})
 		if err != nil {
 			b.Fatal(err)
 		}
+	}
+	for range 10 { // the handshake
+		for _, s := range ss {
+			if _, err := s.Idle(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		nw.Advance(match.Tick)
 	}
 	peerFrame := func(i int) {
 		s := ss[i&1]
@@ -113,21 +123,52 @@ func benchSteady(b *testing.B) {
 	b.ReportMetric(float64(after.BytesSent-before.BytesSent)/float64(after.Frame-before.Frame), "bytes/packet")
 }
 
-// scripted is a peer that sends one input per Advance, 20 frames late.
+// scripted is a peer that answers the handshake, then sends one input per
+// Advance, 20 frames late.
 type scripted struct {
-	s    *rollback.Session
-	next int32 // the remote frame to deliver next
-	pkt  wire.InputPacket
-	buf  []byte
+	s       *rollback.Session
+	next    int32 // the remote frame to deliver next
+	pkt     wire.InputPacket
+	base    [1]uint64
+	buf     []byte
+	hs      wire.Handshake
+	tag     uint16
+	hsReply []byte
+	now     time.Duration
 }
 
-func (p *scripted) Send(int, []byte) error { return nil }
+const scriptedNonce = 99
+
+func (p *scripted) Send(_ int, b []byte) error {
+	if wire.Kind(b[0]) == wire.KindHandshake && p.tag == 0 {
+		if _, err := wire.ParseControl(b, wire.KindHandshake, &p.hs); err != nil {
+			return err
+		}
+		p.tag = rollback.TagFor(p.hs.SessionID, p.hs.Nonce, scriptedNonce)
+		var err error
+		p.hsReply, err = wire.AppendControl(nil, wire.KindHandshake, 0,
+			&wire.Handshake{SessionID: p.hs.SessionID, Nonce: scriptedNonce, Echo: p.hs.Nonce})
+		return err
+	}
+	return nil
+}
+
+func (p *scripted) Now() time.Duration { return p.now }
 
 func (p *scripted) Receive(buf []byte) (int, int, bool) {
-	if p.s == nil || p.next > int32(p.s.Frame())-19 {
+	if p.hsReply != nil {
+		n := copy(buf, p.hsReply)
+		p.hsReply = nil
+		return n, 0, true
+	}
+	if p.s == nil || p.tag == 0 || p.next > int32(p.s.Frame())-19 {
 		return 0, 0, false
 	}
-	p.pkt = wire.InputPacket{Ack: int32(p.s.Frame()), First: p.next, Count: 1, Players: 1, Inputs: p.pkt.Inputs[:0]}
+	p.pkt = wire.InputPacket{Tag: p.tag, Ack: int32(p.s.Frame()), First: p.next, Count: 1, Players: 1, Inputs: p.pkt.Inputs[:0]}
+	if p.next > 0 {
+		p.base[0] = uint64((p.next - 1) & 1)
+		p.pkt.Base = p.base[:]
+	}
 	p.pkt.Inputs = append(p.pkt.Inputs, uint64(p.next&1)) // never what repeat-last predicts
 	var err error
 	p.buf, err = wire.AppendInput(p.buf[:0], &p.pkt, rollback.Layout{3, 8, 8})
@@ -144,12 +185,19 @@ func benchRollback20[B any](size int) func(b *testing.B) {
 		peer := &scripted{buf: make([]byte, 0, 64), pkt: wire.InputPacket{Inputs: make([]uint64, 0, 1)}}
 		s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
-			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer})
+			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer})
 		if err != nil {
 			b.Fatal(err)
 		}
 		peer.s = s
+		for range 3 { // the handshake
+			peer.now += match.Tick
+			if _, err := s.Idle(); err != nil {
+				b.Fatal(err)
+			}
+		}
 		op := func() int {
+			peer.now += match.Tick
 			if err := s.AddLocalInput(0, 7); err != nil {
 				b.Fatal(err)
 			}

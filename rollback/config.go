@@ -3,7 +3,9 @@ package rollback
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"time"
 
 	"github.com/rewindgg/rewind/predict"
 	"github.com/rewindgg/rewind/savestate"
@@ -17,6 +19,19 @@ const (
 	MaxMaxRollback = 64
 	// MaxInputDelay bounds InputDelay for the same reason.
 	MaxInputDelay = 30
+
+	DefaultHandshakeTimeout  = 5 * time.Second
+	DefaultInterruptTimeout  = 750 * time.Millisecond // GGPO's disconnect notice
+	DefaultDisconnectTimeout = 5 * time.Second        // GGPO's disconnect
+	DefaultQualityInterval   = time.Second
+	DefaultRedundantFrames   = 8
+
+	// ThrottleAfter and ThrottleInterval: a peer not heard from for a second
+	// is sent to only four times a second (INVERSUS).
+	ThrottleAfter    = time.Second
+	ThrottleInterval = 250 * time.Millisecond
+	// handshakeRetry is how often an unanswered handshake is repeated.
+	handshakeRetry = 100 * time.Millisecond
 )
 
 // SnapshotPolicy chooses when the session saves and restores the arena.
@@ -82,6 +97,29 @@ type Config struct {
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.
 	Snapshots SnapshotPolicy
+	// Clock reads monotonic time; nil means the real clock. Give every
+	// session of a netsim match the network's clock.
+	Clock Clock
+	// Rand supplies the handshake nonces; nil means crypto/rand.
+	Rand io.Reader
+	// SessionID identifies the match; every machine in it must use the same
+	// value (from the lobby or matchmaker), and a new match a new one.
+	SessionID uint64
+	// HandshakeTimeout bounds the handshake; 0 means 5 s.
+	HandshakeTimeout time.Duration
+	// InterruptTimeout is the silence after which EventInterrupted is
+	// emitted for a peer; 0 means 750 ms.
+	InterruptTimeout time.Duration
+	// DisconnectTimeout is the silence after which a peer is disconnected;
+	// 0 means 5 s.
+	DisconnectTimeout time.Duration
+	// QualityInterval is the period of the round-trip-time pings; 0 means 1 s.
+	QualityInterval time.Duration
+	// RedundantFrames is how many of the newest frames every input packet
+	// repeats; older unacknowledged frames are resent only when the peer's
+	// acknowledgement stops moving for longer than a round trip. 0 means 8;
+	// -1 resends every unacknowledged frame in every packet (INVERSUS).
+	RedundantFrames int
 	// SyncTest, when positive, turns on sync-test mode: every frame the
 	// session rolls back SyncTest frames (at most MaxRollback), re-simulates
 	// them and compares checksums of the arena with the first simulation.
@@ -172,10 +210,33 @@ func (c *Config) validate() error {
 	if c.SyncTest < 0 || c.SyncTest > c.maxRollback() {
 		return cfgErr("SyncTest", "%d (want 0 to MaxRollback, %d)", c.SyncTest, c.maxRollback())
 	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"HandshakeTimeout", c.HandshakeTimeout}, {"InterruptTimeout", c.InterruptTimeout},
+		{"DisconnectTimeout", c.DisconnectTimeout}, {"QualityInterval", c.QualityInterval}} {
+		if d.v < 0 {
+			return cfgErr(d.name, "negative duration %v", d.v)
+		}
+	}
+	if c.InterruptTimeout > 0 && c.DisconnectTimeout > 0 && c.InterruptTimeout >= c.DisconnectTimeout {
+		return cfgErr("InterruptTimeout", "%v is not shorter than DisconnectTimeout %v", c.InterruptTimeout, c.DisconnectTimeout)
+	}
+	if c.RedundantFrames < -1 || c.RedundantFrames > 255 {
+		return cfgErr("RedundantFrames", "%d (want -1 to 255)", c.RedundantFrames)
+	}
 	if c.SyncTest > 0 && len(c.Peers) > 0 {
 		return cfgErr("SyncTest", "sync-test mode needs every player local (%d peers given)", len(c.Peers))
 	}
 	return nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
 }
 
 func (c *Config) maxRollback() int {

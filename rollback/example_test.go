@@ -42,30 +42,36 @@ func Example() {
 			Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{other}}},
 			Layout: rollback.Layout{1}, State: a, Game: games[i], Transport: network.Endpoint(i),
+			Clock: network, SessionID: 2026, // the lobby's id for this match
 		})
 		if err != nil {
 			fmt.Println(err)
 			return
 		}
 	}
+	var stalled [2]bool
 	for tick := 0; tick < 400; tick++ {
 		for i, s := range sessions {
 			if s.Frame() == 300 {
 				_, _ = s.Idle() // done: keep exchanging until everything is confirmed
 				continue
 			}
-			pressed := rollback.Input(0)
-			if (int(s.Frame())/(10+5*i))%2 == 1 {
-				pressed = 1
+			if !stalled[i] { // after a stall (the handshake, too) the input is still queued
+				pressed := rollback.Input(0)
+				if (int(s.Frame())/(10+5*i))%2 == 1 {
+					pressed = 1
+				}
+				if err := s.AddLocalInput(rollback.PlayerID(i), pressed); err != nil {
+					fmt.Println(err)
+					return
+				}
 			}
-			if err := s.AddLocalInput(rollback.PlayerID(i), pressed); err != nil {
+			r, err := s.Advance()
+			if err != nil {
 				fmt.Println(err)
 				return
 			}
-			if _, err := s.Advance(); err != nil {
-				fmt.Println(err)
-				return
-			}
+			stalled[i] = r.Stalled
 		}
 		network.Advance(match.Tick)
 	}

@@ -1,8 +1,11 @@
 package rollback
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -48,11 +51,6 @@ type backup struct {
 	valid bool
 }
 
-type peerState struct {
-	players []PlayerID // sorted; the order of inputs in its packets
-	ack     Frame      // the next of our frames it wants; all before it arrived
-}
-
 // Session is a rollback netcode session: a state machine that the game loop
 // drives once per frame. See the package documentation for the loop.
 // A Session is not safe for concurrent use.
@@ -89,10 +87,37 @@ type Session struct {
 	syncErr   *SyncTestError
 
 	starved bool
+
+	clock           Clock
+	now             time.Duration
+	sessionID       uint64
+	nonce           uint32
+	started         bool
+	closed          bool
+	hsStart         time.Duration
+	hsTimeout       time.Duration
+	interruptAfter  time.Duration
+	disconnectAfter time.Duration
+	qualityEvery    time.Duration
+	redundant       int
+	discFrom        [MaxPlayers]Frame // a disconnected player's inputs from this frame on are the default
+	ctl             *wire.ControlCodec
+	hs              wire.Handshake
+	q               wire.Quality
+	qr              wire.QualityReply
+	rx              struct { // scratch for received control messages
+		hs wire.Handshake
+		q  wire.Quality
+		qr wire.QualityReply
+		d  wire.Disconnect
+	}
+
 	stepIn  [MaxPlayers]PlayerInput
 	pkt     wire.InputPacket
 	sendBuf []byte
 	recvBuf []byte
+	base    [MaxPlayers]uint64
+	gossip  []wire.Gossip
 	events  []Event
 	stats   Stats
 }
@@ -124,6 +149,32 @@ func NewSession(cfg Config) (*Session, error) {
 	if s.pred == nil {
 		s.pred = predict.RepeatLast{}
 	}
+	s.ctl = wire.NewControlCodec()
+	s.clock = cfg.Clock
+	if s.clock == nil {
+		s.clock = RealClock()
+	}
+	s.sessionID = cfg.SessionID
+	s.hsTimeout = orDefault(cfg.HandshakeTimeout, DefaultHandshakeTimeout)
+	s.interruptAfter = orDefault(cfg.InterruptTimeout, DefaultInterruptTimeout)
+	s.disconnectAfter = orDefault(cfg.DisconnectTimeout, DefaultDisconnectTimeout)
+	s.qualityEvery = orDefault(cfg.QualityInterval, DefaultQualityInterval)
+	s.redundant = orDefault(cfg.RedundantFrames, DefaultRedundantFrames)
+	for p := range s.discFrom {
+		s.discFrom[p] = noFrame
+	}
+	s.hsStart = s.clock.Now()
+	s.started = len(cfg.Peers) == 0
+	if !s.started {
+		r := cfg.Rand
+		if r == nil {
+			r = rand.Reader
+		}
+		var err error
+		if s.nonce, err = readNonce(r); err != nil {
+			return nil, err
+		}
+	}
 	if s.policy == 0 {
 		s.policy = TwoBackups
 	}
@@ -143,8 +194,18 @@ func NewSession(cfg Config) (*Session, error) {
 		for _, p := range ps {
 			s.owner[p] = i
 		}
-		s.peers = append(s.peers, peerState{players: ps})
+		s.peers = append(s.peers, peerState{players: ps, id: ps[0], lastRecv: s.hsStart, ackAt: s.hsStart, winStart: s.hsStart})
 	}
+	for i := range s.peers {
+		for j := range s.peers {
+			if j != i {
+				s.peers[i].gossipOrder = append(s.peers[i].gossipOrder, j)
+			}
+		}
+		slices.SortFunc(s.peers[i].gossipOrder, func(a, b int) int { return int(s.peers[a].id - s.peers[b].id) })
+	}
+	s.gossip = make([]wire.Gossip, 0, MaxPlayers)
+	s.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
 	if err := s.save(0, 0); err != nil {
 		return nil, err
 	}
@@ -161,10 +222,15 @@ func (s *Session) Frame() Frame { return s.frame }
 func (s *Session) ConfirmedFrame() Frame {
 	c := s.next[s.local[0]]
 	for p := range s.players {
-		c = min(c, s.next[p])
+		if s.discFrom[p] == noFrame {
+			c = min(c, s.next[p])
+		}
 	}
 	return c
 }
+
+// noFrame marks a player who has not disconnected.
+const noFrame = Frame(1<<31 - 1)
 
 // Stats returns the session's statistics. It does not allocate.
 func (s *Session) Stats() Stats {
@@ -195,18 +261,28 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) error {
 // Advance runs one frame of the protocol: it receives every waiting packet,
 // rolls back and re-simulates if a prediction was wrong, simulates the next
 // frame (unless it must stall) and sends the local inputs to every peer.
-// Every local player's input for the frame must have been added.
+// Every local player's input for the frame must have been added. Until the
+// handshake with every peer is complete, Advance only handshakes and
+// reports Stalled; it returns a [*HandshakeError] if that takes longer than
+// Config.HandshakeTimeout.
 //
 // Advance allocates nothing in steady state, rollbacks included.
 func (s *Session) Advance() (Result, error) {
+	if s.closed {
+		return Result{Frame: s.frame}, ErrClosed
+	}
 	for _, p := range s.local {
 		if s.next[p] <= s.frame {
 			return Result{Frame: s.frame}, fmt.Errorf("%w: player %d, frame %d", ErrNoLocalInput, p, s.frame)
 		}
 	}
 	r := Result{Frame: s.frame}
-	s.events = s.events[:0]
-	mis := s.receive()
+	mis, err := s.poll()
+	if err != nil || !s.started {
+		s.send()
+		r.Stalled, r.Events = true, s.events
+		return r, err
+	}
 	if s.forced > 0 {
 		mis = min(mis, max(0, s.frame-Frame(s.forced)))
 	}
@@ -245,19 +321,28 @@ func (s *Session) Advance() (Result, error) {
 // new frame. Call it instead of Advance while the game is paused or waiting
 // for the peers to finish, so that they still get our inputs and acks.
 func (s *Session) Idle() (Result, error) {
+	if s.closed {
+		return Result{Frame: s.frame, Stalled: true}, ErrClosed
+	}
 	r := Result{Frame: s.frame, Stalled: true}
-	s.events = s.events[:0]
-	if mis := s.receive(); mis < s.frame {
-		n, err := s.rollback(mis)
-		r.Resimulated = n
-		if err != nil {
-			r.Events = s.events
-			return r, err
-		}
+	mis, err := s.poll()
+	if err == nil && s.started && mis < s.frame {
+		r.Resimulated, err = s.rollback(mis)
 	}
 	s.send()
 	r.Events = s.events
-	return r, nil
+	return r, err
+}
+
+// poll reads the clock, drains the transport and updates the protocol
+// state. It returns the first frame to re-simulate.
+func (s *Session) poll() (Frame, error) {
+	s.now = s.clock.Now()
+	s.events = s.events[:0]
+	mis := s.receive()
+	mis = min(mis, s.checkLiveness())
+	s.rollWindows()
+	return mis, s.handshakeStep()
 }
 
 // mustStall reports whether simulating s.frame would let a future rollback
@@ -265,7 +350,7 @@ func (s *Session) Idle() (Result, error) {
 // still needs, and names the peer to blame.
 func (s *Session) mustStall() (int, bool) {
 	for p := range s.players {
-		if s.isLocal[p] {
+		if s.isLocal[p] || s.discFrom[p] != noFrame {
 			continue
 		}
 		if s.frame-s.next[p] >= Frame(s.maxRB) {
@@ -273,7 +358,7 @@ func (s *Session) mustStall() (int, bool) {
 		}
 	}
 	for i := range s.peers {
-		if s.frame+Frame(s.delay)+1-s.peers[i].ack >= ringSize {
+		if !s.peers[i].disc && s.frame+Frame(s.delay)+1-s.peers[i].ack >= ringSize {
 			return i, true
 		}
 	}
@@ -289,7 +374,9 @@ func (s *Session) ringLow() Frame {
 		}
 	}
 	for i := range s.peers {
-		low = min(low, s.peers[i].ack)
+		if !s.peers[i].disc {
+			low = min(low, s.peers[i].ack)
+		}
 	}
 	return low
 }
@@ -309,38 +396,73 @@ func (s *Session) receive() Frame {
 		}
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += int64(n)
-		if peer < 0 || peer >= len(s.peers) || n > maxDatagram {
+		if peer < 0 || peer >= len(s.peers) {
 			s.stats.PacketsInvalid++
 			continue
 		}
-		if f, ok := s.handleInput(peer, s.recvBuf[:n]); ok {
+		valid := false
+		switch {
+		case n == 0 || n > maxDatagram:
+		case wire.Kind(s.recvBuf[0]) == wire.KindInput:
+			var f Frame
+			f, valid = s.handleInput(peer, s.recvBuf[:n])
 			mis = min(mis, f)
+		default:
+			valid = s.handleControl(peer, s.recvBuf[:n])
+		}
+		if valid {
+			s.heard(peer, n)
 		} else {
 			s.stats.PacketsInvalid++
+			s.peers[peer].st.PacketsDropped++
 		}
 	}
 }
 
 func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
-	ps := &s.peers[peer]
-	if err := wire.ParseInput(b, s.layout, len(ps.players), &s.pkt); err != nil {
-		return 0, false
-	}
 	mis = s.frame
+	ps := &s.peers[peer]
+	h, err := wire.PeekInput(b)
+	if err != nil || ps.nonce == 0 || h.Tag != ps.tag {
+		return mis, false // malformed, or not from this session
+	}
+	s.verify(peer) // the tag proves it saw our nonce
+	if ps.disc {
+		return mis, true // it left; what it still sends no longer counts
+	}
 	// It cannot want a frame of ours that we have not yet added.
-	if Frame(s.pkt.Ack) > s.next[s.local[0]] {
+	localNext := s.next[s.local[0]]
+	if Frame(h.Ack) > localNext {
 		return mis, false
 	}
-	ps.ack = max(ps.ack, Frame(s.pkt.Ack))
+	if Frame(h.Ack) > ps.ack {
+		ps.ack, ps.ackAt = Frame(h.Ack), s.now
+	}
 	want := s.next[ps.players[0]]
+	ps.st.RemoteFrameLag = Frame(h.End - h.Ack)
+	ps.st.FramesBehind = localNext - Frame(h.End)
+	// The first frame is delta-coded against our copy of the frame before
+	// it; without it (a gap, or a frame the ring no longer holds) only the
+	// acknowledgement is usable.
+	first := Frame(h.First)
+	if first > want || (first > 0 && first-1 < want-ringSize) {
+		return mis, true
+	}
+	s.pkt.Base = nil
+	if first > 0 {
+		for j, p := range ps.players {
+			s.base[j] = uint64(s.inputs[ring(first-1)][p])
+		}
+		s.pkt.Base = s.base[:len(ps.players)]
+	}
+	if err := wire.ParseInput(b, s.layout, len(ps.players), len(ps.gossipOrder), &s.pkt); err != nil {
+		return mis, false
+	}
 	limit := s.ringLow() + ringSize
 	for i := range s.pkt.Count {
-		f := Frame(s.pkt.First) + Frame(i)
+		f := first + Frame(i)
 		if f < want {
 			continue // already have it
-		}
-		if f > want {
-			break // a gap: a later packet resends from our ack
 		}
 		if f >= limit {
 			return mis, false // further ahead than any honest peer can be
@@ -358,8 +480,8 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 				mis = min(mis, f)
 			}
 		}
-		want = f + 1
 	}
+	s.handleGossip(peer, s.pkt.Gossip)
 	return mis, true
 }
 
@@ -425,7 +547,11 @@ func (s *Session) advanceSnapshot(slot int, to Frame) error {
 	for f := s.backups[slot].frame; f < to; f++ {
 		in := &s.inputs[ring(f)]
 		for p := range s.players {
-			s.stepIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
+			if f >= s.discFrom[p] {
+				s.stepIn[p] = PlayerInput{Status: Disconnected}
+			} else {
+				s.stepIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
+			}
 		}
 		s.game.Step(f, s.stepIn[:s.players])
 		if s.syncTest {
@@ -448,7 +574,10 @@ func (s *Session) step() {
 	slot := ring(f)
 	for p := range s.players {
 		in, st := s.inputs[slot][p], Confirmed
-		if !s.isLocal[p] && f >= s.next[p] {
+		switch {
+		case f >= s.discFrom[p]:
+			in, st = 0, Disconnected
+		case !s.isLocal[p] && f >= s.next[p]:
 			st = Predicted
 			lastFrame := s.next[p] - 1
 			in = Input(s.pred.Predict(predict.Context{Player: p, Frame: int32(f), Last: uint64(s.last[p]), LastFrame: int32(lastFrame)})) & Input(s.mask)
@@ -536,8 +665,11 @@ func (s *Session) checkSum(f Frame) {
 	}
 }
 
-// send sends every peer the local inputs it has not acknowledged, and the
-// next frame we want from it.
+// send sends every peer what it is due: handshakes until it is verified,
+// then the local inputs it has not acknowledged (the newest
+// RedundantFrames of them, or all when its acknowledgement has stalled for
+// longer than a round trip), the next frame we want from it, the gossip,
+// and the quality pings.
 func (s *Session) send() {
 	if len(s.peers) == 0 {
 		return
@@ -546,17 +678,27 @@ func (s *Session) send() {
 	nLocal := len(s.local)
 	// Worst case bits per frame, to keep every datagram under maxDatagram.
 	perFrame := nLocal * (len(s.layout) + s.layout.Bits())
-	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.HeaderSize)*8/perFrame)
+	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.HeaderSize-4*MaxPlayers)*8/perFrame)
 	for i := range s.peers {
 		ps := &s.peers[i]
+		if ps.disc || s.throttled(i) {
+			continue
+		}
+		s.sendProtocol(i)
+		if !s.started || !ps.verified {
+			continue
+		}
 		want := s.next[ps.players[0]]
 		first := ps.ack
+		if s.redundant > 0 && localNext-Frame(s.redundant) > first && s.now-ps.ackAt < ps.rtt*3/2+50*time.Millisecond && ps.rtt > 0 {
+			first = localNext - Frame(s.redundant)
+		}
 		if want-first > 255 {
 			first = want - 255 // it is hopelessly behind; keep the header encodable
 		}
 		base := min(want, first)
 		end := min(localNext, base+255, first+Frame(maxFrames))
-		s.pkt.Ack, s.pkt.First, s.pkt.Players = int32(want), int32(first), nLocal
+		s.pkt.Tag, s.pkt.Ack, s.pkt.First, s.pkt.Players = ps.tag, int32(want), int32(first), nLocal
 		s.pkt.Count = max(0, int(end-first))
 		s.pkt.Inputs = s.pkt.Inputs[:0]
 		for f := first; f < end; f++ {
@@ -564,17 +706,26 @@ func (s *Session) send() {
 				s.pkt.Inputs = append(s.pkt.Inputs, uint64(s.inputs[ring(f)][p]))
 			}
 		}
+		s.pkt.Base = nil
+		if first > 0 {
+			for j, p := range s.local {
+				s.base[j] = uint64(s.inputs[ring(first-1)][p])
+			}
+			s.pkt.Base = s.base[:nLocal]
+		}
+		s.gossip = s.gossip[:0]
+		for _, x := range ps.gossipOrder {
+			px := &s.peers[x]
+			s.gossip = append(s.gossip, wire.Gossip{Disconnected: px.disc, Frame: int32(px.dframe)})
+		}
+		s.pkt.Gossip = s.gossip
+		ps.st.LocalFrameLag = s.frame - want
 		b, err := wire.AppendInput(s.sendBuf[:0], &s.pkt, s.layout)
 		if err != nil {
 			s.stats.SendErrors++
 			continue
 		}
-		if err := s.tr.Send(i, b); err != nil {
-			s.stats.SendErrors++
-			continue
-		}
-		s.stats.PacketsSent++
-		s.stats.BytesSent += int64(len(b))
+		s.transmit(i, b)
 	}
 }
 

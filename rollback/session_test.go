@@ -12,6 +12,7 @@ import (
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -67,6 +68,41 @@ func TestSharedMachines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// connectedPair returns two sessions, one player each, over a perfect
+// netsim network, with the handshake done.
+func connectedPair(t testing.TB, edit func(i int, c *rollback.Config)) ([2]*rollback.Session, [2]*counterGame, *netsim.Network) {
+	t.Helper()
+	nw, err := netsim.New(2, 1, netsim.Profile{})
+	require.NoError(t, err)
+	var ss [2]*rollback.Session
+	var gs [2]*counterGame
+	for i := range ss {
+		gs[i] = newCounterGame(t, 4096, false)
+		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
+			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
+			Layout: rollback.Layout{4}, State: gs[i].a, Game: gs[i], Transport: nw.Endpoint(i),
+			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 77}
+		if edit != nil {
+			edit(i, &c)
+		}
+		ss[i], err = rollback.NewSession(c)
+		require.NoError(t, err)
+	}
+	for range 10 {
+		for _, s := range ss {
+			_, err := s.Idle()
+			require.NoError(t, err)
+		}
+		nw.Advance(match.Tick)
+	}
+	for i, s := range ss {
+		st, ok := s.PeerStats(0)
+		require.True(t, ok)
+		require.True(t, st.Verified, "session %d completed the handshake", i)
+	}
+	return ss, gs, nw
 }
 
 func TestMatchPolicies(t *testing.T) {
@@ -240,14 +276,8 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestLocalInputErrors(t *testing.T) {
-	g := newCounterGame(t, 4096, false)
-	nw, err := netsim.New(2, 1, netsim.Profile{})
-	require.NoError(t, err)
-	s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
-		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
-		Layout: rollback.Layout{4}, State: g.a, Game: g, Transport: nw.Endpoint(0), InputDelay: 2})
-	require.NoError(t, err)
-
+	ss, _, _ := connectedPair(t, func(_ int, c *rollback.Config) { c.InputDelay = 2 })
+	s := ss[0]
 	assert.ErrorIs(t, s.AddLocalInput(1, 0), rollback.ErrNotLocal)
 	assert.ErrorIs(t, s.AddLocalInput(-1, 0), rollback.ErrNotLocal)
 	assert.ErrorIs(t, s.AddLocalInput(2, 0), rollback.ErrNotLocal)
@@ -256,28 +286,24 @@ func TestLocalInputErrors(t *testing.T) {
 	assert.ErrorIs(t, s.AddLocalInput(0, 3), rollback.ErrInputAlreadyAdded)
 
 	for range 3 { // frames 0 and 1 run on the zero input of the delay, frame 2 on the 3
-		_, err = s.Advance()
+		_, err := s.Advance()
 		require.NoError(t, err)
 	}
-	_, err = s.Advance()
+	_, err := s.Advance()
 	assert.ErrorIs(t, err, rollback.ErrNoLocalInput, "frame 3's input was never added")
 	assert.Equal(t, rollback.Frame(3), s.Frame())
+
+	require.NoError(t, s.Close())
+	_, err = s.Advance()
+	assert.ErrorIs(t, err, rollback.ErrClosed)
+	assert.ErrorIs(t, s.Close(), rollback.ErrClosed)
 }
 
 // TestStarvation cuts one peer off: the other simulates MaxRollback frames
 // ahead, then stalls and says so, and resumes when input flows again.
 func TestStarvation(t *testing.T) {
 	const maxRB = 5
-	var sessions [2]*rollback.Session
-	nw, err := netsim.New(2, 1, netsim.Profile{})
-	require.NoError(t, err)
-	for i := range sessions {
-		g := newCounterGame(t, 4096, false)
-		sessions[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
-			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
-			Layout: rollback.Layout{4}, State: g.a, Game: g, Transport: nw.Endpoint(i), MaxRollback: maxRB})
-		require.NoError(t, err)
-	}
+	sessions, _, _ := connectedPair(t, func(_ int, c *rollback.Config) { c.MaxRollback = maxRB })
 	s := sessions[0]
 	var events []rollback.Event
 	stalled := false
@@ -308,39 +334,91 @@ func TestStarvation(t *testing.T) {
 	assert.Equal(t, rollback.EventResumed, r.Events[0].Kind)
 }
 
-// hostile is a transport whose peer sends garbage.
-type hostile struct{ packets [][]byte }
-
-func (h *hostile) Send(int, []byte) error { return nil }
-func (h *hostile) Receive(buf []byte) (int, int, bool) {
-	if len(h.packets) == 0 {
-		return 0, 0, false
-	}
-	p := h.packets[0]
-	h.packets = h.packets[1:]
-	return copy(buf, p), 0, true
+// injector delivers extra datagrams, as if from peer 0, before the real ones.
+type injector struct {
+	rollback.Transport
+	packets [][]byte
 }
 
+func (in *injector) Receive(buf []byte) (int, int, bool) {
+	if len(in.packets) > 0 {
+		p := in.packets[0]
+		in.packets = in.packets[1:]
+		return copy(buf, p), 0, true
+	}
+	return in.Transport.Receive(buf)
+}
+
+// nonceOf is the handshake nonce machine i draws from match.SeededRand.
+func nonceOf(seed uint64, i int) uint32 {
+	r := match.SeededRand(seed, i)
+	var b [4]byte
+	for {
+		_, _ = r.Read(b[:])
+		if n := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24; n != 0 {
+			return n
+		}
+	}
+}
+
+// TestHostilePackets sends every class of bad packet into a live match:
+// each is dropped and counted, and both machines still end in sync.
 func TestHostilePackets(t *testing.T) {
-	g := newCounterGame(t, 4096, false)
-	tr := &hostile{packets: [][]byte{
-		{1, 0, 0, 0, 0, 0, 0},                      // a valid packet that only acknowledges
-		nil, {1}, {9, 9, 9}, {1, 0, 0, 0, 0, 0, 1}, // empty, short, wrong kind, truncated
-		{1, 0, 0, 0, 200, 0, 0},                // wants frame 200 of ours: impossible
-		{1, 0x7f, 0, 0, 0, 0, 255, 0xff, 0xff}, // frames far in the future
-		make([]byte, 5000),
-	}}
-	s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
-		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
-		Layout: arena.Layout, State: g.a, Game: g, Transport: tr})
+	var inj *injector
+	ss, gs, nw := connectedPair(t, func(i int, c *rollback.Config) {
+		if i == 0 {
+			inj = &injector{Transport: c.Transport}
+			c.Transport = inj
+		}
+	})
+	tag := rollback.TagFor(77, 0, 0) // a tag no session of this match uses
+	good := func(tag uint16, ack, first int32, count int) []byte {
+		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: ack, First: first, Count: count, Players: 1,
+			Inputs: make([]uint64, count)}, rollback.Layout{4})
+		require.NoError(t, err)
+		return b
+	}
+	oldHandshake, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 76, Nonce: 5, Echo: 6})
 	require.NoError(t, err)
-	require.NoError(t, s.AddLocalInput(0, 1))
-	_, err = s.Advance()
+	replayedHandshake, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 77, Nonce: 12345, Echo: 6})
 	require.NoError(t, err)
-	st := s.Stats()
-	assert.Equal(t, int64(8), st.PacketsReceived)
-	assert.Equal(t, int64(7), st.PacketsInvalid, "only the ack-only packet is valid")
-	assert.Equal(t, rollback.Frame(0), st.ConfirmedFrame)
+	hostile := [][]byte{
+		nil, {1}, {9, 9, 9}, // empty, truncated, unknown kind
+		good(tag, 0, 0, 1),            // another session's tag
+		oldHandshake,                  // a handshake from an earlier match
+		replayedHandshake,             // this session id, but not the nonce the peer chose
+		good(0, 0, 0, 1)[:10],         // truncated input
+		make([]byte, 2000),            // oversized
+		{2, 0, 0, 0x81, 0xa1, 'x', 1}, // a handshake whose body is a map
+	}
+	inj.packets = append(inj.packets, hostile...)
+	for f := range 600 {
+		for i, s := range ss {
+			if f == 300 && i == 0 {
+				// This session's real tag, but it claims to want frame 500
+				// of ours, which we have not made yet.
+				real := rollback.TagFor(77, nonceOf(1, 0), nonceOf(1, 1))
+				inj.packets = append(inj.packets, good(real, 500, 299, 1))
+			}
+			require.NoError(t, s.AddLocalInput(rollback.PlayerID(i), rollback.Input(f/(7+i)%16)))
+			_, err := s.Advance()
+			require.NoError(t, err)
+		}
+		nw.Advance(match.Tick)
+	}
+	for range 30 {
+		for _, s := range ss {
+			_, err := s.Idle()
+			require.NoError(t, err)
+		}
+		nw.Advance(match.Tick)
+	}
+	st := ss[0].Stats()
+	assert.Equal(t, int64(len(hostile)+1), st.PacketsInvalid)
+	ps, _ := ss[0].PeerStats(0)
+	assert.Equal(t, int64(len(hostile)+1), ps.PacketsDropped)
+	assert.Equal(t, rollback.Frame(600), st.ConfirmedFrame)
+	assert.Equal(t, *gs[0].h.Get(gs[0].a), *gs[1].h.Get(gs[1].a), "the match still ends in sync")
 }
 
 func TestAdvanceDoesNotAllocate(t *testing.T) {
@@ -357,7 +435,8 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 		require.NoError(t, err)
 		ss[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
-			Layout: arena.Layout, State: a, Game: g, Transport: nw.Endpoint(i)})
+			Layout: arena.Layout, State: a, Game: g, Transport: nw.Endpoint(i),
+			Clock: nw, Rand: match.SeededRand(3, i)})
 		require.NoError(t, err)
 		bots[i] = arena.NewBot(uint64(i))
 	}
@@ -380,9 +459,12 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 	for range 300 {
 		frame()
 	}
-	before := ss[0].Stats().Rollbacks
+	rollbacks := func() int64 { return ss[0].Stats().Rollbacks + ss[1].Stats().Rollbacks }
+	before := rollbacks()
 	assert.Zero(t, testing.AllocsPerRun(600, frame))
-	assert.Greater(t, ss[0].Stats().Rollbacks, before+20, "the measured frames included rollbacks")
+	assert.Greater(t, rollbacks(), before+20, "the measured frames included rollbacks")
+	ps, _ := ss[0].PeerStats(0)
+	assert.Positive(t, ps.RTT, "the measured frames included pings")
 }
 
 func TestEnumStrings(t *testing.T) {

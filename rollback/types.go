@@ -100,6 +100,17 @@ const (
 	// different state; the Advance that reports it also returns a
 	// [*SyncTestError].
 	EventSyncTestFailed
+	// EventConnected: Peer completed the handshake.
+	EventConnected
+	// EventRunning: every peer completed the handshake; frame 0 can run.
+	EventRunning
+	// EventInterrupted: nothing heard from Peer for Config.InterruptTimeout.
+	EventInterrupted
+	// EventReconnected: Peer was interrupted and spoke again.
+	EventReconnected
+	// EventDisconnected: every remaining machine agreed that Peer left;
+	// its players' inputs from Frame on are the default input.
+	EventDisconnected
 )
 
 func (k EventKind) String() string {
@@ -110,6 +121,16 @@ func (k EventKind) String() string {
 		return "resumed"
 	case EventSyncTestFailed:
 		return "sync-test-failed"
+	case EventConnected:
+		return "connected"
+	case EventRunning:
+		return "running"
+	case EventInterrupted:
+		return "interrupted"
+	case EventReconnected:
+		return "reconnected"
+	case EventDisconnected:
+		return "disconnected"
 	default:
 		return fmt.Sprintf("EventKind(%d)", uint8(k))
 	}
@@ -161,5 +182,5 @@ type Stats struct {
 	SendErrors      int64
 	PacketsReceived int64
 	BytesReceived   int64
-	PacketsInvalid  int64 // malformed, from an unknown peer, or with impossible frame numbers
+	PacketsInvalid  int64 // malformed, from an unknown peer or another session, or with impossible frame numbers
 }

@@ -11,8 +11,10 @@
 package match
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -131,6 +133,7 @@ func Run(c Config) Result {
 			Players: c.Players, Local: m.players, Peers: peers,
 			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
+			Clock: nw, Rand: SeededRand(c.Seed, i), SessionID: c.Seed,
 		})
 		if err != nil {
 			r.Err = err
@@ -209,6 +212,14 @@ func Run(c Config) Result {
 		}
 	}
 	return r
+}
+
+// SeededRand returns a deterministic nonce source for machine i of a match.
+func SeededRand(seed uint64, i int) *rand.ChaCha8 {
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[:], seed)
+	binary.LittleEndian.PutUint64(key[8:], uint64(i)+1)
+	return rand.NewChaCha8(key)
 }
 
 // Offline replays a match without a network: it steps a fresh game through

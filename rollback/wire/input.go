@@ -1,13 +1,16 @@
 // Package wire encodes and decodes the datagrams that Rewind peers exchange.
 //
-// Every datagram starts with one [Kind] byte. The per-frame input packet
-// ([KindInput]) is the bit-packed format of the INVERSUS article: a 6-byte
-// header (24-bit base frame, then three 8-bit frame numbers relative to it:
-// the next frame the sender wants, the first frame carried, one past the last
-// frame carried), then for each frame, for each of the sender's players, for
-// each field of the [Layout]: one "changed" bit and, if set, the field's bits.
-// The first frame is delta-coded against the zero input, so a packet decodes
-// without any state of the receiver. docs/protocol.md has byte-exact examples.
+// Every datagram starts with one [Kind] byte and the 16-bit session tag
+// agreed in the handshake (0 in handshake messages). The per-frame input
+// packet ([KindInput]) is then the bit-packed format of the INVERSUS article:
+// a 6-byte header (24-bit base frame, then three 8-bit frame numbers relative
+// to it: the next frame the sender wants, the first frame carried, one past
+// the last frame carried), then for each frame, for each of the sender's
+// players, for each field of the [Layout]: one "changed" bit and, if set, the
+// field's bits. The first frame is delta-coded against the receiver's input
+// for the frame before it. Disconnection gossip follows the frames. Control
+// messages (handshake, quality, disconnect) are msgpack. docs/protocol.md has
+// byte-exact examples.
 //
 // Encoding appends to a caller's buffer and decoding fills a caller's
 // [InputPacket]; neither allocates once the buffers have grown. Decoders
@@ -32,6 +35,14 @@ func (k Kind) String() string {
 	switch k {
 	case KindInput:
 		return "input"
+	case KindHandshake:
+		return "handshake"
+	case KindQuality:
+		return "quality"
+	case KindQualityReply:
+		return "quality-reply"
+	case KindDisconnect:
+		return "disconnect"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}
@@ -43,7 +54,7 @@ const (
 	MaxFrames  = 255       // most frames in one packet
 	MaxPlayers = 8         // most players one sender can carry
 	MaxFields  = 64        // most fields in a Layout
-	HeaderSize = 7         // kind byte + 6-byte INVERSUS header
+	HeaderSize = 9         // kind byte, 16-bit session tag, 6-byte INVERSUS header
 )
 
 // Errors returned by the codec. Decoding errors wrap [ErrMalformed].
@@ -104,15 +115,36 @@ func (l Layout) Mask() uint64 {
 // frames of Players inputs each, frame-major: the input of player j (in the
 // sender's order) for frame First+i is Inputs[i*Players+j].
 type InputPacket struct {
-	Ack     int32 // the next frame the sender wants from the receiver
-	First   int32 // the first frame carried
-	Count   int   // frames carried; 0 for a packet that only acknowledges
-	Players int   // the sender's players, 1 to MaxPlayers
-	Inputs  []uint64
+	Tag     uint16 // the session tag agreed in the handshake
+	Ack     int32  // the next frame the sender wants from the receiver
+	First   int32  // the first frame carried
+	Count   int    // frames carried; 0 for a packet that only acknowledges
+	Players int    // the sender's players, 1 to MaxPlayers
+	// Base holds each player's input for frame First-1, against which the
+	// first frame is delta-coded; the receiver has it, since it asked for
+	// First. nil means the zero input (and must be used for frame 0).
+	Base   []uint64
+	Inputs []uint64
+	// Gossip reports, for every machine other than the sender and the
+	// receiver (in ascending order of their lowest PlayerID), what the
+	// sender knows of its disconnection.
+	Gossip []Gossip
+}
+
+// Gossip is one machine's disconnection as another machine sees it.
+type Gossip struct {
+	Disconnected bool
+	Frame        int32 // when Disconnected: every input before Frame arrived from it, none after counts
 }
 
 // End returns one past the last frame carried.
 func (p *InputPacket) End() int32 { return p.First + int32(p.Count) }
+
+// InputHeader is the fixed part of an input packet.
+type InputHeader struct {
+	Tag             uint16
+	Ack, First, End int32
+}
 
 // AppendInput appends the encoding of p, kind byte included, to b.
 func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
@@ -122,8 +154,9 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 	if p.Players < 1 || p.Players > MaxPlayers {
 		return b, fmt.Errorf("%w: %d", ErrPlayers, p.Players)
 	}
-	if p.Count < 0 || p.Count > MaxFrames || len(p.Inputs) < p.Count*p.Players {
-		return b, fmt.Errorf("%w: %d frames, %d inputs", ErrRange, p.Count, len(p.Inputs))
+	if p.Count < 0 || p.Count > MaxFrames || len(p.Inputs) < p.Count*p.Players ||
+		(p.Base != nil && len(p.Base) < p.Players) || len(p.Gossip) > MaxPlayers {
+		return b, fmt.Errorf("%w: %d frames, %d inputs, %d base, %d gossip", ErrRange, p.Count, len(p.Inputs), len(p.Base), len(p.Gossip))
 	}
 	base := min(p.Ack, p.First)
 	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.End()-base > 255 {
@@ -135,15 +168,23 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 			return b, ErrInput
 		}
 	}
-	b = append(b, byte(KindInput), byte(base>>16), byte(base>>8), byte(base),
+	for _, g := range p.Gossip {
+		if g.Disconnected && (g.Frame < 0 || g.Frame > MaxFrame) {
+			return b, fmt.Errorf("%w: gossip frame %d", ErrRange, g.Frame)
+		}
+	}
+	b = append(b, byte(KindInput), byte(p.Tag>>8), byte(p.Tag), byte(base>>16), byte(base>>8), byte(base),
 		byte(p.Ack-base), byte(p.First-base), byte(p.End()-base))
 	w := bitWriter{b: b}
 	for i := range p.Count {
 		for j := range p.Players {
 			cur := p.Inputs[i*p.Players+j]
 			var prev uint64
-			if i > 0 {
+			switch {
+			case i > 0:
 				prev = p.Inputs[(i-1)*p.Players+j]
+			case p.Base != nil:
+				prev = p.Base[j]
 			}
 			shift := 0
 			for _, width := range l {
@@ -162,42 +203,65 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 			}
 		}
 	}
+	for _, g := range p.Gossip {
+		if g.Disconnected {
+			w.write(1<<24|uint64(g.Frame), 25)
+		} else {
+			w.write(0, 1)
+		}
+	}
 	return w.flush(), nil
 }
 
+// PeekInput decodes the header of an input packet without its body, so
+// that the receiver can look up the baseline inputs for First-1.
+func PeekInput(b []byte) (InputHeader, error) {
+	if len(b) < HeaderSize {
+		return InputHeader{}, errTruncated
+	}
+	if Kind(b[0]) != KindInput {
+		return InputHeader{}, errKind
+	}
+	base := int32(b[3])<<16 | int32(b[4])<<8 | int32(b[5])
+	ack, first, end := int32(b[6]), int32(b[7]), int32(b[8])
+	if end < first {
+		return InputHeader{}, errOrder
+	}
+	if base+max(ack, end) > MaxFrame {
+		return InputHeader{}, errFrame
+	}
+	return InputHeader{Tag: uint16(b[1])<<8 | uint16(b[2]), Ack: base + ack, First: base + first, End: base + end}, nil
+}
+
 // ParseInput decodes an input packet, kind byte included, from a sender with
-// the given number of players, into p. It reuses p.Inputs' storage. It
-// rejects truncated packets, packets with bytes or non-zero bits after the
-// last input, and headers whose last frame is before their first.
-func ParseInput(b []byte, l Layout, players int, p *InputPacket) error {
+// the given number of players, carrying gossip about the given number of
+// machines, into p. The caller sets p.Base (the receiver's inputs of the
+// sender's players for the packet's First-1, from PeekInput; nil for zero).
+// It reuses p.Inputs' and p.Gossip's storage. It rejects truncated packets,
+// packets with bytes or non-zero bits after the last field, and headers
+// whose last frame is before their first.
+func ParseInput(b []byte, l Layout, players, gossip int, p *InputPacket) error {
 	if err := l.Check(); err != nil {
 		return err
 	}
-	if players < 1 || players > MaxPlayers {
-		return fmt.Errorf("%w: %d", ErrPlayers, players)
+	if players < 1 || players > MaxPlayers || gossip < 0 || gossip > MaxPlayers || (p.Base != nil && len(p.Base) < players) {
+		return fmt.Errorf("%w: %d players, %d gossip, %d base", ErrPlayers, players, gossip, len(p.Base))
 	}
-	if len(b) < HeaderSize {
-		return errTruncated
+	h, err := PeekInput(b)
+	if err != nil {
+		return err
 	}
-	if Kind(b[0]) != KindInput {
-		return errKind
-	}
-	base := int32(b[1])<<16 | int32(b[2])<<8 | int32(b[3])
-	ack, first, end := int32(b[4]), int32(b[5]), int32(b[6])
-	if end < first {
-		return errOrder
-	}
-	if base+max(ack, end) > MaxFrame {
-		return errFrame
-	}
-	p.Ack, p.First, p.Count, p.Players = base+ack, base+first, int(end-first), players
+	p.Tag, p.Ack, p.First, p.Count, p.Players = h.Tag, h.Ack, h.First, int(h.End-h.First), players
 	p.Inputs = p.Inputs[:0]
 	r := bitReader{b: b[HeaderSize:]}
 	for i := range p.Count {
 		for j := range players {
 			var prev uint64
-			if i > 0 {
+			switch {
+			case i > 0:
 				prev = p.Inputs[(i-1)*players+j]
+			case p.Base != nil:
+				prev = p.Base[j]
 			}
 			var in uint64
 			shift := 0
@@ -215,6 +279,14 @@ func ParseInput(b []byte, l Layout, players int, p *InputPacket) error {
 		if r.overrun {
 			return errTruncated
 		}
+	}
+	p.Gossip = p.Gossip[:0]
+	for range gossip {
+		g := Gossip{Disconnected: r.bit() == 1}
+		if g.Disconnected {
+			g.Frame = int32(r.read(24))
+		}
+		p.Gossip = append(p.Gossip, g)
 	}
 	if r.overrun {
 		return errTruncated

@@ -28,13 +28,17 @@ func TestGolden(t *testing.T) {
 		l    wire.Layout
 		p    wire.InputPacket
 	}{
-		{"inversus-1p-3frames.hex", inversus, wire.InputPacket{Ack: 100, First: 98, Count: 3, Players: 1,
+		{"inversus-1p-3frames.hex", inversus, wire.InputPacket{Tag: 0xbeef, Ack: 100, First: 98, Count: 3, Players: 1,
 			Inputs: []uint64{in3(2, 0x80, 0xff), in3(2, 0x80, 0xff), in3(0, 0x81, 0xff)}}},
-		{"ack-only.hex", inversus, wire.InputPacket{Ack: 70000, First: 70010, Count: 0, Players: 2}},
-		{"inversus-2p-2frames.hex", inversus, wire.InputPacket{Ack: 5, First: 3, Count: 2, Players: 2,
+		{"ack-only.hex", inversus, wire.InputPacket{Tag: 1, Ack: 70000, First: 70010, Count: 0, Players: 2}},
+		{"inversus-2p-2frames.hex", inversus, wire.InputPacket{Tag: 0x1234, Ack: 5, First: 3, Count: 2, Players: 2,
 			Inputs: []uint64{0, in3(1, 0, 0), 0, in3(1, 0, 0)}}},
 		{"one-bit-2frames.hex", wire.Layout{1}, wire.InputPacket{Ack: 0, First: 0, Count: 2, Players: 1,
 			Inputs: []uint64{1, 0}}},
+		{"gossip-3frames-base.hex", inversus, wire.InputPacket{Tag: 7, Ack: 100, First: 98, Count: 3, Players: 1,
+			Base:   []uint64{in3(2, 0x80, 0x7f)},
+			Inputs: []uint64{in3(2, 0x80, 0xff), in3(2, 0x80, 0xff), in3(0, 0x81, 0xff)},
+			Gossip: []wire.Gossip{{Disconnected: true, Frame: 0x123}, {}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -47,12 +51,20 @@ func TestGolden(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, hex.EncodeToString(want), hex.EncodeToString(got))
 
-			var back wire.InputPacket
-			require.NoError(t, wire.ParseInput(want, tc.l, tc.p.Players, &back))
+			back := wire.InputPacket{Base: tc.p.Base}
+			require.NoError(t, wire.ParseInput(want, tc.l, tc.p.Players, len(tc.p.Gossip), &back))
+			assert.Equal(t, tc.p.Tag, back.Tag)
 			assert.Equal(t, tc.p.Ack, back.Ack)
 			assert.Equal(t, tc.p.First, back.First)
 			assert.Equal(t, tc.p.Count, back.Count)
 			assert.Equal(t, tc.p.Inputs[:tc.p.Count*tc.p.Players], back.Inputs)
+			assert.Equal(t, len(tc.p.Gossip), len(back.Gossip))
+			for i, g := range tc.p.Gossip {
+				assert.Equal(t, g, back.Gossip[i])
+			}
+			h, err := wire.PeekInput(want)
+			require.NoError(t, err)
+			assert.Equal(t, wire.InputHeader{Tag: tc.p.Tag, Ack: tc.p.Ack, First: tc.p.First, End: tc.p.End()}, h)
 		})
 	}
 }
@@ -65,7 +77,22 @@ func TestRoundTripRandom(t *testing.T) {
 	for i := range 2000 {
 		l := layouts[i%len(layouts)]
 		p.Players = 1 + r.IntN(wire.MaxPlayers)
+		p.Tag = uint16(r.Uint32())
 		p.Count = r.IntN(40)
+		p.Base = nil
+		if r.IntN(2) == 0 {
+			p.Base = make([]uint64, p.Players)
+			for j := range p.Base {
+				p.Base[j] = r.Uint64() & l.Mask()
+			}
+		}
+		p.Gossip = p.Gossip[:0]
+		for range r.IntN(7) {
+			p.Gossip = append(p.Gossip, wire.Gossip{Disconnected: r.IntN(2) == 0})
+			if p.Gossip[len(p.Gossip)-1].Disconnected {
+				p.Gossip[len(p.Gossip)-1].Frame = r.Int32N(wire.MaxFrame + 1)
+			}
+		}
 		p.First = r.Int32N(wire.MaxFrame - 300)
 		p.Ack = max(0, p.First+r.Int32N(200)-100)
 		p.Inputs = p.Inputs[:0]
@@ -81,11 +108,17 @@ func TestRoundTripRandom(t *testing.T) {
 		var err error
 		buf, err = wire.AppendInput(buf[:0], &p, l)
 		require.NoError(t, err)
-		require.NoError(t, wire.ParseInput(buf, l, p.Players, &back))
+		back.Base = p.Base
+		require.NoError(t, wire.ParseInput(buf, l, p.Players, len(p.Gossip), &back))
+		require.Equal(t, p.Tag, back.Tag)
 		require.Equal(t, p.Ack, back.Ack)
 		require.Equal(t, p.First, back.First)
 		require.Equal(t, p.Count, back.Count)
 		require.Equal(t, p.Inputs, back.Inputs)
+		require.Equal(t, len(p.Gossip), len(back.Gossip))
+		for i := range p.Gossip {
+			require.Equal(t, p.Gossip[i], back.Gossip[i])
+		}
 	}
 }
 
@@ -108,6 +141,8 @@ func TestAppendErrors(t *testing.T) {
 		{"ack too far ahead", inversus, func(p *wire.InputPacket) { p.Ack = 300 }, wire.ErrRange},
 		{"frames too far ahead", inversus, func(p *wire.InputPacket) { p.Ack = 0; p.First = 255 }, wire.ErrRange},
 		{"bits outside layout", inversus, func(p *wire.InputPacket) { p.Inputs = []uint64{1 << 19} }, wire.ErrInput},
+		{"short base", inversus, func(p *wire.InputPacket) { p.Base = []uint64{} }, wire.ErrRange},
+		{"gossip frame", inversus, func(p *wire.InputPacket) { p.Gossip = []wire.Gossip{{Disconnected: true, Frame: -1}} }, wire.ErrRange},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +162,11 @@ func TestParseErrors(t *testing.T) {
 		Inputs: []uint64{in3(1, 2, 3), in3(1, 2, 4)}}, inversus)
 	require.NoError(t, err)
 	var p wire.InputPacket
-	require.NoError(t, wire.ParseInput(good, inversus, 1, &p))
+	require.NoError(t, wire.ParseInput(good, inversus, 1, 0, &p))
+	goodGossip, err := wire.AppendInput(nil, &wire.InputPacket{Ack: 1, Players: 1,
+		Gossip: []wire.Gossip{{Disconnected: true, Frame: 0xabcdef}}}, inversus)
+	require.NoError(t, err)
+	require.NoError(t, wire.ParseInput(goodGossip, inversus, 1, 1, &p))
 
 	cases := []struct {
 		name string
@@ -136,20 +175,26 @@ func TestParseErrors(t *testing.T) {
 		{"empty", nil},
 		{"header only partly", good[:4]},
 		{"wrong kind", append([]byte{9}, good[1:]...)},
+		{"gossip missing", goodGossip[:len(goodGossip)-2]}, // parsed below with one gossip entry expected
 		{"truncated body", good[:len(good)-1]},
 		{"extra byte", append(append([]byte{}, good...), 0)},
 		{"padding bits set", append(append([]byte{}, good[:len(good)-1]...), good[len(good)-1]|1)},
-		{"end before first", []byte{1, 0, 0, 0, 0, 5, 4}},
-		{"claims 255 frames", []byte{1, 0, 0, 0, 0, 0, 255, 0xff}},
-		{"frame beyond 24 bits", []byte{1, 0xff, 0xff, 0xff, 1, 1, 1}},
+		{"end before first", []byte{1, 0, 0, 0, 0, 0, 0, 5, 4}},
+		{"claims 255 frames", []byte{1, 0, 0, 0, 0, 0, 0, 0, 255, 0xff}},
+		{"frame beyond 24 bits", []byte{1, 0, 0, 0xff, 0xff, 0xff, 1, 1, 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.ErrorIs(t, wire.ParseInput(tc.b, inversus, 1, &p), wire.ErrMalformed)
+			gossip := 0
+			if tc.name == "gossip missing" {
+				gossip = 1
+			}
+			assert.ErrorIs(t, wire.ParseInput(tc.b, inversus, 1, gossip, &p), wire.ErrMalformed)
 		})
 	}
-	assert.ErrorIs(t, wire.ParseInput(good, inversus, 0, &p), wire.ErrPlayers)
-	assert.ErrorIs(t, wire.ParseInput(good, wire.Layout{}, 1, &p), wire.ErrLayout)
+	assert.ErrorIs(t, wire.ParseInput(good, inversus, 0, 0, &p), wire.ErrPlayers)
+	assert.ErrorIs(t, wire.ParseInput(good, inversus, 1, 9, &p), wire.ErrPlayers)
+	assert.ErrorIs(t, wire.ParseInput(good, wire.Layout{}, 1, 0, &p), wire.ErrLayout)
 }
 
 func TestNoAllocs(t *testing.T) {
@@ -165,7 +210,7 @@ func TestNoAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := wire.ParseInput(buf, inversus, 2, &back); err != nil {
+		if err := wire.ParseInput(buf, inversus, 2, 0, &back); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -176,29 +221,41 @@ func TestNoAllocs(t *testing.T) {
 // must re-encode, and the re-encoding must decode to the same packet.
 // The seed corpus is in testdata/fuzz/FuzzParseInput.
 func FuzzParseInput(f *testing.F) {
-	f.Add([]byte{1, 0, 0, 0x62, 2, 0, 3, 0xac, 0x07, 0xfc, 0x46, 0x04}, uint8(0), uint8(1))
+	f.Add([]byte{1, 0xbe, 0xef, 0, 0, 0x62, 2, 0, 3, 0xac, 0x07, 0xfc, 0x46, 0x04}, uint8(0), uint8(1))
 	f.Fuzz(func(t *testing.T, b []byte, layoutSel, players uint8) {
 		layouts := []wire.Layout{inversus, {1}, {64}, {5, 59}, {1, 1, 1, 1}}
 		l := layouts[int(layoutSel)%len(layouts)]
 		n := 1 + int(players)%wire.MaxPlayers
+		gossip := int(players/wire.MaxPlayers) % 4
 		var p wire.InputPacket
-		if err := wire.ParseInput(b, l, n, &p); err != nil {
+		if players&0x80 != 0 {
+			p.Base = make([]uint64, n)
+			for i := range p.Base {
+				p.Base[i] = uint64(i*0x9e3779b9) & l.Mask()
+			}
+		}
+		if err := wire.ParseInput(b, l, n, gossip, &p); err != nil {
 			return
 		}
 		enc, err := wire.AppendInput(nil, &p, l)
 		if err != nil {
 			t.Fatalf("accepted packet does not re-encode: %v", err)
 		}
-		var q wire.InputPacket
-		if err := wire.ParseInput(enc, l, n, &q); err != nil {
+		q := wire.InputPacket{Base: p.Base}
+		if err := wire.ParseInput(enc, l, n, gossip, &q); err != nil {
 			t.Fatalf("re-encoding does not decode: %v", err)
 		}
-		if p.Ack != q.Ack || p.First != q.First || p.Count != q.Count || len(p.Inputs) != len(q.Inputs) {
+		if p.Tag != q.Tag || p.Ack != q.Ack || p.First != q.First || p.Count != q.Count || len(p.Inputs) != len(q.Inputs) || len(p.Gossip) != len(q.Gossip) {
 			t.Fatalf("header changed: %+v vs %+v", p, q)
 		}
 		for i := range p.Inputs {
 			if p.Inputs[i] != q.Inputs[i] {
 				t.Fatalf("input %d changed: %x vs %x", i, p.Inputs[i], q.Inputs[i])
+			}
+		}
+		for i := range p.Gossip {
+			if p.Gossip[i] != q.Gossip[i] {
+				t.Fatalf("gossip %d changed: %+v vs %+v", i, p.Gossip[i], q.Gossip[i])
 			}
 		}
 	})
@@ -224,7 +281,7 @@ func FuzzRoundTrip(f *testing.F) {
 			return // header out of range is a legitimate refusal
 		}
 		var q wire.InputPacket
-		if err := wire.ParseInput(b, l, p.Players, &q); err != nil {
+		if err := wire.ParseInput(b, l, p.Players, 0, &q); err != nil {
 			t.Fatalf("own encoding rejected: %v", err)
 		}
 		if q.Ack != p.Ack || q.First != p.First || q.Count != p.Count {
@@ -256,7 +313,7 @@ func BenchmarkInputPacket(b *testing.B) {
 		buf, _ = wire.AppendInput(buf[:0], &p, inversus)
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = wire.ParseInput(buf, inversus, 1, &back)
+			_ = wire.ParseInput(buf, inversus, 1, 0, &back)
 		}
 	})
 }

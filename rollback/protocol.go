@@ -1,0 +1,406 @@
+package rollback
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+// Protocol errors.
+var (
+	ErrClosed = errors.New("rollback: session closed")
+	ErrRand   = errors.New("rollback: cannot read random nonce")
+)
+
+// HandshakeError reports that some peers did not complete the handshake
+// within Config.HandshakeTimeout.
+type HandshakeError struct {
+	Peers   []int // indices in Config.Peers that never answered with our nonce
+	Timeout time.Duration
+}
+
+func (e *HandshakeError) Error() string {
+	return fmt.Sprintf("rollback: handshake timed out after %v waiting for peers %v", e.Timeout, e.Peers)
+}
+
+// PeerStats are one peer's network statistics.
+type PeerStats struct {
+	RTT                time.Duration // smoothed round-trip time; 0 until measured
+	SendPacketsPerSec  float64       // over the last complete second
+	SendBytesPerSec    float64
+	RecvPacketsPerSec  float64
+	RecvBytesPerSec    float64
+	PacketsSent        int64
+	PacketsReceived    int64
+	PacketsDropped     int64 // from this peer: malformed, foreign session, impossible frames
+	LocalFrameLag      Frame // on our last send: our next frame minus the next frame we want from it
+	RemoteFrameLag     Frame // on its last packet: its next frame minus the next frame it wants from us
+	FramesBehind       Frame // how far its input stream is behind ours
+	Verified           bool  // completed the handshake
+	Interrupted        bool  // silent for longer than InterruptTimeout
+	Disconnected       bool
+	DisconnectFrame    Frame // when Disconnected and agreed: its inputs from this frame on are the default input
+	DisconnectAgreed   bool
+	SinceLastHeard     time.Duration
+	remoteFrameFromPkt Frame
+}
+
+type peerState struct {
+	players []PlayerID // sorted; the order of inputs in its packets
+	id      PlayerID   // its lowest player: the machine's name in gossip
+	ack     Frame      // the next of our frames it wants; all before it arrived
+	ackAt   time.Duration
+
+	nonce    uint32 // its handshake nonce; 0 until known
+	tag      uint16
+	verified bool
+	replyHS  bool
+
+	lastRecv, lastSend, lastQuality time.Duration
+	interrupted                     bool
+	replyQuality                    bool
+	replyEcho                       int64
+	rtt                             time.Duration
+
+	disc     bool  // disconnected here, agreement maybe pending
+	agreed   bool  // every remaining machine reported it: dframe is final
+	frozen   Frame // our own count of its frames when we disconnected it
+	dframe   Frame // the disconnect frame: min of frozen and every report
+	reported [MaxPlayers]bool
+	report   [MaxPlayers]Frame
+
+	gossipOrder []int // the other peers, by id: the gossip entries in packets to or from it
+
+	st                    PeerStats
+	winStart              time.Duration
+	winSent, winSentBytes int64
+	winRecv, winRecvBytes int64
+}
+
+// tagFor derives the 16-bit session tag from the session id and both
+// nonces; 0 is reserved for handshakes.
+func tagFor(session uint64, a, b uint32) uint16 {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:], session)
+	binary.LittleEndian.PutUint32(buf[8:], min(a, b))
+	binary.LittleEndian.PutUint32(buf[12:], max(a, b))
+	t := uint16(xxhash.Sum64(buf[:]))
+	if t == 0 {
+		t = 1
+	}
+	return t
+}
+
+func readNonce(r io.Reader) (uint32, error) {
+	var b [4]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return 0, fmt.Errorf("%w: %v", ErrRand, err)
+		}
+		if n := binary.LittleEndian.Uint32(b[:]); n != 0 {
+			return n, nil
+		}
+	}
+}
+
+// running reports whether the handshake is complete with every peer.
+func (s *Session) running() bool { return s.started }
+
+// handshakeStep checks the handshake; it returns an error on timeout.
+func (s *Session) handshakeStep() error {
+	if s.started {
+		return nil
+	}
+	all := true
+	for i := range s.peers {
+		all = all && s.peers[i].verified
+	}
+	if all {
+		s.started = true
+		s.events = append(s.events, Event{Kind: EventRunning, Frame: s.frame, Peer: -1})
+		return nil
+	}
+	if s.now-s.hsStart > s.hsTimeout {
+		var missing []int
+		for i := range s.peers {
+			if !s.peers[i].verified {
+				missing = append(missing, i)
+			}
+		}
+		return &HandshakeError{Peers: missing, Timeout: s.hsTimeout}
+	}
+	return nil
+}
+
+// verify marks peer i as having proved it saw our nonce.
+func (s *Session) verify(i int) {
+	ps := &s.peers[i]
+	if !ps.verified {
+		ps.verified = true
+		ps.lastRecv = s.now
+		s.events = append(s.events, Event{Kind: EventConnected, Frame: s.frame, Peer: i})
+	}
+}
+
+// handleControl processes a control datagram from peer i. It reports
+// whether the datagram was acceptable.
+func (s *Session) handleControl(i int, b []byte) bool {
+	ps := &s.peers[i]
+	switch wire.Kind(b[0]) {
+	case wire.KindHandshake:
+		h := &s.rx.hs
+		if tag, err := s.ctl.Parse(b, wire.KindHandshake, h); err != nil || tag != 0 || h.SessionID != s.sessionID || h.Nonce == 0 {
+			return false
+		}
+		if ps.nonce == 0 {
+			ps.nonce = h.Nonce
+			ps.tag = tagFor(s.sessionID, s.nonce, h.Nonce)
+		} else if h.Nonce != ps.nonce {
+			return false // a replay, or a stranger: the nonce is fixed once seen
+		}
+		if h.Echo == s.nonce {
+			s.verify(i)
+		} else {
+			ps.replyHS = true // it lacks our nonce; our tagged packets prove the rest
+		}
+		return true
+	case wire.KindQuality:
+		q := &s.rx.q
+		if tag, err := s.ctl.Parse(b, wire.KindQuality, q); err != nil || !ps.verified || tag != ps.tag {
+			return false
+		}
+		ps.replyQuality, ps.replyEcho = true, q.Sent
+		ps.st.remoteFrameFromPkt = Frame(q.Frame)
+		return true
+	case wire.KindQualityReply:
+		q := &s.rx.qr
+		if tag, err := s.ctl.Parse(b, wire.KindQualityReply, q); err != nil || !ps.verified || tag != ps.tag {
+			return false
+		}
+		sample := s.now - time.Duration(q.Echo)
+		if sample < 0 || sample > time.Minute {
+			return false
+		}
+		if ps.rtt == 0 {
+			ps.rtt = sample
+		} else {
+			ps.rtt += (sample - ps.rtt) / 8
+		}
+		return true
+	case wire.KindDisconnect:
+		if tag, err := s.ctl.Parse(b, wire.KindDisconnect, &s.rx.d); err != nil || !ps.verified || tag != ps.tag {
+			return false
+		}
+		s.disconnect(i)
+		return true
+	}
+	return false
+}
+
+// disconnect disconnects peer i here: its frames received so far are
+// frozen, and the agreement on its disconnect frame starts.
+func (s *Session) disconnect(i int) {
+	ps := &s.peers[i]
+	if ps.disc {
+		return
+	}
+	ps.disc = true
+	ps.frozen = s.next[ps.players[0]]
+	ps.dframe = ps.frozen
+	for j := range ps.reported {
+		if ps.reported[j] {
+			ps.dframe = min(ps.dframe, ps.report[j])
+		}
+	}
+}
+
+// handleGossip records what peer from says of the other machines.
+func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
+	for k, g := range gossip {
+		if k >= len(s.peers[from].gossipOrder) || !g.Disconnected {
+			continue
+		}
+		x := s.peers[from].gossipOrder[k]
+		px := &s.peers[x]
+		if px.agreed {
+			continue
+		}
+		f := Frame(g.Frame)
+		if px.reported[from] {
+			f = min(f, px.report[from])
+		}
+		px.reported[from], px.report[from] = true, f
+		s.disconnect(x)
+		px.dframe = min(px.dframe, f)
+	}
+}
+
+// checkLiveness raises interrupted and disconnected states from silence,
+// and finalises disconnect agreements. It returns the earliest frame that
+// must be re-simulated because a disconnect frame was agreed.
+func (s *Session) checkLiveness() Frame {
+	mis := s.frame
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if ps.disc || !s.started {
+			continue
+		}
+		silent := s.now - ps.lastRecv
+		if silent > s.interruptAfter && !ps.interrupted {
+			ps.interrupted = true
+			s.events = append(s.events, Event{Kind: EventInterrupted, Frame: s.frame, Peer: i})
+		}
+		if silent > s.disconnectAfter {
+			s.disconnect(i)
+		}
+	}
+	for x := range s.peers {
+		px := &s.peers[x]
+		if !px.disc || px.agreed {
+			continue
+		}
+		done := true
+		for j := range s.peers {
+			if j != x && !s.peers[j].disc && !px.reported[j] {
+				done = false
+			}
+		}
+		if !done {
+			continue
+		}
+		px.agreed = true
+		for _, p := range px.players {
+			s.discFrom[p] = px.dframe
+		}
+		mis = min(mis, px.dframe)
+		s.events = append(s.events, Event{Kind: EventDisconnected, Frame: px.dframe, Peer: x})
+	}
+	return mis
+}
+
+// heard notes a valid packet from peer i.
+func (s *Session) heard(i, n int) {
+	ps := &s.peers[i]
+	ps.lastRecv = s.now
+	ps.st.PacketsReceived++
+	ps.winRecv++
+	ps.winRecvBytes += int64(n)
+	if ps.interrupted {
+		ps.interrupted = false
+		s.events = append(s.events, Event{Kind: EventReconnected, Frame: s.frame, Peer: i})
+	}
+}
+
+// transmit sends b to peer i and counts it.
+func (s *Session) transmit(i int, b []byte) {
+	if err := s.tr.Send(i, b); err != nil {
+		s.stats.SendErrors++
+		return
+	}
+	ps := &s.peers[i]
+	ps.lastSend = s.now
+	ps.st.PacketsSent++
+	ps.winSent++
+	ps.winSentBytes += int64(len(b))
+	s.stats.PacketsSent++
+	s.stats.BytesSent += int64(len(b))
+}
+
+// sendControl sends a control message to peer i.
+func (s *Session) sendControl(i int, kind wire.Kind, tag uint16, msg any) {
+	b, err := s.ctl.Append(s.sendBuf[:0], kind, tag, msg)
+	if err != nil {
+		s.stats.SendErrors++
+		return
+	}
+	s.transmit(i, b)
+}
+
+// sendProtocol sends the handshake and quality messages due to peer i.
+func (s *Session) sendProtocol(i int) {
+	ps := &s.peers[i]
+	if ps.replyHS || (!ps.verified && s.now-ps.lastSend >= handshakeRetry) || (!s.started && ps.lastSend == 0) {
+		s.hs = wire.Handshake{SessionID: s.sessionID, Nonce: s.nonce, Echo: ps.nonce}
+		s.sendControl(i, wire.KindHandshake, 0, &s.hs)
+		ps.replyHS = false
+	}
+	if !ps.verified || ps.disc {
+		return
+	}
+	if ps.replyQuality {
+		s.qr = wire.QualityReply{Echo: ps.replyEcho, Frame: int32(s.frame)}
+		s.sendControl(i, wire.KindQualityReply, ps.tag, &s.qr)
+		ps.replyQuality = false
+	}
+	if s.now-ps.lastQuality >= s.qualityEvery {
+		ps.lastQuality = s.now
+		s.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
+		s.sendControl(i, wire.KindQuality, ps.tag, &s.q)
+	}
+}
+
+// throttled reports whether peer i, silent for a second, must wait.
+func (s *Session) throttled(i int) bool {
+	ps := &s.peers[i]
+	return s.now-ps.lastRecv > ThrottleAfter && s.now-ps.lastSend < ThrottleInterval
+}
+
+// rollWindows closes the one-second rate windows.
+func (s *Session) rollWindows() {
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if d := s.now - ps.winStart; d >= time.Second {
+			sec := d.Seconds()
+			ps.st.SendPacketsPerSec, ps.st.SendBytesPerSec = float64(ps.winSent)/sec, float64(ps.winSentBytes)/sec
+			ps.st.RecvPacketsPerSec, ps.st.RecvBytesPerSec = float64(ps.winRecv)/sec, float64(ps.winRecvBytes)/sec
+			ps.winSent, ps.winSentBytes, ps.winRecv, ps.winRecvBytes = 0, 0, 0, 0
+			ps.winStart = s.now
+		}
+	}
+}
+
+// PeerStats returns peer i's statistics; ok is false for an unknown peer.
+// It does not allocate.
+func (s *Session) PeerStats(i int) (st PeerStats, ok bool) {
+	if i < 0 || i >= len(s.peers) {
+		return PeerStats{}, false
+	}
+	ps := &s.peers[i]
+	st = ps.st
+	st.RTT = ps.rtt
+	st.Verified, st.Interrupted, st.Disconnected = ps.verified, ps.interrupted, ps.disc
+	st.DisconnectAgreed = ps.agreed
+	if ps.disc {
+		st.DisconnectFrame = ps.dframe
+	}
+	st.SinceLastHeard = s.now - ps.lastRecv
+	return st, true
+}
+
+// Close tells every peer at once that this machine is leaving, and ends the
+// session: later calls return [ErrClosed].
+func (s *Session) Close() error {
+	if s.closed {
+		return ErrClosed
+	}
+	s.closed = true
+	if s.tr == nil {
+		return nil
+	}
+	s.now = s.clock.Now()
+	d := wire.Disconnect{Frame: int32(s.next[s.local[0]])}
+	for i := range s.peers {
+		if s.peers[i].verified && !s.peers[i].disc {
+			for range 2 { // a second copy in case the first is lost
+				s.sendControl(i, wire.KindDisconnect, s.peers[i].tag, &d)
+			}
+		}
+	}
+	return nil
+}
