@@ -105,6 +105,36 @@ func connectedPair(t testing.TB, edit func(i int, c *rollback.Config)) ([2]*roll
 	return ss, gs, nw
 }
 
+// TestDisconnectAgreement drops one of three machines mid-match, by a crash
+// (silence) or a clean Close: the two others must agree on the frame from
+// which its player plays the default input, roll back to it if needed, and
+// end with identical states equal to the offline replay of that history.
+func TestDisconnectAgreement(t *testing.T) {
+	for _, profile := range []string{"lan", "wifi", "hell"} {
+		for _, clean := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s-clean=%v", profile, clean), func(t *testing.T) {
+				p, err := netsim.ParseProfile(profile)
+				require.NoError(t, err)
+				r := match.Run(match.Config{Players: 3, Frames: 1500, Seed: 9, Profile: p,
+					DropAt: 600, DropMachine: 1, DropClean: clean})
+				require.NoError(t, r.Err)
+				require.True(t, r.Completed, "ticks %d", r.Ticks)
+				assert.True(t, r.Verified, r.Desync)
+				require.Len(t, r.Checksums, 2)
+				assert.Equal(t, r.Checksums[0], r.Checksums[1])
+				assert.Greater(t, r.DisconnectFrame, rollback.Frame(600-rollback.DefaultMaxRollback-2))
+				assert.LessOrEqual(t, r.DisconnectFrame, rollback.Frame(601))
+				if !clean {
+					// The silence lasts DisconnectTimeout (5 s) before anyone gives up.
+					assert.Greater(t, r.Ticks, 1500+280)
+				} else if profile != "hell" { // in hell both copies of the notice can fall in one loss burst
+					assert.Less(t, r.Ticks, 1500+120, "a clean close is noticed at once")
+				}
+			})
+		}
+	}
+}
+
 func TestMatchPolicies(t *testing.T) {
 	p, err := netsim.ParseProfile("intercontinental")
 	require.NoError(t, err)

@@ -42,6 +42,12 @@ type Config struct {
 	InputDelay  int
 	Snapshots   rollback.SnapshotPolicy
 	ArenaSize   int // 0 for 64 KiB
+	// DropAt, when positive, stops machine DropMachine once it has
+	// simulated DropAt frames: it Closes its session if DropClean, or just
+	// goes silent (a crash). The others must agree on its disconnect frame.
+	DropAt      int
+	DropMachine int
+	DropClean   bool
 }
 
 // Result is what happened in one match.
@@ -64,6 +70,10 @@ type Result struct {
 	BytesSent         int64 // payload only
 	PacketsInvalid    int64
 	Hits              int32 // ships destroyed, from the final state
+	// DisconnectFrame is the frame from which the dropped machine's players
+	// played the default input, as every remaining machine agreed; -1 when
+	// nothing was dropped.
+	DisconnectFrame rollback.Frame
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -79,6 +89,7 @@ type machine struct {
 	players []rollback.PlayerID
 	bots    []*arena.Bot
 	stalled bool
+	dead    bool
 }
 
 // Run plays and verifies one match.
@@ -147,10 +158,21 @@ func Run(c Config) Result {
 	truth := make([]rollback.Input, (c.Frames+c.InputDelay+1)*c.Players)
 	end := rollback.Frame(c.Frames)
 	maxTicks := 4*c.Frames + 3600
+	dropping := c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines
 	for r.Ticks = 0; r.Ticks < maxTicks; r.Ticks++ {
 		done := true
 		for i := range ms {
 			m := &ms[i]
+			if m.dead {
+				continue
+			}
+			if dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
+				m.dead = true
+				if c.DropClean {
+					_ = m.s.Close()
+				}
+				continue
+			}
 			if m.s.Frame() < end {
 				if !m.stalled {
 					f := int(m.s.Frame()) + c.InputDelay
@@ -174,6 +196,9 @@ func Run(c Config) Result {
 				return r
 			}
 			done = done && m.s.Frame() == end && m.s.ConfirmedFrame() >= end
+			if dropping && !ms[c.DropMachine].dead {
+				done = false
+			}
 		}
 		if done {
 			r.Completed = true
@@ -181,7 +206,42 @@ func Run(c Config) Result {
 		}
 		nw.Advance(Tick)
 	}
+	r.DisconnectFrame = -1
+	var discFrom [arena.MaxShips]rollback.Frame
+	for p := range discFrom {
+		discFrom[p] = rollback.Frame(c.Frames)
+	}
+	if dropping && r.Completed {
+		dropped := ms[c.DropMachine].players
+		for i := range ms {
+			if i == c.DropMachine {
+				continue
+			}
+			peer := c.DropMachine
+			if peer > i {
+				peer--
+			}
+			ps, _ := ms[i].s.PeerStats(peer)
+			if !ps.DisconnectAgreed {
+				r.Err = fmt.Errorf("machine %d never agreed on machine %d's disconnect", i, c.DropMachine)
+				return r
+			}
+			if r.DisconnectFrame >= 0 && ps.DisconnectFrame != r.DisconnectFrame {
+				r.Desync = fmt.Sprintf("disconnect frames differ: %d and %d", r.DisconnectFrame, ps.DisconnectFrame)
+				return r
+			}
+			r.DisconnectFrame = ps.DisconnectFrame
+		}
+		for _, p := range dropped {
+			discFrom[p] = r.DisconnectFrame
+		}
+	}
+	alive := 0
 	for i := range ms {
+		if ms[i].dead {
+			continue
+		}
+		alive = i
 		st := ms[i].s.Stats()
 		r.Rollbacks += st.Rollbacks
 		r.ResimulatedFrames += st.ResimulatedFrames
@@ -193,19 +253,24 @@ func Run(c Config) Result {
 		r.PacketsInvalid += st.PacketsInvalid
 		r.Checksums = append(r.Checksums, xxhash.Sum64(ms[i].a.Bytes()))
 	}
-	r.Hits = ms[0].g.World().Hits
+	r.Hits = ms[alive].g.World().Hits
 	if !r.Completed {
 		return r
 	}
-	want, err := Offline(c, size, truth)
+	want, err := Offline(c, size, truth, discFrom[:c.Players])
 	if err != nil {
 		r.Err = err
 		return r
 	}
 	r.Want = xxhash.Sum64(want.Bytes())
 	r.Verified = true
+	k := 0
 	for i := range ms {
-		if r.Checksums[i] != r.Want {
+		if ms[i].dead {
+			continue
+		}
+		k++
+		if r.Checksums[k-1] != r.Want {
 			r.Verified = false
 			r.Desync = fmt.Sprintf("machine %d: %s", i, FirstDifference(want, ms[i].a))
 			break
@@ -224,8 +289,9 @@ func SeededRand(seed uint64, i int) *rand.ChaCha8 {
 
 // Offline replays a match without a network: it steps a fresh game through
 // c.Frames frames with the given inputs (frame-major, c.Players per frame),
-// every one confirmed, and returns the arena.
-func Offline(c Config, size int, truth []rollback.Input) (*savestate.Arena, error) {
+// every one confirmed, except that player p plays the default input with
+// status Disconnected from frame discFrom[p] on (nil: nobody left).
+func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame) (*savestate.Arena, error) {
 	a, err := savestate.New(size)
 	if err != nil {
 		return nil, err
@@ -238,6 +304,9 @@ func Offline(c Config, size int, truth []rollback.Input) (*savestate.Arena, erro
 	for f := range c.Frames {
 		for p := range in {
 			in[p] = rollback.PlayerInput{Input: truth[f*c.Players+p], Status: rollback.Confirmed}
+			if discFrom != nil && rollback.Frame(f) >= discFrom[p] {
+				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
+			}
 		}
 		g.Step(rollback.Frame(f), in)
 	}
