@@ -92,3 +92,25 @@ func TestSameSeedSameSummary(t *testing.T) {
 	sa.WallSeconds, sb.WallSeconds = 0, 0
 	assert.Equal(t, sa, sb, "parallelism does not change results")
 }
+
+// TestBandwidth holds the bandwidth budgets of docs/protocol.md: payload
+// plus 28 bytes of UDP/IPv4 header per packet, per peer, per second.
+func TestBandwidth(t *testing.T) {
+	cases := []struct {
+		args  []string
+		limit float64
+	}{
+		{[]string{"-players", "2", "-profile", "lan"}, 2500},
+		{[]string{"-players", "4", "-profile", "far"}, 8000}, // 64 kbit/s
+	}
+	for _, tc := range cases {
+		t.Run(tc.args[3], func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			require.Equal(t, 0, run(append(tc.args, "-matches", "4", "-frames", "1800", "-json", "-"), &out, &errOut), errOut.String())
+			var s Summary
+			require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+			assert.Less(t, s.BytesPerPeerPerSecond, tc.limit)
+			t.Logf("%.0f B/s per peer", s.BytesPerPeerPerSecond)
+		})
+	}
+}
