@@ -14,6 +14,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"time"
 
@@ -48,6 +49,8 @@ type Config struct {
 	DropAt      int
 	DropMachine int
 	DropClean   bool
+	// DisconnectTimeout is Config.DisconnectTimeout of every session (0: 5 s).
+	DisconnectTimeout time.Duration
 }
 
 // Result is what happened in one match.
@@ -69,6 +72,7 @@ type Result struct {
 	PacketsSent       int64
 	BytesSent         int64 // payload only
 	PacketsInvalid    int64
+	TransportDrops    int64 // UDP only: datagrams the transport dropped (unknown address, oversized, queue full)
 	Hits              int32 // ships destroyed, from the final state
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
@@ -92,27 +96,69 @@ type machine struct {
 	dead    bool
 }
 
-// Run plays and verifies one match.
+// Run plays and verifies one match over netsim, on a virtual clock.
 func Run(c Config) Result {
 	var r Result
-	machines := c.Machines
-	if machines == 0 {
-		machines = c.Players
-	}
-	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 || machines < 1 || machines > c.Players {
-		r.Err = fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
-		return r
-	}
-	size := c.ArenaSize
-	if size == 0 {
-		size = 64 << 10
-	}
-	nw, err := netsim.New(machines, c.Seed, c.Profile)
+	nw, err := netsim.New(max(1, machinesOf(c)), c.Seed, c.Profile)
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	ms := make([]machine, machines)
+	rn, err := prepare(c, func(i int) rollback.Transport { return nw.Endpoint(i) },
+		func(int) rollback.Clock { return nw }, func(i int) io.Reader { return SeededRand(c.Seed, i) })
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	maxTicks := 4*c.Frames + 3600
+	for r.Ticks = 0; r.Ticks < maxTicks; r.Ticks++ {
+		done := true
+		for i := range rn.ms {
+			fin, err := rn.tick(i)
+			if err != nil {
+				r.Err = err
+				return r
+			}
+			done = done && fin
+		}
+		if done {
+			r.Completed = true
+			break
+		}
+		nw.Advance(Tick)
+	}
+	rn.finish(&r)
+	return r
+}
+
+func machinesOf(c Config) int {
+	if c.Machines == 0 {
+		return c.Players
+	}
+	return c.Machines
+}
+
+// run is one match in progress.
+type run struct {
+	c        Config
+	size     int
+	ms       []machine
+	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
+	end      rollback.Frame
+	dropping bool
+}
+
+func prepare(c Config, transport func(i int) rollback.Transport, clock func(i int) rollback.Clock, rnd func(i int) io.Reader) (*run, error) {
+	machines := machinesOf(c)
+	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 || machines < 1 || machines > c.Players {
+		return nil, fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
+	}
+	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines), end: rollback.Frame(c.Frames),
+		truth:    make([]rollback.Input, (c.Frames+c.InputDelay+1)*c.Players),
+		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
+	if rn.size == 0 {
+		rn.size = 64 << 10
+	}
 	playersOf := func(i int) []rollback.PlayerID {
 		var ps []rollback.PlayerID
 		for p := i; p < c.Players; p += machines {
@@ -120,15 +166,15 @@ func Run(c Config) Result {
 		}
 		return ps
 	}
-	for i := range ms {
-		m := &ms[i]
+	for i := range rn.ms {
+		m := &rn.ms[i]
 		m.players = playersOf(i)
-		if m.a, err = savestate.New(size); err == nil {
+		var err error
+		if m.a, err = savestate.New(rn.size); err == nil {
 			m.g, err = arena.New(m.a, c.Players, c.Seed)
 		}
 		if err != nil {
-			r.Err = err
-			return r
+			return nil, err
 		}
 		var peers []rollback.Peer
 		for j := range machines {
@@ -138,81 +184,70 @@ func Run(c Config) Result {
 		}
 		var tr rollback.Transport
 		if machines > 1 {
-			tr = nw.Endpoint(i)
+			tr = transport(i)
 		}
 		m.s, err = rollback.NewSession(rollback.Config{
 			Players: c.Players, Local: m.players, Peers: peers,
 			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
-			Clock: nw, Rand: SeededRand(c.Seed, i), SessionID: c.Seed,
+			Clock: clock(i), Rand: rnd(i), SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
 		})
 		if err != nil {
-			r.Err = err
-			return r
+			return nil, err
 		}
 		for _, p := range m.players {
 			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
 		}
 	}
-	// truth[f*players+p] is the input player p really gave for frame f.
-	truth := make([]rollback.Input, (c.Frames+c.InputDelay+1)*c.Players)
-	end := rollback.Frame(c.Frames)
-	maxTicks := 4*c.Frames + 3600
-	dropping := c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines
-	for r.Ticks = 0; r.Ticks < maxTicks; r.Ticks++ {
-		done := true
-		for i := range ms {
-			m := &ms[i]
-			if m.dead {
-				continue
-			}
-			if dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
-				m.dead = true
-				if c.DropClean {
-					_ = m.s.Close()
-				}
-				continue
-			}
-			if m.s.Frame() < end {
-				if !m.stalled {
-					f := int(m.s.Frame()) + c.InputDelay
-					for k, p := range m.players {
-						in := m.bots[k].Next()
-						if err := m.s.AddLocalInput(p, in); err != nil {
-							r.Err = fmt.Errorf("machine %d: %w", i, err)
-							return r
-						}
-						truth[f*c.Players+int(p)] = in
-					}
-				}
-				res, err := m.s.Advance()
-				if err != nil {
-					r.Err = fmt.Errorf("machine %d: %w", i, err)
-					return r
-				}
-				m.stalled = res.Stalled
-			} else if _, err := m.s.Idle(); err != nil {
-				r.Err = fmt.Errorf("machine %d: %w", i, err)
-				return r
-			}
-			done = done && m.s.Frame() == end && m.s.ConfirmedFrame() >= end
-			if dropping && !ms[c.DropMachine].dead {
-				done = false
-			}
-		}
-		if done {
-			r.Completed = true
-			break
-		}
-		nw.Advance(Tick)
+	return rn, nil
+}
+
+// tick runs one frame of machine i: input and Advance until the last
+// frame, Idle after it. It reports whether the machine has done its part:
+// every frame simulated and every input confirmed, or dropped.
+func (rn *run) tick(i int) (bool, error) {
+	c, m := &rn.c, &rn.ms[i]
+	if m.dead {
+		return true, nil
 	}
+	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
+		m.dead = true
+		if c.DropClean {
+			_ = m.s.Close()
+		}
+		return true, nil
+	}
+	if m.s.Frame() < rn.end {
+		if !m.stalled {
+			f := int(m.s.Frame()) + c.InputDelay
+			for k, p := range m.players {
+				in := m.bots[k].Next()
+				if err := m.s.AddLocalInput(p, in); err != nil {
+					return false, fmt.Errorf("machine %d: %w", i, err)
+				}
+				rn.truth[f*c.Players+int(p)] = in
+			}
+		}
+		res, err := m.s.Advance()
+		if err != nil {
+			return false, fmt.Errorf("machine %d: %w", i, err)
+		}
+		m.stalled = res.Stalled
+	} else if _, err := m.s.Idle(); err != nil {
+		return false, fmt.Errorf("machine %d: %w", i, err)
+	}
+	return m.s.Frame() == rn.end && m.s.ConfirmedFrame() >= rn.end, nil
+}
+
+// finish gathers the statistics and, for a completed match, verifies it.
+func (rn *run) finish(r *Result) {
+	c, ms := &rn.c, rn.ms
 	r.DisconnectFrame = -1
 	var discFrom [arena.MaxShips]rollback.Frame
 	for p := range discFrom {
 		discFrom[p] = rollback.Frame(c.Frames)
 	}
-	if dropping && r.Completed {
-		dropped := ms[c.DropMachine].players
+	if rn.dropping && r.Completed {
 		for i := range ms {
 			if i == c.DropMachine {
 				continue
@@ -224,15 +259,15 @@ func Run(c Config) Result {
 			ps, _ := ms[i].s.PeerStats(peer)
 			if !ps.DisconnectAgreed {
 				r.Err = fmt.Errorf("machine %d never agreed on machine %d's disconnect", i, c.DropMachine)
-				return r
+				return
 			}
 			if r.DisconnectFrame >= 0 && ps.DisconnectFrame != r.DisconnectFrame {
 				r.Desync = fmt.Sprintf("disconnect frames differ: %d and %d", r.DisconnectFrame, ps.DisconnectFrame)
-				return r
+				return
 			}
 			r.DisconnectFrame = ps.DisconnectFrame
 		}
-		for _, p := range dropped {
+		for _, p := range ms[c.DropMachine].players {
 			discFrom[p] = r.DisconnectFrame
 		}
 	}
@@ -255,12 +290,12 @@ func Run(c Config) Result {
 	}
 	r.Hits = ms[alive].g.World().Hits
 	if !r.Completed {
-		return r
+		return
 	}
-	want, err := Offline(c, size, truth, discFrom[:c.Players])
+	want, err := Offline(*c, rn.size, rn.truth, discFrom[:c.Players])
 	if err != nil {
 		r.Err = err
-		return r
+		return
 	}
 	r.Want = xxhash.Sum64(want.Bytes())
 	r.Verified = true
@@ -276,7 +311,6 @@ func Run(c Config) Result {
 			break
 		}
 	}
-	return r
 }
 
 // SeededRand returns a deterministic nonce source for machine i of a match.

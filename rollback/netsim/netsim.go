@@ -171,9 +171,60 @@ type node struct {
 }
 
 type link struct {
+	imp   Impairer
+	stats LinkStats
+}
+
+// Impairer decides the fate of each packet on one link: lost, or delivered
+// after a delay, possibly twice. netsim uses one per directed link; the UDP
+// transport's shaper uses one per socket, on the real clock.
+type Impairer struct {
+	prof  Profile
 	rng   *rand.Rand
 	burst bool
-	stats LinkStats
+}
+
+// NewImpairer returns an Impairer for p, seeded with seed and stream.
+func NewImpairer(p Profile, seed, stream uint64) (*Impairer, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &Impairer{prof: p.withDefaults(), rng: rand.New(rand.NewPCG(seed, stream+0x9e3779b97f4a7c15))}, nil
+}
+
+// Fate is what happens to one packet.
+type Fate struct {
+	Lost      bool
+	Reordered bool
+	Delay     time.Duration // of the first copy
+	Duplicate bool
+	DupDelay  time.Duration // of the second copy
+}
+
+// Next decides the fate of the next packet. It draws the same six random
+// numbers whatever happens, so that one packet's fate never shifts the
+// stream of the next.
+func (im *Impairer) Next() Fate {
+	p, r := &im.prof, im.rng
+	lossDraw, burstDraw, dupDraw, reorderDraw := r.Float64(), r.Float64(), r.Float64(), r.Float64()
+	jitter, jitter2 := r.Float64(), r.Float64()
+	if im.burst {
+		im.burst = burstDraw >= 1/p.BurstLength
+	} else if p.BurstLoss > 0 && burstDraw < p.BurstLoss {
+		im.burst = true
+	}
+	if im.burst || lossDraw < p.Loss {
+		return Fate{Lost: true}
+	}
+	f := Fate{Delay: p.Latency + time.Duration(jitter*float64(p.Jitter))}
+	if reorderDraw < p.Reorder {
+		f.Delay += p.ReorderDelay
+		f.Reordered = true
+	}
+	if dupDraw < p.Duplicate {
+		f.Duplicate, f.DupDelay = true, p.Latency+time.Duration(jitter2*float64(p.Jitter))
+	}
+	return f
 }
 
 type packet struct {
@@ -197,7 +248,7 @@ func New(n int, seed uint64, p Profile) (*Network, error) {
 		nw.nodes[i].ep = Endpoint{nw: nw, id: i}
 	}
 	for i := range nw.links {
-		nw.links[i].rng = rand.New(rand.NewPCG(seed, uint64(i)+0x9e3779b97f4a7c15))
+		nw.links[i].imp = Impairer{prof: nw.prof, rng: rand.New(rand.NewPCG(seed, uint64(i)+0x9e3779b97f4a7c15))}
 	}
 	return nw, nil
 }
@@ -250,29 +301,18 @@ func (nw *Network) send(from, to int, b []byte) error {
 	l := &nw.links[from*len(nw.nodes)+to]
 	l.stats.Sent++
 	l.stats.Bytes += len(b)
-	p, r := &nw.prof, l.rng
-	// Draw every random number in a fixed order, whatever the outcome, so
-	// that one packet's fate never shifts the stream of the next.
-	lossDraw, burstDraw, dupDraw, reorderDraw := r.Float64(), r.Float64(), r.Float64(), r.Float64()
-	jitter, jitter2 := r.Float64(), r.Float64()
-	if l.burst {
-		l.burst = burstDraw >= 1/p.BurstLength
-	} else if p.BurstLoss > 0 && burstDraw < p.BurstLoss {
-		l.burst = true
-	}
-	if l.burst || lossDraw < p.Loss {
+	f := l.imp.Next()
+	if f.Lost {
 		l.stats.Lost++
 		return nil
 	}
-	delay := p.Latency + time.Duration(jitter*float64(p.Jitter))
-	if reorderDraw < p.Reorder {
-		delay += p.ReorderDelay
+	if f.Reordered {
 		l.stats.Reordered++
 	}
-	nw.enqueue(from, to, b, delay)
-	if dupDraw < p.Duplicate {
+	nw.enqueue(from, to, b, f.Delay)
+	if f.Duplicate {
 		l.stats.Duplicated++
-		nw.enqueue(from, to, b, p.Latency+time.Duration(jitter2*float64(p.Jitter)))
+		nw.enqueue(from, to, b, f.DupDelay)
 	}
 	return nil
 }

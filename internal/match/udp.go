@@ -1,0 +1,167 @@
+package match
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rewindgg/rewind/pacer"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/udp"
+)
+
+// UDPOptions tune a match over real sockets.
+type UDPOptions struct {
+	// Network is "udp4" (127.0.0.1, the default) or "udp6" (::1).
+	Network string
+	// PauseMachine stops for Pause once it reaches frame PauseAt (when
+	// PauseAt > 0): a peer that goes silent and comes back.
+	PauseAt      int
+	PauseMachine int
+	Pause        time.Duration
+	// OnStart, if set, is called once every socket is bound, with each
+	// machine's address, before any frame runs.
+	OnStart func(addrs []netip.AddrPort)
+	// Timeout bounds the match; 0 means three times its length plus 20 s.
+	Timeout time.Duration
+}
+
+// RunUDP plays and verifies one match in real time over UDP sockets on the
+// loopback interface, every machine in its own goroutine with its own
+// socket, real clock and 60 Hz pacer; c.Profile is applied by a shaper in
+// front of each socket. Nonces come from crypto/rand.
+func RunUDP(c Config, o UDPOptions) Result {
+	var r Result
+	machines := machinesOf(c)
+	if machines < 2 {
+		r.Err = fmt.Errorf("%w: a UDP match needs two machines", ErrConfig)
+		return r
+	}
+	network, ip := o.Network, netip.MustParseAddr("127.0.0.1")
+	switch network {
+	case "", "udp4":
+		network = "udp4"
+	case "udp6":
+		ip = netip.IPv6Loopback()
+	default:
+		r.Err = fmt.Errorf("%w: network %q", ErrConfig, network)
+		return r
+	}
+	conns := make([]*net.UDPConn, machines)
+	addrs := make([]netip.AddrPort, machines)
+	for i := range conns {
+		conn, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
+		if err != nil {
+			r.Err = err
+			closeAll(conns)
+			return r
+		}
+		conns[i], addrs[i] = conn, conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	}
+	trs := make([]*udp.Transport, machines)
+	var shapers []*udp.Shaper
+	defer func() {
+		for _, sh := range shapers {
+			sh.Close()
+		}
+		for _, t := range trs {
+			if t != nil {
+				_ = t.Close()
+			}
+		}
+	}()
+	for i := range trs {
+		var peers []netip.AddrPort
+		for j := range machines {
+			if j != i {
+				peers = append(peers, addrs[j])
+			}
+		}
+		t, err := udp.New(conns[i], peers)
+		if err != nil {
+			r.Err = err
+			return r
+		}
+		trs[i] = t
+		if c.Profile != (Config{}).Profile {
+			sh, err := t.Shape(c.Profile, c.Seed, i)
+			if err != nil {
+				r.Err = err
+				return r
+			}
+			shapers = append(shapers, sh)
+		}
+	}
+	rn, err := prepare(c, func(i int) rollback.Transport { return trs[i] },
+		func(int) rollback.Clock { return rollback.RealClock() }, func(int) io.Reader { return nil })
+	if err != nil {
+		r.Err = err
+		return r
+	}
+	if o.OnStart != nil {
+		o.OnStart(addrs)
+	}
+	timeout := o.Timeout
+	if timeout == 0 {
+		timeout = 3*time.Duration(c.Frames)*Tick + 20*time.Second
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	finished := make([]atomic.Bool, machines)
+	allFinished := func() bool {
+		for i := range finished {
+			if !finished[i].Load() {
+				return false
+			}
+		}
+		return true
+	}
+	errs := make([]error, machines)
+	var wg sync.WaitGroup
+	for i := range machines {
+		wg.Go(func() {
+			p := pacer.New(Tick)
+			paused := false
+			for time.Now().Before(deadline) {
+				p.Wait()
+				if o.PauseAt > 0 && i == o.PauseMachine && !paused && rn.ms[i].s.Frame() >= rollback.Frame(o.PauseAt) {
+					paused = true
+					time.Sleep(o.Pause)
+				}
+				fin, err := rn.tick(i)
+				if err != nil {
+					errs[i] = err
+					finished[i].Store(true)
+					return
+				}
+				finished[i].Store(fin)
+				if allFinished() {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	r.Ticks = int(time.Since(start) / Tick)
+	r.Err = errors.Join(errs...)
+	r.Completed = r.Err == nil && allFinished()
+	for _, t := range trs {
+		st := t.Stats()
+		r.TransportDrops += st.UnknownAddress + st.Oversized + st.QueueFull
+	}
+	rn.finish(&r)
+	return r
+}
+
+func closeAll(conns []*net.UDPConn) {
+	for _, c := range conns {
+		if c != nil {
+			_ = c.Close()
+		}
+	}
+}

@@ -1,0 +1,212 @@
+// Package udp is a rollback.Transport over a real UDP socket.
+//
+// [New] takes a net.PacketConn (IPv4 or IPv6, usually from net.ListenUDP)
+// and the address of every peer, in the order of the session's
+// Config.Peers. A reader goroutine moves arriving datagrams into a bounded
+// queue of pooled buffers, so [Transport.Receive] never blocks and steady
+// traffic allocates nothing. Datagrams from addresses that are not peers,
+// and oversized ones, are dropped and counted here; everything else is for
+// the session to judge.
+//
+// A [Shaper] in front of the socket delays, drops and duplicates outgoing
+// datagrams by a netsim profile on the real clock, for tests and soaks on
+// machines without netem.
+package udp
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+// MaxDatagram is the largest datagram accepted; larger ones are dropped.
+const MaxDatagram = 1400
+
+// queueSize bounds the datagrams waiting for Receive; beyond it, arrivals
+// are dropped and counted (a peer flooding us cannot grow memory).
+const queueSize = 1024
+
+// Errors.
+var (
+	ErrPeer   = errors.New("udp: no such peer")
+	ErrClosed = errors.New("udp: transport closed")
+)
+
+// Stats counts what the transport dropped before the session saw it.
+type Stats struct {
+	UnknownAddress int64 // datagrams from addresses that are not peers
+	Oversized      int64 // datagrams larger than MaxDatagram
+	QueueFull      int64 // datagrams dropped because the session fell behind
+	ReadErrors     int64 // transient socket errors (for example ICMP port unreachable)
+	SendErrors     int64
+}
+
+type datagram struct {
+	buf  []byte
+	n    int
+	peer int
+}
+
+// Transport implements rollback.Transport over a net.PacketConn.
+type Transport struct {
+	conn  net.PacketConn
+	udp   *net.UDPConn // conn, when it is one: the allocation-free calls
+	peers []netip.AddrPort
+	index map[netip.AddrPort]int
+	send  func(peer int, b []byte) error
+
+	mu    sync.Mutex
+	queue [queueSize]datagram
+	head  int
+	count int
+	free  [][]byte
+
+	unknown, oversized, full, readErrs, sendErrs atomic.Int64
+	closed                                       atomic.Bool
+	done                                         chan struct{}
+}
+
+// New returns a transport on conn whose peer i is at peers[i], and starts
+// its reader goroutine. IPv4 addresses and IPv4-mapped IPv6 addresses are
+// the same peer.
+func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
+	t := &Transport{conn: conn, index: make(map[netip.AddrPort]int, len(peers)), done: make(chan struct{})}
+	t.udp, _ = conn.(*net.UDPConn)
+	for i, a := range peers {
+		if !a.IsValid() {
+			return nil, fmt.Errorf("udp: peer %d: invalid address %v", i, a)
+		}
+		a = unmap(a)
+		if _, dup := t.index[a]; dup {
+			return nil, fmt.Errorf("udp: peer %d: address %v listed twice", i, a)
+		}
+		t.index[a] = i
+		t.peers = append(t.peers, a)
+	}
+	for range 64 {
+		t.free = append(t.free, make([]byte, MaxDatagram+1))
+	}
+	t.send = t.write
+	go t.read()
+	return t, nil
+}
+
+func unmap(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr().Unmap(), a.Port()) }
+
+// LocalAddr returns the socket's address.
+func (t *Transport) LocalAddr() net.Addr { return t.conn.LocalAddr() }
+
+// Send sends b to peer. It does not retain b.
+func (t *Transport) Send(peer int, b []byte) error {
+	if peer < 0 || peer >= len(t.peers) {
+		return ErrPeer
+	}
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	err := t.send(peer, b)
+	if err != nil {
+		t.sendErrs.Add(1)
+	}
+	return err
+}
+
+func (t *Transport) write(peer int, b []byte) error {
+	if t.udp != nil {
+		_, err := t.udp.WriteToUDPAddrPort(b, t.peers[peer])
+		return err
+	}
+	_, err := t.conn.WriteTo(b, net.UDPAddrFromAddrPort(t.peers[peer]))
+	return err
+}
+
+// Receive copies the oldest waiting datagram into buf; ok is false when
+// none is waiting. It never blocks.
+func (t *Transport) Receive(buf []byte) (n, peer int, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.count == 0 {
+		return 0, 0, false
+	}
+	d := t.queue[t.head]
+	t.queue[t.head] = datagram{}
+	t.head = (t.head + 1) % queueSize
+	t.count--
+	n = copy(buf, d.buf[:d.n])
+	t.free = append(t.free, d.buf)
+	return n, d.peer, true
+}
+
+func (t *Transport) read() {
+	defer close(t.done)
+	buf := make([]byte, MaxDatagram+1)
+	for {
+		var (
+			n    int
+			addr netip.AddrPort
+			err  error
+		)
+		if t.udp != nil {
+			n, addr, err = t.udp.ReadFromUDPAddrPort(buf)
+		} else {
+			var a net.Addr
+			n, a, err = t.conn.ReadFrom(buf)
+			if ua, ok := a.(*net.UDPAddr); ok {
+				addr = ua.AddrPort()
+			}
+		}
+		if err != nil {
+			if t.closed.Load() || errors.Is(err, net.ErrClosed) {
+				return
+			}
+			t.readErrs.Add(1)
+			continue
+		}
+		peer, known := t.index[unmap(addr)]
+		switch {
+		case !known:
+			t.unknown.Add(1)
+		case n > MaxDatagram:
+			t.oversized.Add(1)
+		default:
+			buf = t.enqueue(buf, n, peer)
+		}
+	}
+}
+
+// enqueue queues buf and returns a free buffer for the next read.
+func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.count == queueSize {
+		t.full.Add(1)
+		return buf
+	}
+	t.queue[(t.head+t.count)%queueSize] = datagram{buf: buf, n: n, peer: peer}
+	t.count++
+	if k := len(t.free); k > 0 {
+		next := t.free[k-1]
+		t.free = t.free[:k-1]
+		return next
+	}
+	return make([]byte, MaxDatagram+1)
+}
+
+// Stats returns the transport's drop counters.
+func (t *Transport) Stats() Stats {
+	return Stats{UnknownAddress: t.unknown.Load(), Oversized: t.oversized.Load(), QueueFull: t.full.Load(),
+		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load()}
+}
+
+// Close closes the socket and waits for the reader goroutine to stop.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return ErrClosed
+	}
+	err := t.conn.Close()
+	<-t.done
+	return err
+}
