@@ -8,11 +8,13 @@
 // replay of the inputs the bots really gave. Match i uses seed+i, so any
 // failure is reproduced with -seed and -matches 1.
 //
-//	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE]
+//	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport netsim|udp]
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
-// (all one-way). Exit status: 0 when every match completed and verified and
+// (all one-way). With -transport udp the matches run in real time over UDP
+// sockets on loopback, every machine with its own socket and a 60 Hz pacer,
+// the profile applied by a shaper in front of each socket. Exit status: 0 when every match completed and verified and
 // the soak rolled back at least once, 1 otherwise, 2 for bad flags.
 package main
 
@@ -46,6 +48,7 @@ type Summary struct {
 	MaxRollback    int    `json:"max_rollback"`
 	InputDelay     int    `json:"input_delay"`
 	Snapshots      string `json:"snapshots"`
+	Transport      string `json:"transport"`
 
 	Completed int `json:"completed"`
 	Verified  int `json:"verified"`
@@ -59,6 +62,8 @@ type Summary struct {
 	RollbacksPer100Frames  float64 `json:"rollbacks_per_100_frames"`
 	MatchesWithoutRollback int     `json:"matches_without_rollback"`
 	StallFrames            int64   `json:"stall_frames"`
+	PacketsInvalid         int64   `json:"packets_invalid"`
+	TransportDrops         int64   `json:"transport_drops"`
 	Hits                   int64   `json:"hits"`
 
 	PacketsSent            int64   `json:"packets_sent"`
@@ -82,7 +87,7 @@ type Fail struct {
 type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
-	profile, jsonPath, snapshots                                     string
+	profile, jsonPath, snapshots, transport, network                 string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -100,6 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.maxRollback, "maxrollback", rollback.DefaultMaxRollback, "Config.MaxRollback")
 	fs.IntVar(&o.delay, "delay", 0, "Config.InputDelay, in frames")
 	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
+	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
+	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -119,11 +126,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	results := make([]match.Result, o.matches)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	for range min(o.parallel, o.matches) {
+	workers := min(o.parallel, o.matches)
+	if o.transport == "udp" {
+		workers = o.matches // real time: every match at once; they mostly sleep
+	}
+	for range workers {
 		wg.Go(func() {
 			for i := range jobs {
-				results[i] = match.Run(match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
-					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy})
+				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
+					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy}
+				if o.transport == "udp" {
+					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
+				} else {
+					results[i] = match.Run(c)
+				}
 			}
 		})
 	}
@@ -186,6 +202,12 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 	case o.delay < 0 || o.delay > rollback.MaxInputDelay:
 		return netsim.Profile{}, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
 	}
+	switch {
+	case o.transport != "netsim" && o.transport != "udp":
+		return netsim.Profile{}, 0, fmt.Errorf("-transport: %q (want netsim or udp)", o.transport)
+	case o.network != "udp4" && o.network != "udp6":
+		return netsim.Profile{}, 0, fmt.Errorf("-network: %q (want udp4 or udp6)", o.network)
+	}
 	var policy rollback.SnapshotPolicy
 	switch o.snapshots {
 	case rollback.TwoBackups.String():
@@ -208,7 +230,7 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
 	s := Summary{Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
-		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String()}
+		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport}
 	var ticks int
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
@@ -236,6 +258,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.MaxRollbackFrames = max(s.MaxRollbackFrames, r.MaxRollbackFrames)
 		s.MaxResimulatedFrames = max(s.MaxResimulatedFrames, r.MaxResimulated)
 		s.StallFrames += r.StallFrames
+		s.PacketsInvalid += r.PacketsInvalid
+		s.TransportDrops += r.TransportDrops
 		s.PacketsSent += r.PacketsSent
 		s.BytesSent += r.BytesSent
 		s.Hits += int64(r.Hits)
@@ -260,8 +284,8 @@ func printSummary(w io.Writer, s *Summary) {
 	if !s.Passed {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s, seed %d, %s, max rollback %d, delay %d\n",
-		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Seed, s.Snapshots, s.MaxRollback, s.InputDelay)
+	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s, seed %d, %s, max rollback %d, delay %d\n",
+		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Snapshots, s.MaxRollback, s.InputDelay)
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
 	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   re-simulated %d frames   deepest %d   longest re-simulation %d   stalled %d frames\n",

@@ -25,8 +25,9 @@ type UDPOptions struct {
 	PauseMachine int
 	Pause        time.Duration
 	// OnStart, if set, is called once every socket is bound, with each
-	// machine's address, before any frame runs.
-	OnStart func(addrs []netip.AddrPort)
+	// machine's address and socket, before any frame runs. Tests use the
+	// sockets to send datagrams from a peer's own address.
+	OnStart func(addrs []netip.AddrPort, conns []*net.UDPConn)
 	// Timeout bounds the match; 0 means three times its length plus 20 s.
 	Timeout time.Duration
 }
@@ -104,7 +105,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 		return r
 	}
 	if o.OnStart != nil {
-		o.OnStart(addrs)
+		o.OnStart(addrs, conns)
 	}
 	timeout := o.Timeout
 	if timeout == 0 {
