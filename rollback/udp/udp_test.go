@@ -1,0 +1,246 @@
+package udp_test
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/udp"
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+func listen(t *testing.T, network, ip string) *net.UDPConn {
+	t.Helper()
+	c, err := net.ListenUDP(network, &net.UDPAddr{IP: net.ParseIP(ip)})
+	if err != nil {
+		t.Skipf("cannot listen on %s %s: %v", network, ip, err)
+	}
+	return c
+}
+
+func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
+
+// recv polls Receive for up to a second.
+func recv(t *testing.T, tr *udp.Transport, buf []byte) (int, int) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if n, peer, ok := tr.Receive(buf); ok {
+			return n, peer
+		}
+	}
+	t.Fatal("nothing received")
+	return 0, 0
+}
+
+func TestSendReceive(t *testing.T) {
+	for _, nw := range []struct{ network, ip string }{{"udp4", "127.0.0.1"}, {"udp6", "::1"}} {
+		t.Run(nw.network, func(t *testing.T) {
+			a, b, c := listen(t, nw.network, nw.ip), listen(t, nw.network, nw.ip), listen(t, nw.network, nw.ip)
+			ta, err := udp.New(a, []netip.AddrPort{addrOf(b), addrOf(c)})
+			require.NoError(t, err)
+			tb, err := udp.New(b, []netip.AddrPort{addrOf(a), addrOf(c)})
+			require.NoError(t, err)
+			defer ta.Close()
+			defer tb.Close()
+
+			buf := make([]byte, udp.MaxDatagram)
+			_, ok := func() (int, bool) { _, _, ok := ta.Receive(buf); return 0, ok }()
+			assert.False(t, ok, "Receive does not block when nothing is waiting")
+
+			require.NoError(t, ta.Send(0, []byte("hello")))
+			n, peer := recv(t, tb, buf)
+			assert.Equal(t, "hello", string(buf[:n]))
+			assert.Equal(t, 0, peer, "a is b's peer 0")
+
+			assert.ErrorIs(t, ta.Send(2, nil), udp.ErrPeer)
+			assert.ErrorIs(t, ta.Send(-1, nil), udp.ErrPeer)
+		})
+	}
+}
+
+func TestDropsStrangersAndOversized(t *testing.T) {
+	a, b, stranger := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
+	defer stranger.Close()
+	ta, err := udp.New(a, []netip.AddrPort{addrOf(b)})
+	require.NoError(t, err)
+	defer ta.Close()
+	_, err = stranger.WriteToUDPAddrPort([]byte("let me in"), addrOf(a))
+	require.NoError(t, err)
+	_, err = b.WriteToUDPAddrPort(make([]byte, udp.MaxDatagram+1), addrOf(a))
+	require.NoError(t, err)
+	_, err = b.WriteToUDPAddrPort([]byte("ok"), addrOf(a))
+	require.NoError(t, err)
+	buf := make([]byte, udp.MaxDatagram)
+	n, _ := recv(t, ta, buf)
+	assert.Equal(t, "ok", string(buf[:n]), "only the peer's datagram of legal size gets through")
+	st := ta.Stats()
+	assert.Equal(t, int64(1), st.UnknownAddress)
+	assert.Equal(t, int64(1), st.Oversized)
+}
+
+func TestMappedAddressesAreTheSamePeer(t *testing.T) {
+	a := listen(t, "udp", "::") // dual stack, if the machine has it
+	b := listen(t, "udp4", "127.0.0.1")
+	mapped := netip.AddrPortFrom(netip.AddrFrom16(addrOf(b).Addr().As16()), addrOf(b).Port())
+	require.True(t, mapped.Addr().Is4In6())
+	ta, err := udp.New(a, []netip.AddrPort{mapped})
+	require.NoError(t, err)
+	defer ta.Close()
+	_, err = b.WriteToUDPAddrPort([]byte("v4"), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), addrOf(a).Port()))
+	require.NoError(t, err)
+	buf := make([]byte, 16)
+	n, peer := recv(t, ta, buf)
+	assert.Equal(t, "v4", string(buf[:n]))
+	assert.Equal(t, 0, peer)
+	_, err = udp.New(listen(t, "udp4", "127.0.0.1"), []netip.AddrPort{addrOf(b), mapped})
+	assert.Error(t, err, "the same peer twice")
+}
+
+func TestNoAllocationPerPacket(t *testing.T) {
+	a, b := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
+	ta, err := udp.New(a, []netip.AddrPort{addrOf(b)})
+	require.NoError(t, err)
+	tb, err := udp.New(b, []netip.AddrPort{addrOf(a)})
+	require.NoError(t, err)
+	defer ta.Close()
+	defer tb.Close()
+	payload, buf := make([]byte, 40), make([]byte, udp.MaxDatagram)
+	roundTrip := func() {
+		if err := ta.Send(0, payload); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if _, _, ok := tb.Receive(buf); ok {
+				return
+			}
+			runtime.Gosched() // let the reader goroutine run
+		}
+	}
+	for range 100 {
+		roundTrip()
+	}
+	assert.Zero(t, testing.AllocsPerRun(500, roundTrip))
+}
+
+func TestClose(t *testing.T) {
+	a := listen(t, "udp4", "127.0.0.1")
+	ta, err := udp.New(a, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")})
+	require.NoError(t, err)
+	require.NoError(t, ta.Close())
+	assert.ErrorIs(t, ta.Close(), udp.ErrClosed)
+	assert.ErrorIs(t, ta.Send(0, []byte("x")), udp.ErrClosed)
+	_, err = udp.New(a, []netip.AddrPort{{}})
+	assert.Error(t, err)
+}
+
+// The matches below run in real time over loopback sockets, with the wifi
+// profile applied by shapers: a few seconds each, in parallel.
+
+func TestRealMatches(t *testing.T) {
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	for _, players := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%dp", players), func(t *testing.T) {
+			t.Parallel()
+			r := match.RunUDP(match.Config{Players: players, Frames: 300, Seed: uint64(players), Profile: p}, match.UDPOptions{})
+			require.NoError(t, r.Err)
+			require.True(t, r.Completed)
+			assert.True(t, r.Verified, r.Desync)
+			assert.Positive(t, r.Rollbacks)
+			assert.Zero(t, r.PacketsInvalid)
+		})
+	}
+	t.Run("ipv6", func(t *testing.T) {
+		t.Parallel()
+		if c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback}); err != nil {
+			t.Skipf("no IPv6 loopback: %v", err)
+		} else {
+			c.Close()
+		}
+		r := match.RunUDP(match.Config{Players: 2, Frames: 180, Seed: 6, Profile: p}, match.UDPOptions{Network: "udp6"})
+		require.NoError(t, r.Err)
+		assert.True(t, r.Verified, r.Desync)
+	})
+	t.Run("peer-crashes", func(t *testing.T) {
+		t.Parallel()
+		r := match.RunUDP(match.Config{Players: 3, Frames: 300, Seed: 7, Profile: p,
+			DropAt: 120, DropMachine: 2, DisconnectTimeout: time.Second}, match.UDPOptions{})
+		require.NoError(t, r.Err)
+		require.True(t, r.Completed)
+		assert.True(t, r.Verified, r.Desync)
+		assert.Len(t, r.Checksums, 2)
+		assert.InDelta(t, 120, int(r.DisconnectFrame), rollback.DefaultMaxRollback+2)
+	})
+	t.Run("peer-comes-back-after-2s", func(t *testing.T) {
+		t.Parallel()
+		r := match.RunUDP(match.Config{Players: 2, Frames: 300, Seed: 8, Profile: p},
+			match.UDPOptions{PauseAt: 100, PauseMachine: 1, Pause: 2 * time.Second})
+		require.NoError(t, r.Err)
+		require.True(t, r.Completed)
+		assert.True(t, r.Verified, r.Desync)
+		assert.Equal(t, rollback.Frame(-1), r.DisconnectFrame, "2 s of silence is an interruption, not a disconnect")
+		assert.Positive(t, r.StallFrames)
+	})
+}
+
+// TestHostilePacketsOnRealSockets sends every class of bad datagram at a
+// live match: from a stranger's socket, and from a peer's own socket
+// (another session's tag, a handshake of an earlier match, a handshake
+// replayed with the wrong nonce, truncated and oversized datagrams, junk).
+// Each is dropped and counted, and the match still verifies.
+func TestHostilePacketsOnRealSockets(t *testing.T) {
+	p, err := netsim.ParseProfile("lan")
+	require.NoError(t, err)
+	const seed = 11
+	inputWithTag := func(tag uint16) []byte {
+		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: 0, First: 0, Count: 3, Players: 1,
+			Inputs: []uint64{1, 2, 3}}, rollback.Layout{3, 8, 8})
+		require.NoError(t, err)
+		return b
+	}
+	oldMatch, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: seed - 1, Nonce: 4, Echo: 5})
+	require.NoError(t, err)
+	replay, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: seed, Nonce: 4, Echo: 5})
+	require.NoError(t, err)
+	fromPeer := [][]byte{
+		inputWithTag(0xdead),      // another session
+		oldMatch,                  // a handshake from an earlier match
+		replay,                    // this session, a nonce the peer never chose
+		inputWithTag(0xdead)[:10], // truncated
+		{0x7f, 1, 2, 3},           // unknown kind
+		{},                        // empty
+		{byte(wire.KindQuality), 0xde, 0xad, 0x91, 0x01}, // a ping with a foreign tag
+	}
+	oversized := make([]byte, udp.MaxDatagram+100)
+	stranger := listen(t, "udp4", "127.0.0.1")
+	defer stranger.Close()
+	sent := make(chan struct{})
+	r := match.RunUDP(match.Config{Players: 2, Frames: 300, Seed: seed, Profile: p}, match.UDPOptions{
+		OnStart: func(addrs []netip.AddrPort, conns []*net.UDPConn) {
+			go func() {
+				defer close(sent)
+				time.Sleep(1500 * time.Millisecond) // once the handshake is done
+				for _, b := range fromPeer {
+					_, _ = conns[1].WriteToUDPAddrPort(b, addrs[0])
+				}
+				_, _ = conns[1].WriteToUDPAddrPort(oversized, addrs[0])
+				_, _ = stranger.WriteToUDPAddrPort(inputWithTag(1), addrs[0])
+			}()
+		},
+	})
+	<-sent
+	require.NoError(t, r.Err)
+	require.True(t, r.Completed)
+	assert.True(t, r.Verified, r.Desync)
+	assert.Equal(t, int64(len(fromPeer)), r.PacketsInvalid, "each bad datagram from the peer's address is dropped and counted")
+	assert.Equal(t, int64(2), r.TransportDrops, "the stranger's and the oversized datagram are dropped by the transport")
+}
