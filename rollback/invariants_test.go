@@ -1,12 +1,15 @@
 package rollback
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -88,53 +91,98 @@ func TestSnapshotInvariants(t *testing.T) {
 	}
 }
 
-// scriptTransport delivers datagrams cut from fuzz data: each starts with a
-// byte choosing the peer and a byte giving its length.
-type scriptTransport struct{ data []byte }
+// scriptTransport first delivers a handshake from every peer, then
+// datagrams cut from fuzz data: each starts with a byte choosing the peer
+// (and, with its top bit, asking for that peer's real session tag to be
+// patched in) and a byte giving its length.
+type scriptTransport struct {
+	data  []byte
+	hello [][]byte
+	tags  []uint16
+}
 
 func (s *scriptTransport) Send(int, []byte) error { return nil }
 
 func (s *scriptTransport) Receive(buf []byte) (int, int, bool) {
+	if len(s.hello) > 0 {
+		peer := len(s.tags) - 1 - len(s.hello) // hello[k] is from peer k
+		n := copy(buf, s.hello[0])
+		s.hello = s.hello[1:]
+		return n, peer, true
+	}
 	if len(s.data) < 2 {
 		return 0, 0, false
 	}
-	peer, n := int(s.data[0]%3), int(s.data[1])
+	peer, n := int(s.data[0]&0x7f%3), int(s.data[1])
+	patch := s.data[0]&0x80 != 0
 	s.data = s.data[2:]
-	n = min(n, len(s.data))
+	n = min(n, len(s.data), len(buf))
 	copy(buf, s.data[:n])
 	s.data = s.data[n:]
+	if patch && n >= 3 {
+		buf[1], buf[2] = byte(s.tags[peer]>>8), byte(s.tags[peer])
+	}
 	return n, peer, true
+}
+
+// playScript runs a session of 4 players (one local, two peers) on the
+// scripted datagrams in data, Advancing after every step*9 bytes, checking
+// the invariants throughout, and returns it.
+func playScript(t *testing.T, data []byte, every uint8) *Session {
+	a, err := savestate.New(1024)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[[MaxPlayers]int64](a)
+	require.NoError(t, err)
+	tr := &scriptTransport{}
+	now := time.Duration(0)
+	s, err := NewSession(Config{Players: 4, Local: []PlayerID{0},
+		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
+		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
+		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: ClockFunc(func() time.Duration { return now })})
+	require.NoError(t, err)
+	for k := range 2 {
+		nonce := uint32(100 + k)
+		hello, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 5, Nonce: nonce, Echo: s.nonce})
+		require.NoError(t, err)
+		tr.hello = append(tr.hello, hello)
+		tr.tags = append(tr.tags, tagFor(5, s.nonce, nonce))
+	}
+	tr.tags = append(tr.tags, 0) // peer index 2 does not exist: every datagram "from" it is dropped
+	step := 1 + int(every)%16
+	stalled := false
+	for len(data) > 0 {
+		n := min(len(data), step*9)
+		tr.data = append(tr.data[:0], data[:n]...)
+		data = data[n:]
+		now += time.Second / 60
+		if !stalled {
+			require.NoError(t, s.AddLocalInput(0, 5))
+		}
+		r, err := s.Advance()
+		require.NoError(t, err)
+		stalled = r.Stalled
+		s.checkInvariants(t)
+	}
+	return s
 }
 
 // FuzzSessionPackets feeds arbitrary datagrams from two peers (one with two
 // players) into a session between frames. Nothing may panic, Advance may
 // not fail, and the snapshot invariants must hold throughout.
 func FuzzSessionPackets(f *testing.F) {
-	f.Add([]byte{0, 7, 1, 0, 0, 0, 0, 0, 1, 0x80}, uint8(4))
-	f.Add([]byte{1, 8, 1, 0, 0, 0, 0, 0, 2, 0xa5, 2, 3, 1, 0, 0}, uint8(1))
+	f.Add([]byte{0x80, 12, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xc0, 0, 0}, uint8(4))
+	f.Add([]byte{0x81, 13, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0xa5, 2, 3, 0}, uint8(1))
 	f.Fuzz(func(t *testing.T, data []byte, every uint8) {
-		a, err := savestate.New(1024)
-		require.NoError(t, err)
-		h, err := savestate.Alloc[[MaxPlayers]int64](a)
-		require.NoError(t, err)
-		tr := &scriptTransport{}
-		s, err := NewSession(Config{Players: 4, Local: []PlayerID{0},
-			Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
-			Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8})
-		require.NoError(t, err)
-		step := 1 + int(every)%16
-		stalled := false
-		for len(data) > 0 {
-			n := min(len(data), step*9)
-			tr.data = append(tr.data[:0], data[:n]...)
-			data = data[n:]
-			if !stalled {
-				require.NoError(t, s.AddLocalInput(0, 5))
-			}
-			r, err := s.Advance()
-			require.NoError(t, err)
-			stalled = r.Stalled
-			s.checkInvariants(t)
-		}
+		playScript(t, data, every)
 	})
+}
+
+func TestScriptReachesTheSession(t *testing.T) {
+	pkt, err := wire.AppendInput(nil, &wire.InputPacket{Ack: 0, First: 0, Count: 3, Players: 1,
+		Inputs: []uint64{1, 2, 3}}, Layout{3, 8, 8})
+	require.NoError(t, err)
+	data := append([]byte{0x80, byte(len(pkt))}, pkt...)
+	s := playScript(t, data, 15)
+	assert.Equal(t, Frame(3), s.next[1], "the peer's three inputs were accepted")
+	assert.Zero(t, s.stats.PacketsInvalid)
 }

@@ -231,7 +231,7 @@ func FuzzParseInput(f *testing.F) {
 		if players&0x80 != 0 {
 			p.Base = make([]uint64, n)
 			for i := range p.Base {
-				p.Base[i] = uint64(i*0x9e3779b9) & l.Mask()
+				p.Base[i] = uint64(i) * 0x9e3779b9 & l.Mask()
 			}
 		}
 		if err := wire.ParseInput(b, l, n, gossip, &p); err != nil {
