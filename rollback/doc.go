@@ -33,14 +33,19 @@
 //
 //	a, _ := savestate.New(0) // 1 MiB
 //	game := newGame(a)       // allocates its state in a
+//	tr, _ := udp.New(conn, []netip.AddrPort{peerAddr})
 //	s, err := rollback.NewSession(rollback.Config{
 //		Players: 2, Local: []rollback.PlayerID{0},
 //		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
 //		Layout: rollback.Layout{3, 8, 8},
 //		State:  a, Game: game, Transport: tr,
+//		SessionID: matchID, // from the lobby: the same on every machine
 //	})
+//	defer s.Close() // tells the peers at once
+//	p := pacer.New(time.Second / 60)
 //	stalled := false
-//	for range ticker.C {
+//	for {
+//		p.Wait()
 //		if !stalled {
 //			if err := s.AddLocalInput(0, sampleInput()); err != nil { ... }
 //		}
@@ -48,7 +53,7 @@
 //		if err != nil { ... }
 //		stalled = r.Stalled
 //		render(game)
-//		for _, e := range r.Events { ... } // e.g. show a spinner on EventStarved
+//		for _, e := range r.Events { ... } // spinner on EventStarved, EventDisconnected, ...
 //	}
 //
 // The caller's duties:
@@ -62,6 +67,21 @@
 //  3. Do not keep Go pointers into the arena across calls; fetch state
 //     through handles (render after Advance returns).
 //  4. Read [Result.Events] before the next call; the slice is reused.
+//  5. Give every machine of a match the same Config.SessionID, and each
+//     match a new one. Until every peer has answered the handshake,
+//     Advance reports Stalled and simulates nothing; it fails with a
+//     [*HandshakeError] after Config.HandshakeTimeout.
+//  6. Call [Session.Close] when leaving, so that the peers agree at once on
+//     the frame from which this machine's players play the default input.
+//
+// # Network
+//
+// The protocol (docs/protocol.md) runs inside the session: a handshake with
+// random nonces, a per-match session tag on every datagram, pings for the
+// round-trip time ([Session.PeerStats]), throttling of silent peers,
+// interruption and disconnection timers, and gossip so that every machine
+// uses the same disconnect frame. Anything malformed, foreign or impossible
+// is dropped and counted, never trusted.
 //
 // # Implementation notes
 //
