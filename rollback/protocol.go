@@ -31,24 +31,23 @@ func (e *HandshakeError) Error() string {
 
 // PeerStats are one peer's network statistics.
 type PeerStats struct {
-	RTT                time.Duration // smoothed round-trip time; 0 until measured
-	SendPacketsPerSec  float64       // over the last complete second
-	SendBytesPerSec    float64
-	RecvPacketsPerSec  float64
-	RecvBytesPerSec    float64
-	PacketsSent        int64
-	PacketsReceived    int64
-	PacketsDropped     int64 // from this peer: malformed, foreign session, impossible frames
-	LocalFrameLag      Frame // on our last send: our next frame minus the next frame we want from it
-	RemoteFrameLag     Frame // on its last packet: its next frame minus the next frame it wants from us
-	FramesBehind       Frame // how far its input stream is behind ours
-	Verified           bool  // completed the handshake
-	Interrupted        bool  // silent for longer than InterruptTimeout
-	Disconnected       bool
-	DisconnectFrame    Frame // when Disconnected and agreed: its inputs from this frame on are the default input
-	DisconnectAgreed   bool
-	SinceLastHeard     time.Duration
-	remoteFrameFromPkt Frame
+	RTT               time.Duration // smoothed round-trip time; 0 until measured
+	SendPacketsPerSec float64       // over the last complete second
+	SendBytesPerSec   float64
+	RecvPacketsPerSec float64
+	RecvBytesPerSec   float64
+	PacketsSent       int64
+	PacketsReceived   int64
+	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames
+	LocalFrameLag     Frame // on our last send: our next frame minus the next frame we want from it
+	RemoteFrameLag    Frame // on its last packet: its next frame minus the next frame it wants from us
+	FramesBehind      Frame // how far its input stream is behind ours
+	Verified          bool  // completed the handshake
+	Interrupted       bool  // silent for longer than InterruptTimeout
+	Disconnected      bool
+	DisconnectFrame   Frame // when Disconnected and agreed: its inputs from this frame on are the default input
+	DisconnectAgreed  bool
+	SinceLastHeard    time.Duration
 }
 
 type peerState struct {
@@ -108,9 +107,6 @@ func readNonce(r io.Reader) (uint32, error) {
 		}
 	}
 }
-
-// running reports whether the handshake is complete with every peer.
-func (s *Session) running() bool { return s.started }
 
 // handshakeStep checks the handshake; it returns an error on timeout.
 func (s *Session) handshakeStep() error {
@@ -176,7 +172,6 @@ func (s *Session) handleControl(i int, b []byte) bool {
 			return false
 		}
 		ps.replyQuality, ps.replyEcho = true, q.Sent
-		ps.st.remoteFrameFromPkt = Frame(q.Frame)
 		return true
 	case wire.KindQualityReply:
 		q := &s.rx.qr

@@ -27,8 +27,9 @@ func (b *Bot) Next() rollback.Input {
 		b.hold--
 		return b.cur
 	}
-	_, angle, mag := Unpack(b.cur)
+	_, angle, _ := Unpack(b.cur)
 	angle += uint8(b.rng.IntN(81) - 40)
+	var mag uint8
 	switch b.rng.IntN(4) {
 	case 0:
 		mag = 0
