@@ -54,6 +54,9 @@ func TestRealPacerKeepsTheRate(t *testing.T) {
 		p.Wait()
 	}
 	elapsed := time.Since(start)
-	assert.InDelta(t, float64(300*time.Millisecond), float64(elapsed), float64(30*time.Millisecond))
+	// Never early; the upper bound only guards against a broken schedule,
+	// not against a busy machine (the fake-clock tests check the arithmetic).
+	assert.GreaterOrEqual(t, elapsed, 300*time.Millisecond)
+	assert.Less(t, elapsed, 600*time.Millisecond)
 	assert.Equal(t, 10*time.Millisecond, p.Period())
 }
