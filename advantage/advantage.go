@@ -1,0 +1,159 @@
+// Package advantage keeps a rollback match fair: it measures how many frames
+// of input advantage the remote machines have over this one, turns that
+// into frames to stall, spreads the stalls out so nobody notices, and
+// computes the start-of-match wait that keeps the host from starting ahead.
+//
+// The rules are the INVERSUS article's ("Frame Advantage" to "Startup
+// Advantage"): each received input message gives remoteFrameLag, the frames
+// of our input the peer is predicting; each sent one gives localFrameLag,
+// the frames of the peer's input we are predicting. Their difference,
+// averaged over 100 frames, is the input advantage the peer has over us;
+// stalling one frame moves it by two, so the simulation advantage is half.
+package advantage
+
+import "time"
+
+// Window is the number of frames over which lags are averaged.
+const Window = 100
+
+// StallFrames returns how many frames to stall for the given input frame
+// advantage (the largest a remote peer has over us): half of it is the
+// simulation advantage, and at 0.75 or more the machine stalls
+// max(1, int(simulationAdvantage+0.5)) frames. Below that, or for a
+// negative advantage, it returns 0.
+func StallFrames(inputAdvantage float64) int {
+	sim := 0.5 * inputAdvantage
+	if sim >= 0.75 {
+		return max(1, int(sim+0.5))
+	}
+	return 0
+}
+
+// StallPeriod returns how often, in frames, to stall while queued stalls
+// wait: once every 10, 9, 8, …, 2 frames for 1…9 queued, every frame for 10
+// or more, and 0 (never) for none.
+func StallPeriod(queued int) int {
+	switch {
+	case queued <= 0:
+		return 0
+	case queued >= 10:
+		return 1
+	default:
+		return 11 - queued
+	}
+}
+
+// StartDelay returns how long machine local should wait, once every
+// machine is ready, so that all start their first frame together. rtt is the
+// full mesh of round-trip times (rtt[i][j] from i to j; the diagonal is
+// ignored) and host the machine that decided to start. Each machine learns
+// that every other is ready through the host and that other: the delay is
+// how much later the slowest machine gets there than local does. Indices
+// out of range, or a mesh that is not square, give 0.
+func StartDelay(rtt [][]time.Duration, host, local int) time.Duration {
+	n := len(rtt)
+	if host < 0 || host >= n || local < 0 || local >= n {
+		return 0
+	}
+	for _, row := range rtt {
+		if len(row) != n {
+			return 0
+		}
+	}
+	at := func(i, j int) time.Duration {
+		if i == j {
+			return 0
+		}
+		return rtt[i][j]
+	}
+	delay := func(target int) time.Duration {
+		var d time.Duration
+		for peer := range n {
+			if peer != target {
+				// from the host to peer, then from peer to target; halved
+				// because the pings are round trips
+				d = max(d, (at(host, peer)+at(peer, target))/2)
+			}
+		}
+		return d
+	}
+	mine := delay(local)
+	var wait time.Duration
+	for i := range n {
+		wait = max(wait, delay(i)-mine)
+	}
+	return wait
+}
+
+// Tracker accumulates the frame lags of each peer's messages and, every
+// Window frames, yields the averaged input advantage: the largest over the
+// peers of mean localFrameLag − mean remoteFrameLag, and never below 0. The
+// zero value is not usable; use [NewTracker]. It allocates nothing after
+// construction.
+type Tracker struct {
+	peers  []lags
+	frames int
+	last   float64
+}
+
+type lags struct {
+	local, remote   float64
+	nLocal, nRemote int
+}
+
+// NewTracker returns a tracker for the given number of remote peers.
+func NewTracker(peers int) *Tracker { return &Tracker{peers: make([]lags, max(0, peers))} }
+
+// Local records the localFrameLag of a message sent to peer:
+// nextLocalFrameToSimulate − nextRemoteFrameToReceive.
+func (t *Tracker) Local(peer, lag int) {
+	if peer >= 0 && peer < len(t.peers) {
+		t.peers[peer].local += float64(lag)
+		t.peers[peer].nLocal++
+	}
+}
+
+// Remote records the remoteFrameLag of a message received from peer:
+// nextRemoteFrameToReceive − nextLocalFrameRequestedByPeer.
+func (t *Tracker) Remote(peer, lag int) {
+	if peer >= 0 && peer < len(t.peers) {
+		t.peers[peer].remote += float64(lag)
+		t.peers[peer].nRemote++
+	}
+}
+
+// Frame counts one simulated frame. On every Window-th frame it returns
+// the averaged advantage and true, and starts a new window; peers with no
+// message in both directions during the window are left out.
+func (t *Tracker) Frame() (float64, bool) {
+	t.frames++
+	if t.frames < Window {
+		return 0, false
+	}
+	best := 0.0
+	for i := range t.peers {
+		p := &t.peers[i]
+		if p.nLocal > 0 && p.nRemote > 0 {
+			best = max(best, p.local/float64(p.nLocal)-p.remote/float64(p.nRemote))
+		}
+		*p = lags{}
+	}
+	t.frames, t.last = 0, best
+	return best, true
+}
+
+// Last returns the advantage computed at the end of the last window.
+func (t *Tracker) Last() float64 { return t.last }
+
+// Peer returns peer's input advantage over us in the window so far, and
+// whether it has messages in both directions.
+func (t *Tracker) Peer(peer int) (float64, bool) {
+	if peer < 0 || peer >= len(t.peers) {
+		return 0, false
+	}
+	p := &t.peers[peer]
+	if p.nLocal == 0 || p.nRemote == 0 {
+		return 0, false
+	}
+	return p.local/float64(p.nLocal) - p.remote/float64(p.nRemote), true
+}
