@@ -91,9 +91,10 @@ func StartDelay(rtt [][]time.Duration, host, local int) time.Duration {
 // zero value is not usable; use [NewTracker]. It allocates nothing after
 // construction.
 type Tracker struct {
-	peers  []lags
-	frames int
-	last   float64
+	peers     []lags
+	frames    int
+	last      float64
+	lastLocal float64
 }
 
 type lags struct {
@@ -130,17 +131,25 @@ func (t *Tracker) Frame() (float64, bool) {
 	if t.frames < Window {
 		return 0, false
 	}
-	best := 0.0
+	best, worstLocal := 0.0, 0.0
 	for i := range t.peers {
 		p := &t.peers[i]
 		if p.nLocal > 0 && p.nRemote > 0 {
 			best = max(best, p.local/float64(p.nLocal)-p.remote/float64(p.nRemote))
 		}
+		if p.nLocal > 0 {
+			worstLocal = max(worstLocal, p.local/float64(p.nLocal))
+		}
 		*p = lags{}
 	}
-	t.frames, t.last = 0, best
+	t.frames, t.last, t.lastLocal = 0, best, worstLocal
 	return best, true
 }
+
+// LastLocalLag returns the worst mean localFrameLag over the peers in the
+// last complete window: how many frames of the most distant peer's input
+// this machine was predicting. It feeds inputlag.Next.
+func (t *Tracker) LastLocalLag() float64 { return t.lastLocal }
 
 // Last returns the advantage computed at the end of the last window.
 func (t *Tracker) Last() float64 { return t.last }

@@ -90,9 +90,18 @@ type Config struct {
 	// MaxMaxRollback; 0 means DefaultMaxRollback (20). The session stalls
 	// rather than run further ahead of a peer's last input.
 	MaxRollback int
-	// InputDelay is the fixed local input lag in frames, 0 to MaxInputDelay:
-	// an input added while frame f is next is used for frame f+InputDelay.
+	// InputDelay is the local input lag in frames, 0 to MaxInputDelay, at
+	// the start of the match: an input added while frame f is next is used
+	// for frame f+InputDelay. Unless FixedInputLag is set, the session then
+	// re-evaluates it every 100 frames with inputlag.Next (at most
+	// inputlag.Max), raising it by stalling and lowering it by simulating
+	// the queued inputs at once.
 	InputDelay int
+	// FixedInputLag keeps the input lag at InputDelay for the whole match.
+	FixedInputLag bool
+	// NoFrameAdvantage turns off frame-advantage stall smoothing: the
+	// session never stalls to give a slower peer back its frames.
+	NoFrameAdvantage bool
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.

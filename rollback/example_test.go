@@ -1,6 +1,7 @@
 package rollback_test
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/rewindgg/rewind/internal/match"
@@ -24,9 +25,11 @@ func (g *tally) Step(f rollback.Frame, in []rollback.PlayerInput) {
 }
 
 // Two machines, one player each, 40 ms apart. Each presses a button on a
-// schedule; every press reaches the other machine 2-3 frames late, after it
-// has predicted "not pressed", so it rolls back and re-simulates. When both
-// have confirmed every input, their states agree.
+// schedule; every press reaches the other machine a few frames late, after
+// it has predicted "not pressed", so it rolls back and re-simulates (after
+// 100 frames each raises its input lag to 1 to hide part of the latency, so
+// the input for frame 300 is already confirmed too). When both have
+// confirmed every input, their states agree.
 func Example() {
 	profile, _ := netsim.ParseProfile("latency=40ms,jitter=5ms")
 	network, _ := netsim.New(2, 1, profile)
@@ -49,29 +52,26 @@ func Example() {
 			return
 		}
 	}
-	var stalled [2]bool
 	for tick := 0; tick < 400; tick++ {
 		for i, s := range sessions {
 			if s.Frame() == 300 {
 				_, _ = s.Idle() // done: keep exchanging until everything is confirmed
 				continue
 			}
-			if !stalled[i] { // after a stall (the handshake, too) the input is still queued
-				pressed := rollback.Input(0)
-				if (int(s.Frame())/(10+5*i))%2 == 1 {
-					pressed = 1
-				}
-				if err := s.AddLocalInput(rollback.PlayerID(i), pressed); err != nil {
-					fmt.Println(err)
-					return
-				}
+			pressed := rollback.Input(0)
+			if (int(s.InputFrame(rollback.PlayerID(i)))/(10+5*i))%2 == 1 {
+				pressed = 1
 			}
-			r, err := s.Advance()
-			if err != nil {
+			// After a stall (the handshake, too) the session may have no room
+			// for this tick's input: ErrInputAlreadyAdded says so.
+			if err := s.AddLocalInput(rollback.PlayerID(i), pressed); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
 				fmt.Println(err)
 				return
 			}
-			stalled[i] = r.Stalled
+			if _, err := s.Advance(); err != nil {
+				fmt.Println(err)
+				return
+			}
 		}
 		network.Advance(match.Tick)
 	}
@@ -81,6 +81,6 @@ func Example() {
 			i, st.Frame, st.ConfirmedFrame, *games[i].h.Get(games[i].a), st.Rollbacks > 0)
 	}
 	// Output:
-	// machine 0: frame 300, confirmed 300, totals [150 150], rolled back: true
-	// machine 1: frame 300, confirmed 300, totals [150 150], rolled back: true
+	// machine 0: frame 300, confirmed 301, totals [150 150], rolled back: true
+	// machine 1: frame 300, confirmed 301, totals [150 150], rolled back: true
 }

@@ -74,7 +74,8 @@ type peerState struct {
 	reported [MaxPlayers]bool
 	report   [MaxPlayers]Frame
 
-	gossipOrder []int // the other peers, by id: the gossip entries in packets to or from it
+	gossipOrder []int             // the other peers, by id: the gossip entries in packets to or from it
+	sees        [MaxPlayers]Frame // by peer index: how many of that peer's frames it reported having
 
 	st                    PeerStats
 	winStart              time.Duration
@@ -218,10 +219,15 @@ func (s *Session) disconnect(i int) {
 // handleGossip records what peer from says of the other machines.
 func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 	for k, g := range gossip {
-		if k >= len(s.peers[from].gossipOrder) || !g.Disconnected {
+		if k >= len(s.peers[from].gossipOrder) {
 			continue
 		}
 		x := s.peers[from].gossipOrder[k]
+		if !g.Disconnected {
+			// Counts only grow; a reordered packet must not lower one.
+			s.peers[from].sees[x] = max(s.peers[from].sees[x], Frame(g.Frame))
+			continue
+		}
 		px := &s.peers[x]
 		if px.agreed {
 			continue

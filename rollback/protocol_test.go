@@ -113,15 +113,11 @@ func TestPeerStats(t *testing.T) {
 			Clock: nw2, Rand: match.SeededRand(2, i)})
 		require.NoError(t, err)
 	}
-	var stalled [2]bool
 	for range 300 {
 		for i, s := range pair {
-			if !stalled[i] {
-				require.NoError(t, s.AddLocalInput(rollback.PlayerID(i), 1))
-			}
-			r, err := s.Advance()
+			offer(t, s, rollback.PlayerID(i), 1)
+			_, err := s.Advance()
 			require.NoError(t, err)
-			stalled[i] = r.Stalled
 		}
 		nw2.Advance(match.Tick)
 	}

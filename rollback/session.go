@@ -9,6 +9,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/predict"
 	"github.com/rewindgg/rewind/rollback/wire"
 	"github.com/rewindgg/rewind/savestate"
@@ -41,6 +43,10 @@ func (e *SyncTestError) Error() string {
 // 2×MaxInputDelay plus slack); a peer that would push past it is stalled on
 // or ignored, never allowed to overwrite what is still needed.
 const ringSize = 256
+
+// gossipCountEvery: input packets carry the counts of third machines'
+// frames in one packet of this many.
+const gossipCountEvery = 4
 
 // maxDatagram is the largest packet the session sends, safely under the
 // internet's usual 1280-byte IPv6 minimum MTU.
@@ -87,6 +93,14 @@ type Session struct {
 	syncErr   *SyncTestError
 
 	starved bool
+
+	tracker    *advantage.Tracker
+	lagFixed   bool
+	smoothing  bool
+	stallQueue int
+	sinceStall int
+	lagStalls  int // frames still to stall for a raised input lag
+	catchUp    int // frames still to simulate at once for a lowered input lag
 
 	clock           Clock
 	now             time.Duration
@@ -150,6 +164,9 @@ func NewSession(cfg Config) (*Session, error) {
 		s.pred = predict.RepeatLast{}
 	}
 	s.ctl = wire.NewControlCodec()
+	s.tracker = advantage.NewTracker(len(cfg.Peers))
+	s.lagFixed = cfg.FixedInputLag || len(cfg.Peers) == 0
+	s.smoothing = !cfg.NoFrameAdvantage && len(cfg.Peers) > 0
 	s.clock = cfg.Clock
 	if s.clock == nil {
 		s.clock = RealClock()
@@ -236,13 +253,26 @@ const noFrame = Frame(1<<31 - 1)
 func (s *Session) Stats() Stats {
 	st := s.stats
 	st.Frame, st.ConfirmedFrame = s.frame, s.ConfirmedFrame()
+	st.InputLag, st.Advantage, st.QueuedStalls = s.delay, s.tracker.Last(), s.stallQueue
 	return st
 }
 
+// InputFrame returns the frame that local player p's next input will be
+// used for: the frame the next Advance simulates plus the input lag.
+func (s *Session) InputFrame(p PlayerID) Frame {
+	if p < 0 || int(p) >= s.players {
+		return -1
+	}
+	return s.next[p]
+}
+
 // AddLocalInput queues in as local player p's input for the frame the next
-// [Session.Advance] simulates (plus the input delay). Call it once per local
-// player per frame; after an Advance that stalled, the input is still queued
-// and a second call returns [ErrInputAlreadyAdded].
+// [Session.Advance] simulates plus the input lag ([Session.InputFrame]).
+// Offer every local player's input once per tick, before Advance. When the
+// session has no room for it — the last Advance stalled for a missing peer
+// or for frame advantage, so this tick's frame already has its input — it
+// returns [ErrInputAlreadyAdded]: drop that sample, it is not an error.
+// While the session raises its input lag it stalls but still takes input.
 func (s *Session) AddLocalInput(p PlayerID, in Input) error {
 	if p < 0 || int(p) >= s.players || !s.isLocal[p] {
 		return fmt.Errorf("%w: %d", ErrNotLocal, p)
@@ -271,10 +301,8 @@ func (s *Session) Advance() (Result, error) {
 	if s.closed {
 		return Result{Frame: s.frame}, ErrClosed
 	}
-	for _, p := range s.local {
-		if s.next[p] <= s.frame {
-			return Result{Frame: s.frame}, fmt.Errorf("%w: player %d, frame %d", ErrNoLocalInput, p, s.frame)
-		}
+	if !s.hasLocalInput() && s.lagStalls == 0 {
+		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
 	}
 	r := Result{Frame: s.frame}
 	mis, err := s.poll()
@@ -283,10 +311,10 @@ func (s *Session) Advance() (Result, error) {
 		r.Stalled, r.Events = true, s.events
 		return r, err
 	}
-	if s.forced > 0 {
-		mis = min(mis, max(0, s.frame-Frame(s.forced)))
-	}
-	if mis < s.frame {
+	// Forced modes roll back on every simulated frame, just before it (that
+	// covers any misprediction too); never on a stalled tick, whose forced
+	// rollback would reach a frame the anchor has already moved past.
+	if s.forced == 0 && mis < s.frame {
 		n, err := s.rollback(mis)
 		r.Resimulated = n
 		if err != nil {
@@ -308,13 +336,85 @@ func (s *Session) Advance() (Result, error) {
 		s.starved = false
 		s.events = append(s.events, Event{Kind: EventResumed, Frame: s.frame, Peer: -1})
 	}
-	s.step()
+	if s.lagStalls > 0 {
+		s.lagStalls--
+		s.stats.LagStalls++
+		s.send()
+		r.Stalled, r.Events = true, s.events
+		return r, nil
+	}
+	if s.stallQueue > 0 {
+		s.sinceStall++
+		if s.sinceStall >= advantage.StallPeriod(s.stallQueue) {
+			s.stallQueue--
+			s.sinceStall = 0
+			s.stats.AdvantageStalls++
+			s.send()
+			r.Stalled, r.Events = true, s.events
+			return r, nil
+		}
+	}
+	if m := max(0, s.frame-Frame(s.forced)); s.forced > 0 && m < s.frame {
+		n, err := s.rollback(m)
+		r.Resimulated = n
+		if err != nil {
+			r.Events = s.events
+			return r, err
+		}
+	}
+	s.play()
+	for s.catchUp > 0 && s.hasLocalInput() {
+		if _, stall := s.mustStall(); stall {
+			break
+		}
+		s.catchUp--
+		s.play()
+	}
 	s.send()
 	r.Events = s.events
 	if s.syncErr != nil {
 		return r, s.syncErr
 	}
 	return r, nil
+}
+
+// play simulates the next frame during play (not a re-simulation) and
+// runs the 100-frame evaluations of frame advantage and input lag.
+func (s *Session) play() {
+	s.step()
+	s.stats.LagFrames[min(s.delay, MaxInputLagHistogram-1)]++
+	adv, ok := s.tracker.Frame()
+	if !ok {
+		return
+	}
+	if s.smoothing {
+		s.stallQueue += advantage.StallFrames(adv)
+	}
+	if s.lagFixed {
+		return
+	}
+	next := inputlag.Next(s.delay, s.tracker.LastLocalLag())
+	switch {
+	case next > s.delay:
+		s.lagStalls += next - s.delay
+	case next < s.delay:
+		s.catchUp += s.delay - next
+	default:
+		return
+	}
+	s.delay = next
+	s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: next})
+}
+
+// hasLocalInput reports whether every local player's input for s.frame is
+// queued.
+func (s *Session) hasLocalInput() bool {
+	for _, p := range s.local {
+		if s.next[p] <= s.frame {
+			return false
+		}
+	}
+	return true
 }
 
 // Idle receives, corrects and sends like [Session.Advance] but simulates no
@@ -326,7 +426,7 @@ func (s *Session) Idle() (Result, error) {
 	}
 	r := Result{Frame: s.frame, Stalled: true}
 	mis, err := s.poll()
-	if err == nil && s.started && mis < s.frame {
+	if err == nil && s.started && s.forced == 0 && mis < s.frame {
 		r.Resimulated, err = s.rollback(mis)
 	}
 	s.send()
@@ -357,17 +457,22 @@ func (s *Session) mustStall() (int, bool) {
 			return s.owner[p], true
 		}
 	}
-	for i := range s.peers {
-		if !s.peers[i].disc && s.frame+Frame(s.delay)+1-s.peers[i].ack >= ringSize {
-			return i, true
+	if s.frame+Frame(s.delay)+1-s.ringLow() >= ringSize {
+		// A peer that stopped acknowledging, or a snapshot that cannot move
+		// on: never overwrite inputs that may still be read.
+		for i := range s.peers {
+			if !s.peers[i].disc && s.peers[i].ack == s.ringLow() {
+				return i, true
+			}
 		}
+		return 0, true
 	}
 	return 0, false
 }
 
 // ringLow returns the oldest frame whose inputs the session may still read.
 func (s *Session) ringLow() Frame {
-	low := s.ConfirmedFrame()
+	low := min(s.ConfirmedFrame(), s.anchor())
 	for _, b := range s.backups {
 		if b.valid {
 			low = min(low, b.frame)
@@ -440,6 +545,7 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 	}
 	want := s.next[ps.players[0]]
 	ps.st.RemoteFrameLag = Frame(h.End - h.Ack)
+	s.tracker.Remote(peer, int(h.End-h.Ack))
 	ps.st.FramesBehind = localNext - Frame(h.End)
 	// The first frame is delta-coded against our copy of the frame before
 	// it; without it (a gap, or a frame the ring no longer holds) only the
@@ -506,7 +612,7 @@ func (s *Session) rollback(mis Frame) (int, error) {
 	}
 	if slot < 0 {
 		// Unreachable while the invariants hold; never panic on it.
-		return 0, fmt.Errorf("%w: mispredicted frame %d", ErrSnapshot, mis)
+		return 0, fmt.Errorf("%w: mispredicted frame %d (frame %d, confirmed %d, snapshots %+v)", ErrSnapshot, mis, s.frame, s.ConfirmedFrame(), s.backups)
 	}
 	target, from := s.frame, s.backups[slot].frame
 	s.present, s.resim = target, true
@@ -629,9 +735,23 @@ func (s *Session) maybeSave(f Frame) {
 	}
 }
 
-// anchor returns the frame that no rollback will ever need to go before.
+// anchor returns the frame that no rollback will ever need to go before:
+// the confirmed frame, but no later than the fewest frames of any remote
+// machine that another remaining machine reported having. A machine that
+// disconnects is cut at the smallest such count (docs/protocol.md), so a
+// snapshot there can always be restored.
 func (s *Session) anchor() Frame {
 	c := s.ConfirmedFrame()
+	for x := range s.peers {
+		if s.peers[x].agreed {
+			continue
+		}
+		for m := range s.peers {
+			if m != x && !s.peers[m].disc {
+				c = min(c, s.peers[m].sees[x])
+			}
+		}
+	}
 	if s.forced > 0 {
 		// The frame the next forced rollback restores, but never a state
 		// built on unconfirmed inputs (a starved constant-cost session).
@@ -716,10 +836,18 @@ func (s *Session) send() {
 		s.gossip = s.gossip[:0]
 		for _, x := range ps.gossipOrder {
 			px := &s.peers[x]
-			s.gossip = append(s.gossip, wire.Gossip{Disconnected: px.disc, Frame: int32(px.dframe)})
+			g := wire.Gossip{Disconnected: px.disc, Frame: int32(px.dframe)}
+			if !px.disc {
+				g.Frame = -1 // the count goes in every fourth packet: it only paces the anchor
+				if ps.st.PacketsSent%gossipCountEvery == 0 {
+					g.Frame = int32(s.next[px.players[0]])
+				}
+			}
+			s.gossip = append(s.gossip, g)
 		}
 		s.pkt.Gossip = s.gossip
 		ps.st.LocalFrameLag = s.frame - want
+		s.tracker.Local(i, int(s.frame-want))
 		b, err := wire.AppendInput(s.sendBuf[:0], &s.pkt, s.layout)
 		if err != nil {
 			s.stats.SendErrors++

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -37,9 +38,14 @@ func TestMatches(t *testing.T) {
 				assert.Positive(t, r.Rollbacks, "a match that never rolled back proves nothing")
 				assert.Positive(t, r.ResimulatedFrames)
 				assert.LessOrEqual(t, r.MaxRollbackFrames, rollback.DefaultMaxRollback)
-				// Two backups bound one re-simulation by 2×MaxRollback-1 frames
+				// Two backups bound one re-simulation by 2×MaxRollback-1 frames, plus
+				// the gossip trip the anchor waits for with three or more machines
 				// (docs/architecture.md, "Snapshots").
-				assert.Less(t, r.MaxResimulated, 2*rollback.DefaultMaxRollback)
+				limit := 2 * rollback.DefaultMaxRollback
+				if players > 2 {
+					limit = 128 // half the input ring; measured at most 80 (8 players, hell)
+				}
+				assert.Less(t, r.MaxResimulated, limit)
 				assert.Zero(t, r.PacketsInvalid)
 				t.Logf("rollbacks=%d resim=%d deepest=%d max-resim=%d stalls=%d packets=%d bytes=%d ticks=%d",
 					r.Rollbacks, r.ResimulatedFrames, r.MaxRollbackFrames, r.MaxResimulated, r.StallFrames, r.PacketsSent, r.BytesSent, r.Ticks)
@@ -67,6 +73,15 @@ func TestSharedMachines(t *testing.T) {
 				assert.Zero(t, r.PacketsSent)
 			}
 		})
+	}
+}
+
+// offer adds a local input the way a game loop does: every tick, taking
+// ErrInputAlreadyAdded to mean the session had no room this tick.
+func offer(t testing.TB, s *rollback.Session, p rollback.PlayerID, in rollback.Input) {
+	t.Helper()
+	if err := s.AddLocalInput(p, in); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
+		require.NoError(t, err)
 	}
 }
 
@@ -123,7 +138,7 @@ func TestDisconnectAgreement(t *testing.T) {
 				require.Len(t, r.Checksums, 2)
 				assert.Equal(t, r.Checksums[0], r.Checksums[1])
 				assert.Greater(t, r.DisconnectFrame, rollback.Frame(600-rollback.DefaultMaxRollback-2))
-				assert.LessOrEqual(t, r.DisconnectFrame, rollback.Frame(601))
+				assert.LessOrEqual(t, r.DisconnectFrame, rollback.Frame(601+inputlag.Max), "its inputs run ahead by its input lag")
 				if !clean {
 					// The silence lasts DisconnectTimeout (5 s) before anyone gives up.
 					assert.Greater(t, r.Ticks, 1500+280)
@@ -139,12 +154,13 @@ func TestMatchPolicies(t *testing.T) {
 	p, err := netsim.ParseProfile("intercontinental")
 	require.NoError(t, err)
 	for _, c := range []match.Config{
+		{Snapshots: rollback.ConstantCost, FixedInputLag: true},
 		{Snapshots: rollback.ConstantCost},
 		{InputDelay: 3},
 		{MaxRollback: 8, InputDelay: 2},
 		{MaxRollback: 1},
 	} {
-		t.Run(fmt.Sprintf("%v-delay%d-max%d", c.Snapshots, c.InputDelay, c.MaxRollback), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v-delay%d-max%d-fixed%v", c.Snapshots, c.InputDelay, c.MaxRollback, c.FixedInputLag), func(t *testing.T) {
 			c.Players, c.Frames, c.Seed, c.Profile = 3, 900, 5, p
 			r := match.Run(c)
 			require.NoError(t, r.Err)
@@ -157,13 +173,28 @@ func TestMatchPolicies(t *testing.T) {
 			}
 			assert.LessOrEqual(t, r.MaxRollbackFrames, maxRB)
 			if c.Snapshots == rollback.ConstantCost {
-				assert.Equal(t, maxRB, r.MaxResimulated, "constant cost re-simulates exactly MaxRollback frames")
+				assert.GreaterOrEqual(t, r.MaxResimulated, maxRB, "constant cost re-simulates at least MaxRollback frames")
 			}
 			if c.MaxRollback == 1 {
 				assert.Positive(t, r.StallFrames, "a 1-frame window over 90 ms stalls")
 			}
 		})
 	}
+}
+
+// TestConstantCostIsConstant: with two machines and a fixed input lag,
+// every frame re-simulates exactly MaxRollback frames. (With a third machine
+// the snapshot also waits for the counts the others report, and a lowered
+// input lag simulates extra frames at once, so it can be more.)
+func TestConstantCostIsConstant(t *testing.T) {
+	p, err := netsim.ParseProfile("intercontinental")
+	require.NoError(t, err)
+	r := match.Run(match.Config{Players: 2, Frames: 900, Seed: 5, Profile: p,
+		Snapshots: rollback.ConstantCost, FixedInputLag: true})
+	require.NoError(t, r.Err)
+	require.True(t, r.Verified, r.Desync)
+	assert.Equal(t, rollback.DefaultMaxRollback, r.MaxResimulated)
+	assert.Greater(t, r.Rollbacks, int64(2*850), "a rollback on (nearly) every frame of both machines")
 }
 
 func TestSameSeedSameMatch(t *testing.T) {
@@ -174,7 +205,7 @@ func TestSameSeedSameMatch(t *testing.T) {
 	require.True(t, a.Verified)
 	assert.Equal(t, a, b, "a match is a pure function of its seed")
 	c.Seed = 43
-	assert.NotEqual(t, a.Rollbacks, match.Run(c).Rollbacks)
+	assert.NotEqual(t, a.Want, match.Run(c).Want, "another seed plays another match")
 }
 
 // counterGame keeps a counter in the arena and adds every input to it. If
@@ -336,14 +367,10 @@ func TestStarvation(t *testing.T) {
 	sessions, _, _ := connectedPair(t, func(_ int, c *rollback.Config) { c.MaxRollback = maxRB })
 	s := sessions[0]
 	var events []rollback.Event
-	stalled := false
 	for range 10 { // peer 1 never runs
-		if !stalled {
-			require.NoError(t, s.AddLocalInput(0, 1))
-		}
+		offer(t, s, 0, 1)
 		r, err := s.Advance()
 		require.NoError(t, err)
-		stalled = r.Stalled
 		events = append(events, r.Events...)
 	}
 	assert.Equal(t, rollback.Frame(maxRB), s.Frame())
@@ -470,19 +497,15 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 		require.NoError(t, err)
 		bots[i] = arena.NewBot(uint64(i))
 	}
-	var stalled [2]bool
 	frame := func() {
 		for i, s := range ss {
-			if !stalled[i] {
-				if err := s.AddLocalInput(rollback.PlayerID(i), bots[i].Next()); err != nil {
-					panic(err)
-				}
+			if err := s.AddLocalInput(rollback.PlayerID(i), bots[i].Next()); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
+				panic(err)
 			}
-			r, err := s.Advance()
+			_, err := s.Advance()
 			if err != nil {
 				panic(err)
 			}
-			stalled[i] = r.Stalled
 		}
 		nw.Advance(match.Tick)
 	}

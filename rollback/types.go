@@ -111,6 +111,8 @@ const (
 	// EventDisconnected: every remaining machine agreed that Peer left;
 	// its players' inputs from Frame on are the default input.
 	EventDisconnected
+	// EventInputLagChanged: the local input lag is now Lag frames.
+	EventInputLagChanged
 )
 
 func (k EventKind) String() string {
@@ -131,6 +133,8 @@ func (k EventKind) String() string {
 		return "reconnected"
 	case EventDisconnected:
 		return "disconnected"
+	case EventInputLagChanged:
+		return "input-lag-changed"
 	default:
 		return fmt.Sprintf("EventKind(%d)", uint8(k))
 	}
@@ -141,9 +145,13 @@ type Event struct {
 	Kind  EventKind
 	Frame Frame // the session's frame when it happened
 	Peer  int   // the peer concerned, or -1
+	Lag   int   // EventInputLagChanged: the new input lag
 }
 
 func (e Event) String() string {
+	if e.Kind == EventInputLagChanged {
+		return fmt.Sprintf("%s frame=%d lag=%d", e.Kind, e.Frame, e.Lag)
+	}
 	if e.Peer >= 0 {
 		return fmt.Sprintf("%s frame=%d peer=%d", e.Kind, e.Frame, e.Peer)
 	}
@@ -164,18 +172,27 @@ type Result struct {
 	Events      []Event
 }
 
+// MaxInputLagHistogram is the length of Stats.LagFrames.
+const MaxInputLagHistogram = 6
+
 // Stats are the session's running statistics.
 type Stats struct {
 	Frame          Frame // frames simulated so far
 	ConfirmedFrame Frame // every input before this frame is confirmed
 
-	Rollbacks         int64 // restores of a snapshot
-	ResimulatedFrames int64 // frames simulated again by rollbacks, in the live state or in a snapshot
-	MaxRollbackFrames int   // deepest rollback: frames between the first mispredicted frame and the present
-	MaxResimulated    int   // most frames re-simulated by one rollback
-	StallFrames       int64 // Advance calls that simulated nothing (starvation)
-	Saves             int64 // snapshots copied from the live state
-	SnapshotSteps     int64 // frames simulated inside a snapshot to move it forward (part of ResimulatedFrames)
+	Rollbacks         int64                       // restores of a snapshot
+	ResimulatedFrames int64                       // frames simulated again by rollbacks, in the live state or in a snapshot
+	MaxRollbackFrames int                         // deepest rollback: frames between the first mispredicted frame and the present
+	MaxResimulated    int                         // most frames re-simulated by one rollback
+	StallFrames       int64                       // Advance calls that simulated nothing because a peer's input was missing (starvation)
+	AdvantageStalls   int64                       // frames stalled to give a slower peer back its frames
+	LagStalls         int64                       // frames stalled to raise the input lag
+	InputLag          int                         // the current local input lag, in frames
+	Advantage         float64                     // the largest input frame advantage a peer had over us, last 100-frame window
+	QueuedStalls      int                         // advantage stalls waiting to be spread out
+	LagFrames         [MaxInputLagHistogram]int64 // frames simulated at each input lag, 0 to 4 and 5+ in the last
+	Saves             int64                       // snapshots copied from the live state
+	SnapshotSteps     int64                       // frames simulated inside a snapshot to move it forward (part of ResimulatedFrames)
 
 	PacketsSent     int64
 	BytesSent       int64 // datagram payload bytes

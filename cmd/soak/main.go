@@ -88,6 +88,7 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
 	profile, jsonPath, snapshots, transport, network                 string
+	fixedLag, noSmoothing                                            bool
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -105,6 +106,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.maxRollback, "maxrollback", rollback.DefaultMaxRollback, "Config.MaxRollback")
 	fs.IntVar(&o.delay, "delay", 0, "Config.InputDelay, in frames")
 	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
+	fs.BoolVar(&o.fixedLag, "fixed-lag", false, "keep the input lag at -delay (Config.FixedInputLag)")
+	fs.BoolVar(&o.noSmoothing, "no-smoothing", false, "turn frame-advantage stalls off (Config.NoFrameAdvantage)")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	if err := fs.Parse(args); err != nil {
@@ -134,7 +137,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		wg.Go(func() {
 			for i := range jobs {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
-					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy}
+					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
+					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {

@@ -71,8 +71,8 @@ func TestSoakPassesAndWritesJSON(t *testing.T) {
 
 func TestSoakWithoutRollbackFails(t *testing.T) {
 	var out, errOut bytes.Buffer
-	// On a LAN with 3 frames of input delay nothing is ever mispredicted.
-	code := run([]string{"-matches", "1", "-frames", "300", "-profile", "lan", "-delay", "3", "-json", "-"}, &out, &errOut)
+	// On a LAN with 3 fixed frames of input lag nothing is ever mispredicted.
+	code := run([]string{"-matches", "1", "-frames", "300", "-profile", "lan", "-delay", "3", "-fixed-lag", "-json", "-"}, &out, &errOut)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, errOut.String(), "proved nothing")
 	var s Summary

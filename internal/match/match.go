@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -51,6 +52,9 @@ type Config struct {
 	DropClean   bool
 	// DisconnectTimeout is Config.DisconnectTimeout of every session (0: 5 s).
 	DisconnectTimeout time.Duration
+	// FixedInputLag and NoFrameAdvantage are the sessions' Config options.
+	FixedInputLag    bool
+	NoFrameAdvantage bool
 }
 
 // Result is what happened in one match.
@@ -92,8 +96,8 @@ type machine struct {
 	g       *arena.Game
 	players []rollback.PlayerID
 	bots    []*arena.Bot
-	stalled bool
 	dead    bool
+	frame   atomicFrame // the session's frame, readable by the other machines' goroutines
 }
 
 // Run plays and verifies one match over netsim, on a virtual clock.
@@ -112,6 +116,7 @@ func Run(c Config) Result {
 	}
 	maxTicks := 4*c.Frames + 3600
 	for r.Ticks = 0; r.Ticks < maxTicks; r.Ticks++ {
+		rn.retarget()
 		done := true
 		for i := range rn.ms {
 			fin, err := rn.tick(i)
@@ -144,8 +149,22 @@ type run struct {
 	size     int
 	ms       []machine
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
-	end      rollback.Frame
 	dropping bool
+	target   atomic.Int32 // end, shared with the UDP runner's goroutines
+}
+
+// retarget moves the end of the match to the furthest frame any machine
+// has reached: lowering the input lag simulates queued frames at once, so
+// a machine can pass c.Frames, and every machine must stop on the same
+// frame for the states to be compared. Safe to call concurrently.
+func (rn *run) retarget() {
+	t := rollback.Frame(rn.c.Frames)
+	for i := range rn.ms {
+		if !rn.ms[i].dead {
+			t = max(t, rn.ms[i].frame.Load())
+		}
+	}
+	rn.target.Store(int32(min(t, rollback.Frame(rn.c.Frames+rollback.MaxInputDelay))))
 }
 
 func prepare(c Config, transport func(i int) rollback.Transport, clock func(i int) rollback.Clock, rnd func(i int) io.Reader) (*run, error) {
@@ -153,8 +172,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 || machines < 1 || machines > c.Players {
 		return nil, fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
 	}
-	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines), end: rollback.Frame(c.Frames),
-		truth:    make([]rollback.Input, (c.Frames+c.InputDelay+1)*c.Players),
+	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines),
+		truth:    make([]rollback.Input, (c.Frames+rollback.MaxInputDelay+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
 	if rn.size == 0 {
 		rn.size = 64 << 10
@@ -191,6 +210,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
+			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage,
 		})
 		if err != nil {
 			return nil, err
@@ -199,6 +219,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
 		}
 	}
+	rn.retarget()
 	return rn, nil
 }
 
@@ -210,6 +231,8 @@ func (rn *run) tick(i int) (bool, error) {
 	if m.dead {
 		return true, nil
 	}
+	end := rollback.Frame(rn.target.Load())
+	defer func() { m.frame.Store(m.s.Frame()) }()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
 		m.dead = true
 		if c.DropClean {
@@ -217,31 +240,39 @@ func (rn *run) tick(i int) (bool, error) {
 		}
 		return true, nil
 	}
-	if m.s.Frame() < rn.end {
-		if !m.stalled {
-			f := int(m.s.Frame()) + c.InputDelay
-			for k, p := range m.players {
-				in := m.bots[k].Next()
-				if err := m.s.AddLocalInput(p, in); err != nil {
-					return false, fmt.Errorf("machine %d: %w", i, err)
-				}
+	if m.s.Frame() < end {
+		for k, p := range m.players {
+			f := int(m.s.InputFrame(p))
+			in := m.bots[k].Next()
+			err := m.s.AddLocalInput(p, in)
+			switch {
+			case errors.Is(err, rollback.ErrInputAlreadyAdded):
+				continue // the session stalled: this tick's sample is dropped
+			case err != nil:
+				return false, fmt.Errorf("machine %d: %w", i, err)
+			}
+			if f < len(rn.truth)/c.Players {
 				rn.truth[f*c.Players+int(p)] = in
 			}
 		}
-		res, err := m.s.Advance()
-		if err != nil {
+		if _, err := m.s.Advance(); err != nil {
 			return false, fmt.Errorf("machine %d: %w", i, err)
 		}
-		m.stalled = res.Stalled
 	} else if _, err := m.s.Idle(); err != nil {
 		return false, fmt.Errorf("machine %d: %w", i, err)
 	}
-	return m.s.Frame() == rn.end && m.s.ConfirmedFrame() >= rn.end, nil
+	return m.s.Frame() == end && m.s.ConfirmedFrame() >= end && end == rollback.Frame(rn.target.Load()), nil
 }
+
+type atomicFrame struct{ v atomic.Int32 }
+
+func (a *atomicFrame) Load() rollback.Frame   { return rollback.Frame(a.v.Load()) }
+func (a *atomicFrame) Store(f rollback.Frame) { a.v.Store(int32(f)) }
 
 // finish gathers the statistics and, for a completed match, verifies it.
 func (rn *run) finish(r *Result) {
-	c, ms := &rn.c, rn.ms
+	c, ms := rn.c, rn.ms
+	c.Frames = int(rn.target.Load()) // every machine stopped here
 	r.DisconnectFrame = -1
 	var discFrom [arena.MaxShips]rollback.Frame
 	for p := range discFrom {
@@ -292,7 +323,7 @@ func (rn *run) finish(r *Result) {
 	if !r.Completed {
 		return
 	}
-	want, err := Offline(*c, rn.size, rn.truth, discFrom[:c.Players])
+	want, err := Offline(c, rn.size, rn.truth, discFrom[:c.Players])
 	if err != nil {
 		r.Err = err
 		return

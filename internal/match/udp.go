@@ -134,6 +134,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 					paused = true
 					time.Sleep(o.Pause)
 				}
+				rn.retarget()
 				fin, err := rn.tick(i)
 				if err != nil {
 					errs[i] = err

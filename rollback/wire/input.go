@@ -131,11 +131,19 @@ type InputPacket struct {
 	Gossip []Gossip
 }
 
-// Gossip is one machine's disconnection as another machine sees it.
+// Gossip is what the sender knows of a third machine.
 type Gossip struct {
 	Disconnected bool
-	Frame        int32 // when Disconnected: every input before Frame arrived from it, none after counts
+	// Frame, when Disconnected, is its disconnect frame as the sender knows
+	// it. Otherwise it is how many of that machine's frames the sender has
+	// received (a lower bound: a count ahead of the packet's End goes as
+	// End), or -1 for no count in this packet (or one more than 255 frames
+	// behind End).
+	Frame int32
 }
+
+// maxBehind is the furthest behind a packet's End a count can be sent.
+const maxBehind = 255
 
 // End returns one past the last frame carried.
 func (p *InputPacket) End() int32 { return p.First + int32(p.Count) }
@@ -206,9 +214,14 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 	for _, g := range p.Gossip {
 		if g.Disconnected {
 			w.write(1<<24|uint64(g.Frame), 25)
-		} else {
-			w.write(0, 1)
+			continue
 		}
+		behind := int64(p.End()) - int64(g.Frame)
+		if g.Frame < 0 || behind > maxBehind {
+			w.write(0, 2) // connected, no count
+			continue
+		}
+		w.write(1<<8|uint64(max(0, behind)), 10) // connected, a count: 8 bits behind End (ahead of it: 0, a lower bound)
 	}
 	return w.flush(), nil
 }
@@ -283,8 +296,13 @@ func ParseInput(b []byte, l Layout, players, gossip int, p *InputPacket) error {
 	p.Gossip = p.Gossip[:0]
 	for range gossip {
 		g := Gossip{Disconnected: r.bit() == 1}
-		if g.Disconnected {
+		switch {
+		case g.Disconnected:
 			g.Frame = int32(r.read(24))
+		case r.bit() == 1:
+			g.Frame = h.End - int32(r.read(8))
+		default:
+			g.Frame = -1
 		}
 		p.Gossip = append(p.Gossip, g)
 	}

@@ -38,7 +38,7 @@ func TestGolden(t *testing.T) {
 		{"gossip-3frames-base.hex", inversus, wire.InputPacket{Tag: 7, Ack: 100, First: 98, Count: 3, Players: 1,
 			Base:   []uint64{in3(2, 0x80, 0x7f)},
 			Inputs: []uint64{in3(2, 0x80, 0xff), in3(2, 0x80, 0xff), in3(0, 0x81, 0xff)},
-			Gossip: []wire.Gossip{{Disconnected: true, Frame: 0x123}, {}}}},
+			Gossip: []wire.Gossip{{Disconnected: true, Frame: 0x123}, {Frame: 99}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.file, func(t *testing.T) {
@@ -86,13 +86,6 @@ func TestRoundTripRandom(t *testing.T) {
 				p.Base[j] = r.Uint64() & l.Mask()
 			}
 		}
-		p.Gossip = p.Gossip[:0]
-		for range r.IntN(7) {
-			p.Gossip = append(p.Gossip, wire.Gossip{Disconnected: r.IntN(2) == 0})
-			if p.Gossip[len(p.Gossip)-1].Disconnected {
-				p.Gossip[len(p.Gossip)-1].Frame = r.Int32N(wire.MaxFrame + 1)
-			}
-		}
 		p.First = r.Int32N(wire.MaxFrame - 300)
 		p.Ack = max(0, p.First+r.Int32N(200)-100)
 		p.Inputs = p.Inputs[:0]
@@ -104,6 +97,16 @@ func TestRoundTripRandom(t *testing.T) {
 				v = r.Uint64() & l.Mask()
 			}
 			p.Inputs = append(p.Inputs, v)
+		}
+		p.Gossip = p.Gossip[:0]
+		for range r.IntN(7) {
+			g := wire.Gossip{Disconnected: r.IntN(2) == 0}
+			if g.Disconnected {
+				g.Frame = r.Int32N(wire.MaxFrame + 1)
+			} else {
+				g.Frame = max(-1, p.First+int32(p.Count)-r.Int32N(256)) // within what the wire can say
+			}
+			p.Gossip = append(p.Gossip, g)
 		}
 		var err error
 		buf, err = wire.AppendInput(buf[:0], &p, l)
