@@ -102,6 +102,9 @@ type Config struct {
 	// NoFrameAdvantage turns off frame-advantage stall smoothing: the
 	// session never stalls to give a slower peer back its frames.
 	NoFrameAdvantage bool
+	// NoStartDelay starts the first frame as soon as every peer has
+	// completed the handshake, without the start-of-match wait.
+	NoStartDelay bool
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.

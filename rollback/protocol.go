@@ -9,6 +9,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/rollback/wire"
 )
 
@@ -74,7 +75,11 @@ type peerState struct {
 	reported [MaxPlayers]bool
 	report   [MaxPlayers]Frame
 
-	gossipOrder []int             // the other peers, by id: the gossip entries in packets to or from it
+	gossipOrder []int    // the other peers, by id: the gossip entries in packets to or from it
+	machine     int      // its index among the match's machines, by lowest PlayerID
+	row         []uint32 // its round-trip times (µs), from its Ready (host only)
+	goSeen      bool     // it has the mesh (its Go, or the host's Start)
+	lastSync    time.Duration
 	sees        [MaxPlayers]Frame // by peer index: how many of that peer's frames it reported having
 
 	st                    PeerStats
@@ -109,7 +114,9 @@ func readNonce(r io.Reader) (uint32, error) {
 	}
 }
 
-// handshakeStep checks the handshake; it returns an error on timeout.
+// handshakeStep runs the start of the match: the handshake, then (unless
+// Config.NoStartDelay) the exchange of round-trip times and the start
+// delay. It returns an error on timeout.
 func (s *Session) handshakeStep() error {
 	if s.started {
 		return nil
@@ -118,15 +125,20 @@ func (s *Session) handshakeStep() error {
 	for i := range s.peers {
 		all = all && s.peers[i].verified
 	}
-	if all {
-		s.started = true
-		s.events = append(s.events, Event{Kind: EventRunning, Frame: s.frame, Peer: -1})
+	if all && s.noStartDelay {
+		s.begin()
 		return nil
+	}
+	if all {
+		s.syncStep()
+		if s.started {
+			return nil
+		}
 	}
 	if s.now-s.hsStart > s.hsTimeout {
 		var missing []int
 		for i := range s.peers {
-			if !s.peers[i].verified {
+			if !s.peers[i].verified || (all && !s.peers[i].goSeen) {
 				missing = append(missing, i)
 			}
 		}
@@ -135,14 +147,161 @@ func (s *Session) handshakeStep() error {
 	return nil
 }
 
+func (s *Session) begin() {
+	s.started = true
+	s.events = append(s.events, Event{Kind: EventRunning, Frame: s.frame, Peer: -1})
+}
+
+// rowReady reports whether we have a round-trip time to every peer.
+func (s *Session) rowReady() bool {
+	for i := range s.peers {
+		if s.peers[i].rtt == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// syncStep advances the start protocol once every peer is verified: the
+// host builds the mesh from every machine's row; once a machine has the
+// mesh and every other machine's Go (the host's Start counts as its Go),
+// it waits advantage.StartDelay and starts (the INVERSUS start delay).
+func (s *Session) syncStep() {
+	n := len(s.peers) + 1
+	if !s.meshKnown && s.hostPeer < 0 && s.rowReady() {
+		have := true
+		for i := range s.peers {
+			have = have && len(s.peers[i].row) == n
+		}
+		if have {
+			s.mesh = make([][]time.Duration, n)
+			for a := range n {
+				s.mesh[a] = make([]time.Duration, n)
+			}
+			for i := range s.peers {
+				a := s.peers[i].machine
+				s.mesh[s.machine][a] = s.peers[i].rtt
+				for b, us := range s.peers[i].row {
+					s.mesh[a][b] = time.Duration(us) * time.Microsecond
+				}
+			}
+			s.meshKnown = true
+		}
+	}
+	if !s.meshKnown {
+		return
+	}
+	if s.startAt < 0 {
+		for i := range s.peers {
+			if !s.peers[i].goSeen {
+				return
+			}
+		}
+		host := s.machine
+		if s.hostPeer >= 0 {
+			host = s.peers[s.hostPeer].machine
+		}
+		s.startAt = s.now + advantage.StartDelay(s.mesh, host, s.machine)
+	}
+	if s.now >= s.startAt {
+		s.begin()
+	}
+}
+
+// handleStart processes the start-protocol messages from peer i.
+func (s *Session) handleStart(i int, b []byte) bool {
+	ps := &s.peers[i]
+	n := len(s.peers) + 1
+	switch wire.Kind(b[0]) {
+	case wire.KindReady:
+		r := &s.rx.ready
+		if tag, err := s.ctl.Parse(b, wire.KindReady, r); err != nil || !s.tagged(i, tag) || len(r.RTT) != n {
+			return false
+		}
+		ps.row = append(ps.row[:0], r.RTT...)
+		return true
+	case wire.KindStart:
+		st := &s.rx.start
+		if tag, err := s.ctl.Parse(b, wire.KindStart, st); err != nil || !s.tagged(i, tag) || i != s.hostPeer || len(st.Mesh) != n*n {
+			return false
+		}
+		if !s.meshKnown && !s.started {
+			s.mesh = make([][]time.Duration, n)
+			for a := range n {
+				s.mesh[a] = make([]time.Duration, n)
+				for c := range n {
+					s.mesh[a][c] = time.Duration(st.Mesh[a*n+c]) * time.Microsecond
+				}
+			}
+			s.meshKnown = true
+		}
+		ps.goSeen = true
+		return true
+	case wire.KindGo:
+		if tag, err := s.ctl.Parse(b, wire.KindGo, &s.rx.gomsg); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		ps.goSeen = true
+		return true
+	}
+	return false
+}
+
+// sendStart sends peer i the start-protocol messages due, every 100 ms
+// until the match runs.
+func (s *Session) sendStart(i int) {
+	ps := &s.peers[i]
+	if s.started || s.noStartDelay || !ps.verified || s.now-ps.lastSync < handshakeRetry && ps.lastSync != 0 {
+		return
+	}
+	n := len(s.peers) + 1
+	switch {
+	case s.meshKnown:
+		ps.lastSync = s.now
+		if s.hostPeer < 0 {
+			s.tx.start.Mesh = s.tx.start.Mesh[:0]
+			for a := range n {
+				for c := range n {
+					s.tx.start.Mesh = append(s.tx.start.Mesh, uint32(min(s.mesh[a][c]/time.Microsecond, 1<<32-1)))
+				}
+			}
+			s.sendControl(i, wire.KindStart, ps.tag, &s.tx.start)
+		} else {
+			s.sendControl(i, wire.KindGo, ps.tag, &s.tx.gomsg)
+		}
+	case i == s.hostPeer && s.rowReady():
+		ps.lastSync = s.now
+		s.tx.ready.RTT = s.tx.ready.RTT[:0]
+		for range n {
+			s.tx.ready.RTT = append(s.tx.ready.RTT, 0)
+		}
+		for j := range s.peers {
+			s.tx.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].rtt/time.Microsecond, 1<<32-1))
+		}
+		s.sendControl(i, wire.KindReady, ps.tag, &s.tx.ready)
+	}
+}
+
 // verify marks peer i as having proved it saw our nonce.
 func (s *Session) verify(i int) {
 	ps := &s.peers[i]
 	if !ps.verified {
 		ps.verified = true
 		ps.lastRecv = s.now
+		ps.lastQuality = s.now - s.qualityEvery // ping at once: the start delay needs the round trip
 		s.events = append(s.events, Event{Kind: EventConnected, Frame: s.frame, Peer: i})
 	}
+}
+
+// tagged reports whether tag is peer i's session tag, and if so counts it
+// as proof that the peer saw our nonce.
+func (s *Session) tagged(i int, tag uint16) bool {
+	ps := &s.peers[i]
+	if ps.nonce == 0 || tag != ps.tag {
+		return false
+	}
+	s.verify(i)
+	return true
 }
 
 // handleControl processes a control datagram from peer i. It reports
@@ -169,14 +328,14 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		return true
 	case wire.KindQuality:
 		q := &s.rx.q
-		if tag, err := s.ctl.Parse(b, wire.KindQuality, q); err != nil || !ps.verified || tag != ps.tag {
+		if tag, err := s.ctl.Parse(b, wire.KindQuality, q); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		ps.replyQuality, ps.replyEcho = true, q.Sent
 		return true
 	case wire.KindQualityReply:
 		q := &s.rx.qr
-		if tag, err := s.ctl.Parse(b, wire.KindQualityReply, q); err != nil || !ps.verified || tag != ps.tag {
+		if tag, err := s.ctl.Parse(b, wire.KindQualityReply, q); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		sample := s.now - time.Duration(q.Echo)
@@ -189,8 +348,10 @@ func (s *Session) handleControl(i int, b []byte) bool {
 			ps.rtt += (sample - ps.rtt) / 8
 		}
 		return true
+	case wire.KindReady, wire.KindStart, wire.KindGo:
+		return s.handleStart(i, b)
 	case wire.KindDisconnect:
-		if tag, err := s.ctl.Parse(b, wire.KindDisconnect, &s.rx.d); err != nil || !ps.verified || tag != ps.tag {
+		if tag, err := s.ctl.Parse(b, wire.KindDisconnect, &s.rx.d); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		s.disconnect(i)
@@ -334,12 +495,15 @@ func (s *Session) sendProtocol(i int) {
 	if !ps.verified || ps.disc {
 		return
 	}
+	s.sendStart(i)
 	if ps.replyQuality {
 		s.qr = wire.QualityReply{Echo: ps.replyEcho, Frame: int32(s.frame)}
 		s.sendControl(i, wire.KindQualityReply, ps.tag, &s.qr)
 		ps.replyQuality = false
 	}
-	if s.now-ps.lastQuality >= s.qualityEvery {
+	// Before the match starts, ping every 100 ms until the round trip is
+	// known: the start delay needs it.
+	if s.now-ps.lastQuality >= s.qualityEvery || (!s.started && ps.rtt == 0 && s.now-ps.lastQuality >= handshakeRetry) {
 		ps.lastQuality = s.now
 		s.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.sendControl(i, wire.KindQuality, ps.tag, &s.q)

@@ -99,8 +99,9 @@ type Session struct {
 	smoothing  bool
 	stallQueue int
 	sinceStall int
-	lagStalls  int // frames still to stall for a raised input lag
-	catchUp    int // frames still to simulate at once for a lowered input lag
+	lagStalls  int  // frames still to stall for a raised input lag
+	catchUp    int  // frames still to simulate at once for a lowered input lag
+	stepNext   bool // a forced rollback is followed at once by a simulated frame
 
 	clock           Clock
 	now             time.Duration
@@ -120,11 +121,25 @@ type Session struct {
 	q               wire.Quality
 	qr              wire.QualityReply
 	rx              struct { // scratch for received control messages
-		hs wire.Handshake
-		q  wire.Quality
-		qr wire.QualityReply
-		d  wire.Disconnect
+		hs    wire.Handshake
+		q     wire.Quality
+		qr    wire.QualityReply
+		d     wire.Disconnect
+		ready wire.Ready
+		start wire.Start
+		gomsg wire.Go
 	}
+	tx struct { // scratch for sent start messages
+		ready wire.Ready
+		start wire.Start
+		gomsg wire.Go
+	}
+	noStartDelay bool
+	machine      int // our index among the machines, by lowest PlayerID
+	hostPeer     int // the host's peer index; -1 when we are the host
+	mesh         [][]time.Duration
+	meshKnown    bool
+	startAt      time.Duration // -1 until known
 
 	stepIn  [MaxPlayers]PlayerInput
 	pkt     wire.InputPacket
@@ -222,6 +237,26 @@ func NewSession(cfg Config) (*Session, error) {
 		slices.SortFunc(s.peers[i].gossipOrder, func(a, b int) int { return int(s.peers[a].id - s.peers[b].id) })
 	}
 	s.gossip = make([]wire.Gossip, 0, MaxPlayers)
+	s.noStartDelay = cfg.NoStartDelay || cfg.NoFrameAdvantage
+	s.startAt = -1
+	// Machines are ordered by their lowest player; the host is the first.
+	s.hostPeer = -1
+	for i := range s.peers {
+		for j := range s.peers {
+			if s.peers[j].id < s.peers[i].id {
+				s.peers[i].machine++
+			}
+		}
+		if s.local[0] < s.peers[i].id {
+			s.peers[i].machine++
+		}
+		if s.peers[i].id < s.local[0] {
+			s.machine++
+			if s.hostPeer < 0 || s.peers[i].id < s.peers[s.hostPeer].id {
+				s.hostPeer = i
+			}
+		}
+	}
 	s.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
 	if err := s.save(0, 0); err != nil {
 		return nil, err
@@ -355,7 +390,9 @@ func (s *Session) Advance() (Result, error) {
 		}
 	}
 	if m := max(0, s.frame-Frame(s.forced)); s.forced > 0 && m < s.frame {
+		s.stepNext = true
 		n, err := s.rollback(m)
+		s.stepNext = false
 		r.Resimulated = n
 		if err != nil {
 			r.Events = s.events
@@ -426,7 +463,7 @@ func (s *Session) Idle() (Result, error) {
 	}
 	r := Result{Frame: s.frame, Stalled: true}
 	mis, err := s.poll()
-	if err == nil && s.started && s.forced == 0 && mis < s.frame {
+	if err == nil && s.started && mis < s.frame {
 		r.Resimulated, err = s.rollback(mis)
 	}
 	s.send()
@@ -532,6 +569,7 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 		return mis, false // malformed, or not from this session
 	}
 	s.verify(peer) // the tag proves it saw our nonce
+	ps.goSeen = true // and inputs prove it has started
 	if ps.disc {
 		return mis, true // it left; what it still sends no longer counts
 	}
@@ -742,6 +780,16 @@ func (s *Session) maybeSave(f Frame) {
 // snapshot there can always be restored.
 func (s *Session) anchor() Frame {
 	c := s.ConfirmedFrame()
+	if s.forced > 0 {
+		// The frame the next forced rollback restores: the one before the
+		// next simulated frame, minus MaxRollback (one later if that frame is
+		// simulated right after this rollback).
+		next := s.present - Frame(s.forced)
+		if s.stepNext {
+			next++
+		}
+		c = min(c, next)
+	}
 	for x := range s.peers {
 		if s.peers[x].agreed {
 			continue
@@ -751,11 +799,6 @@ func (s *Session) anchor() Frame {
 				c = min(c, s.peers[m].sees[x])
 			}
 		}
-	}
-	if s.forced > 0 {
-		// The frame the next forced rollback restores, but never a state
-		// built on unconfirmed inputs (a starved constant-cost session).
-		return min(c, s.present-Frame(s.forced)+1)
 	}
 	return c
 }

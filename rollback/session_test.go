@@ -43,7 +43,7 @@ func TestMatches(t *testing.T) {
 				// (docs/architecture.md, "Snapshots").
 				limit := 2 * rollback.DefaultMaxRollback
 				if players > 2 {
-					limit = 128 // half the input ring; measured at most 80 (8 players, hell)
+					limit = 256 // the input ring: the session stalls rather than re-simulate further
 				}
 				assert.Less(t, r.MaxResimulated, limit)
 				assert.Zero(t, r.PacketsInvalid)
@@ -137,7 +137,9 @@ func TestDisconnectAgreement(t *testing.T) {
 				assert.True(t, r.Verified, r.Desync)
 				require.Len(t, r.Checksums, 2)
 				assert.Equal(t, r.Checksums[0], r.Checksums[1])
-				assert.Greater(t, r.DisconnectFrame, rollback.Frame(600-rollback.DefaultMaxRollback-2))
+				// A survivor can lag up to a window behind the one that dropped, and
+				// that one up to a window behind the others.
+				assert.Greater(t, r.DisconnectFrame, rollback.Frame(600-2*rollback.DefaultMaxRollback-5))
 				assert.LessOrEqual(t, r.DisconnectFrame, rollback.Frame(601+inputlag.Max), "its inputs run ahead by its input lag")
 				if !clean {
 					// The silence lasts DisconnectTimeout (5 s) before anyone gives up.

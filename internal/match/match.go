@@ -15,12 +15,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -52,9 +55,18 @@ type Config struct {
 	DropClean   bool
 	// DisconnectTimeout is Config.DisconnectTimeout of every session (0: 5 s).
 	DisconnectTimeout time.Duration
-	// FixedInputLag and NoFrameAdvantage are the sessions' Config options.
+	// FixedInputLag, NoFrameAdvantage and NoStartDelay are the sessions'
+	// Config options.
 	FixedInputLag    bool
 	NoFrameAdvantage bool
+	NoStartDelay     bool
+	// Skew makes the last machine's clock run this much slow (0.03: 3%).
+	Skew float64
+	// StartSpread starts the host (machine 0) this much before the others.
+	StartSpread time.Duration
+	// Hiccups freezes every machine for 200 ms this many times a minute, at
+	// seeded random moments (netsim only).
+	Hiccups int
 }
 
 // Result is what happened in one match.
@@ -78,6 +90,15 @@ type Result struct {
 	PacketsInvalid    int64
 	TransportDrops    int64 // UDP only: datagrams the transport dropped (unknown address, oversized, queue full)
 	Hits              int32 // ships destroyed, from the final state
+	AdvantageStalls   int64
+	LagStalls         int64
+	LagFrames         [rollback.MaxInputLagHistogram]int64 // frames simulated at each input lag, all machines
+	FinalInputLag     []int                                // each remaining machine's input lag at the end
+	CadenceViolations int                                  // frame-advantage stalls closer together than StallPeriod allows
+	// AdvantageSum / AdvantageWindows is the mean absolute input advantage
+	// of every peer pair after the first 10 s, averaged over 100-tick windows.
+	AdvantageSum     float64
+	AdvantageWindows int
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -91,49 +112,107 @@ func (r *Result) SimulatedSeconds() float64 { return float64(r.Ticks) / 60 }
 var ErrConfig = errors.New("match: invalid config")
 
 type machine struct {
-	s       *rollback.Session
-	a       *savestate.Arena
-	g       *arena.Game
-	players []rollback.PlayerID
-	bots    []*arena.Bot
-	dead    bool
-	frame   atomicFrame // the session's frame, readable by the other machines' goroutines
+	s        *rollback.Session
+	a        *savestate.Arena
+	g        *arena.Game
+	players  []rollback.PlayerID
+	bots     []*arena.Bot
+	dead     bool
+	finished bool
+	frame    atomicFrame // the session's frame, readable by the other machines' goroutines
+
+	ticks       int // ticks run
+	lastAdvTick int // tick of the last frame-advantage stall
+	advWindow   []advAcc
+	cadenceBad  int
+}
+
+// advAcc averages one peer's instantaneous input advantage over a window.
+type advAcc struct {
+	sum float64
+	n   int
 }
 
 // Run plays and verifies one match over netsim, on a virtual clock.
 func Run(c Config) Result {
 	var r Result
-	nw, err := netsim.New(max(1, machinesOf(c)), c.Seed, c.Profile)
+	machines := max(1, machinesOf(c))
+	nw, err := netsim.New(machines, c.Seed, c.Profile)
 	if err != nil {
+		r.Err = err
+		return r
+	}
+	if err := setClocks(nw, c, machines); err != nil {
 		r.Err = err
 		return r
 	}
 	rn, err := prepare(c, func(i int) rollback.Transport { return nw.Endpoint(i) },
-		func(int) rollback.Clock { return nw }, func(i int) io.Reader { return SeededRand(c.Seed, i) })
+		func(i int) rollback.Clock { return nw.Clock(i) }, func(i int) io.Reader { return SeededRand(c.Seed, i) })
 	if err != nil {
 		r.Err = err
 		return r
 	}
-	maxTicks := 4*c.Frames + 3600
-	for r.Ticks = 0; r.Ticks < maxTicks; r.Ticks++ {
+	// Each machine runs its own 60 Hz loop on its own clock, paced like
+	// pacer.Pacer (late frames are caught up, up to 250 ms); the network
+	// moves in 1 ms steps.
+	const step = time.Millisecond
+	deadline := make([]time.Duration, machines)
+	limit := time.Duration(4*c.Frames+3600) * Tick
+	for nw.Now() < limit {
 		rn.retarget()
 		done := true
 		for i := range rn.ms {
-			fin, err := rn.tick(i)
-			if err != nil {
-				r.Err = err
-				return r
+			if !nw.Frozen(i) {
+				now := nw.NodeNow(i)
+				if now-deadline[i] > 250*time.Millisecond {
+					deadline[i] = now
+				}
+				for now >= deadline[i] && !nw.Frozen(i) {
+					deadline[i] += Tick
+					if _, err := rn.tick(i); err != nil {
+						r.Err = err
+						return r
+					}
+				}
 			}
-			done = done && fin
+			done = done && rn.ms[i].finished
 		}
 		if done {
 			r.Completed = true
 			break
 		}
-		nw.Advance(Tick)
+		nw.Advance(step)
 	}
+	r.Ticks = int(nw.Now() / Tick)
 	rn.finish(&r)
 	return r
+}
+
+// setClocks applies c's clock skew, start spread and freezes.
+func setClocks(nw *netsim.Network, c Config, machines int) error {
+	for i := range machines {
+		var clk netsim.NodeClock
+		if i > 0 {
+			clk.Offset = -c.StartSpread // the host (machine 0) starts first
+		}
+		if i == machines-1 && c.Skew != 0 {
+			clk.Rate = 1 - c.Skew
+		}
+		if err := nw.SetNodeClock(i, clk); err != nil {
+			return err
+		}
+		if c.Hiccups > 0 {
+			r := rand.New(rand.NewPCG(c.Seed, uint64(i)+77))
+			minutes := float64(c.Frames) / 3600
+			for range int(float64(c.Hiccups)*minutes + 0.5) {
+				at := time.Duration(r.Int64N(int64(time.Duration(c.Frames) * Tick)))
+				if err := nw.AddFreeze(i, netsim.Freeze{At: at, For: 200 * time.Millisecond}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func machinesOf(c Config) int {
@@ -151,6 +230,10 @@ type run struct {
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
+
+	advMu  sync.Mutex
+	advSum float64 // |windowed input advantage| summed over peer pairs and windows
+	advN   int
 }
 
 // retarget moves the end of the match to the furthest frame any machine
@@ -210,7 +293,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
-			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage,
+			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 		})
 		if err != nil {
 			return nil, err
@@ -226,13 +309,19 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 // tick runs one frame of machine i: input and Advance until the last
 // frame, Idle after it. It reports whether the machine has done its part:
 // every frame simulated and every input confirmed, or dropped.
-func (rn *run) tick(i int) (bool, error) {
+func (rn *run) tick(i int) (fin bool, err error) {
 	c, m := &rn.c, &rn.ms[i]
 	if m.dead {
+		m.finished = true
 		return true, nil
 	}
 	end := rollback.Frame(rn.target.Load())
-	defer func() { m.frame.Store(m.s.Frame()) }()
+	before := m.s.Stats()
+	defer func() {
+		m.frame.Store(m.s.Frame())
+		m.finished = fin
+		rn.measure(m, before)
+	}()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
 		m.dead = true
 		if c.DropClean {
@@ -262,6 +351,42 @@ func (rn *run) tick(i int) (bool, error) {
 		return false, fmt.Errorf("machine %d: %w", i, err)
 	}
 	return m.s.Frame() == end && m.s.ConfirmedFrame() >= end && end == rollback.Frame(rn.target.Load()), nil
+}
+
+// measure samples machine m after a tick: the frame-advantage stall
+// cadence and, after the first 10 seconds, each peer's input advantage
+// averaged over 100-tick windows.
+func (rn *run) measure(m *machine, before rollback.Stats) {
+	m.ticks++
+	after := m.s.Stats()
+	if after.AdvantageStalls > before.AdvantageStalls {
+		if m.lastAdvTick > 0 && m.ticks-m.lastAdvTick < advantage.StallPeriod(before.QueuedStalls) {
+			m.cadenceBad++
+		}
+		m.lastAdvTick = m.ticks
+	}
+	if m.ticks < 600 || rn.c.Players < 2 {
+		return
+	}
+	if m.advWindow == nil {
+		m.advWindow = make([]advAcc, machinesOf(rn.c)-1)
+	}
+	for j := range m.advWindow {
+		ps, ok := m.s.PeerStats(j)
+		if !ok || ps.Disconnected || !ps.Verified {
+			continue
+		}
+		w := &m.advWindow[j]
+		w.sum += float64(ps.LocalFrameLag - ps.RemoteFrameLag)
+		w.n++
+		if w.n == advantage.Window {
+			rn.advMu.Lock()
+			rn.advSum += math.Abs(w.sum / float64(w.n))
+			rn.advN++
+			rn.advMu.Unlock()
+			*w = advAcc{}
+		}
+	}
 }
 
 type atomicFrame struct{ v atomic.Int32 }
@@ -314,12 +439,20 @@ func (rn *run) finish(r *Result) {
 		r.MaxRollbackFrames = max(r.MaxRollbackFrames, st.MaxRollbackFrames)
 		r.MaxResimulated = max(r.MaxResimulated, st.MaxResimulated)
 		r.StallFrames += st.StallFrames
+		r.AdvantageStalls += st.AdvantageStalls
+		r.LagStalls += st.LagStalls
+		for k := range r.LagFrames {
+			r.LagFrames[k] += st.LagFrames[k]
+		}
+		r.FinalInputLag = append(r.FinalInputLag, st.InputLag)
+		r.CadenceViolations += ms[i].cadenceBad
 		r.PacketsSent += st.PacketsSent
 		r.BytesSent += st.BytesSent
 		r.PacketsInvalid += st.PacketsInvalid
 		r.Checksums = append(r.Checksums, xxhash.Sum64(ms[i].a.Bytes()))
 	}
 	r.Hits = ms[alive].g.World().Hits
+	r.AdvantageSum, r.AdvantageWindows = rn.advSum, rn.advN
 	if !r.Completed {
 		return
 	}

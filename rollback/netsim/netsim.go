@@ -168,6 +168,7 @@ type Network struct {
 type node struct {
 	ep    Endpoint
 	queue pktHeap
+	time  nodeTime
 }
 
 type link struct {

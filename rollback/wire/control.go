@@ -12,10 +12,17 @@ const (
 	KindQuality      Kind = 3 // Quality: a ping
 	KindQualityReply Kind = 4 // QualityReply: its answer
 	KindDisconnect   Kind = 5 // Disconnect: the sender is leaving
+	KindReady        Kind = 6 // Ready: the sender's round-trip times, to the host
+	KindStart        Kind = 7 // Start: the host's full mesh of round-trip times
+	KindGo           Kind = 8 // Go: the sender has the mesh and is ready to start
 )
 
-// MaxControlSize is the largest control datagram accepted or produced.
-const MaxControlSize = 128
+// MaxControlSize is the largest control datagram accepted or produced (a
+// Start message for 8 machines).
+const MaxControlSize = 400
+
+// MaxMachines bounds the round-trip-time lists of Ready and Start.
+const MaxMachines = 8
 
 // ControlHeaderSize is the kind byte and the 16-bit session tag.
 const ControlHeaderSize = 3
@@ -52,6 +59,24 @@ type QualityReply struct {
 // one past the last frame of input it sent.
 type Disconnect struct {
 	Frame int32
+}
+
+// Ready carries the sender's round-trip times to every machine of the match,
+// in microseconds, machines in ascending order of their lowest PlayerID
+// (its own entry 0).
+type Ready struct {
+	RTT []uint32
+}
+
+// Start carries the full mesh of round-trip times, row-major, n×n for n
+// machines in ascending order of their lowest PlayerID, in microseconds.
+type Start struct {
+	Mesh []uint32
+}
+
+// Go says the sender has the mesh: the match can start.
+type Go struct {
+	Frame int32 // always 0; msgpack has no empty fixed shape we accept
 }
 
 var mh = func() *codec.MsgpackHandle {
@@ -145,6 +170,12 @@ func kindMatches(k Kind, msg any) bool {
 		return k == KindQualityReply
 	case *Disconnect:
 		return k == KindDisconnect
+	case *Ready:
+		return k == KindReady
+	case *Start:
+		return k == KindStart
+	case *Go:
+		return k == KindGo
 	}
 	return false
 }

@@ -43,6 +43,12 @@ func (k Kind) String() string {
 		return "quality-reply"
 	case KindDisconnect:
 		return "disconnect"
+	case KindReady:
+		return "ready"
+	case KindStart:
+		return "start"
+	case KindGo:
+		return "go"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}
