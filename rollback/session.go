@@ -568,7 +568,7 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 	if err != nil || ps.nonce == 0 || h.Tag != ps.tag {
 		return mis, false // malformed, or not from this session
 	}
-	s.verify(peer) // the tag proves it saw our nonce
+	s.verify(peer)   // the tag proves it saw our nonce
 	ps.goSeen = true // and inputs prove it has started
 	if ps.disc {
 		return mis, true // it left; what it still sends no longer counts
