@@ -137,8 +137,10 @@ func (t *Tracker) Frame() (float64, bool) {
 		if p.nLocal > 0 && p.nRemote > 0 {
 			best = max(best, p.local/float64(p.nLocal)-p.remote/float64(p.nRemote))
 		}
-		if p.nLocal > 0 {
-			worstLocal = max(worstLocal, p.local/float64(p.nLocal))
+		if p.nLocal > 0 && p.nRemote > 0 {
+			// The mean of the two directions: the advantage cancels out,
+			// leaving the frames of lag the link itself causes.
+			worstLocal = max(worstLocal, (p.local/float64(p.nLocal)+p.remote/float64(p.nRemote))/2)
 		}
 		*p = lags{}
 	}
@@ -146,9 +148,11 @@ func (t *Tracker) Frame() (float64, bool) {
 	return best, true
 }
 
-// LastLocalLag returns the worst mean localFrameLag over the peers in the
-// last complete window: how many frames of the most distant peer's input
-// this machine was predicting. It feeds inputlag.Next.
+// LastLocalLag returns, for the most distant peer of the last complete
+// window, the frames of lag the link causes: the mean of its mean
+// localFrameLag and mean remoteFrameLag, in which any frame advantage
+// cancels out (that is the stalls' business, not the input lag's). It
+// feeds inputlag.Next.
 func (t *Tracker) LastLocalLag() float64 { return t.lastLocal }
 
 // Last returns the advantage computed at the end of the last window.

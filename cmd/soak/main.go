@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -71,10 +72,22 @@ type Summary struct {
 	PacketsPerPeerPerFrame float64 `json:"packets_per_peer_per_frame"`
 	BytesPerPeerPerSecond  float64 `json:"bytes_per_peer_per_second"`
 
-	SimulatedSeconds float64 `json:"simulated_seconds"`
-	WallSeconds      float64 `json:"wall_seconds"`
-	Passed           bool    `json:"passed"`
-	Failures         []Fail  `json:"failures,omitempty"`
+	SimulatedSeconds      float64          `json:"simulated_seconds"`
+	WallSeconds           float64          `json:"wall_seconds"`
+	Skew                  float64          `json:"skew"`
+	Hiccups               int              `json:"hiccups_per_minute"`
+	MeanAbsAdvantage      float64          `json:"mean_abs_advantage"`
+	MaxAbsAdvantage       float64          `json:"max_abs_advantage"`
+	EarlyAbsAdvantage     float64          `json:"early_abs_advantage"`
+	StallFramesPerMinute  float64          `json:"stall_frames_per_minute"`
+	AdvantageStallFrames  int64            `json:"advantage_stall_frames"`
+	InputLagStallFrames   int64            `json:"input_lag_stall_frames"`
+	StallCadenceViolation int              `json:"stall_cadence_violations"`
+	InputLagHistogram     map[string]int64 `json:"input_lag_histogram"`
+	InputLagFinal         [][]int          `json:"input_lag_final"`
+
+	Passed   bool   `json:"passed"`
+	Failures []Fail `json:"failures,omitempty"`
 }
 
 // Fail describes one failed match.
@@ -88,7 +101,10 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
 	profile, jsonPath, snapshots, transport, network                 string
-	fixedLag, noSmoothing                                            bool
+	fixedLag, noSmoothing, noStartDelay                              bool
+	skew                                                             float64
+	hiccups                                                          int
+	startSpread                                                      time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -107,7 +123,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.delay, "delay", 0, "Config.InputDelay, in frames")
 	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
 	fs.BoolVar(&o.fixedLag, "fixed-lag", false, "keep the input lag at -delay (Config.FixedInputLag)")
-	fs.BoolVar(&o.noSmoothing, "no-smoothing", false, "turn frame-advantage stalls off (Config.NoFrameAdvantage)")
+	fs.BoolVar(&o.noSmoothing, "no-smoothing", false, "turn frame-advantage stalls and the start delay off (Config.NoFrameAdvantage)")
+	fs.BoolVar(&o.noStartDelay, "no-start-delay", false, "start without the start-of-match wait (Config.NoStartDelay)")
+	fs.Func("skew", "the last machine's clock runs this much slow, e.g. 3% or 0.03", func(v string) error {
+		f, err := parsePercent(v)
+		if err == nil && (f < 0 || f >= 0.5) {
+			err = errors.New("want 0 to 50%")
+		}
+		o.skew = f
+		return err
+	})
+	fs.IntVar(&o.hiccups, "hiccups", 0, "with -transport netsim: every machine freezes for 200 ms this many times a minute")
+	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	if err := fs.Parse(args); err != nil {
@@ -138,7 +165,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			for i := range jobs {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
 					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
-					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing}
+					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
+					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -184,6 +212,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+func parsePercent(v string) (float64, error) {
+	if pct, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		return f / 100, err
+	}
+	return strconv.ParseFloat(v, 64)
+}
+
 func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, error) {
 	if o.machines == 0 {
 		o.machines = o.players
@@ -203,6 +239,10 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 		return netsim.Profile{}, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
 	case o.maxRollback < 1 || o.maxRollback > rollback.MaxMaxRollback:
 		return netsim.Profile{}, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxMaxRollback)
+	case o.hiccups < 0:
+		return netsim.Profile{}, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
+	case o.startSpread < 0:
+		return netsim.Profile{}, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
 	case o.delay < 0 || o.delay > rollback.MaxInputDelay:
 		return netsim.Profile{}, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
 	}
@@ -233,9 +273,11 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 }
 
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
-	s := Summary{Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
+	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
+		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport}
-	var ticks int
+	var ticks, advN int
+	var advSum, earlySum float64
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
 		switch {
@@ -262,6 +304,17 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.MaxRollbackFrames = max(s.MaxRollbackFrames, r.MaxRollbackFrames)
 		s.MaxResimulatedFrames = max(s.MaxResimulatedFrames, r.MaxResimulated)
 		s.StallFrames += r.StallFrames
+		s.AdvantageStallFrames += r.AdvantageStalls
+		s.InputLagStallFrames += r.LagStalls
+		s.StallCadenceViolation += r.CadenceViolations
+		for k := range 5 {
+			s.InputLagHistogram[strconv.Itoa(k)] += r.LagFrames[k]
+		}
+		s.InputLagFinal = append(s.InputLagFinal, r.FinalInputLag)
+		advSum += r.AdvantageSum
+		advN += r.AdvantageWindows
+		s.MaxAbsAdvantage = max(s.MaxAbsAdvantage, r.MaxAdvantage)
+		earlySum += r.EarlyAdvantage
 		s.PacketsInvalid += r.PacketsInvalid
 		s.TransportDrops += r.TransportDrops
 		s.PacketsSent += r.PacketsSent
@@ -270,6 +323,13 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		ticks += r.Ticks
 	}
 	s.SimulatedSeconds = float64(ticks) / 60
+	if advN > 0 {
+		s.MeanAbsAdvantage = advSum / float64(advN)
+	}
+	s.EarlyAbsAdvantage = earlySum / float64(len(rs))
+	if ticks > 0 {
+		s.StallFramesPerMinute = float64(s.StallFrames+s.AdvantageStallFrames+s.InputLagStallFrames) / float64(o.machines) / (s.SimulatedSeconds / 60)
+	}
 	if ticks > 0 {
 		peerFrames := float64(ticks) * float64(o.machines)
 		s.PacketsPerPeerPerFrame = float64(s.PacketsSent) / peerFrames
@@ -296,6 +356,10 @@ func printSummary(w io.Writer, s *Summary) {
 		s.Rollbacks, s.RollbacksPer100Frames, s.ResimulatedFrames, s.MaxRollbackFrames, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
+	fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
+		s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
+	fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4: %d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
+		s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"])
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {
 		if f.Match >= 0 {

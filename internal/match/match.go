@@ -99,6 +99,10 @@ type Result struct {
 	// of every peer pair after the first 10 s, averaged over 100-tick windows.
 	AdvantageSum     float64
 	AdvantageWindows int
+	MaxAdvantage     float64 // the largest |windowed input advantage| after the first 10 s
+	// EarlyAdvantage is |mean input advantage over the first 100 frames|,
+	// averaged over every peer pair (the start delay's claim).
+	EarlyAdvantage float64
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -125,6 +129,7 @@ type machine struct {
 	lastAdvTick int // tick of the last frame-advantage stall
 	advWindow   []advAcc
 	cadenceBad  int
+	early       []advAcc // each peer's signed advantage summed over frames 1…100
 }
 
 // advAcc averages one peer's instantaneous input advantage over a window.
@@ -234,6 +239,7 @@ type run struct {
 	advMu  sync.Mutex
 	advSum float64 // |windowed input advantage| summed over peer pairs and windows
 	advN   int
+	advMax float64
 }
 
 // retarget moves the end of the match to the furthest frame any machine
@@ -365,7 +371,21 @@ func (rn *run) measure(m *machine, before rollback.Stats) {
 		}
 		m.lastAdvTick = m.ticks
 	}
-	if m.ticks < 600 || rn.c.Players < 2 {
+	if machinesOf(rn.c) < 2 {
+		return
+	}
+	if f := m.s.Frame(); f > 0 && f <= advantage.Window {
+		if m.early == nil {
+			m.early = make([]advAcc, machinesOf(rn.c)-1)
+		}
+		for j := range m.early {
+			if ps, ok := m.s.PeerStats(j); ok && ps.Verified && !ps.Disconnected {
+				m.early[j].sum += float64(ps.LocalFrameLag - ps.RemoteFrameLag)
+				m.early[j].n++
+			}
+		}
+	}
+	if m.ticks < 600 {
 		return
 	}
 	if m.advWindow == nil {
@@ -380,9 +400,11 @@ func (rn *run) measure(m *machine, before rollback.Stats) {
 		w.sum += float64(ps.LocalFrameLag - ps.RemoteFrameLag)
 		w.n++
 		if w.n == advantage.Window {
+			a := math.Abs(w.sum / float64(w.n))
 			rn.advMu.Lock()
-			rn.advSum += math.Abs(w.sum / float64(w.n))
+			rn.advSum += a
 			rn.advN++
+			rn.advMax = max(rn.advMax, a)
 			rn.advMu.Unlock()
 			*w = advAcc{}
 		}
@@ -452,7 +474,19 @@ func (rn *run) finish(r *Result) {
 		r.Checksums = append(r.Checksums, xxhash.Sum64(ms[i].a.Bytes()))
 	}
 	r.Hits = ms[alive].g.World().Hits
-	r.AdvantageSum, r.AdvantageWindows = rn.advSum, rn.advN
+	r.AdvantageSum, r.AdvantageWindows, r.MaxAdvantage = rn.advSum, rn.advN, rn.advMax
+	var early advAcc
+	for i := range ms {
+		for _, e := range ms[i].early {
+			if e.n > 0 {
+				early.sum += math.Abs(e.sum / float64(e.n))
+				early.n++
+			}
+		}
+	}
+	if early.n > 0 {
+		r.EarlyAdvantage = early.sum / float64(early.n)
+	}
 	if !r.Completed {
 		return
 	}
