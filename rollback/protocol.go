@@ -247,17 +247,18 @@ func (s *Session) handleStart(i int, b []byte) bool {
 	return false
 }
 
-// sendStart sends peer i the start-protocol messages due, every 100 ms
-// until the match runs.
+// sendStart sends peer i the start-protocol messages due until the match
+// runs: Ready every 100 ms, Start and Go on every tick.
 func (s *Session) sendStart(i int) {
 	ps := &s.peers[i]
-	if s.started || s.noStartDelay || !ps.verified || s.now-ps.lastSync < handshakeRetry && ps.lastSync != 0 {
+	if s.started || s.noStartDelay || !ps.verified {
 		return
 	}
 	n := len(s.peers) + 1
 	switch {
 	case s.meshKnown:
-		ps.lastSync = s.now
+		// Start and Go go out on every tick until the match runs: one lost
+		// copy would shift this machine's start by a round trip.
 		if s.hostPeer < 0 {
 			s.tx.start.Mesh = s.tx.start.Mesh[:0]
 			for a := range n {
@@ -269,7 +270,7 @@ func (s *Session) sendStart(i int) {
 		} else {
 			s.sendControl(i, wire.KindGo, ps.tag, &s.tx.gomsg)
 		}
-	case i == s.hostPeer && s.rowReady():
+	case i == s.hostPeer && s.rowReady() && (ps.lastSync == 0 || s.now-ps.lastSync >= handshakeRetry):
 		ps.lastSync = s.now
 		s.tx.ready.RTT = s.tx.ready.RTT[:0]
 		for range n {

@@ -80,21 +80,22 @@ type Result struct {
 	Checksums []uint64
 	Want      uint64 // checksum of the offline re-simulation
 
-	Rollbacks         int64
-	ResimulatedFrames int64
-	MaxRollbackFrames int
-	MaxResimulated    int
-	StallFrames       int64
-	PacketsSent       int64
-	BytesSent         int64 // payload only
-	PacketsInvalid    int64
-	TransportDrops    int64 // UDP only: datagrams the transport dropped (unknown address, oversized, queue full)
-	Hits              int32 // ships destroyed, from the final state
-	AdvantageStalls   int64
-	LagStalls         int64
-	LagFrames         [rollback.MaxInputLagHistogram]int64 // frames simulated at each input lag, all machines
-	FinalInputLag     []int                                // each remaining machine's input lag at the end
-	CadenceViolations int                                  // frame-advantage stalls closer together than StallPeriod allows
+	Rollbacks              int64
+	ResimulatedFrames      int64
+	MaxRollbackFrames      int
+	MaxResimulated         int
+	StallFrames            int64
+	PacketsSent            int64
+	BytesSent              int64 // payload only
+	PacketsInvalid         int64
+	TransportDrops         int64 // UDP only: datagrams the transport dropped (unknown address, oversized, queue full)
+	Hits                   int32 // ships destroyed, from the final state
+	AdvantageStalls        int64
+	LagStalls              int64
+	LagFrames              [rollback.MaxInputLagHistogram]int64 // frames simulated at each input lag, all machines
+	FinalInputLag          []int                                // each remaining machine's input lag at the end
+	CadenceViolations      int                                  // frame-advantage stalls closer together than StallPeriod allows
+	MachineAdvantageStalls []int64                              // each remaining machine's frame-advantage stalls
 	// AdvantageSum / AdvantageWindows is the mean absolute input advantage
 	// of every peer pair after the first 10 s, averaged over 100-tick windows.
 	AdvantageSum     float64
@@ -467,6 +468,7 @@ func (rn *run) finish(r *Result) {
 			r.LagFrames[k] += st.LagFrames[k]
 		}
 		r.FinalInputLag = append(r.FinalInputLag, st.InputLag)
+		r.MachineAdvantageStalls = append(r.MachineAdvantageStalls, st.AdvantageStalls)
 		r.CadenceViolations += ms[i].cadenceBad
 		r.PacketsSent += st.PacketsSent
 		r.BytesSent += st.BytesSent
