@@ -43,24 +43,25 @@
 //	})
 //	defer s.Close() // tells the peers at once
 //	p := pacer.New(time.Second / 60)
-//	stalled := false
 //	for {
 //		p.Wait()
-//		if !stalled {
-//			if err := s.AddLocalInput(0, sampleInput()); err != nil { ... }
-//		}
-//		r, err := s.Advance() // receive, correct, simulate one frame, send
+//		err := s.AddLocalInput(0, sampleInput())
+//		if err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) { ... }
+//		r, err := s.Advance() // receive, correct, maybe stall, simulate, send
 //		if err != nil { ... }
-//		stalled = r.Stalled
 //		render(game)
-//		for _, e := range r.Events { ... } // spinner on EventStarved, EventDisconnected, ...
+//		for _, e := range r.Events { ... } // spinner on EventStarved, EventInputLagChanged, ...
 //	}
 //
 // The caller's duties:
 //
-//  1. Give every local player's input once per frame with
-//     [Session.AddLocalInput] before [Session.Advance]. After an Advance
-//     that stalled, the input given is still queued: skip the next one.
+//  1. Offer every local player's input once per tick with
+//     [Session.AddLocalInput] before [Session.Advance]. When the session
+//     stalled (for a missing peer, or to give a slower peer back its
+//     frames), this tick's frame already has its input and AddLocalInput
+//     returns [ErrInputAlreadyAdded]: drop that sample. While the session
+//     raises its input lag it stalls but takes the input.
+//     [Session.InputFrame] tells which frame an input will be used for.
 //  2. Call Advance once per tick at the game's frame rate, and
 //     [Session.Idle] instead while paused or finished, so that peers still
 //     receive inputs and acknowledgements.
@@ -82,6 +83,20 @@
 // interruption and disconnection timers, and gossip so that every machine
 // uses the same disconnect frame. Anything malformed, foreign or impossible
 // is dropped and counted, never trusted.
+//
+// # Fairness and input lag
+//
+// By default the session keeps the match fair and smooth as the INVERSUS
+// article does (packages advantage and inputlag): it measures every peer's
+// input frame advantage from the input messages, averages it every 100
+// frames, and stalls the frames it is ahead, spread out by
+// advantage.StallPeriod; it starts the first frame after
+// advantage.StartDelay, computed from the full mesh of round-trip times, so
+// that the machine that decided to start is not ahead; and it re-evaluates
+// its local input lag every 100 frames with inputlag.Next, raising it by
+// stalling and lowering it by simulating the queued inputs at once.
+// Config.FixedInputLag, Config.NoFrameAdvantage and Config.NoStartDelay turn
+// each off; Stats reports the advantage, the queued stalls and the lag.
 //
 // # Implementation notes
 //
