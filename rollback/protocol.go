@@ -40,6 +40,7 @@ type PeerStats struct {
 	PacketsSent       int64
 	PacketsReceived   int64
 	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames
+	LossBursts        int64 // times a loss burst outran the redundancy window (every unacked frame is then resent for 10 s)
 	LocalFrameLag     Frame // on our last send: our next frame minus the next frame we want from it
 	RemoteFrameLag    Frame // on its last packet: its next frame minus the next frame it wants from us
 	FramesBehind      Frame // how far its input stream is behind ours
@@ -80,6 +81,7 @@ type peerState struct {
 	row         []uint32 // its round-trip times (µs), from its Ready (host only)
 	goSeen      bool     // it has the mesh (its Go, or the host's Start)
 	lastSync    time.Duration
+	fullUntil   time.Duration     // resend every unacknowledged frame until then
 	sees        [MaxPlayers]Frame // by peer index: how many of that peer's frames it reported having
 
 	st                    PeerStats

@@ -44,6 +44,14 @@ func (e *SyncTestError) Error() string {
 // or ignored, never allowed to overwrite what is still needed.
 const ringSize = 256
 
+// fullResendFor is how long a peer gets every unacknowledged frame in
+// every packet after a loss burst outran the redundancy window.
+const fullResendFor = 10 * time.Second
+
+// lostMargin is added to a round trip (and a quarter) before a frame the
+// peer still wants counts as lost: two frames at 60 Hz.
+const lostMargin = 35 * time.Millisecond
+
 // gossipCountEvery: input packets carry the counts of third machines'
 // frames in one packet of this many.
 const gossipCountEvery = 4
@@ -99,9 +107,15 @@ type Session struct {
 	smoothing  bool
 	stallQueue int
 	sinceStall int
-	lagStalls  int  // frames still to stall for a raised input lag
-	catchUp    int  // frames still to simulate at once for a lowered input lag
-	stepNext   bool // a forced rollback is followed at once by a simulated frame
+	lagStalls  int                     // frames still to stall for a raised input lag
+	catchUp    int                     // frames still to simulate at once for a lowered input lag
+	stepNext   bool                    // a forced rollback is followed at once by a simulated frame
+	stallsSeen int64                   // stalled frames (all reasons) at the last window's end
+	sentAt     [ringSize]time.Duration // when each local frame was first sent
+	sentHigh   Frame                   // frames below this have a sentAt
+	drift      float64                 // estimated frames of drift per window (smoothed)
+	lastAdv    float64
+	windows    int
 
 	clock           Clock
 	now             time.Duration
@@ -425,7 +439,7 @@ func (s *Session) play() {
 		return
 	}
 	if s.smoothing {
-		s.stallQueue += advantage.StallFrames(adv)
+		s.stallQueue += advantage.StallFrames(adv) + s.driftStalls(adv)
 	}
 	if s.lagFixed {
 		return
@@ -442,6 +456,33 @@ func (s *Session) play() {
 	s.delay = next
 	s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: next})
 }
+
+// driftStalls is Rewind's rate term on top of the article's stalls: the
+// article stalls the average advantage of the last window, so a steady
+// drift (a peer whose clock runs slow) leaves a standing lead of one
+// window's drift. The drift per window is estimated as the stalls taken in
+// the window plus half the change in advantage, smoothed over about four
+// windows; its whole frames are stalled in advance. With no drift it adds
+// nothing.
+func (s *Session) driftStalls(adv float64) int {
+	// Every frame not simulated gives frames back, whatever the reason.
+	all := s.stats.AdvantageStalls + s.stats.StallFrames + s.stats.LagStalls
+	taken := all - s.stallsSeen
+	s.stallsSeen = all
+	if s.windows > 0 {
+		sample := float64(taken) + (adv-s.lastAdv)/2
+		s.drift += (sample - s.drift) / 4
+	}
+	s.windows++
+	s.lastAdv = adv
+	if s.drift < 1 {
+		return 0
+	}
+	return min(int(s.drift), maxDriftStalls)
+}
+
+// maxDriftStalls caps the rate term: 5 frames a window is a clock 5% slow.
+const maxDriftStalls = 5
 
 // hasLocalInput reports whether every local player's input for s.frame is
 // queued.
@@ -839,6 +880,9 @@ func (s *Session) send() {
 	}
 	localNext := s.next[s.local[0]]
 	nLocal := len(s.local)
+	for ; s.started && s.sentHigh < localNext; s.sentHigh++ {
+		s.sentAt[ring(s.sentHigh)] = s.now // when each local frame first went out
+	}
 	// Worst case bits per frame, to keep every datagram under maxDatagram.
 	perFrame := nLocal * (len(s.layout) + s.layout.Bits())
 	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.HeaderSize-4*MaxPlayers)*8/perFrame)
@@ -853,8 +897,21 @@ func (s *Session) send() {
 		}
 		want := s.next[ps.players[0]]
 		first := ps.ack
-		if s.redundant > 0 && localNext-Frame(s.redundant) > first && s.now-ps.ackAt < ps.rtt*3/2+50*time.Millisecond && ps.rtt > 0 {
-			first = localNext - Frame(s.redundant)
+		if s.redundant > 0 && ps.rtt > 0 && localNext-Frame(s.redundant) > first {
+			// Repeat only the newest frames, unless the oldest frame the peer
+			// still wants went out longer than a round trip ago: then a loss
+			// burst outran the window, everything from the ack goes again,
+			// and keeps going for a while (bursty links get INVERSUS's full
+			// redundancy, clean ones stay lean).
+			if sent := s.sentAt[ring(first)]; first < s.sentHigh && s.now-sent > ps.rtt+ps.rtt/4+lostMargin {
+				if s.now >= ps.fullUntil {
+					ps.st.LossBursts++
+				}
+				ps.fullUntil = s.now + fullResendFor
+			}
+			if s.now >= ps.fullUntil {
+				first = localNext - Frame(s.redundant)
+			}
 		}
 		if want-first > 255 {
 			first = want - 255 // it is hopelessly behind; keep the header encodable

@@ -96,6 +96,7 @@ type Result struct {
 	FinalInputLag          []int                                // each remaining machine's input lag at the end
 	CadenceViolations      int                                  // frame-advantage stalls closer together than StallPeriod allows
 	MachineAdvantageStalls []int64                              // each remaining machine's frame-advantage stalls
+	LossBursts             int64                                // loss bursts that outran the redundancy window
 	// AdvantageSum / AdvantageWindows is the mean absolute input advantage
 	// of every peer pair after the first 10 s, averaged over 100-tick windows.
 	AdvantageSum     float64
@@ -469,6 +470,11 @@ func (rn *run) finish(r *Result) {
 		}
 		r.FinalInputLag = append(r.FinalInputLag, st.InputLag)
 		r.MachineAdvantageStalls = append(r.MachineAdvantageStalls, st.AdvantageStalls)
+		for j := range machinesOf(rn.c) - 1 {
+			if ps, ok := ms[i].s.PeerStats(j); ok {
+				r.LossBursts += ps.LossBursts
+			}
+		}
 		r.CadenceViolations += ms[i].cadenceBad
 		r.PacketsSent += st.PacketsSent
 		r.BytesSent += st.BytesSent

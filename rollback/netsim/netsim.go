@@ -86,7 +86,7 @@ var Presets = []struct {
 	{"wifi", Profile{Latency: 8 * time.Millisecond, Jitter: 12 * time.Millisecond, Loss: 0.02, BurstLoss: 0.002, BurstLength: 4, Duplicate: 0.005, Reorder: 0.01}},
 	{"continental", Profile{Latency: 35 * time.Millisecond, Jitter: 6 * time.Millisecond, Loss: 0.01, Duplicate: 0.002, Reorder: 0.005}},
 	{"intercontinental", Profile{Latency: 90 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02, BurstLoss: 0.003, BurstLength: 5, Duplicate: 0.005, Reorder: 0.01}},
-	{"far", Profile{Latency: 290 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.02, BurstLoss: 0.003, BurstLength: 5, Duplicate: 0.005, Reorder: 0.01}}, // 300 ms one way on average
+	{"far", Profile{Latency: 290 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.02, Duplicate: 0.005, Reorder: 0.01}}, // 300 ms one way on average; random loss, no bursts (hell has them)
 	{"hell", Profile{Latency: 170 * time.Millisecond, Jitter: 60 * time.Millisecond, Loss: 0.10, BurstLoss: 0.01, BurstLength: 8, Duplicate: 0.03, Reorder: 0.05}},
 }
 
