@@ -27,9 +27,9 @@ func (g *tally) Step(f rollback.Frame, in []rollback.PlayerInput) {
 // Two machines, one player each, 40 ms apart. Each presses a button on a
 // schedule; every press reaches the other machine a few frames late, after
 // it has predicted "not pressed", so it rolls back and re-simulates (after
-// 100 frames each raises its input lag to 1 to hide part of the latency, so
-// the input for frame 300 is already confirmed too). When both have
-// confirmed every input, their states agree.
+// 100 frames each raises its input lag to 2 to hide most of the latency, so
+// the inputs for frames 300 and 301 are already confirmed too). When both
+// have confirmed every input, their states agree.
 func Example() {
 	profile, _ := netsim.ParseProfile("latency=40ms,jitter=5ms")
 	network, _ := netsim.New(2, 1, profile)
@@ -81,6 +81,6 @@ func Example() {
 			i, st.Frame, st.ConfirmedFrame, *games[i].h.Get(games[i].a), st.Rollbacks > 0)
 	}
 	// Output:
-	// machine 0: frame 300, confirmed 301, totals [150 150], rolled back: true
-	// machine 1: frame 300, confirmed 301, totals [150 150], rolled back: true
+	// machine 0: frame 300, confirmed 302, totals [150 150], rolled back: true
+	// machine 1: frame 300, confirmed 302, totals [150 150], rolled back: true
 }

@@ -41,8 +41,8 @@ type PeerStats struct {
 	PacketsReceived   int64
 	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames
 	LossBursts        int64 // times a loss burst outran the redundancy window (every unacked frame is then resent for 10 s)
-	LocalFrameLag     Frame // on our last send: our next frame minus the next frame we want from it
-	RemoteFrameLag    Frame // on its last packet: its next frame minus the next frame it wants from us
+	LocalFrameLag     Frame // on our last send: frames of its input we predict (our next frame minus its first missing frame, less its input lag)
+	RemoteFrameLag    Frame // on its last packet: frames of our input it predicts, in simulation frames (input lags taken out)
 	FramesBehind      Frame // how far its input stream is behind ours
 	Verified          bool  // completed the handshake
 	Interrupted       bool  // silent for longer than InterruptTimeout
@@ -82,6 +82,7 @@ type peerState struct {
 	goSeen      bool     // it has the mesh (its Go, or the host's Start)
 	lastSync    time.Duration
 	fullUntil   time.Duration     // resend every unacknowledged frame until then
+	lag         int               // its input lag, from its last decoded input packet
 	sees        [MaxPlayers]Frame // by peer index: how many of that peer's frames it reported having
 
 	st                    PeerStats

@@ -623,8 +623,14 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 		ps.ack, ps.ackAt = Frame(h.Ack), s.now
 	}
 	want := s.next[ps.players[0]]
-	ps.st.RemoteFrameLag = Frame(h.End - h.Ack)
-	s.tracker.Remote(peer, int(h.End-h.Ack))
+	defer func() {
+		// remoteFrameLag, in simulation frames: how many of our frames it is
+		// predicting (its next frame minus the next of our frames it lacks),
+		// both taken back by the input lags.
+		lag := Frame(h.End-h.Ack) - Frame(ps.lag) + Frame(s.delay)
+		ps.st.RemoteFrameLag = lag
+		s.tracker.Remote(peer, int(lag))
+	}()
 	ps.st.FramesBehind = localNext - Frame(h.End)
 	// The first frame is delta-coded against our copy of the frame before
 	// it; without it (a gap, or a frame the ring no longer holds) only the
@@ -643,6 +649,7 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 	if err := wire.ParseInput(b, s.layout, len(ps.players), len(ps.gossipOrder), &s.pkt); err != nil {
 		return mis, false
 	}
+	ps.lag = s.pkt.Lag
 	limit := s.ringLow() + ringSize
 	for i := range s.pkt.Count {
 		f := first + Frame(i)
@@ -946,8 +953,12 @@ func (s *Session) send() {
 			s.gossip = append(s.gossip, g)
 		}
 		s.pkt.Gossip = s.gossip
-		ps.st.LocalFrameLag = s.frame - want
-		s.tracker.Local(i, int(s.frame-want))
+		// localFrameLag, in simulation frames: how many of its frames we
+		// are predicting (our next frame minus its first frame we lack, taken
+		// back by its input lag).
+		ps.st.LocalFrameLag = s.frame - want + Frame(ps.lag)
+		s.tracker.Local(i, int(ps.st.LocalFrameLag))
+		s.pkt.Lag = min(s.delay, wire.MaxLag)
 		b, err := wire.AppendInput(s.sendBuf[:0], &s.pkt, s.layout)
 		if err != nil {
 			s.stats.SendErrors++

@@ -131,11 +131,17 @@ type InputPacket struct {
 	// First. nil means the zero input (and must be used for frame 0).
 	Base   []uint64
 	Inputs []uint64
+	// Lag is the sender's current input lag in frames (0 to MaxLag): its
+	// inputs run this far ahead of its simulation.
+	Lag int
 	// Gossip reports, for every machine other than the sender and the
 	// receiver (in ascending order of their lowest PlayerID), what the
 	// sender knows of its disconnection.
 	Gossip []Gossip
 }
+
+// MaxLag is the largest input lag a packet can carry.
+const MaxLag = 7
 
 // Gossip is what the sender knows of a third machine.
 type Gossip struct {
@@ -187,6 +193,9 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 			return b, fmt.Errorf("%w: gossip frame %d", ErrRange, g.Frame)
 		}
 	}
+	if p.Lag < 0 || p.Lag > MaxLag {
+		return b, fmt.Errorf("%w: input lag %d", ErrRange, p.Lag)
+	}
 	b = append(b, byte(KindInput), byte(p.Tag>>8), byte(p.Tag), byte(base>>16), byte(base>>8), byte(base),
 		byte(p.Ack-base), byte(p.First-base), byte(p.End()-base))
 	w := bitWriter{b: b}
@@ -217,6 +226,7 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 			}
 		}
 	}
+	w.write(uint64(p.Lag), 3)
 	for _, g := range p.Gossip {
 		if g.Disconnected {
 			w.write(1<<24|uint64(g.Frame), 25)
@@ -299,6 +309,7 @@ func ParseInput(b []byte, l Layout, players, gossip int, p *InputPacket) error {
 			return errTruncated
 		}
 	}
+	p.Lag = int(r.read(3))
 	p.Gossip = p.Gossip[:0]
 	for range gossip {
 		g := Gossip{Disconnected: r.bit() == 1}

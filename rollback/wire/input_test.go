@@ -35,7 +35,7 @@ func TestGolden(t *testing.T) {
 			Inputs: []uint64{0, in3(1, 0, 0), 0, in3(1, 0, 0)}}},
 		{"one-bit-2frames.hex", wire.Layout{1}, wire.InputPacket{Ack: 0, First: 0, Count: 2, Players: 1,
 			Inputs: []uint64{1, 0}}},
-		{"gossip-3frames-base.hex", inversus, wire.InputPacket{Tag: 7, Ack: 100, First: 98, Count: 3, Players: 1,
+		{"gossip-3frames-base.hex", inversus, wire.InputPacket{Tag: 7, Ack: 100, First: 98, Count: 3, Players: 1, Lag: 3,
 			Base:   []uint64{in3(2, 0x80, 0x7f)},
 			Inputs: []uint64{in3(2, 0x80, 0xff), in3(2, 0x80, 0xff), in3(0, 0x81, 0xff)},
 			Gossip: []wire.Gossip{{Disconnected: true, Frame: 0x123}, {Frame: 99}}}},
@@ -54,6 +54,7 @@ func TestGolden(t *testing.T) {
 			back := wire.InputPacket{Base: tc.p.Base}
 			require.NoError(t, wire.ParseInput(want, tc.l, tc.p.Players, len(tc.p.Gossip), &back))
 			assert.Equal(t, tc.p.Tag, back.Tag)
+			assert.Equal(t, tc.p.Lag, back.Lag)
 			assert.Equal(t, tc.p.Ack, back.Ack)
 			assert.Equal(t, tc.p.First, back.First)
 			assert.Equal(t, tc.p.Count, back.Count)
@@ -78,6 +79,7 @@ func TestRoundTripRandom(t *testing.T) {
 		l := layouts[i%len(layouts)]
 		p.Players = 1 + r.IntN(wire.MaxPlayers)
 		p.Tag = uint16(r.Uint32())
+		p.Lag = r.IntN(wire.MaxLag + 1)
 		p.Count = r.IntN(40)
 		p.Base = nil
 		if r.IntN(2) == 0 {
@@ -114,6 +116,7 @@ func TestRoundTripRandom(t *testing.T) {
 		back.Base = p.Base
 		require.NoError(t, wire.ParseInput(buf, l, p.Players, len(p.Gossip), &back))
 		require.Equal(t, p.Tag, back.Tag)
+		require.Equal(t, p.Lag, back.Lag)
 		require.Equal(t, p.Ack, back.Ack)
 		require.Equal(t, p.First, back.First)
 		require.Equal(t, p.Count, back.Count)
@@ -146,6 +149,7 @@ func TestAppendErrors(t *testing.T) {
 		{"bits outside layout", inversus, func(p *wire.InputPacket) { p.Inputs = []uint64{1 << 19} }, wire.ErrInput},
 		{"short base", inversus, func(p *wire.InputPacket) { p.Base = []uint64{} }, wire.ErrRange},
 		{"gossip frame", inversus, func(p *wire.InputPacket) { p.Gossip = []wire.Gossip{{Disconnected: true, Frame: -1}} }, wire.ErrRange},
+		{"input lag", inversus, func(p *wire.InputPacket) { p.Lag = 8 }, wire.ErrRange},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -248,7 +252,7 @@ func FuzzParseInput(f *testing.F) {
 		if err := wire.ParseInput(enc, l, n, gossip, &q); err != nil {
 			t.Fatalf("re-encoding does not decode: %v", err)
 		}
-		if p.Tag != q.Tag || p.Ack != q.Ack || p.First != q.First || p.Count != q.Count || len(p.Inputs) != len(q.Inputs) || len(p.Gossip) != len(q.Gossip) {
+		if p.Tag != q.Tag || p.Lag != q.Lag || p.Ack != q.Ack || p.First != q.First || p.Count != q.Count || len(p.Inputs) != len(q.Inputs) || len(p.Gossip) != len(q.Gossip) {
 			t.Fatalf("header changed: %+v vs %+v", p, q)
 		}
 		for i := range p.Inputs {
