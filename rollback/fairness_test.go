@@ -75,6 +75,7 @@ func TestInputLagSettles(t *testing.T) {
 	assert.Zero(t, lan.LagFrames[1]+lan.LagFrames[2]+lan.LagFrames[3]+lan.LagFrames[4])
 
 	far := fair(t, match.Config{Players: 2, Seed: 24, Frames: 2400}, "far")
+	assert.Zero(t, far.LagFrames[0], "the lag starts at inputlag.Initial: 4 for a 600 ms round trip")
 	for _, lag := range far.FinalInputLag {
 		assert.Contains(t, []int{3, 4}, lag)
 	}

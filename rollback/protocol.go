@@ -10,6 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/rollback/wire"
 )
 
@@ -153,7 +154,24 @@ func (s *Session) handshakeStep() error {
 func (s *Session) begin() {
 	s.started = true
 	s.events = append(s.events, Event{Kind: EventRunning, Frame: s.frame, Peer: -1})
+	if s.lagFixed {
+		return
+	}
+	// The article's initial input lag, from half the worst round trip; it
+	// is raised like any other raise: by stalling while taking input.
+	var worst time.Duration
+	for i := range s.peers {
+		worst = max(worst, s.peers[i].rtt)
+	}
+	if l := inputlag.Initial(worst, frameDuration); l > s.delay {
+		s.lagStalls += l - s.delay
+		s.delay = l
+		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: l})
+	}
 }
+
+// frameDuration is the simulation frame the input lag is measured in.
+const frameDuration = time.Second / 60
 
 // rowReady reports whether we have a round-trip time to every peer.
 func (s *Session) rowReady() bool {
