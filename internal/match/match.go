@@ -123,7 +123,7 @@ type machine struct {
 	g        *arena.Game
 	players  []rollback.PlayerID
 	bots     []*arena.Bot
-	dead     bool
+	dead     atomic.Bool // dropped; read by the other machines' goroutines
 	finished bool
 	frame    atomicFrame // the session's frame, readable by the other machines' goroutines
 
@@ -251,7 +251,7 @@ type run struct {
 func (rn *run) retarget() {
 	t := rollback.Frame(rn.c.Frames)
 	for i := range rn.ms {
-		if !rn.ms[i].dead {
+		if !rn.ms[i].dead.Load() {
 			t = max(t, rn.ms[i].frame.Load())
 		}
 	}
@@ -319,7 +319,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 // every frame simulated and every input confirmed, or dropped.
 func (rn *run) tick(i int) (fin bool, err error) {
 	c, m := &rn.c, &rn.ms[i]
-	if m.dead {
+	if m.dead.Load() {
 		m.finished = true
 		return true, nil
 	}
@@ -331,7 +331,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		rn.measure(m, before)
 	}()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
-		m.dead = true
+		m.dead.Store(true)
 		if c.DropClean {
 			_ = m.s.Close()
 		}
@@ -453,7 +453,7 @@ func (rn *run) finish(r *Result) {
 	}
 	alive := 0
 	for i := range ms {
-		if ms[i].dead {
+		if ms[i].dead.Load() {
 			continue
 		}
 		alive = i
@@ -507,7 +507,7 @@ func (rn *run) finish(r *Result) {
 	r.Verified = true
 	k := 0
 	for i := range ms {
-		if ms[i].dead {
+		if ms[i].dead.Load() {
 			continue
 		}
 		k++
