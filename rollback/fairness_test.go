@@ -48,22 +48,29 @@ func TestFairOnSymmetricLinks(t *testing.T) {
 	}
 }
 
-// TestSlowPeer: one machine's clock runs 3% slow. The faster machine
-// stalls to wait for it, spreading its stalls by StallPeriod, and the slow
-// one does not; the total stalled is the 3% drift.
+// TestSlowPeer: one machine's clock runs 3% slow. The faster machine does
+// the stalling, spread by StallPeriod, gives back the 3% drift, and keeps
+// the input frame advantage after the first 10 s under one frame on
+// average over ten seeds (INVERSUS's controller plus Rewind's rate term;
+// docs/architecture.md). Without smoothing the gap keeps growing.
 func TestSlowPeer(t *testing.T) {
-	r := fair(t, match.Config{Players: 2, Seed: 22, Skew: 0.03}, "wifi")
-	require.Len(t, r.MachineAdvantageStalls, 2)
-	fast, slow := r.MachineAdvantageStalls[0], r.MachineAdvantageStalls[1]
-	assert.Greater(t, fast, 10*slow, "the faster peer does the stalling")
-	// 3% of 3600 frames is 108 frames of drift to give back.
-	assert.InDelta(t, 108, fast-slow, 30)
-	// The rate term keeps the lead inside the article's dead zone (no stall
-	// below 0.75 simulation frames, 1.5 input frames); docs/architecture.md.
-	assert.Less(t, meanAbsAdvantage(r), 1.5)
-	without := fair(t, match.Config{Players: 2, Seed: 22, Skew: 0.03, NoFrameAdvantage: true}, "wifi")
+	var mean float64
+	const seeds = 10
+	for seed := range uint64(seeds) {
+		r := fair(t, match.Config{Players: 2, Seed: 20 + seed, Skew: 0.03}, "wifi")
+		require.Len(t, r.MachineAdvantageStalls, 2)
+		fast, slow := r.MachineAdvantageStalls[0], r.MachineAdvantageStalls[1]
+		assert.Greater(t, fast, 5*slow, "seed %d: the faster peer does the stalling", 20+seed)
+		// 3% of 3600 frames is 108 frames of drift to give back.
+		assert.InDelta(t, 108, fast-slow, 20, "seed %d", 20+seed)
+		mean += meanAbsAdvantage(r) / seeds
+	}
+	t.Logf("mean |input advantage| after 10 s: %.2f frames", mean)
+	assert.Less(t, mean, 1.0)
+
+	without := fair(t, match.Config{Players: 2, Seed: 20, Skew: 0.03, NoFrameAdvantage: true}, "wifi")
 	assert.Zero(t, without.AdvantageStalls)
-	assert.Greater(t, meanAbsAdvantage(without), 3*meanAbsAdvantage(r), "without smoothing the gap keeps growing")
+	assert.Greater(t, meanAbsAdvantage(without), 10*mean, "without smoothing the gap keeps growing")
 }
 
 // TestInputLagSettles: on a LAN the input lag stays at 0; at 300 ms one

@@ -116,6 +116,8 @@ type Session struct {
 	drift      float64                 // estimated frames of drift per window (smoothed)
 	lastAdv    float64
 	windows    int
+	driftEvery float64 // frames between paced drift stalls; 0 for none
+	sinceDrift float64
 
 	clock           Clock
 	now             time.Duration
@@ -434,6 +436,9 @@ func (s *Session) Advance() (Result, error) {
 func (s *Session) play() {
 	s.step()
 	s.stats.LagFrames[min(s.delay, MaxInputLagHistogram-1)]++
+	if s.smoothing {
+		s.paceDrift()
+	}
 	adv, ok := s.tracker.Frame()
 	if !ok {
 		return
@@ -476,10 +481,34 @@ func (s *Session) driftStalls(adv float64) int {
 	s.windows++
 	s.lastAdv = adv
 	if s.drift < 1 {
+		s.driftEvery = 0
 		return 0
 	}
-	return min(int(s.drift), maxDriftStalls)
+	// The drift itself is stalled evenly through the next window (see
+	// paceDrift), not all at its start. Under a sustained drift the article's
+	// dead zone (no stall below 0.75 simulation frames) would leave the lead
+	// anywhere inside it: take it from a quarter of a frame instead.
+	s.driftEvery = float64(advantage.Window) / min(s.drift, maxDriftStalls)
+	if sim := adv / 2; sim >= driftDeadZone && advantage.StallFrames(adv) == 0 {
+		return 1
+	}
+	return 0
 }
+
+// paceDrift queues one drift stall every driftEvery simulated frames.
+func (s *Session) paceDrift() {
+	if s.driftEvery <= 0 {
+		return
+	}
+	s.sinceDrift++
+	if s.sinceDrift >= s.driftEvery {
+		s.sinceDrift -= s.driftEvery
+		s.stallQueue++
+	}
+}
+
+// driftDeadZone is the simulation advantage stalled under a sustained drift.
+const driftDeadZone = 0.25
 
 // maxDriftStalls caps the rate term: 5 frames a window is a clock 5% slow.
 const maxDriftStalls = 5
