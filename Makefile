@@ -5,9 +5,10 @@ PKGS     := ./...
 
 .PHONY: test lint bench soak fuzz cover tidy
 
-## test: lint, then the whole suite with the race detector, in random order.
+## test: lint, then the whole suite with the race detector, in random order, and every benchmark once.
 test: lint
 	$(GO) test -race -shuffle=on -count=1 -timeout=10m $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS) > /dev/null
 
 ## lint: go vet, gofmt, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
 lint:

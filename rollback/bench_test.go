@@ -185,7 +185,10 @@ func benchRollback20[B any](size int) func(b *testing.B) {
 		peer := &scripted{buf: make([]byte, 0, 64), pkt: wire.InputPacket{Inputs: make([]uint64, 0, 1)}}
 		s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
-			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer})
+			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer,
+			// The rollback mechanics alone: the scripted peer speaks neither
+			// the start protocol nor keeps a fair pace on purpose.
+			NoStartDelay: true, FixedInputLag: true, NoFrameAdvantage: true})
 		if err != nil {
 			b.Fatal(err)
 		}
