@@ -20,7 +20,7 @@ const (
 	// MaxInputDelay bounds InputDelay for the same reason.
 	MaxInputDelay = 30
 
-	DefaultHandshakeTimeout  = 5 * time.Second
+	DefaultHandshakeTimeout  = 10 * time.Second
 	DefaultInterruptTimeout  = 750 * time.Millisecond // GGPO's disconnect notice
 	DefaultDisconnectTimeout = 5 * time.Second        // GGPO's disconnect
 	DefaultQualityInterval   = time.Second
@@ -117,7 +117,8 @@ type Config struct {
 	// SessionID identifies the match; every machine in it must use the same
 	// value (from the lobby or matchmaker), and a new match a new one.
 	SessionID uint64
-	// HandshakeTimeout bounds the handshake; 0 means 5 s.
+	// HandshakeTimeout bounds the handshake and the start protocol; 0 means
+	// 10 s (8 machines on a lossy 400 ms round trip need more than 5).
 	HandshakeTimeout time.Duration
 	// InterruptTimeout is the silence after which EventInterrupted is
 	// emitted for a peer; 0 means 750 ms.
