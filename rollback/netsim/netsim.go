@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rewindgg/rewind/internal/pqueue"
 )
 
 // MTU is the largest payload a Network carries.
@@ -167,9 +169,11 @@ type Network struct {
 
 type node struct {
 	ep    Endpoint
-	queue pktHeap
+	queue pqueue.Queue[packet] // by (at, seq)
 	time  nodeTime
 }
+
+func packetBefore(a, b *packet) bool { return a.at < b.at || (a.at == b.at && a.seq < b.seq) }
 
 type link struct {
 	imp   Impairer
@@ -247,6 +251,7 @@ func New(n int, seed uint64, p Profile) (*Network, error) {
 	nw := &Network{prof: p.withDefaults(), nodes: make([]node, n), links: make([]link, n*n)}
 	for i := range nw.nodes {
 		nw.nodes[i].ep = Endpoint{nw: nw, id: i}
+		nw.nodes[i].queue.Less = packetBefore
 	}
 	for i := range nw.links {
 		nw.links[i].imp = Impairer{prof: nw.prof, rng: rand.New(rand.NewPCG(seed, uint64(i)+0x9e3779b97f4a7c15))}
@@ -326,7 +331,7 @@ func (nw *Network) enqueue(from, to int, b []byte, delay time.Duration) {
 		buf = make([]byte, 0, MTU)
 	}
 	nw.seq++
-	nw.nodes[to].queue.push(packet{at: nw.now + delay, seq: nw.seq, from: from, buf: append(buf, b...)})
+	nw.nodes[to].queue.Push(packet{at: nw.now + delay, seq: nw.seq, from: from, buf: append(buf, b...)})
 }
 
 // Endpoint is one node's view of the network; it implements
@@ -356,10 +361,10 @@ func (e *Endpoint) Send(peer int, b []byte) error {
 // buf is truncated to len(buf).
 func (e *Endpoint) Receive(buf []byte) (n, peer int, ok bool) {
 	q := &e.nw.nodes[e.id].queue
-	if len(q.items) == 0 || q.items[0].at > e.nw.now {
+	if q.Len() == 0 || q.Items[0].at > e.nw.now {
 		return 0, 0, false
 	}
-	p := q.pop()
+	p := q.Pop()
 	n = copy(buf, p.buf)
 	e.nw.pool = append(e.nw.pool, p.buf)
 	l := &e.nw.links[p.from*len(e.nw.nodes)+e.id]
@@ -369,47 +374,4 @@ func (e *Endpoint) Receive(buf []byte) (n, peer int, ok bool) {
 		peer--
 	}
 	return n, peer, true
-}
-
-// pktHeap is a binary min-heap ordered by (at, seq), written out so that it
-// neither boxes values nor allocates once grown.
-type pktHeap struct{ items []packet }
-
-func (h *pktHeap) less(i, j int) bool {
-	a, b := &h.items[i], &h.items[j]
-	return a.at < b.at || (a.at == b.at && a.seq < b.seq)
-}
-
-func (h *pktHeap) push(p packet) {
-	h.items = append(h.items, p)
-	for i := len(h.items) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !h.less(i, parent) {
-			break
-		}
-		h.items[i], h.items[parent] = h.items[parent], h.items[i]
-		i = parent
-	}
-}
-
-func (h *pktHeap) pop() packet {
-	top := h.items[0]
-	last := len(h.items) - 1
-	h.items[0] = h.items[last]
-	h.items = h.items[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && h.less(l, m) {
-			m = l
-		}
-		if r < last && h.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		h.items[i], h.items[m] = h.items[m], h.items[i]
-		i = m
-	}
-	return top
 }

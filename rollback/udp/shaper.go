@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rewindgg/rewind/internal/pqueue"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
@@ -17,7 +18,7 @@ type Shaper struct {
 	imps []*netsim.Impairer
 
 	mu    sync.Mutex
-	heap  []shaped
+	heap  pqueue.Queue[shaped] // by (due, seq)
 	seq   uint64
 	pool  [][]byte
 	wake  chan struct{}
@@ -38,6 +39,7 @@ type shaped struct {
 // soak get different streams). Call it before the first Send.
 func (t *Transport) Shape(p netsim.Profile, seed uint64, node int) (*Shaper, error) {
 	sh := &Shaper{t: t, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	sh.heap.Less = shapedBefore
 	for i := range t.peers {
 		imp, err := netsim.NewImpairer(p, seed, uint64(node*64+i))
 		if err != nil {
@@ -88,42 +90,11 @@ func (sh *Shaper) push(due time.Time, peer int, b []byte) {
 		buf, sh.pool = sh.pool[k-1][:0], sh.pool[:k-1]
 	}
 	sh.seq++
-	sh.heap = append(sh.heap, shaped{due: due, seq: sh.seq, peer: peer, buf: append(buf, b...)})
-	for i := len(sh.heap) - 1; i > 0; {
-		parent := (i - 1) / 2
-		if !sh.less(i, parent) {
-			break
-		}
-		sh.heap[i], sh.heap[parent] = sh.heap[parent], sh.heap[i]
-		i = parent
-	}
+	sh.heap.Push(shaped{due: due, seq: sh.seq, peer: peer, buf: append(buf, b...)})
 }
 
-func (sh *Shaper) less(i, j int) bool {
-	a, b := &sh.heap[i], &sh.heap[j]
+func shapedBefore(a, b *shaped) bool {
 	return a.due.Before(b.due) || (a.due.Equal(b.due) && a.seq < b.seq)
-}
-
-func (sh *Shaper) pop() shaped {
-	top := sh.heap[0]
-	last := len(sh.heap) - 1
-	sh.heap[0] = sh.heap[last]
-	sh.heap = sh.heap[:last]
-	for i := 0; ; {
-		l, r, m := 2*i+1, 2*i+2, i
-		if l < last && sh.less(l, m) {
-			m = l
-		}
-		if r < last && sh.less(r, m) {
-			m = r
-		}
-		if m == i {
-			break
-		}
-		sh.heap[i], sh.heap[m] = sh.heap[m], sh.heap[i]
-		i = m
-	}
-	return top
 }
 
 func (sh *Shaper) run() {
@@ -133,8 +104,8 @@ func (sh *Shaper) run() {
 	for {
 		sh.mu.Lock()
 		now := time.Now()
-		for len(sh.heap) > 0 && !sh.heap[0].due.After(now) {
-			d := sh.pop()
+		for sh.heap.Len() > 0 && !sh.heap.Items[0].due.After(now) {
+			d := sh.heap.Pop()
 			sh.mu.Unlock()
 			_ = sh.t.write(d.peer, d.buf)
 			sh.mu.Lock()
@@ -142,8 +113,8 @@ func (sh *Shaper) run() {
 			sh.stats.Delivered++
 		}
 		wait := time.Hour
-		if len(sh.heap) > 0 {
-			wait = time.Until(sh.heap[0].due)
+		if sh.heap.Len() > 0 {
+			wait = time.Until(sh.heap.Items[0].due)
 		}
 		sh.mu.Unlock()
 		timer.Reset(max(wait, 0))
