@@ -821,8 +821,9 @@ func (s *Session) step() {
 // usable. Rollbacks move their snapshot up to the anchor frame in place (see
 // rollback). While predictions keep coming true no rollback does that, so,
 // as in INVERSUS, when the newest snapshot is interval frames old the
-// present is saved over the other slot, never over the newest snapshot at or
-// before the anchor frame. Forced modes (sync test, constant cost) roll back
+// present is saved over the other slot — only if that slot is invalid or
+// superseded, never over the anchor snapshot nor over a pending one the
+// anchor has not reached yet. Forced modes (sync test, constant cost) roll back
 // every frame and never need this.
 func (s *Session) maybeSave(f Frame) {
 	if s.forced > 0 {
@@ -842,8 +843,12 @@ func (s *Session) maybeSave(f Frame) {
 	if f-newest < s.interval {
 		return
 	}
-	for i := range s.backups {
-		if i != keep {
+	for i, b := range s.backups {
+		// Never over a snapshot the anchor frame has not reached yet: it is
+		// the next anchor, and replacing it again and again (a short
+		// interval, an anchor held back by the others' counts) would keep
+		// the anchor, and the input ring, pinned forever.
+		if i != keep && (!b.valid || b.frame <= c) {
 			_ = s.save(i, f)
 			return
 		}
