@@ -247,6 +247,8 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 		return netsim.Profile{}, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
 	}
 	switch {
+	case o.transport == "udp" && (o.skew != 0 || o.hiccups != 0 || o.startSpread != 0):
+		return netsim.Profile{}, 0, errors.New("-skew, -hiccups and -start-spread: only with -transport netsim (real clocks cannot be skewed here)")
 	case o.transport != "netsim" && o.transport != "udp":
 		return netsim.Profile{}, 0, fmt.Errorf("-transport: %q (want netsim or udp)", o.transport)
 	case o.network != "udp4" && o.network != "udp6":

@@ -30,6 +30,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-machines", "1"}, "-machines"},
 		{[]string{"-players", "two"}, "-players"},
 		{[]string{"-bogus"}, "-bogus"},
+		{[]string{"-transport", "udp", "-skew", "3%"}, "-skew"},
+		{[]string{"-skew", "70%"}, "-skew"},
+		{[]string{"-hiccups", "-1"}, "-hiccups"},
+		{[]string{"-transport", "carrier-pigeon"}, "-transport"},
 		{[]string{"extra"}, "unexpected arguments"},
 	}
 	for _, tc := range cases {
