@@ -76,6 +76,7 @@ var (
 	errTrailing  = fmt.Errorf("%w: trailing bits", ErrMalformed)
 	errOrder     = fmt.Errorf("%w: last frame before first", ErrMalformed)
 	errFrame     = fmt.Errorf("%w: frame number beyond 24 bits", ErrMalformed)
+	errGossip    = fmt.Errorf("%w: impossible gossip count", ErrMalformed)
 )
 
 // Layout gives the bit widths of the fields of an input, lowest bits first.
@@ -318,6 +319,9 @@ func ParseInput(b []byte, l Layout, players, gossip int, p *InputPacket) error {
 			g.Frame = int32(r.read(24))
 		case r.bit() == 1:
 			g.Frame = h.End - int32(r.read(8))
+			if g.Frame < 0 {
+				return errGossip // a count no sender can have: more frames behind End than exist
+			}
 		default:
 			g.Frame = -1
 		}

@@ -199,6 +199,9 @@ func TestParseErrors(t *testing.T) {
 			assert.ErrorIs(t, wire.ParseInput(tc.b, inversus, 1, gossip, &p), wire.ErrMalformed)
 		})
 	}
+	// A connected gossip count 5 frames behind End 0: a frame count no sender has.
+	negative := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x28}
+	assert.ErrorIs(t, wire.ParseInput(negative, inversus, 1, 1, &p), wire.ErrMalformed)
 	assert.ErrorIs(t, wire.ParseInput(good, inversus, 0, 0, &p), wire.ErrPlayers)
 	assert.ErrorIs(t, wire.ParseInput(good, inversus, 1, 9, &p), wire.ErrPlayers)
 	assert.ErrorIs(t, wire.ParseInput(good, wire.Layout{}, 1, 0, &p), wire.ErrLayout)
