@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/hex"
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -19,6 +20,9 @@ func TestControlRoundTrip(t *testing.T) {
 		{wire.KindQuality, &wire.Quality{Sent: 123456789012, Frame: 600}, &wire.Quality{}},
 		{wire.KindQualityReply, &wire.QualityReply{Echo: -5, Frame: 1 << 23}, &wire.QualityReply{}},
 		{wire.KindDisconnect, &wire.Disconnect{Frame: 3600}, &wire.Disconnect{}},
+		{wire.KindReady, &wire.Ready{RTT: []uint32{0, 180000, 42}}, &wire.Ready{}},
+		{wire.KindStart, &wire.Start{Mesh: []uint32{0, 1, 2, 3}}, &wire.Start{}},
+		{wire.KindGo, &wire.Go{}, &wire.Go{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind.String(), func(t *testing.T) {
@@ -29,7 +33,7 @@ func TestControlRoundTrip(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, uint16(0xabcd), tag)
 			assert.Equal(t, tc.msg, tc.out)
-			assert.LessOrEqual(t, len(b)-1, 32, "control messages stay small")
+			assert.LessOrEqual(t, len(b)-1, 40, "control messages stay small")
 		})
 	}
 }
@@ -107,7 +111,7 @@ func fuzzControl[T any](f *testing.F, kind wire.Kind, seed *T) {
 		if _, err := wire.ParseControl(enc, kind, &m2); err != nil {
 			t.Fatalf("re-encoding rejected: %v", err)
 		}
-		if any(m) != any(m2) {
+		if !reflect.DeepEqual(m, m2) {
 			t.Fatalf("changed in a round trip: %+v vs %+v", m, m2)
 		}
 	})
@@ -122,3 +126,20 @@ func FuzzQualityReply(f *testing.F) {
 	fuzzControl(f, wire.KindQualityReply, &wire.QualityReply{Echo: 1e9, Frame: 60})
 }
 func FuzzDisconnect(f *testing.F) { fuzzControl(f, wire.KindDisconnect, &wire.Disconnect{Frame: 61}) }
+func FuzzReady(f *testing.F) {
+	fuzzControl(f, wire.KindReady, &wire.Ready{RTT: []uint32{0, 90000, 120000}})
+}
+func FuzzStart(f *testing.F) {
+	fuzzControl(f, wire.KindStart, &wire.Start{Mesh: []uint32{0, 90000, 90000, 0}})
+}
+func FuzzGo(f *testing.F) { fuzzControl(f, wire.KindGo, &wire.Go{}) }
+
+func TestStartForEightMachinesFits(t *testing.T) {
+	mesh := make([]uint32, wire.MaxMachines*wire.MaxMachines)
+	for i := range mesh {
+		mesh[i] = 1<<32 - 1 // the longest encoding of every entry
+	}
+	b, err := wire.AppendControl(nil, wire.KindStart, 1, &wire.Start{Mesh: mesh})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(b), wire.MaxControlSize)
+}
