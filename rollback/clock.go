@@ -15,8 +15,11 @@ type ClockFunc func() time.Duration
 func (f ClockFunc) Now() time.Duration { return f() }
 
 // RealClock returns a Clock that reads the machine's monotonic clock,
-// counting from the call.
+// counting from the call. It is the default Config.Clock; the session itself
+// reads time only through its Clock.
 func RealClock() Clock {
-	start := time.Now() // the one read of wall time, outside the session core's loop
+	// Safe: the single wall-clock read of the package, in the default clock
+	// that callers may replace; the session core never calls time.Now.
+	start := time.Now()
 	return ClockFunc(func() time.Duration { return time.Since(start) })
 }
