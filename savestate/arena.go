@@ -10,7 +10,9 @@
 //
 // [Arena.Enter] points the arena at a snapshot region instead of the live
 // one, so that a game can be stepped inside a snapshot: a rollback session
-// uses it to move its oldest snapshot forward without copying. A game must
+// uses it to move its oldest snapshot forward without copying. [Arena.Fork]
+// points it at a throwaway copy of the live state, to render a frame
+// extrapolated ahead without a restore afterwards. A game must
 // therefore fetch its values through handles at the start of each step and
 // not keep Go pointers into the arena from one step to the next.
 //
@@ -73,10 +75,11 @@ func (e *PointerError) Unwrap() error { return ErrNotPointer }
 // regions. The zero value is not usable; create arenas with [New].
 // An Arena is not safe for concurrent use.
 type Arena struct {
-	mem   []byte
-	size  int
-	cur   int // offset of the current region: 0 (live) unless inside a snapshot
-	saved [Slots]bool
+	mem     []byte
+	size    int
+	reg     []byte // the current region: the live one unless inside Enter or Fork
+	scratch []byte // Fork's region, allocated on its first use
+	saved   [Slots]bool
 	types []reflect.Type // index recorded in the arena; append-only, never rolled back
 }
 
@@ -90,6 +93,7 @@ func New(size int) (*Arena, error) {
 		return nil, fmt.Errorf("%w: %d (want a multiple of %d between %d and 1 GiB)", ErrSize, size, align, minSize)
 	}
 	a := &Arena{mem: make([]byte, (1+Slots)*size), size: size}
+	a.reg = a.mem[:size:size]
 	a.put32(0, magic)
 	a.put32(4, headerSize)
 	return a, nil
@@ -106,7 +110,7 @@ func (a *Arena) Used() int { return int(a.get32(4)) }
 // Bytes returns the used part of the current region. The slice aliases the
 // arena; it is meant for checksums and state dumps and must not be retained
 // across allocations.
-func (a *Arena) Bytes() []byte { return a.mem[a.cur : a.cur+a.Used()] }
+func (a *Arena) Bytes() []byte { return a.reg[:a.Used()] }
 
 // Enter makes snapshot slot i the current region: until [Arena.Leave],
 // handles, [Alloc], [Arena.Bytes] and [Arena.FieldPath] refer to the
@@ -119,19 +123,45 @@ func (a *Arena) Enter(i int) error {
 	if !a.saved[i] {
 		return ErrNotSaved
 	}
-	a.cur = (1 + i) * a.size
+	a.reg = a.region(1 + i)
 	return nil
 }
 
-// Leave makes the live region current again.
-func (a *Arena) Leave() { a.cur = 0 }
+// Fork copies the used part of the live region into a scratch region and
+// makes it current, like [Arena.Enter]: until [Arena.Leave], the game can
+// step and read a throwaway copy of its state while the live region and the
+// snapshots stay untouched. The scratch region is allocated on the first
+// Fork (the size of the live region) and reused after that. Fork fails with
+// [ErrEntered] when the live region is not current.
+func (a *Arena) Fork() error {
+	if !a.live() {
+		return ErrEntered
+	}
+	if a.scratch == nil {
+		a.scratch = make([]byte, a.size)
+	}
+	n := a.Used()
+	copy(a.scratch[:n], a.mem[:n])
+	a.reg = a.scratch
+	return nil
+}
+
+// Leave makes the live region current again, after [Arena.Enter] or
+// [Arena.Fork].
+func (a *Arena) Leave() { a.reg = a.region(0) }
+
+// region returns region i: 0 is the live one, 1 to Slots the snapshots.
+func (a *Arena) region(i int) []byte { return a.mem[i*a.size : (i+1)*a.size : (i+1)*a.size] }
+
+// live reports whether the live region is current.
+func (a *Arena) live() bool { return &a.reg[0] == &a.mem[0] }
 
 // Save copies the live region into snapshot slot i (0 or 1).
 func (a *Arena) Save(i int) error {
 	if i < 0 || i >= Slots {
 		return ErrSlot
 	}
-	if a.cur != 0 {
+	if !a.live() {
 		return ErrEntered
 	}
 	n := a.Used()
@@ -151,7 +181,7 @@ func (a *Arena) Restore(i int) error {
 	if !a.saved[i] {
 		return ErrNotSaved
 	}
-	if a.cur != 0 {
+	if !a.live() {
 		return ErrEntered
 	}
 	off := (1 + i) * a.size
@@ -181,7 +211,7 @@ func (h Handle[T]) Get(a *Arena) *T {
 	if h.off == 0 || int(h.off)+int(unsafe.Sizeof(*p)) > a.Used() {
 		return nil
 	}
-	return (*T)(unsafe.Pointer(&a.mem[a.cur+int(h.off)]))
+	return (*T)(unsafe.Pointer(&a.reg[h.off]))
 }
 
 // Alloc places a zeroed T in a's live region and returns its handle. T must
@@ -197,14 +227,13 @@ func Alloc[T any](a *Arena) (Handle[T], error) {
 	// 8, so the record sits right before the data and the list can be walked.
 	used := a.Used()
 	data := used + recordSize
-	base := a.cur
 	if t.Size() > uintptr(a.size) || data+int(t.Size()) > a.size {
 		return Handle[T]{}, fmt.Errorf("%w: %s needs %d bytes, %d free", ErrFull, t, t.Size(), max(0, a.size-data))
 	}
 	end := data + int(t.Size())
 	a.put32(used, uint32(a.typeIndex(t)))
 	a.put32(used+4, uint32(t.Size()))
-	clear(a.mem[base+data : base+end])
+	clear(a.reg[data:end])
 	a.put32(4, uint32(roundUp(end, align)))
 	return Handle[T]{off: uint32(data)}, nil
 }
@@ -326,9 +355,9 @@ func le32(b []byte) uint32 {
 }
 
 // get32 and put32 address the current region.
-func (a *Arena) get32(off int) uint32 { return le32(a.mem[a.cur+off:]) }
+func (a *Arena) get32(off int) uint32 { return le32(a.reg[off:]) }
 
 func (a *Arena) put32(off int, v uint32) {
-	b := a.mem[a.cur+off : a.cur+off+4]
+	b := a.reg[off : off+4]
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }

@@ -239,3 +239,39 @@ func TestGetDoesNotAllocateForLargeTypes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, testing.AllocsPerRun(10, func() { h.Get(a)[5]++ }))
 }
+
+func TestForkStepsAThrowawayCopy(t *testing.T) {
+	a, err := savestate.New(4096)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[world](a)
+	require.NoError(t, err)
+	h.Get(a).Frame = 7
+	require.NoError(t, a.Save(0))
+	live := append([]byte(nil), a.Bytes()...)
+
+	require.NoError(t, a.Fork())
+	assert.Equal(t, int32(7), h.Get(a).Frame, "the fork starts as a copy of the live state")
+	h.Get(a).Frame = 99
+	_, err = savestate.Alloc[ship](a)
+	require.NoError(t, err, "a forked step may allocate")
+	assert.ErrorIs(t, a.Save(1), savestate.ErrEntered)
+	assert.ErrorIs(t, a.Restore(0), savestate.ErrEntered)
+	assert.ErrorIs(t, a.Fork(), savestate.ErrEntered)
+	a.Leave()
+
+	assert.Equal(t, live, a.Bytes(), "the live region is bit-for-bit unchanged")
+	require.NoError(t, a.Enter(0))
+	assert.Equal(t, int32(7), h.Get(a).Frame, "the snapshot is unchanged")
+	assert.ErrorIs(t, a.Fork(), savestate.ErrEntered)
+	a.Leave()
+
+	// A second fork starts again from the live state, and reuses the region.
+	require.NoError(t, a.Fork())
+	assert.Equal(t, int32(7), h.Get(a).Frame)
+	a.Leave()
+	assert.Zero(t, testing.AllocsPerRun(10, func() {
+		_ = a.Fork()
+		h.Get(a).Frame++
+		a.Leave()
+	}))
+}
