@@ -80,7 +80,7 @@ type Arena struct {
 	reg     []byte // the current region: the live one unless inside Enter or Fork
 	scratch []byte // Fork's region, allocated on its first use
 	saved   [Slots]bool
-	types []reflect.Type // index recorded in the arena; append-only, never rolled back
+	types   []reflect.Type // index recorded in the arena; append-only, never rolled back
 }
 
 // New returns an arena whose live region (and each snapshot region) is size
