@@ -105,6 +105,9 @@ type Config struct {
 	// NoStartDelay starts the first frame as soon as every peer has
 	// completed the handshake, without the start-of-match wait.
 	NoStartDelay bool
+	// Observer, if not nil, is told every frame the session simulates and
+	// every extrapolation (a sound.Ledger, for rollback-safe sound).
+	Observer Observer
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.

@@ -78,6 +78,7 @@ type Session struct {
 	mask     uint64
 	arena    *savestate.Arena
 	game     Game
+	obs      Observer
 	tr       Transport
 	pred     predict.Predictor
 	maxRB    int
@@ -181,6 +182,7 @@ func NewSession(cfg Config) (*Session, error) {
 		mask:    cfg.Layout.Mask(),
 		arena:   cfg.State,
 		game:    cfg.Game,
+		obs:     cfg.Observer,
 		tr:      cfg.Transport,
 		pred:    cfg.Predictor,
 		maxRB:   cfg.maxRollback(),
@@ -774,6 +776,9 @@ func (s *Session) advanceSnapshot(slot int, to Frame) error {
 				s.stepIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
 			}
 		}
+		if s.obs != nil {
+			s.obs.Simulating(f)
+		}
 		s.game.Step(f, s.stepIn[:s.players])
 		if s.syncTest {
 			s.checkSum(f + 1)
@@ -792,6 +797,25 @@ func (s *Session) step() {
 	if !s.resim {
 		s.maybeSave(f)
 	}
+	s.gather(f)
+	slot := ring(f)
+	for p := range s.players {
+		s.used[slot][p] = s.stepIn[p].Input
+	}
+	if s.obs != nil {
+		s.obs.Simulating(f)
+	}
+	s.game.Step(f, s.stepIn[:s.players])
+	s.frame = f + 1
+	if s.syncTest {
+		s.checkSum(f + 1)
+	}
+}
+
+// gather fills s.stepIn with the best inputs known for frame f: confirmed
+// where they are, predicted for remote players past their last input, the
+// default for disconnected players.
+func (s *Session) gather(f Frame) {
 	slot := ring(f)
 	for p := range s.players {
 		in, st := s.inputs[slot][p], Confirmed
@@ -803,13 +827,7 @@ func (s *Session) step() {
 			lastFrame := s.next[p] - 1
 			in = Input(s.pred.Predict(predict.Context{Player: p, Frame: int32(f), Last: uint64(s.last[p]), LastFrame: int32(lastFrame)})) & Input(s.mask)
 		}
-		s.used[slot][p] = in
 		s.stepIn[p] = PlayerInput{Input: in, Status: st}
-	}
-	s.game.Step(f, s.stepIn[:s.players])
-	s.frame = f + 1
-	if s.syncTest {
-		s.checkSum(f + 1)
 	}
 }
 

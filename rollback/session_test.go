@@ -89,7 +89,13 @@ func offer(t testing.TB, s *rollback.Session, p rollback.PlayerID, in rollback.I
 // netsim network, with the handshake done.
 func connectedPair(t testing.TB, edit func(i int, c *rollback.Config)) ([2]*rollback.Session, [2]*counterGame, *netsim.Network) {
 	t.Helper()
-	nw, err := netsim.New(2, 1, netsim.Profile{})
+	return connectedPairOver(t, netsim.Profile{}, edit)
+}
+
+// connectedPairOver is connectedPair over a network with profile p.
+func connectedPairOver(t testing.TB, p netsim.Profile, edit func(i int, c *rollback.Config)) ([2]*rollback.Session, [2]*counterGame, *netsim.Network) {
+	t.Helper()
+	nw, err := netsim.New(2, 1, p)
 	require.NoError(t, err)
 	var ss [2]*rollback.Session
 	var gs [2]*counterGame
@@ -105,7 +111,7 @@ func connectedPair(t testing.TB, edit func(i int, c *rollback.Config)) ([2]*roll
 		ss[i], err = rollback.NewSession(c)
 		require.NoError(t, err)
 	}
-	for range 10 {
+	for range 60 {
 		for _, s := range ss {
 			_, err := s.Idle()
 			require.NoError(t, err)

@@ -66,6 +66,32 @@ type Game interface {
 	Step(f Frame, in []PlayerInput)
 }
 
+// PartialStepper is implemented by a game that can advance its state by
+// part of a frame, for [Session.Extrapolate]. The state it leaves is thrown
+// away, so StepPartial need not be deterministic, but it must keep its
+// state in the arena like Step.
+type PartialStepper interface {
+	// StepPartial advances the state by fraction of frame f (0 < fraction
+	// < 1) with the inputs in, which it must not retain.
+	StepPartial(f Frame, in []PlayerInput, fraction float64)
+}
+
+// Observer follows the frames a session simulates, so that systems outside
+// the game state can tell a first simulation from a re-simulation. The
+// sound package's Ledger is one. The session calls it synchronously from
+// its own methods.
+type Observer interface {
+	// Simulating is called just before every [Game.Step], with the frame
+	// about to be simulated. A frame not after one already simulated starts
+	// a re-simulation: a rollback steps the frames from its snapshot on,
+	// in order, up to the present.
+	Simulating(f Frame)
+	// Extrapolating is called with true before [Session.Extrapolate] steps
+	// the game by part of a frame, and with false once it has rendered and
+	// thrown the extrapolated state away.
+	Extrapolating(on bool)
+}
+
 // GameFunc adapts a function to the [Game] interface.
 type GameFunc func(f Frame, in []PlayerInput)
 
