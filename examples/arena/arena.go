@@ -10,6 +10,14 @@
 // inputs arrive already quantized in the INVERSUS layout (fire direction 3
 // bits, thrust angle 8 bits, thrust magnitude 8 bits). [Bot] plays it with
 // human-like input so that matches really mispredict.
+//
+// It uses the three categories of rollback-safe sound (package sound): a
+// shot and an explosion are Event sounds, triggered from Step through the
+// game's sound.Ledger ([Game.SetLedger]); each ship's thrust is a Stateful
+// loop in the world's sound.Scene, started, turned up or down and stopped
+// by Step; the match music ([SoundMusic]) is a Global sound that the code
+// around the session plays. And it opts in to extrapolated rendering with
+// [Game.StepPartial].
 package arena
 
 import (
@@ -17,6 +25,7 @@ import (
 
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
+	"github.com/rewindgg/rewind/sound"
 )
 
 // Layout is the input layout: fire direction, thrust angle, thrust magnitude.
@@ -45,6 +54,18 @@ const (
 	thrust   = 96 // full thrust accelerates 96×255/65536 ≈ 0.37 units per frame²
 )
 
+// Sounds. A ship's sounds add its index to the base, so two ships' shots on
+// one frame are two sounds.
+const (
+	SoundMusic     sound.ID = 1     // the match music (Global)
+	SoundShot      sound.ID = 0x100 // + the shooter (Event)
+	SoundExplosion sound.ID = 0x200 // + the ship destroyed (Event)
+	SoundThrust    sound.ID = 0x300 // + the ship (Stateful loop)
+)
+
+// minThrust is the thrust magnitude below which a ship's engine is silent.
+const minThrust = 32
+
 // Pack builds an input from its three fields.
 func Pack(fire, angle, magnitude uint8) rollback.Input {
 	return rollback.Input(uint64(fire&7) | uint64(angle)<<3 | uint64(magnitude)<<11)
@@ -63,6 +84,7 @@ type Ship struct {
 	RespawnIn    uint16
 	Score        int32
 	Deaths       int32
+	Engine       sound.Instance // the thrust loop, while it plays
 }
 
 // Shot is a projectile.
@@ -81,13 +103,27 @@ type World struct {
 	Hits    int32
 	Ships   [MaxShips]Ship
 	Shots   [MaxShots]Shot
+	Sounds  sound.Scene // the Stateful sounds: they roll back with the rest
 }
 
 // Game is the arena game; it implements rollback.Game.
 type Game struct {
 	arena *savestate.Arena
 	world savestate.Handle[World]
+	sound *sound.Ledger
 }
+
+var (
+	_ rollback.Game           = (*Game)(nil)
+	_ rollback.PartialStepper = (*Game)(nil)
+)
+
+// SetLedger makes the game trigger its Event sounds through l; nil (the
+// default) is silent. Give the same ledger to the session as its Observer.
+func (g *Game) SetLedger(l *sound.Ledger) { g.sound = l }
+
+// Scene returns the live world's Stateful sounds, for sound.Ledger.Update.
+func (g *Game) Scene() *sound.Scene { return &g.World().Sounds }
 
 // New allocates a world for players ships (1 to MaxShips) in a, seeded with
 // seed, and returns the game.
@@ -124,19 +160,17 @@ func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
 			continue
 		}
 		fire, angle, mag := Unpack(in[i].Input)
-		// (unit vector in 8.8) × magnitude (0…255) / 256 × thrust, in 16.16.
-		s.VX += (cosine(angle) >> 8) * int32(mag) >> 8 * thrust
-		s.VY += (sine(angle) >> 8) * int32(mag) >> 8 * thrust
-		s.VX -= s.VX >> 4 // drag
-		s.VY -= s.VY >> 4
+		s.VX, s.VY = accelerate(s.VX, s.VY, angle, mag)
 		s.X = wrap(s.X + s.VX)
 		s.Y = wrap(s.Y + s.VY)
+		g.engine(w, f, i, mag)
 		if s.Cooldown > 0 {
 			s.Cooldown--
 		}
 		if fire != FireNone && fire <= FireDown && s.Cooldown == 0 {
 			g.shoot(w, i, fire)
 			s.Cooldown = cooldown
+			g.sound.Trigger(SoundShot+sound.ID(i), sound.FullVolume)
 		}
 	}
 	for j := range w.Shots {
@@ -160,10 +194,59 @@ func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
 			w.Ships[sh.Owner].Score++
 			w.Hits++
 			sh.Live = false
+			w.Sounds.Stop(s.Engine)
+			s.Engine = 0
+			g.sound.Trigger(SoundExplosion+sound.ID(i), sound.FullVolume)
 			break
 		}
 	}
 	w.Frame = int32(f) + 1
+}
+
+// accelerate applies thrust and drag to a velocity.
+func accelerate(vx, vy int32, angle, mag uint8) (int32, int32) {
+	// (unit vector in 8.8) × magnitude (0…255) / 256 × thrust, in 16.16.
+	vx += (cosine(angle) >> 8) * int32(mag) >> 8 * thrust
+	vy += (sine(angle) >> 8) * int32(mag) >> 8 * thrust
+	return vx - vx>>4, vy - vy>>4 // drag
+}
+
+// engine keeps ship i's thrust loop in step with its thrust: playing, as
+// loud as the thrust, while the thrust is at least minThrust.
+func (g *Game) engine(w *World, f rollback.Frame, i int, mag uint8) {
+	s := &w.Ships[i]
+	switch {
+	case mag < minThrust:
+		w.Sounds.Stop(s.Engine)
+		s.Engine = 0
+	case w.Sounds.Playing(s.Engine, f):
+		w.Sounds.SetVolume(s.Engine, sound.Volume(mag)*257)
+	default:
+		s.Engine = w.Sounds.Start(f, SoundThrust+sound.ID(i), sound.Volume(mag)*257, 0)
+	}
+}
+
+// StepPartial implements rollback.PartialStepper: it moves the ships and
+// shots fraction of a frame along, for a render between two frames. It
+// fires nothing and hits nothing; the state is thrown away.
+func (g *Game) StepPartial(f rollback.Frame, in []rollback.PlayerInput, fraction float64) {
+	w := g.World()
+	part := int64(fraction * one)
+	along := func(p, v int32) int32 { return p + int32(int64(v)*part>>16) }
+	for i := range min(len(in), int(w.Players)) {
+		s := &w.Ships[i]
+		if !s.Alive {
+			continue
+		}
+		_, angle, mag := Unpack(in[i].Input)
+		vx, vy := accelerate(s.VX, s.VY, angle, mag)
+		s.X, s.Y = wrap(along(s.X, vx)), wrap(along(s.Y, vy))
+	}
+	for j := range w.Shots {
+		if sh := &w.Shots[j]; sh.Live {
+			sh.X, sh.Y = along(sh.X, sh.VX), along(sh.Y, sh.VY)
+		}
+	}
 }
 
 func (g *Game) shoot(w *World, owner int, dir uint8) {

@@ -2,6 +2,7 @@ package arena_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
@@ -10,6 +11,7 @@ import (
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
+	"github.com/rewindgg/rewind/sound"
 )
 
 // play runs an offline match of bots and returns the arena checksum and world.
@@ -85,4 +87,87 @@ func TestNewErrors(t *testing.T) {
 	assert.Error(t, err)
 	_, err = arena.New(a, 2, 1)
 	assert.ErrorIs(t, err, savestate.ErrFull)
+}
+
+// counter is a sound.Backend that counts what it is asked to do.
+type counter struct {
+	plays map[sound.Category]int
+	ids   map[sound.ID]int
+	stops int
+}
+
+func (c *counter) Play(_ sound.Voice, s sound.Sound)   { c.plays[s.Category]++; c.ids[s.ID&^0xff]++ }
+func (c *counter) Stop(sound.Voice)                    { c.stops++ }
+func (c *counter) FadeOut(sound.Voice, time.Duration)  {}
+func (c *counter) SetVolume(sound.Voice, sound.Volume) {}
+
+// TestSounds plays a match offline with a ledger: shots and explosions are
+// Event sounds, one per shot and hit; engines are Stateful loops that start
+// and stop with the thrust.
+func TestSounds(t *testing.T) {
+	a, err := savestate.New(64 << 10)
+	require.NoError(t, err)
+	g, err := arena.New(a, 4, 5)
+	require.NoError(t, err)
+	c := &counter{plays: map[sound.Category]int{}, ids: map[sound.ID]int{}}
+	l, err := sound.NewLedger(sound.Config{Backend: c})
+	require.NoError(t, err)
+	g.SetLedger(l)
+	l.Play(arena.SoundMusic, sound.FullVolume)
+	bots := []*arena.Bot{arena.NewBot(1), arena.NewBot(2), arena.NewBot(3), arena.NewBot(4)}
+	in := make([]rollback.PlayerInput, 4)
+	for f := range 3600 {
+		for i, b := range bots {
+			in[i] = rollback.PlayerInput{Input: b.Next(), Status: rollback.Confirmed}
+		}
+		l.Simulating(rollback.Frame(f))
+		g.Step(rollback.Frame(f), in)
+		l.Update(g.Scene())
+	}
+	w := g.World()
+	assert.Equal(t, 1, c.plays[sound.Global])
+	assert.Equal(t, int(w.Hits), c.ids[arena.SoundExplosion], "one explosion per hit")
+	assert.Greater(t, c.ids[arena.SoundShot], 100, "ships fire")
+	assert.Equal(t, c.plays[sound.Event], c.ids[arena.SoundShot]+c.ids[arena.SoundExplosion])
+	assert.Greater(t, c.ids[arena.SoundThrust], 20, "engines start")
+	assert.Greater(t, c.stops, 20, "and stop")
+	assert.Zero(t, l.Stats().Repeats+l.Stats().Faded, "offline, nothing is re-simulated")
+}
+
+// TestStepPartial: a partial step moves ships and shots part of the way a
+// full step would, and fires and hits nothing.
+func TestStepPartial(t *testing.T) {
+	a, err := savestate.New(64 << 10)
+	require.NoError(t, err)
+	g, err := arena.New(a, 2, 5)
+	require.NoError(t, err)
+	in := []rollback.PlayerInput{{Input: arena.Pack(arena.FireRight, 0, 255)}, {Input: arena.Pack(0, 64, 255)}}
+	for f := range 24 {
+		g.Step(rollback.Frame(f), in)
+	}
+	in[0].Input = arena.Pack(arena.FireLeft, 0, 255) // would fire now: cooldown is over
+	before := *g.World()
+	g.StepPartial(24, in, 0.5)
+	half := *g.World()
+	*g.World() = before
+	g.Step(24, in)
+	full := *g.World()
+	for i := range 2 {
+		dx := full.Ships[i].X - before.Ships[i].X
+		hx := half.Ships[i].X - before.Ships[i].X
+		assert.InDelta(t, float64(dx)/2, float64(hx), 2, "ship %d moves half as far in x", i)
+		dy := full.Ships[i].Y - before.Ships[i].Y
+		hy := half.Ships[i].Y - before.Ships[i].Y
+		assert.InDelta(t, float64(dy)/2, float64(hy), 2, "ship %d moves half as far in y", i)
+	}
+	live := func(w arena.World) (n int) {
+		for _, s := range w.Shots {
+			if s.Live {
+				n++
+			}
+		}
+		return n
+	}
+	assert.Equal(t, live(before), live(half), "a partial step fires nothing")
+	assert.Greater(t, live(full), live(before))
 }
