@@ -24,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -86,6 +87,11 @@ type Summary struct {
 	InputLagHistogram     map[string]int64 `json:"input_lag_histogram"`
 	InputLagFinal         [][]int          `json:"input_lag_final"`
 
+	// Sound totals every match's sound report; SoundPerMatch has each.
+	Sound         SoundJSON   `json:"sound"`
+	SoundPerMatch []SoundJSON `json:"sound_per_match"`
+	Extrapolate   bool        `json:"extrapolate"`
+
 	Passed   bool   `json:"passed"`
 	Failures []Fail `json:"failures,omitempty"`
 }
@@ -97,11 +103,48 @@ type Fail struct {
 	Reason string `json:"reason"`
 }
 
+// SoundJSON compares the Event sounds (shots, explosions) each peer heard
+// with the ground truth, the offline re-simulation with every input known,
+// summed over the peers (docs/soak.md).
+type SoundJSON struct {
+	TrueSounds     int     `json:"true_sounds"`      // true sounds × peers: what should have been heard
+	Duplicates     int     `json:"duplicates"`       // a sound started while an earlier start of it still played
+	Missed         int     `json:"missed"`           // a true sound with no start left playing
+	Phantoms       int     `json:"phantoms"`         // starts of sounds that did not happen
+	PhantomsFaded  int     `json:"phantoms_faded"`   // of those, faded out
+	PhantomHeardMs float64 `json:"phantom_heard_ms"` // mean time a phantom played before its fade began
+	Restarts       int     `json:"restarts"`         // true sounds faded by a correction, then started again by a later one
+	LateStarts     int     `json:"late_starts"`      // true sounds started after their frame was first shown
+	LateStartsMs   float64 `json:"late_starts_ms"`   // mean lateness of the true sounds heard (0 for those on time)
+	LateStartMaxMs float64 `json:"late_start_max_ms"`
+	Evicted        int64   `json:"history_evictions"`              // history entries pushed out during a re-simulation
+	Suppressed     int64   `json:"suppressed_while_extrapolating"` // requests ignored while extrapolating
+	LoopsStarted   int64   `json:"stateful_started"`               // Stateful sounds (engine loops) started
+	LoopsLate      int64   `json:"stateful_started_late"`          // of those, started part-way in by a correction
+	LoopsStopped   int64   `json:"stateful_stopped"`               // Stateful sounds stopped by the game or a correction
+}
+
+func soundJSON(r match.SoundReport) SoundJSON {
+	j := SoundJSON{TrueSounds: r.True, Duplicates: r.Duplicates, Missed: r.Missed, Phantoms: r.Phantoms,
+		PhantomsFaded: r.PhantomsFaded, Restarts: r.Restarts, LateStarts: r.LateStarts, LateStartMaxMs: r.LateMax,
+		Evicted: r.Evicted, Suppressed: r.Suppressed,
+		LoopsStarted: r.StatefulStarted, LoopsLate: r.StatefulLate, LoopsStopped: r.StatefulStopped}
+	if heard := r.True - r.Missed; heard > 0 {
+		j.LateStartsMs = round2(r.LateSum / float64(heard))
+	}
+	if r.PhantomsFaded > 0 {
+		j.PhantomHeardMs = round2(r.PhantomSum / float64(r.PhantomsFaded))
+	}
+	return j
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
 type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
 	profile, jsonPath, snapshots, transport, network                 string
-	fixedLag, noSmoothing, noStartDelay                              bool
+	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
 	hiccups                                                          int
 	startSpread                                                      time.Duration
@@ -134,6 +177,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return err
 	})
 	fs.IntVar(&o.hiccups, "hiccups", 0, "with -transport netsim: every machine freezes for 200 ms this many times a minute")
+	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
@@ -166,7 +210,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
 					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
-					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread}
+					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -277,8 +321,10 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
-		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport}
+		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport,
+		Extrapolate: o.extrapolate}
 	var ticks, advN int
+	var snd match.SoundReport
 	var advSum, earlySum float64
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
@@ -291,7 +337,12 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		case !r.Verified:
 			s.Desyncs++
 			s.Failures = append(s.Failures, Fail{i, seed, "desync: " + r.Desync})
+		case !r.Sound.Clean():
+			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("sound: %d duplicates, %d missed, %d of %d phantoms not faded",
+				r.Sound.Duplicates, r.Sound.Missed, r.Sound.Phantoms-r.Sound.PhantomsFaded, r.Sound.Phantoms)})
 		}
+		snd.Add(r.Sound)
+		s.SoundPerMatch = append(s.SoundPerMatch, soundJSON(r.Sound))
 		if r.Completed {
 			s.Completed++
 		}
@@ -338,7 +389,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.machines) / s.SimulatedSeconds
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
 	}
-	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0
+	s.Sound = soundJSON(snd)
+	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0 && snd.Clean()
 	if s.Rollbacks == 0 {
 		s.Failures = append(s.Failures, Fail{-1, o.seed, "no match ever rolled back: the soak proved nothing"})
 	}
@@ -362,6 +414,9 @@ func printSummary(w io.Writer, s *Summary) {
 		s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
 	fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4: %d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
 		s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"])
+	fmt.Fprintf(w, "  sound: %d true sounds heard by the peers, %d duplicates, %d missed, %d/%d phantoms faded (after %.0f ms on average), %d restarted, mean lateness %.1f ms (max %.0f)\n",
+		s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms, s.Sound.PhantomHeardMs,
+		s.Sound.Restarts, s.Sound.LateStartsMs, s.Sound.LateStartMaxMs)
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {
 		if f.Match >= 0 {

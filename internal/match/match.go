@@ -28,6 +28,7 @@ import (
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
+	"github.com/rewindgg/rewind/sound"
 )
 
 // Tick is the simulation period: 60 Hz.
@@ -67,6 +68,10 @@ type Config struct {
 	// Hiccups freezes every machine for 200 ms this many times a minute, at
 	// seeded random moments (netsim only).
 	Hiccups int
+	// Extrapolate renders every tick a fraction of a frame ahead
+	// (Session.Extrapolate, fractions 0, ¼, ½, ¾ in turn) and fails the
+	// match if that changes the live state.
+	Extrapolate bool
 }
 
 // Result is what happened in one match.
@@ -105,6 +110,9 @@ type Result struct {
 	// EarlyAdvantage is |mean input advantage over the first 100 frames|,
 	// averaged over every peer pair (the start delay's claim).
 	EarlyAdvantage float64
+	// Sound compares the Event sounds every remaining machine played with
+	// the offline run's (completed matches only).
+	Sound SoundReport
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -132,6 +140,12 @@ type machine struct {
 	advWindow   []advAcc
 	cadenceBad  int
 	early       []advAcc // each peer's signed advantage summed over frames 1…100
+
+	ledger *sound.Ledger
+	voices *voiceLog
+	music  sound.Voice
+	shown  []time.Duration // when each frame was first simulated
+	render func()
 }
 
 // advAcc averages one peer's instantaneous input advantage over a window.
@@ -286,6 +300,12 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if err != nil {
 			return nil, err
 		}
+		if err := newMachineSound(m, clock(i).Now); err != nil {
+			return nil, err
+		}
+		m.shown = make([]time.Duration, c.Frames+rollback.MaxInputDelay+1)
+		g := m.g
+		m.render = func() { _ = g.World().Ships[0].X } // through the handle: it sees the extrapolated state
 		var peers []rollback.Peer
 		for j := range machines {
 			if j != i {
@@ -300,7 +320,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Players: c.Players, Local: m.players, Peers: peers,
 			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
-			Clock: clock(i), Rand: rnd(i), SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
+			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 		})
 		if err != nil {
@@ -337,6 +357,8 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 		return true, nil
 	}
+	from := m.s.Frame()
+	var res rollback.Result
 	if m.s.Frame() < end {
 		for k, p := range m.players {
 			f := int(m.s.InputFrame(p))
@@ -352,11 +374,17 @@ func (rn *run) tick(i int) (fin bool, err error) {
 				rn.truth[f*c.Players+int(p)] = in
 			}
 		}
-		if _, err := m.s.Advance(); err != nil {
+		if res, err = m.s.Advance(); err != nil {
 			return false, fmt.Errorf("machine %d: %w", i, err)
 		}
-	} else if _, err := m.s.Idle(); err != nil {
+	} else if res, err = m.s.Idle(); err != nil {
 		return false, fmt.Errorf("machine %d: %w", i, err)
+	}
+	m.afterTick(from, res.Events)
+	if c.Extrapolate {
+		if err := m.extrapolate(); err != nil {
+			return false, fmt.Errorf("machine %d: %w", i, err)
+		}
 	}
 	return m.s.Frame() == end && m.s.ConfirmedFrame() >= end && end == rollback.Frame(rn.target.Load()), nil
 }
@@ -498,10 +526,25 @@ func (rn *run) finish(r *Result) {
 	if !r.Completed {
 		return
 	}
-	want, err := Offline(c, rn.size, rn.truth, discFrom[:c.Players])
+	var ts truthSet
+	tl, err := sound.NewLedger(sound.Config{Backend: &ts})
 	if err != nil {
 		r.Err = err
 		return
+	}
+	want, err := Offline(c, rn.size, rn.truth, discFrom[:c.Players], tl)
+	if err != nil {
+		r.Err = err
+		return
+	}
+	index := make(map[soundKey]bool, len(ts.keys))
+	for _, k := range ts.keys {
+		index[k] = true
+	}
+	for i := range ms {
+		if !ms[i].dead.Load() {
+			r.Sound.Add(scoreSound(&ms[i], ts.keys, index, rollback.Frame(c.Frames)))
+		}
 	}
 	r.Want = xxhash.Sum64(want.Bytes())
 	r.Verified = true
@@ -530,8 +573,9 @@ func SeededRand(seed uint64, i int) *rand.ChaCha8 {
 // Offline replays a match without a network: it steps a fresh game through
 // c.Frames frames with the given inputs (frame-major, c.Players per frame),
 // every one confirmed, except that player p plays the default input with
-// status Disconnected from frame discFrom[p] on (nil: nobody left).
-func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame) (*savestate.Arena, error) {
+// status Disconnected from frame discFrom[p] on (nil: nobody left). The game
+// triggers its sounds through l, which may be nil.
+func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, l *sound.Ledger) (*savestate.Arena, error) {
 	a, err := savestate.New(size)
 	if err != nil {
 		return nil, err
@@ -540,6 +584,7 @@ func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Fra
 	if err != nil {
 		return nil, err
 	}
+	g.SetLedger(l)
 	in := make([]rollback.PlayerInput, c.Players)
 	for f := range c.Frames {
 		for p := range in {
@@ -547,6 +592,9 @@ func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Fra
 			if discFrom != nil && rollback.Frame(f) >= discFrom[p] {
 				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
 			}
+		}
+		if l != nil {
+			l.Simulating(rollback.Frame(f))
 		}
 		g.Step(rollback.Frame(f), in)
 	}
