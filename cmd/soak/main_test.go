@@ -60,7 +60,7 @@ func TestSoakPassesAndWritesJSON(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &m))
 	for _, k := range []string{"matches", "players", "frames_per_match", "seed", "profile", "completed", "verified",
 		"desyncs", "errors", "rollbacks", "resimulated_frames", "max_rollback_frames", "stall_frames", "packets_sent",
-		"bytes_sent", "bytes_per_peer_per_second", "simulated_seconds", "wall_seconds"} {
+		"bytes_sent", "bytes_per_peer_per_second", "simulated_seconds", "wall_seconds", "sound", "sound_per_match"} {
 		assert.Contains(t, m, k)
 	}
 	var s Summary
@@ -71,6 +71,38 @@ func TestSoakPassesAndWritesJSON(t *testing.T) {
 	// 3 machines at 60 packets per second to each of 2 others: 120 packets of
 	// 28+ bytes per second at least.
 	assert.Greater(t, s.BytesPerPeerPerSecond, 120.0*28)
+
+	snd := m["sound"].(map[string]any)
+	for _, k := range []string{"duplicates", "missed", "phantoms", "phantoms_faded", "late_starts_ms"} {
+		assert.Contains(t, snd, k)
+	}
+	assert.Positive(t, s.Sound.TrueSounds)
+	assert.Zero(t, s.Sound.Duplicates)
+	assert.Zero(t, s.Sound.Missed)
+	assert.Equal(t, s.Sound.Phantoms, s.Sound.PhantomsFaded)
+	require.Len(t, s.SoundPerMatch, 4)
+	total := 0
+	for _, m := range s.SoundPerMatch {
+		total += m.TrueSounds
+	}
+	assert.Equal(t, s.Sound.TrueSounds, total)
+}
+
+// TestSoakSoundOnIntercontinental is issue 5's bar: four players on the
+// intercontinental profile, no sound duplicated or missed, every phantom
+// faded.
+func TestSoakSoundOnIntercontinental(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-matches", "2", "-players", "4", "-profile", "intercontinental", "-json", "-"}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	var s Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+	assert.Zero(t, s.Sound.Duplicates)
+	assert.Zero(t, s.Sound.Missed)
+	assert.Positive(t, s.Sound.Phantoms)
+	assert.Equal(t, s.Sound.Phantoms, s.Sound.PhantomsFaded)
+	assert.Positive(t, s.Sound.LateStartsMs)
+	assert.Contains(t, errOut.String(), "0 duplicates, 0 missed")
 }
 
 func TestSoakWithoutRollbackFails(t *testing.T) {
