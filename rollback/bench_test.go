@@ -260,3 +260,37 @@ func benchFloor[B any](size int, ring bool) func(b *testing.B) {
 		}
 	}
 }
+
+// StepPartial makes benchGame a PartialStepper: one step's work.
+func (g *benchGame[B]) StepPartial(f rollback.Frame, in []rollback.PlayerInput, _ float64) { g.Step(f, in) }
+
+// BenchmarkExtrapolate measures Session.Extrapolate on a 1 MiB arena (one
+// copy into the scratch region and a partial step), against the article's
+// back up, step and restore (two copies).
+func BenchmarkExtrapolate(b *testing.B) {
+	b.Run("fork-1MiB", func(b *testing.B) {
+		g := newBenchGame[blob1MiB](b, 1<<20)
+		s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{8}, State: g.a, Game: g})
+		if err != nil {
+			b.Fatal(err)
+		}
+		render := func() {}
+		b.ReportAllocs()
+		_ = s.Extrapolate(0.5, render) // the scratch region is allocated once
+		for b.Loop() {
+			if err := s.Extrapolate(0.5, render); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("backup-restore-1MiB", func(b *testing.B) {
+		g := newBenchGame[blob1MiB](b, 1<<20)
+		in := []rollback.PlayerInput{{Input: 7, Status: rollback.Confirmed}}
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = g.a.Save(0)
+			g.StepPartial(0, in, 0.5)
+			_ = g.a.Restore(0)
+		}
+	})
+}
