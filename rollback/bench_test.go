@@ -262,7 +262,9 @@ func benchFloor[B any](size int, ring bool) func(b *testing.B) {
 }
 
 // StepPartial makes benchGame a PartialStepper: one step's work.
-func (g *benchGame[B]) StepPartial(f rollback.Frame, in []rollback.PlayerInput, _ float64) { g.Step(f, in) }
+func (g *benchGame[B]) StepPartial(f rollback.Frame, in []rollback.PlayerInput, _ float64) {
+	g.Step(f, in)
+}
 
 // BenchmarkExtrapolate measures Session.Extrapolate on a 1 MiB arena (one
 // copy into the scratch region and a partial step), against the article's
