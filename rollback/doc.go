@@ -40,6 +40,7 @@
 //		Layout: rollback.Layout{3, 8, 8},
 //		State:  a, Game: game, Transport: tr,
 //		SessionID: matchID, // from the lobby: the same on every machine
+//		Observer:  ledger,  // a sound.Ledger: rollback-safe sound
 //	})
 //	defer s.Close() // tells the peers at once
 //	p := pacer.New(time.Second / 60)
@@ -49,7 +50,8 @@
 //		if err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) { ... }
 //		r, err := s.Advance() // receive, correct, maybe stall, simulate, send
 //		if err != nil { ... }
-//		render(game)
+//		ledger.Update(game.Scene()) // stateful sounds follow the corrected state
+//		render(game)                // or s.Extrapolate(fraction, render) between frames
 //		for _, e := range r.Events { ... } // spinner on EventStarved, EventInputLagChanged, ...
 //	}
 //
@@ -74,6 +76,17 @@
 //     [*HandshakeError] after Config.HandshakeTimeout.
 //  6. Call [Session.Close] when leaving, so that the peers agree at once on
 //     the frame from which this machine's players play the default input.
+//
+// # Sound and rendering between frames
+//
+// Anything outside the game state that reacts to simulated frames — sound
+// first of all — is told which frames are re-simulations through an
+// [Observer] (Config.Observer); package sound builds rollback-safe sound on
+// it. [Session.Extrapolate] renders a fraction of a frame ahead for
+// displays that are not a multiple of the frame rate: the game implements
+// [PartialStepper], the session steps a throwaway copy of the state
+// (savestate.Arena.Fork) with sound suppressed, and the live state is left
+// bit-for-bit as it was.
 //
 // # Network
 //
