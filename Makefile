@@ -33,6 +33,7 @@ fuzz:
 	for f in FuzzHandshake FuzzQuality FuzzQualityReply FuzzDisconnect FuzzReady FuzzStart FuzzGo; do $(GO) test ./rollback/wire -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sound -run '^$$' -fuzz '^FuzzLedger$$' -fuzztime $(FUZZTIME)
 
 ## cover: test coverage per package.
 cover:

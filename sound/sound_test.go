@@ -309,99 +309,129 @@ func TestAgainstTheTruth(t *testing.T) {
 	for seed := range uint64(50) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			r := rand.New(rand.NewPCG(seed, 9))
-			tp := &tape{}
-			l, err := sound.NewLedger(sound.Config{Backend: tp})
-			require.NoError(t, err)
-			const frames = 600
-			// version[f] is how good the guess for frame f was when it was
-			// last simulated; the sounds depend on it. The final version is
-			// the truth.
-			version := make([]int, frames)
-			sounds := func(f rollback.Frame, v int) []sound.ID {
-				var ids []sound.ID
-				h := uint64(f)*0x9e3779b97f4a7c15 ^ uint64(v)*0xbf58476d1ce4e5b9
-				for k := range 3 {
-					if (h>>(8*k))%5 == 0 {
-						ids = append(ids, sound.ID(k))
-					}
-				}
-				return ids
-			}
-			step := func(f rollback.Frame) {
-				l.Simulating(f)
-				for _, id := range sounds(f, version[f]) {
-					l.Trigger(id, 1)
-				}
-			}
-			confirmed := 0
-			for f := range frames {
-				version[f] = r.IntN(3)
-				step(rollback.Frame(f))
-				if r.IntN(3) == 0 && f > confirmed {
-					// A correction arrives: re-simulate from a frame after the
-					// confirmed one, with better guesses for some frames.
-					from := confirmed + r.IntN(f-confirmed+1)
-					for g := from; g <= f; g++ {
-						if r.IntN(2) == 0 {
-							version[g] = r.IntN(3)
-						}
-					}
-					for g := from; g <= f; g++ {
-						step(rollback.Frame(g))
-					}
-					confirmed = min(f, confirmed+r.IntN(8))
-				}
-				l.Update(nil)
-			}
-			// Finally every frame is confirmed: re-simulate the unconfirmed
-			// tail once more, as the last rollback would.
-			for g := confirmed; g < frames; g++ {
-				step(rollback.Frame(g))
-			}
-			l.Update(nil)
-
-			truth := map[string]bool{}
-			for f := range frames {
-				for _, id := range sounds(rollback.Frame(f), version[f]) {
-					truth[fmt.Sprintf("id=%d frame=%d", id, f)] = true
-				}
-			}
-			type voice struct {
-				key   string
-				faded bool
-			}
-			var voices []voice
-			for _, c := range tp.calls {
-				switch {
-				case strings.HasPrefix(c, "play"):
-					var v int
-					var cat, rest string
-					_, err := fmt.Sscanf(c, "play %d %s", &v, &cat)
-					require.NoError(t, err)
-					rest = c[strings.Index(c, "id="):strings.Index(c, " vol")]
-					require.Equal(t, len(voices)+1, v)
-					voices = append(voices, voice{key: rest})
-				case strings.HasPrefix(c, "fade"):
-					var v int
-					_, err := fmt.Sscanf(c, "fade %d", &v)
-					require.NoError(t, err)
-					voices[v-1].faded = true
-				}
-			}
-			heard := map[string]int{} // un-faded starts
-			for _, v := range voices {
-				if !truth[v.key] {
-					assert.True(t, v.faded, "phantom %s was faded", v.key)
-					continue
-				}
-				if !v.faded {
-					heard[v.key]++
-				}
-			}
-			for k := range truth {
-				assert.Equal(t, 1, heard[k], "true sound %s is heard exactly once", k)
-			}
-			assert.Positive(t, l.Stats().Faded, "the test un-happened some sounds")
+			faded := checkAgainstTruth(t, 600, r.IntN)
+			assert.Positive(t, faded, "the test un-happened some sounds")
 		})
 	}
+}
+
+// FuzzLedger is TestAgainstTheTruth with the fuzzer choosing the guesses
+// and the rollbacks.
+func FuzzLedger(f *testing.F) {
+	f.Add([]byte{0})
+	f.Add([]byte{1, 2, 0, 3, 1, 1, 2, 7, 0, 0, 5, 9, 2, 2, 2, 0, 1})
+	f.Add([]byte("a rollback every frame, re-simulating everything"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		next := func(n int) int {
+			if len(data) == 0 {
+				return 0
+			}
+			b := int(data[0])
+			data = data[1:]
+			return b % n
+		}
+		checkAgainstTruth(t, 200, next)
+	})
+}
+
+// checkAgainstTruth plays frames frames with rollbacks chosen by next (a
+// source of numbers in [0, n)) and checks what was heard; it returns how
+// many sounds were faded.
+func checkAgainstTruth(t *testing.T, frames int, next func(n int) int) int64 {
+	tp := &tape{}
+	l, err := sound.NewLedger(sound.Config{Backend: tp})
+	require.NoError(t, err)
+	// version[f] is how good the guess for frame f was when it was last
+	// simulated; the sounds depend on it. The final version is the truth.
+	version := make([]int, frames)
+	sounds := func(f rollback.Frame, v int) []sound.ID {
+		var ids []sound.ID
+		h := uint64(f)*0x9e3779b97f4a7c15 ^ uint64(v)*0xbf58476d1ce4e5b9
+		for k := range 3 {
+			if (h>>(8*k))%5 == 0 {
+				ids = append(ids, sound.ID(k))
+			}
+		}
+		return ids
+	}
+	step := func(f rollback.Frame) {
+		l.Simulating(f)
+		for _, id := range sounds(f, version[f]) {
+			l.Trigger(id, 1)
+		}
+	}
+	confirmed := 0
+	for f := range frames {
+		version[f] = next(3)
+		step(rollback.Frame(f))
+		if next(3) == 0 && f > confirmed {
+			// A correction arrives: re-simulate from a frame after the
+			// confirmed one, with better guesses for some frames. (At most
+			// 40 frames: HistorySize must cover a re-simulation's sounds.)
+			from := max(confirmed, f-40) + next(min(f-confirmed, 40)+1)
+			for g := from; g <= f; g++ {
+				if next(2) == 0 {
+					version[g] = next(3)
+				}
+			}
+			for g := from; g <= f; g++ {
+				step(rollback.Frame(g))
+			}
+			confirmed = min(f, confirmed+next(8))
+		}
+		if next(4) > 0 {
+			l.Update(nil)
+		}
+	}
+	// Finally every frame is confirmed: re-simulate the unconfirmed tail
+	// once more, as the last rollback would.
+	if confirmed < frames {
+		for g := max(confirmed, frames-41); g < frames; g++ {
+			step(rollback.Frame(g))
+		}
+	}
+	l.Update(nil)
+
+	truth := map[string]bool{}
+	for f := range frames {
+		for _, id := range sounds(rollback.Frame(f), version[f]) {
+			truth[fmt.Sprintf("id=%d frame=%d", id, f)] = true
+		}
+	}
+	type voice struct {
+		key   string
+		faded bool
+	}
+	var voices []voice
+	for _, c := range tp.calls {
+		switch {
+		case strings.HasPrefix(c, "play"):
+			var v int
+			var cat string
+			_, err := fmt.Sscanf(c, "play %d %s", &v, &cat)
+			require.NoError(t, err)
+			require.Equal(t, len(voices)+1, v)
+			voices = append(voices, voice{key: c[strings.Index(c, "id="):strings.Index(c, " vol")]})
+		case strings.HasPrefix(c, "fade"):
+			var v int
+			_, err := fmt.Sscanf(c, "fade %d", &v)
+			require.NoError(t, err)
+			voices[v-1].faded = true
+		}
+	}
+	heard := map[string]int{} // un-faded starts
+	for _, v := range voices {
+		if !truth[v.key] {
+			assert.True(t, v.faded, "phantom %s was faded", v.key)
+			continue
+		}
+		if !v.faded {
+			heard[v.key]++
+		}
+	}
+	for k := range truth {
+		assert.Equal(t, 1, heard[k], "true sound %s is heard exactly once", k)
+	}
+	assert.Zero(t, l.Stats().Evicted)
+	return l.Stats().Faded
 }
