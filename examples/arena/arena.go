@@ -17,7 +17,7 @@
 // loop in the world's sound.Scene, started, turned up or down and stopped
 // by Step; the match music ([SoundMusic]) is a Global sound that the code
 // around the session plays. And it opts in to extrapolated rendering with
-// [Game.StepPartial].
+// [Game.StepPartial], which runs the same logic on part of a frame.
 package arena
 
 import (
@@ -149,7 +149,19 @@ func New(a *savestate.Arena, players int, seed uint64) (*Game, error) {
 func (g *Game) World() *World { return g.world.Get(g.arena) }
 
 // Step advances the world by one frame.
-func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
+func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { g.advance(f, in, one) }
+
+// StepPartial implements rollback.PartialStepper: the same game logic, with
+// every motion scaled by fraction, for a render between two frames. Ships
+// may fire and shots may hit in it (the session suppresses their sounds);
+// the state is thrown away.
+func (g *Game) StepPartial(f rollback.Frame, in []rollback.PlayerInput, fraction float64) {
+	g.advance(f, in, int32(fraction*one))
+}
+
+// advance runs frame f with motion scaled by part (16.16; one for a whole
+// frame, which moves by exactly the velocity).
+func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part int32) {
 	w := g.World()
 	for i := range min(len(in), int(w.Players)) {
 		s := &w.Ships[i]
@@ -161,8 +173,8 @@ func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
 		}
 		fire, angle, mag := Unpack(in[i].Input)
 		s.VX, s.VY = accelerate(s.VX, s.VY, angle, mag)
-		s.X = wrap(s.X + s.VX)
-		s.Y = wrap(s.Y + s.VY)
+		s.X = wrap(s.X + scale(s.VX, part))
+		s.Y = wrap(s.Y + scale(s.VY, part))
 		g.engine(w, f, i, mag)
 		if s.Cooldown > 0 {
 			s.Cooldown--
@@ -178,8 +190,8 @@ func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
 		if !sh.Live {
 			continue
 		}
-		sh.X += sh.VX
-		sh.Y += sh.VY
+		sh.X += scale(sh.VX, part)
+		sh.Y += scale(sh.VY, part)
 		if sh.TTL--; sh.TTL == 0 || sh.X < 0 || sh.Y < 0 || sh.X >= Size || sh.Y >= Size {
 			sh.Live = false
 			continue
@@ -226,28 +238,8 @@ func (g *Game) engine(w *World, f rollback.Frame, i int, mag uint8) {
 	}
 }
 
-// StepPartial implements rollback.PartialStepper: it moves the ships and
-// shots fraction of a frame along, for a render between two frames. It
-// fires nothing and hits nothing; the state is thrown away.
-func (g *Game) StepPartial(f rollback.Frame, in []rollback.PlayerInput, fraction float64) {
-	w := g.World()
-	part := int64(fraction * one)
-	along := func(p, v int32) int32 { return p + int32(int64(v)*part>>16) }
-	for i := range min(len(in), int(w.Players)) {
-		s := &w.Ships[i]
-		if !s.Alive {
-			continue
-		}
-		_, angle, mag := Unpack(in[i].Input)
-		vx, vy := accelerate(s.VX, s.VY, angle, mag)
-		s.X, s.Y = wrap(along(s.X, vx)), wrap(along(s.Y, vy))
-	}
-	for j := range w.Shots {
-		if sh := &w.Shots[j]; sh.Live {
-			sh.X, sh.Y = along(sh.X, sh.VX), along(sh.Y, sh.VY)
-		}
-	}
-}
+// scale returns v × part in 16.16 fixed point: v itself when part is one.
+func scale(v, part int32) int32 { return int32(int64(v) * int64(part) >> 16) }
 
 func (g *Game) shoot(w *World, owner int, dir uint8) {
 	for j := range w.Shots {

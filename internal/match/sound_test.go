@@ -47,6 +47,7 @@ func TestSoundAgainstTheTruth(t *testing.T) {
 			assert.Positive(t, s.StatefulLate, "corrections started engine loops part-way in")
 			assert.Positive(t, s.StatefulStopped)
 			assert.Zero(t, s.Evicted)
+			assert.Positive(t, s.Suppressed, "extrapolated steps asked for sounds, and were not heard")
 		})
 	}
 }
