@@ -317,33 +317,60 @@ func allocations(region []byte, types []reflect.Type) []Allocation {
 // "arena.World.Ships[1].X". It returns "" for bytes that belong to the
 // arena's header, its allocation records or padding.
 func (a *Arena) FieldPath(off int) string {
-	for _, al := range a.Allocations() {
-		if off >= al.Offset && off < al.Offset+al.Size {
-			return fieldPath(al.Type, off-al.Offset, al.Type.String())
-		}
-	}
-	return ""
+	f, _ := a.Field(off)
+	return f.Path
 }
 
-func fieldPath(t reflect.Type, off int, path string) string {
+// Field is a scalar field of a value in an arena: the innermost field
+// holding some byte.
+type Field struct {
+	Path   string       // such as "arena.World.Ships[1].X"
+	Offset int          // where the field starts in the region
+	Type   reflect.Type // the field's type: a bool, integer or float kind, or a struct's padding (nil)
+}
+
+// Field returns the scalar field that holds byte off of the current region.
+// ok is false for the arena's header and allocation records; padding
+// inside a value has a Path ending in ".<padding>" and a nil Type.
+func (a *Arena) Field(off int) (Field, bool) { return a.FieldIn(a.Bytes(), off) }
+
+// FieldIn is [Arena.Field] for region, a copy of one of a's regions (such as
+// a state saved for a desync report, or a peer's): it reads the allocation
+// records inside region itself.
+func (a *Arena) FieldIn(region []byte, off int) (f Field, ok bool) {
+	for _, al := range allocations(region, a.types) {
+		if off >= al.Offset && off < al.Offset+al.Size {
+			f = fieldAt(al.Type, off-al.Offset, al.Type.String())
+			f.Offset += al.Offset
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+func fieldAt(t reflect.Type, off int, path string) Field {
 	switch t.Kind() {
 	case reflect.Array:
 		es := int(t.Elem().Size())
 		if es == 0 {
-			return path
+			return Field{Path: path, Type: t}
 		}
 		i := off / es
-		return fieldPath(t.Elem(), off-i*es, fmt.Sprintf("%s[%d]", path, i))
+		f := fieldAt(t.Elem(), off-i*es, fmt.Sprintf("%s[%d]", path, i))
+		f.Offset += i * es
+		return f
 	case reflect.Struct:
 		for i := range t.NumField() {
-			f := t.Field(i)
-			if off >= int(f.Offset) && off < int(f.Offset+f.Type.Size()) {
-				return fieldPath(f.Type, off-int(f.Offset), path+"."+f.Name)
+			sf := t.Field(i)
+			if off >= int(sf.Offset) && off < int(sf.Offset+sf.Type.Size()) {
+				f := fieldAt(sf.Type, off-int(sf.Offset), path+"."+sf.Name)
+				f.Offset += int(sf.Offset)
+				return f
 			}
 		}
-		return path + ".<padding>"
+		return Field{Path: path + ".<padding>", Offset: off}
 	default:
-		return path
+		return Field{Path: path, Type: t}
 	}
 }
 

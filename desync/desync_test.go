@@ -1,0 +1,92 @@
+package desync_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+type pos struct{ X, Y int32 }
+
+type ship struct {
+	Pos   pos
+	Alive bool
+	Speed float32
+	Score int16
+}
+
+type world struct {
+	Frame uint32
+	Ships [4]ship
+}
+
+func TestCompareNamesTheField(t *testing.T) {
+	a, err := savestate.New(4096)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[world](a)
+	require.NoError(t, err)
+	w := h.Get(a)
+	w.Frame = 1200
+	w.Ships[1].Pos.X = 40960
+	w.Ships[2].Speed = 1.5
+	w.Ships[3].Score = -3
+	local := append([]byte(nil), a.Bytes()...)
+
+	cases := []struct {
+		edit func(w *world)
+		want string
+	}{
+		{func(w *world) { w.Ships[1].Pos.X = 40961 }, "desync_test.world.Ships[1].Pos.X: 40960 vs 40961"},
+		{func(w *world) { w.Ships[2].Speed = 1.5000001 }, "desync_test.world.Ships[2].Speed: 1.5 vs 1.5000001"},
+		{func(w *world) { w.Ships[3].Score = 7 }, "desync_test.world.Ships[3].Score: -3 vs 7"},
+		{func(w *world) { w.Ships[0].Alive = true }, "desync_test.world.Ships[0].Alive: false vs true"},
+		{func(w *world) { w.Frame = 1300 }, "desync_test.world.Frame: 1200 vs 1300"},
+		{func(w *world) {}, ""},
+	}
+	for _, tc := range cases {
+		require.NoError(t, a.Save(0))
+		tc.edit(h.Get(a))
+		remote := append([]byte(nil), a.Bytes()...)
+		require.NoError(t, a.Restore(0))
+		assert.Equal(t, tc.want, desync.Compare(a, local, remote))
+	}
+	assert.Contains(t, desync.Compare(a, local, local[:len(local)-8]), "used size")
+	bad := append([]byte(nil), local...)
+	bad[5]++ // the header
+	assert.Contains(t, desync.Compare(a, local, bad), "bookkeeping at byte 5")
+}
+
+func TestDetector(t *testing.T) {
+	d := desync.NewDetector(2)
+	assert.Nil(t, d.Check())
+	d.Remote(0, 500, 0xaa) // the peer is ahead of us: nothing to compare yet
+	assert.Nil(t, d.Check())
+	d.Local(500, 0xaa)
+	assert.Nil(t, d.Check(), "equal")
+	d.Local(1000, 0xbb)
+	d.Remote(1, 500, 0xaa) // a slower peer: compared with our older one
+	assert.Nil(t, d.Check())
+	d.Remote(1, 400, 0xcc) // older than its latest: ignored
+	assert.Nil(t, d.Check())
+	d.Remote(0, 1000, 0xbc)
+	err := d.Check()
+	require.NotNil(t, err)
+	assert.Equal(t, desync.Error{Frame: 1000, Peer: 0, Local: 0xbb, Remote: 0xbc}, *err)
+	assert.Nil(t, d.Check(), "reported once")
+	assert.Contains(t, err.Error(), "frame 1000")
+	f, v, ok := d.Latest()
+	assert.Equal(t, []any{int32(1000), uint64(0xbb), true}, []any{f, v, ok})
+	d.Remote(5, 1, 1) // no such peer: ignored
+	d.Remote(-1, 1, 1)
+
+	// Our checksum of a frame long gone cannot be compared: no report.
+	for f := int32(1100); f < 2000; f += 100 {
+		d.Local(f, uint64(f))
+	}
+	d.Remote(1, 1000, 0xdead)
+	assert.Nil(t, d.Check())
+}
