@@ -15,6 +15,7 @@ const (
 	KindReady        Kind = 6 // Ready: the sender's round-trip times, to the host
 	KindStart        Kind = 7 // Start: the host's full mesh of round-trip times
 	KindGo           Kind = 8 // Go: the sender has the mesh and is ready to start
+	KindChecksum     Kind = 9 // Checksum: the sender's checksum of a final frame
 )
 
 // MaxControlSize is the largest control datagram accepted or produced (a
@@ -77,6 +78,13 @@ type Start struct {
 // Go says the sender has the mesh: the match can start.
 type Go struct {
 	Frame int32 // always 0; msgpack has no empty fixed shape we accept
+}
+
+// Checksum carries the sender's checksum (xxhash) of the game state at the
+// start of Frame, sent once every input before Frame is final.
+type Checksum struct {
+	Frame int32
+	Sum   uint64
 }
 
 var mh = func() *codec.MsgpackHandle {
@@ -176,6 +184,8 @@ func kindMatches(k Kind, msg any) bool {
 		return k == KindStart
 	case *Go:
 		return k == KindGo
+	case *Checksum:
+		return k == KindChecksum
 	}
 	return false
 }

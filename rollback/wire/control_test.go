@@ -23,6 +23,7 @@ func TestControlRoundTrip(t *testing.T) {
 		{wire.KindReady, &wire.Ready{RTT: []uint32{0, 180000, 42}}, &wire.Ready{}},
 		{wire.KindStart, &wire.Start{Mesh: []uint32{0, 1, 2, 3}}, &wire.Start{}},
 		{wire.KindGo, &wire.Go{}, &wire.Go{}},
+		{wire.KindChecksum, &wire.Checksum{Frame: 1500, Sum: 1<<64 - 1}, &wire.Checksum{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind.String(), func(t *testing.T) {
@@ -133,6 +134,9 @@ func FuzzStart(f *testing.F) {
 	fuzzControl(f, wire.KindStart, &wire.Start{Mesh: []uint32{0, 90000, 90000, 0}})
 }
 func FuzzGo(f *testing.F) { fuzzControl(f, wire.KindGo, &wire.Go{}) }
+func FuzzChecksum(f *testing.F) {
+	fuzzControl(f, wire.KindChecksum, &wire.Checksum{Frame: 500, Sum: 0x0123456789abcdef})
+}
 
 func TestStartForEightMachinesFits(t *testing.T) {
 	mesh := make([]uint32, wire.MaxMachines*wire.MaxMachines)

@@ -49,6 +49,8 @@ func (k Kind) String() string {
 		return "start"
 	case KindGo:
 		return "go"
+	case KindChecksum:
+		return "checksum"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}
