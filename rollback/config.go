@@ -105,6 +105,15 @@ type Config struct {
 	// NoStartDelay starts the first frame as soon as every peer has
 	// completed the handshake, without the start-of-match wait.
 	NoStartDelay bool
+	// ChecksumEvery is the desync-detection interval: the session
+	// checksums the state at the start of every frame that is a multiple of
+	// it, once every input before it is final, and compares with the
+	// peers'. 0 means desync.DefaultEvery (500); negative turns detection
+	// off. 10 is a good value while debugging.
+	ChecksumEvery int
+	// ChecksumData, if not nil, appends the data to checksum (positions,
+	// say) to dst and returns it; nil checksums the whole arena.
+	ChecksumData func(dst []byte) []byte
 	// Observer, if not nil, is told every frame the session simulates and
 	// every extrapolation (a sound.Ledger, for rollback-safe sound).
 	Observer Observer

@@ -54,10 +54,13 @@ type PeerStats struct {
 }
 
 type peerState struct {
-	players []PlayerID // sorted; the order of inputs in its packets
-	id      PlayerID   // its lowest player: the machine's name in gossip
-	ack     Frame      // the next of our frames it wants; all before it arrived
-	ackAt   time.Duration
+	sumSent   Frame // the frame of the last checksum sent to it
+	sumSends  int   // how many times
+	sumSentAt time.Duration
+	players   []PlayerID // sorted; the order of inputs in its packets
+	id        PlayerID   // its lowest player: the machine's name in gossip
+	ack       Frame      // the next of our frames it wants; all before it arrived
+	ackAt     time.Duration
 
 	nonce    uint32 // its handshake nonce; 0 until known
 	tag      uint16
@@ -372,6 +375,15 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		return true
 	case wire.KindReady, wire.KindStart, wire.KindGo:
 		return s.handleStart(i, b)
+	case wire.KindChecksum:
+		c := &s.rx.sum
+		if tag, err := s.ctl.Parse(b, wire.KindChecksum, c); err != nil || !s.tagged(i, tag) || c.Frame <= 0 {
+			return false
+		}
+		if s.det != nil {
+			s.det.Remote(i, c.Frame, c.Sum)
+		}
+		return true
 	case wire.KindDisconnect:
 		if tag, err := s.ctl.Parse(b, wire.KindDisconnect, &s.rx.d); err != nil || !s.tagged(i, tag) {
 			return false
@@ -523,6 +535,7 @@ func (s *Session) sendProtocol(i int) {
 		s.sendControl(i, wire.KindQualityReply, ps.tag, &s.qr)
 		ps.replyQuality = false
 	}
+	s.sendChecksum(i)
 	// Before the match starts, ping every 100 ms until the round trip is
 	// known: the start delay needs it.
 	if s.now-ps.lastQuality >= s.qualityEvery || (!s.started && ps.rtt == 0 && s.now-ps.lastQuality >= handshakeRetry) {
@@ -530,6 +543,35 @@ func (s *Session) sendProtocol(i int) {
 		s.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.sendControl(i, wire.KindQuality, ps.tag, &s.q)
 	}
+}
+
+// A new final checksum is sent checksumRepeats times, checksumResend
+// apart, in case a datagram that carried it is lost.
+const (
+	checksumRepeats = 3
+	checksumResend  = 250 * time.Millisecond
+)
+
+// sendChecksum sends peer i our newest final checksum when it is new, and
+// repeats it.
+func (s *Session) sendChecksum(i int) {
+	if s.det == nil {
+		return
+	}
+	f, sum, ok := s.det.Latest()
+	ps := &s.peers[i]
+	if !ok {
+		return
+	}
+	if Frame(f) != ps.sumSent {
+		ps.sumSent, ps.sumSends = Frame(f), 0
+	} else if ps.sumSends >= checksumRepeats || s.now-ps.sumSentAt < checksumResend {
+		return
+	}
+	ps.sumSends++
+	ps.sumSentAt = s.now
+	s.tx.sum = wire.Checksum{Frame: f, Sum: sum}
+	s.sendControl(i, wire.KindChecksum, ps.tag, &s.tx.sum)
 }
 
 // throttled reports whether peer i, silent for a second, must wait.

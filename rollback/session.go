@@ -10,6 +10,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/predict"
 	"github.com/rewindgg/rewind/rollback/wire"
@@ -60,6 +61,15 @@ const gossipCountEvery = 4
 // internet's usual 1280-byte IPv6 minimum MTU.
 const maxDatagram = 1200
 
+// pendingSums is how many checksummed frames may wait to become final.
+const pendingSums = 8
+
+type pendingSum struct {
+	frame Frame
+	sum   uint64
+	ok    bool
+}
+
 type backup struct {
 	frame Frame
 	valid bool
@@ -103,6 +113,13 @@ type Session struct {
 
 	starved bool
 
+	det       *desync.Detector
+	sumEvery  Frame
+	sumData   func([]byte) []byte
+	sumBuf    []byte
+	pending   [pendingSums]pendingSum // checksums of states not yet final
+	desyncErr *desync.Error
+
 	tracker    *advantage.Tracker
 	lagFixed   bool
 	smoothing  bool
@@ -145,11 +162,13 @@ type Session struct {
 		ready wire.Ready
 		start wire.Start
 		gomsg wire.Go
+		sum   wire.Checksum
 	}
 	tx struct { // scratch for sent start messages
 		ready wire.Ready
 		start wire.Start
 		gomsg wire.Go
+		sum   wire.Checksum
 	}
 	noStartDelay bool
 	machine      int // our index among the machines, by lowest PlayerID
@@ -276,6 +295,11 @@ func NewSession(cfg Config) (*Session, error) {
 		}
 	}
 	s.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
+	if cfg.ChecksumEvery >= 0 && len(s.peers) > 0 {
+		s.sumEvery = Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery))
+		s.det = desync.NewDetector(len(s.peers))
+		s.sumData = cfg.ChecksumData
+	}
 	if err := s.save(0, 0); err != nil {
 		return nil, err
 	}
@@ -354,6 +378,9 @@ func (s *Session) Advance() (Result, error) {
 	if s.closed {
 		return Result{Frame: s.frame}, ErrClosed
 	}
+	if s.desyncErr != nil {
+		return s.Idle()
+	}
 	if !s.hasLocalInput() && s.lagStalls == 0 {
 		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
 	}
@@ -425,10 +452,14 @@ func (s *Session) Advance() (Result, error) {
 		s.catchUp--
 		s.play()
 	}
+	s.checkDesync()
 	s.send()
 	r.Events = s.events
 	if s.syncErr != nil {
 		return r, s.syncErr
+	}
+	if s.desyncErr != nil {
+		return r, s.desyncErr
 	}
 	return r, nil
 }
@@ -535,11 +566,15 @@ func (s *Session) Idle() (Result, error) {
 	}
 	r := Result{Frame: s.frame, Stalled: true}
 	mis, err := s.poll()
-	if err == nil && s.started && mis < s.frame {
+	if err == nil && s.started && mis < s.frame && s.desyncErr == nil {
 		r.Resimulated, err = s.rollback(mis)
 	}
+	s.checkDesync()
 	s.send()
 	r.Events = s.events
+	if err == nil && s.desyncErr != nil {
+		err = s.desyncErr
+	}
 	return r, err
 }
 
@@ -776,6 +811,7 @@ func (s *Session) advanceSnapshot(slot int, to Frame) error {
 				s.stepIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
 			}
 		}
+		s.recordSum(f)
 		if s.obs != nil {
 			s.obs.Simulating(f)
 		}
@@ -802,6 +838,7 @@ func (s *Session) step() {
 	for p := range s.players {
 		s.used[slot][p] = s.stepIn[p].Input
 	}
+	s.recordSum(f)
 	if s.obs != nil {
 		s.obs.Simulating(f)
 	}
@@ -913,6 +950,41 @@ func (s *Session) save(slot int, f Frame) error {
 }
 
 func (s *Session) checksum() uint64 { return xxhash.Sum64(s.arena.Bytes()) }
+
+// recordSum checksums the state at the start of frame f, in the current
+// region, when f is a checksum frame. A re-simulation records it again.
+func (s *Session) recordSum(f Frame) {
+	if s.sumEvery <= 0 || f == 0 || f%s.sumEvery != 0 {
+		return
+	}
+	var sum uint64
+	if s.sumData != nil {
+		s.sumBuf = s.sumData(s.sumBuf[:0])
+		sum = xxhash.Sum64(s.sumBuf)
+	} else {
+		sum = s.checksum()
+	}
+	s.pending[int(uint32(f/s.sumEvery)%pendingSums)] = pendingSum{frame: f, sum: sum, ok: true}
+}
+
+// checkDesync hands the checksums whose frame can no longer change (no
+// rollback reaches before the anchor) to the detector and compares.
+func (s *Session) checkDesync() {
+	if s.det == nil || s.desyncErr != nil {
+		return
+	}
+	a := s.anchor()
+	for i, p := range s.pending {
+		if p.ok && p.frame <= a && p.frame < s.frame {
+			s.det.Local(int32(p.frame), p.sum)
+			s.pending[i].ok = false
+		}
+	}
+	if e := s.det.Check(); e != nil {
+		s.desyncErr = e
+		s.events = append(s.events, Event{Kind: EventDesyncDetected, Frame: Frame(e.Frame), Peer: e.Peer})
+	}
+}
 
 // checkSum records or compares the sync-test checksum at the start of frame f.
 func (s *Session) checkSum(f Frame) {

@@ -139,6 +139,10 @@ const (
 	EventDisconnected
 	// EventInputLagChanged: the local input lag is now Lag frames.
 	EventInputLagChanged
+	// EventDesyncDetected: Peer's checksum of Frame differs from ours; the
+	// match is over. The Advance that reports it returns a *desync.Error,
+	// and so does every later Advance.
+	EventDesyncDetected
 )
 
 func (k EventKind) String() string {
@@ -147,6 +151,8 @@ func (k EventKind) String() string {
 		return "starved"
 	case EventResumed:
 		return "resumed"
+	case EventDesyncDetected:
+		return "desync-detected"
 	case EventSyncTestFailed:
 		return "sync-test-failed"
 	case EventConnected:

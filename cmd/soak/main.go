@@ -32,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -87,6 +88,13 @@ type Summary struct {
 	InputLagHistogram     map[string]int64 `json:"input_lag_histogram"`
 	InputLagFinal         [][]int          `json:"input_lag_final"`
 
+	// DesyncsDetected counts the matches that a session ended with a
+	// detected desync; DesyncReports describes each.
+	DesyncsDetected int            `json:"desyncs_detected"`
+	DesyncReports   []DesyncReport `json:"desync_reports,omitempty"`
+	ChecksumEvery   int            `json:"checksum_every"`
+	InjectDesync    int            `json:"inject_desync,omitempty"`
+
 	// Sound totals every match's sound report; SoundPerMatch has each.
 	Sound         SoundJSON   `json:"sound"`
 	SoundPerMatch []SoundJSON `json:"sound_per_match"`
@@ -101,6 +109,15 @@ type Fail struct {
 	Match  int    `json:"match"`
 	Seed   uint64 `json:"seed"`
 	Reason string `json:"reason"`
+}
+
+// DesyncReport is one detected desync.
+type DesyncReport struct {
+	Match      int    `json:"match"`
+	Seed       uint64 `json:"seed"`
+	Frame      int32  `json:"desync_detected_frame"` // the frame whose checksums differed
+	DetectedAt int32  `json:"detected_at_frame"`     // the frame the detecting machine had reached
+	Field      string `json:"desync_field"`          // the first differing field and both values, when known
 }
 
 // SoundJSON compares the Event sounds (shots, explosions) each peer heard
@@ -146,7 +163,7 @@ type options struct {
 	profile, jsonPath, snapshots, transport, network                 string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
-	hiccups                                                          int
+	hiccups, checksumEvery, injectDesync                             int
 	startSpread                                                      time.Duration
 }
 
@@ -177,6 +194,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return err
 	})
 	fs.IntVar(&o.hiccups, "hiccups", 0, "with -transport netsim: every machine freezes for 200 ms this many times a minute")
+	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
+	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
@@ -210,7 +229,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
 					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
-					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate}
+					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
+					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -322,13 +342,22 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport,
-		Extrapolate: o.extrapolate}
+		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync}
+	if s.ChecksumEvery == 0 {
+		s.ChecksumEvery = desync.DefaultEvery
+	}
 	var ticks, advN int
 	var snd match.SoundReport
 	var advSum, earlySum float64
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
 		switch {
+		case r.Detected != nil:
+			s.DesyncsDetected++
+			s.Desyncs++
+			d := r.Detected
+			s.DesyncReports = append(s.DesyncReports, DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field})
+			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, d)})
 		case r.Err != nil:
 			s.Errors++
 			s.Failures = append(s.Failures, Fail{i, seed, r.Err.Error()})

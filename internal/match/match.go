@@ -24,6 +24,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -68,6 +69,12 @@ type Config struct {
 	// Hiccups freezes every machine for 200 ms this many times a minute, at
 	// seeded random moments (netsim only).
 	Hiccups int
+	// ChecksumEvery is Config.ChecksumEvery of every session (0: 500).
+	ChecksumEvery int
+	// InjectDesync, when positive, makes the last machine's game flip one
+	// bit of ship 0's position every time it simulates that frame: a
+	// deliberate desync that the sessions must detect.
+	InjectDesync int
 	// Extrapolate renders every tick a fraction of a frame ahead
 	// (Session.Extrapolate, fractions 0, ¼, ½, ¾ in turn) and fails the
 	// match if that changes the live state.
@@ -113,6 +120,10 @@ type Result struct {
 	// Sound compares the Event sounds every remaining machine played with
 	// the offline run's (completed matches only).
 	Sound SoundReport
+	// Detected is the first desync a session reported (nil for none), and
+	// DetectedAt the frame that machine had reached when it did.
+	Detected   *desync.Error
+	DetectedAt rollback.Frame
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -191,6 +202,11 @@ func Run(c Config) Result {
 				for now >= deadline[i] && !nw.Frozen(i) {
 					deadline[i] += Tick
 					if _, err := rn.tick(i); err != nil {
+						if rn.detected(&r, i, err) {
+							r.Ticks = int(nw.Now() / Tick)
+							rn.finish(&r)
+							return r
+						}
 						r.Err = err
 						return r
 					}
@@ -316,9 +332,13 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if machines > 1 {
 			tr = transport(i)
 		}
+		var game rollback.Game = m.g
+		if c.InjectDesync > 0 && i == machines-1 && machines > 1 {
+			game = corrupting{m.g, rollback.Frame(c.InjectDesync)}
+		}
 		m.s, err = rollback.NewSession(rollback.Config{
-			Players: c.Players, Local: m.players, Peers: peers,
-			Layout: arena.Layout, State: m.a, Game: m.g, Transport: tr,
+			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
+			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
@@ -387,6 +407,32 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 	}
 	return m.s.Frame() == end && m.s.ConfirmedFrame() >= end && end == rollback.Frame(rn.target.Load()), nil
+}
+
+// corrupting is the arena game with a deliberate desync: on frame at (every
+// time it is simulated) it flips the lowest bit of ship 0's X.
+type corrupting struct {
+	*arena.Game
+	at rollback.Frame
+}
+
+func (c corrupting) Step(f rollback.Frame, in []rollback.PlayerInput) {
+	c.Game.Step(f, in)
+	if f == c.at {
+		c.World().Ships[0].X ^= 1
+	}
+}
+
+// detected records err in r if it is a desync report from machine i.
+func (rn *run) detected(r *Result, i int, err error) bool {
+	var de *desync.Error
+	if !errors.As(err, &de) {
+		return false
+	}
+	if r.Detected == nil {
+		r.Detected, r.DetectedAt = de, rn.ms[i].s.Frame()
+	}
+	return true
 }
 
 // measure samples machine m after a tick: the frame-advantage stall

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/pacer"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/udp"
@@ -123,12 +124,13 @@ func RunUDP(c Config, o UDPOptions) Result {
 		return true
 	}
 	errs := make([]error, machines)
+	var stop atomic.Bool // a desync was detected: the match is over
 	var wg sync.WaitGroup
 	for i := range machines {
 		wg.Go(func() {
 			p := pacer.New(Tick)
 			paused := false
-			for time.Now().Before(deadline) {
+			for time.Now().Before(deadline) && !stop.Load() {
 				p.Wait()
 				if o.PauseAt > 0 && i == o.PauseMachine && !paused && rn.ms[i].s.Frame() >= rollback.Frame(o.PauseAt) {
 					paused = true
@@ -139,6 +141,10 @@ func RunUDP(c Config, o UDPOptions) Result {
 				if err != nil {
 					errs[i] = err
 					finished[i].Store(true)
+					var de *desync.Error
+					if errors.As(err, &de) {
+						stop.Store(true)
+					}
 					return
 				}
 				finished[i].Store(fin)
@@ -150,8 +156,13 @@ func RunUDP(c Config, o UDPOptions) Result {
 	}
 	wg.Wait()
 	r.Ticks = int(time.Since(start) / Tick)
+	for i, err := range errs {
+		if err != nil && rn.detected(&r, i, err) {
+			errs[i] = nil
+		}
+	}
 	r.Err = errors.Join(errs...)
-	r.Completed = r.Err == nil && allFinished()
+	r.Completed = r.Err == nil && r.Detected == nil && allFinished()
 	for _, t := range trs {
 		st := t.Stats()
 		r.TransportDrops += st.UnknownAddress + st.Oversized + st.QueueFull
