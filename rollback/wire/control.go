@@ -8,15 +8,19 @@ import (
 
 // Control message kinds. Their bodies are msgpack arrays (see the types).
 const (
-	KindHandshake    Kind = 2 // Handshake, tag 0
-	KindQuality      Kind = 3 // Quality: a ping
-	KindQualityReply Kind = 4 // QualityReply: its answer
-	KindDisconnect   Kind = 5 // Disconnect: the sender is leaving
-	KindReady        Kind = 6 // Ready: the sender's round-trip times, to the host
-	KindStart        Kind = 7 // Start: the host's full mesh of round-trip times
-	KindGo           Kind = 8 // Go: the sender has the mesh and is ready to start
-	KindChecksum     Kind = 9 // Checksum: the sender's checksum of a final frame
+	KindHandshake    Kind = 2  // Handshake, tag 0
+	KindQuality      Kind = 3  // Quality: a ping
+	KindQualityReply Kind = 4  // QualityReply: its answer
+	KindDisconnect   Kind = 5  // Disconnect: the sender is leaving
+	KindReady        Kind = 6  // Ready: the sender's round-trip times, to the host
+	KindStart        Kind = 7  // Start: the host's full mesh of round-trip times
+	KindGo           Kind = 8  // Go: the sender has the mesh and is ready to start
+	KindChecksum     Kind = 9  // Checksum: the sender's checksum of a final frame
+	KindState        Kind = 10 // State: a piece of the sender's state after a desync
 )
+
+// MaxStateData is the most state bytes one State message carries.
+const MaxStateData = 320
 
 // MaxControlSize is the largest control datagram accepted or produced (a
 // Start message for 8 machines).
@@ -85,6 +89,17 @@ type Go struct {
 type Checksum struct {
 	Frame int32
 	Sum   uint64
+}
+
+// State carries part of the sender's compressed game state at Frame, the
+// frame whose checksums differed: Data is bytes Offset to Offset+len(Data)
+// of Total. Done says the sender has all of ours.
+type State struct {
+	Frame  int32
+	Total  uint32
+	Offset uint32
+	Done   bool
+	Data   []byte
 }
 
 var mh = func() *codec.MsgpackHandle {
@@ -186,6 +201,8 @@ func kindMatches(k Kind, msg any) bool {
 		return k == KindGo
 	case *Checksum:
 		return k == KindChecksum
+	case *State:
+		return k == KindState
 	}
 	return false
 }

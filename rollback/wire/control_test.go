@@ -24,6 +24,7 @@ func TestControlRoundTrip(t *testing.T) {
 		{wire.KindStart, &wire.Start{Mesh: []uint32{0, 1, 2, 3}}, &wire.Start{}},
 		{wire.KindGo, &wire.Go{}, &wire.Go{}},
 		{wire.KindChecksum, &wire.Checksum{Frame: 1500, Sum: 1<<64 - 1}, &wire.Checksum{}},
+		{wire.KindState, &wire.State{Frame: 1500, Total: 9000, Offset: 320, Done: true, Data: []byte{1, 2, 3}}, &wire.State{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind.String(), func(t *testing.T) {
@@ -134,6 +135,17 @@ func FuzzStart(f *testing.F) {
 	fuzzControl(f, wire.KindStart, &wire.Start{Mesh: []uint32{0, 90000, 90000, 0}})
 }
 func FuzzGo(f *testing.F) { fuzzControl(f, wire.KindGo, &wire.Go{}) }
+func FuzzState(f *testing.F) {
+	fuzzControl(f, wire.KindState, &wire.State{Frame: 500, Total: 700, Offset: 320, Data: []byte("state")})
+}
+
+func TestFullStateChunkFits(t *testing.T) {
+	m := &wire.State{Frame: 1<<31 - 1, Total: 1<<32 - 1, Offset: 1<<32 - 1, Done: true, Data: make([]byte, wire.MaxStateData)}
+	b, err := wire.AppendControl(nil, wire.KindState, 0xffff, m)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(b), wire.MaxControlSize)
+}
+
 func FuzzChecksum(f *testing.F) {
 	fuzzControl(f, wire.KindChecksum, &wire.Checksum{Frame: 500, Sum: 0x0123456789abcdef})
 }

@@ -51,6 +51,8 @@ func (k Kind) String() string {
 		return "go"
 	case KindChecksum:
 		return "checksum"
+	case KindState:
+		return "state"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}
