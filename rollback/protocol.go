@@ -384,6 +384,12 @@ func (s *Session) handleControl(i int, b []byte) bool {
 			s.det.Remote(i, c.Frame, c.Sum)
 		}
 		return true
+	case wire.KindState:
+		m := &s.rx.state
+		if tag, err := s.ctl.Parse(b, wire.KindState, m); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		return s.handleState(i, m)
 	case wire.KindDisconnect:
 		if tag, err := s.ctl.Parse(b, wire.KindDisconnect, &s.rx.d); err != nil || !s.tagged(i, tag) {
 			return false
@@ -536,6 +542,7 @@ func (s *Session) sendProtocol(i int) {
 		ps.replyQuality = false
 	}
 	s.sendChecksum(i)
+	s.sendState(i)
 	// Before the match starts, ping every 100 ms until the round trip is
 	// known: the start delay needs it.
 	if s.now-ps.lastQuality >= s.qualityEvery || (!s.started && ps.rtt == 0 && s.now-ps.lastQuality >= handshakeRetry) {

@@ -118,7 +118,9 @@ type Session struct {
 	sumData   func([]byte) []byte
 	sumBuf    []byte
 	pending   [pendingSums]pendingSum // checksums of states not yet final
+	states    [pendingSums]savedState // the states they were taken of
 	desyncErr *desync.Error
+	ex        *exchange
 
 	tracker    *advantage.Tracker
 	lagFixed   bool
@@ -163,12 +165,14 @@ type Session struct {
 		start wire.Start
 		gomsg wire.Go
 		sum   wire.Checksum
+		state wire.State
 	}
 	tx struct { // scratch for sent start messages
 		ready wire.Ready
 		start wire.Start
 		gomsg wire.Go
 		sum   wire.Checksum
+		state wire.State
 	}
 	noStartDelay bool
 	machine      int // our index among the machines, by lowest PlayerID
@@ -965,6 +969,7 @@ func (s *Session) recordSum(f Frame) {
 		sum = s.checksum()
 	}
 	s.pending[int(uint32(f/s.sumEvery)%pendingSums)] = pendingSum{frame: f, sum: sum, ok: true}
+	s.saveState(f)
 }
 
 // checkDesync hands the checksums whose frame can no longer change (no
@@ -983,6 +988,7 @@ func (s *Session) checkDesync() {
 	if e := s.det.Check(); e != nil {
 		s.desyncErr = e
 		s.events = append(s.events, Event{Kind: EventDesyncDetected, Frame: Frame(e.Frame), Peer: e.Peer})
+		s.startExchange(e)
 	}
 }
 

@@ -143,6 +143,10 @@ const (
 	// match is over. The Advance that reports it returns a *desync.Error,
 	// and so does every later Advance.
 	EventDesyncDetected
+	// EventDesyncReport: the states at the diverged frame have been
+	// exchanged with Peer; the *desync.Error's Field now names the first
+	// differing field and both values.
+	EventDesyncReport
 )
 
 func (k EventKind) String() string {
@@ -153,6 +157,8 @@ func (k EventKind) String() string {
 		return "resumed"
 	case EventDesyncDetected:
 		return "desync-detected"
+	case EventDesyncReport:
+		return "desync-report"
 	case EventSyncTestFailed:
 		return "sync-test-failed"
 	case EventConnected:

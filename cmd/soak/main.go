@@ -195,7 +195,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	})
 	fs.IntVar(&o.hiccups, "hiccups", 0, "with -transport netsim: every machine freezes for 200 ms this many times a minute")
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
-	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state at this frame; every match must then end with a detected desync")
+	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")

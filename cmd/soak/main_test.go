@@ -150,3 +150,22 @@ func TestBandwidth(t *testing.T) {
 		})
 	}
 }
+
+// TestInjectDesync is issue 6's command: every match ends with a detected
+// desync no later than frame 1400, with a field path; exit status 1.
+func TestInjectDesync(t *testing.T) {
+	var out, errOut bytes.Buffer
+	code := run([]string{"-matches", "4", "-profile", "wifi", "-inject-desync", "1200", "-checksum-every", "100", "-json", "-"}, &out, &errOut)
+	assert.Equal(t, 1, code)
+	var s Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+	assert.False(t, s.Passed)
+	assert.Equal(t, 4, s.DesyncsDetected)
+	require.Len(t, s.DesyncReports, 4)
+	for _, r := range s.DesyncReports {
+		assert.LessOrEqual(t, r.DetectedAt, int32(1400))
+		assert.Equal(t, int32(1300), r.Frame)
+		assert.Contains(t, r.Field, "arena.World.Ships[0].Score: ")
+	}
+	assert.Contains(t, errOut.String(), "desync detected at frame")
+}

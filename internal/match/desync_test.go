@@ -12,7 +12,7 @@ import (
 
 // TestDesyncDetected corrupts one bit of one machine's state at frame 1200
 // and checks that a session detects it at the first checksum frame after
-// it, plus the network delay.
+// it, plus the network delay, and names the field.
 // Reference: issue 6, "Done when".
 func TestDesyncDetected(t *testing.T) {
 	p, err := netsim.ParseProfile("wifi")
@@ -25,6 +25,9 @@ func TestDesyncDetected(t *testing.T) {
 			assert.Equal(t, int32(1300), r.Detected.Frame, "the first checksum frame after the corruption")
 			assert.LessOrEqual(t, int(r.DetectedAt), 1400)
 			assert.NotEqual(t, r.Detected.Local, r.Detected.Remote)
+			// The peers exchanged their states over the network: the report
+			// names the corrupted field and both values.
+			assert.Regexp(t, `^arena\.World\.Ships\[0\]\.Score: \d+ vs \d+$`, r.Detected.Field)
 			assert.False(t, r.Completed)
 		})
 	}

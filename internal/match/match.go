@@ -72,8 +72,9 @@ type Config struct {
 	// ChecksumEvery is Config.ChecksumEvery of every session (0: 500).
 	ChecksumEvery int
 	// InjectDesync, when positive, makes the last machine's game flip one
-	// bit of ship 0's position every time it simulates that frame: a
-	// deliberate desync that the sessions must detect.
+	// bit of ship 0's score every time it simulates that frame: a
+	// deliberate desync that the sessions must detect (a score is never
+	// overwritten, so the states never converge again).
 	InjectDesync int
 	// Extrapolate renders every tick a fraction of a frame ahead
 	// (Session.Extrapolate, fractions 0, ¼, ½, ¾ in turn) and fails the
@@ -190,6 +191,7 @@ func Run(c Config) Result {
 	const step = time.Millisecond
 	deadline := make([]time.Duration, machines)
 	limit := time.Duration(4*c.Frames+3600) * Tick
+	var detectedAt time.Duration
 	for nw.Now() < limit {
 		rn.retarget()
 		done := true
@@ -201,12 +203,7 @@ func Run(c Config) Result {
 				}
 				for now >= deadline[i] && !nw.Frozen(i) {
 					deadline[i] += Tick
-					if _, err := rn.tick(i); err != nil {
-						if rn.detected(&r, i, err) {
-							r.Ticks = int(nw.Now() / Tick)
-							rn.finish(&r)
-							return r
-						}
+					if _, err := rn.tick(i); err != nil && !rn.detected(&r, i, err) {
 						r.Err = err
 						return r
 					}
@@ -214,7 +211,16 @@ func Run(c Config) Result {
 			}
 			done = done && rn.ms[i].finished
 		}
-		if done {
+		if r.Detected != nil {
+			// The match is over; the machines keep exchanging their states
+			// until the report names the field, for up to 5 seconds.
+			if detectedAt == 0 {
+				detectedAt = nw.Now()
+			}
+			if r.Detected.Field != "" || nw.Now()-detectedAt > 5*time.Second {
+				break
+			}
+		} else if done {
 			r.Completed = true
 			break
 		}
@@ -410,7 +416,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 }
 
 // corrupting is the arena game with a deliberate desync: on frame at (every
-// time it is simulated) it flips the lowest bit of ship 0's X.
+// time it is simulated) it flips the lowest bit of ship 0's score.
 type corrupting struct {
 	*arena.Game
 	at rollback.Frame
@@ -419,7 +425,7 @@ type corrupting struct {
 func (c corrupting) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	c.Game.Step(f, in)
 	if f == c.at {
-		c.World().Ships[0].X ^= 1
+		c.World().Ships[0].Score ^= 1
 	}
 }
 

@@ -1,0 +1,158 @@
+package rollback
+
+import (
+	"bytes"
+	"compress/flate"
+	"io"
+	"time"
+
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+// After a desync the peers exchange their states at the diverged frame,
+// compressed, in State messages: stateChunksPerTick to each peer per call,
+// round and round until the peer says it has them all; after that a bare
+// Done message every stateStatusEvery, so the peer learns we have its.
+const (
+	stateChunksPerTick = 8
+	stateStatusEvery   = 250 * time.Millisecond
+)
+
+// savedState is a copy of the state at a checksum frame, kept for the
+// exchange after a desync.
+type savedState struct {
+	frame Frame
+	data  []byte
+}
+
+// exchange is the state exchange after a desync.
+type exchange struct {
+	frame    Frame
+	peer     int    // the peer whose state we compare with ours
+	local    []byte // our state at frame, uncompressed (nil: no longer held)
+	mine     []byte // our state, compressed
+	theirs   []byte // the peer's compressed state, as it arrives
+	got      []bool // which chunks of it arrived
+	missing  int
+	complete bool
+	next     []int           // per peer: the next chunk to send
+	done     []bool          // per peer: it has all of ours
+	status   []time.Duration // per peer: when we last sent a bare Done
+}
+
+// saveState keeps a copy of the current region for frame f.
+func (s *Session) saveState(f Frame) {
+	i := int(uint32(f/s.sumEvery) % pendingSums)
+	st := &s.states[i]
+	st.frame = f
+	st.data = append(st.data[:0], s.arena.Bytes()...)
+}
+
+// startExchange prepares our side of the state exchange for e.
+func (s *Session) startExchange(e *desync.Error) {
+	x := &exchange{frame: Frame(e.Frame), peer: e.Peer,
+		next: make([]int, len(s.peers)), done: make([]bool, len(s.peers)), status: make([]time.Duration, len(s.peers))}
+	s.ex = x
+	for _, st := range s.states {
+		if st.frame == x.frame && st.data != nil {
+			x.local = st.data
+		}
+	}
+	if x.local == nil {
+		e.Field = "our state at that frame is no longer held"
+		x.complete = true
+		return
+	}
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed) // the level is valid
+	_, _ = w.Write(x.local)                        // a bytes.Buffer never fails
+	_ = w.Close()
+	x.mine = buf.Bytes()
+}
+
+// sendState sends peer i the next pieces of our state.
+func (s *Session) sendState(i int) {
+	x := s.ex
+	if x == nil || x.mine == nil {
+		return
+	}
+	msg := &s.tx.state
+	if x.done[i] {
+		if s.now-x.status[i] < stateStatusEvery {
+			return
+		}
+		x.status[i] = s.now
+		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Done: x.complete}
+		s.sendControl(i, wire.KindState, s.peers[i].tag, msg)
+		return
+	}
+	chunks := (len(x.mine) + wire.MaxStateData - 1) / wire.MaxStateData
+	for range min(stateChunksPerTick, chunks) {
+		c := x.next[i] % chunks
+		x.next[i]++
+		off := c * wire.MaxStateData
+		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Offset: uint32(off), Done: x.complete,
+			Data: x.mine[off:min(off+wire.MaxStateData, len(x.mine))]}
+		s.sendControl(i, wire.KindState, s.peers[i].tag, msg)
+	}
+}
+
+// handleState takes a piece of peer i's state. It reports whether the
+// message was acceptable.
+func (s *Session) handleState(i int, m *wire.State) bool {
+	x := s.ex
+	if x == nil || Frame(m.Frame) != x.frame {
+		return true // not (yet) desynced here, or an old frame: nothing to do
+	}
+	x.done[i] = x.done[i] || m.Done
+	if i != x.peer || x.complete || len(m.Data) == 0 {
+		return true
+	}
+	total := int(m.Total)
+	if total > maxCompressed(s.arena.Size()) || len(m.Data) > wire.MaxStateData || int(m.Offset)%wire.MaxStateData != 0 ||
+		int(m.Offset)+len(m.Data) > total || (x.theirs != nil && len(x.theirs) != total) {
+		return false
+	}
+	if x.theirs == nil {
+		x.theirs = make([]byte, total)
+		x.missing = (total + wire.MaxStateData - 1) / wire.MaxStateData
+		x.got = make([]bool, x.missing)
+	}
+	c := int(m.Offset) / wire.MaxStateData
+	if want := min(wire.MaxStateData, total-int(m.Offset)); len(m.Data) != want {
+		return false
+	}
+	if x.got[c] {
+		return true // a repeat
+	}
+	x.got[c] = true
+	x.missing--
+	copy(x.theirs[m.Offset:], m.Data)
+	if x.missing == 0 {
+		s.finishExchange()
+	}
+	return true
+}
+
+// finishExchange compares the peer's state with ours and names the field.
+func (s *Session) finishExchange() {
+	x := s.ex
+	x.complete = true
+	r := flate.NewReader(bytes.NewReader(x.theirs))
+	theirs, err := io.ReadAll(io.LimitReader(r, int64(s.arena.Size())+1))
+	switch {
+	case err != nil || len(theirs) > s.arena.Size():
+		s.desyncErr.Field = "the peer's state did not decompress"
+	default:
+		s.desyncErr.Field = desync.Compare(s.arena, x.local, theirs)
+		if s.desyncErr.Field == "" {
+			s.desyncErr.Field = "the states are equal: the checksum data (Config.ChecksumData) differs"
+		}
+	}
+	s.events = append(s.events, Event{Kind: EventDesyncReport, Frame: x.frame, Peer: x.peer})
+}
+
+// maxCompressed bounds the compressed size of a state of n bytes (deflate's
+// stored blocks add 5 bytes per 64 KiB).
+func maxCompressed(n int) int { return n + n/1024 + 64 }
