@@ -66,8 +66,11 @@ type (
 // place, restored (one copy of the arena) and 20 frames are simulated.
 func BenchmarkAdvance(b *testing.B) {
 	b.Run("steady-1KiB", benchSteady)
-	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10))
-	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20))
+	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10, 0))
+	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20, 0))
+	// Desync detection's worst case: every checksum frame is re-simulated
+	// 20 times, each time copying the state.
+	b.Run("rollback20-1MiB-no-checksums", benchRollback20[blob1MiB](1<<20, -1))
 }
 
 func benchSteady(b *testing.B) {
@@ -179,7 +182,7 @@ func (p *scripted) Receive(buf []byte) (int, int, bool) {
 	return copy(buf, p.buf), 0, true
 }
 
-func benchRollback20[B any](size int) func(b *testing.B) {
+func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 	return func(b *testing.B) {
 		g := newBenchGame[B](b, size)
 		peer := &scripted{buf: make([]byte, 0, 64), pkt: wire.InputPacket{Inputs: make([]uint64, 0, 1)}}
@@ -188,7 +191,7 @@ func benchRollback20[B any](size int) func(b *testing.B) {
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer,
 			// The rollback mechanics alone: the scripted peer speaks neither
 			// the start protocol nor keeps a fair pace on purpose.
-			NoStartDelay: true, FixedInputLag: true, NoFrameAdvantage: true})
+			NoStartDelay: true, FixedInputLag: true, NoFrameAdvantage: true, ChecksumEvery: checksumEvery})
 		if err != nil {
 			b.Fatal(err)
 		}

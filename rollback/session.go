@@ -65,9 +65,10 @@ const maxDatagram = 1200
 const pendingSums = 8
 
 type pendingSum struct {
-	frame Frame
-	sum   uint64
-	ok    bool
+	frame  Frame
+	sum    uint64
+	hashed bool // sum is set (game-supplied data); otherwise hash states[i]
+	ok     bool
 }
 
 type backup struct {
@@ -955,20 +956,21 @@ func (s *Session) save(slot int, f Frame) error {
 
 func (s *Session) checksum() uint64 { return xxhash.Sum64(s.arena.Bytes()) }
 
-// recordSum checksums the state at the start of frame f, in the current
-// region, when f is a checksum frame. A re-simulation records it again.
+// recordSum keeps the state at the start of frame f (the current region)
+// when f is a checksum frame; a re-simulation records it again. The whole
+// arena is hashed from the copy once the frame is final, so a frame
+// re-simulated many times costs a copy each time, not a hash; game-supplied
+// checksum data is hashed now, while the state is current.
 func (s *Session) recordSum(f Frame) {
 	if s.sumEvery <= 0 || f == 0 || f%s.sumEvery != 0 {
 		return
 	}
-	var sum uint64
+	p := pendingSum{frame: f, ok: true}
 	if s.sumData != nil {
 		s.sumBuf = s.sumData(s.sumBuf[:0])
-		sum = xxhash.Sum64(s.sumBuf)
-	} else {
-		sum = s.checksum()
+		p.sum, p.hashed = xxhash.Sum64(s.sumBuf), true
 	}
-	s.pending[int(uint32(f/s.sumEvery)%pendingSums)] = pendingSum{frame: f, sum: sum, ok: true}
+	s.pending[int(uint32(f/s.sumEvery)%pendingSums)] = p
 	s.saveState(f)
 }
 
@@ -981,6 +983,9 @@ func (s *Session) checkDesync() {
 	a := s.anchor()
 	for i, p := range s.pending {
 		if p.ok && p.frame <= a && p.frame < s.frame {
+			if !p.hashed {
+				p.sum = xxhash.Sum64(s.states[i].data) // the same ring index
+			}
 			s.det.Local(int32(p.frame), p.sum)
 			s.pending[i].ok = false
 		}
