@@ -143,16 +143,18 @@ func value(f savestate.Field, region []byte) string {
 	if f.Offset+n > len(region) {
 		return "?"
 	}
-	b := region[f.Offset : f.Offset+n]
-	var u uint64
-	for i := n - 1; i >= 0; i-- {
-		u = u<<8 | uint64(b[i])
-	}
-	if binary.NativeEndian.Uint16([]byte{1, 0}) != 1 { // big-endian machine
-		u = 0
-		for i := range n {
-			u = u<<8 | uint64(b[i])
-		}
+	var u uint64 // the arena is native memory
+	switch b := region[f.Offset : f.Offset+n]; n {
+	case 1:
+		u = uint64(b[0])
+	case 2:
+		u = uint64(binary.NativeEndian.Uint16(b))
+	case 4:
+		u = uint64(binary.NativeEndian.Uint32(b))
+	case 8:
+		u = binary.NativeEndian.Uint64(b)
+	default:
+		return fmt.Sprintf("%x", b)
 	}
 	switch f.Type.Kind() {
 	case reflect.Bool:
@@ -167,5 +169,5 @@ func value(f savestate.Field, region []byte) string {
 	case reflect.Float64:
 		return fmt.Sprint(math.Float64frombits(u))
 	}
-	return fmt.Sprintf("%x", b)
+	return fmt.Sprintf("%#x", u)
 }

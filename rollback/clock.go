@@ -18,8 +18,8 @@ func (f ClockFunc) Now() time.Duration { return f() }
 // counting from the call. It is the default Config.Clock; the session itself
 // reads time only through its Clock.
 func RealClock() Clock {
-	// Safe: the single wall-clock read of the package, in the default clock
-	// that callers may replace; the session core never calls time.Now.
-	start := time.Now()
+	// The package's single clock read, in the default Clock that callers
+	// replace; the session core reads time only through Config.Clock.
+	start := time.Now() // safe: see above
 	return ClockFunc(func() time.Duration { return time.Since(start) })
 }

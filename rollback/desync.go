@@ -6,6 +6,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/rollback/wire"
 )
@@ -19,11 +21,17 @@ const (
 	stateStatusEvery   = 250 * time.Millisecond
 )
 
-// savedState is a copy of the state at a checksum frame, kept for the
-// exchange after a desync.
-type savedState struct {
-	frame Frame
-	data  []byte
+// checkpoints is how many checksum frames' states the session keeps: those
+// waiting to become final, and the latest final ones for the exchange.
+const checkpoints = 8
+
+// checkpoint is the state at the start of a checksum frame.
+type checkpoint struct {
+	frame   Frame
+	data    []byte // a copy of the region
+	sum     uint64 // set now for game-supplied checksum data, else when final
+	hashed  bool
+	pending bool // not yet final: not yet given to the detector
 }
 
 // exchange is the state exchange after a desync.
@@ -41,12 +49,47 @@ type exchange struct {
 	status   []time.Duration // per peer: when we last sent a bare Done
 }
 
-// saveState keeps a copy of the current region for frame f.
-func (s *Session) saveState(f Frame) {
-	i := int(uint32(f/s.sumEvery) % pendingSums)
-	st := &s.states[i]
-	st.frame = f
-	st.data = append(st.data[:0], s.arena.Bytes()...)
+// checkpoint keeps the state at the start of frame f (the current region)
+// when f is a checksum frame; a re-simulation keeps it again. The whole
+// arena is hashed from the copy once the frame is final, so a frame
+// re-simulated many times costs a copy each time, not a hash; game-supplied
+// checksum data is hashed now, while the state is current.
+func (s *Session) checkpoint(f Frame) {
+	if s.sumEvery <= 0 || f == 0 || f%s.sumEvery != 0 {
+		return
+	}
+	c := &s.points[int(uint32(f/s.sumEvery)%checkpoints)]
+	c.frame, c.pending, c.hashed = f, true, false
+	c.data = append(c.data[:0], s.arena.Bytes()...)
+	if s.sumData != nil {
+		s.sumBuf = s.sumData(s.sumBuf[:0])
+		c.sum, c.hashed = xxhash.Sum64(s.sumBuf), true
+	}
+}
+
+// checkDesync hands the checksums whose frame can no longer change (no
+// rollback reaches before the anchor) to the detector and compares.
+func (s *Session) checkDesync() {
+	if s.det == nil || s.desyncErr != nil {
+		return
+	}
+	a := s.anchor()
+	for i := range s.points {
+		c := &s.points[i]
+		if !c.pending || c.frame > a || c.frame >= s.frame {
+			continue
+		}
+		if !c.hashed {
+			c.sum = xxhash.Sum64(c.data)
+		}
+		c.pending = false
+		s.det.Local(int32(c.frame), c.sum)
+	}
+	if e := s.det.Check(); e != nil {
+		s.desyncErr = e
+		s.events = append(s.events, Event{Kind: EventDesyncDetected, Frame: Frame(e.Frame), Peer: e.Peer})
+		s.startExchange(e)
+	}
 }
 
 // startExchange prepares our side of the state exchange for e.
@@ -54,9 +97,9 @@ func (s *Session) startExchange(e *desync.Error) {
 	x := &exchange{frame: Frame(e.Frame), peer: e.Peer,
 		next: make([]int, len(s.peers)), done: make([]bool, len(s.peers)), status: make([]time.Duration, len(s.peers))}
 	s.ex = x
-	for _, st := range s.states {
-		if st.frame == x.frame && st.data != nil {
-			x.local = st.data
+	for _, c := range s.points {
+		if c.frame == x.frame && c.data != nil {
+			x.local = c.data
 		}
 	}
 	if x.local == nil {

@@ -54,13 +54,14 @@ type PeerStats struct {
 }
 
 type peerState struct {
+	players []PlayerID // sorted; the order of inputs in its packets
+	id      PlayerID   // its lowest player: the machine's name in gossip
+	ack     Frame      // the next of our frames it wants; all before it arrived
+	ackAt   time.Duration
+
 	sumSent   Frame // the frame of the last checksum sent to it
 	sumSends  int   // how many times
 	sumSentAt time.Duration
-	players   []PlayerID // sorted; the order of inputs in its packets
-	id        PlayerID   // its lowest player: the machine's name in gossip
-	ack       Frame      // the next of our frames it wants; all before it arrived
-	ackAt     time.Duration
 
 	nonce    uint32 // its handshake nonce; 0 until known
 	tag      uint16

@@ -61,16 +61,6 @@ const gossipCountEvery = 4
 // internet's usual 1280-byte IPv6 minimum MTU.
 const maxDatagram = 1200
 
-// pendingSums is how many checksummed frames may wait to become final.
-const pendingSums = 8
-
-type pendingSum struct {
-	frame  Frame
-	sum    uint64
-	hashed bool // sum is set (game-supplied data); otherwise hash states[i]
-	ok     bool
-}
-
 type backup struct {
 	frame Frame
 	valid bool
@@ -118,8 +108,7 @@ type Session struct {
 	sumEvery  Frame
 	sumData   func([]byte) []byte
 	sumBuf    []byte
-	pending   [pendingSums]pendingSum // checksums of states not yet final
-	states    [pendingSums]savedState // the states they were taken of
+	points    [checkpoints]checkpoint // the states at the latest checksum frames
 	desyncErr *desync.Error
 	ex        *exchange
 
@@ -816,14 +805,7 @@ func (s *Session) advanceSnapshot(slot int, to Frame) error {
 				s.stepIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
 			}
 		}
-		s.recordSum(f)
-		if s.obs != nil {
-			s.obs.Simulating(f)
-		}
-		s.game.Step(f, s.stepIn[:s.players])
-		if s.syncTest {
-			s.checkSum(f + 1)
-		}
+		s.simulate(f)
 	}
 	s.arena.Leave()
 	s.stats.SnapshotSteps += int64(to - s.backups[slot].frame)
@@ -843,12 +825,19 @@ func (s *Session) step() {
 	for p := range s.players {
 		s.used[slot][p] = s.stepIn[p].Input
 	}
-	s.recordSum(f)
+	s.simulate(f)
+	s.frame = f + 1
+}
+
+// simulate steps the current region through frame f with s.stepIn, with
+// everything that goes with every step: the desync checkpoint, the
+// observer, the sync-test check.
+func (s *Session) simulate(f Frame) {
+	s.checkpoint(f)
 	if s.obs != nil {
 		s.obs.Simulating(f)
 	}
 	s.game.Step(f, s.stepIn[:s.players])
-	s.frame = f + 1
 	if s.syncTest {
 		s.checkSum(f + 1)
 	}
@@ -955,47 +944,6 @@ func (s *Session) save(slot int, f Frame) error {
 }
 
 func (s *Session) checksum() uint64 { return xxhash.Sum64(s.arena.Bytes()) }
-
-// recordSum keeps the state at the start of frame f (the current region)
-// when f is a checksum frame; a re-simulation records it again. The whole
-// arena is hashed from the copy once the frame is final, so a frame
-// re-simulated many times costs a copy each time, not a hash; game-supplied
-// checksum data is hashed now, while the state is current.
-func (s *Session) recordSum(f Frame) {
-	if s.sumEvery <= 0 || f == 0 || f%s.sumEvery != 0 {
-		return
-	}
-	p := pendingSum{frame: f, ok: true}
-	if s.sumData != nil {
-		s.sumBuf = s.sumData(s.sumBuf[:0])
-		p.sum, p.hashed = xxhash.Sum64(s.sumBuf), true
-	}
-	s.pending[int(uint32(f/s.sumEvery)%pendingSums)] = p
-	s.saveState(f)
-}
-
-// checkDesync hands the checksums whose frame can no longer change (no
-// rollback reaches before the anchor) to the detector and compares.
-func (s *Session) checkDesync() {
-	if s.det == nil || s.desyncErr != nil {
-		return
-	}
-	a := s.anchor()
-	for i, p := range s.pending {
-		if p.ok && p.frame <= a && p.frame < s.frame {
-			if !p.hashed {
-				p.sum = xxhash.Sum64(s.states[i].data) // the same ring index
-			}
-			s.det.Local(int32(p.frame), p.sum)
-			s.pending[i].ok = false
-		}
-	}
-	if e := s.det.Check(); e != nil {
-		s.desyncErr = e
-		s.events = append(s.events, Event{Kind: EventDesyncDetected, Frame: Frame(e.Frame), Peer: e.Peer})
-		s.startExchange(e)
-	}
-}
 
 // checkSum records or compares the sync-test checksum at the start of frame f.
 func (s *Session) checkSum(f Frame) {

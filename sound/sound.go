@@ -219,10 +219,6 @@ func NewLedger(cfg Config) (*Ledger, error) {
 // Stats returns the ledger's counters.
 func (l *Ledger) Stats() Stats { return l.stats }
 
-// Frame returns the frame being simulated, or last simulated: the frame
-// that [Ledger.Trigger] attributes sounds to. It is -1 before the first.
-func (l *Ledger) Frame() rollback.Frame { return l.cur }
-
 // Simulating implements [rollback.Observer]: the session is about to
 // simulate frame f. A frame not after the current one starts a
 // re-simulation from f: every Event sound started on frame f or later

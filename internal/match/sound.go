@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -167,8 +166,7 @@ func scoreSound(m *machine, truth []soundKey, index map[soundKey]bool, end rollb
 			continue
 		}
 		r.True++
-		vs := byKey[k]
-		slices.SortStableFunc(vs, func(a, b voiceRec) int { return int(a.start - b.start) })
+		vs := byKey[k] // in start order: voices are logged as they start
 		heard := false
 		for i, v := range vs {
 			if i > 0 {
