@@ -55,6 +55,7 @@ type sum struct {
 // Detector compares checksums of final frames with the peers'. The zero
 // value is not usable; create one with [NewDetector].
 type Detector struct {
+	latest sum // the newest of local
 	local  [history]sum
 	remote []sum // the latest from each peer
 	done   []int32
@@ -72,17 +73,14 @@ func NewDetector(peers int) *Detector {
 // Local records our checksum of frame f, which must be final.
 func (d *Detector) Local(f int32, v uint64) {
 	d.local[int(uint32(f)%history)] = sum{f, v, true}
+	if !d.latest.ok || f >= d.latest.frame {
+		d.latest = sum{f, v, true}
+	}
 }
 
 // Latest returns our newest recorded checksum.
 func (d *Detector) Latest() (f int32, v uint64, ok bool) {
-	f = -1
-	for _, s := range d.local {
-		if s.ok && s.frame > f {
-			f, v, ok = s.frame, s.value, true
-		}
-	}
-	return f, v, ok
+	return d.latest.frame, d.latest.value, d.latest.ok
 }
 
 // Remote records peer's checksum of frame f, keeping only the newest.

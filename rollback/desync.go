@@ -73,10 +73,16 @@ func (s *Session) checkDesync() {
 	if s.det == nil || s.desyncErr != nil {
 		return
 	}
-	a := s.anchor()
+	a := Frame(-1) // computed only when a checkpoint waits
 	for i := range s.points {
 		c := &s.points[i]
-		if !c.pending || c.frame > a || c.frame >= s.frame {
+		if !c.pending || c.frame >= s.frame {
+			continue
+		}
+		if a < 0 {
+			a = s.anchor()
+		}
+		if c.frame > a {
 			continue
 		}
 		if !c.hashed {
