@@ -5,9 +5,10 @@ PKGS     := ./...
 
 .PHONY: test lint bench soak fuzz cover tidy
 
-## test: lint, then the whole suite with the race detector, in random order, and every benchmark once.
+## test: lint, then the whole suite with the race detector, in random order, the long match tests in full without it, and every benchmark once.
 test: lint
 	$(GO) test -race -shuffle=on -count=1 -timeout=10m $(PKGS)
+	$(GO) test -count=1 -run '^TestNoFalseDesync$$' ./internal/match
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS) > /dev/null
 
 ## lint: go vet, gofmt, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
@@ -33,6 +34,7 @@ fuzz:
 	for f in FuzzHandshake FuzzQuality FuzzQualityReply FuzzDisconnect FuzzReady FuzzStart FuzzGo FuzzChecksum FuzzState; do $(GO) test ./rollback/wire -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./replay -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./sound -run '^$$' -fuzz '^FuzzLedger$$' -fuzztime $(FUZZTIME)
 
 ## cover: test coverage per package.

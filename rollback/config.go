@@ -117,6 +117,11 @@ type Config struct {
 	// Observer, if not nil, is told every frame the session simulates and
 	// every extrapolation (a sound.Ledger, for rollback-safe sound).
 	Observer Observer
+	// Recorder, if not nil, receives every frame's final inputs and the
+	// desync checksums as they become final (a replay.Writer records a
+	// replay). With a Recorder the checksums are computed even without
+	// peers.
+	Recorder Recorder
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.

@@ -59,6 +59,9 @@ func (s *Session) checkpoint(f Frame) {
 		return
 	}
 	c := &s.points[int(uint32(f/s.sumEvery)%checkpoints)]
+	if c.frame == f && c.data != nil && !c.pending {
+		return // final already: a snapshot moving to the anchor steps it again
+	}
 	c.frame, c.pending, c.hashed = f, true, false
 	c.data = append(c.data[:0], s.arena.Bytes()...)
 	if s.sumData != nil {
@@ -70,7 +73,7 @@ func (s *Session) checkpoint(f Frame) {
 // checkDesync hands the checksums whose frame can no longer change (no
 // rollback reaches before the anchor) to the detector and compares.
 func (s *Session) checkDesync() {
-	if s.det == nil || s.desyncErr != nil {
+	if s.sumEvery <= 0 || s.desyncErr != nil {
 		return
 	}
 	a := Frame(-1) // computed only when a checkpoint waits
@@ -89,7 +92,15 @@ func (s *Session) checkDesync() {
 			c.sum = xxhash.Sum64(c.data)
 		}
 		c.pending = false
-		s.det.Local(int32(c.frame), c.sum)
+		if s.rec != nil {
+			s.rec.Checksum(c.frame, c.sum)
+		}
+		if s.det != nil {
+			s.det.Local(int32(c.frame), c.sum)
+		}
+	}
+	if s.det == nil {
+		return
 	}
 	if e := s.det.Check(); e != nil {
 		s.desyncErr = e

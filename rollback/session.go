@@ -104,6 +104,10 @@ type Session struct {
 
 	starved bool
 
+	rec      Recorder
+	recIn    [MaxPlayers]PlayerInput
+	recorded Frame // frames before this have been given to rec
+
 	det       *desync.Detector
 	sumEvery  Frame
 	sumData   func([]byte) []byte
@@ -289,15 +293,22 @@ func NewSession(cfg Config) (*Session, error) {
 		}
 	}
 	s.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
-	if cfg.ChecksumEvery >= 0 && len(s.peers) > 0 {
+	s.rec = cfg.Recorder
+	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.rec != nil) {
 		s.sumEvery = Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery))
-		s.det = desync.NewDetector(len(s.peers))
 		s.sumData = cfg.ChecksumData
+		if len(s.peers) > 0 {
+			s.det = desync.NewDetector(len(s.peers))
+		}
 	}
 	if err := s.save(0, 0); err != nil {
 		return nil, err
 	}
 	s.checksums[0] = s.checksum()
+	if s.rec != nil {
+		s.rec.Begin(MatchInfo{Players: s.players, Layout: append(Layout(nil), s.layout...), SessionID: s.sessionID,
+			ChecksumEvery: int(s.sumEvery), GameChecksum: s.sumData != nil})
+	}
 	return s, nil
 }
 
@@ -446,6 +457,7 @@ func (s *Session) Advance() (Result, error) {
 		s.catchUp--
 		s.play()
 	}
+	s.record()
 	s.checkDesync()
 	s.send()
 	r.Events = s.events
@@ -563,6 +575,7 @@ func (s *Session) Idle() (Result, error) {
 	if err == nil && s.started && mis < s.frame && s.desyncErr == nil {
 		r.Resimulated, err = s.rollback(mis)
 	}
+	s.record()
 	s.checkDesync()
 	s.send()
 	r.Events = s.events
@@ -621,7 +634,30 @@ func (s *Session) ringLow() Frame {
 			low = min(low, s.peers[i].ack)
 		}
 	}
+	if s.rec != nil {
+		low = min(low, s.recorded)
+	}
 	return low
+}
+
+// record gives the Recorder every frame that has become final: simulated,
+// and before the anchor, so that no rollback can change its inputs.
+func (s *Session) record() {
+	if s.rec == nil || s.recorded >= s.frame {
+		return
+	}
+	for end := min(s.anchor(), s.frame); s.recorded < end; s.recorded++ {
+		f := s.recorded
+		in := &s.inputs[ring(f)]
+		for p := range s.players {
+			if f >= s.discFrom[p] {
+				s.recIn[p] = PlayerInput{Status: Disconnected}
+			} else {
+				s.recIn[p] = PlayerInput{Input: in[p], Status: Confirmed}
+			}
+		}
+		s.rec.Confirmed(f, s.recIn[:s.players])
+	}
 }
 
 // receive processes every waiting packet and returns the first frame whose

@@ -92,6 +92,34 @@ type Observer interface {
 	Extrapolating(on bool)
 }
 
+// Recorder receives the final record of a match as it becomes final: the
+// inputs of each frame once no rollback can change them, and each desync
+// checksum once its frame is final. A replay.Writer is one. The session
+// calls it synchronously from its own methods.
+type Recorder interface {
+	// Begin is called once, by NewSession, with the match's parameters.
+	Begin(m MatchInfo)
+	// Confirmed gives frame f's final inputs, for f = 0, 1, 2, … in order:
+	// each is Confirmed, or Disconnected with the zero input. in must not be
+	// retained.
+	Confirmed(f Frame, in []PlayerInput)
+	// Checksum gives the desync checksum of the state at the start of
+	// frame f, once every frame before f has been given to Confirmed.
+	Checksum(f Frame, sum uint64)
+}
+
+// MatchInfo describes a match to a [Recorder].
+type MatchInfo struct {
+	Players   int
+	Layout    Layout
+	SessionID uint64
+	// ChecksumEvery is the checksum interval in frames (0: no checksums).
+	ChecksumEvery int
+	// GameChecksum is true when the checksums hash Config.ChecksumData's
+	// data rather than the whole arena.
+	GameChecksum bool
+}
+
 // GameFunc adapts a function to the [Game] interface.
 type GameFunc func(f Frame, in []PlayerInput)
 

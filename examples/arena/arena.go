@@ -21,8 +21,10 @@
 package arena
 
 import (
+	"encoding/binary"
 	"fmt"
 
+	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 	"github.com/rewindgg/rewind/sound"
@@ -292,4 +294,27 @@ func abs(v int32) int32 {
 		return -v
 	}
 	return v
+}
+
+// ReplayName is the game name the arena example records in replays.
+const ReplayName = "arena"
+
+// ReplayParams encodes a match's seed as a replay's game parameters.
+func ReplayParams(seed uint64) []byte { return binary.LittleEndian.AppendUint64(nil, seed) }
+
+// VerifyReplay re-simulates a replay of the arena game in a fresh arena
+// of size bytes and verifies its checksums (see replay.Replay.Verify).
+func VerifyReplay(rp *replay.Replay, size int) (replay.Report, error) {
+	if rp.Game != ReplayName || len(rp.Params) != 8 {
+		return replay.Report{}, fmt.Errorf("arena: not a replay of this game (game %q, %d bytes of parameters)", rp.Game, len(rp.Params))
+	}
+	a, err := savestate.New(size)
+	if err != nil {
+		return replay.Report{}, err
+	}
+	g, err := New(a, rp.Players, binary.LittleEndian.Uint64(rp.Params))
+	if err != nil {
+		return replay.Report{}, err
+	}
+	return rp.Verify(a, g, nil)
 }

@@ -1,12 +1,16 @@
 package match
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewindgg/rewind/replay"
+	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
@@ -33,16 +37,79 @@ func TestDesyncDetected(t *testing.T) {
 	}
 }
 
-// TestNoFalseDesync plays heavy-rollback matches checksumming every 10
-// frames: no desync may be reported.
+// TestNoFalseDesync plays 200 heavy-rollback matches (hell: 2, 3 and 4
+// players, and 8 in one match of 20) checksumming every 10 frames: no
+// desync may be reported, and every match must verify.
+// Reference: issue 6, "Done when" (zero false positives).
 func TestNoFalseDesync(t *testing.T) {
 	p, err := netsim.ParseProfile("hell")
 	require.NoError(t, err)
-	for seed := range uint64(8) {
-		r := Run(Config{Players: 2 + int(seed%3)*3, Frames: 900, Seed: seed + 1, Profile: p, ChecksumEvery: 10})
-		require.NoError(t, r.Err)
-		assert.Nil(t, r.Detected)
-		assert.True(t, r.Verified, r.Desync)
-		assert.Positive(t, r.Rollbacks)
+	matches, checksums := 200, 0
+	if testing.Short() || raceEnabled {
+		matches = 20 // make test also runs the 200 without the race detector
+	}
+	var rollbacks int64
+	for seed := range uint64(matches) {
+		players := 2 + int(seed%3)
+		if seed%20 == 19 {
+			players = 8
+		}
+		r := Run(Config{Players: players, Frames: 600, Seed: seed + 1, Profile: p, ChecksumEvery: 10})
+		require.NoError(t, r.Err, "seed %d", seed+1)
+		require.Nil(t, r.Detected, "seed %d", seed+1)
+		require.True(t, r.Verified, "seed %d: %s", seed+1, r.Desync)
+		rollbacks += r.Rollbacks
+		checksums += 600 / 10
+	}
+	assert.Greater(t, rollbacks, int64(matches)*50, "heavy rollback")
+	t.Logf("%d matches, %d rollbacks, ~%d checksum frames each compared by every pair", matches, rollbacks, checksums)
+}
+
+// TestReplays records a replay on every machine of a match and verifies
+// each offline: a replay from any peer verifies, one that holds every
+// frame ends in the offline re-simulation's state, and a machine that
+// crashed mid-match recorded the frames before it left.
+// Reference: issue 6, "Done when" (replay round trip).
+func TestReplays(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		players int
+		profile string
+		drop    int
+	}{{"2p-hell", 2, "hell", 0}, {"4p-drop", 4, "intercontinental", 700}} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := netsim.ParseProfile(tc.profile)
+			require.NoError(t, err)
+			c := Config{Players: tc.players, Frames: 1500, Seed: 11, Profile: p, ChecksumEvery: 50, Record: true,
+				DropAt: tc.drop, DropMachine: 1, DisconnectTimeout: 2 * time.Second}
+			r := Run(c)
+			require.NoError(t, r.Err)
+			require.True(t, r.Verified, r.Desync)
+			require.Positive(t, r.Rollbacks)
+			require.NoError(t, r.ReplayErr)
+			require.Len(t, r.Replays, tc.players)
+			for i, n := range r.ReplayFrames {
+				switch {
+				case tc.drop > 0 && i == 1:
+					assert.Less(t, n, tc.drop, "the crashed machine")
+					assert.Greater(t, n, tc.drop-60)
+				default:
+					assert.GreaterOrEqual(t, n, 1400, "machine %d", i)
+				}
+			}
+			rp, err := replay.Read(bytes.NewReader(r.Replays[0]))
+			require.NoError(t, err)
+			if tc.drop > 0 {
+				assert.Equal(t, r.DisconnectFrame, rp.Left[1])
+			}
+			for pl, left := range rp.Left {
+				want := rollback.Frame(-1)
+				if tc.drop > 0 && pl == 1 {
+					want = r.DisconnectFrame
+				}
+				assert.Equal(t, want, left, "player %d", pl)
+			}
+			assert.GreaterOrEqual(t, len(rp.Checksums), 28)
+		})
 	}
 }

@@ -11,6 +11,7 @@
 package match
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -26,6 +27,7 @@ import (
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
@@ -76,6 +78,9 @@ type Config struct {
 	// deliberate desync that the sessions must detect (a score is never
 	// overwritten, so the states never converge again).
 	InjectDesync int
+	// Record makes every machine record a replay (Result.Replays), each
+	// verified offline at the end of a completed match.
+	Record bool
 	// Extrapolate renders every tick a fraction of a frame ahead
 	// (Session.Extrapolate, fractions 0, ¼, ½, ¾ in turn) and fails the
 	// match if that changes the live state.
@@ -125,6 +130,13 @@ type Result struct {
 	// DetectedAt the frame that machine had reached when it did.
 	Detected   *desync.Error
 	DetectedAt rollback.Frame
+	// Replays are the machines' replay files (Config.Record), and
+	// ReplayFrames the frames each holds. ReplayErr is the first replay
+	// that did not verify: unreadable, a checksum mismatch, or (holding
+	// every frame) a final state other than the offline re-simulation's.
+	Replays      [][]byte
+	ReplayFrames []int
+	ReplayErr    error
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -152,6 +164,9 @@ type machine struct {
 	advWindow   []advAcc
 	cadenceBad  int
 	early       []advAcc // each peer's signed advantage summed over frames 1…100
+
+	rec  *replay.Writer
+	file bytes.Buffer
 
 	ledger *sound.Ledger
 	voices *voiceLog
@@ -342,7 +357,12 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if c.InjectDesync > 0 && i == machines-1 && machines > 1 {
 			game = corrupting{m.g, rollback.Frame(c.InjectDesync)}
 		}
-		m.s, err = rollback.NewSession(rollback.Config{
+		var rec rollback.Recorder
+		if c.Record {
+			m.rec = replay.NewWriter(&m.file, arena.ReplayName, arena.ReplayParams(c.Seed))
+			rec = m.rec
+		}
+		m.s, err = rollback.NewSession(rollback.Config{Recorder: rec,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
@@ -599,6 +619,9 @@ func (rn *run) finish(r *Result) {
 		}
 	}
 	r.Want = xxhash.Sum64(want.Bytes())
+	if c.Record {
+		rn.checkReplays(r)
+	}
 	r.Verified = true
 	k := 0
 	for i := range ms {
@@ -611,6 +634,29 @@ func (rn *run) finish(r *Result) {
 			r.Desync = fmt.Sprintf("machine %d: %s", i, FirstDifference(want, ms[i].a))
 			break
 		}
+	}
+}
+
+// checkReplays closes every machine's replay and verifies it offline.
+func (rn *run) checkReplays(r *Result) {
+	for i := range rn.ms {
+		m := &rn.ms[i]
+		if err := m.rec.Close(); err != nil && r.ReplayErr == nil {
+			r.ReplayErr = fmt.Errorf("machine %d: %w", i, err)
+		}
+		r.Replays = append(r.Replays, m.file.Bytes())
+		rp, err := replay.Read(bytes.NewReader(m.file.Bytes()))
+		var rep replay.Report
+		if err == nil {
+			rep, err = arena.VerifyReplay(rp, rn.size)
+		}
+		if err == nil && rep.Frames == rn.c.Frames && rep.Final != r.Want {
+			err = fmt.Errorf("holds every frame but ends in %016x, not %016x", rep.Final, r.Want)
+		}
+		if err != nil && r.ReplayErr == nil {
+			r.ReplayErr = fmt.Errorf("machine %d's replay: %w", i, err)
+		}
+		r.ReplayFrames = append(r.ReplayFrames, rep.Frames)
 	}
 }
 

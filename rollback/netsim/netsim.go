@@ -17,6 +17,7 @@ package netsim
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -40,11 +41,16 @@ var (
 // probabilities are in [0, 1]. The zero Profile is a perfect network that
 // delivers every packet at the next Advance.
 type Profile struct {
-	Latency      time.Duration // fixed one-way delay
-	Jitter       time.Duration // extra delay, uniform in [0, Jitter]
-	Loss         float64       // chance that a packet is lost
-	BurstLoss    float64       // chance, per packet, that a loss burst starts
-	BurstLength  float64       // mean packets lost in a burst (default 8 when BurstLoss > 0)
+	Latency   time.Duration // fixed one-way delay
+	Jitter    time.Duration // extra delay, uniform in [0, Jitter]
+	Loss      float64       // chance that a packet is lost
+	BurstLoss float64       // chance, per packet, that a loss burst starts
+	// BurstLength is a burst's mean length in 60 Hz packets (default 8 when
+	// BurstLoss > 0): a burst lasts BurstLength/60 s on average
+	// (exponentially distributed), whatever the sending rate. A dropout is
+	// a stretch of time; counted in packets, a slow sender (a handshake at
+	// ten packets a second) would see the same burst last six times longer.
+	BurstLength  float64
 	Duplicate    float64       // chance that a packet is delivered twice
 	Reorder      float64       // chance that a packet is held back by ReorderDelay
 	ReorderDelay time.Duration // default 2×Jitter + 10 ms
@@ -184,10 +190,14 @@ type link struct {
 // after a delay, possibly twice. netsim uses one per directed link; the UDP
 // transport's shaper uses one per socket, on the real clock.
 type Impairer struct {
-	prof  Profile
-	rng   *rand.Rand
-	burst bool
+	prof       Profile
+	rng        *rand.Rand
+	last       time.Duration // when the previous packet was sent
+	burstUntil time.Duration // packets sent before then are lost
 }
+
+// burstPacket is the packet interval BurstLength counts in.
+const burstPacket = time.Second / 60
 
 // NewImpairer returns an Impairer for p, seeded with seed and stream.
 func NewImpairer(p Profile, seed, stream uint64) (*Impairer, error) {
@@ -206,19 +216,23 @@ type Fate struct {
 	DupDelay  time.Duration // of the second copy
 }
 
-// Next decides the fate of the next packet. It draws the same six random
-// numbers whatever happens, so that one packet's fate never shifts the
-// stream of the next.
-func (im *Impairer) Next() Fate {
+// Next decides the fate of a packet sent at now (time since any fixed
+// origin, not decreasing from call to call). It draws the same seven
+// random numbers whatever happens, so that one packet's fate never shifts
+// the stream of the next.
+func (im *Impairer) Next(now time.Duration) Fate {
 	p, r := &im.prof, im.rng
-	lossDraw, burstDraw, dupDraw, reorderDraw := r.Float64(), r.Float64(), r.Float64(), r.Float64()
+	lossDraw, burstDraw, lengthDraw, dupDraw, reorderDraw := r.Float64(), r.Float64(), r.Float64(), r.Float64(), r.Float64()
 	jitter, jitter2 := r.Float64(), r.Float64()
-	if im.burst {
-		im.burst = burstDraw >= 1/p.BurstLength
-	} else if p.BurstLoss > 0 && burstDraw < p.BurstLoss {
-		im.burst = true
+	if now >= im.burstUntil && p.BurstLoss > 0 {
+		// The chance that a burst started since the last packet; it is
+		// counted from this one.
+		if ticks := float64(max(0, now-im.last)) / float64(burstPacket); burstDraw < -math.Expm1(math.Log1p(-p.BurstLoss)*ticks) {
+			im.burstUntil = now + time.Duration(-math.Log(1-lengthDraw)*p.BurstLength*float64(burstPacket)) + 1
+		}
 	}
-	if im.burst || lossDraw < p.Loss {
+	im.last = now
+	if now < im.burstUntil || lossDraw < p.Loss {
 		return Fate{Lost: true}
 	}
 	f := Fate{Delay: p.Latency + time.Duration(jitter*float64(p.Jitter))}
@@ -307,7 +321,7 @@ func (nw *Network) send(from, to int, b []byte) error {
 	l := &nw.links[from*len(nw.nodes)+to]
 	l.stats.Sent++
 	l.stats.Bytes += len(b)
-	f := l.imp.Next()
+	f := l.imp.Next(nw.now)
 	if f.Lost {
 		l.stats.Lost++
 		return nil

@@ -14,8 +14,9 @@ import (
 // own seeded impairment stream; a goroutine sends every datagram when it is
 // due. Use it through [Transport.Shape].
 type Shaper struct {
-	t    *Transport
-	imps []*netsim.Impairer
+	t     *Transport
+	imps  []*netsim.Impairer
+	start time.Time // the impairers' time origin
 
 	mu    sync.Mutex
 	heap  pqueue.Queue[shaped] // by (due, seq)
@@ -38,7 +39,7 @@ type shaped struct {
 // seed the impairment streams (use the node's index so that two nodes of a
 // soak get different streams). Call it before the first Send.
 func (t *Transport) Shape(p netsim.Profile, seed uint64, node int) (*Shaper, error) {
-	sh := &Shaper{t: t, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	sh := &Shaper{t: t, start: time.Now(), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	sh.heap.Less = shapedBefore
 	for i := range t.peers {
 		imp, err := netsim.NewImpairer(p, seed, uint64(node*64+i))
@@ -64,7 +65,7 @@ func (sh *Shaper) send(peer int, b []byte) error {
 	sh.mu.Lock()
 	sh.stats.Sent++
 	sh.stats.Bytes += len(b)
-	f := sh.imps[peer].Next()
+	f := sh.imps[peer].Next(now.Sub(sh.start))
 	if f.Lost {
 		sh.stats.Lost++
 		sh.mu.Unlock()

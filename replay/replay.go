@@ -1,0 +1,517 @@
+// Package replay records a match's final inputs and desync checksums to a
+// file and re-simulates it offline, verifying every checksum.
+//
+// A [Writer] is a rollback.Recorder: give it to the session as
+// Config.Recorder and Close it after the match. Every machine of a match
+// can record; each file verifies on its own, since it holds what every
+// machine agreed on (a machine that stops early has a shorter file).
+//
+//	f, _ := os.Create("match.rwr")
+//	w := replay.NewWriter(bufio.NewWriter(f), "mygame", params)
+//	s, _ := rollback.NewSession(rollback.Config{..., Recorder: w})
+//	... play ...
+//	err := w.Close() // then flush and close f
+//
+// [Read] decodes a file and [Replay.Verify] runs it through the game.
+//
+// # File format
+//
+// A replay is a sequence of msgpack arrays: one header, then blocks of up
+// to [BlockFrames] frames, the last marked as the end. Each record carries
+// an xxhash of its own encoding, so a corrupt byte is reported as such,
+// with its record's offset, rather than as a desync. Inputs are stored per
+// player as runs of equal inputs (held buttons cost almost nothing): about
+// 10 KiB a minute for two players of the arena example. A writer that
+// dies leaves every completed block readable; [Read] then returns what it
+// decoded with an error wrapping [ErrTruncated].
+package replay
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// Magic starts every replay's header; Version is the format it describes.
+const (
+	Magic   = "rewind-replay"
+	Version = 1
+)
+
+// BlockFrames is how many frames a block holds: two seconds at 60 Hz, the
+// most a writer that crashes can lose.
+const BlockFrames = 120
+
+// maxFile bounds what [Read] accepts: an hour of 8 players is far below.
+const maxFile = 256 << 20
+
+// Errors.
+var (
+	// ErrFormat is wrapped by every *FormatError.
+	ErrFormat = errors.New("replay: bad file")
+	// ErrTruncated is wrapped by the *FormatError of a file that ends
+	// before its end record.
+	ErrTruncated = errors.New("replay: truncated")
+	// ErrClosed is returned by a Writer used after Close.
+	ErrClosed = errors.New("replay: writer closed")
+)
+
+// FormatError reports an unreadable replay: where, and what was wrong.
+type FormatError struct {
+	Offset int64  // byte offset of the record that could not be read
+	Record string // "header" or "block N" (counting from 0)
+	Reason string
+	trunc  bool
+}
+
+func (e *FormatError) Error() string {
+	return fmt.Sprintf("replay: %s at offset %d: %s", e.Record, e.Offset, e.Reason)
+}
+
+// Is makes errors.Is match [ErrFormat], and [ErrTruncated] for a file that
+// ends early.
+func (e *FormatError) Is(target error) bool {
+	return target == ErrFormat || (e.trunc && target == ErrTruncated)
+}
+
+// MismatchError reports a checksum that the re-simulation did not reach.
+type MismatchError struct {
+	Frame rollback.Frame // the state at the start of this frame differs
+	Want  uint64         // the recorded checksum
+	Got   uint64         // the re-simulation's
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("replay: checksum of frame %d is %016x, the recording says %016x", e.Frame, e.Got, e.Want)
+}
+
+// Header describes the recorded match.
+type Header struct {
+	Game      string // the game's name, as given to NewWriter
+	Params    []byte // the game's parameters (seed, options), as given to NewWriter
+	Players   int
+	Layout    rollback.Layout
+	SessionID uint64
+	// ChecksumEvery is the checksum interval in frames (0: none recorded);
+	// GameChecksum says the checksums hash the game's own data
+	// (rollback.Config.ChecksumData), not the whole arena.
+	ChecksumEvery int
+	GameChecksum  bool
+}
+
+// Checksum is a recorded desync checksum: of the state at the start of Frame.
+type Checksum struct {
+	Frame rollback.Frame
+	Sum   uint64
+}
+
+// Replay is a decoded replay.
+type Replay struct {
+	Header
+	// Inputs holds every frame's inputs, frame by frame: player p's input
+	// for frame f is Inputs[f*Players+p].
+	Inputs []rollback.Input
+	// Left gives, per player, the frame from which the player was
+	// disconnected (its input the zero input), or -1.
+	Left      []rollback.Frame
+	Checksums []Checksum
+}
+
+// Frames returns the number of frames recorded.
+func (r *Replay) Frames() int {
+	if r.Players == 0 {
+		return 0
+	}
+	return len(r.Inputs) / r.Players
+}
+
+// Report is what [Replay.Verify] found.
+type Report struct {
+	Frames    int    // frames simulated
+	Checksums int    // checksums verified
+	Final     uint64 // xxhash of the whole arena after the last frame
+}
+
+// Verify re-simulates the replay with game, whose state (freshly
+// initialised, as at frame 0 of the match) lives in a, and compares every
+// recorded checksum. sumData must be the session's Config.ChecksumData
+// when the header says GameChecksum, and is ignored otherwise. A mismatch
+// returns a *MismatchError naming the frame.
+func (r *Replay) Verify(a *savestate.Arena, game rollback.Game, sumData func([]byte) []byte) (Report, error) {
+	if r.GameChecksum && sumData == nil && len(r.Checksums) > 0 {
+		return Report{}, errors.New("replay: the checksums hash the game's data; Verify needs its ChecksumData function")
+	}
+	in := make([]rollback.PlayerInput, r.Players)
+	var buf []byte
+	rep := Report{Frames: r.Frames()}
+	next := 0
+	check := func(f rollback.Frame) error {
+		for ; next < len(r.Checksums) && r.Checksums[next].Frame == f; next++ {
+			var got uint64
+			if r.GameChecksum {
+				buf = sumData(buf[:0])
+				got = xxhash.Sum64(buf)
+			} else {
+				got = xxhash.Sum64(a.Bytes())
+			}
+			if want := r.Checksums[next].Sum; got != want {
+				return &MismatchError{Frame: f, Want: want, Got: got}
+			}
+			rep.Checksums++
+		}
+		return nil
+	}
+	for f := range rollback.Frame(rep.Frames) {
+		if err := check(f); err != nil {
+			return rep, err
+		}
+		for p := range in {
+			in[p] = rollback.PlayerInput{Input: r.Inputs[int(f)*r.Players+p], Status: rollback.Confirmed}
+			if l := r.Left[p]; l >= 0 && f >= l {
+				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
+			}
+		}
+		game.Step(f, in)
+	}
+	if err := check(rollback.Frame(rep.Frames)); err != nil {
+		return rep, err
+	}
+	rep.Final = xxhash.Sum64(a.Bytes())
+	return rep, nil
+}
+
+// header and block are the records on disk (msgpack arrays).
+type header struct {
+	Magic         string
+	Version       int
+	Game          string
+	Params        []byte
+	Players       int
+	Layout        []uint8
+	SessionID     uint64
+	ChecksumEvery int
+	GameChecksum  bool
+	Hash          uint64 // of this record encoded with Hash 0
+}
+
+type block struct {
+	First int32    // the first frame in the block
+	Count int32    // frames in the block
+	Runs  []uint64 // per player in turn: (run length, input) pairs covering Count frames
+	Left  []int32  // (player, frame) pairs: disconnected from that frame on
+	Sums  []uint64 // (frame, checksum) pairs
+	End   bool     // the last block
+	Hash  uint64   // of this record encoded with Hash 0
+}
+
+var mh = func() *codec.MsgpackHandle {
+	h := &codec.MsgpackHandle{}
+	h.StructToArray = true
+	h.MaxInitLen = 64
+	return h
+}()
+
+// Writer records a replay; it implements rollback.Recorder. Errors are
+// kept: [Writer.Close] and [Writer.Err] return the first one. A call out of
+// order is ignored (the file stays readable); after a write error nothing
+// more is written. A Writer is not safe for concurrent use.
+type Writer struct {
+	w      io.Writer
+	enc    *codec.Encoder
+	buf    []byte
+	h      header
+	b      block
+	runs   [][]uint64 // per player, the open block's runs
+	left   []bool
+	err    error
+	broken bool // the underlying writer failed: write nothing more
+	begun  bool
+	closed bool
+}
+
+var _ rollback.Recorder = (*Writer)(nil)
+
+// NewWriter returns a Writer that writes to w. game names the game and
+// params are its match parameters (what it needs besides the inputs to
+// replay the match: a seed, a stage); both are stored in the header.
+func NewWriter(w io.Writer, game string, params []byte) *Writer {
+	x := &Writer{w: w, h: header{Magic: Magic, Version: Version, Game: game, Params: bytes.Clone(params)}}
+	x.enc = codec.NewEncoderBytes(&x.buf, mh)
+	return x
+}
+
+// Begin writes the header; the session calls it.
+func (w *Writer) Begin(m rollback.MatchInfo) {
+	if w.begun || w.closed {
+		return
+	}
+	w.begun = true
+	w.h.Players, w.h.Layout, w.h.SessionID = m.Players, m.Layout, m.SessionID
+	w.h.ChecksumEvery, w.h.GameChecksum = m.ChecksumEvery, m.GameChecksum
+	w.runs = make([][]uint64, m.Players)
+	w.left = make([]bool, m.Players)
+	w.write(&w.h, &w.h.Hash)
+}
+
+// Confirmed records frame f's final inputs; the session calls it.
+func (w *Writer) Confirmed(f rollback.Frame, in []rollback.PlayerInput) {
+	if !w.begun || w.closed || len(in) != w.h.Players || int32(f) != w.b.First+w.b.Count {
+		w.fail(fmt.Errorf("replay: frame %d out of order (Begin called: %v)", f, w.begun))
+		return
+	}
+	for p, pi := range in {
+		v := uint64(pi.Input)
+		if pi.Status == rollback.Disconnected {
+			v = 0
+			if !w.left[p] {
+				w.left[p] = true
+				w.b.Left = append(w.b.Left, int32(p), int32(f))
+			}
+		}
+		r := w.runs[p]
+		if n := len(r); n > 0 && r[n-1] == v {
+			r[n-2]++
+		} else {
+			r = append(r, 1, v)
+		}
+		w.runs[p] = r
+	}
+	w.b.Count++
+	if w.b.Count == BlockFrames {
+		w.flush(false)
+	}
+}
+
+// Checksum records the checksum of the state at the start of frame f; the
+// session calls it.
+func (w *Writer) Checksum(f rollback.Frame, sum uint64) {
+	if w.begun && !w.closed {
+		w.b.Sums = append(w.b.Sums, uint64(f), sum)
+	}
+}
+
+// Err returns the first error met while writing, if any.
+func (w *Writer) Err() error { return w.err }
+
+// Close writes the last block and the end of the replay. It does not close
+// the underlying writer. The frames the session had not yet confirmed are
+// not in the replay.
+func (w *Writer) Close() error {
+	if w.closed {
+		return w.err
+	}
+	if !w.begun {
+		w.fail(errors.New("replay: closed before the session began"))
+	} else {
+		w.flush(true)
+	}
+	w.closed = true
+	return w.err
+}
+
+func (w *Writer) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// flush writes the open block.
+func (w *Writer) flush(end bool) {
+	w.b.Runs = w.b.Runs[:0]
+	for p, r := range w.runs {
+		w.b.Runs = append(w.b.Runs, r...)
+		w.runs[p] = r[:0]
+	}
+	w.b.End = end
+	w.write(&w.b, &w.b.Hash)
+	w.b = block{First: w.b.First + w.b.Count, Runs: w.b.Runs[:0], Left: w.b.Left[:0], Sums: w.b.Sums[:0]}
+}
+
+// write encodes rec with its hash and writes it.
+func (w *Writer) write(rec any, hash *uint64) {
+	if w.broken {
+		return
+	}
+	*hash = 0
+	w.buf = w.buf[:0]
+	w.enc.ResetBytes(&w.buf)
+	if err := w.enc.Encode(rec); err != nil {
+		w.broken = true
+		w.fail(err)
+		return
+	}
+	*hash = xxhash.Sum64(w.buf)
+	w.buf = w.buf[:0]
+	w.enc.ResetBytes(&w.buf)
+	if err := w.enc.Encode(rec); err != nil {
+		w.fail(err)
+		return
+	}
+	if _, err := w.w.Write(w.buf); err != nil {
+		w.broken = true
+		w.fail(err)
+	}
+}
+
+// Read decodes a replay. A file that ends before its end record returns
+// the frames it holds with an error wrapping [ErrTruncated]; any other
+// damage returns a *FormatError naming the record and its offset.
+func Read(r io.Reader) (*Replay, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxFile+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > maxFile {
+		return nil, &FormatError{Offset: maxFile, Record: "file", Reason: fmt.Sprintf("larger than %d bytes", maxFile)}
+	}
+	d := decoder{data: data, dec: codec.NewDecoderBytes(data, mh)}
+	var h header
+	if err := d.record("header", &h, &h.Hash); err != nil {
+		return nil, err
+	}
+	if h.Magic != Magic || h.Version != Version {
+		return nil, d.errAt(0, "header", "not a Rewind replay of version %d (magic %q, version %d)", Version, h.Magic, h.Version)
+	}
+	layout := rollback.Layout(h.Layout)
+	if h.Players < 1 || h.Players > rollback.MaxPlayers || layout.Check() != nil || h.ChecksumEvery < 0 {
+		return nil, d.errAt(0, "header", "impossible match: %d players, layout %v, checksum every %d", h.Players, h.Layout, h.ChecksumEvery)
+	}
+	rp := &Replay{Header: Header{Game: h.Game, Params: h.Params, Players: h.Players, Layout: layout,
+		SessionID: h.SessionID, ChecksumEvery: h.ChecksumEvery, GameChecksum: h.GameChecksum}}
+	rp.Left = make([]rollback.Frame, h.Players)
+	for p := range rp.Left {
+		rp.Left[p] = -1
+	}
+	mask := layout.Mask()
+	for n := 0; ; n++ {
+		name := fmt.Sprintf("block %d", n)
+		if d.off() == len(data) {
+			e := d.errAt(d.off(), name, "the file ends after frame %d without its end record", rp.Frames()-1)
+			e.trunc = true
+			return rp, e
+		}
+		start := d.off()
+		var b block
+		if err := d.record(name, &b, &b.Hash); err != nil {
+			return rp, err
+		}
+		if reason := rp.add(&b, mask); reason != "" {
+			return rp, d.errAt(start, name, "%s", reason)
+		}
+		if b.End {
+			if d.off() != len(data) {
+				return rp, d.errAt(d.off(), "end", "%d bytes after the end record", len(data)-d.off())
+			}
+			return rp, nil
+		}
+	}
+}
+
+// add appends a decoded block to rp, or says what is wrong with it.
+func (rp *Replay) add(b *block, mask uint64) string {
+	frames := int32(rp.Frames())
+	if b.First != frames || b.Count < 0 || b.Count > BlockFrames {
+		return fmt.Sprintf("frames %d+%d do not follow frame %d", b.First, b.Count, frames-1)
+	}
+	base := len(rp.Inputs)
+	rp.Inputs = append(rp.Inputs, make([]rollback.Input, int(b.Count)*rp.Players)...)
+	runs := b.Runs
+	for p := range rp.Players {
+		for f := int32(0); f < b.Count; {
+			if len(runs) < 2 {
+				return fmt.Sprintf("player %d's inputs end at frame %d", p, b.First+f)
+			}
+			n, v := runs[0], runs[1]
+			runs = runs[2:]
+			if n == 0 || n > uint64(b.Count-f) || v&^mask != 0 {
+				return fmt.Sprintf("player %d: bad run of %d × %#x at frame %d", p, n, v, b.First+f)
+			}
+			for range n {
+				rp.Inputs[base+int(f)*rp.Players+p] = rollback.Input(v)
+				f++
+			}
+		}
+	}
+	if len(runs) != 0 {
+		return fmt.Sprintf("%d values after the inputs", len(runs))
+	}
+	if len(b.Left)%2 != 0 || len(b.Sums)%2 != 0 {
+		return "odd disconnect or checksum list"
+	}
+	for i := 0; i < len(b.Left); i += 2 {
+		p, f := b.Left[i], b.Left[i+1]
+		if p < 0 || int(p) >= rp.Players || rp.Left[p] >= 0 || f < b.First || f >= b.First+b.Count {
+			return fmt.Sprintf("bad disconnect of player %d at frame %d", p, f)
+		}
+		rp.Left[p] = rollback.Frame(f)
+	}
+	for i := 0; i < len(b.Sums); i += 2 {
+		f := rollback.Frame(b.Sums[i])
+		last := rollback.Frame(-1)
+		if n := len(rp.Checksums); n > 0 {
+			last = rp.Checksums[n-1].Frame
+		}
+		if b.Sums[i] > uint64(b.First+b.Count) || f <= last || rp.ChecksumEvery == 0 || int(f)%rp.ChecksumEvery != 0 {
+			return fmt.Sprintf("checksum of frame %d out of place", b.Sums[i])
+		}
+		rp.Checksums = append(rp.Checksums, Checksum{Frame: f, Sum: b.Sums[i+1]})
+	}
+	return ""
+}
+
+// decoder reads records from a replay in memory.
+type decoder struct {
+	data []byte
+	dec  *codec.Decoder
+	enc  *codec.Encoder
+	buf  []byte
+}
+
+func (d *decoder) off() int { return d.dec.NumBytesRead() }
+
+func (d *decoder) errAt(off int, rec, format string, args ...any) *FormatError {
+	return &FormatError{Offset: int64(off), Record: rec, Reason: fmt.Sprintf(format, args...)}
+}
+
+// record decodes the next record into rec and checks its hash.
+func (d *decoder) record(name string, rec any, hash *uint64) error {
+	start := d.off()
+	if err := d.dec.Decode(rec); err != nil {
+		if d.off() >= len(d.data) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			e := d.errAt(start, name, "the file ends at offset %d inside this record", len(d.data))
+			e.trunc = true
+			return e
+		}
+		return d.errAt(start, name, "malformed: %v", err)
+	}
+	want := *hash
+	*hash = 0
+	if d.enc == nil {
+		d.enc = codec.NewEncoderBytes(&d.buf, mh)
+	}
+	d.buf = d.buf[:0]
+	d.enc.ResetBytes(&d.buf)
+	if err := d.enc.Encode(rec); err != nil {
+		return d.errAt(start, name, "malformed: %v", err)
+	}
+	if xxhash.Sum64(d.buf) != want {
+		return d.errAt(start, name, "corrupt: its checksum does not match its contents")
+	}
+	// The writer's encoding is canonical: a record that decodes to the
+	// right values from other bytes (a longer array swallowing the next
+	// record, say) is damaged too.
+	*hash = want
+	d.buf = d.buf[:0]
+	d.enc.ResetBytes(&d.buf)
+	if err := d.enc.Encode(rec); err != nil || !bytes.Equal(d.buf, d.data[start:d.off()]) {
+		return d.errAt(start, name, "corrupt: not the encoding its writer produced")
+	}
+	return nil
+}
