@@ -26,6 +26,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -100,6 +101,11 @@ type Summary struct {
 	SoundPerMatch []SoundJSON `json:"sound_per_match"`
 	Extrapolate   bool        `json:"extrapolate"`
 
+	// ReplaysVerified counts the machines' replays (-record) that verified
+	// offline.
+	ReplaysVerified int    `json:"replays_verified"`
+	RecordDir       string `json:"record_dir,omitempty"`
+
 	Passed   bool   `json:"passed"`
 	Failures []Fail `json:"failures,omitempty"`
 }
@@ -160,7 +166,7 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
-	profile, jsonPath, snapshots, transport, network                 string
+	profile, jsonPath, snapshots, transport, network, record         string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync                             int
@@ -197,6 +203,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
+	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; cmd/replay re-runs them")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
@@ -214,6 +221,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 2
 	}
+	if o.record != "" {
+		if err := os.MkdirAll(o.record, 0o755); err != nil {
+			fmt.Fprintf(stderr, "soak: -record: %v\n", err)
+			return 2
+		}
+	}
 
 	start := time.Now()
 	results := make([]match.Result, o.matches)
@@ -230,11 +243,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
-					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync}
+					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != ""}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
 					results[i] = match.Run(c)
+				}
+				if o.record != "" {
+					results[i].ReplayErr = errors.Join(results[i].ReplayErr, saveReplays(o.record, c.Seed, results[i].Replays))
 				}
 			}
 		})
@@ -274,6 +290,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// saveReplays writes one match's replays into dir.
+func saveReplays(dir string, seed uint64, files [][]byte) error {
+	for i, b := range files {
+		name := filepath.Join(dir, fmt.Sprintf("match-%d-machine-%d.rwr", seed, i))
+		if err := os.WriteFile(name, b, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func parsePercent(v string) (float64, error) {
@@ -342,7 +369,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport,
-		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync}
+		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
 	}
@@ -366,6 +393,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		case !r.Verified:
 			s.Desyncs++
 			s.Failures = append(s.Failures, Fail{i, seed, "desync: " + r.Desync})
+		case r.ReplayErr != nil:
+			s.Failures = append(s.Failures, Fail{i, seed, "replay: " + r.ReplayErr.Error()})
 		case !r.Sound.Clean():
 			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("sound: %d duplicates, %d missed, %d of %d phantoms not faded",
 				r.Sound.Duplicates, r.Sound.Missed, r.Sound.Phantoms-r.Sound.PhantomsFaded, r.Sound.Phantoms)})
@@ -377,6 +406,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		}
 		if r.Verified {
 			s.Verified++
+		}
+		if r.Completed && r.ReplayErr == nil {
+			s.ReplaysVerified += len(r.Replays)
 		}
 		if r.Rollbacks == 0 {
 			s.MatchesWithoutRollback++
@@ -419,7 +451,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
 	}
 	s.Sound = soundJSON(snd)
-	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0 && snd.Clean()
+	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0 && snd.Clean() && len(s.Failures) == 0
 	if s.Rollbacks == 0 {
 		s.Failures = append(s.Failures, Fail{-1, o.seed, "no match ever rolled back: the soak proved nothing"})
 	}
@@ -446,6 +478,9 @@ func printSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  sound: %d true sounds heard by the peers, %d duplicates, %d missed, %d/%d phantoms faded (after %.0f ms on average), %d restarted, mean lateness %.1f ms (max %.0f)\n",
 		s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms, s.Sound.PhantomHeardMs,
 		s.Sound.Restarts, s.Sound.LateStartsMs, s.Sound.LateStartMaxMs)
+	if s.RecordDir != "" {
+		fmt.Fprintf(w, "  replays: %d verified offline, in %s\n", s.ReplaysVerified, s.RecordDir)
+	}
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
