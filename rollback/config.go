@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -122,6 +123,14 @@ type Config struct {
 	// replay). With a Recorder the checksums are computed even without
 	// peers.
 	Recorder Recorder
+	// Log, if not nil, receives the detailed network log: a record for
+	// every packet of inputs sent and received, every snapshot saved and
+	// restored, every frame simulated (with its inputs and a checksum of
+	// the state), and every desync checksum. Give it a slog.JSONHandler
+	// at level Debug or lower; cmd/netlog diffs two peers' logs. It costs
+	// allocations and a hash of the arena per simulated frame: a
+	// debugging aid, off by default.
+	Log slog.Handler
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/flate"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -95,6 +96,9 @@ func (s *Session) checkDesync() {
 		if s.rec != nil {
 			s.rec.Checksum(c.frame, c.sum)
 		}
+		if s.log != nil {
+			s.logf(logChecksum, slog.Int("frame", int(c.frame)), slog.String("sum", hex64(c.sum)))
+		}
 		if s.det != nil {
 			s.det.Local(int32(c.frame), c.sum)
 		}
@@ -104,6 +108,9 @@ func (s *Session) checkDesync() {
 	}
 	if e := s.det.Check(); e != nil {
 		s.desyncErr = e
+		if s.log != nil {
+			s.logf(logDesync, slog.Int("frame", int(e.Frame)), slog.Int("peer", e.Peer), slog.String("local", hex64(e.Local)), slog.String("remote", hex64(e.Remote)))
+		}
 		s.events = append(s.events, Event{Kind: EventDesyncDetected, Frame: Frame(e.Frame), Peer: e.Peer})
 		s.startExchange(e)
 	}

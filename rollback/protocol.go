@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -383,6 +384,9 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		}
 		if s.det != nil {
 			s.det.Remote(i, c.Frame, c.Sum)
+		}
+		if s.log != nil {
+			s.logf(logChecksum, slog.Int("frame", int(c.Frame)), slog.String("sum", hex64(c.Sum)), slog.Int("peer", i))
 		}
 		return true
 	case wire.KindState:

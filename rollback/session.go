@@ -1,9 +1,11 @@
 package rollback
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -105,6 +107,7 @@ type Session struct {
 	starved bool
 
 	rec      Recorder
+	log      slog.Handler
 	recIn    [MaxPlayers]PlayerInput
 	recorded Frame // frames before this have been given to rec
 
@@ -294,6 +297,9 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	s.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
 	s.rec = cfg.Recorder
+	if cfg.Log != nil && cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
+		s.log = cfg.Log
+	}
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.rec != nil) {
 		s.sumEvery = Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery))
 		s.sumData = cfg.ChecksumData
@@ -635,7 +641,7 @@ func (s *Session) ringLow() Frame {
 		}
 	}
 	if s.rec != nil {
-		low = min(low, s.recorded)
+		low = min(low, s.recorded) // frames not yet given to the Recorder
 	}
 	return low
 }
@@ -643,10 +649,18 @@ func (s *Session) ringLow() Frame {
 // record gives the Recorder every frame that has become final: simulated,
 // and before the anchor, so that no rollback can change its inputs.
 func (s *Session) record() {
-	if s.rec == nil || s.recorded >= s.frame {
+	if (s.rec == nil && s.log == nil) || s.recorded >= s.frame {
 		return
 	}
-	for end := min(s.anchor(), s.frame); s.recorded < end; s.recorded++ {
+	end := min(s.anchor(), s.frame)
+	if s.log != nil && end > s.recorded {
+		s.logf(logFinal, slog.Int("to", int(end)))
+	}
+	if s.rec == nil {
+		s.recorded = max(s.recorded, end)
+		return
+	}
+	for ; s.recorded < end; s.recorded++ {
 		f := s.recorded
 		in := &s.inputs[ring(f)]
 		for p := range s.players {
@@ -770,6 +784,12 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 		}
 	}
 	s.handleGossip(peer, s.pkt.Gossip)
+	if s.log != nil && s.next[ps.players[0]] > want {
+		n := int(s.next[ps.players[0]] - want)
+		skip := int(want-first) * len(ps.players)
+		s.logf(logRecv, slog.Int("peer", peer), slog.Int("first", int(want)), slog.Int("n", n), slog.Int("ack", int(h.Ack)),
+			slog.Any("in", slices.Clone(s.pkt.Inputs[skip:skip+n*len(ps.players)])))
+	}
 	return mis, true
 }
 
@@ -806,6 +826,9 @@ func (s *Session) rollback(mis Frame) (int, error) {
 	}
 	if err := s.arena.Restore(slot); err != nil {
 		return 0, fmt.Errorf("%w: %v", ErrSnapshot, err)
+	}
+	if s.log != nil {
+		s.logf(logRestore, slog.Int("slot", slot), slog.Int("frame", int(s.backups[slot].frame)), slog.Int("mis", int(mis)), slog.Int("to", int(target)))
 	}
 	s.frame = s.backups[slot].frame
 	if s.frame <= s.anchor() {
@@ -870,6 +893,9 @@ func (s *Session) step() {
 // observer, the sync-test check.
 func (s *Session) simulate(f Frame) {
 	s.checkpoint(f)
+	if s.log != nil {
+		s.logStepRec(f)
+	}
 	if s.obs != nil {
 		s.obs.Simulating(f)
 	}
@@ -976,6 +1002,9 @@ func (s *Session) save(slot int, f Frame) error {
 	}
 	s.backups[slot] = backup{frame: f, valid: true}
 	s.stats.Saves++
+	if s.log != nil {
+		s.logf(logSave, slog.Int("slot", slot), slog.Int("frame", int(f)))
+	}
 	return nil
 }
 
@@ -1082,6 +1111,10 @@ func (s *Session) send() {
 		if err != nil {
 			s.stats.SendErrors++
 			continue
+		}
+		if s.log != nil {
+			s.logf(logSend, slog.Int("peer", i), slog.Int("first", int(first)), slog.Int("n", s.pkt.Count),
+				slog.Int("ack", int(want)), slog.Int("lag", s.pkt.Lag), slog.Any("in", slices.Clone(s.pkt.Inputs)))
 		}
 		s.transmit(i, b)
 	}

@@ -166,7 +166,7 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
-	profile, jsonPath, snapshots, transport, network, record         string
+	profile, jsonPath, snapshots, transport, network, record, logDir string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync                             int
@@ -203,6 +203,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
+	fs.StringVar(&o.logDir, "log", "", "every machine writes its detailed network log into DIR (match-SEED-machine-I.jsonl); cmd/netlog diffs two")
 	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; cmd/replay re-runs them")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
@@ -221,9 +222,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 2
 	}
-	if o.record != "" {
-		if err := os.MkdirAll(o.record, 0o755); err != nil {
-			fmt.Fprintf(stderr, "soak: -record: %v\n", err)
+	for _, dir := range []string{o.record, o.logDir} {
+		if dir == "" {
+			continue
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			fmt.Fprintf(stderr, "soak: %v\n", err)
 			return 2
 		}
 	}
@@ -243,14 +247,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
-					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != ""}
+					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != ""}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
 					results[i] = match.Run(c)
 				}
 				if o.record != "" {
-					results[i].ReplayErr = errors.Join(results[i].ReplayErr, saveReplays(o.record, c.Seed, results[i].Replays))
+					results[i].ReplayErr = errors.Join(results[i].ReplayErr, save(o.record, c.Seed, "rwr", results[i].Replays))
+				}
+				if o.logDir != "" {
+					if err := save(o.logDir, c.Seed, "jsonl", results[i].Logs); err != nil && results[i].Err == nil {
+						results[i].Err = err
+					}
 				}
 			}
 		})
@@ -292,10 +301,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// saveReplays writes one match's replays into dir.
-func saveReplays(dir string, seed uint64, files [][]byte) error {
+// save writes one match's files (replays, logs) into dir, one per machine.
+func save(dir string, seed uint64, ext string, files [][]byte) error {
 	for i, b := range files {
-		name := filepath.Join(dir, fmt.Sprintf("match-%d-machine-%d.rwr", seed, i))
+		name := filepath.Join(dir, fmt.Sprintf("match-%d-machine-%d.%s", seed, i, ext))
 		if err := os.WriteFile(name, b, 0o644); err != nil {
 			return err
 		}

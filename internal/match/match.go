@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"sync"
@@ -78,6 +79,9 @@ type Config struct {
 	// deliberate desync that the sessions must detect (a score is never
 	// overwritten, so the states never converge again).
 	InjectDesync int
+	// Log makes every machine write the detailed network log
+	// (rollback.Config.Log) into Result.Logs.
+	Log bool
 	// Record makes every machine record a replay (Result.Replays), each
 	// verified offline at the end of a completed match.
 	Record bool
@@ -137,6 +141,8 @@ type Result struct {
 	Replays      [][]byte
 	ReplayFrames []int
 	ReplayErr    error
+	// Logs are the machines' network logs (Config.Log), JSON lines.
+	Logs [][]byte
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -167,6 +173,7 @@ type machine struct {
 
 	rec  *replay.Writer
 	file bytes.Buffer
+	log  bytes.Buffer
 
 	ledger *sound.Ledger
 	voices *voiceLog
@@ -243,6 +250,11 @@ func Run(c Config) Result {
 	}
 	r.Ticks = int(nw.Now() / Tick)
 	rn.finish(&r)
+	if c.Log {
+		for i := range rn.ms {
+			r.Logs = append(r.Logs, rn.ms[i].log.Bytes())
+		}
+	}
 	return r
 }
 
@@ -362,7 +374,11 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			m.rec = replay.NewWriter(&m.file, arena.ReplayName, arena.ReplayParams(c.Seed))
 			rec = m.rec
 		}
-		m.s, err = rollback.NewSession(rollback.Config{Recorder: rec,
+		var lh slog.Handler
+		if c.Log {
+			lh = slog.NewJSONHandler(&m.log, &slog.HandlerOptions{Level: slog.LevelDebug})
+		}
+		m.s, err = rollback.NewSession(rollback.Config{Recorder: rec, Log: lh,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
