@@ -21,7 +21,7 @@
 // an xxhash of its own encoding, so a corrupt byte is reported as such,
 // with its record's offset, rather than as a desync. Inputs are stored per
 // player as runs of equal inputs (held buttons cost almost nothing): about
-// 10 KiB a minute for two players of the arena example. A writer that
+// 3.5 KB a minute for two players of the arena example. A writer that
 // dies leaves every completed block readable; [Read] then returns what it
 // decoded with an error wrapping [ErrTruncated].
 package replay

@@ -66,6 +66,13 @@ func TestHandshakeGolden(t *testing.T) {
 	assert.Equal(t, "020000"+"93"+"2a"+"ce01020304"+"00", hex.EncodeToString(b))
 }
 
+// TestChecksumGolden pins the checksum message of docs/protocol.md.
+func TestChecksumGolden(t *testing.T) {
+	b, err := wire.AppendControl(nil, wire.KindChecksum, 0x1234, &wire.Checksum{Frame: 500, Sum: 0x0123456789abcdef})
+	require.NoError(t, err)
+	assert.Equal(t, "091234"+"92"+"d101f4"+"cf0123456789abcdef", hex.EncodeToString(b))
+}
+
 func TestControlErrors(t *testing.T) {
 	good, err := wire.AppendControl(nil, wire.KindQuality, 1, &wire.Quality{Sent: 99, Frame: 3})
 	require.NoError(t, err)
