@@ -78,16 +78,23 @@ func (s *Session) checkDesync() {
 		return
 	}
 	a := Frame(-1) // computed only when a checkpoint waits
-	for i := range s.points {
-		c := &s.points[i]
-		if !c.pending || c.frame >= s.frame {
-			continue
+	for {
+		// The oldest waiting checkpoint first: several can become final at
+		// once, and the Recorder and the peers get them in frame order.
+		var c *checkpoint
+		for i := range s.points {
+			if p := &s.points[i]; p.pending && p.frame < s.frame && (c == nil || p.frame < c.frame) {
+				c = p
+			}
+		}
+		if c == nil {
+			break
 		}
 		if a < 0 {
 			a = s.anchor()
 		}
 		if c.frame > a {
-			continue
+			break
 		}
 		if !c.hashed {
 			c.sum = xxhash.Sum64(c.data)

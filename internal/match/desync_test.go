@@ -77,11 +77,16 @@ func TestReplays(t *testing.T) {
 		players int
 		profile string
 		drop    int
-	}{{"2p-hell", 2, "hell", 0}, {"4p-drop", 4, "intercontinental", 700}} {
+		every   int
+	}{{"2p-hell", 2, "hell", 0, 50}, {"4p-drop", 4, "intercontinental", 700, 50},
+		// Eight machines on hell: the anchor trails by up to 80 frames, so
+		// several checksum frames become final at once (they must be
+		// recorded in order).
+		{"8p-hell", 8, "hell", 0, 10}} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := netsim.ParseProfile(tc.profile)
 			require.NoError(t, err)
-			c := Config{Players: tc.players, Frames: 1500, Seed: 11, Profile: p, ChecksumEvery: 50, Record: true,
+			c := Config{Players: tc.players, Frames: 1500, Seed: 11, Profile: p, ChecksumEvery: tc.every, Record: true,
 				DropAt: tc.drop, DropMachine: 1, DisconnectTimeout: 2 * time.Second}
 			r := Run(c)
 			require.NoError(t, r.Err)
