@@ -23,9 +23,9 @@ lint:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)
 
-## soak: the default soak (20 matches, 2 players, wifi) with its summary; JSON in soak.json.
+## soak: the default soak (20 matches, 2 players, wifi) with its summary; JSON in soak.json, the HTML report with plots in soak-report/.
 soak:
-	$(GO) run ./cmd/soak -json soak.json
+	$(GO) run ./cmd/soak -json soak.json -report soak-report
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:

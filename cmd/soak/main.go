@@ -35,6 +35,7 @@ import (
 
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/internal/report"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
@@ -167,6 +168,8 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
 	profile, jsonPath, snapshots, transport, network, record, logDir string
+	reportDir                                                        string
+	args                                                             []string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync                             int
@@ -203,6 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
+	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
 	fs.StringVar(&o.logDir, "log", "", "every machine writes its detailed network log into DIR (match-SEED-machine-I.jsonl); cmd/netlog diffs two")
 	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; cmd/replay re-runs them")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
@@ -278,6 +282,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		human = stderr
 	}
 	printSummary(human, &s)
+	if o.reportDir != "" {
+		o.args = args
+		if err := writeReport(o, &s, results); err != nil {
+			fmt.Fprintf(stderr, "soak: -report: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(human, "  report: %s\n", filepath.Join(o.reportDir, "index.html"))
+	}
 	if o.jsonPath != "" {
 		b, err := json.MarshalIndent(&s, "", "  ")
 		if err != nil {
@@ -299,6 +311,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// writeReport writes the HTML report of one soak.
+func writeReport(o options, s *Summary, results []match.Result) error {
+	rows := [][2]string{
+		{"matches", fmt.Sprintf("%d × %d players on %d machines × %d frames, seed %d", s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Seed)},
+		{"network", fmt.Sprintf("%s over %s", s.Profile, s.Transport)},
+		{"verified", fmt.Sprintf("%d of %d (desyncs %d, errors %d)", s.Verified, s.Matches, s.Desyncs, s.Errors)},
+		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames), deepest %d frames, longest re-simulation %d", s.Rollbacks, s.RollbacksPer100Frames, s.MaxRollbackFrames, s.MaxResimulatedFrames)},
+		{"stalls", fmt.Sprintf("%.1f frames per minute per machine (starved %d, advantage %d, input lag %d)", s.StallFramesPerMinute, s.StallFrames, s.AdvantageStallFrames, s.InputLagStallFrames)},
+		{"fairness", fmt.Sprintf("mean |advantage| %.2f frames, max %.2f", s.MeanAbsAdvantage, s.MaxAbsAdvantage)},
+		{"bandwidth", fmt.Sprintf("%.0f B/s per peer, %.2f packets per peer per frame", s.BytesPerPeerPerSecond, s.PacketsPerPeerPerFrame)},
+		{"sound", fmt.Sprintf("%d true, %d duplicates, %d missed, %d/%d phantoms faded", s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms)},
+		{"verdict", map[bool]string{true: "PASS", false: "FAIL"}[s.Passed]},
+	}
+	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
+	for _, f := range s.Failures {
+		if f.Match >= 0 {
+			run.Failures = append(run.Failures, report.Failure{Seed: f.Seed, Reason: f.Reason, Repro: reproduce(o.args, f.Seed)})
+		}
+	}
+	return report.Write(o.reportDir, "Rewind soak report", []report.Run{run})
+}
+
+// reproduce is the command line that replays one match of a soak: the
+// same flags, with -seed and -matches 1, and without the outputs.
+func reproduce(args []string, seed uint64) string {
+	out := []string{"go", "run", "./cmd/soak"}
+	skip := false
+	for _, a := range args {
+		if skip {
+			skip = false
+			continue
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "seed", "matches", "report", "json", "record", "log", "parallel":
+			skip = !hasValue // "-seed 5" takes the next argument; "-seed=5" does not
+			continue
+		}
+		out = append(out, a)
+	}
+	return strings.Join(append(out, "-seed", strconv.FormatUint(seed, 10), "-matches", "1"), " ")
 }
 
 // save writes one match's files (replays, logs) into dir, one per machine.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
@@ -168,4 +170,54 @@ func TestInjectDesync(t *testing.T) {
 		assert.Contains(t, r.Field, "arena.World.Ships[0].Score: ")
 	}
 	assert.Contains(t, errOut.String(), "desync detected at frame")
+}
+
+// TestReport: -report writes a page with a table, the failing matches
+// with a command that reproduces each, and plots that decode as PNG
+// images drawn from the run's data; the page loads nothing from elsewhere.
+func TestReport(t *testing.T) {
+	dir := t.TempDir()
+	var out, errs bytes.Buffer
+	code := run([]string{"-matches", "2", "-frames", "900", "-inject-desync", "300", "-checksum-every=100", "-report", dir}, &out, &errs)
+	require.Equal(t, 1, code, errs.String())
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	require.NoError(t, err)
+	html := string(page)
+	assert.Contains(t, html, "Profile wifi")
+	assert.Contains(t, html, "go run ./cmd/soak -frames 900 -inject-desync 300 -checksum-every=100 -seed 2 -matches 1")
+	assert.NotContains(t, html, "<script")
+	assert.NotContains(t, html, "http")
+	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
+	require.NoError(t, err)
+	require.Len(t, pngs, 5)
+	for _, name := range pngs {
+		f, err := os.Open(name)
+		require.NoError(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		require.NoError(t, err, name)
+		assert.Greater(t, img.Bounds().Dx(), 400)
+		assert.Contains(t, html, filepath.Base(name))
+		// Real data: more than the background and the axes' colours.
+		colours := map[color.Color]bool{}
+		for y := img.Bounds().Min.Y; y < img.Bounds().Max.Y; y += 3 {
+			for x := img.Bounds().Min.X; x < img.Bounds().Max.X; x += 3 {
+				colours[img.At(x, y)] = true
+			}
+		}
+		assert.Greater(t, len(colours), 8, name)
+	}
+}
+
+func TestReproduce(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "go run ./cmd/soak -seed 7 -matches 1"},
+		{[]string{"-matches", "200", "-profile", "hell", "-json", "-", "-seed=3"}, "go run ./cmd/soak -profile hell -seed 7 -matches 1"},
+		{[]string{"-report", "out", "-players", "4", "--record=rec", "-log", "logs", "-fixed-lag"}, "go run ./cmd/soak -players 4 -fixed-lag -seed 7 -matches 1"},
+	} {
+		assert.Equal(t, tc.want, reproduce(tc.args, 7))
+	}
 }

@@ -143,6 +143,11 @@ type Result struct {
 	ReplayErr    error
 	// Logs are the machines' network logs (Config.Log), JSON lines.
 	Logs [][]byte
+	// Timeline has every machine's per-second samples, machine by machine;
+	// RollbackDepths counts the rollbacks by frames re-simulated (the last
+	// bucket: that many or more).
+	Timeline       []Sample
+	RollbackDepths [DepthBuckets]int64
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -174,6 +179,8 @@ type machine struct {
 	rec  *replay.Writer
 	file bytes.Buffer
 	log  bytes.Buffer
+
+	tl timeline
 
 	ledger *sound.Ledger
 	voices *voiceLog
@@ -411,6 +418,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		m.frame.Store(m.s.Frame())
 		m.finished = fin
 		rn.measure(m, before)
+		rn.sample(i)
 	}()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
 		m.dead.Store(true)
@@ -441,6 +449,9 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 	} else if res, err = m.s.Idle(); err != nil {
 		return false, fmt.Errorf("machine %d: %w", i, err)
+	}
+	if res.Resimulated > 0 {
+		m.tl.depths[min(res.Resimulated, DepthBuckets-1)]++
 	}
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {
@@ -596,6 +607,12 @@ func (rn *run) finish(r *Result) {
 		r.BytesSent += st.BytesSent
 		r.PacketsInvalid += st.PacketsInvalid
 		r.Checksums = append(r.Checksums, xxhash.Sum64(ms[i].a.Bytes()))
+	}
+	for i := range ms {
+		r.Timeline = append(r.Timeline, ms[i].tl.samples...)
+		for d, n := range ms[i].tl.depths {
+			r.RollbackDepths[d] += n
+		}
 	}
 	r.Hits = ms[alive].g.World().Hits
 	r.AdvantageSum, r.AdvantageWindows, r.MaxAdvantage = rn.advSum, rn.advN, rn.advMax
