@@ -168,7 +168,8 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
 	profile, jsonPath, snapshots, transport, network, record, logDir string
-	reportDir                                                        string
+	reportDir, profiles                                              string
+	profileNames                                                     []string
 	args                                                             []string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
@@ -206,6 +207,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
+	fs.StringVar(&o.profiles, "profiles", "", "a comma-separated list of profiles to run in turn (a matrix; overrides -profile; the JSON is then {profiles: [...], passed})")
 	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
 	fs.StringVar(&o.logDir, "log", "", "every machine writes its detailed network log into DIR (match-SEED-machine-I.jsonl); cmd/netlog diffs two")
 	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; cmd/replay re-runs them")
@@ -221,7 +223,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 2
 	}
-	prof, policy, err := o.check(fs.NArg())
+	profs, policy, err := o.check(fs.NArg())
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 2
@@ -235,8 +237,76 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
+	o.args = args
+	human := stdout
+	if o.jsonPath == "-" {
+		human = stderr
+	}
+	var bar *progress
+	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
+		bar = &progress{w: stderr, total: o.matches * len(profs)}
+	}
+	var sums []Summary
+	var runs []report.Run
+	for k, prof := range profs {
+		po := o
+		po.profile = o.profileNames[k]
+		start := time.Now()
+		results := playAll(po, prof, policy, bar)
+		s := summarize(po, results, policy)
+		s.WallSeconds = time.Since(start).Seconds()
+		bar.clear()
+		printSummary(human, &s)
+		sums = append(sums, s)
+		runs = append(runs, reportRun(po, &s, results))
+	}
+	if o.reportDir != "" {
+		if err := report.Write(o.reportDir, "Rewind soak report", runs); err != nil {
+			fmt.Fprintf(stderr, "soak: -report: %v\n", err)
+			return 1
+		}
+		fmt.Fprintf(human, "report: %s\n", filepath.Join(o.reportDir, "index.html"))
+	}
+	passed := true
+	for _, s := range sums {
+		passed = passed && s.Passed
+	}
+	if o.jsonPath != "" {
+		var v any = &sums[0]
+		if len(sums) > 1 {
+			v = Matrix{Profiles: sums, Passed: passed}
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			fmt.Fprintf(stderr, "soak: %v\n", err)
+			return 1
+		}
+		b = append(b, '\n')
+		if o.jsonPath == "-" {
+			_, err = stdout.Write(b)
+		} else {
+			err = os.WriteFile(o.jsonPath, b, 0o644)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "soak: -json: %v\n", err)
+			return 1
+		}
+	}
+	if !passed {
+		return 1
+	}
+	return 0
+}
 
-	start := time.Now()
+// Matrix is the JSON report of a soak over several profiles (-profiles).
+type Matrix struct {
+	Profiles []Summary `json:"profiles"`
+	Passed   bool      `json:"passed"`
+}
+
+// playAll plays o.matches matches on o.parallel workers. Each match's
+// result depends only on its own seed, never on the parallelism.
+func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar *progress) []match.Result {
 	results := make([]match.Result, o.matches)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
@@ -265,6 +335,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 						results[i].Err = err
 					}
 				}
+				bar.tick(o.profile)
 			}
 		})
 	}
@@ -273,48 +344,41 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	close(jobs)
 	wg.Wait()
-
-	s := summarize(o, results, policy)
-	s.WallSeconds = time.Since(start).Seconds()
-
-	human := stdout
-	if o.jsonPath == "-" {
-		human = stderr
-	}
-	printSummary(human, &s)
-	if o.reportDir != "" {
-		o.args = args
-		if err := writeReport(o, &s, results); err != nil {
-			fmt.Fprintf(stderr, "soak: -report: %v\n", err)
-			return 1
-		}
-		fmt.Fprintf(human, "  report: %s\n", filepath.Join(o.reportDir, "index.html"))
-	}
-	if o.jsonPath != "" {
-		b, err := json.MarshalIndent(&s, "", "  ")
-		if err != nil {
-			fmt.Fprintf(stderr, "soak: %v\n", err)
-			return 1
-		}
-		b = append(b, '\n')
-		if o.jsonPath == "-" {
-			_, err = stdout.Write(b)
-		} else {
-			err = os.WriteFile(o.jsonPath, b, 0o644)
-		}
-		if err != nil {
-			fmt.Fprintf(stderr, "soak: -json: %v\n", err)
-			return 1
-		}
-	}
-	if !s.Passed {
-		return 1
-	}
-	return 0
+	return results
 }
 
-// writeReport writes the HTML report of one soak.
-func writeReport(o options, s *Summary, results []match.Result) error {
+// progress draws a progress bar on a terminal; a nil *progress draws nothing.
+type progress struct {
+	mu       sync.Mutex
+	w        io.Writer
+	total, n int
+}
+
+func (p *progress) tick(profile string) {
+	if p == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.n++
+	const width = 30
+	n := width * p.n / p.total
+	fmt.Fprintf(p.w, "\r%-18s [%s%s] %d/%d matches", profile, strings.Repeat("#", n), strings.Repeat(" ", width-n), p.n, p.total)
+}
+
+func (p *progress) clear() {
+	if p != nil {
+		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 70))
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// reportRun is one profile's section of the HTML report.
+func reportRun(o options, s *Summary, results []match.Result) report.Run {
 	rows := [][2]string{
 		{"matches", fmt.Sprintf("%d × %d players on %d machines × %d frames, seed %d", s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Seed)},
 		{"network", fmt.Sprintf("%s over %s", s.Profile, s.Transport)},
@@ -329,15 +393,15 @@ func writeReport(o options, s *Summary, results []match.Result) error {
 	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
-			run.Failures = append(run.Failures, report.Failure{Seed: f.Seed, Reason: f.Reason, Repro: reproduce(o.args, f.Seed)})
+			run.Failures = append(run.Failures, report.Failure{Seed: f.Seed, Reason: f.Reason, Repro: reproduce(o.args, o.profile, f.Seed)})
 		}
 	}
-	return report.Write(o.reportDir, "Rewind soak report", []report.Run{run})
+	return run
 }
 
 // reproduce is the command line that replays one match of a soak: the
 // same flags, with -seed and -matches 1, and without the outputs.
-func reproduce(args []string, seed uint64) string {
+func reproduce(args []string, profile string, seed uint64) string {
 	out := []string{"go", "run", "./cmd/soak"}
 	skip := false
 	for _, a := range args {
@@ -347,13 +411,13 @@ func reproduce(args []string, seed uint64) string {
 		}
 		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		switch name {
-		case "seed", "matches", "report", "json", "record", "log", "parallel":
+		case "seed", "matches", "report", "json", "record", "log", "parallel", "profile", "profiles":
 			skip = !hasValue // "-seed 5" takes the next argument; "-seed=5" does not
 			continue
 		}
 		out = append(out, a)
 	}
-	return strings.Join(append(out, "-seed", strconv.FormatUint(seed, 10), "-matches", "1"), " ")
+	return strings.Join(append(out, "-profile", profile, "-seed", strconv.FormatUint(seed, 10), "-matches", "1"), " ")
 }
 
 // save writes one match's files (replays, logs) into dir, one per machine.
@@ -367,6 +431,21 @@ func save(dir string, seed uint64, ext string, files [][]byte) error {
 	return nil
 }
 
+// splitProfiles splits a -profiles list at commas, keeping a spec's
+// key=value parts together: "lan,latency=80ms,loss=2%,far" is lan, one
+// spec, and far.
+func splitProfiles(list string) []string {
+	var out []string
+	for _, part := range strings.Split(list, ",") {
+		if n := len(out); n > 0 && strings.Contains(part, "=") && strings.Contains(out[n-1], "=") {
+			out[n-1] += "," + part
+			continue
+		}
+		out = append(out, part)
+	}
+	return out
+}
+
 func parsePercent(v string) (float64, error) {
 	if pct, ok := strings.CutSuffix(v, "%"); ok {
 		f, err := strconv.ParseFloat(pct, 64)
@@ -375,39 +454,39 @@ func parsePercent(v string) (float64, error) {
 	return strconv.ParseFloat(v, 64)
 }
 
-func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, error) {
+func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, error) {
 	if o.machines == 0 {
 		o.machines = o.players
 	}
 	switch {
 	case nargs > 0:
-		return netsim.Profile{}, 0, errors.New("unexpected arguments (all settings are flags)")
+		return nil, 0, errors.New("unexpected arguments (all settings are flags)")
 	case o.matches < 1:
-		return netsim.Profile{}, 0, fmt.Errorf("-matches: %d (want at least 1)", o.matches)
+		return nil, 0, fmt.Errorf("-matches: %d (want at least 1)", o.matches)
 	case o.players < 2 || o.players > rollback.MaxPlayers:
-		return netsim.Profile{}, 0, fmt.Errorf("-players: %d (want 2 to %d)", o.players, rollback.MaxPlayers)
+		return nil, 0, fmt.Errorf("-players: %d (want 2 to %d)", o.players, rollback.MaxPlayers)
 	case o.machines < 2 || o.machines > o.players:
-		return netsim.Profile{}, 0, fmt.Errorf("-machines: %d (want 2 to -players, %d)", o.machines, o.players)
+		return nil, 0, fmt.Errorf("-machines: %d (want 2 to -players, %d)", o.machines, o.players)
 	case o.frames < 1:
-		return netsim.Profile{}, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
+		return nil, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
 	case o.parallel < 1:
-		return netsim.Profile{}, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
+		return nil, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
 	case o.maxRollback < 1 || o.maxRollback > rollback.MaxMaxRollback:
-		return netsim.Profile{}, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxMaxRollback)
+		return nil, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxMaxRollback)
 	case o.hiccups < 0:
-		return netsim.Profile{}, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
+		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.startSpread < 0:
-		return netsim.Profile{}, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
+		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
 	case o.delay < 0 || o.delay > rollback.MaxInputDelay:
-		return netsim.Profile{}, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
+		return nil, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
 	}
 	switch {
 	case o.transport == "udp" && (o.skew != 0 || o.hiccups != 0 || o.startSpread != 0):
-		return netsim.Profile{}, 0, errors.New("-skew, -hiccups and -start-spread: only with -transport netsim (real clocks cannot be skewed here)")
+		return nil, 0, errors.New("-skew, -hiccups and -start-spread: only with -transport netsim (real clocks cannot be skewed here)")
 	case o.transport != "netsim" && o.transport != "udp":
-		return netsim.Profile{}, 0, fmt.Errorf("-transport: %q (want netsim or udp)", o.transport)
+		return nil, 0, fmt.Errorf("-transport: %q (want netsim or udp)", o.transport)
 	case o.network != "udp4" && o.network != "udp6":
-		return netsim.Profile{}, 0, fmt.Errorf("-network: %q (want udp4 or udp6)", o.network)
+		return nil, 0, fmt.Errorf("-network: %q (want udp4 or udp6)", o.network)
 	}
 	var policy rollback.SnapshotPolicy
 	switch o.snapshots {
@@ -416,17 +495,26 @@ func (o *options) check(nargs int) (netsim.Profile, rollback.SnapshotPolicy, err
 	case rollback.ConstantCost.String():
 		policy = rollback.ConstantCost
 	default:
-		return netsim.Profile{}, 0, fmt.Errorf("-snapshots: %q (want two-backups or constant-cost)", o.snapshots)
+		return nil, 0, fmt.Errorf("-snapshots: %q (want two-backups or constant-cost)", o.snapshots)
 	}
-	prof, err := netsim.ParseProfile(o.profile)
-	if err != nil {
-		var names []string
-		for _, p := range netsim.Presets {
-			names = append(names, p.Name)
+	flagName, names := "-profile", []string{o.profile}
+	if o.profiles != "" {
+		flagName, names = "-profiles", splitProfiles(o.profiles)
+	}
+	var profs []netsim.Profile
+	for _, name := range names {
+		prof, err := netsim.ParseProfile(name)
+		if err != nil {
+			var presets []string
+			for _, p := range netsim.Presets {
+				presets = append(presets, p.Name)
+			}
+			return nil, 0, fmt.Errorf("%s: %v (presets: %s)", flagName, err, strings.Join(presets, ", "))
 		}
-		return netsim.Profile{}, 0, fmt.Errorf("-profile: %v (presets: %s)", err, strings.Join(names, ", "))
+		profs = append(profs, prof)
 	}
-	return prof, policy, nil
+	o.profileNames = names
+	return profs, policy, nil
 }
 
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {

@@ -184,7 +184,7 @@ func TestReport(t *testing.T) {
 	require.NoError(t, err)
 	html := string(page)
 	assert.Contains(t, html, "Profile wifi")
-	assert.Contains(t, html, "go run ./cmd/soak -frames 900 -inject-desync 300 -checksum-every=100 -seed 2 -matches 1")
+	assert.Contains(t, html, "go run ./cmd/soak -frames 900 -inject-desync 300 -checksum-every=100 -profile wifi -seed 2 -matches 1")
 	assert.NotContains(t, html, "<script")
 	assert.NotContains(t, html, "http")
 	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
@@ -214,10 +214,39 @@ func TestReproduce(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "go run ./cmd/soak -seed 7 -matches 1"},
+		{nil, "go run ./cmd/soak -profile hell -seed 7 -matches 1"},
 		{[]string{"-matches", "200", "-profile", "hell", "-json", "-", "-seed=3"}, "go run ./cmd/soak -profile hell -seed 7 -matches 1"},
-		{[]string{"-report", "out", "-players", "4", "--record=rec", "-log", "logs", "-fixed-lag"}, "go run ./cmd/soak -players 4 -fixed-lag -seed 7 -matches 1"},
+		{[]string{"-report", "out", "-players", "4", "--record=rec", "-log", "logs", "-fixed-lag", "-profiles=lan,hell"}, "go run ./cmd/soak -players 4 -fixed-lag -profile hell -seed 7 -matches 1"},
 	} {
-		assert.Equal(t, tc.want, reproduce(tc.args, 7))
+		assert.Equal(t, tc.want, reproduce(tc.args, "hell", 7))
 	}
+	assert.Equal(t, []string{"lan", "latency=80ms,loss=2%", "far"}, splitProfiles("lan,latency=80ms,loss=2%,far"))
+}
+
+// TestMatrixAndParallelism: -profiles runs each profile in turn (JSON
+// {profiles, passed}, a report section each), and the results do not
+// depend on -parallel.
+func TestMatrixAndParallelism(t *testing.T) {
+	soak := func(parallel string, extra ...string) Matrix {
+		var out, errs bytes.Buffer
+		args := append([]string{"-profiles", "lan,latency=30ms,loss=5%", "-matches", "3", "-frames", "600", "-parallel", parallel, "-json", "-"}, extra...)
+		require.Equal(t, 0, run(args, &out, &errs), errs.String())
+		var m Matrix
+		require.NoError(t, json.Unmarshal(out.Bytes(), &m))
+		for i := range m.Profiles {
+			m.Profiles[i].WallSeconds = 0
+		}
+		return m
+	}
+	dir := t.TempDir()
+	one := soak("1", "-report", dir)
+	require.Len(t, one.Profiles, 2)
+	assert.True(t, one.Passed)
+	assert.Equal(t, "lan", one.Profiles[0].Profile)
+	assert.Equal(t, "latency=30ms,loss=5%", one.Profiles[1].Profile)
+	assert.Positive(t, one.Profiles[1].Rollbacks)
+	assert.Equal(t, one, soak("2"), "the same results whatever the parallelism")
+	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
+	require.NoError(t, err)
+	assert.Len(t, pngs, 10)
 }
