@@ -73,6 +73,36 @@ func TestChecksumGolden(t *testing.T) {
 	assert.Equal(t, "091234"+"92"+"d101f4"+"cf0123456789abcdef", hex.EncodeToString(b))
 }
 
+// TestControlGolden pins every control message's bytes, as listed in
+// docs/protocol.md ("Worked examples"); each must also parse back.
+func TestControlGolden(t *testing.T) {
+	for _, tc := range []struct {
+		kind wire.Kind
+		msg  any
+		hex  string
+	}{
+		{wire.KindQuality, &wire.Quality{Sent: 1500000000, Frame: 600}, "031234" + "92" + "d259682f00" + "d10258"},
+		{wire.KindQualityReply, &wire.QualityReply{Echo: 1500000000, Frame: 598}, "041234" + "92" + "d259682f00" + "d10256"},
+		{wire.KindDisconnect, &wire.Disconnect{Frame: 1234}, "051234" + "91" + "d104d2"},
+		{wire.KindReady, &wire.Ready{RTT: []uint32{0, 41000}}, "061234" + "91" + "92" + "00" + "cda028"},
+		{wire.KindStart, &wire.Start{Mesh: []uint32{0, 41000, 41000, 0}}, "071234" + "91" + "94" + "00" + "cda028" + "cda028" + "00"},
+		{wire.KindGo, &wire.Go{}, "081234" + "91" + "00"},
+		{wire.KindState, &wire.State{Frame: 1300, Total: 700, Offset: 640, Done: true, Data: []byte{1, 2, 3}},
+			"0a1234" + "95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "a3010203"},
+	} {
+		t.Run(tc.kind.String(), func(t *testing.T) {
+			b, err := wire.AppendControl(nil, tc.kind, 0x1234, tc.msg)
+			require.NoError(t, err)
+			assert.Equal(t, tc.hex, hex.EncodeToString(b))
+			back := reflect.New(reflect.TypeOf(tc.msg).Elem()).Interface()
+			tag, err := wire.ParseControl(b, tc.kind, back)
+			require.NoError(t, err)
+			assert.Equal(t, uint16(0x1234), tag)
+			assert.Equal(t, tc.msg, back)
+		})
+	}
+}
+
 func TestControlErrors(t *testing.T) {
 	good, err := wire.AppendControl(nil, wire.KindQuality, 1, &wire.Quality{Sent: 99, Frame: 3})
 	require.NoError(t, err)
