@@ -11,9 +11,11 @@ test: lint
 	$(GO) test -count=1 -run '^TestNoFalseDesync$$' ./internal/match
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS) > /dev/null
 
-## lint: go vet, gofmt, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
+## lint: go vet, gofmt, a package comment on every package, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
 lint:
 	$(GO) vet $(PKGS)
+	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
+		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) mod tidy -diff
