@@ -171,6 +171,8 @@ type Network struct {
 	links []link // from*n + to
 	pool  [][]byte
 	seq   uint64
+
+	reliable bool // Reliable: every link is a TCP model
 }
 
 type node struct {
@@ -184,6 +186,7 @@ func packetBefore(a, b *packet) bool { return a.at < b.at || (a.at == b.at && a.
 type link struct {
 	imp   Impairer
 	stats LinkStats
+	last  time.Duration // reliable mode: when the previous packet is delivered
 }
 
 // Impairer decides the fate of each packet on one link: lost, or delivered
@@ -273,6 +276,36 @@ func New(n int, seed uint64, p Profile) (*Network, error) {
 	return nw, nil
 }
 
+// Reliable makes every link a reliable, ordered byte stream over the same
+// lossy link: a model of TCP, for comparing it with UDP and redundancy
+// (the Gaffer article). A lost packet is retransmitted after two round
+// trips (each retransmission may be lost again, up to maxAttempts), every
+// later packet waits behind it (head-of-line blocking), and nothing is
+// duplicated or reordered. Call it before the first Send.
+func (nw *Network) Reliable() { nw.reliable = true }
+
+// maxAttempts bounds a reliable packet's transmissions; a link that loses
+// them all is as good as down, and the packet is dropped.
+const maxAttempts = 16
+
+func (nw *Network) sendReliable(l *link, from, to int, b []byte, f Fate) error {
+	p := &nw.prof
+	rto := 2 * 2 * (p.Latency + p.Jitter/2) // two round trips
+	var wait time.Duration
+	for attempt := 1; f.Lost; attempt++ {
+		l.stats.Lost++
+		if attempt == maxAttempts {
+			return nil
+		}
+		wait += rto
+		f = l.imp.Next(nw.now)
+	}
+	due := max(nw.now+wait+f.Delay, l.last)
+	l.last = due
+	nw.enqueue(from, to, b, due-nw.now)
+	return nil
+}
+
 // Now returns the virtual time since the network was created.
 func (nw *Network) Now() time.Duration { return nw.now }
 
@@ -322,6 +355,9 @@ func (nw *Network) send(from, to int, b []byte) error {
 	l.stats.Sent++
 	l.stats.Bytes += len(b)
 	f := l.imp.Next(nw.now)
+	if nw.reliable {
+		return nw.sendReliable(l, from, to, b, f)
+	}
 	if f.Lost {
 		l.stats.Lost++
 		return nil

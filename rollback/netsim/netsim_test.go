@@ -172,3 +172,51 @@ func TestNoAllocsInSteadyState(t *testing.T) {
 	}
 	assert.Zero(t, testing.AllocsPerRun(500, step))
 }
+
+// TestReliable: in the TCP model every packet arrives once and in order
+// even on a lossy, duplicating, reordering link; a lost packet arrives two
+// round trips late and holds back those sent after it.
+func TestReliable(t *testing.T) {
+	p := netsim.Profile{Latency: 100 * time.Millisecond, Loss: 0.05, Duplicate: 0.05, Reorder: 0.05}
+	nw, err := netsim.New(2, 3, p)
+	require.NoError(t, err)
+	nw.Reliable()
+	const n = 3000
+	sentAt := make([]time.Duration, n)
+	buf := make([]byte, 8)
+	next, blocked := 0, 0
+	var worst time.Duration
+	receive := func() {
+		for {
+			_, _, ok := nw.Endpoint(1).Receive(buf)
+			if !ok {
+				return
+			}
+			id := int(buf[0]) | int(buf[1])<<8
+			require.Equal(t, next, id, "in order, exactly once")
+			d := nw.Now() - sentAt[id]
+			require.GreaterOrEqual(t, d, p.Latency)
+			worst = max(worst, d)
+			if d > p.Latency+20*time.Millisecond { // more than the reorder delay and a step
+				blocked++
+			}
+			next++
+		}
+	}
+	for i := range n {
+		sentAt[i] = nw.Now()
+		require.NoError(t, nw.Endpoint(0).Send(0, []byte{byte(i), byte(i >> 8)}))
+		nw.Advance(5 * time.Millisecond)
+		receive()
+	}
+	for range 1000 {
+		nw.Advance(10 * time.Millisecond)
+		receive()
+	}
+	lost := nw.Link(0, 1).Lost
+	assert.Equal(t, n, next, "nothing lost for good")
+	assert.InDelta(t, 0.05*n, lost, 0.025*n, "transmissions lost (and retransmitted)")
+	assert.GreaterOrEqual(t, worst, p.Latency+400*time.Millisecond, "a retransmission waits two round trips of 200 ms")
+	assert.Greater(t, blocked, 5*lost, "head-of-line blocking: each loss holds back the packets behind it")
+	assert.Zero(t, nw.Link(0, 1).Duplicated)
+}
