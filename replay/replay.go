@@ -224,8 +224,7 @@ var mh = func() *codec.MsgpackHandle {
 // more is written. A Writer is not safe for concurrent use.
 type Writer struct {
 	w      io.Writer
-	enc    *codec.Encoder
-	buf    []byte
+	seal   *sealer
 	h      header
 	b      block
 	runs   [][]uint64 // per player, the open block's runs
@@ -243,7 +242,7 @@ var _ rollback.Recorder = (*Writer)(nil)
 // replay the match: a seed, a stage); both are stored in the header.
 func NewWriter(w io.Writer, game string, params []byte) *Writer {
 	x := &Writer{w: w, h: header{Magic: Magic, Version: Version, Game: game, Params: bytes.Clone(params)}}
-	x.enc = codec.NewEncoderBytes(&x.buf, mh)
+	x.seal = newSealer()
 	return x
 }
 
@@ -339,25 +338,46 @@ func (w *Writer) write(rec any, hash *uint64) {
 	if w.broken {
 		return
 	}
+	b, err := w.seal.seal(rec, hash)
+	if err == nil {
+		_, err = w.w.Write(b)
+	}
+	if err != nil {
+		w.broken = true
+		w.fail(err)
+	}
+}
+
+// sealer encodes records with their hash: the xxhash of the record's
+// encoding with Hash 0.
+type sealer struct {
+	enc *codec.Encoder
+	buf []byte
+}
+
+func newSealer() *sealer {
+	s := &sealer{}
+	s.enc = codec.NewEncoderBytes(&s.buf, mh)
+	return s
+}
+
+// seal sets *hash, which must be rec's Hash field, and returns rec's
+// encoding; the bytes are valid until the next call.
+func (s *sealer) seal(rec any, hash *uint64) ([]byte, error) {
 	*hash = 0
-	w.buf = w.buf[:0]
-	w.enc.ResetBytes(&w.buf)
-	if err := w.enc.Encode(rec); err != nil {
-		w.broken = true
-		w.fail(err)
-		return
+	b, err := s.encode(rec)
+	if err != nil {
+		return nil, err
 	}
-	*hash = xxhash.Sum64(w.buf)
-	w.buf = w.buf[:0]
-	w.enc.ResetBytes(&w.buf)
-	if err := w.enc.Encode(rec); err != nil {
-		w.fail(err)
-		return
-	}
-	if _, err := w.w.Write(w.buf); err != nil {
-		w.broken = true
-		w.fail(err)
-	}
+	*hash = xxhash.Sum64(b)
+	return s.encode(rec)
+}
+
+func (s *sealer) encode(rec any) ([]byte, error) {
+	s.buf = s.buf[:0]
+	s.enc.ResetBytes(&s.buf)
+	err := s.enc.Encode(rec)
+	return s.buf, err
 }
 
 // Read decodes a replay. A file that ends before its end record returns
@@ -371,7 +391,7 @@ func Read(r io.Reader) (*Replay, error) {
 	if len(data) > maxFile {
 		return nil, &FormatError{Offset: maxFile, Record: "file", Reason: fmt.Sprintf("larger than %d bytes", maxFile)}
 	}
-	d := decoder{data: data, dec: codec.NewDecoderBytes(data, mh)}
+	d := decoder{data: data, dec: codec.NewDecoderBytes(data, mh), seal: newSealer()}
 	var h header
 	if err := d.record("header", &h, &h.Hash); err != nil {
 		return nil, err
@@ -470,8 +490,7 @@ func (rp *Replay) add(b *block, mask uint64) string {
 type decoder struct {
 	data []byte
 	dec  *codec.Decoder
-	enc  *codec.Encoder
-	buf  []byte
+	seal *sealer
 }
 
 func (d *decoder) off() int { return d.dec.NumBytesRead() }
@@ -492,25 +511,16 @@ func (d *decoder) record(name string, rec any, hash *uint64) error {
 		return d.errAt(start, name, "malformed: %v", err)
 	}
 	want := *hash
-	*hash = 0
-	if d.enc == nil {
-		d.enc = codec.NewEncoderBytes(&d.buf, mh)
-	}
-	d.buf = d.buf[:0]
-	d.enc.ResetBytes(&d.buf)
-	if err := d.enc.Encode(rec); err != nil {
+	b, err := d.seal.seal(rec, hash)
+	switch {
+	case err != nil:
 		return d.errAt(start, name, "malformed: %v", err)
-	}
-	if xxhash.Sum64(d.buf) != want {
+	case *hash != want:
 		return d.errAt(start, name, "corrupt: its checksum does not match its contents")
-	}
-	// The writer's encoding is canonical: a record that decodes to the
-	// right values from other bytes (a longer array swallowing the next
-	// record, say) is damaged too.
-	*hash = want
-	d.buf = d.buf[:0]
-	d.enc.ResetBytes(&d.buf)
-	if err := d.enc.Encode(rec); err != nil || !bytes.Equal(d.buf, d.data[start:d.off()]) {
+	case !bytes.Equal(b, d.data[start:d.off()]):
+		// The writer's encoding is canonical: a record that decodes to the
+		// right values from other bytes (a longer array swallowing the next
+		// record, say) is damaged too.
 		return d.errAt(start, name, "corrupt: not the encoding its writer produced")
 	}
 	return nil

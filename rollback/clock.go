@@ -18,8 +18,6 @@ func (f ClockFunc) Now() time.Duration { return f() }
 // counting from the call. It is the default Config.Clock; the session itself
 // reads time only through its Clock.
 func RealClock() Clock {
-	// The package's single clock read, in the default Clock that callers
-	// replace; the session core reads time only through Config.Clock.
-	start := time.Now() // safe: see above
+	start := time.Now() // safe: the default Config.Clock, which callers replace; the session core reads time only through it
 	return ClockFunc(func() time.Duration { return time.Since(start) })
 }

@@ -2,9 +2,10 @@
 // tests, benchmarks and the soak command.
 //
 // A [Network] joins N nodes. Every directed link applies the same [Profile]:
-// one-way latency plus uniform jitter, random loss, burst loss (a two-state
-// Gilbert model), duplication and reordering, each drawn from the link's own
-// random stream seeded from the network's seed. Time moves only when the
+// one-way latency plus uniform jitter, random loss, loss bursts (dropouts
+// that last a stretch of time), duplication and reordering, each drawn from
+// the link's own random stream seeded from the network's seed.
+// [Network.Reliable] turns every link into a TCP model instead. Time moves only when the
 // caller calls [Network.Advance], so a match over a Network is a pure
 // function of its seed: the same seed delivers the same packets at the same
 // virtual instants, bit for bit.
@@ -41,15 +42,17 @@ var (
 // probabilities are in [0, 1]. The zero Profile is a perfect network that
 // delivers every packet at the next Advance.
 type Profile struct {
-	Latency   time.Duration // fixed one-way delay
-	Jitter    time.Duration // extra delay, uniform in [0, Jitter]
-	Loss      float64       // chance that a packet is lost
-	BurstLoss float64       // chance, per packet, that a loss burst starts
-	// BurstLength is a burst's mean length in 60 Hz packets (default 8 when
-	// BurstLoss > 0): a burst lasts BurstLength/60 s on average
-	// (exponentially distributed), whatever the sending rate. A dropout is
-	// a stretch of time; counted in packets, a slow sender (a handshake at
-	// ten packets a second) would see the same burst last six times longer.
+	Latency time.Duration // fixed one-way delay
+	Jitter  time.Duration // extra delay, uniform in [0, Jitter]
+	Loss    float64       // chance that a packet is lost
+	// BurstLoss and BurstLength describe loss bursts (dropouts) in 60 Hz
+	// packets: BurstLoss is the chance that a burst starts in any 1/60 s,
+	// BurstLength a burst's mean length in 1/60 s (default 8 when
+	// BurstLoss > 0; exponentially distributed). Both are rates in time,
+	// whatever the sending rate: counted in packets, a slow sender (a
+	// handshake at ten packets a second) would see the same burst last six
+	// times longer.
+	BurstLoss    float64
 	BurstLength  float64
 	Duplicate    float64       // chance that a packet is delivered twice
 	Reorder      float64       // chance that a packet is held back by ReorderDelay
