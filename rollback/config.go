@@ -27,6 +27,17 @@ const (
 	DefaultQualityInterval   = time.Second
 	DefaultRedundantFrames   = 8
 
+	// DefaultTickRate is the lockstep simulation rate, in frames a second.
+	DefaultTickRate = 60
+	// MaxTickRate bounds Config.TickRate.
+	MaxTickRate = 240
+	// DefaultPlayoutDelay is the lockstep playout delay (Gaffer's value).
+	DefaultPlayoutDelay = 100 * time.Millisecond
+	// LockstepCatchUp is the most frames a lockstep Advance simulates to
+	// catch up with the playout schedule (Gaffer's value): more would make
+	// a slow render frame slower still.
+	LockstepCatchUp = 4
+
 	// ThrottleAfter and ThrottleInterval: a peer not heard from for a second
 	// is sent to only four times a second (INVERSUS).
 	ThrottleAfter    = time.Second
@@ -61,6 +72,32 @@ func (p SnapshotPolicy) String() string {
 	}
 }
 
+// Mode is how a session keeps the machines in step.
+type Mode uint8
+
+// Modes.
+const (
+	// RollbackMode (the default) predicts missing remote inputs, simulates
+	// on, and rolls back and re-simulates when a prediction was wrong.
+	RollbackMode Mode = 1 + iota
+	// LockstepMode simulates a frame only once every player's input for it
+	// has arrived, on a steady schedule a playout delay behind the first
+	// inputs received: no prediction, no rollback, no snapshots (see the
+	// package documentation).
+	LockstepMode
+)
+
+func (m Mode) String() string {
+	switch m {
+	case RollbackMode:
+		return "rollback"
+	case LockstepMode:
+		return "lockstep"
+	default:
+		return fmt.Sprintf("Mode(%d)", uint8(m))
+	}
+}
+
 // Peer is another machine in the match.
 type Peer struct {
 	// Players are the players whose inputs that machine sends; it must list
@@ -87,6 +124,16 @@ type Config struct {
 	Game Game
 	// Transport carries packets to the peers; required when Peers is not empty.
 	Transport Transport
+	// Mode is RollbackMode or LockstepMode; 0 means RollbackMode.
+	Mode Mode
+	// TickRate is the lockstep simulation rate in frames a second, 1 to
+	// MaxTickRate (10 for an RTS); 0 means 60. Rollback mode runs at 60.
+	TickRate int
+	// PlayoutDelay is how long after the first inputs arrived from every
+	// peer a lockstep session simulates frame 0; frame f is then due
+	// f/TickRate later. It absorbs jitter and lost packets; 0 means
+	// DefaultPlayoutDelay (100 ms), negative means none. Lockstep only.
+	PlayoutDelay time.Duration
 	// MaxRollback is the most frames a rollback reaches back, 1 to
 	// MaxMaxRollback; 0 means DefaultMaxRollback (20). The session stalls
 	// rather than run further ahead of a peer's last input.
@@ -236,6 +283,28 @@ func (c *Config) validate() error {
 	}
 	if len(c.Peers) > 0 && c.Transport == nil {
 		return cfgErr("Transport", "nil, with %d peers", len(c.Peers))
+	}
+	if c.Mode > LockstepMode {
+		return cfgErr("Mode", "unknown mode %d", c.Mode)
+	}
+	if c.Mode == LockstepMode {
+		switch {
+		case c.TickRate < 0 || c.TickRate > MaxTickRate:
+			return cfgErr("TickRate", "%d (want 1 to %d, or 0 for %d)", c.TickRate, MaxTickRate, DefaultTickRate)
+		case c.MaxRollback != 0:
+			return cfgErr("MaxRollback", "%d: lockstep never rolls back (leave it 0)", c.MaxRollback)
+		case c.Snapshots == ConstantCost:
+			return cfgErr("Snapshots", "%v: lockstep never rolls back", c.Snapshots)
+		case c.SyncTest != 0:
+			return cfgErr("SyncTest", "%d: the sync test needs rollback mode", c.SyncTest)
+		}
+	} else {
+		switch {
+		case c.TickRate != 0 && c.TickRate != DefaultTickRate:
+			return cfgErr("TickRate", "%d: rollback mode runs at %d Hz (other rates are for LockstepMode)", c.TickRate, DefaultTickRate)
+		case c.PlayoutDelay != 0:
+			return cfgErr("PlayoutDelay", "%v: a playout delay is for LockstepMode", c.PlayoutDelay)
+		}
 	}
 	if c.MaxRollback < 0 || c.MaxRollback > MaxMaxRollback {
 		return cfgErr("MaxRollback", "%d (want 1 to %d, or 0 for %d)", c.MaxRollback, MaxMaxRollback, DefaultMaxRollback)

@@ -88,6 +88,9 @@ type peerState struct {
 	goSeen      bool     // it has the mesh (its Go, or the host's Start)
 	lastSync    time.Duration
 	fullUntil   time.Duration     // resend every unacknowledged frame until then
+	firstInput  time.Duration     // lockstep: when its first inputs arrived; -1 before
+	sentNext    Frame             // lockstep: our next local frame when we last sent it inputs
+	inputSentAt time.Duration     // lockstep: when we last sent it inputs
 	lag         int               // its input lag, from its last decoded input packet
 	sees        [MaxPlayers]Frame // by peer index: how many of that peer's frames it reported having
 
@@ -157,7 +160,7 @@ func (s *Session) handshakeStep() error {
 }
 
 func (s *Session) begin() {
-	s.started = true
+	s.started, s.startedAt = true, s.now
 	s.events = append(s.events, Event{Kind: EventRunning, Frame: s.frame, Peer: -1})
 	if s.lagFixed {
 		return

@@ -59,6 +59,10 @@ const lostMargin = 35 * time.Millisecond
 // frames in one packet of this many.
 const gossipCountEvery = 4
 
+// lockstepResend is the shortest interval between two lockstep input
+// packets to a peer that carry no new input: under a 60 Hz frame.
+const lockstepResend = 15 * time.Millisecond
+
 // maxDatagram is the largest packet the session sends, safely under the
 // internet's usual 1280-byte IPv6 minimum MTU.
 const maxDatagram = 1200
@@ -90,6 +94,13 @@ type Session struct {
 	syncTest bool
 	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
 	interval Frame // two backups: save the present when the newest snapshot is this old
+
+	lockstep  bool
+	snapshots bool          // rollback mode, or lockstep with a disconnect cut to undo (3+ machines)
+	tick      time.Duration // lockstep: the simulation period
+	playout   time.Duration // lockstep: the playout delay
+	startedAt time.Duration // when the match started: lockstep input ticks count from here
+	playFrom  time.Duration // lockstep: when frame 0 is due; -1 until every peer's first input arrived
 
 	frame   Frame // the next frame to simulate
 	present Frame // the frame a re-simulation catches up to
@@ -249,6 +260,20 @@ func NewSession(cfg Config) (*Session, error) {
 		s.policy = TwoBackups
 	}
 	s.interval = Frame(s.maxRB)
+	s.snapshots = true
+	s.playFrom = -1
+	if cfg.Mode == LockstepMode {
+		// Lockstep never predicts, so it never rolls back during play. With
+		// three or more machines a machine that leaves is cut at the fewest
+		// of its frames any remaining machine has (docs/protocol.md), which
+		// can be before frames we simulated: only then are snapshots kept,
+		// by the same policy, to undo the frames after the cut.
+		s.lockstep, s.maxRB, s.interval = true, 0, DefaultMaxRollback
+		s.snapshots = len(cfg.Peers) >= 2
+		s.lagFixed, s.smoothing = true, false
+		s.tick = time.Second / time.Duration(orDefault(cfg.TickRate, DefaultTickRate))
+		s.playout = max(0, orDefault(cfg.PlayoutDelay, DefaultPlayoutDelay))
+	}
 	switch {
 	case cfg.SyncTest > 0:
 		s.syncTest, s.forced = true, cfg.SyncTest
@@ -264,7 +289,7 @@ func NewSession(cfg Config) (*Session, error) {
 		for _, p := range ps {
 			s.owner[p] = i
 		}
-		s.peers = append(s.peers, peerState{players: ps, id: ps[0], lastRecv: s.hsStart, ackAt: s.hsStart, winStart: s.hsStart})
+		s.peers = append(s.peers, peerState{players: ps, id: ps[0], lastRecv: s.hsStart, ackAt: s.hsStart, winStart: s.hsStart, firstInput: -1})
 	}
 	for i := range s.peers {
 		for j := range s.peers {
@@ -307,9 +332,12 @@ func NewSession(cfg Config) (*Session, error) {
 			s.det = desync.NewDetector(len(s.peers))
 		}
 	}
-	if err := s.save(0, 0); err != nil {
-		return nil, err
+	if s.snapshots {
+		if err := s.save(0, 0); err != nil {
+			return nil, err
+		}
 	}
+	s.startedAt = s.hsStart
 	s.checksums[0] = s.checksum()
 	if s.rec != nil {
 		s.rec.Begin(MatchInfo{Players: s.players, Layout: append(Layout(nil), s.layout...), SessionID: s.sessionID,
@@ -368,7 +396,11 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) error {
 	if uint64(in)&^s.mask != 0 {
 		return fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), s.mask)
 	}
-	if s.next[p] > s.frame+Frame(s.delay) {
+	if s.lockstep {
+		if !s.inputDue(p) {
+			return fmt.Errorf("%w: player %d, frame %d", ErrInputAlreadyAdded, p, s.next[p]-1)
+		}
+	} else if s.next[p] > s.frame+Frame(s.delay) {
 		return fmt.Errorf("%w: player %d, frame %d", ErrInputAlreadyAdded, p, s.next[p]-1)
 	}
 	s.inputs[ring(s.next[p])][p] = in
@@ -391,6 +423,9 @@ func (s *Session) Advance() (Result, error) {
 	}
 	if s.desyncErr != nil {
 		return s.Idle()
+	}
+	if s.lockstep {
+		return s.advanceLockstep()
 	}
 	if !s.hasLocalInput() && s.lagStalls == 0 {
 		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
@@ -767,6 +802,9 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 			continue // already have it
 		}
 		if f >= limit {
+			if s.lockstep {
+				break // a lockstep peer's inputs run on its clock: take the rest when there is room
+			}
 			return mis, false // further ahead than any honest peer can be
 		}
 		slot := ring(f)
@@ -782,6 +820,9 @@ func (s *Session) handleInput(peer int, b []byte) (mis Frame, ok bool) {
 				mis = min(mis, f)
 			}
 		}
+	}
+	if ps.firstInput < 0 && s.next[ps.players[0]] > 0 {
+		ps.firstInput = s.now
 	}
 	s.handleGossip(peer, s.pkt.Gossip)
 	if s.log != nil && s.next[ps.players[0]] > want {
@@ -937,7 +978,7 @@ func (s *Session) gather(f Frame) {
 // anchor has not reached yet. Forced modes (sync test, constant cost) roll back
 // every frame and never need this.
 func (s *Session) maybeSave(f Frame) {
-	if s.forced > 0 {
+	if s.forced > 0 || !s.snapshots {
 		return
 	}
 	c := s.anchor()
@@ -1049,6 +1090,17 @@ func (s *Session) send() {
 		s.sendProtocol(i)
 		if !s.started || !ps.verified {
 			continue
+		}
+		if s.lockstep {
+			// At once with a new input, else at most every lockstepResend:
+			// every Advance of a 60 Hz loop, as in rollback mode, whatever
+			// the tick rate (a 10 Hz game sending once a tick would wait a
+			// tick to repair each lost packet); not every frame of a 144 Hz
+			// one.
+			if localNext == ps.sentNext && s.now-ps.inputSentAt < lockstepResend {
+				continue
+			}
+			ps.sentNext, ps.inputSentAt = localNext, s.now
 		}
 		want := s.next[ps.players[0]]
 		first := ps.ack

@@ -227,15 +227,20 @@ func (e Event) String() string {
 // Result describes one call to [Session.Advance] or [Session.Idle]. Its
 // Events slice is reused by the next call.
 type Result struct {
-	// Frame is the frame that was simulated, or the frame that is waiting
-	// when Stalled.
+	// Frame is the frame that was simulated (the first, when a lockstep
+	// session or a lowered input lag simulated several), or the frame that
+	// is waiting when Stalled.
 	Frame Frame
 	// Stalled is true when no new frame was simulated. The local inputs
 	// given for this tick stay queued: do not add them again.
 	Stalled bool
 	// Resimulated is the number of frames re-simulated by a rollback.
 	Resimulated int
-	Events      []Event
+	// Hitch is true, in lockstep mode, when the call ended with a frame
+	// due on the playout schedule still waiting for an input (the playout
+	// buffer ran dry); frames may have been simulated before it.
+	Hitch  bool
+	Events []Event
 }
 
 // MaxInputLagHistogram is the length of Stats.LagFrames.
@@ -251,6 +256,7 @@ type Stats struct {
 	MaxRollbackFrames int                         // deepest rollback: frames between the first mispredicted frame and the present
 	MaxResimulated    int                         // most frames re-simulated by one rollback
 	StallFrames       int64                       // Advance calls that simulated nothing because a peer's input was missing (starvation)
+	Hitches           int64                       // lockstep: Advance calls that ended with a due frame still missing an input
 	AdvantageStalls   int64                       // frames stalled to give a slower peer back its frames
 	LagStalls         int64                       // frames stalled to raise the input lag
 	InputLag          int                         // the current local input lag, in frames

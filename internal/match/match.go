@@ -85,6 +85,15 @@ type Config struct {
 	// Record makes every machine record a replay (Result.Replays), each
 	// verified offline at the end of a completed match.
 	Record bool
+	// Lockstep runs the sessions in rollback.LockstepMode at TickRate
+	// frames a second (0: 60) with a playout delay of Playout (0: the
+	// session default, negative: none). The machines still render, and
+	// give input, on the 60 Hz loop.
+	Lockstep bool
+	TickRate int
+	Playout  time.Duration
+	// Reliable makes every link the netsim TCP model (Network.Reliable).
+	Reliable bool
 	// Extrapolate renders every tick a fraction of a frame ahead
 	// (Session.Extrapolate, fractions 0, ¼, ½, ¾ in turn) and fails the
 	// match if that changes the live state.
@@ -104,6 +113,7 @@ type Result struct {
 
 	Rollbacks              int64
 	ResimulatedFrames      int64
+	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines
 	MaxRollbackFrames      int
 	MaxResimulated         int
 	StallFrames            int64
@@ -166,6 +176,7 @@ type machine struct {
 	g        *arena.Game
 	players  []rollback.PlayerID
 	bots     []*arena.Bot
+	pending  []pendingInput // each bot's sample not yet taken by the session
 	dead     atomic.Bool // dropped; read by the other machines' goroutines
 	finished bool
 	frame    atomicFrame // the session's frame, readable by the other machines' goroutines
@@ -189,6 +200,11 @@ type machine struct {
 	render func()
 }
 
+type pendingInput struct {
+	in rollback.Input
+	ok bool
+}
+
 // advAcc averages one peer's instantaneous input advantage over a window.
 type advAcc struct {
 	sum float64
@@ -203,6 +219,9 @@ func Run(c Config) Result {
 	if err != nil {
 		r.Err = err
 		return r
+	}
+	if c.Reliable {
+		nw.Reliable()
 	}
 	if err := setClocks(nw, c, machines); err != nil {
 		r.Err = err
@@ -219,7 +238,7 @@ func Run(c Config) Result {
 	// moves in 1 ms steps.
 	const step = time.Millisecond
 	deadline := make([]time.Duration, machines)
-	limit := time.Duration(4*c.Frames+3600) * Tick
+	limit := time.Duration(4*ticksFor(c, c.Frames)+3600)*Tick + 10*c.Profile.Latency
 	var detectedAt time.Duration
 	for nw.Now() < limit {
 		rn.retarget()
@@ -290,6 +309,14 @@ func setClocks(nw *netsim.Network, c Config, machines int) error {
 		}
 	}
 	return nil
+}
+
+// ticksFor is how many 60 Hz ticks frames simulation frames take.
+func ticksFor(c Config, frames int) int {
+	if c.Lockstep && c.TickRate > 0 {
+		return frames * 60 / c.TickRate
+	}
+	return frames
 }
 
 func machinesOf(c Config) int {
@@ -385,7 +412,12 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if c.Log {
 			lh = slog.NewJSONHandler(&m.log, &slog.HandlerOptions{Level: slog.LevelDebug})
 		}
+		mode := rollback.RollbackMode
+		if c.Lockstep {
+			mode = rollback.LockstepMode
+		}
 		m.s, err = rollback.NewSession(rollback.Config{Recorder: rec, Log: lh,
+			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
@@ -397,6 +429,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		}
 		for _, p := range m.players {
 			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
+			m.pending = append(m.pending, pendingInput{})
 		}
 	}
 	rn.retarget()
@@ -431,17 +464,33 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	var res rollback.Result
 	if m.s.Frame() < end {
 		for k, p := range m.players {
-			f := int(m.s.InputFrame(p))
-			in := m.bots[k].Next()
-			err := m.s.AddLocalInput(p, in)
-			switch {
-			case errors.Is(err, rollback.ErrInputAlreadyAdded):
-				continue // the session stalled: this tick's sample is dropped
-			case err != nil:
-				return false, fmt.Errorf("machine %d: %w", i, err)
-			}
-			if f < len(rn.truth)/c.Players {
-				rn.truth[f*c.Players+int(p)] = in
+			// Lockstep takes every input its clock has made due (one a
+			// tick, more after a freeze); rollback mode one per Advance.
+			for {
+				f := int(m.s.InputFrame(p))
+				if c.Lockstep && f >= c.Frames {
+					break // no input past the end: every machine stops exactly there
+				}
+				if !m.pending[k].ok {
+					m.pending[k] = pendingInput{m.bots[k].Next(), true}
+				}
+				in := m.pending[k].in
+				err := m.s.AddLocalInput(p, in)
+				if errors.Is(err, rollback.ErrInputAlreadyAdded) {
+					if !c.Lockstep {
+						m.pending[k].ok = false // the session stalled: this tick's sample is dropped
+					}
+					break // lockstep: none due yet; the sample waits for its tick
+				} else if err != nil {
+					return false, fmt.Errorf("machine %d: %w", i, err)
+				}
+				m.pending[k].ok = false
+				if f < len(rn.truth)/c.Players {
+					rn.truth[f*c.Players+int(p)] = in
+				}
+				if !c.Lockstep {
+					break
+				}
 			}
 		}
 		if res, err = m.s.Advance(); err != nil {
@@ -590,6 +639,7 @@ func (rn *run) finish(r *Result) {
 		r.MaxRollbackFrames = max(r.MaxRollbackFrames, st.MaxRollbackFrames)
 		r.MaxResimulated = max(r.MaxResimulated, st.MaxResimulated)
 		r.StallFrames += st.StallFrames
+		r.Hitches += st.Hitches
 		r.AdvantageStalls += st.AdvantageStalls
 		r.LagStalls += st.LagStalls
 		for k := range r.LagFrames {

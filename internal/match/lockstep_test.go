@@ -1,0 +1,40 @@
+package match_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+// TestLockstep plays whole lockstep matches, 2 and 4 players at 60 Hz and at
+// 10 Hz, and checks every machine ends in the offline re-simulation's state
+// without a single rollback.
+func TestLockstep(t *testing.T) {
+	wifi, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		players, hz, frames int
+	}{{2, 60, 1800}, {4, 60, 1800}, {2, 10, 300}, {4, 10, 300}} {
+		t.Run(fmt.Sprintf("%dp-%dHz", tc.players, tc.hz), func(t *testing.T) {
+			for seed := uint64(1); seed <= 3; seed++ {
+				r := match.Run(match.Config{Players: tc.players, Frames: tc.frames, Seed: seed, Profile: wifi,
+					Lockstep: true, TickRate: tc.hz, Extrapolate: true})
+				require.NoError(t, r.Err)
+				require.True(t, r.Completed, "seed %d", seed)
+				require.True(t, r.Verified, "seed %d: %s", seed, r.Desync)
+				assert.Zero(t, r.Rollbacks, "lockstep never rolls back")
+				assert.Zero(t, r.ResimulatedFrames)
+				// The match lasts its frames at the tick rate, plus the start.
+				want := time.Duration(tc.frames) * time.Second / time.Duration(tc.hz)
+				assert.InDelta(t, want.Seconds(), r.SimulatedSeconds(), 1.5, "seed %d", seed)
+				t.Logf("seed %d: %.1f s, hitches %d, stalls %d, %d bytes", seed, r.SimulatedSeconds(), r.Hitches, r.StallFrames, r.BytesSent)
+			}
+		})
+	}
+}
