@@ -177,7 +177,7 @@ type machine struct {
 	players  []rollback.PlayerID
 	bots     []*arena.Bot
 	pending  []pendingInput // each bot's sample not yet taken by the session
-	dead     atomic.Bool // dropped; read by the other machines' goroutines
+	dead     atomic.Bool    // dropped; read by the other machines' goroutines
 	finished bool
 	frame    atomicFrame // the session's frame, readable by the other machines' goroutines
 
