@@ -203,8 +203,9 @@ type Config struct {
 	QualityInterval time.Duration
 	// RedundantFrames is how many of the newest frames every input packet
 	// repeats; older unacknowledged frames are resent only when the peer's
-	// acknowledgement stops moving for longer than a round trip. 0 means 8;
-	// -1 resends every unacknowledged frame in every packet (INVERSUS).
+	// acknowledgement stops moving for longer than a round trip. 0 means 8
+	// in rollback mode and -1 in lockstep; -1 resends every unacknowledged
+	// frame in every packet (INVERSUS, Gaffer).
 	RedundantFrames int
 	// SyncTest, when positive, turns on sync-test mode: every frame the
 	// session rolls back SyncTest frames (at most MaxRollback), re-simulates

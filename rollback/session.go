@@ -273,6 +273,13 @@ func NewSession(cfg Config) (*Session, error) {
 		s.lagFixed, s.smoothing = true, false
 		s.tick = time.Second / time.Duration(orDefault(cfg.TickRate, DefaultTickRate))
 		s.playout = max(0, orDefault(cfg.PlayoutDelay, DefaultPlayoutDelay))
+		if cfg.RedundantFrames == 0 {
+			// Gaffer: every unacknowledged input in every packet. A lockstep
+			// peer cannot predict past a lost frame, so the repair must not
+			// wait for the acknowledgement to stall; on a short link it is
+			// no more than the newest few frames anyway.
+			s.redundant = -1
+		}
 	}
 	switch {
 	case cfg.SyncTest > 0:
@@ -664,7 +671,9 @@ func (s *Session) mustStall() (int, bool) {
 
 // ringLow returns the oldest frame whose inputs the session may still read.
 func (s *Session) ringLow() Frame {
-	low := min(s.ConfirmedFrame(), s.anchor())
+	// The next frame to simulate counts too: in lockstep every input of
+	// frames far ahead of it can be here (confirmed), waiting their turn.
+	low := min(s.frame, s.ConfirmedFrame(), s.anchor())
 	for _, b := range s.backups {
 		if b.valid {
 			low = min(low, b.frame)

@@ -54,6 +54,9 @@ type Summary struct {
 	InputDelay     int    `json:"input_delay"`
 	Snapshots      string `json:"snapshots"`
 	Transport      string `json:"transport"`
+	Mode           string `json:"mode"`
+	TickRate       int    `json:"tick_rate"`
+	PlayoutMs      int64  `json:"playout_ms,omitempty"` // lockstep: the playout delay (-1: none)
 
 	Completed int `json:"completed"`
 	Verified  int `json:"verified"`
@@ -67,9 +70,14 @@ type Summary struct {
 	RollbacksPer100Frames  float64 `json:"rollbacks_per_100_frames"`
 	MatchesWithoutRollback int     `json:"matches_without_rollback"`
 	StallFrames            int64   `json:"stall_frames"`
-	PacketsInvalid         int64   `json:"packets_invalid"`
-	TransportDrops         int64   `json:"transport_drops"`
-	Hits                   int64   `json:"hits"`
+	// Hitches counts, in lockstep mode, the render frames (60 Hz ticks)
+	// that ended with a frame due on the playout schedule still missing an
+	// input; HitchesPerMinute is per machine.
+	Hitches          int64   `json:"hitches"`
+	HitchesPerMinute float64 `json:"hitches_per_minute"`
+	PacketsInvalid   int64   `json:"packets_invalid"`
+	TransportDrops   int64   `json:"transport_drops"`
+	Hits             int64   `json:"hits"`
 
 	PacketsSent            int64   `json:"packets_sent"`
 	BytesSent              int64   `json:"bytes_sent"`
@@ -168,13 +176,15 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay int
 	seed                                                             uint64
 	profile, jsonPath, snapshots, transport, network, record, logDir string
-	reportDir, profiles                                              string
+	reportDir, profiles, mode                                        string
+	tick                                                             int
+	playout                                                          time.Duration
 	profileNames                                                     []string
 	args                                                             []string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
-	hiccups, checksumEvery, injectDesync                             int
-	startSpread                                                      time.Duration
+	hiccups, checksumEvery, injectDesync, redundant                  int
+	startSpread, handshakeTimeout                                    time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -211,8 +221,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
 	fs.StringVar(&o.logDir, "log", "", "every machine writes its detailed network log into DIR (match-SEED-machine-I.jsonl); cmd/netlog diffs two")
 	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; cmd/replay re-runs them")
+	fs.IntVar(&o.redundant, "redundant", 0, "Config.RedundantFrames: the newest frames every input packet repeats (0 for 8, -1 for every unacknowledged frame)")
+	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", 0, "Config.HandshakeTimeout (0 for 10s; a 2 s one-way link needs more)")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
-	fs.StringVar(&o.transport, "transport", "netsim", "netsim (virtual time) or udp (real sockets on loopback, real time, profile applied by a shaper)")
+	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips) or udp (real sockets on loopback, real time, profile applied by a shaper)")
+	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
+	fs.IntVar(&o.tick, "tick", rollback.DefaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
+	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -310,6 +325,10 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 	results := make([]match.Result, o.matches)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
+	maxRollback := o.maxRollback
+	if o.mode == "lockstep" {
+		maxRollback = 0 // lockstep never rolls back
+	}
 	workers := min(o.parallel, o.matches)
 	if o.transport == "udp" {
 		workers = o.matches // real time: every match at once; they mostly sleep
@@ -318,10 +337,12 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 		wg.Go(func() {
 			for i := range jobs {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
-					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
+					Profile: prof, MaxRollback: maxRollback, InputDelay: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
-					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != ""}
+					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
+					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant,
+					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model"}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -475,16 +496,31 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxMaxRollback)
 	case o.hiccups < 0:
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
+	case o.redundant < -1 || o.redundant > 255:
+		return nil, 0, fmt.Errorf("-redundant: %d (want -1 to 255)", o.redundant)
+	case o.handshakeTimeout < 0:
+		return nil, 0, fmt.Errorf("-handshake-timeout: %v (want 0 or more)", o.handshakeTimeout)
 	case o.startSpread < 0:
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
 	case o.delay < 0 || o.delay > rollback.MaxInputDelay:
 		return nil, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
 	}
+	if o.transport == "sim" {
+		o.transport = "netsim"
+	}
 	switch {
 	case o.transport == "udp" && (o.skew != 0 || o.hiccups != 0 || o.startSpread != 0):
 		return nil, 0, errors.New("-skew, -hiccups and -start-spread: only with -transport netsim (real clocks cannot be skewed here)")
-	case o.transport != "netsim" && o.transport != "udp":
-		return nil, 0, fmt.Errorf("-transport: %q (want netsim or udp)", o.transport)
+	case o.transport != "netsim" && o.transport != "udp" && o.transport != "tcp-model":
+		return nil, 0, fmt.Errorf("-transport: %q (want sim, tcp-model or udp)", o.transport)
+	case o.mode != "rollback" && o.mode != "lockstep":
+		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
+	case o.tick < 1 || o.tick > rollback.MaxTickRate:
+		return nil, 0, fmt.Errorf("-tick: %d (want 1 to %d)", o.tick, rollback.MaxTickRate)
+	case o.mode == "rollback" && o.tick != rollback.DefaultTickRate:
+		return nil, 0, fmt.Errorf("-tick: %d (rollback mode runs at %d Hz; other rates need -mode lockstep)", o.tick, rollback.DefaultTickRate)
+	case o.mode == "rollback" && o.playout != 0:
+		return nil, 0, errors.New("-playout: only with -mode lockstep")
 	case o.network != "udp4" && o.network != "udp6":
 		return nil, 0, fmt.Errorf("-network: %q (want udp4 or udp6)", o.network)
 	}
@@ -521,9 +557,13 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport,
+		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
 		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
+	}
+	if o.mode == "lockstep" {
+		s.MaxRollback = 0
 	}
 	var ticks, advN int
 	var snd match.SoundReport
@@ -570,6 +610,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.MaxRollbackFrames = max(s.MaxRollbackFrames, r.MaxRollbackFrames)
 		s.MaxResimulatedFrames = max(s.MaxResimulatedFrames, r.MaxResimulated)
 		s.StallFrames += r.StallFrames
+		s.Hitches += r.Hitches
 		s.AdvantageStallFrames += r.AdvantageStalls
 		s.InputLagStallFrames += r.LagStalls
 		s.StallCadenceViolation += r.CadenceViolations
@@ -595,6 +636,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s.EarlyAbsAdvantage = earlySum / float64(len(rs))
 	if ticks > 0 {
 		s.StallFramesPerMinute = float64(s.StallFrames+s.AdvantageStallFrames+s.InputLagStallFrames) / float64(o.machines) / (s.SimulatedSeconds / 60)
+		s.HitchesPerMinute = round2(float64(s.Hitches) / float64(o.machines) / (s.SimulatedSeconds / 60))
 	}
 	if ticks > 0 {
 		peerFrames := float64(ticks) * float64(o.machines)
@@ -603,11 +645,28 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
 	}
 	s.Sound = soundJSON(snd)
-	s.Passed = s.Verified == s.Matches && s.Rollbacks > 0 && snd.Clean() && len(s.Failures) == 0
-	if s.Rollbacks == 0 {
+	switch {
+	case o.mode == "lockstep" && s.Rollbacks > 0:
+		s.Failures = append(s.Failures, Fail{-1, o.seed, fmt.Sprintf("lockstep rolled back %d times", s.Rollbacks)})
+	case o.mode != "lockstep" && s.Rollbacks == 0:
 		s.Failures = append(s.Failures, Fail{-1, o.seed, "no match ever rolled back: the soak proved nothing"})
 	}
+	s.Passed = s.Verified == s.Matches && snd.Clean() && len(s.Failures) == 0
 	return s
+}
+
+// playoutMs is the lockstep playout delay in effect, in milliseconds (-1
+// for none; 0 outside lockstep).
+func playoutMs(o options) int64 {
+	switch {
+	case o.mode != "lockstep":
+		return 0
+	case o.playout < 0:
+		return -1
+	case o.playout == 0:
+		return rollback.DefaultPlayoutDelay.Milliseconds()
+	}
+	return o.playout.Milliseconds()
 }
 
 func printSummary(w io.Writer, s *Summary) {
@@ -615,10 +674,13 @@ func printSummary(w io.Writer, s *Summary) {
 	if !s.Passed {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s, seed %d, %s, max rollback %d, delay %d\n",
-		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Snapshots, s.MaxRollback, s.InputDelay)
+	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s, seed %d, %s mode, %s, max rollback %d, delay %d\n",
+		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputDelay)
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
+	if s.Mode == "lockstep" {
+		fmt.Fprintf(w, "  lockstep at %d Hz, playout delay %d ms: hitches %d (%.2f per minute per machine)\n", s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute)
+	}
 	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   re-simulated %d frames   deepest %d   longest re-simulation %d   stalled %d frames\n",
 		s.Rollbacks, s.RollbacksPer100Frames, s.ResimulatedFrames, s.MaxRollbackFrames, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",

@@ -58,8 +58,10 @@ type Config struct {
 	DropAt      int
 	DropMachine int
 	DropClean   bool
-	// DisconnectTimeout is Config.DisconnectTimeout of every session (0: 5 s).
+	// DisconnectTimeout and HandshakeTimeout are the sessions' Config
+	// options (0: 5 s and 10 s).
 	DisconnectTimeout time.Duration
+	HandshakeTimeout  time.Duration
 	// FixedInputLag, NoFrameAdvantage and NoStartDelay are the sessions'
 	// Config options.
 	FixedInputLag    bool
@@ -92,6 +94,8 @@ type Config struct {
 	Lockstep bool
 	TickRate int
 	Playout  time.Duration
+	// RedundantFrames is Config.RedundantFrames of every session.
+	RedundantFrames int
 	// Reliable makes every link the netsim TCP model (Network.Reliable).
 	Reliable bool
 	// Extrapolate renders every tick a fraction of a frame ahead
@@ -113,7 +117,7 @@ type Result struct {
 
 	Rollbacks              int64
 	ResimulatedFrames      int64
-	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines
+	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
 	MaxRollbackFrames      int
 	MaxResimulated         int
 	StallFrames            int64
@@ -182,6 +186,7 @@ type machine struct {
 	frame    atomicFrame // the session's frame, readable by the other machines' goroutines
 
 	ticks       int // ticks run
+	hitches     int64
 	lastAdvTick int // tick of the last frame-advantage stall
 	advWindow   []advAcc
 	cadenceBad  int
@@ -238,7 +243,7 @@ func Run(c Config) Result {
 	// moves in 1 ms steps.
 	const step = time.Millisecond
 	deadline := make([]time.Duration, machines)
-	limit := time.Duration(4*ticksFor(c, c.Frames)+3600)*Tick + 10*c.Profile.Latency
+	limit := time.Duration(4*ticksFor(c, c.Frames)+3600)*Tick + 10*c.Profile.Latency + c.HandshakeTimeout
 	var detectedAt time.Duration
 	for nw.Now() < limit {
 		rn.retarget()
@@ -417,11 +422,11 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			mode = rollback.LockstepMode
 		}
 		m.s, err = rollback.NewSession(rollback.Config{Recorder: rec, Log: lh,
-			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout,
+			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
-			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout,
+			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 		})
 		if err != nil {
@@ -501,6 +506,9 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	}
 	if res.Resimulated > 0 {
 		m.tl.depths[min(res.Resimulated, DepthBuckets-1)]++
+	}
+	if res.Hitch && m.s.Frame() < end {
+		m.hitches++ // not the last Advance, which waits for the inputs past the end it will never get
 	}
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {
@@ -639,7 +647,7 @@ func (rn *run) finish(r *Result) {
 		r.MaxRollbackFrames = max(r.MaxRollbackFrames, st.MaxRollbackFrames)
 		r.MaxResimulated = max(r.MaxResimulated, st.MaxResimulated)
 		r.StallFrames += st.StallFrames
-		r.Hitches += st.Hitches
+		r.Hitches += ms[i].hitches
 		r.AdvantageStalls += st.AdvantageStalls
 		r.LagStalls += st.LagStalls
 		for k := range r.LagFrames {
