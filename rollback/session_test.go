@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -330,6 +331,13 @@ func TestConfigErrors(t *testing.T) {
 		{"Snapshots", func(c *rollback.Config) { c.Snapshots = 7 }},
 		{"SyncTest", func(c *rollback.Config) { c.SyncTest = 3 }},
 		{"SyncTest", func(c *rollback.Config) { c.SyncTest = 21 }},
+		{"Mode", func(c *rollback.Config) { c.Mode = 3 }},
+		{"TickRate", func(c *rollback.Config) { c.TickRate = 30 }},
+		{"PlayoutDelay", func(c *rollback.Config) { c.PlayoutDelay = time.Second }},
+		{"TickRate", func(c *rollback.Config) { c.Mode, c.TickRate = rollback.LockstepMode, rollback.MaxTickRate+1 }},
+		{"TickRate", func(c *rollback.Config) { c.Mode, c.TickRate = rollback.LockstepMode, -1 }},
+		{"MaxRollback", func(c *rollback.Config) { c.Mode, c.MaxRollback = rollback.LockstepMode, 8 }},
+		{"Snapshots", func(c *rollback.Config) { c.Mode, c.Snapshots = rollback.LockstepMode, rollback.ConstantCost }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {
@@ -536,5 +544,8 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "InputStatus(0)", rollback.InputStatus(0).String())
 	assert.Equal(t, "starved frame=3 peer=1", rollback.Event{Kind: rollback.EventStarved, Frame: 3, Peer: 1}.String())
 	assert.Equal(t, "constant-cost", rollback.ConstantCost.String())
+	assert.Equal(t, "lockstep", rollback.LockstepMode.String())
+	assert.Equal(t, "rollback", rollback.RollbackMode.String())
+	assert.Equal(t, "Mode(9)", rollback.Mode(9).String())
 	assert.True(t, errors.Is(&rollback.ConfigError{Field: "x"}, rollback.ErrConfig))
 }
