@@ -33,7 +33,7 @@ type lockstepPair struct {
 	ss    [2]*rollback.Session
 	gs    [2]*stepLog
 	given [2]map[rollback.Frame]rollback.Input // the inputs each machine's session took
-	rng   [2]uint64 // xorshift: inputs that never repeat in a short period
+	rng   [2]uint64                            // xorshift: inputs that never repeat in a short period
 }
 
 func newLockstepPair(t *testing.T, p netsim.Profile, edit func(c *rollback.Config)) *lockstepPair {
