@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
@@ -37,4 +38,31 @@ func TestLockstep(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLockstepDisconnect drops one of three lockstep machines (a crash and a
+// clean Close): the two others agree on its disconnect frame, undo any
+// frame they simulated past it (the only rollback lockstep does, from the
+// snapshots it keeps for three or more machines) and end in the offline
+// re-simulation's state.
+func TestLockstepDisconnect(t *testing.T) {
+	var undone int64
+	for _, profile := range []string{"wifi", "hell"} {
+		p, err := netsim.ParseProfile(profile)
+		require.NoError(t, err)
+		for _, clean := range []bool{false, true} {
+			for seed := uint64(1); seed <= 4; seed++ {
+				r := match.Run(match.Config{Players: 3, Frames: 900, Seed: seed, Profile: p, Lockstep: true,
+					DropAt: 400, DropMachine: 1, DropClean: clean})
+				require.NoError(t, r.Err, "%s clean=%v seed %d", profile, clean, seed)
+				require.True(t, r.Completed, "%s clean=%v seed %d", profile, clean, seed)
+				require.True(t, r.Verified, "%s clean=%v seed %d: %s", profile, clean, seed, r.Desync)
+				assert.GreaterOrEqual(t, r.DisconnectFrame, rollback.Frame(400))
+				assert.LessOrEqual(t, r.Rollbacks, int64(2), "at most one cut undone per remaining machine")
+				undone += r.Rollbacks
+				t.Logf("%s clean=%v seed %d: disconnect frame %d, rollbacks %d, hitches %d", profile, clean, seed, r.DisconnectFrame, r.Rollbacks, r.Hitches)
+			}
+		}
+	}
+	assert.Positive(t, undone, "some cut fell before frames already simulated, and was undone")
 }
