@@ -3,7 +3,7 @@ GO       ?= go
 FUZZTIME ?= 30s
 PKGS     := ./...
 
-.PHONY: test lint bench soak fuzz cover tidy
+.PHONY: test lint bench soak lockstep-table fuzz cover tidy
 
 ## test: lint, then the whole suite with the race detector, in random order, the long match tests in full without it, and every benchmark once.
 test: lint
@@ -28,6 +28,23 @@ bench:
 ## soak: the default soak (20 matches, 2 players, wifi) with its summary; JSON in soak.json, the HTML report with plots in soak-report/.
 soak:
 	$(GO) run ./cmd/soak -json soak.json -report soak-report
+
+## lockstep-table: the TCP-versus-UDP table of docs/lockstep.md (lockstep, 20 one-minute matches a row); JSON in lockstep-table/.
+LOCKSTEP := $(GO) run ./cmd/soak -mode lockstep -matches 20
+lockstep-table:
+	mkdir -p lockstep-table
+	$(LOCKSTEP) -profile latency=100ms,loss=1% -transport tcp-model -json lockstep-table/100ms-1pct-tcp.json
+	$(LOCKSTEP) -profile latency=100ms,loss=1% -transport sim -json lockstep-table/100ms-1pct-udp.json
+	$(LOCKSTEP) -profile latency=250ms,loss=5% -transport tcp-model -json lockstep-table/250ms-5pct-tcp.json
+	$(LOCKSTEP) -profile latency=250ms,loss=5% -transport sim -json lockstep-table/250ms-5pct-udp.json
+	$(LOCKSTEP) -profile latency=2s,loss=25% -transport sim -playout 250ms -handshake-timeout 60s -json lockstep-table/2s-25pct-udp-250ms.json
+	$(LOCKSTEP) -profile latency=2s,loss=25% -transport sim -playout 100ms -handshake-timeout 60s -json lockstep-table/2s-25pct-udp-100ms.json
+	$(LOCKSTEP) -profile latency=2s,loss=50% -transport sim -playout 250ms -handshake-timeout 120s -json lockstep-table/2s-50pct-udp-250ms.json
+	-$(LOCKSTEP) -profile latency=2s,loss=25% -transport tcp-model -playout 250ms -handshake-timeout 120s -json lockstep-table/2s-25pct-tcp-250ms.json
+	$(LOCKSTEP) -profile wifi -json lockstep-table/wifi-lockstep.json
+	$(GO) run ./cmd/soak -matches 20 -profile wifi -json lockstep-table/wifi-rollback.json
+	$(LOCKSTEP) -players 4 -tick 10 -frames 600 -profile latency=250ms,loss=5% -transport tcp-model -json lockstep-table/rts-10hz-tcp.json
+	$(LOCKSTEP) -players 4 -tick 10 -frames 600 -profile latency=250ms,loss=5% -transport sim -json lockstep-table/rts-10hz-udp.json
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:

@@ -75,6 +75,10 @@ type Summary struct {
 	// input; HitchesPerMinute is per machine.
 	Hitches          int64   `json:"hitches"`
 	HitchesPerMinute float64 `json:"hitches_per_minute"`
+	// HitchSpells counts the runs of consecutive hitches: the waits a
+	// player sees. HitchSpellMeanMs is their mean length.
+	HitchSpells      int64   `json:"hitch_spells"`
+	HitchSpellMeanMs float64 `json:"hitch_spell_mean_ms"`
 	PacketsInvalid   int64   `json:"packets_invalid"`
 	TransportDrops   int64   `json:"transport_drops"`
 	Hits             int64   `json:"hits"`
@@ -611,6 +615,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.MaxResimulatedFrames = max(s.MaxResimulatedFrames, r.MaxResimulated)
 		s.StallFrames += r.StallFrames
 		s.Hitches += r.Hitches
+		s.HitchSpells += r.HitchSpells
 		s.AdvantageStallFrames += r.AdvantageStalls
 		s.InputLagStallFrames += r.LagStalls
 		s.StallCadenceViolation += r.CadenceViolations
@@ -637,6 +642,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	if ticks > 0 {
 		s.StallFramesPerMinute = float64(s.StallFrames+s.AdvantageStallFrames+s.InputLagStallFrames) / float64(o.machines) / (s.SimulatedSeconds / 60)
 		s.HitchesPerMinute = round2(float64(s.Hitches) / float64(o.machines) / (s.SimulatedSeconds / 60))
+		if s.HitchSpells > 0 {
+			s.HitchSpellMeanMs = round2(float64(s.Hitches) / float64(s.HitchSpells) * 1000 / 60)
+		}
 	}
 	if ticks > 0 {
 		peerFrames := float64(ticks) * float64(o.machines)
@@ -679,7 +687,8 @@ func printSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
 	if s.Mode == "lockstep" {
-		fmt.Fprintf(w, "  lockstep at %d Hz, playout delay %d ms: hitches %d (%.2f per minute per machine)\n", s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute)
+		fmt.Fprintf(w, "  lockstep at %d Hz, playout delay %d ms: hitches %d (%.2f per minute per machine) in %d waits of %.0f ms on average\n",
+			s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute, s.HitchSpells, s.HitchSpellMeanMs)
 	}
 	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   re-simulated %d frames   deepest %d   longest re-simulation %d   stalled %d frames\n",
 		s.Rollbacks, s.RollbacksPer100Frames, s.ResimulatedFrames, s.MaxRollbackFrames, s.MaxResimulatedFrames, s.StallFrames)

@@ -117,6 +117,7 @@ type Result struct {
 
 	Rollbacks              int64
 	ResimulatedFrames      int64
+	HitchSpells            int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
 	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
 	MaxRollbackFrames      int
 	MaxResimulated         int
@@ -187,7 +188,8 @@ type machine struct {
 
 	ticks       int // ticks run
 	hitches     int64
-	lastAdvTick int // tick of the last frame-advantage stall
+	spells      int64 // runs of hitches: a starved event each
+	lastAdvTick int   // tick of the last frame-advantage stall
 	advWindow   []advAcc
 	cadenceBad  int
 	early       []advAcc // each peer's signed advantage summed over frames 1…100
@@ -509,6 +511,11 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	}
 	if res.Hitch && m.s.Frame() < end {
 		m.hitches++ // not the last Advance, which waits for the inputs past the end it will never get
+		for _, e := range res.Events {
+			if e.Kind == rollback.EventStarved {
+				m.spells++
+			}
+		}
 	}
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {
@@ -635,6 +642,17 @@ func (rn *run) finish(r *Result) {
 			discFrom[p] = r.DisconnectFrame
 		}
 	}
+	if !rn.dropping {
+		// Nobody was meant to leave: a peer that timed out is the match's
+		// failure, not a desync of the default inputs that replaced it.
+		for i := range ms {
+			for j := range machinesOf(c) - 1 {
+				if ps, ok := ms[i].s.PeerStats(j); ok && ps.Disconnected && r.Err == nil {
+					r.Err = fmt.Errorf("machine %d disconnected its peer %d (silent for longer than the disconnect timeout)", i, j)
+				}
+			}
+		}
+	}
 	alive := 0
 	for i := range ms {
 		if ms[i].dead.Load() {
@@ -648,6 +666,7 @@ func (rn *run) finish(r *Result) {
 		r.MaxResimulated = max(r.MaxResimulated, st.MaxResimulated)
 		r.StallFrames += st.StallFrames
 		r.Hitches += ms[i].hitches
+		r.HitchSpells += ms[i].spells
 		r.AdvantageStalls += st.AdvantageStalls
 		r.LagStalls += st.LagStalls
 		for k := range r.LagFrames {
