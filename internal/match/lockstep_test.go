@@ -66,3 +66,31 @@ func TestLockstepDisconnect(t *testing.T) {
 	}
 	assert.Positive(t, undone, "some cut fell before frames already simulated, and was undone")
 }
+
+// TestLockstepTable measures the article's comparison (docs/lockstep.md has
+// the full table from make lockstep-table): lockstep over the TCP model
+// hitches at 100 ms and 1% loss and far more at 250 ms and 5%, while the
+// redundant inputs over plain datagrams do not; at 2 s one way with 25%
+// loss a 250 ms playout delay plays without a hitch once started.
+func TestLockstepTable(t *testing.T) {
+	play := func(profile string, reliable bool, playout time.Duration) (hitches int64) {
+		p, err := netsim.ParseProfile(profile)
+		require.NoError(t, err)
+		for seed := uint64(1); seed <= 2; seed++ {
+			r := match.Run(match.Config{Players: 2, Frames: 3600, Seed: seed, Profile: p, Lockstep: true,
+				Reliable: reliable, Playout: playout, HandshakeTimeout: time.Minute})
+			require.NoError(t, r.Err, "%s reliable=%v seed %d", profile, reliable, seed)
+			require.True(t, r.Verified, "%s reliable=%v seed %d: %s", profile, reliable, seed, r.Desync)
+			require.Zero(t, r.Rollbacks)
+			hitches += r.Hitches
+		}
+		t.Logf("%s reliable=%v playout=%v: %d hitches", profile, reliable, playout, hitches)
+		return hitches
+	}
+	tcp100 := play("latency=100ms,loss=1%", true, 0)
+	assert.Greater(t, tcp100, int64(100), "TCP hitches at 100 ms, 1%")
+	assert.Zero(t, play("latency=100ms,loss=1%", false, 0), "UDP redundancy does not")
+	assert.Greater(t, play("latency=250ms,loss=5%", true, 0), 2*tcp100, "TCP hitches far more at 250 ms, 5%")
+	assert.Zero(t, play("latency=250ms,loss=5%", false, 0))
+	assert.Zero(t, play("latency=2s,loss=25%", false, 250*time.Millisecond), "2 s, 25%, 250 ms playout: no hitch")
+}
