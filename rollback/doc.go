@@ -111,6 +111,28 @@
 // Config.FixedInputLag, Config.NoFrameAdvantage and Config.NoStartDelay turn
 // each off; Stats reports the advantage, the queued stalls and the lag.
 //
+// # Lockstep mode
+//
+// Config.Mode = [LockstepMode] serves games that cannot or need not
+// predict — an RTS at 10 Hz, a co-op game with thousands of physics
+// bodies — with the same protocol, transport and tools: a frame is
+// simulated only when every player's input for it is here, so there are no
+// predictions, no rollbacks and (with two machines) no snapshots. Local
+// inputs run on their own clock: one per tick of Config.TickRate, for the
+// frame InputDelay ticks ahead, sent at once; AddLocalInput returns
+// [ErrInputAlreadyAdded] between ticks, so an RTS keeps its commands and
+// offers them again next render frame, and calls AddLocalInput until it
+// says so (more than one input is due after a slow render frame). The
+// simulation runs on a playout schedule (Gaffer's playout delay buffer):
+// frame 0 is due Config.PlayoutDelay (default 100 ms) after the first
+// inputs of every peer arrived, frame f f ticks later. Call Advance once
+// per render frame: it simulates every due frame whose inputs are here, at
+// most [LockstepCatchUp] (4) per call; a due frame that still lacks an
+// input is a hitch ([Result.Hitch], Stats.Hitches, EventStarved naming the
+// peer, EventResumed when it comes). Packets repeat every unacknowledged
+// input (Config.RedundantFrames -1 is the lockstep default), which is what
+// beats TCP: docs/lockstep.md has the measured table.
+//
 // # Implementation notes
 //
 // Inputs live in a 256-frame ring; the session stalls rather than let a peer

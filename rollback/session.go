@@ -396,6 +396,13 @@ func (s *Session) InputFrame(p PlayerID) Frame {
 // or for frame advantage, so this tick's frame already has its input — it
 // returns [ErrInputAlreadyAdded]: drop that sample, it is not an error.
 // While the session raises its input lag it stalls but still takes input.
+//
+// In lockstep mode the session takes one input per tick of its own clock
+// (Config.TickRate, counted from the start of the match), whatever the
+// simulation is doing, and returns ErrInputAlreadyAdded until the next is
+// due or while its input ring is full: keep the sample (an RTS keeps its
+// commands) and offer it again next render frame. Call it until it returns
+// ErrInputAlreadyAdded: after a slow render frame more than one is due.
 func (s *Session) AddLocalInput(p PlayerID, in Input) error {
 	if p < 0 || int(p) >= s.players || !s.isLocal[p] {
 		return fmt.Errorf("%w: %d", ErrNotLocal, p)
@@ -405,7 +412,7 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) error {
 	}
 	if s.lockstep {
 		if !s.inputDue(p) {
-			return fmt.Errorf("%w: player %d, frame %d", ErrInputAlreadyAdded, p, s.next[p]-1)
+			return ErrInputAlreadyAdded // the common case between ticks: no allocation
 		}
 	} else if s.next[p] > s.frame+Frame(s.delay) {
 		return fmt.Errorf("%w: player %d, frame %d", ErrInputAlreadyAdded, p, s.next[p]-1)
@@ -422,6 +429,11 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) error {
 // handshake with every peer is complete, Advance only handshakes and
 // reports Stalled; it returns a [*HandshakeError] if that takes longer than
 // Config.HandshakeTimeout.
+//
+// In lockstep mode Advance is called once per render frame instead: it
+// simulates every frame the playout schedule has made due whose inputs are
+// all here, up to LockstepCatchUp of them, and no local input is required
+// (see the package documentation).
 //
 // Advance allocates nothing in steady state, rollbacks included.
 func (s *Session) Advance() (Result, error) {

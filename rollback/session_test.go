@@ -498,6 +498,13 @@ func TestHostilePackets(t *testing.T) {
 }
 
 func TestAdvanceDoesNotAllocate(t *testing.T) {
+	t.Run("rollback", func(t *testing.T) { advanceAllocs(t, nil) })
+	t.Run("lockstep-10Hz", func(t *testing.T) {
+		advanceAllocs(t, func(c *rollback.Config) { c.Mode, c.TickRate = rollback.LockstepMode, 10 })
+	})
+}
+
+func advanceAllocs(t *testing.T, edit func(c *rollback.Config)) {
 	p, err := netsim.ParseProfile("wifi")
 	require.NoError(t, err)
 	nw, err := netsim.New(2, 3, p)
@@ -509,10 +516,14 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 		require.NoError(t, err)
 		g, err := arena.New(a, 2, 1)
 		require.NoError(t, err)
-		ss[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
+		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: arena.Layout, State: a, Game: g, Transport: nw.Endpoint(i),
-			Clock: nw, Rand: match.SeededRand(3, i)})
+			Clock: nw, Rand: match.SeededRand(3, i)}
+		if edit != nil {
+			edit(&c)
+		}
+		ss[i], err = rollback.NewSession(c)
 		require.NoError(t, err)
 		bots[i] = arena.NewBot(uint64(i))
 	}
@@ -532,9 +543,13 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 		frame()
 	}
 	rollbacks := func() int64 { return ss[0].Stats().Rollbacks + ss[1].Stats().Rollbacks }
-	before := rollbacks()
+	before, from := rollbacks(), ss[0].Frame()
 	assert.Zero(t, testing.AllocsPerRun(600, frame))
-	assert.Greater(t, rollbacks(), before+20, "the measured frames included rollbacks")
+	if edit == nil {
+		assert.Greater(t, rollbacks(), before+20, "the measured frames included rollbacks")
+	} else {
+		assert.Greater(t, ss[0].Frame(), from+50, "the measured frames were simulated")
+	}
 	ps, _ := ss[0].PeerStats(0)
 	assert.Positive(t, ps.RTT, "the measured frames included pings")
 }
