@@ -8,7 +8,13 @@
 // replay of the inputs the bots really gave. Match i uses seed+i, so any
 // failure is reproduced with -seed and -matches 1.
 //
-//	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport netsim|udp]
+//	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
+//	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms]
+//
+// With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
+// -playout delay; the summary counts hitches (render frames a due frame
+// waited for an input), and a match must not roll back. -transport
+// tcp-model makes every netsim link a TCP model (docs/lockstep.md).
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
