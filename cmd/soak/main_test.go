@@ -37,6 +37,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-hiccups", "-1"}, "-hiccups"},
 		{[]string{"-transport", "carrier-pigeon"}, "-transport"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-mode", "turns"}, "-mode"},
+		{[]string{"-tick", "30"}, "-tick"},
+		{[]string{"-mode", "lockstep", "-tick", "0"}, "-tick"},
+		{[]string{"-playout", "1s"}, "-playout"},
+		{[]string{"-redundant", "-2"}, "-redundant"},
+		{[]string{"-handshake-timeout", "-1s"}, "-handshake-timeout"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -249,4 +255,41 @@ func TestMatrixAndParallelism(t *testing.T) {
 	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
 	require.NoError(t, err)
 	assert.Len(t, pngs, 10)
+}
+
+// TestLockstepSoak: a lockstep soak passes with no rollback, reports its
+// hitches, and on wifi with 2 players at 60 Hz sends no more than the same
+// matches in rollback mode (issue 8's bandwidth bar, seeds 1 to 20).
+func TestLockstepSoak(t *testing.T) {
+	soak := func(args ...string) Summary {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, run(append(args, "-profile", "wifi", "-json", "-"), &out, &errOut), errOut.String())
+		var s Summary
+		require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+		var m map[string]any
+		require.NoError(t, json.Unmarshal(out.Bytes(), &m))
+		for _, k := range []string{"mode", "tick_rate", "hitches", "hitches_per_minute", "hitch_spells"} {
+			assert.Contains(t, m, k)
+		}
+		return s
+	}
+	lock := soak("-mode", "lockstep")
+	roll := soak()
+	assert.Equal(t, 20, lock.Verified)
+	assert.Zero(t, lock.Rollbacks)
+	assert.Equal(t, "lockstep", lock.Mode)
+	assert.Equal(t, int64(100), lock.PlayoutMs)
+	assert.LessOrEqual(t, lock.BytesPerPeerPerSecond, roll.BytesPerPeerPerSecond)
+	t.Logf("lockstep %.0f B/s, rollback %.0f B/s per peer; lockstep hitches %.2f a minute", lock.BytesPerPeerPerSecond, roll.BytesPerPeerPerSecond, lock.HitchesPerMinute)
+
+	var out, errOut bytes.Buffer
+	require.Equal(t, 0, run([]string{"-mode", "lockstep", "-tick", "10", "-frames", "300", "-matches", "2", "-transport", "tcp-model",
+		"-profile", "latency=100ms,loss=1%", "-json", "-"}, &out, &errOut), errOut.String())
+	var tcp Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &tcp))
+	assert.Equal(t, "tcp-model", tcp.Transport)
+	assert.Equal(t, 10, tcp.TickRate)
+	assert.Positive(t, tcp.Hitches, "the TCP model hitches")
+	assert.Positive(t, tcp.HitchSpellMeanMs)
+	assert.Contains(t, errOut.String(), "lockstep at 10 Hz")
 }
