@@ -421,6 +421,12 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 		{"sound", fmt.Sprintf("%d true, %d duplicates, %d missed, %d/%d phantoms faded", s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms)},
 		{"verdict", map[bool]string{true: "PASS", false: "FAIL"}[s.Passed]},
 	}
+	if s.Mode == "lockstep" {
+		rows = append(rows[:len(rows)-1],
+			[2]string{"lockstep", fmt.Sprintf("%d Hz, playout delay %d ms: %d hitches (%.2f per minute per machine) in %d waits of %.0f ms on average",
+				s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute, s.HitchSpells, s.HitchSpellMeanMs)},
+			rows[len(rows)-1])
+	}
 	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
@@ -700,10 +706,12 @@ func printSummary(w io.Writer, s *Summary) {
 		s.Rollbacks, s.RollbacksPer100Frames, s.ResimulatedFrames, s.MaxRollbackFrames, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
-	fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
-		s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
-	fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4: %d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
-		s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"])
+	if s.Mode != "lockstep" { // lockstep has neither frame-advantage stalls nor a dynamic input lag
+		fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
+			s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
+		fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4: %d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
+			s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"])
+	}
 	fmt.Fprintf(w, "  sound: %d true sounds heard by the peers, %d duplicates, %d missed, %d/%d phantoms faded (after %.0f ms on average), %d restarted, mean lateness %.1f ms (max %.0f)\n",
 		s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms, s.Sound.PhantomHeardMs,
 		s.Sound.Restarts, s.Sound.LateStartsMs, s.Sound.LateStartMaxMs)
