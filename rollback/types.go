@@ -146,7 +146,9 @@ type EventKind uint8
 // Event kinds.
 const (
 	// EventStarved: the session stopped advancing because it has gone
-	// MaxRollback frames without input from Peer (show the spinner).
+	// MaxRollback frames without input from Peer (show the spinner). In
+	// lockstep mode: a frame due on the playout schedule lacks Peer's
+	// input (-1: a local player's, not given in time).
 	EventStarved EventKind = 1 + iota
 	// EventResumed: input arrived and the session advances again.
 	EventResumed

@@ -35,6 +35,12 @@ func TestLockstep(t *testing.T) {
 				want := time.Duration(tc.frames) * time.Second / time.Duration(tc.hz)
 				assert.InDelta(t, want.Seconds(), r.SimulatedSeconds(), 1.5, "seed %d", seed)
 				t.Logf("seed %d: %.1f s, hitches %d, stalls %d, %d bytes", seed, r.SimulatedSeconds(), r.Hitches, r.StallFrames, r.BytesSent)
+				if seed == 1 {
+					again := match.Run(match.Config{Players: tc.players, Frames: tc.frames, Seed: seed, Profile: wifi,
+						Lockstep: true, TickRate: tc.hz, Extrapolate: true})
+					assert.Equal(t, r.Checksums, again.Checksums, "same seed, same match")
+					assert.Equal(t, [3]int64{r.Hitches, r.BytesSent, int64(r.Ticks)}, [3]int64{again.Hitches, again.BytesSent, int64(again.Ticks)})
+				}
 			}
 		})
 	}
