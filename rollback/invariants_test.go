@@ -25,9 +25,20 @@ func (s *Session) checkInvariants(t *testing.T) {
 			anchor = max(anchor, b.frame)
 		}
 	}
+	if s.lockstep {
+		require.LessOrEqual(t, s.frame, c, "lockstep never simulates a frame without every input")
+		for _, p := range s.local {
+			require.Less(t, s.next[p]-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
+		}
+		if !s.snapshots {
+			return
+		}
+	}
 	require.GreaterOrEqual(t, anchor, Frame(0), "some snapshot is at or before the confirmed frame %d: %+v", c, s.backups)
-	require.Less(t, s.frame-c, Frame(s.maxRB)+1, "the live state is never more than MaxRollback past the confirmed frame")
-	require.Less(t, s.stats.MaxRollbackFrames, s.maxRB+1)
+	if !s.lockstep { // lockstep rolls back only to a disconnect cut, as far as it falls
+		require.Less(t, s.frame-c, Frame(s.maxRB)+1, "the live state is never more than MaxRollback past the confirmed frame")
+		require.Less(t, s.stats.MaxRollbackFrames, s.maxRB+1)
+	}
 	require.Less(t, s.frame+Frame(s.delay)-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
 }
 
@@ -127,8 +138,9 @@ func (s *scriptTransport) Receive(buf []byte) (int, int, bool) {
 }
 
 // playScript runs a session of 4 players (one local, two peers) on the
-// scripted datagrams in data, Advancing after every step*9 bytes, checking
-// the invariants throughout, and returns it.
+// scripted datagrams in data, Advancing after every step*9 bytes (step from
+// every's low bits; its top bit chooses lockstep mode), checking the
+// invariants throughout, and returns it.
 func playScript(t *testing.T, data []byte, every uint8) *Session {
 	a, err := savestate.New(1024)
 	require.NoError(t, err)
@@ -136,10 +148,14 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 	require.NoError(t, err)
 	tr := &scriptTransport{}
 	now := time.Duration(0)
-	s, err := NewSession(Config{Players: 4, Local: []PlayerID{0},
+	c := Config{Players: 4, Local: []PlayerID{0},
 		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
 		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
-		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: ClockFunc(func() time.Duration { return now })})
+		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: ClockFunc(func() time.Duration { return now })}
+	if every&0x80 != 0 {
+		c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1
+	}
+	s, err := NewSession(c)
 	require.NoError(t, err)
 	for k := range 2 {
 		nonce := uint32(100 + k)
@@ -149,7 +165,7 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 		tr.tags = append(tr.tags, tagFor(5, s.nonce, nonce))
 	}
 	tr.tags = append(tr.tags, 0) // peer index 2 does not exist: every datagram "from" it is dropped
-	step := 1 + int(every)%16
+	step := 1 + int(every&0x7f)%16
 	for len(data) > 0 {
 		n := min(len(data), step*9)
 		tr.data = append(tr.data[:0], data[:n]...)
@@ -171,6 +187,7 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 func FuzzSessionPackets(f *testing.F) {
 	f.Add([]byte{0x80, 12, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xc0, 0, 0}, uint8(4))
 	f.Add([]byte{0x81, 13, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0xa5, 2, 3, 0}, uint8(1))
+	f.Add([]byte{0x80, 12, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xc0, 0, 0}, uint8(0x84)) // lockstep
 	f.Fuzz(func(t *testing.T, data []byte, every uint8) {
 		playScript(t, data, every)
 	})
@@ -181,7 +198,10 @@ func TestScriptReachesTheSession(t *testing.T) {
 		Inputs: []uint64{1, 2, 3}, Gossip: []wire.Gossip{{Frame: 0}}}, Layout{3, 8, 8})
 	require.NoError(t, err)
 	data := append([]byte{0x80, byte(len(pkt))}, pkt...)
-	s := playScript(t, data, 15)
-	assert.Equal(t, Frame(3), s.next[1], "the peer's three inputs were accepted")
-	assert.Zero(t, s.stats.PacketsInvalid)
+	for _, every := range []uint8{15, 0x80 | 15} {
+		s := playScript(t, data, every)
+		assert.Equal(t, Frame(3), s.next[1], "the peer's three inputs were accepted")
+		assert.Zero(t, s.stats.PacketsInvalid)
+		assert.Equal(t, every&0x80 != 0, s.lockstep)
+	}
 }
