@@ -87,29 +87,17 @@ func (s *Session) advanceLockstep() (Result, error) {
 		r.Stalled = false
 		s.step()
 	}
-	switch {
-	case dry:
+	if dry {
 		s.stats.Hitches++
 		r.Hitch = true
 		if r.Stalled {
 			s.stats.StallFrames++
 		}
-		if !s.starved {
-			s.starved = true
-			s.events = append(s.events, Event{Kind: EventStarved, Frame: s.frame, Peer: blame})
-		}
-	case s.starved:
-		s.starved = false
-		s.events = append(s.events, Event{Kind: EventResumed, Frame: s.frame, Peer: -1})
+		s.starve(blame)
+	} else {
+		s.resume()
 	}
-	s.record()
-	s.checkDesync()
-	s.send()
-	r.Events = s.events
-	if s.desyncErr != nil {
-		return r, s.desyncErr
-	}
-	return r, nil
+	return s.endTick(r)
 }
 
 // lockstepWait reports whether s.frame lacks an input, and names the peer

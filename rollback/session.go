@@ -469,18 +469,12 @@ func (s *Session) Advance() (Result, error) {
 	}
 	if peer, ok := s.mustStall(); ok {
 		s.stats.StallFrames++
-		if !s.starved {
-			s.starved = true
-			s.events = append(s.events, Event{Kind: EventStarved, Frame: s.frame, Peer: peer})
-		}
+		s.starve(peer)
 		s.send()
 		r.Stalled, r.Events = true, s.events
 		return r, nil
 	}
-	if s.starved {
-		s.starved = false
-		s.events = append(s.events, Event{Kind: EventResumed, Frame: s.frame, Peer: -1})
-	}
+	s.resume()
 	if s.lagStalls > 0 {
 		s.lagStalls--
 		s.stats.LagStalls++
@@ -517,6 +511,13 @@ func (s *Session) Advance() (Result, error) {
 		s.catchUp--
 		s.play()
 	}
+	return s.endTick(r)
+}
+
+// endTick ends an Advance that got past the handshake: it gives the
+// Recorder what became final, compares checksums, sends, and returns r
+// with the events and any sync-test or desync error.
+func (s *Session) endTick(r Result) (Result, error) {
 	s.record()
 	s.checkDesync()
 	s.send()
@@ -528,6 +529,24 @@ func (s *Session) Advance() (Result, error) {
 		return r, s.desyncErr
 	}
 	return r, nil
+}
+
+// starve notes that the session waits for peer's input (-1: a local
+// player's), with EventStarved when it starts waiting.
+func (s *Session) starve(peer int) {
+	if !s.starved {
+		s.starved = true
+		s.events = append(s.events, Event{Kind: EventStarved, Frame: s.frame, Peer: peer})
+	}
+}
+
+// resume notes that the session advances again, with EventResumed after a
+// wait.
+func (s *Session) resume() {
+	if s.starved {
+		s.starved = false
+		s.events = append(s.events, Event{Kind: EventResumed, Frame: s.frame, Peer: -1})
+	}
 }
 
 // play simulates the next frame during play (not a re-simulation) and

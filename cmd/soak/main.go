@@ -335,10 +335,6 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 	results := make([]match.Result, o.matches)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
-	maxRollback := o.maxRollback
-	if o.mode == "lockstep" {
-		maxRollback = 0 // lockstep never rolls back
-	}
 	workers := min(o.parallel, o.matches)
 	if o.transport == "udp" {
 		workers = o.matches // real time: every match at once; they mostly sleep
@@ -347,7 +343,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 		wg.Go(func() {
 			for i := range jobs {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
-					Profile: prof, MaxRollback: maxRollback, InputDelay: o.delay, Snapshots: policy,
+					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
@@ -540,6 +536,9 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 	case o.network != "udp4" && o.network != "udp6":
 		return nil, 0, fmt.Errorf("-network: %q (want udp4 or udp6)", o.network)
 	}
+	if o.mode == "lockstep" {
+		o.maxRollback = 0 // lockstep never rolls back (and rejects a MaxRollback)
+	}
 	var policy rollback.SnapshotPolicy
 	switch o.snapshots {
 	case rollback.TwoBackups.String():
@@ -578,9 +577,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
 	}
-	if o.mode == "lockstep" {
-		s.MaxRollback = 0
-	}
+
 	var ticks, advN int
 	var snd match.SoundReport
 	var advSum, earlySum float64
