@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -37,13 +36,6 @@ const (
 	// catch up with the playout schedule (Gaffer's value): more would make
 	// a slow render frame slower still.
 	LockstepCatchUp = 4
-
-	// ThrottleAfter and ThrottleInterval: a peer not heard from for a second
-	// is sent to only four times a second (INVERSUS).
-	ThrottleAfter    = time.Second
-	ThrottleInterval = 250 * time.Millisecond
-	// handshakeRetry is how often an unanswered handshake is repeated.
-	handshakeRetry = 100 * time.Millisecond
 )
 
 // SnapshotPolicy chooses when the session saves and restores the arena.
@@ -212,26 +204,6 @@ type Config struct {
 	// them and compares checksums of the arena with the first simulation.
 	// All players must be local.
 	SyncTest int
-}
-
-// ErrConfig is wrapped by every [*ConfigError].
-var ErrConfig = errors.New("rollback: invalid config")
-
-// ConfigError reports an invalid [Config] field.
-type ConfigError struct {
-	Field  string // such as "Peers[1].Players[0]"
-	Reason string
-}
-
-func (e *ConfigError) Error() string {
-	return fmt.Sprintf("rollback: invalid Config.%s: %s", e.Field, e.Reason)
-}
-
-// Unwrap returns [ErrConfig].
-func (e *ConfigError) Unwrap() error { return ErrConfig }
-
-func cfgErr(field, format string, args ...any) error {
-	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // validate checks c without modifying it.

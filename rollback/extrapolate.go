@@ -1,14 +1,9 @@
 package rollback
 
 import (
-	"errors"
 	"fmt"
 	"math"
 )
-
-// ErrExtrapolate is returned by [Session.Extrapolate] when it cannot
-// extrapolate; the message says why.
-var ErrExtrapolate = errors.New("rollback: cannot extrapolate")
 
 // Extrapolate renders the game fraction of a frame ahead of its last
 // simulated frame, for displays whose refresh rate is not a multiple of the
@@ -39,30 +34,30 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 		render()
 		return nil
 	}
-	if err := s.arena.Fork(); err != nil {
+	if err := s.snaps.arena.Fork(); err != nil {
 		return fmt.Errorf("%w: %v", ErrExtrapolate, err)
 	}
 	if s.obs != nil {
 		s.obs.Extrapolating(true)
 	}
 	defer func() {
-		s.arena.Leave()
+		s.snaps.arena.Leave()
 		if s.obs != nil {
 			s.obs.Extrapolating(false)
 		}
 	}()
-	f := s.frame
-	s.gather(f)
-	for _, p := range s.local {
-		if s.next[p] <= f && s.discFrom[p] > f {
+	f, in := s.frame, s.io.stepIn[:s.roster.players]
+	s.inputs.inputsFor(f, in)
+	for _, p := range s.roster.local {
+		if s.inputs.next[p] <= f && f < s.inputs.discFrom[p] {
 			// Not queued yet (no input lag): repeat the last frame's.
-			s.stepIn[p] = PlayerInput{Status: Confirmed}
+			in[p] = PlayerInput{Status: Confirmed}
 			if f > 0 {
-				s.stepIn[p].Input = s.used[ring(f-1)][p]
+				in[p].Input = s.inputs.usedAt(f-1, p)
 			}
 		}
 	}
-	ps.StepPartial(f, s.stepIn[:s.players], fraction)
+	ps.StepPartial(f, in, fraction)
 	render()
 	return nil
 }

@@ -19,27 +19,27 @@ func (s *Session) checkInvariants(t *testing.T) {
 	t.Helper()
 	c := s.ConfirmedFrame()
 	anchor := Frame(-1)
-	for _, b := range s.backups {
+	for _, b := range s.snaps.backups {
 		require.LessOrEqual(t, b.frame, s.frame, "a snapshot is never ahead of the live state")
 		if b.valid && b.frame <= c {
 			anchor = max(anchor, b.frame)
 		}
 	}
-	if s.lockstep {
+	if s.ls != nil {
 		require.LessOrEqual(t, s.frame, c, "lockstep never simulates a frame without every input")
-		for _, p := range s.local {
-			require.Less(t, s.next[p]-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
+		for _, p := range s.roster.local {
+			require.Less(t, s.inputs.next[p]-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
 		}
-		if !s.snapshots {
+		if !s.snaps.on {
 			return
 		}
 	}
-	require.GreaterOrEqual(t, anchor, Frame(0), "some snapshot is at or before the confirmed frame %d: %+v", c, s.backups)
-	if !s.lockstep { // lockstep rolls back only to a disconnect cut, as far as it falls
-		require.Less(t, s.frame-c, Frame(s.maxRB)+1, "the live state is never more than MaxRollback past the confirmed frame")
-		require.Less(t, s.stats.MaxRollbackFrames, s.maxRB+1)
+	require.GreaterOrEqual(t, anchor, Frame(0), "some snapshot is at or before the confirmed frame %d: %+v", c, s.snaps.backups)
+	if s.ls == nil { // lockstep rolls back only to a disconnect cut, as far as it falls
+		require.Less(t, s.frame-c, s.snaps.reach+1, "the live state is never more than MaxRollback past the confirmed frame")
+		require.Less(t, s.stats.MaxRollbackFrames, int(s.snaps.reach)+1)
 	}
-	require.Less(t, s.frame+Frame(s.delay)-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
+	require.Less(t, s.frame+Frame(s.lag.delay)-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
 }
 
 // walkGame is a random walk per player kept in the arena.
@@ -159,10 +159,10 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 	require.NoError(t, err)
 	for k := range 2 {
 		nonce := uint32(100 + k)
-		hello, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 5, Nonce: nonce, Echo: s.nonce})
+		hello, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 5, Nonce: nonce, Echo: s.proto.nonce})
 		require.NoError(t, err)
 		tr.hello = append(tr.hello, hello)
-		tr.tags = append(tr.tags, tagFor(5, s.nonce, nonce))
+		tr.tags = append(tr.tags, tagFor(5, s.proto.nonce, nonce))
 	}
 	tr.tags = append(tr.tags, 0) // peer index 2 does not exist: every datagram "from" it is dropped
 	step := 1 + int(every&0x7f)%16
@@ -200,8 +200,8 @@ func TestScriptReachesTheSession(t *testing.T) {
 	data := append([]byte{0x80, byte(len(pkt))}, pkt...)
 	for _, every := range []uint8{15, 0x80 | 15} {
 		s := playScript(t, data, every)
-		assert.Equal(t, Frame(3), s.next[1], "the peer's three inputs were accepted")
+		assert.Equal(t, Frame(3), s.inputs.next[1], "the peer's three inputs were accepted")
 		assert.Zero(t, s.stats.PacketsInvalid)
-		assert.Equal(t, every&0x80 != 0, s.lockstep)
+		assert.Equal(t, every&0x80 != 0, s.ls != nil)
 	}
 }

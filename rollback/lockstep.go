@@ -1,5 +1,7 @@
 package rollback
 
+import "time"
+
 // Lockstep mode (Config.Mode = LockstepMode): the session simulates a frame
 // only when every player's input for it is here, and never predicts. Two
 // clocks drive it, both counted in ticks of Config.TickRate:
@@ -20,72 +22,97 @@ package rollback
 // inputs. The schedule is fixed (not adaptive): Config.PlayoutDelay is the
 // whole trade of latency against hitches, as in the article.
 
-// inputDue reports whether local player p may give its next input now:
-// the input clock has reached it and the ring has room for it.
-func (s *Session) inputDue(p PlayerID) bool {
-	due := Frame(s.delay) // before the start: the first input, as in rollback mode
-	if s.started {
-		due += Frame((s.clock.Now() - s.startedAt) / s.tick)
-	}
-	return s.next[p] <= due && s.next[p]+1-s.ringLow() < ringSize
+// lockstep owns lockstep mode's two clocks.
+type lockstep struct {
+	tick     time.Duration // the simulation period
+	playout  time.Duration // the playout delay
+	playFrom time.Duration // when frame 0 is due; -1 until every peer's first input arrived
 }
 
-// dueFrames returns how many frames the playout clock has released: every
-// frame before it is due. It is 0 until every remaining peer's first inputs
-// have arrived.
-func (s *Session) dueFrames() Frame {
-	if s.playFrom < 0 {
-		first := s.startedAt
-		for i := range s.peers {
-			ps := &s.peers[i]
-			if ps.disc {
-				continue
-			}
-			if ps.firstInput < 0 {
-				return 0
-			}
-			first = max(first, ps.firstInput)
+func newLockstep(cfg Config) *lockstep {
+	return &lockstep{
+		tick:     time.Second / time.Duration(orDefault(cfg.TickRate, DefaultTickRate)),
+		playout:  max(0, orDefault(cfg.PlayoutDelay, DefaultPlayoutDelay)),
+		playFrom: -1,
+	}
+}
+
+// inputDue reports whether the input clock has reached a local player's
+// next input, next, with input lag delay, elapsed after the start of the
+// match (before the start only the first is due, as in rollback mode).
+func (l *lockstep) inputDue(next Frame, delay int, started bool, elapsed time.Duration) bool {
+	due := Frame(delay)
+	if started {
+		due += Frame(elapsed / l.tick)
+	}
+	return next <= due
+}
+
+// due returns how many frames the playout clock has released at now:
+// every frame before it is due. first is when the last peer's first inputs
+// arrived, or -1 while some are missing (then nothing is due); with no
+// peers the schedule starts at once.
+func (l *lockstep) due(now, first time.Duration, peers bool) Frame {
+	if l.playFrom < 0 {
+		if first < 0 {
+			return 0
 		}
-		s.playFrom = first
-		if len(s.peers) > 0 {
-			s.playFrom += s.playout
+		l.playFrom = first
+		if peers {
+			l.playFrom += l.playout
 		}
 	}
-	if s.now < s.playFrom {
+	if now < l.playFrom {
 		return 0
 	}
-	return Frame((s.now-s.playFrom)/s.tick) + 1
+	return Frame((now-l.playFrom)/l.tick) + 1
+}
+
+// firstInputs returns when the last remaining peer's first inputs arrived
+// (the start of the match with no peers), or -1 while some are missing.
+func (s *Session) firstInputs() time.Duration {
+	first := s.proto.startedAt
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if ps.leave.disc {
+			continue
+		}
+		if ps.start.first < 0 {
+			return -1
+		}
+		first = max(first, ps.start.first)
+	}
+	return first
 }
 
 // advanceLockstep is Advance in lockstep mode.
 func (s *Session) advanceLockstep() (Result, error) {
 	r := Result{Frame: s.frame, Stalled: true}
 	mis, err := s.poll()
-	if err != nil || !s.started {
-		s.send()
-		r.Events = s.events
-		return r, err
+	if err != nil || !s.proto.started {
+		return s.stall(r, err)
 	}
 	if mis < s.frame {
 		// Only a disconnect cut before frames already simulated (three or
 		// more machines) gets here; the snapshots were kept for it.
-		if r.Resimulated, err = s.rollback(mis); err != nil {
+		if r.Resimulated, err = s.rollback(mis, s.frame); err != nil {
 			r.Events = s.events
 			return r, err
 		}
 	}
-	due := s.dueFrames()
+	due := s.ls.due(s.now, s.firstInputs(), len(s.peers) > 0)
 	blame, dry := -1, false
-	for ran := 0; s.frame < due && ran < LockstepCatchUp; ran++ {
+	for s.frame < due && r.Simulated < LockstepCatchUp {
 		if peer, stall := s.lockstepWait(); stall {
 			blame, dry = peer, true
 			break
 		}
-		if ran == 0 {
+		if r.Simulated == 0 {
 			r.Frame = s.frame
 		}
 		r.Stalled = false
-		s.step()
+		s.step(false)
+		r.Simulated++
 	}
 	if dry {
 		s.stats.Hitches++

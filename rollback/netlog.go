@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // The network log (Config.Log) is one JSON object per line through a
@@ -25,24 +23,34 @@ const (
 	logFinal    = "final"    // to: every frame before it is final (its last step record is the one that counts)
 )
 
+// recording is where what happened goes: the Recorder (final inputs and
+// checksums, in order) and the network log.
+type recording struct {
+	rec      Recorder
+	log      slog.Handler
+	in       [MaxPlayers]PlayerInput
+	recorded Frame // frames before this have been given to rec
+}
+
 // logf writes one record when the network log is on.
 func (s *Session) logf(msg string, attrs ...slog.Attr) {
 	r := slog.NewRecord(time.Time{}, slog.LevelDebug, msg, 0)
 	r.AddAttrs(slog.Int64("us", int64(s.now/time.Microsecond)))
 	r.AddAttrs(attrs...)
-	_ = s.log.Handle(context.Background(), r) // a failing log must not stop the match
+	_ = s.out.log.Handle(context.Background(), r) // a failing log must not stop the match
 }
 
-// logStepRec logs the simulation of frame f with s.stepIn.
-func (s *Session) logStepRec(f Frame) {
-	in := make([]uint64, s.players)
-	st := make([]byte, s.players)
-	for p := range s.players {
-		in[p] = uint64(s.stepIn[p].Input)
-		st[p] = "?CPD"[min(int(s.stepIn[p].Status), 3)]
+// logStep logs the simulation of frame f with s.io.stepIn.
+func (s *Session) logStep(f Frame, resim bool) {
+	n := s.roster.players
+	in := make([]uint64, n)
+	st := make([]byte, n)
+	for p := range n {
+		in[p] = uint64(s.io.stepIn[p].Input)
+		st[p] = "?CPD"[min(int(s.io.stepIn[p].Status), 3)]
 	}
-	s.logf(logStep, slog.Int("frame", int(f)), slog.Bool("resim", s.resim), slog.Any("in", in),
-		slog.String("st", string(st)), slog.String("sum", hex64(xxhash.Sum64(s.arena.Bytes()))))
+	s.logf(logStep, slog.Int("frame", int(f)), slog.Bool("resim", resim), slog.Any("in", in),
+		slog.String("st", string(st)), slog.String("sum", hex64(s.arenaSum())))
 }
 
 func hex64(v uint64) string {

@@ -2,6 +2,7 @@ package rollback
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/rewindgg/rewind/rollback/wire"
 )
@@ -140,92 +141,6 @@ type Transport interface {
 	Receive(buf []byte) (n, peer int, ok bool)
 }
 
-// EventKind identifies an [Event].
-type EventKind uint8
-
-// Event kinds.
-const (
-	// EventStarved: the session stopped advancing because it has gone
-	// MaxRollback frames without input from Peer (show the spinner). In
-	// lockstep mode: a frame due on the playout schedule lacks Peer's
-	// input (-1: a local player's, not given in time).
-	EventStarved EventKind = 1 + iota
-	// EventResumed: input arrived and the session advances again.
-	EventResumed
-	// EventSyncTestFailed: in sync-test mode, re-simulating Frame gave a
-	// different state; the Advance that reports it also returns a
-	// [*SyncTestError].
-	EventSyncTestFailed
-	// EventConnected: Peer completed the handshake.
-	EventConnected
-	// EventRunning: every peer completed the handshake; frame 0 can run.
-	EventRunning
-	// EventInterrupted: nothing heard from Peer for Config.InterruptTimeout.
-	EventInterrupted
-	// EventReconnected: Peer was interrupted and spoke again.
-	EventReconnected
-	// EventDisconnected: every remaining machine agreed that Peer left;
-	// its players' inputs from Frame on are the default input.
-	EventDisconnected
-	// EventInputLagChanged: the local input lag is now Lag frames.
-	EventInputLagChanged
-	// EventDesyncDetected: Peer's checksum of Frame differs from ours; the
-	// match is over. The Advance that reports it returns a *desync.Error,
-	// and so does every later Advance.
-	EventDesyncDetected
-	// EventDesyncReport: the states at the diverged frame have been
-	// exchanged with Peer; the *desync.Error's Field now names the first
-	// differing field and both values.
-	EventDesyncReport
-)
-
-func (k EventKind) String() string {
-	switch k {
-	case EventStarved:
-		return "starved"
-	case EventResumed:
-		return "resumed"
-	case EventDesyncDetected:
-		return "desync-detected"
-	case EventDesyncReport:
-		return "desync-report"
-	case EventSyncTestFailed:
-		return "sync-test-failed"
-	case EventConnected:
-		return "connected"
-	case EventRunning:
-		return "running"
-	case EventInterrupted:
-		return "interrupted"
-	case EventReconnected:
-		return "reconnected"
-	case EventDisconnected:
-		return "disconnected"
-	case EventInputLagChanged:
-		return "input-lag-changed"
-	default:
-		return fmt.Sprintf("EventKind(%d)", uint8(k))
-	}
-}
-
-// Event is something the game may want to show or log.
-type Event struct {
-	Kind  EventKind
-	Frame Frame // the session's frame when it happened
-	Peer  int   // the peer concerned, or -1
-	Lag   int   // EventInputLagChanged: the new input lag
-}
-
-func (e Event) String() string {
-	if e.Kind == EventInputLagChanged {
-		return fmt.Sprintf("%s frame=%d lag=%d", e.Kind, e.Frame, e.Lag)
-	}
-	if e.Peer >= 0 {
-		return fmt.Sprintf("%s frame=%d peer=%d", e.Kind, e.Frame, e.Peer)
-	}
-	return fmt.Sprintf("%s frame=%d", e.Kind, e.Frame)
-}
-
 // Result describes one call to [Session.Advance] or [Session.Idle]. Its
 // Events slice is reused by the next call.
 type Result struct {
@@ -236,6 +151,10 @@ type Result struct {
 	// Stalled is true when no new frame was simulated. The local inputs
 	// given for this tick stay queued: do not add them again.
 	Stalled bool
+	// Simulated is the number of new frames simulated: 0 when Stalled, 1
+	// usually, more when a lowered input lag or a lockstep schedule caught
+	// up.
+	Simulated int
 	// Resimulated is the number of frames re-simulated by a rollback.
 	Resimulated int
 	// Hitch is true, in lockstep mode, when the call ended with a frame
@@ -274,4 +193,26 @@ type Stats struct {
 	PacketsReceived int64
 	BytesReceived   int64
 	PacketsInvalid  int64 // malformed, from an unknown peer or another session, or with impossible frame numbers
+}
+
+// PeerStats are one peer's network statistics.
+type PeerStats struct {
+	RTT               time.Duration // smoothed round-trip time; 0 until measured
+	SendPacketsPerSec float64       // over the last complete second
+	SendBytesPerSec   float64
+	RecvPacketsPerSec float64
+	RecvBytesPerSec   float64
+	PacketsSent       int64
+	PacketsReceived   int64
+	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames
+	LossBursts        int64 // times a loss burst outran the redundancy window (every unacked frame is then resent for 10 s)
+	LocalFrameLag     Frame // on our last send: frames of its input we predict (our next frame minus its first missing frame, less its input lag)
+	RemoteFrameLag    Frame // on its last packet: frames of our input it predicts, in simulation frames (input lags taken out)
+	FramesBehind      Frame // how far its input stream is behind ours
+	Verified          bool  // completed the handshake
+	Interrupted       bool  // silent for longer than InterruptTimeout
+	Disconnected      bool
+	DisconnectFrame   Frame // when Disconnected and agreed: its inputs from this frame on are the default input
+	DisconnectAgreed  bool
+	SinceLastHeard    time.Duration
 }

@@ -546,8 +546,13 @@ func (rn *run) detected(r *Result, i int, err error) bool {
 	if !errors.As(err, &de) {
 		return false
 	}
-	if r.Detected == nil {
+	switch {
+	case r.Detected == nil:
 		r.Detected, r.DetectedAt = de, rn.ms[i].s.Frame()
+	case r.Detected.Field == "" && de.Field != "" && de.Frame == r.Detected.Frame:
+		// The report: a later Advance returns the error again, now naming
+		// the field (the first one is never changed).
+		r.Detected = de
 	}
 	return true
 }

@@ -1,0 +1,291 @@
+package rollback
+
+import (
+	"bytes"
+	"compress/flate"
+	"io"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// After a desync the peers exchange their states at the diverged frame,
+// compressed, in State messages: stateChunksPerTick to each peer per call,
+// round and round until the peer says it has them all; after that a bare
+// Done message every stateStatusEvery, so the peer learns we have its.
+const (
+	stateChunksPerTick = 8
+	stateStatusEvery   = 250 * time.Millisecond
+)
+
+// checkpoints is how many checksum frames' states the session keeps: those
+// waiting to become final, and the latest final ones for the exchange.
+const checkpoints = 8
+
+// checkpoint is the state at the start of a checksum frame.
+type checkpoint struct {
+	frame   Frame
+	data    []byte // a copy of the region
+	sum     uint64 // set now for game-supplied checksum data, else when final
+	hashed  bool
+	pending bool // not yet final: not yet handed on
+}
+
+// checksums owns desync detection: the states at the latest checksum
+// frames, handing their checksums on once final, the comparison with the
+// peers' (desync.Detector), and after a desync the exchange of states that
+// names the differing field. The error it reports is never changed after
+// it was returned: the report is a new *desync.Error.
+type checksums struct {
+	every  Frame
+	data   func([]byte) []byte // Config.ChecksumData
+	buf    []byte
+	points [checkpoints]checkpoint
+	det    *desync.Detector // nil without peers
+	err    *desync.Error    // the desync, once detected
+	ex     *exchange
+	msg    wire.State // scratch for outgoing states
+}
+
+// checksumSink takes each checksum as it becomes final, and each State
+// message to send (the Session; an interface, not a closure, so that
+// nothing allocates per frame).
+type checksumSink interface {
+	finalChecksum(f Frame, sum uint64)
+	sendState(peer int, m *wire.State)
+}
+
+// newChecksums returns the checksum owner for a checksum every every
+// frames; peers is the number of peers to compare with (0: only record).
+func newChecksums(every Frame, data func([]byte) []byte, peers int) *checksums {
+	c := &checksums{every: every, data: data}
+	if peers > 0 {
+		c.det = desync.NewDetector(peers)
+	}
+	return c
+}
+
+// checkpoint keeps the state at the start of frame f when f is a checksum
+// frame; a re-simulation keeps it again. The whole state is hashed from
+// the copy once the frame is final, so a frame re-simulated many times
+// costs a copy each time, not a hash; game-supplied checksum data is
+// hashed now, while the state is current.
+func (c *checksums) checkpoint(f Frame, state []byte) {
+	if c == nil || f == 0 || f%c.every != 0 {
+		return
+	}
+	p := &c.points[int(uint32(f/c.every)%checkpoints)]
+	if p.frame == f && p.data != nil && !p.pending {
+		return // final already: a snapshot moving to the anchor steps it again
+	}
+	p.frame, p.pending, p.hashed = f, true, false
+	p.data = append(p.data[:0], state...)
+	if c.data != nil {
+		c.buf = c.data(c.buf[:0])
+		p.sum, p.hashed = xxhash.Sum64(c.buf), true
+	}
+}
+
+// finals hands on, oldest first, every pending checksum whose frame is
+// before simulated and not after anchor (no rollback reaches it any more):
+// to the sink, and to the detector.
+func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
+	if c == nil || c.err != nil {
+		return
+	}
+	for {
+		// The oldest waiting checkpoint first: several can become final at
+		// once, and the Recorder and the peers get them in frame order.
+		var p *checkpoint
+		for i := range c.points {
+			if q := &c.points[i]; q.pending && q.frame < simulated && (p == nil || q.frame < p.frame) {
+				p = q
+			}
+		}
+		if p == nil || p.frame > anchor {
+			return
+		}
+		if !p.hashed {
+			p.sum = xxhash.Sum64(p.data)
+		}
+		p.pending = false
+		sink.finalChecksum(p.frame, p.sum)
+		if c.det != nil {
+			c.det.Local(int32(p.frame), p.sum)
+		}
+	}
+}
+
+// remote takes peer i's checksum of frame f.
+func (c *checksums) remote(i int, f int32, sum uint64) {
+	if c != nil && c.det != nil {
+		c.det.Remote(i, f, sum)
+	}
+}
+
+// latest returns our newest final checksum.
+func (c *checksums) latest() (Frame, uint64, bool) {
+	if c == nil || c.det == nil {
+		return 0, 0, false
+	}
+	f, sum, ok := c.det.Latest()
+	return Frame(f), sum, ok
+}
+
+// detect compares the checksums and returns a desync found now (nil if
+// none, or if one was already found).
+func (c *checksums) detect(peers int) *desync.Error {
+	if c == nil || c.det == nil || c.err != nil {
+		return nil
+	}
+	e := c.det.Check()
+	if e == nil {
+		return nil
+	}
+	c.err = e
+	c.ex = newExchange(Frame(e.Frame), e.Peer, peers)
+	for _, p := range c.points {
+		if p.frame == c.ex.frame && p.data != nil {
+			c.ex.local = p.data
+		}
+	}
+	if c.ex.local == nil {
+		c.report("our state at that frame is no longer held")
+		c.ex.complete = true
+		return c.err
+	}
+	c.ex.mine = deflate(c.ex.local)
+	return e
+}
+
+// failed returns the desync detected, if any.
+func (c *checksums) failed() *desync.Error {
+	if c == nil {
+		return nil
+	}
+	return c.err
+}
+
+// report replaces the error with a copy that names the field: the error
+// already returned to the game is never changed.
+func (c *checksums) report(field string) {
+	e := *c.err
+	e.Field = field
+	c.err = &e
+}
+
+// exchange is the state exchange after a desync.
+type exchange struct {
+	frame    Frame
+	peer     int    // the peer whose state we compare with ours
+	local    []byte // our state at frame, uncompressed (nil: no longer held)
+	mine     []byte // our state, compressed
+	theirs   []byte // the peer's compressed state, as it arrives
+	got      []bool // which chunks of it arrived
+	missing  int
+	complete bool
+	next     []int           // per peer: the next chunk to send
+	done     []bool          // per peer: it has all of ours
+	status   []time.Duration // per peer: when we last sent a bare Done
+}
+
+func newExchange(f Frame, peer, peers int) *exchange {
+	return &exchange{frame: f, peer: peer, next: make([]int, peers), done: make([]bool, peers), status: make([]time.Duration, peers)}
+}
+
+func deflate(b []byte) []byte {
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed) // the level is valid
+	_, _ = w.Write(b)                              // a bytes.Buffer never fails
+	_ = w.Close()
+	return buf.Bytes()
+}
+
+// outgoing gives the sink each State message due to peer i now: the next
+// pieces of our state, or once it has them all a bare status now and then.
+func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
+	if c == nil || c.ex == nil || c.ex.mine == nil {
+		return
+	}
+	x, msg := c.ex, &c.msg
+	if x.done[i] {
+		if now-x.status[i] < stateStatusEvery {
+			return
+		}
+		x.status[i] = now
+		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Done: x.complete}
+		sink.sendState(i, msg)
+		return
+	}
+	chunks := (len(x.mine) + wire.MaxStateData - 1) / wire.MaxStateData
+	for range min(stateChunksPerTick, chunks) {
+		n := x.next[i] % chunks
+		x.next[i]++
+		off := n * wire.MaxStateData
+		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Offset: uint32(off), Done: x.complete,
+			Data: x.mine[off:min(off+wire.MaxStateData, len(x.mine))]}
+		sink.sendState(i, msg)
+	}
+}
+
+// incoming takes a piece of peer i's state. It reports whether the message
+// was acceptable, and whether it completed the exchange: the report then
+// names the differing field (Compare reads the fields through arena).
+func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, completed bool) {
+	if c == nil || c.ex == nil || Frame(m.Frame) != c.ex.frame {
+		return true, false // not (yet) desynced here, or an old frame: nothing to do
+	}
+	x := c.ex
+	x.done[i] = x.done[i] || m.Done
+	if i != x.peer || x.complete || len(m.Data) == 0 {
+		return true, false
+	}
+	total := int(m.Total)
+	if total > maxCompressed(arena.Size()) || len(m.Data) > wire.MaxStateData || int(m.Offset)%wire.MaxStateData != 0 ||
+		int(m.Offset)+len(m.Data) > total || (x.theirs != nil && len(x.theirs) != total) {
+		return false, false
+	}
+	if x.theirs == nil {
+		x.theirs = make([]byte, total)
+		x.missing = (total + wire.MaxStateData - 1) / wire.MaxStateData
+		x.got = make([]bool, x.missing)
+	}
+	n := int(m.Offset) / wire.MaxStateData
+	if want := min(wire.MaxStateData, total-int(m.Offset)); len(m.Data) != want {
+		return false, false
+	}
+	if x.got[n] {
+		return true, false // a repeat
+	}
+	x.got[n] = true
+	x.missing--
+	copy(x.theirs[m.Offset:], m.Data)
+	if x.missing > 0 {
+		return true, false
+	}
+	x.complete = true
+	c.report(compareStates(arena, x.local, x.theirs))
+	return true, true
+}
+
+// compareStates names the first field where our state and the peer's
+// compressed one differ.
+func compareStates(arena *savestate.Arena, local, compressed []byte) string {
+	r := flate.NewReader(bytes.NewReader(compressed))
+	theirs, err := io.ReadAll(io.LimitReader(r, int64(arena.Size())+1))
+	if err != nil || len(theirs) > arena.Size() {
+		return "the peer's state did not decompress"
+	}
+	if field := desync.Compare(arena, local, theirs); field != "" {
+		return field
+	}
+	return "the states are equal: the checksum data (Config.ChecksumData) differs"
+}
+
+// maxCompressed bounds the compressed size of a state of n bytes (deflate's
+// stored blocks add 5 bytes per 64 KiB).
+func maxCompressed(n int) int { return n + n/1024 + 64 }

@@ -1,0 +1,75 @@
+package rollback
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors returned by a [Session]. Each is returned wrapped with details;
+// test for it with errors.Is.
+var (
+	// ErrNotLocal: the player is not one of Config.Local.
+	ErrNotLocal = errors.New("rollback: player is not local")
+	// ErrInputAlreadyAdded: the player's input for the frame is already queued.
+	ErrInputAlreadyAdded = errors.New("rollback: input already added for this frame")
+	// ErrInputRange: the input has bits outside the layout.
+	ErrInputRange = errors.New("rollback: input has bits outside the layout")
+	// ErrNoLocalInput: Advance was called before every local player's input
+	// for the frame to simulate was added.
+	ErrNoLocalInput = errors.New("rollback: local input missing for the frame to simulate")
+	// ErrClosed: the session was closed.
+	ErrClosed = errors.New("rollback: session closed")
+	// ErrExtrapolate: Extrapolate cannot extrapolate; the message says why.
+	ErrExtrapolate = errors.New("rollback: cannot extrapolate")
+	// ErrConfig is wrapped by every [*ConfigError].
+	ErrConfig = errors.New("rollback: invalid config")
+)
+
+// errSnapshot reports a rollback with no usable snapshot: unreachable while
+// the invariants hold; returned rather than a panic.
+var errSnapshot = errors.New("rollback: no usable snapshot")
+
+// errRand reports that Config.Rand could not supply a nonce.
+var errRand = errors.New("rollback: cannot read random nonce")
+
+// ConfigError reports an invalid [Config] field.
+type ConfigError struct {
+	Field  string // such as "Peers[1].Players[0]"
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("rollback: invalid Config.%s: %s", e.Field, e.Reason)
+}
+
+// Unwrap returns [ErrConfig].
+func (e *ConfigError) Unwrap() error { return ErrConfig }
+
+func cfgErr(field, format string, args ...any) error {
+	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// SyncTestError reports that re-simulating a frame in sync-test mode gave a
+// different arena than the first simulation: the game is not deterministic,
+// or keeps state outside the arena.
+type SyncTestError struct {
+	Frame Frame  // the frame whose Step produced different states
+	Want  uint64 // checksum of the arena after the first simulation
+	Got   uint64 // checksum after the re-simulation
+}
+
+func (e *SyncTestError) Error() string {
+	return fmt.Sprintf("rollback: sync test: frame %d re-simulated to checksum %016x, first simulated to %016x", e.Frame, e.Got, e.Want)
+}
+
+// HandshakeError reports that some peers did not complete the handshake
+// within Config.HandshakeTimeout.
+type HandshakeError struct {
+	Peers   []int // indices in Config.Peers that never answered with our nonce
+	Timeout time.Duration
+}
+
+func (e *HandshakeError) Error() string {
+	return fmt.Sprintf("rollback: handshake timed out after %v waiting for peers %v", e.Timeout, e.Peers)
+}

@@ -1,0 +1,213 @@
+package rollback
+
+import (
+	"log/slog"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/inputlag"
+)
+
+// This file is the simulation side of the session: playing a frame,
+// rolling back, and the bounds (anchor, ring low, stalls) that keep every
+// rollback possible.
+
+// play simulates the next frame during play (not a re-simulation) and
+// runs the 100-frame evaluations of frame advantage and input lag.
+func (s *Session) play() {
+	s.step(false)
+	s.stats.LagFrames[min(s.lag.delay, MaxInputLagHistogram-1)]++
+	// Every frame not simulated gives frames back, whatever the reason.
+	stalled := s.stats.AdvantageStalls + s.stats.StallFrames + s.stats.LagStalls
+	if !s.gov.Simulated(stalled) || s.lag.fixed {
+		return
+	}
+	if next, changed := s.lag.retarget(inputlag.Next(s.lag.delay, s.gov.LinkLag())); changed {
+		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: next})
+	}
+}
+
+// step simulates s.frame in the live state with the best inputs known,
+// after taking any snapshot the policy asks for (resim: again, during a
+// rollback, which never saves).
+func (s *Session) step(resim bool) {
+	f := s.frame
+	if !resim {
+		if slot := s.snaps.saveSlot(f, s.anchor(f)); slot >= 0 {
+			_ = s.save(slot, f)
+		}
+	}
+	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
+	s.inputs.use(f, s.io.stepIn[:s.roster.players])
+	s.simulate(f, resim)
+	s.frame = f + 1
+}
+
+// runFinal simulates frame f, every input of which is final, in the
+// arena's current region: the snapshots move a snapshot forward with it.
+func (s *Session) runFinal(f Frame) {
+	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
+	s.simulate(f, true)
+}
+
+// simulate steps the current region through frame f with s.io.stepIn, with
+// everything that goes with every step: the desync checkpoint, the
+// observer, the sync-test check.
+func (s *Session) simulate(f Frame, resim bool) {
+	s.sums.checkpoint(f, s.snaps.arena.Bytes())
+	if s.out.log != nil {
+		s.logStep(f, resim)
+	}
+	if s.obs != nil {
+		s.obs.Simulating(f)
+	}
+	s.game.Step(f, s.io.stepIn[:s.roster.players])
+	if s.sync != nil {
+		s.sync.check(s, f+1, s.arenaSum())
+	}
+}
+
+// rollback restores the newest usable snapshot not after frame mis and
+// re-simulates up to the present. next is the frame simulated after this
+// call (the present, or one more when a frame is simulated right after:
+// it bounds the anchor of the forced modes). It returns the frames
+// simulated again, in the snapshot and in the live state.
+func (s *Session) rollback(mis, next Frame) (int, error) {
+	target := s.frame
+	slot, at, from, err := s.snaps.restore(mis, min(s.anchor(next), target), s)
+	if err != nil {
+		return 0, err
+	}
+	if s.out.log != nil {
+		s.logf(logRestore, slog.Int("slot", slot), slog.Int("frame", int(at)), slog.Int("mis", int(mis)), slog.Int("to", int(target)))
+	}
+	for s.frame = at; s.frame < target; {
+		s.step(true)
+	}
+	n := int(target - from)
+	s.stats.Rollbacks++
+	s.stats.MaxRollbackFrames = max(s.stats.MaxRollbackFrames, int(target-mis))
+	s.stats.ResimulatedFrames += int64(n)
+	s.stats.MaxResimulated = max(s.stats.MaxResimulated, n)
+	return n, nil
+}
+
+// save saves the live state into slot as the start of frame f.
+func (s *Session) save(slot int, f Frame) error {
+	if err := s.snaps.save(slot, f); err != nil {
+		return err
+	}
+	if s.out.log != nil {
+		s.logf(logSave, slog.Int("slot", slot), slog.Int("frame", int(f)))
+	}
+	return nil
+}
+
+// anchor returns the frame that no rollback will ever need to go before,
+// when next is the next frame to be simulated: the confirmed frame, but no
+// later than the fewest frames of any remote machine that another
+// remaining machine reported having (a machine that disconnects is cut at
+// the smallest such count, docs/protocol.md, so a snapshot there can always
+// be restored), nor, in a forced mode, than the next forced rollback's
+// frame.
+func (s *Session) anchor(next Frame) Frame {
+	c := min(s.ConfirmedFrame(), s.snaps.forcedBound(next))
+	for x := range s.peers {
+		if s.peers[x].leave.agreed {
+			continue
+		}
+		for m := range s.peers {
+			if m != x && !s.peers[m].leave.disc {
+				c = min(c, s.peers[m].gossip.sees[x])
+			}
+		}
+	}
+	return c
+}
+
+// ringLow returns the oldest frame whose inputs the session may still read.
+func (s *Session) ringLow() Frame {
+	// The next frame to simulate counts too: in lockstep every input of
+	// frames far ahead of it can be here (confirmed), waiting their turn.
+	low := min(s.frame, s.anchor(s.frame), s.snaps.low())
+	for i := range s.peers {
+		if !s.peers[i].leave.disc {
+			low = min(low, s.peers[i].progress.ack)
+		}
+	}
+	if s.out.rec != nil {
+		low = min(low, s.out.recorded) // frames not yet given to the Recorder
+	}
+	return low
+}
+
+// mustStall reports whether simulating s.frame would let a future rollback
+// reach back further than MaxRollback, or would overwrite inputs the session
+// still needs, and names the peer to blame.
+func (s *Session) mustStall() (int, bool) {
+	for p := range s.roster.players {
+		if s.inputs.local[p] || s.inputs.disconnected(PlayerID(p)) {
+			continue
+		}
+		if s.frame-s.inputs.next[p] >= s.snaps.reach {
+			return s.roster.owner[p], true
+		}
+	}
+	low := s.ringLow()
+	if s.frame+Frame(s.lag.delay)+1-low >= ringSize {
+		// A peer that stopped acknowledging, or a snapshot that cannot move
+		// on: never overwrite inputs that may still be read.
+		for i := range s.peers {
+			if !s.peers[i].leave.disc && s.peers[i].progress.ack == low {
+				return i, true
+			}
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// record gives the Recorder every frame that has become final: simulated,
+// and before the anchor, so that no rollback can change its inputs.
+func (s *Session) record() {
+	if (s.out.rec == nil && s.out.log == nil) || s.out.recorded >= s.frame {
+		return
+	}
+	end := min(s.anchor(s.frame), s.frame)
+	if s.out.log != nil && end > s.out.recorded {
+		s.logf(logFinal, slog.Int("to", int(end)))
+	}
+	if s.out.rec == nil {
+		s.out.recorded = max(s.out.recorded, end)
+		return
+	}
+	for ; s.out.recorded < end; s.out.recorded++ {
+		f := s.out.recorded
+		s.inputs.inputsFor(f, s.out.in[:s.roster.players])
+		s.out.rec.Confirmed(f, s.out.in[:s.roster.players])
+	}
+}
+
+func (s *Session) arenaSum() uint64 { return xxhash.Sum64(s.snaps.arena.Bytes()) }
+
+// syncCheck is sync-test mode's record of the arena at the start of each
+// frame, to compare a re-simulation with the first simulation.
+type syncCheck struct {
+	sums [ringSize]uint64
+	high Frame // the newest frame whose checksum is recorded
+	err  *SyncTestError
+}
+
+// check records or compares the checksum sum of the state at the start of
+// frame f.
+func (c *syncCheck) check(s *Session, f Frame, sum uint64) {
+	if f > c.high {
+		c.sums[ring(f)] = sum
+		c.high = f
+		return
+	}
+	if want := c.sums[ring(f)]; want != sum && c.err == nil {
+		c.err = &SyncTestError{Frame: f - 1, Want: want, Got: sum}
+		s.emit(EventSyncTestFailed, f-1, -1)
+	}
+}

@@ -1,0 +1,266 @@
+package rollback
+
+import "time"
+
+// peer is one remote machine, made of small parts that each own one
+// concern (etcd raft's tracker.Progress is the model for progress).
+type peer struct {
+	players []PlayerID // sorted; the order of inputs in its packets
+	id      PlayerID   // its lowest player: the machine's name in gossip
+	machine int        // its index among the match's machines, by lowest PlayerID
+
+	auth     peerAuth
+	link     link
+	progress progress
+	leave    leave
+	start    peerStart
+	gossip   gossipView
+	sums     sumSender
+
+	st PeerStats // counters; the rest is filled in by Session.PeerStats
+}
+
+// peerAuth is the peer's side of the handshake.
+type peerAuth struct {
+	nonce    uint32 // its handshake nonce; 0 until known
+	tag      uint16 // the session tag both sides derive from the nonces
+	verified bool   // it proved it saw our nonce
+	replyHS  bool   // it lacks our nonce: answer its handshake
+}
+
+// accepts reports whether tag is this peer's session tag.
+func (a *peerAuth) accepts(tag uint16) bool { return a.nonce != 0 && tag == a.tag }
+
+// link is the peer's liveness, round trip and traffic windows.
+type link struct {
+	lastRecv, lastSend, lastQuality time.Duration
+	interrupted                     bool
+	replyQuality                    bool  // a ping waits for our reply
+	replyEcho                       int64 // the time its ping carried
+	rtt                             time.Duration
+
+	winStart              time.Duration
+	winSent, winSentBytes int64
+	winRecv, winRecvBytes int64
+}
+
+// throttleAfter and throttleInterval: a peer not heard from for a second
+// is sent to only four times a second (INVERSUS).
+const (
+	throttleAfter    = time.Second
+	throttleInterval = 250 * time.Millisecond
+)
+
+// heard notes a valid datagram of n bytes and reports whether the peer had
+// been interrupted (it speaks again).
+func (l *link) heard(now time.Duration, n int) (wasInterrupted bool) {
+	l.lastRecv = now
+	l.winRecv++
+	l.winRecvBytes += int64(n)
+	wasInterrupted, l.interrupted = l.interrupted, false
+	return wasInterrupted
+}
+
+// sent notes a datagram of n bytes sent.
+func (l *link) sent(now time.Duration, n int) {
+	l.lastSend = now
+	l.winSent++
+	l.winSentBytes += int64(n)
+}
+
+// throttled reports whether the peer, silent for a second, must wait.
+func (l *link) throttled(now time.Duration) bool {
+	return now-l.lastRecv > throttleAfter && now-l.lastSend < throttleInterval
+}
+
+// sample folds one round-trip sample into the smoothed round trip
+// (RFC 6298's 1/8 gain). It reports false for an impossible sample.
+func (l *link) sample(d time.Duration) bool {
+	if d < 0 || d > time.Minute {
+		return false
+	}
+	if l.rtt == 0 {
+		l.rtt = d
+	} else {
+		l.rtt += (d - l.rtt) / 8
+	}
+	return true
+}
+
+// roll closes the one-second rate window into st when it is over.
+func (l *link) roll(now time.Duration, st *PeerStats) {
+	d := now - l.winStart
+	if d < time.Second {
+		return
+	}
+	sec := d.Seconds()
+	st.SendPacketsPerSec, st.SendBytesPerSec = float64(l.winSent)/sec, float64(l.winSentBytes)/sec
+	st.RecvPacketsPerSec, st.RecvBytesPerSec = float64(l.winRecv)/sec, float64(l.winRecvBytes)/sec
+	l.winSent, l.winSentBytes, l.winRecv, l.winRecvBytes = 0, 0, 0, 0
+	l.winStart = now
+}
+
+// progress is what the peer has of our inputs and how we resend them.
+type progress struct {
+	ack       Frame // the next of our frames it wants; all before it arrived
+	fullUntil time.Duration
+	lag       int // its input lag, from its last decoded input packet
+
+	sentNext    Frame         // lockstep: our next local frame when we last sent it inputs
+	inputSentAt time.Duration // lockstep: when we last sent it inputs
+}
+
+// fullResendFor is how long a peer gets every unacknowledged frame in
+// every packet after a loss burst outran the redundancy window.
+const fullResendFor = 10 * time.Second
+
+// lostMargin is added to a round trip (and a quarter) before a frame the
+// peer still wants counts as lost: two frames at 60 Hz.
+const lostMargin = 35 * time.Millisecond
+
+// acked takes the peer's acknowledgement: the next of our frames it wants.
+// It reports false for an ack of frames we never sent (localNext is our
+// next local frame); an older ack is no news.
+func (p *progress) acked(ack, localNext Frame) bool {
+	if ack > localNext {
+		return false
+	}
+	p.ack = max(p.ack, ack)
+	return true
+}
+
+// first returns the first of our frames to put in the next packet. With a
+// redundancy window (redundant > 0) and a known round trip only the newest
+// redundant frames go, unless the oldest frame the peer still wants first
+// went out (sentAt) longer than a round trip ago: then a loss burst outran
+// the window, everything from the ack goes again, and keeps going for
+// fullResendFor (bursty links get INVERSUS's full redundancy, clean ones
+// stay lean). It reports whether a new burst started.
+func (p *progress) first(now, sentAt, rtt time.Duration, sent bool, localNext Frame, redundant int) (first Frame, burst bool) {
+	first = p.ack
+	if redundant <= 0 || rtt == 0 || localNext-Frame(redundant) <= first {
+		return first, false
+	}
+	if sent && now-sentAt > rtt+rtt/4+lostMargin {
+		burst = now >= p.fullUntil
+		p.fullUntil = now + fullResendFor
+	}
+	if now >= p.fullUntil {
+		first = localNext - Frame(redundant)
+	}
+	return first, burst
+}
+
+// lockstepResend is the shortest interval between two lockstep input
+// packets to a peer that carry no new input: under a 60 Hz frame.
+const lockstepResend = 15 * time.Millisecond
+
+// lockstepDue reports whether a lockstep session sends the peer inputs
+// now: at once with a new input, else at most every lockstepResend —
+// every Advance of a 60 Hz loop, as in rollback mode, whatever the tick
+// rate (a 10 Hz game sending once a tick would wait a tick to repair each
+// lost packet), but not every frame of a 144 Hz one.
+func (p *progress) lockstepDue(now time.Duration, localNext Frame) bool {
+	if localNext == p.sentNext && now-p.inputSentAt < lockstepResend {
+		return false
+	}
+	p.sentNext, p.inputSentAt = localNext, now
+	return true
+}
+
+// leave is the peer's departure and the agreement on its disconnect frame.
+type leave struct {
+	disc     bool  // disconnected here, agreement maybe pending
+	agreed   bool  // every remaining machine reported it: frame is final
+	frozen   Frame // our own count of its frames when we disconnected it
+	frame    Frame // the disconnect frame: min of frozen and every report
+	reported [MaxPlayers]bool
+	report   [MaxPlayers]Frame // by peer index: the frame each reporter froze
+}
+
+// disconnect disconnects the peer here with our count of its frames.
+// It reports false when it was already disconnected.
+func (l *leave) disconnect(have Frame) bool {
+	if l.disc {
+		return false
+	}
+	l.disc, l.frozen, l.frame = true, have, have
+	for j := range l.reported {
+		if l.reported[j] {
+			l.frame = min(l.frame, l.report[j])
+		}
+	}
+	return true
+}
+
+// reportBy records that peer from disconnected it at frame f (the lowest
+// report from each reporter counts).
+func (l *leave) reportBy(from int, f Frame) {
+	if l.reported[from] {
+		f = min(f, l.report[from])
+	}
+	l.reported[from], l.report[from] = true, f
+	if l.disc {
+		l.frame = min(l.frame, f)
+	}
+}
+
+// settle reports whether every remaining machine (peers, of which this
+// one is peers[self]) has now reported the departure; the disconnect frame
+// is then final.
+func (l *leave) settle(self int, peers []peer) bool {
+	if !l.disc || l.agreed {
+		return false
+	}
+	for j := range peers {
+		if j != self && !peers[j].leave.disc && !l.reported[j] {
+			return false
+		}
+	}
+	l.agreed = true
+	return true
+}
+
+// peerStart is the peer's part of the start protocol.
+type peerStart struct {
+	row      []uint32 // its round-trip times (µs), from its Ready (host only)
+	goSeen   bool     // it has the mesh (its Go, or the host's Start)
+	lastSync time.Duration
+	first    time.Duration // lockstep: when its first inputs arrived; -1 before
+}
+
+// gossipView is what the peer says of the other machines.
+type gossipView struct {
+	order []int             // the other peers, by id: the gossip entries in packets to or from it
+	sees  [MaxPlayers]Frame // by peer index: how many of that peer's frames it reported having
+}
+
+// sees records that the peer has count frames of peer x; counts only
+// grow, so a reordered packet cannot lower one.
+func (g *gossipView) count(x int, count Frame) { g.sees[x] = max(g.sees[x], count) }
+
+// sumSender repeats our newest final checksum to the peer.
+type sumSender struct {
+	frame  Frame // the frame of the last checksum sent to it
+	sends  int   // how many times
+	sentAt time.Duration
+}
+
+// A new final checksum is sent checksumRepeats times, checksumResend
+// apart, in case a datagram that carried it is lost.
+const (
+	checksumRepeats = 3
+	checksumResend  = 250 * time.Millisecond
+)
+
+// due reports whether the checksum of frame f goes to the peer now.
+func (c *sumSender) due(now time.Duration, f Frame) bool {
+	if f != c.frame {
+		c.frame, c.sends = f, 0
+	} else if c.sends >= checksumRepeats || now-c.sentAt < checksumResend {
+		return false
+	}
+	c.sends++
+	c.sentAt = now
+	return true
+}

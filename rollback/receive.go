@@ -1,0 +1,285 @@
+package rollback
+
+import (
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+// This file is the receiving half of the protocol (docs/protocol.md):
+// every datagram a peer sends is a claim, checked before it changes
+// anything, and dropped and counted when it cannot be true.
+
+// receive processes every waiting packet and returns the first frame whose
+// newly confirmed input differs from the one it was simulated with, or
+// s.frame when there is none.
+func (s *Session) receive() Frame {
+	mis := s.frame
+	if s.tr == nil {
+		return mis
+	}
+	buf := s.io.recvBuf
+	for {
+		n, peer, ok := s.tr.Receive(buf)
+		if !ok {
+			return mis
+		}
+		s.stats.PacketsReceived++
+		s.stats.BytesReceived += int64(n)
+		if peer < 0 || peer >= len(s.peers) {
+			s.stats.PacketsInvalid++
+			continue
+		}
+		valid := false
+		switch {
+		case n <= 0 || n > maxDatagram:
+		case wire.Kind(buf[0]) == wire.KindInput:
+			var f Frame
+			f, valid = s.handleInput(peer, buf[:n])
+			mis = min(mis, f)
+		default:
+			valid = s.handleControl(peer, buf[:n])
+		}
+		ps := &s.peers[peer]
+		if !valid {
+			s.stats.PacketsInvalid++
+			ps.st.PacketsDropped++
+			continue
+		}
+		ps.st.PacketsReceived++
+		if ps.link.heard(s.now, n) {
+			s.emit(EventReconnected, s.frame, peer)
+		}
+	}
+}
+
+// handleInput takes an input packet from peer i. It returns the first
+// mispredicted frame it revealed (s.frame for none) and whether the
+// packet was acceptable.
+func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
+	mis = s.frame
+	ps := &s.peers[i]
+	h, err := wire.PeekInput(b)
+	if err != nil || !ps.auth.accepts(h.Tag) {
+		return mis, false // malformed, or not from this session
+	}
+	s.verify(i)            // the tag proves it saw our nonce
+	ps.start.goSeen = true // and inputs prove it has started
+	if ps.leave.disc {
+		return mis, true // it left; what it still sends no longer counts
+	}
+	// It cannot want a frame of ours that we have not yet added.
+	localNext := s.inputs.next[s.roster.local[0]]
+	if !ps.progress.acked(Frame(h.Ack), localNext) {
+		return mis, false
+	}
+	want := s.inputs.next[ps.players[0]]
+	// remoteFrameLag, in simulation frames: how many of our frames it is
+	// predicting (its next frame minus the next of our frames it lacks),
+	// both taken back by the input lags. Measured from the header and the
+	// lag of the packet before: a packet that fails to parse still counts.
+	defer func() {
+		lag := Frame(h.End-h.Ack) - Frame(ps.progress.lag) + Frame(s.lag.delay)
+		ps.st.RemoteFrameLag = lag
+		s.gov.Remote(i, int(lag))
+	}()
+	ps.st.FramesBehind = localNext - Frame(h.End)
+	// The first frame is delta-coded against our copy of the frame before
+	// it; without it (a gap, or a frame the ring no longer holds) only the
+	// acknowledgement is usable.
+	first := Frame(h.First)
+	if first > want || (first > 0 && first-1 < want-ringSize) {
+		return mis, true
+	}
+	pkt := &s.io.pkt
+	pkt.Base = nil
+	if first > 0 {
+		for j, p := range ps.players {
+			s.io.base[j] = uint64(s.inputs.at(first-1, p))
+		}
+		pkt.Base = s.io.base[:len(ps.players)]
+	}
+	if err := wire.ParseInput(b, s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
+		return mis, false
+	}
+	ps.progress.lag = pkt.Lag
+	if mis, ok = s.takeInputs(ps, first, want); !ok {
+		return mis, false
+	}
+	if ps.start.first < 0 && s.inputs.next[ps.players[0]] > 0 {
+		ps.start.first = s.now
+	}
+	s.handleGossip(i, pkt.Gossip)
+	if s.out.log != nil && s.inputs.next[ps.players[0]] > want {
+		n := int(s.inputs.next[ps.players[0]] - want)
+		skip := int(want-first) * len(ps.players)
+		s.logf(logRecv, slog.Int("peer", i), slog.Int("first", int(want)), slog.Int("n", n), slog.Int("ack", int(h.Ack)),
+			slog.Any("in", slices.Clone(pkt.Inputs[skip:skip+n*len(ps.players)])))
+	}
+	return mis, true
+}
+
+// takeInputs stores the frames of the parsed packet (from frame first)
+// that extend what we have of peer ps's players (from want), and returns
+// the first mispredicted frame. It reports false for inputs no honest peer
+// sends: bits outside the layout, or frames beyond the ring.
+func (s *Session) takeInputs(ps *peer, first, want Frame) (Frame, bool) {
+	mis := s.frame
+	pkt := &s.io.pkt
+	limit := s.ringLow() + ringSize
+	for k := range pkt.Count {
+		f := first + Frame(k)
+		if f < want {
+			continue // already have it
+		}
+		if f >= limit {
+			if s.ls != nil {
+				break // a lockstep peer's inputs run on its clock: take the rest when there is room
+			}
+			return mis, false // further ahead than any honest peer can be
+		}
+		for j, p := range ps.players {
+			in := Input(pkt.Inputs[k*len(ps.players)+j])
+			if in&^s.inputs.mask != 0 {
+				return mis, false
+			}
+			if s.inputs.receive(p, f, in, s.frame) {
+				mis = min(mis, f)
+			}
+		}
+	}
+	return mis, true
+}
+
+// handleControl processes a control datagram from peer i. It reports
+// whether the datagram was acceptable.
+func (s *Session) handleControl(i int, b []byte) bool {
+	ps := &s.peers[i]
+	ctl, rx := s.io.ctl, &s.io.rx
+	switch wire.Kind(b[0]) {
+	case wire.KindHandshake:
+		return s.handleHandshake(i, b)
+	case wire.KindQuality:
+		if tag, err := ctl.Parse(b, wire.KindQuality, &rx.q); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		ps.link.replyQuality, ps.link.replyEcho = true, rx.q.Sent
+		return true
+	case wire.KindQualityReply:
+		if tag, err := ctl.Parse(b, wire.KindQualityReply, &rx.qr); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		return ps.link.sample(s.now - time.Duration(rx.qr.Echo))
+	case wire.KindReady, wire.KindStart, wire.KindGo:
+		return s.handleStart(i, b)
+	case wire.KindChecksum:
+		c := &rx.sum
+		if tag, err := ctl.Parse(b, wire.KindChecksum, c); err != nil || !s.tagged(i, tag) || c.Frame <= 0 {
+			return false
+		}
+		s.sums.remote(i, c.Frame, c.Sum)
+		if s.out.log != nil {
+			s.logf(logChecksum, slog.Int("frame", int(c.Frame)), slog.String("sum", hex64(c.Sum)), slog.Int("peer", i))
+		}
+		return true
+	case wire.KindState:
+		if tag, err := ctl.Parse(b, wire.KindState, &rx.state); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		ok, completed := s.sums.incoming(i, &rx.state, s.snaps.arena)
+		if completed {
+			s.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
+		}
+		return ok
+	case wire.KindDisconnect:
+		if tag, err := ctl.Parse(b, wire.KindDisconnect, &rx.d); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		s.disconnect(i)
+		return true
+	}
+	return false
+}
+
+// handleHandshake takes a handshake from peer i: its nonce is fixed once
+// seen, and an echo of ours verifies it.
+func (s *Session) handleHandshake(i int, b []byte) bool {
+	h, a := &s.io.rx.hs, &s.peers[i].auth
+	if tag, err := s.io.ctl.Parse(b, wire.KindHandshake, h); err != nil || tag != 0 || h.SessionID != s.proto.sessionID || h.Nonce == 0 {
+		return false
+	}
+	if a.nonce == 0 {
+		a.nonce = h.Nonce
+		a.tag = tagFor(s.proto.sessionID, s.proto.nonce, h.Nonce)
+	} else if h.Nonce != a.nonce {
+		return false // a replay, or a stranger: the nonce is fixed once seen
+	}
+	if h.Echo == s.proto.nonce {
+		s.verify(i)
+	} else {
+		a.replyHS = true // it lacks our nonce; our tagged packets prove the rest
+	}
+	return true
+}
+
+// disconnect disconnects peer i here: its frames received so far are
+// frozen, and the agreement on its disconnect frame starts.
+func (s *Session) disconnect(i int) {
+	ps := &s.peers[i]
+	ps.leave.disconnect(s.inputs.next[ps.players[0]])
+}
+
+// handleGossip records what peer from says of the other machines.
+func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
+	order := s.peers[from].gossip.order
+	for k, g := range gossip {
+		if k >= len(order) {
+			continue
+		}
+		x := order[k]
+		if !g.Disconnected {
+			s.peers[from].gossip.count(x, Frame(g.Frame))
+			continue
+		}
+		if s.peers[x].leave.agreed {
+			continue
+		}
+		s.peers[x].leave.reportBy(from, Frame(g.Frame))
+		s.disconnect(x)
+	}
+}
+
+// checkLiveness raises interrupted and disconnected states from silence,
+// and finalises disconnect agreements. It returns the earliest frame that
+// must be re-simulated because a disconnect frame was agreed.
+func (s *Session) checkLiveness() Frame {
+	mis := s.frame
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if ps.leave.disc || !s.proto.started {
+			continue
+		}
+		silent := s.now - ps.link.lastRecv
+		if silent > s.proto.interruptAfter && !ps.link.interrupted {
+			ps.link.interrupted = true
+			s.emit(EventInterrupted, s.frame, i)
+		}
+		if silent > s.proto.disconnectAfter {
+			s.disconnect(i)
+		}
+	}
+	for x := range s.peers {
+		px := &s.peers[x]
+		if !px.leave.settle(x, s.peers) {
+			continue
+		}
+		for _, p := range px.players {
+			s.inputs.disconnect(p, px.leave.frame)
+		}
+		mis = min(mis, px.leave.frame)
+		s.emit(EventDisconnected, px.leave.frame, x)
+	}
+	return mis
+}

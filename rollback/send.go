@@ -1,0 +1,249 @@
+package rollback
+
+import (
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+// This file is the sending half of the protocol: every call ends by
+// sending each peer what it is due.
+
+// codec is the session's wire scratch: buffers and messages reused by
+// every call, so that steady-state play allocates nothing.
+type codec struct {
+	ctl     *wire.ControlCodec
+	sendBuf []byte
+	recvBuf []byte
+	pkt     wire.InputPacket
+	base    [MaxPlayers]uint64
+	gossip  []wire.Gossip
+	stepIn  [MaxPlayers]PlayerInput // the inputs of the frame being simulated
+
+	rx struct { // received control messages
+		hs    wire.Handshake
+		q     wire.Quality
+		qr    wire.QualityReply
+		d     wire.Disconnect
+		ready wire.Ready
+		start wire.Start
+		gomsg wire.Go
+		sum   wire.Checksum
+		state wire.State
+	}
+	hs  wire.Handshake // sent
+	q   wire.Quality
+	qr  wire.QualityReply
+	sum wire.Checksum
+}
+
+func newCodec() codec {
+	return codec{
+		ctl:     wire.NewControlCodec(),
+		sendBuf: make([]byte, 0, maxDatagram),
+		recvBuf: make([]byte, maxDatagram+1),
+		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*wire.MaxPlayers), Gossip: make([]wire.Gossip, 0, MaxPlayers)},
+		gossip:  make([]wire.Gossip, 0, MaxPlayers),
+	}
+}
+
+// sendTimes records when each local frame first went out: the resend
+// policy compares it with the round trip (progress.first).
+type sendTimes struct {
+	at   [ringSize]time.Duration
+	high Frame // frames below this have a send time
+}
+
+// gossipCountEvery: input packets carry the counts of third machines'
+// frames in one packet of this many.
+const gossipCountEvery = 4
+
+// send sends every peer what it is due: handshakes until it is verified,
+// the start protocol, pings, checksums, then the local inputs it has not
+// acknowledged.
+func (s *Session) send() {
+	if len(s.peers) == 0 {
+		return
+	}
+	localNext := s.inputs.next[s.roster.local[0]]
+	for ; s.proto.started && s.sent.high < localNext; s.sent.high++ {
+		s.sent.at[ring(s.sent.high)] = s.now // when each local frame first went out
+	}
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if ps.leave.disc || ps.link.throttled(s.now) {
+			continue
+		}
+		s.sendProtocol(i)
+		if !s.proto.started || !ps.auth.verified {
+			continue
+		}
+		if s.ls != nil && !ps.progress.lockstepDue(s.now, localNext) {
+			continue
+		}
+		s.sendInputs(i, localNext)
+	}
+}
+
+// sendInputs sends peer i an input packet: the local inputs it has not
+// acknowledged (the newest RedundantFrames of them, or all after a loss
+// burst), the next frame we want from it, the gossip and our input lag.
+func (s *Session) sendInputs(i int, localNext Frame) {
+	ps, pkt, nLocal := &s.peers[i], &s.io.pkt, len(s.roster.local)
+	// Worst case bits per frame, to keep every datagram under maxDatagram.
+	perFrame := nLocal * (len(s.roster.layout) + s.roster.layout.Bits())
+	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.HeaderSize-4*MaxPlayers)*8/perFrame)
+	want := s.inputs.next[ps.players[0]]
+	ack := ps.progress.ack
+	first, burst := ps.progress.first(s.now, s.sent.at[ring(ack)], ps.link.rtt, ack < s.sent.high, localNext, s.proto.redundant)
+	if burst {
+		ps.st.LossBursts++
+	}
+	if want-first > 255 {
+		first = want - 255 // it is hopelessly behind; keep the header encodable
+	}
+	end := min(localNext, min(want, first)+255, first+Frame(maxFrames))
+	pkt.Tag, pkt.Ack, pkt.First, pkt.Players = ps.auth.tag, int32(want), int32(first), nLocal
+	pkt.Count = max(0, int(end-first))
+	pkt.Inputs = pkt.Inputs[:0]
+	for f := first; f < end; f++ {
+		for _, p := range s.roster.local {
+			pkt.Inputs = append(pkt.Inputs, uint64(s.inputs.at(f, p)))
+		}
+	}
+	pkt.Base = nil
+	if first > 0 {
+		for j, p := range s.roster.local {
+			s.io.base[j] = uint64(s.inputs.at(first-1, p))
+		}
+		pkt.Base = s.io.base[:nLocal]
+	}
+	pkt.Gossip = s.gossipFor(ps)
+	// localFrameLag, in simulation frames: how many of its frames we are
+	// predicting (our next frame minus its first frame we lack, taken back
+	// by its input lag).
+	ps.st.LocalFrameLag = s.frame - want + Frame(ps.progress.lag)
+	s.gov.Local(i, int(ps.st.LocalFrameLag))
+	pkt.Lag = min(s.lag.delay, wire.MaxLag)
+	b, err := wire.AppendInput(s.io.sendBuf[:0], pkt, s.roster.layout)
+	if err != nil {
+		s.stats.SendErrors++
+		return
+	}
+	if s.out.log != nil {
+		s.logf(logSend, slog.Int("peer", i), slog.Int("first", int(first)), slog.Int("n", pkt.Count),
+			slog.Int("ack", int(want)), slog.Int("lag", pkt.Lag), slog.Any("in", slices.Clone(pkt.Inputs)))
+	}
+	s.transmit(i, b)
+}
+
+// gossipFor returns what the next packet to ps says of the other
+// machines: which left and where they were cut, and (in one packet of
+// gossipCountEvery) how many frames of each we have.
+func (s *Session) gossipFor(ps *peer) []wire.Gossip {
+	g := s.io.gossip[:0]
+	for _, x := range ps.gossip.order {
+		px := &s.peers[x]
+		e := wire.Gossip{Disconnected: px.leave.disc, Frame: int32(px.leave.frame)}
+		if !px.leave.disc {
+			e.Frame = -1 // the count goes in every fourth packet: it only paces the anchor
+			if ps.st.PacketsSent%gossipCountEvery == 0 {
+				e.Frame = int32(s.inputs.next[px.players[0]])
+			}
+		}
+		g = append(g, e)
+	}
+	s.io.gossip = g
+	return g
+}
+
+// transmit sends b to peer i and counts it.
+func (s *Session) transmit(i int, b []byte) {
+	if err := s.tr.Send(i, b); err != nil {
+		s.stats.SendErrors++
+		return
+	}
+	ps := &s.peers[i]
+	ps.link.sent(s.now, len(b))
+	ps.st.PacketsSent++
+	s.stats.PacketsSent++
+	s.stats.BytesSent += int64(len(b))
+}
+
+// sendControl sends a control message to peer i.
+func (s *Session) sendControl(i int, kind wire.Kind, tag uint16, msg any) {
+	b, err := s.io.ctl.Append(s.io.sendBuf[:0], kind, tag, msg)
+	if err != nil {
+		s.stats.SendErrors++
+		return
+	}
+	s.transmit(i, b)
+}
+
+// sendProtocol sends the handshake, start, quality, checksum and state
+// messages due to peer i.
+func (s *Session) sendProtocol(i int) {
+	ps := &s.peers[i]
+	l := &ps.link
+	if ps.auth.replyHS || (!ps.auth.verified && s.now-l.lastSend >= handshakeRetry) || (!s.proto.started && l.lastSend == 0) {
+		s.io.hs = wire.Handshake{SessionID: s.proto.sessionID, Nonce: s.proto.nonce, Echo: ps.auth.nonce}
+		s.sendControl(i, wire.KindHandshake, 0, &s.io.hs)
+		ps.auth.replyHS = false
+	}
+	if !ps.auth.verified || ps.leave.disc {
+		return
+	}
+	s.sendStart(i)
+	if l.replyQuality {
+		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
+		s.sendControl(i, wire.KindQualityReply, ps.auth.tag, &s.io.qr)
+		l.replyQuality = false
+	}
+	if f, sum, ok := s.sums.latest(); ok && ps.sums.due(s.now, f) {
+		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
+		s.sendControl(i, wire.KindChecksum, ps.auth.tag, &s.io.sum)
+	}
+	s.sums.outgoing(i, s.now, s)
+	// Before the match starts, ping every 100 ms until the round trip is
+	// known: the start delay needs it.
+	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && l.rtt == 0 && s.now-l.lastQuality >= handshakeRetry) {
+		l.lastQuality = s.now
+		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
+		s.sendControl(i, wire.KindQuality, ps.auth.tag, &s.io.q)
+	}
+}
+
+// sendState sends peer i a piece of the state exchange (a checksumSink).
+func (s *Session) sendState(i int, m *wire.State) {
+	s.sendControl(i, wire.KindState, s.peers[i].auth.tag, m)
+}
+
+// finalChecksum takes a checksum that has become final (a checksumSink):
+// the Recorder and the log get it.
+func (s *Session) finalChecksum(f Frame, sum uint64) {
+	if s.out.rec != nil {
+		s.out.rec.Checksum(f, sum)
+	}
+	if s.out.log != nil {
+		s.logf(logChecksum, slog.Int("frame", int(f)), slog.String("sum", hex64(sum)))
+	}
+}
+
+// checkDesync hands on the checksums whose frame can no longer change and
+// compares them with the peers'.
+func (s *Session) checkDesync() {
+	if s.sums == nil || s.sums.failed() != nil {
+		return
+	}
+	s.sums.finals(s.frame, s.anchor(s.frame), s)
+	e := s.sums.detect(len(s.peers))
+	if e == nil {
+		return
+	}
+	if s.out.log != nil {
+		s.logf(logDesync, slog.Int("frame", int(e.Frame)), slog.Int("peer", e.Peer), slog.String("local", hex64(e.Local)), slog.String("remote", hex64(e.Remote)))
+	}
+	s.emit(EventDesyncDetected, Frame(e.Frame), e.Peer)
+}

@@ -1,0 +1,163 @@
+package rollback
+
+import (
+	"fmt"
+
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// backup is one snapshot slot of the arena.
+type backup struct {
+	frame Frame // the frame whose start state the slot holds
+	valid bool
+}
+
+// finalRunner simulates frame f with its final inputs in the arena's
+// current region: the snapshots use it to move a snapshot forward in place.
+type finalRunner interface {
+	runFinal(f Frame)
+}
+
+// snapshots owns the arena's snapshot slots and the snapshot policy: when
+// to save the present, which snapshot a rollback restores, moving that
+// snapshot up to the anchor frame in its own region, and which snapshots a
+// restore supersedes.
+//
+// The anchor frame is the first frame a rollback may still need to restore
+// (Session.anchor): a snapshot at or before it is always usable. While
+// predictions keep coming true nothing moves a snapshot, so, as in
+// INVERSUS, when the newest snapshot is interval frames old the present is
+// saved over the other slot — only if that slot is invalid or superseded,
+// never over the anchor snapshot nor over a pending one the anchor has not
+// reached yet.
+type snapshots struct {
+	arena    *savestate.Arena
+	backups  [savestate.Slots]backup
+	interval Frame // save the present when the newest snapshot is this old
+	reach    Frame // MaxRollback: the live state never runs further past a player's last input (0 in lockstep)
+	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
+	on       bool  // false: no snapshots at all (lockstep with two machines)
+
+	saves int64 // snapshots copied from the live state
+	steps int64 // frames simulated inside a snapshot to move it forward
+}
+
+// forcedBound returns, in a forced mode, the frame the next forced
+// rollback restores when next is the next frame to be simulated; noFrame
+// otherwise.
+func (sn *snapshots) forcedBound(next Frame) Frame {
+	if sn.forced == 0 {
+		return noFrame
+	}
+	return next - Frame(sn.forced)
+}
+
+// save copies the live state into slot as the start of frame f.
+func (sn *snapshots) save(slot int, f Frame) error {
+	if err := sn.arena.Save(slot); err != nil {
+		return err
+	}
+	sn.backups[slot] = backup{frame: f, valid: true}
+	sn.saves++
+	return nil
+}
+
+// saveSlot applies the policy before frame f is simulated during play: it
+// returns the slot to save the present in, or -1. anchor is the anchor frame.
+func (sn *snapshots) saveSlot(f, anchor Frame) int {
+	if sn.forced > 0 || !sn.on {
+		return -1 // forced modes roll back every frame and never need it
+	}
+	keep, newest := -1, Frame(-1)
+	for i, b := range sn.backups {
+		if !b.valid {
+			continue
+		}
+		newest = max(newest, b.frame)
+		if b.frame <= anchor && (keep < 0 || b.frame > sn.backups[keep].frame) {
+			keep = i
+		}
+	}
+	if f-newest < sn.interval {
+		return -1
+	}
+	for i, b := range sn.backups {
+		// Never over a snapshot the anchor frame has not reached yet: it is
+		// the next anchor, and replacing it again and again (a short
+		// interval, an anchor held back by the others' counts) would keep
+		// the anchor, and the input ring, pinned forever.
+		if i != keep && (!b.valid || b.frame <= anchor) {
+			return i
+		}
+	}
+	return -1
+}
+
+// restore prepares a rollback to frame mis: it drops the snapshots after
+// mis, moves the newest remaining one forward to the anchor frame in its
+// own region (run simulates each frame there; every input before the
+// anchor is final), restores it into the live state and drops the older
+// ones it supersedes. It returns the slot and the frame the live state is
+// now at, and the frame the snapshot was at before it was moved.
+func (sn *snapshots) restore(mis, anchor Frame, run finalRunner) (slot int, at, from Frame, err error) {
+	for i, b := range sn.backups {
+		if b.valid && b.frame > mis {
+			sn.backups[i].valid = false
+		}
+	}
+	slot = -1
+	for i, b := range sn.backups {
+		if b.valid && b.frame <= mis && (slot < 0 || b.frame > sn.backups[slot].frame) {
+			slot = i
+		}
+	}
+	if slot < 0 {
+		// Unreachable while the invariants hold; never panic on it.
+		return 0, 0, 0, fmt.Errorf("%w: mispredicted frame %d (snapshots %+v)", errSnapshot, mis, sn.backups)
+	}
+	from = sn.backups[slot].frame
+	if anchor > from {
+		if err := sn.advance(slot, anchor, run); err != nil {
+			return 0, 0, 0, err
+		}
+	}
+	if err := sn.arena.Restore(slot); err != nil {
+		return 0, 0, 0, fmt.Errorf("%w: %v", errSnapshot, err)
+	}
+	at = sn.backups[slot].frame
+	if at <= anchor {
+		for i, b := range sn.backups {
+			if i != slot && b.frame < at {
+				sn.backups[i].valid = false // superseded: no rollback can need it
+			}
+		}
+	}
+	return slot, at, from, nil
+}
+
+// advance steps the snapshot in slot forward to frame to, inside the
+// snapshot's own region, without a second copy of the arena.
+func (sn *snapshots) advance(slot int, to Frame, run finalRunner) error {
+	if err := sn.arena.Enter(slot); err != nil {
+		return fmt.Errorf("%w: %v", errSnapshot, err)
+	}
+	for f := sn.backups[slot].frame; f < to; f++ {
+		run.runFinal(f)
+	}
+	sn.arena.Leave()
+	sn.steps += int64(to - sn.backups[slot].frame)
+	sn.backups[slot].frame = to
+	return nil
+}
+
+// low returns the oldest frame a valid snapshot holds (noFrame for none):
+// the inputs from there on may be read again.
+func (sn *snapshots) low() Frame {
+	low := noFrame
+	for _, b := range sn.backups {
+		if b.valid {
+			low = min(low, b.frame)
+		}
+	}
+	return low
+}

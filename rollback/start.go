@@ -1,0 +1,325 @@
+package rollback
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/inputlag"
+	"github.com/rewindgg/rewind/rollback/wire"
+)
+
+// protocol is the session's side of the handshake and its timers.
+type protocol struct {
+	sessionID uint64
+	nonce     uint32 // ours
+	started   bool   // the match runs: frame 0 may be simulated
+	closed    bool
+	hsStart   time.Duration // when the handshake started
+	startedAt time.Duration // when the match started: lockstep input ticks count from here
+
+	hsTimeout       time.Duration
+	interruptAfter  time.Duration
+	disconnectAfter time.Duration
+	qualityEvery    time.Duration
+	redundant       int // RedundantFrames: -1 resends every unacknowledged frame
+}
+
+func newProtocol(cfg Config, now time.Duration) protocol {
+	p := protocol{
+		sessionID:       cfg.SessionID,
+		started:         len(cfg.Peers) == 0,
+		hsStart:         now,
+		startedAt:       now,
+		hsTimeout:       orDefault(cfg.HandshakeTimeout, DefaultHandshakeTimeout),
+		interruptAfter:  orDefault(cfg.InterruptTimeout, DefaultInterruptTimeout),
+		disconnectAfter: orDefault(cfg.DisconnectTimeout, DefaultDisconnectTimeout),
+		qualityEvery:    orDefault(cfg.QualityInterval, DefaultQualityInterval),
+		redundant:       orDefault(cfg.RedundantFrames, DefaultRedundantFrames),
+	}
+	if cfg.Mode == LockstepMode && cfg.RedundantFrames == 0 {
+		// Gaffer: every unacknowledged input in every packet. A lockstep
+		// peer cannot predict past a lost frame, so the repair must not
+		// wait for the acknowledgement to stall; on a short link it is no
+		// more than the newest few frames anyway.
+		p.redundant = -1
+	}
+	return p
+}
+
+// handshakeRetry is how often an unanswered handshake is repeated.
+const handshakeRetry = 100 * time.Millisecond
+
+// frameDuration is the simulation frame the input lag is measured in.
+const frameDuration = time.Second / 60
+
+// tagFor derives the 16-bit session tag from the session id and both
+// nonces; 0 is reserved for handshakes.
+func tagFor(session uint64, a, b uint32) uint16 {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:], session)
+	binary.LittleEndian.PutUint32(buf[8:], min(a, b))
+	binary.LittleEndian.PutUint32(buf[12:], max(a, b))
+	t := uint16(xxhash.Sum64(buf[:]))
+	if t == 0 {
+		t = 1
+	}
+	return t
+}
+
+func readNonce(r io.Reader) (uint32, error) {
+	var b [4]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return 0, fmt.Errorf("%w: %v", errRand, err)
+		}
+		if n := binary.LittleEndian.Uint32(b[:]); n != 0 {
+			return n, nil
+		}
+	}
+}
+
+// starter owns the start of the match after the handshake (unless
+// Config.NoStartDelay): the host gathers every machine's round-trip times
+// into the mesh, every machine learns it, and each waits
+// advantage.StartDelay so that all start their first frame together (the
+// INVERSUS start delay).
+type starter struct {
+	noDelay   bool
+	machine   int // our index among the machines, by lowest PlayerID
+	host      int // the host's peer index; -1 when we are the host
+	mesh      [][]time.Duration
+	meshKnown bool
+	at        time.Duration // when we start; -1 until known
+
+	ready wire.Ready // scratch for sent messages
+	start wire.Start
+	gomsg wire.Go
+}
+
+// newStarter: machines are ordered by their lowest player; the host is the
+// first.
+func newStarter(noDelay bool, lowest PlayerID, peers []peer) starter {
+	st := starter{noDelay: noDelay, host: -1, at: -1}
+	for i := range peers {
+		if peers[i].id < lowest {
+			st.machine++
+			if st.host < 0 || peers[i].id < peers[st.host].id {
+				st.host = i
+			}
+		}
+	}
+	return st
+}
+
+// handshakeStep runs the start of the match: the handshake, then (unless
+// Config.NoStartDelay) the exchange of round-trip times and the start
+// delay. It returns an error on timeout.
+func (s *Session) handshakeStep() error {
+	if s.proto.started {
+		return nil
+	}
+	all := true
+	for i := range s.peers {
+		all = all && s.peers[i].auth.verified
+	}
+	if all && s.start.noDelay {
+		s.begin()
+		return nil
+	}
+	if all {
+		s.syncStep()
+		if s.proto.started {
+			return nil
+		}
+	}
+	if s.now-s.proto.hsStart > s.proto.hsTimeout {
+		var missing []int
+		for i := range s.peers {
+			if !s.peers[i].auth.verified || (all && !s.peers[i].start.goSeen) {
+				missing = append(missing, i)
+			}
+		}
+		return &HandshakeError{Peers: missing, Timeout: s.proto.hsTimeout}
+	}
+	return nil
+}
+
+// begin starts the match.
+func (s *Session) begin() {
+	s.proto.started, s.proto.startedAt = true, s.now
+	s.emit(EventRunning, s.frame, -1)
+	// The article's initial input lag, from half the worst round trip; it
+	// is raised like any other raise: by stalling while taking input.
+	var worst time.Duration
+	for i := range s.peers {
+		worst = max(worst, s.peers[i].link.rtt)
+	}
+	if s.lag.raise(inputlag.Initial(worst, frameDuration)) {
+		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: s.lag.delay})
+	}
+}
+
+// rowReady reports whether we have a round-trip time to every peer.
+func (s *Session) rowReady() bool {
+	for i := range s.peers {
+		if s.peers[i].link.rtt == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// syncStep advances the start protocol once every peer is verified: the
+// host builds the mesh from every machine's row; once a machine has the
+// mesh and every other machine's Go (the host's Start counts as its Go),
+// it waits advantage.StartDelay and starts.
+func (s *Session) syncStep() {
+	st := &s.start
+	if !st.meshKnown && st.host < 0 && s.rowReady() {
+		s.buildMesh()
+	}
+	if !st.meshKnown {
+		return
+	}
+	if st.at < 0 {
+		for i := range s.peers {
+			if !s.peers[i].start.goSeen {
+				return
+			}
+		}
+		host := st.machine
+		if st.host >= 0 {
+			host = s.peers[st.host].machine
+		}
+		st.at = s.now + advantage.StartDelay(st.mesh, host, st.machine)
+	}
+	if s.now >= st.at {
+		s.begin()
+	}
+}
+
+// buildMesh builds the host's mesh once every peer's row has arrived.
+func (s *Session) buildMesh() {
+	n := len(s.peers) + 1
+	for i := range s.peers {
+		if len(s.peers[i].start.row) != n {
+			return
+		}
+	}
+	st := &s.start
+	st.mesh = newMesh(n)
+	for i := range s.peers {
+		a := s.peers[i].machine
+		st.mesh[st.machine][a] = s.peers[i].link.rtt
+		for b, us := range s.peers[i].start.row {
+			st.mesh[a][b] = time.Duration(us) * time.Microsecond
+		}
+	}
+	st.meshKnown = true
+}
+
+func newMesh(n int) [][]time.Duration {
+	m := make([][]time.Duration, n)
+	for a := range n {
+		m[a] = make([]time.Duration, n)
+	}
+	return m
+}
+
+// handleStart processes the start-protocol messages from peer i.
+func (s *Session) handleStart(i int, b []byte) bool {
+	ps := &s.peers[i]
+	n := len(s.peers) + 1
+	switch wire.Kind(b[0]) {
+	case wire.KindReady:
+		r := &s.io.rx.ready
+		if tag, err := s.io.ctl.Parse(b, wire.KindReady, r); err != nil || !s.tagged(i, tag) || len(r.RTT) != n {
+			return false
+		}
+		ps.start.row = append(ps.start.row[:0], r.RTT...)
+		return true
+	case wire.KindStart:
+		m := &s.io.rx.start
+		if tag, err := s.io.ctl.Parse(b, wire.KindStart, m); err != nil || !s.tagged(i, tag) || i != s.start.host || len(m.Mesh) != n*n {
+			return false
+		}
+		if !s.start.meshKnown && !s.proto.started {
+			s.start.mesh = newMesh(n)
+			for a := range n {
+				for c := range n {
+					s.start.mesh[a][c] = time.Duration(m.Mesh[a*n+c]) * time.Microsecond
+				}
+			}
+			s.start.meshKnown = true
+		}
+		ps.start.goSeen = true
+		return true
+	case wire.KindGo:
+		if tag, err := s.io.ctl.Parse(b, wire.KindGo, &s.io.rx.gomsg); err != nil || !s.tagged(i, tag) {
+			return false
+		}
+		ps.start.goSeen = true
+		return true
+	}
+	return false
+}
+
+// sendStart sends peer i the start-protocol messages due until the match
+// runs: Ready every 100 ms, Start and Go on every tick.
+func (s *Session) sendStart(i int) {
+	ps, st := &s.peers[i], &s.start
+	if s.proto.started || st.noDelay || !ps.auth.verified {
+		return
+	}
+	n := len(s.peers) + 1
+	switch {
+	case st.meshKnown && st.host < 0:
+		// Start and Go go out on every tick until the match runs: one lost
+		// copy would shift this machine's start by a round trip.
+		st.start.Mesh = st.start.Mesh[:0]
+		for a := range n {
+			for c := range n {
+				st.start.Mesh = append(st.start.Mesh, uint32(min(st.mesh[a][c]/time.Microsecond, 1<<32-1)))
+			}
+		}
+		s.sendControl(i, wire.KindStart, ps.auth.tag, &st.start)
+	case st.meshKnown:
+		s.sendControl(i, wire.KindGo, ps.auth.tag, &st.gomsg)
+	case i == st.host && s.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
+		ps.start.lastSync = s.now
+		st.ready.RTT = st.ready.RTT[:0]
+		for range n {
+			st.ready.RTT = append(st.ready.RTT, 0)
+		}
+		for j := range s.peers {
+			st.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].link.rtt/time.Microsecond, 1<<32-1))
+		}
+		s.sendControl(i, wire.KindReady, ps.auth.tag, &st.ready)
+	}
+}
+
+// verify marks peer i as having proved it saw our nonce.
+func (s *Session) verify(i int) {
+	ps := &s.peers[i]
+	if !ps.auth.verified {
+		ps.auth.verified = true
+		ps.link.lastRecv = s.now
+		ps.link.lastQuality = s.now - s.proto.qualityEvery // ping at once: the start delay needs the round trip
+		s.emit(EventConnected, s.frame, i)
+	}
+}
+
+// tagged reports whether tag is peer i's session tag, and if so counts it
+// as proof that the peer saw our nonce.
+func (s *Session) tagged(i int, tag uint16) bool {
+	if !s.peers[i].auth.accepts(tag) {
+		return false
+	}
+	s.verify(i)
+	return true
+}
