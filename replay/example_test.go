@@ -22,7 +22,9 @@ func Example() {
 	bots := []*arena.Bot{arena.NewBot(1), arena.NewBot(2)}
 	for range 600 {
 		for p, b := range bots {
-			_ = s.AddLocalInput(rollback.PlayerID(p), b.Next())
+			if _, err := s.AddLocalInput(rollback.PlayerID(p), b.Next()); err != nil {
+				panic(err)
+			}
 		}
 		if _, err := s.Advance(); err != nil {
 			panic(err)

@@ -29,7 +29,7 @@ func FuzzRead(f *testing.F) {
 		}
 		mask := rp.Layout.Mask()
 		for _, in := range rp.Inputs {
-			if uint64(in)&^mask != 0 {
+			if in&^mask != 0 {
 				t.Fatalf("input %#x outside the layout", in)
 			}
 		}

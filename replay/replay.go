@@ -409,7 +409,7 @@ func Read(r io.Reader) (*Replay, error) {
 	for p := range rp.Left {
 		rp.Left[p] = -1
 	}
-	mask := layout.Mask()
+	mask := uint64(layout.Mask())
 	for n := 0; ; n++ {
 		name := fmt.Sprintf("block %d", n)
 		if d.off() == len(data) {

@@ -33,7 +33,9 @@ func record(t testing.TB, frames, every int, seed uint64) ([]byte, uint64) {
 	bots := []*arena.Bot{arena.NewBot(seed), arena.NewBot(seed + 1)}
 	for range frames {
 		for p, b := range bots {
-			require.NoError(t, s.AddLocalInput(rollback.PlayerID(p), b.Next()))
+			queued, err := s.AddLocalInput(rollback.PlayerID(p), b.Next())
+			require.NoError(t, err)
+			require.True(t, queued)
 		}
 		_, err := s.Advance()
 		require.NoError(t, err)

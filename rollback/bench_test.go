@@ -1,15 +1,14 @@
 package rollback_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
-	"github.com/rewindgg/rewind/rollback/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -105,7 +104,7 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode) {
 	}
 	peerFrame := func(i int) {
 		s := ss[i&1]
-		if err := s.AddLocalInput(rollback.PlayerID(i&1), 0x155); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
+		if _, err := s.AddLocalInput(rollback.PlayerID(i&1), 0x155); err != nil {
 			b.Fatal(err)
 		}
 		if _, err := s.Advance(); err != nil {
@@ -180,7 +179,7 @@ func (p *scripted) Receive(buf []byte) (int, int, bool) {
 	}
 	p.pkt.Inputs = append(p.pkt.Inputs, uint64(p.next&1)) // never what repeat-last predicts
 	var err error
-	p.buf, err = wire.AppendInput(p.buf[:0], &p.pkt, rollback.Layout{3, 8, 8})
+	p.buf, err = wire.AppendInput(p.buf[:0], &p.pkt, wire.Layout{3, 8, 8})
 	if err != nil {
 		panic(err)
 	}
@@ -210,7 +209,7 @@ func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 		}
 		op := func() int {
 			peer.now += match.Tick
-			if err := s.AddLocalInput(0, 7); err != nil {
+			if queued, err := s.AddLocalInput(0, 7); err != nil || !queued {
 				b.Fatal(err)
 			}
 			r, err := s.Advance()

@@ -9,7 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/desync"
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
 

@@ -14,11 +14,11 @@ import (
 // Defaults.
 const (
 	DefaultMaxRollback = 20 // frames; the INVERSUS value
-	// MaxMaxRollback bounds MaxRollback so that every frame number a healthy
+	// MaxRollbackLimit bounds MaxRollback so that every frame number a healthy
 	// match puts in a packet fits the 8-bit relative fields of the header.
-	MaxMaxRollback = 64
-	// MaxInputDelay bounds InputDelay for the same reason.
-	MaxInputDelay = 30
+	MaxRollbackLimit = 64
+	// MaxInputLag bounds InputLag for the same reason.
+	MaxInputLag = 30
 
 	DefaultHandshakeTimeout  = 10 * time.Second
 	DefaultInterruptTimeout  = 750 * time.Millisecond // GGPO's disconnect notice
@@ -127,17 +127,17 @@ type Config struct {
 	// DefaultPlayoutDelay (100 ms), negative means none. Lockstep only.
 	PlayoutDelay time.Duration
 	// MaxRollback is the most frames a rollback reaches back, 1 to
-	// MaxMaxRollback; 0 means DefaultMaxRollback (20). The session stalls
+	// MaxRollbackLimit; 0 means DefaultMaxRollback (20). The session stalls
 	// rather than run further ahead of a peer's last input.
 	MaxRollback int
-	// InputDelay is the local input lag in frames, 0 to MaxInputDelay, at
+	// InputLag is the local input lag in frames, 0 to MaxInputLag, at
 	// the start of the match: an input added while frame f is next is used
-	// for frame f+InputDelay. Unless FixedInputLag is set, the session then
+	// for frame f+InputLag. Unless FixedInputLag is set, the session then
 	// re-evaluates it every 100 frames with inputlag.Next (at most
 	// inputlag.Max), raising it by stalling and lowering it by simulating
 	// the queued inputs at once.
-	InputDelay int
-	// FixedInputLag keeps the input lag at InputDelay for the whole match.
+	InputLag int
+	// FixedInputLag keeps the input lag at InputLag for the whole match.
 	FixedInputLag bool
 	// NoFrameAdvantage turns off frame-advantage stall smoothing: the
 	// session never stalls to give a slower peer back its frames.
@@ -185,7 +185,7 @@ type Config struct {
 	// HandshakeTimeout bounds the handshake and the start protocol; 0 means
 	// 10 s (8 machines on a lossy 400 ms round trip need more than 5).
 	HandshakeTimeout time.Duration
-	// InterruptTimeout is the silence after which EventInterrupted is
+	// InterruptTimeout is the silence after which EventNetworkInterrupted is
 	// emitted for a peer; 0 means 750 ms.
 	InterruptTimeout time.Duration
 	// DisconnectTimeout is the silence after which a peer is disconnected;
@@ -279,11 +279,11 @@ func (c *Config) validate() error {
 			return cfgErr("PlayoutDelay", "%v: a playout delay is for LockstepMode", c.PlayoutDelay)
 		}
 	}
-	if c.MaxRollback < 0 || c.MaxRollback > MaxMaxRollback {
-		return cfgErr("MaxRollback", "%d (want 1 to %d, or 0 for %d)", c.MaxRollback, MaxMaxRollback, DefaultMaxRollback)
+	if c.MaxRollback < 0 || c.MaxRollback > MaxRollbackLimit {
+		return cfgErr("MaxRollback", "%d (want 1 to %d, or 0 for %d)", c.MaxRollback, MaxRollbackLimit, DefaultMaxRollback)
 	}
-	if c.InputDelay < 0 || c.InputDelay > MaxInputDelay {
-		return cfgErr("InputDelay", "%d (want 0 to %d)", c.InputDelay, MaxInputDelay)
+	if c.InputLag < 0 || c.InputLag > MaxInputLag {
+		return cfgErr("InputLag", "%d (want 0 to %d)", c.InputLag, MaxInputLag)
 	}
 	if c.Snapshots > ConstantCost {
 		return cfgErr("Snapshots", "unknown policy %d", c.Snapshots)

@@ -119,7 +119,7 @@
 // simulated only when every player's input for it is here, so there are no
 // predictions, no rollbacks and (with two machines) no snapshots. Local
 // inputs run on their own clock: one per tick of Config.TickRate, for the
-// frame InputDelay ticks ahead, sent at once; AddLocalInput returns
+// frame InputLag ticks ahead, sent at once; AddLocalInput returns
 // [ErrInputAlreadyAdded] between ticks, so an RTS keeps its commands and
 // offers them again next render frame, and calls AddLocalInput until it
 // says so (more than one input is due after a slow render frame). The

@@ -11,8 +11,6 @@ import (
 var (
 	// ErrNotLocal: the player is not one of Config.Local.
 	ErrNotLocal = errors.New("rollback: player is not local")
-	// ErrInputAlreadyAdded: the player's input for the frame is already queued.
-	ErrInputAlreadyAdded = errors.New("rollback: input already added for this frame")
 	// ErrInputRange: the input has bits outside the layout.
 	ErrInputRange = errors.New("rollback: input has bits outside the layout")
 	// ErrNoLocalInput: Advance was called before every local player's input

@@ -22,10 +22,10 @@ const (
 	EventConnected
 	// EventRunning: every peer completed the handshake; frame 0 can run.
 	EventRunning
-	// EventInterrupted: nothing heard from Peer for Config.InterruptTimeout.
-	EventInterrupted
-	// EventReconnected: Peer was interrupted and spoke again.
-	EventReconnected
+	// EventNetworkInterrupted: nothing heard from Peer for Config.InterruptTimeout.
+	EventNetworkInterrupted
+	// EventNetworkResumed: Peer was interrupted and spoke again.
+	EventNetworkResumed
 	// EventDisconnected: every remaining machine agreed that Peer left;
 	// its players' inputs from Frame on are the default input.
 	EventDisconnected
@@ -57,9 +57,9 @@ func (k EventKind) String() string {
 		return "connected"
 	case EventRunning:
 		return "running"
-	case EventInterrupted:
+	case EventNetworkInterrupted:
 		return "interrupted"
-	case EventReconnected:
+	case EventNetworkResumed:
 		return "reconnected"
 	case EventDisconnected:
 		return "disconnected"

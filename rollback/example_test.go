@@ -1,7 +1,6 @@
 package rollback_test
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/rewindgg/rewind/internal/match"
@@ -63,8 +62,8 @@ func Example() {
 				pressed = 1
 			}
 			// After a stall (the handshake, too) the session may have no room
-			// for this tick's input: ErrInputAlreadyAdded says so.
-			if err := s.AddLocalInput(rollback.PlayerID(i), pressed); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
+			// for this tick's input: it is then not queued, and dropped.
+			if _, err := s.AddLocalInput(rollback.PlayerID(i), pressed); err != nil {
 				fmt.Println(err)
 				return
 			}

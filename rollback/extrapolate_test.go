@@ -62,7 +62,7 @@ func TestExtrapolateLeavesStateUnchanged(t *testing.T) {
 	ss, _, nw := connectedPairOver(t, wifi, func(i int, c *rollback.Config) {
 		games[i] = &partialGame{counterGame: c.Game.(*counterGame)}
 		c.Game, c.Observer = games[i], &obs[i]
-		c.InputDelay, c.FixedInputLag = i, true // one with input lag, one without
+		c.InputLag, c.FixedInputLag = i, true // one with input lag, one without
 	})
 	for f := range 300 {
 		for i, s := range ss {

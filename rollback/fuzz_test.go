@@ -27,7 +27,7 @@ func FuzzMatch(f *testing.F) {
 			BurstLoss: float64(burstPct%10) / 100,
 		}
 		c := match.Config{Players: 2 + int(players)%3, Frames: 240, Seed: seed, Profile: p,
-			MaxRollback: 1 + int(maxRB)%rollback.MaxMaxRollback, InputDelay: int(delay) % 6}
+			MaxRollback: 1 + int(maxRB)%rollback.MaxRollbackLimit, InputLag: int(delay) % 6}
 		r := match.Run(c)
 		var hs *rollback.HandshakeError
 		if errors.As(r.Err, &hs) {

@@ -7,7 +7,7 @@ import "time"
 // clocks drive it, both counted in ticks of Config.TickRate:
 //
 //   - the input clock: from the start of the match the local players give
-//     one input per tick, for the frame InputDelay ticks ahead, whatever
+//     one input per tick, for the frame InputLag ticks ahead, whatever
 //     the simulation is doing, and each goes out at once;
 //   - the playout clock (Gaffer's playout delay buffer): once the first
 //     inputs of every peer have arrived, frame 0 is due PlayoutDelay later

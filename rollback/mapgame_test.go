@@ -56,7 +56,7 @@ func TestMapOrderCaughtBySyncTest(t *testing.T) {
 	require.NoError(t, err)
 	var ste *rollback.SyncTestError
 	for f := range 200 {
-		require.NoError(t, s.AddLocalInput(0, rollback.Input(f%16)))
+		require.NoError(t, queued(s.AddLocalInput(0, rollback.Input(f%16))))
 		if _, err = s.Advance(); err != nil {
 			break
 		}

@@ -28,7 +28,7 @@ func TestHandshakeTimeout(t *testing.T) {
 		Layout: rollback.Layout{4}, State: g1.a, Game: g1, Transport: nw.Endpoint(1),
 		Clock: nw, Rand: match.SeededRand(1, 1), HandshakeTimeout: time.Hour})
 	require.NoError(t, err)
-	require.NoError(t, s.AddLocalInput(0, 1))
+	require.NoError(t, queued(s.AddLocalInput(0, 1)))
 	var herr *rollback.HandshakeError
 	for tick := 0; tick < 200 && herr == nil; tick++ {
 		r, err := s.Advance()
@@ -75,7 +75,7 @@ func TestLiveness(t *testing.T) {
 	}
 	mid, _ := ss[0].PeerStats(0)
 	require.Len(t, events, 1)
-	assert.Equal(t, rollback.EventInterrupted, events[0].Kind)
+	assert.Equal(t, rollback.EventNetworkInterrupted, events[0].Kind)
 	assert.True(t, mid.Interrupted)
 	assert.False(t, mid.Disconnected, "3 s is less than the 5 s disconnect timeout")
 	sent := mid.PacketsSent - before.PacketsSent
@@ -88,7 +88,7 @@ func TestLiveness(t *testing.T) {
 	}
 	back, _ := ss[0].PeerStats(0)
 	require.Len(t, events, 2)
-	assert.Equal(t, rollback.EventReconnected, events[1].Kind)
+	assert.Equal(t, rollback.EventNetworkResumed, events[1].Kind)
 	assert.False(t, back.Interrupted)
 	assert.InDelta(t, 10, back.PacketsSent-mid.PacketsSent, 1, "back to a packet a frame at once")
 	for range 130 {

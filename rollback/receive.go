@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // This file is the receiving half of the protocol (docs/protocol.md):
@@ -50,7 +50,7 @@ func (s *Session) receive() Frame {
 		}
 		ps.st.PacketsReceived++
 		if ps.link.heard(s.now, n) {
-			s.emit(EventReconnected, s.frame, peer)
+			s.emit(EventNetworkResumed, s.frame, peer)
 		}
 	}
 }
@@ -264,7 +264,7 @@ func (s *Session) checkLiveness() Frame {
 		silent := s.now - ps.link.lastRecv
 		if silent > s.proto.interruptAfter && !ps.link.interrupted {
 			ps.link.interrupted = true
-			s.emit(EventInterrupted, s.frame, i)
+			s.emit(EventNetworkInterrupted, s.frame, i)
 		}
 		if silent > s.proto.disconnectAfter {
 			s.disconnect(i)

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // This file is the sending half of the protocol: every call ends by

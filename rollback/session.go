@@ -10,7 +10,7 @@ import (
 
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // Session is a rollback netcode session: a state machine that the game loop
@@ -57,7 +57,7 @@ type roster struct {
 	players int
 	local   []PlayerID      // sorted
 	owner   [MaxPlayers]int // peer index of a remote player
-	layout  Layout
+	layout  wire.Layout
 }
 
 // maxDatagram is the largest packet the session sends, safely under the
@@ -72,7 +72,7 @@ func NewSession(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		roster: roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(Layout(nil), cfg.Layout...)},
+		roster: roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
 		game:   cfg.Game,
 		obs:    cfg.Observer,
 		tr:     cfg.Transport,
@@ -84,9 +84,9 @@ func NewSession(cfg Config) (*Session, error) {
 		s.clock = RealClock()
 	}
 	lockstepMode := cfg.Mode == LockstepMode
-	s.inputs = newInputRing(cfg.Players, s.roster.local, Input(cfg.Layout.Mask()), cfg.Predictor, cfg.InputDelay)
+	s.inputs = newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true}
-	s.lag = inputLag{delay: cfg.InputDelay, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
+	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
 	if len(cfg.Peers) > 0 {
@@ -195,37 +195,45 @@ func (s *Session) InputFrame(p PlayerID) Frame {
 	return s.inputs.next[p]
 }
 
-// AddLocalInput queues in as local player p's input for the frame the next
-// [Session.Advance] simulates plus the input lag ([Session.InputFrame]).
-// Offer every local player's input once per tick, before Advance. When the
-// session has no room for it — the last Advance stalled for a missing peer
-// or for frame advantage, so this tick's frame already has its input — it
-// returns [ErrInputAlreadyAdded]: drop that sample, it is not an error.
-// While the session raises its input lag it stalls but still takes input.
+// AddLocalInput offers in as local player p's input for the frame the next
+// [Session.Advance] simulates plus the input lag ([Session.InputFrame]),
+// and reports whether the session queued it. Offer every local player's
+// input once per tick, before Advance; queued is false in the ordinary flow
+// of a match, never an error:
 //
-// In lockstep mode the session takes one input per tick of its own clock
-// (Config.TickRate, counted from the start of the match), whatever the
-// simulation is doing, and returns ErrInputAlreadyAdded until the next is
-// due or while its input ring is full: keep the sample (an RTS keeps its
-// commands) and offer it again next render frame. Call it until it returns
-// ErrInputAlreadyAdded: after a slow render frame more than one is due.
-func (s *Session) AddLocalInput(p PlayerID, in Input) error {
-	if p < 0 || int(p) >= s.roster.players || !s.inputs.local[p] {
-		return fmt.Errorf("%w: %d", ErrNotLocal, p)
-	}
-	if in&^s.inputs.mask != 0 {
-		return fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), uint64(s.inputs.mask))
+//   - In rollback mode, false means this tick's frame already has its
+//     input — the last Advance stalled (for a missing peer, for frame
+//     advantage, or to raise the input lag) — so drop the sample. While the
+//     session raises its input lag it stalls but still takes input.
+//   - In lockstep mode the session takes one input per tick of its own
+//     clock (Config.TickRate, counted from the start of the match),
+//     whatever the simulation is doing; false means the next is not due yet
+//     (or the input ring is full): keep the sample (an RTS keeps its
+//     commands) and offer it again next render frame. Offer until it
+//     returns false: after a slow render frame more than one is due.
+//
+// err is non-nil only for a call that is wrong: a player that is not local
+// ([ErrNotLocal]), bits outside the layout ([ErrInputRange]), or a closed
+// session ([ErrClosed]). It does not allocate.
+func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
+	switch {
+	case s.proto.closed:
+		return false, ErrClosed
+	case p < 0 || int(p) >= s.roster.players || !s.inputs.local[p]:
+		return false, fmt.Errorf("%w: %d", ErrNotLocal, p)
+	case in&^s.inputs.mask != 0:
+		return false, fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), uint64(s.inputs.mask))
 	}
 	next := s.inputs.next[p]
 	if s.ls != nil {
 		if !s.ls.inputDue(next, s.lag.delay, s.proto.started, s.clock.Now()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
-			return ErrInputAlreadyAdded // the common case between ticks: no allocation
+			return false, nil
 		}
 	} else if next > s.frame+Frame(s.lag.delay) {
-		return fmt.Errorf("%w: player %d, frame %d", ErrInputAlreadyAdded, p, next-1)
+		return false, nil
 	}
 	s.inputs.addLocal(p, in)
-	return nil
+	return true, nil
 }
 
 // Advance runs one frame of the protocol: it receives every waiting packet,

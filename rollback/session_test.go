@@ -13,8 +13,8 @@ import (
 	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
-	"github.com/rewindgg/rewind/rollback/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -77,13 +77,12 @@ func TestSharedMachines(t *testing.T) {
 	}
 }
 
-// offer adds a local input the way a game loop does: every tick, taking
-// ErrInputAlreadyAdded to mean the session had no room this tick.
+// offer adds a local input the way a game loop does: every tick, dropping
+// the sample when the session had no room for it this tick.
 func offer(t testing.TB, s *rollback.Session, p rollback.PlayerID, in rollback.Input) {
 	t.Helper()
-	if err := s.AddLocalInput(p, in); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
-		require.NoError(t, err)
-	}
+	_, err := s.AddLocalInput(p, in)
+	require.NoError(t, err)
 }
 
 // connectedPair returns two sessions, one player each, over a perfect
@@ -165,14 +164,14 @@ func TestMatchPolicies(t *testing.T) {
 	for _, c := range []match.Config{
 		{Snapshots: rollback.ConstantCost, FixedInputLag: true},
 		{Snapshots: rollback.ConstantCost},
-		{InputDelay: 3},
-		{MaxRollback: 8, InputDelay: 2},
+		{InputLag: 3},
+		{MaxRollback: 8, InputLag: 2},
 		// A 1-frame window once deadlocked here: the periodic snapshot kept
 		// replacing the one the anchor was about to reach, pinning the ring.
 		{MaxRollback: 1},
 		{MaxRollback: 1, FixedInputLag: true},
 	} {
-		t.Run(fmt.Sprintf("%v-delay%d-max%d-fixed%v", c.Snapshots, c.InputDelay, c.MaxRollback, c.FixedInputLag), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%v-delay%d-max%d-fixed%v", c.Snapshots, c.InputLag, c.MaxRollback, c.FixedInputLag), func(t *testing.T) {
 			c.Players, c.Frames, c.Seed, c.Profile = 3, 900, 5, p
 			r := match.Run(c)
 			require.NoError(t, r.Err)
@@ -265,8 +264,8 @@ func TestSyncTest(t *testing.T) {
 		t.Run(policy.String(), func(t *testing.T) {
 			s := syncTestSession(t, newCounterGame(t, 4096, false), policy)
 			for f := range 300 {
-				require.NoError(t, s.AddLocalInput(0, rollback.Input(f%7)))
-				require.NoError(t, s.AddLocalInput(1, rollback.Input(f%3)))
+				require.NoError(t, queued(s.AddLocalInput(0, rollback.Input(f%7))))
+				require.NoError(t, queued(s.AddLocalInput(1, rollback.Input(f%3))))
 				_, err := s.Advance()
 				require.NoError(t, err, "frame %d", f)
 			}
@@ -282,8 +281,8 @@ func TestSyncTestCatchesNonDeterminism(t *testing.T) {
 	var err error
 	var r rollback.Result
 	for f := 0; f < 100 && err == nil; f++ {
-		require.NoError(t, s.AddLocalInput(0, 1))
-		require.NoError(t, s.AddLocalInput(1, 2))
+		require.NoError(t, queued(s.AddLocalInput(0, 1)))
+		require.NoError(t, queued(s.AddLocalInput(1, 2)))
 		r, err = s.Advance()
 	}
 	var se *rollback.SyncTestError
@@ -326,8 +325,8 @@ func TestConfigErrors(t *testing.T) {
 		{"Game", func(c *rollback.Config) { c.Game = nil }},
 		{"Transport", func(c *rollback.Config) { c.Transport = nil }},
 		{"MaxRollback", func(c *rollback.Config) { c.MaxRollback = -1 }},
-		{"MaxRollback", func(c *rollback.Config) { c.MaxRollback = rollback.MaxMaxRollback + 1 }},
-		{"InputDelay", func(c *rollback.Config) { c.InputDelay = -1 }},
+		{"MaxRollback", func(c *rollback.Config) { c.MaxRollback = rollback.MaxRollbackLimit + 1 }},
+		{"InputLag", func(c *rollback.Config) { c.InputLag = -1 }},
 		{"Snapshots", func(c *rollback.Config) { c.Snapshots = 7 }},
 		{"SyncTest", func(c *rollback.Config) { c.SyncTest = 3 }},
 		{"SyncTest", func(c *rollback.Config) { c.SyncTest = 21 }},
@@ -356,20 +355,27 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestLocalInputErrors(t *testing.T) {
-	ss, _, _ := connectedPair(t, func(_ int, c *rollback.Config) { c.InputDelay = 2 })
+	ss, _, _ := connectedPair(t, func(_ int, c *rollback.Config) { c.InputLag = 2 })
 	s := ss[0]
-	assert.ErrorIs(t, s.AddLocalInput(1, 0), rollback.ErrNotLocal)
-	assert.ErrorIs(t, s.AddLocalInput(-1, 0), rollback.ErrNotLocal)
-	assert.ErrorIs(t, s.AddLocalInput(2, 0), rollback.ErrNotLocal)
-	assert.ErrorIs(t, s.AddLocalInput(0, 16), rollback.ErrInputRange)
-	require.NoError(t, s.AddLocalInput(0, 3))
-	assert.ErrorIs(t, s.AddLocalInput(0, 3), rollback.ErrInputAlreadyAdded)
+	for _, c := range []struct {
+		p    rollback.PlayerID
+		in   rollback.Input
+		want error
+	}{{1, 0, rollback.ErrNotLocal}, {-1, 0, rollback.ErrNotLocal}, {2, 0, rollback.ErrNotLocal}, {0, 16, rollback.ErrInputRange}} {
+		ok, err := s.AddLocalInput(c.p, c.in)
+		assert.ErrorIs(t, err, c.want)
+		assert.False(t, ok)
+	}
+	require.NoError(t, queued(s.AddLocalInput(0, 3)))
+	ok, err := s.AddLocalInput(0, 3)
+	require.NoError(t, err, "no room for another input this tick is ordinary flow, not an error")
+	assert.False(t, ok, "the frame already has its input")
 
 	for range 3 { // frames 0 and 1 run on the zero input of the delay, frame 2 on the 3
 		_, err := s.Advance()
 		require.NoError(t, err)
 	}
-	_, err := s.Advance()
+	_, err = s.Advance()
 	assert.ErrorIs(t, err, rollback.ErrNoLocalInput, "frame 3's input was never added")
 	assert.Equal(t, rollback.Frame(3), s.Frame())
 
@@ -398,7 +404,7 @@ func TestStarvation(t *testing.T) {
 
 	// Peer 1 catches up; its inputs arrive, peer 0 rolls back and resumes.
 	for range 6 {
-		require.NoError(t, sessions[1].AddLocalInput(1, 2))
+		require.NoError(t, queued(sessions[1].AddLocalInput(1, 2)))
 		_, err := sessions[1].Advance()
 		require.NoError(t, err)
 	}
@@ -450,7 +456,7 @@ func TestHostilePackets(t *testing.T) {
 	tag := rollback.TagFor(77, 0, 0) // a tag no session of this match uses
 	good := func(tag uint16, ack, first int32, count int) []byte {
 		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: ack, First: first, Count: count, Players: 1,
-			Inputs: make([]uint64, count)}, rollback.Layout{4})
+			Inputs: make([]uint64, count)}, wire.Layout{4})
 		require.NoError(t, err)
 		return b
 	}
@@ -476,7 +482,7 @@ func TestHostilePackets(t *testing.T) {
 				real := rollback.TagFor(77, nonceOf(1, 0), nonceOf(1, 1))
 				inj.packets = append(inj.packets, good(real, 500, 299, 1))
 			}
-			require.NoError(t, s.AddLocalInput(rollback.PlayerID(i), rollback.Input(f/(7+i)%16)))
+			require.NoError(t, queued(s.AddLocalInput(rollback.PlayerID(i), rollback.Input(f/(7+i)%16))))
 			_, err := s.Advance()
 			require.NoError(t, err)
 		}
@@ -529,7 +535,7 @@ func advanceAllocs(t *testing.T, edit func(c *rollback.Config)) {
 	}
 	frame := func() {
 		for i, s := range ss {
-			if err := s.AddLocalInput(rollback.PlayerID(i), bots[i].Next()); err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) {
+			if _, err := s.AddLocalInput(rollback.PlayerID(i), bots[i].Next()); err != nil {
 				panic(err)
 			}
 			_, err := s.Advance()
@@ -563,4 +569,13 @@ func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "rollback", rollback.RollbackMode.String())
 	assert.Equal(t, "Mode(9)", rollback.Mode(9).String())
 	assert.True(t, errors.Is(&rollback.ConfigError{Field: "x"}, rollback.ErrConfig))
+}
+
+// queued turns AddLocalInput's results into one error: a real error, or
+// the input not being queued when the test expects it to be.
+func queued(ok bool, err error) error {
+	if err == nil && !ok {
+		return errors.New("the input was not queued")
+	}
+	return err
 }

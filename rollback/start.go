@@ -10,7 +10,7 @@ import (
 
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/inputlag"
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // protocol is the session's side of the handshake and its timers.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // MaxPlayers is the largest number of players in a session.
@@ -19,12 +19,6 @@ type PlayerID int
 // Input is one player's quantized input for one frame, bit-packed according
 // to the session's [Layout]. Bits outside the layout must be zero.
 type Input uint64
-
-// Layout gives the bit widths of an [Input]'s fields, lowest bits first; see
-// [wire.Layout]. The INVERSUS input, for example, is Layout{3, 8, 8}: fire
-// direction, thrust angle, thrust magnitude. Fields are delta-coded on the
-// wire, so a layout that mirrors the game's controls keeps packets small.
-type Layout = wire.Layout
 
 // InputStatus says where an input given to [Game.Step] came from.
 type InputStatus uint8

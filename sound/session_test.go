@@ -40,7 +40,7 @@ func arenaMatch(t testing.TB, b sound.Backend, syncTest int) (*rollback.Session,
 
 func play(t testing.TB, s *rollback.Session, g *arena.Game, l *sound.Ledger, bots []*arena.Bot) {
 	for i, b := range bots {
-		if err := s.AddLocalInput(rollback.PlayerID(i), b.Next()); err != nil {
+		if _, err := s.AddLocalInput(rollback.PlayerID(i), b.Next()); err != nil {
 			t.Fatal(err)
 		}
 	}

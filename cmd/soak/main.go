@@ -57,7 +57,7 @@ type Summary struct {
 	Seed           uint64 `json:"seed"`
 	Profile        string `json:"profile"`
 	MaxRollback    int    `json:"max_rollback"`
-	InputDelay     int    `json:"input_delay"`
+	InputLag       int    `json:"input_delay"`
 	Snapshots      string `json:"snapshots"`
 	Transport      string `json:"transport"`
 	Mode           string `json:"mode"`
@@ -210,7 +210,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to FILE (- for stdout)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "matches to run at once")
 	fs.IntVar(&o.maxRollback, "maxrollback", rollback.DefaultMaxRollback, "Config.MaxRollback")
-	fs.IntVar(&o.delay, "delay", 0, "Config.InputDelay, in frames")
+	fs.IntVar(&o.delay, "delay", 0, "Config.InputLag, in frames")
 	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
 	fs.BoolVar(&o.fixedLag, "fixed-lag", false, "keep the input lag at -delay (Config.FixedInputLag)")
 	fs.BoolVar(&o.noSmoothing, "no-smoothing", false, "turn frame-advantage stalls and the start delay off (Config.NoFrameAdvantage)")
@@ -343,7 +343,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 		wg.Go(func() {
 			for i := range jobs {
 				c := match.Config{Players: o.players, Machines: o.machines, Frames: o.frames, Seed: o.seed + uint64(i),
-					Profile: prof, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy,
+					Profile: prof, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
@@ -504,8 +504,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
 	case o.parallel < 1:
 		return nil, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
-	case o.maxRollback < 1 || o.maxRollback > rollback.MaxMaxRollback:
-		return nil, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxMaxRollback)
+	case o.maxRollback < 1 || o.maxRollback > rollback.MaxRollbackLimit:
+		return nil, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxRollbackLimit)
 	case o.hiccups < 0:
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.redundant < -1 || o.redundant > 255:
@@ -514,8 +514,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-handshake-timeout: %v (want 0 or more)", o.handshakeTimeout)
 	case o.startSpread < 0:
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
-	case o.delay < 0 || o.delay > rollback.MaxInputDelay:
-		return nil, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputDelay)
+	case o.delay < 0 || o.delay > rollback.MaxInputLag:
+		return nil, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputLag)
 	}
 	if o.transport == "sim" {
 		o.transport = "netsim"
@@ -571,7 +571,7 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
-		Profile: o.profile, MaxRollback: o.maxRollback, InputDelay: o.delay, Snapshots: policy.String(), Transport: o.transport,
+		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: policy.String(), Transport: o.transport,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
 		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record}
 	if s.ChecksumEvery == 0 {
@@ -692,7 +692,7 @@ func printSummary(w io.Writer, s *Summary) {
 		verdict = "FAIL"
 	}
 	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s, seed %d, %s mode, %s, max rollback %d, delay %d\n",
-		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputDelay)
+		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputLag)
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
 	if s.Mode == "lockstep" {

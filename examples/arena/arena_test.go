@@ -62,7 +62,7 @@ func TestPackUnpack(t *testing.T) {
 	in := arena.Pack(arena.FireDown, 200, 17)
 	f, a, m := arena.Unpack(in)
 	assert.Equal(t, []uint8{arena.FireDown, 200, 17}, []uint8{f, a, m})
-	assert.Zero(t, uint64(in)&^arena.Layout.Mask())
+	assert.Zero(t, in&^arena.Layout.Mask())
 }
 
 func TestBotHoldsThenChanges(t *testing.T) {

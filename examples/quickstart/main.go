@@ -39,8 +39,12 @@ func main() {
 		for i, s := range sessions {
 			var err error
 			if s.Frame() < 600 {
-				_ = s.AddLocalInput(rollback.PlayerID(i), bots[i].Next()) // ErrInputAlreadyAdded: a stall; drop the sample
-				_, err = s.Advance()
+				if s.InputFrame(rollback.PlayerID(i)) < 600 { // no input past frame 600: both machines stop there
+					_, err = s.AddLocalInput(rollback.PlayerID(i), bots[i].Next()) // not queued: a stall; drop the sample
+				}
+				if err == nil {
+					_, err = s.Advance()
+				}
 			} else {
 				_, err = s.Idle() // done: keep answering until the other is too
 			}

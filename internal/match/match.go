@@ -49,7 +49,7 @@ type Config struct {
 	Seed        uint64         // seeds the network, the bots and the game
 	Profile     netsim.Profile // every link's impairments
 	MaxRollback int            // 0 for the session default
-	InputDelay  int
+	InputLag    int
 	Snapshots   rollback.SnapshotPolicy
 	ArenaSize   int // 0 for 64 KiB
 	// DropAt, when positive, stops machine DropMachine once it has
@@ -359,7 +359,7 @@ func (rn *run) retarget() {
 			t = max(t, rn.ms[i].frame.Load())
 		}
 	}
-	rn.target.Store(int32(min(t, rollback.Frame(rn.c.Frames+rollback.MaxInputDelay))))
+	rn.target.Store(int32(min(t, rollback.Frame(rn.c.Frames+rollback.MaxInputLag))))
 }
 
 func prepare(c Config, transport func(i int) rollback.Transport, clock func(i int) rollback.Clock, rnd func(i int) io.Reader) (*run, error) {
@@ -368,7 +368,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		return nil, fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
 	}
 	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines),
-		truth:    make([]rollback.Input, (c.Frames+rollback.MaxInputDelay+1)*c.Players),
+		truth:    make([]rollback.Input, (c.Frames+rollback.MaxInputLag+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
 	if rn.size == 0 {
 		rn.size = 64 << 10
@@ -393,7 +393,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if err := newMachineSound(m, clock(i).Now); err != nil {
 			return nil, err
 		}
-		m.shown = make([]time.Duration, c.Frames+rollback.MaxInputDelay+1)
+		m.shown = make([]time.Duration, c.Frames+rollback.MaxInputLag+1)
 		g := m.g
 		m.render = func() { _ = g.World().Ships[0].X } // through the handle: it sees the extrapolated state
 		var peers []rollback.Peer
@@ -427,7 +427,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
-			MaxRollback: c.MaxRollback, InputDelay: c.InputDelay, Snapshots: c.Snapshots,
+			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 		})
@@ -482,14 +482,15 @@ func (rn *run) tick(i int) (fin bool, err error) {
 					m.pending[k] = pendingInput{m.bots[k].Next(), true}
 				}
 				in := m.pending[k].in
-				err := m.s.AddLocalInput(p, in)
-				if errors.Is(err, rollback.ErrInputAlreadyAdded) {
+				queued, err := m.s.AddLocalInput(p, in)
+				if err != nil {
+					return false, fmt.Errorf("machine %d: %w", i, err)
+				}
+				if !queued {
 					if !c.Lockstep {
 						m.pending[k].ok = false // the session stalled: this tick's sample is dropped
 					}
 					break // lockstep: none due yet; the sample waits for its tick
-				} else if err != nil {
-					return false, fmt.Errorf("machine %d: %w", i, err)
 				}
 				m.pending[k].ok = false
 				if f < len(rn.truth)/c.Players {

@@ -13,9 +13,9 @@ import (
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/rollback/udp"
-	"github.com/rewindgg/rewind/rollback/wire"
 )
 
 func listen(t *testing.T, network, ip string) *net.UDPConn {
@@ -203,7 +203,7 @@ func TestHostilePacketsOnRealSockets(t *testing.T) {
 	const seed = 11
 	inputWithTag := func(tag uint16) []byte {
 		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: 0, First: 0, Count: 3, Players: 1,
-			Inputs: []uint64{1, 2, 3}}, rollback.Layout{3, 8, 8})
+			Inputs: []uint64{1, 2, 3}}, wire.Layout{3, 8, 8})
 		require.NoError(t, err)
 		return b
 	}

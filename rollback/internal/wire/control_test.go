@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 func TestControlRoundTrip(t *testing.T) {
