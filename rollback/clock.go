@@ -8,16 +8,16 @@ type Clock interface {
 	Now() time.Duration
 }
 
-// ClockFunc adapts a function to the [Clock] interface.
-type ClockFunc func() time.Duration
+// clockFunc adapts a function to the [Clock] interface.
+type clockFunc func() time.Duration
 
 // Now returns f().
-func (f ClockFunc) Now() time.Duration { return f() }
+func (f clockFunc) Now() time.Duration { return f() }
 
 // RealClock returns a Clock that reads the machine's monotonic clock,
 // counting from the call. It is the default Config.Clock; the session itself
 // reads time only through its Clock.
 func RealClock() Clock {
 	start := time.Now() // safe: the default Config.Clock, which callers replace; the session core reads time only through it
-	return ClockFunc(func() time.Duration { return time.Since(start) })
+	return clockFunc(func() time.Duration { return time.Since(start) })
 }

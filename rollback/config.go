@@ -20,11 +20,11 @@ const (
 	// MaxInputLag bounds InputLag for the same reason.
 	MaxInputLag = 30
 
-	DefaultHandshakeTimeout  = 10 * time.Second
-	DefaultInterruptTimeout  = 750 * time.Millisecond // GGPO's disconnect notice
-	DefaultDisconnectTimeout = 5 * time.Second        // GGPO's disconnect
-	DefaultQualityInterval   = time.Second
-	DefaultRedundantFrames   = 8
+	defaultHandshakeTimeout  = 10 * time.Second
+	defaultInterruptTimeout  = 750 * time.Millisecond // GGPO's disconnect notice
+	defaultDisconnectTimeout = 5 * time.Second        // GGPO's disconnect
+	defaultQualityInterval   = time.Second
+	defaultRedundantFrames   = 8
 
 	// DefaultTickRate is the lockstep simulation rate, in frames a second.
 	DefaultTickRate = 60
@@ -46,23 +46,12 @@ const (
 	// TwoBackups is the INVERSUS policy (the default): two snapshots; a
 	// rollback restores the newest one not after the first mispredicted
 	// frame. Cheap on average, with a spike on a deep misprediction.
-	TwoBackups SnapshotPolicy = 1 + iota
+	TwoBackups SnapshotPolicy = 1 + iota // two-backups
 	// ConstantCost restores a MaxRollback-old snapshot and re-simulates
 	// MaxRollback frames on every frame, whether or not anything was
 	// mispredicted: the worst case every frame, so the cost never spikes.
-	ConstantCost
+	ConstantCost // constant-cost
 )
-
-func (p SnapshotPolicy) String() string {
-	switch p {
-	case TwoBackups:
-		return "two-backups"
-	case ConstantCost:
-		return "constant-cost"
-	default:
-		return fmt.Sprintf("SnapshotPolicy(%d)", uint8(p))
-	}
-}
 
 // Mode is how a session keeps the machines in step.
 type Mode uint8
@@ -71,24 +60,13 @@ type Mode uint8
 const (
 	// RollbackMode (the default) predicts missing remote inputs, simulates
 	// on, and rolls back and re-simulates when a prediction was wrong.
-	RollbackMode Mode = 1 + iota
+	RollbackMode Mode = 1 + iota // rollback
 	// LockstepMode simulates a frame only once every player's input for it
 	// has arrived, on a steady schedule a playout delay behind the first
 	// inputs received: no prediction, no rollback, no snapshots (see the
 	// package documentation).
-	LockstepMode
+	LockstepMode // lockstep
 )
-
-func (m Mode) String() string {
-	switch m {
-	case RollbackMode:
-		return "rollback"
-	case LockstepMode:
-		return "lockstep"
-	default:
-		return fmt.Sprintf("Mode(%d)", uint8(m))
-	}
-}
 
 // Peer is another machine in the match.
 type Peer struct {

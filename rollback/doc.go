@@ -8,11 +8,13 @@
 // before that frame and re-simulates up to the present, all inside one call,
 // so the player sees at most a small pop and never waits for the network.
 //
-// A [Session] is a pure state machine driven by the game loop, in the manner
-// of etcd's raft.RawNode: it never reads the clock, starts a goroutine, uses
-// global randomness or touches a socket. The network is a [Transport] the
-// caller provides (rollback/netsim for tests, a UDP transport for play), so a
-// whole match over netsim is a deterministic function of its seed.
+// A [Session] is a deterministic, single-threaded state machine driven by
+// the game loop, in the manner of etcd's raft.RawNode. Its I/O goes through
+// what the caller injects: datagrams through a [Transport]
+// (rollback/netsim for tests, rollback/udp for play), time through a
+// [Clock] (Config.Clock), handshake nonces through Config.Rand. It starts no
+// goroutine and uses no global randomness, so a whole match over netsim,
+// handshake included, is a deterministic function of its seed.
 //
 // # Making a game rollback-ready
 //
@@ -46,8 +48,7 @@
 //	p := pacer.New(time.Second / 60)
 //	for {
 //		p.Wait()
-//		err := s.AddLocalInput(0, sampleInput())
-//		if err != nil && !errors.Is(err, rollback.ErrInputAlreadyAdded) { ... }
+//		if _, err := s.AddLocalInput(0, sampleInput()); err != nil { ... }
 //		r, err := s.Advance() // receive, correct, maybe stall, simulate, send
 //		if err != nil { ... }
 //		ledger.Update(game.Scene()) // stateful sounds follow the corrected state
@@ -61,9 +62,11 @@
 //     [Session.AddLocalInput] before [Session.Advance]. When the session
 //     stalled (for a missing peer, or to give a slower peer back its
 //     frames), this tick's frame already has its input and AddLocalInput
-//     returns [ErrInputAlreadyAdded]: drop that sample. While the session
-//     raises its input lag it stalls but takes the input.
-//     [Session.InputFrame] tells which frame an input will be used for.
+//     reports it not queued: drop that sample. While the session raises its
+//     input lag it stalls but takes the input. [Session.InputFrame] tells
+//     which frame an input will be used for. With an input lag of L, the
+//     first L frames have no input from anyone: every player's input for
+//     them is the zero input, with status Confirmed.
 //  2. Call Advance once per tick at the game's frame rate, and
 //     [Session.Idle] instead while paused or finished, so that peers still
 //     receive inputs and acknowledgements.
@@ -119,10 +122,10 @@
 // simulated only when every player's input for it is here, so there are no
 // predictions, no rollbacks and (with two machines) no snapshots. Local
 // inputs run on their own clock: one per tick of Config.TickRate, for the
-// frame InputLag ticks ahead, sent at once; AddLocalInput returns
-// [ErrInputAlreadyAdded] between ticks, so an RTS keeps its commands and
-// offers them again next render frame, and calls AddLocalInput until it
-// says so (more than one input is due after a slow render frame). The
+// frame InputLag ticks ahead, sent at once; between ticks AddLocalInput
+// reports the input not queued, so an RTS keeps its commands and offers
+// them again next render frame, and offers until one is not queued (more
+// than one input is due after a slow render frame). The
 // simulation runs on a playout schedule (Gaffer's playout delay buffer):
 // frame 0 is due Config.PlayoutDelay (default 100 ms) after the first
 // inputs of every peer arrived, frame f f ticks later. Call Advance once

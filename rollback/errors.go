@@ -16,8 +16,12 @@ var (
 	// ErrNoLocalInput: Advance was called before every local player's input
 	// for the frame to simulate was added.
 	ErrNoLocalInput = errors.New("rollback: local input missing for the frame to simulate")
-	// ErrClosed: the session was closed.
+	// ErrClosed: the session was closed; every method that changes it
+	// returns ErrClosed after Close.
 	ErrClosed = errors.New("rollback: session closed")
+	// ErrInRender: Advance, Idle, Extrapolate or Close was called from inside
+	// Extrapolate's render, while the arena holds the throwaway state.
+	ErrInRender = errors.New("rollback: called from inside Extrapolate's render")
 	// ErrExtrapolate: Extrapolate cannot extrapolate; the message says why.
 	ErrExtrapolate = errors.New("rollback: cannot extrapolate")
 	// ErrConfig is wrapped by every [*ConfigError].

@@ -2,78 +2,64 @@ package rollback
 
 import "fmt"
 
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind,InputStatus,SnapshotPolicy,Mode -linecomment -output=strings.go
+
 // EventKind identifies an [Event].
 type EventKind uint8
 
-// Event kinds.
+// Event kinds. Each says what its Event.Frame means; where a kind is not
+// about a particular frame, Frame is the next frame to simulate when it
+// happened ([Session.Frame]).
 const (
 	// EventStarved: the session stopped advancing because it has gone
 	// MaxRollback frames without input from Peer (show the spinner). In
 	// lockstep mode: a frame due on the playout schedule lacks Peer's
-	// input (-1: a local player's, not given in time).
-	EventStarved EventKind = 1 + iota
-	// EventResumed: input arrived and the session advances again.
-	EventResumed
+	// input (-1: a local player's, not given in time). Frame: the frame
+	// that waits.
+	EventStarved EventKind = 1 + iota // starved
+	// EventResumed: input arrived and the session advances again. Frame:
+	// the frame that waited, simulated now.
+	EventResumed // resumed
 	// EventSyncTestFailed: in sync-test mode, re-simulating Frame gave a
 	// different state; the Advance that reports it also returns a
-	// [*SyncTestError].
-	EventSyncTestFailed
-	// EventConnected: Peer completed the handshake.
-	EventConnected
-	// EventRunning: every peer completed the handshake; frame 0 can run.
-	EventRunning
-	// EventNetworkInterrupted: nothing heard from Peer for Config.InterruptTimeout.
-	EventNetworkInterrupted
-	// EventNetworkResumed: Peer was interrupted and spoke again.
-	EventNetworkResumed
-	// EventDisconnected: every remaining machine agreed that Peer left;
-	// its players' inputs from Frame on are the default input.
-	EventDisconnected
-	// EventInputLagChanged: the local input lag is now Lag frames.
-	EventInputLagChanged
-	// EventDesyncDetected: Peer's checksum of Frame differs from ours; the
-	// match is over. The Advance that reports it returns a *desync.Error,
-	// and so does every later Advance.
-	EventDesyncDetected
-	// EventDesyncReport: the states at the diverged frame have been
-	// exchanged with Peer; the *desync.Error's Field now names the first
-	// differing field and both values.
-	EventDesyncReport
+	// [*SyncTestError]. Frame: the frame whose re-simulation differed.
+	EventSyncTestFailed // sync-test-failed
+	// EventConnected: Peer completed the handshake. Frame: the next frame
+	// to simulate (0 during the handshake).
+	EventConnected // connected
+	// EventRunning: every peer completed the handshake and the start delay
+	// is over. Frame: the first frame to simulate (0).
+	EventRunning // running
+	// EventNetworkInterrupted: nothing heard from Peer for
+	// Config.InterruptTimeout (show a warning; it may come back). Frame:
+	// the next frame to simulate.
+	EventNetworkInterrupted // network-interrupted
+	// EventNetworkResumed: an interrupted Peer spoke again. It says nothing
+	// of disconnection, which is final. Frame: the next frame to simulate.
+	EventNetworkResumed // network-resumed
+	// EventDisconnected: every remaining machine agreed that Peer left.
+	// Frame: the agreed disconnect frame; its players' inputs from Frame on
+	// are the default input (it can be before the present: the frames
+	// after it were re-simulated).
+	EventDisconnected // disconnected
+	// EventInputLagChanged: the local input lag is now Lag frames. Frame:
+	// the next frame to simulate.
+	EventInputLagChanged // input-lag-changed
+	// EventDesyncDetected: Peer's checksum of the state at the start of
+	// Frame differs from ours; the match is over. The Advance that reports
+	// it returns a *desync.Error, and so does every later Advance.
+	EventDesyncDetected // desync-detected
+	// EventDesyncReport: the states at the start of Frame have been
+	// exchanged with Peer; the *desync.Error every Advance returns from now
+	// on names the first differing field and both values (the error
+	// returned before is not changed).
+	EventDesyncReport // desync-report
 )
-
-func (k EventKind) String() string {
-	switch k {
-	case EventStarved:
-		return "starved"
-	case EventResumed:
-		return "resumed"
-	case EventDesyncDetected:
-		return "desync-detected"
-	case EventDesyncReport:
-		return "desync-report"
-	case EventSyncTestFailed:
-		return "sync-test-failed"
-	case EventConnected:
-		return "connected"
-	case EventRunning:
-		return "running"
-	case EventNetworkInterrupted:
-		return "interrupted"
-	case EventNetworkResumed:
-		return "reconnected"
-	case EventDisconnected:
-		return "disconnected"
-	case EventInputLagChanged:
-		return "input-lag-changed"
-	default:
-		return fmt.Sprintf("EventKind(%d)", uint8(k))
-	}
-}
 
 // Event is something the game may want to show or log.
 type Event struct {
 	Kind  EventKind
-	Frame Frame // the session's frame when it happened
+	Frame Frame // what it means depends on Kind (see each kind)
 	Peer  int   // the peer concerned, or -1
 	Lag   int   // EventInputLagChanged: the new input lag
 }

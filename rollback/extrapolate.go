@@ -17,11 +17,15 @@ import (
 // The latest inputs are those the next frame would be simulated with now:
 // local inputs already queued for it (otherwise the last frame's), and the
 // remote inputs received or predicted. render reads the state through its
-// handles as usual; it must not advance the session. The game must
+// handles as usual; it must not advance the session: Advance, Idle,
+// Extrapolate and Close return [ErrInRender] from inside it. The game must
 // implement [PartialStepper]. A fraction of 0 just calls render.
 //
 // Extrapolate allocates nothing after its first call.
 func (s *Session) Extrapolate(fraction float64, render func()) error {
+	if err := s.usable(); err != nil {
+		return err
+	}
 	ps, ok := s.game.(PartialStepper)
 	switch {
 	case !ok:
@@ -31,7 +35,7 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 	case math.IsNaN(fraction) || fraction < 0 || fraction >= 1:
 		return fmt.Errorf("%w: fraction %v outside [0, 1)", ErrExtrapolate, fraction)
 	case fraction == 0:
-		render()
+		s.render(render)
 		return nil
 	}
 	if err := s.snaps.arena.Fork(); err != nil {
@@ -58,6 +62,14 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 		}
 	}
 	ps.StepPartial(f, in, fraction)
-	render()
+	s.render(render)
 	return nil
+}
+
+// render calls the game's render function; the session refuses calls that
+// would change it meanwhile (ErrInRender).
+func (s *Session) render(f func()) {
+	s.rendering = true
+	defer func() { s.rendering = false }()
+	f()
 }

@@ -129,6 +129,41 @@ func TestExtrapolateErrors(t *testing.T) {
 	// Re-entering from render is refused, not corrupting.
 	var inner error
 	require.NoError(t, s.Extrapolate(0.5, func() { inner = s.Extrapolate(0.5, render) }))
-	assert.ErrorIs(t, inner, rollback.ErrExtrapolate)
+	assert.ErrorIs(t, inner, rollback.ErrInRender)
 	assert.Len(t, pg.partials, 1)
+}
+
+// TestRenderCannotAdvance: Advance, Idle and Close called from inside
+// Extrapolate's render (the arena holds the throwaway state then) return
+// ErrInRender and change nothing; the live state is still bit for bit the
+// one before, and the session goes on.
+func TestRenderCannotAdvance(t *testing.T) {
+	for _, fraction := range []float64{0, 0.5} {
+		pg := &partialGame{counterGame: newCounterGame(t, 4096, false)}
+		s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: pg.a, Game: pg})
+		require.NoError(t, err)
+		for f := range 5 {
+			require.NoError(t, queued(s.AddLocalInput(0, rollback.Input(f%16))))
+			_, err := s.Advance()
+			require.NoError(t, err)
+		}
+		before := bytes.Clone(pg.a.Bytes())
+		var errs []error
+		require.NoError(t, s.Extrapolate(fraction, func() {
+			_, _ = s.AddLocalInput(0, 1) // queueing an input is harmless here
+			_, err := s.Advance()
+			errs = append(errs, err)
+			_, err = s.Idle()
+			errs = append(errs, err, s.Close())
+		}))
+		require.Len(t, errs, 3)
+		for i, err := range errs {
+			assert.ErrorIs(t, err, rollback.ErrInRender, "call %d, fraction %v", i, fraction)
+		}
+		assert.Equal(t, rollback.Frame(5), s.Frame(), "nothing was simulated inside render")
+		assert.Equal(t, before, pg.a.Bytes(), "the live state is untouched")
+		_, err = s.Advance()
+		require.NoError(t, err, "the session goes on after render")
+		assert.Equal(t, rollback.Frame(6), s.Frame())
+	}
 }

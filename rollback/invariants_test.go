@@ -149,7 +149,7 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 	c := Config{Players: 4, Local: []PlayerID{0},
 		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
 		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
-		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: ClockFunc(func() time.Duration { return now })}
+		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: clockFunc(func() time.Duration { return now })}
 	if every&0x80 != 0 {
 		c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1
 	}

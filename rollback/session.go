@@ -173,9 +173,29 @@ func (s *Session) addPeers(peers []Peer) {
 // frames simulated so far.
 func (s *Session) Frame() Frame { return s.frame }
 
-// ConfirmedFrame returns the first frame whose inputs are not all confirmed.
-// The arena state at the start of any earlier frame is final.
+// ConfirmedFrame returns the first frame for which some connected player's
+// input has not arrived: every input before it is here. It can exceed
+// [Session.Frame] (inputs arrive ahead of the simulation: always in
+// lockstep, and in rollback mode from a peer that runs ahead), and it jumps
+// forward when a disconnection is agreed (the player leaves the minimum).
+// It is not a promise of finality with three or more machines: a machine
+// that leaves is cut at the fewest of its frames any other machine had
+// (docs/protocol.md), which can be before ConfirmedFrame, and the frames
+// after the cut are re-simulated with the default input. A Config.Recorder
+// receives each frame only once it is final.
 func (s *Session) ConfirmedFrame() Frame { return s.inputs.confirmed() }
+
+// usable returns the error for a call that changes the session when it
+// cannot take one: closed, or inside Extrapolate's render.
+func (s *Session) usable() error {
+	switch {
+	case s.proto.closed:
+		return ErrClosed
+	case s.rendering:
+		return ErrInRender
+	}
+	return nil
+}
 
 // Stats returns the session's statistics. It does not allocate.
 func (s *Session) Stats() Stats {
@@ -251,8 +271,8 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 //
 // Advance allocates nothing in steady state, rollbacks included.
 func (s *Session) Advance() (Result, error) {
-	if s.proto.closed {
-		return Result{Frame: s.frame}, ErrClosed
+	if err := s.usable(); err != nil {
+		return Result{Frame: s.frame, Stalled: true}, err
 	}
 	if s.sums.failed() != nil {
 		return s.Idle()
@@ -374,8 +394,8 @@ func (s *Session) emit(k EventKind, f Frame, peer int) {
 // new frame. Call it instead of Advance while the game is paused or waiting
 // for the peers to finish, so that they still get our inputs and acks.
 func (s *Session) Idle() (Result, error) {
-	if s.proto.closed {
-		return Result{Frame: s.frame, Stalled: true}, ErrClosed
+	if err := s.usable(); err != nil {
+		return Result{Frame: s.frame, Stalled: true}, err
 	}
 	r := Result{Frame: s.frame, Stalled: true}
 	mis, err := s.poll()
@@ -435,10 +455,13 @@ func (s *Session) PeerStats(i int) (st PeerStats, ok bool) {
 }
 
 // Close tells every peer at once that this machine is leaving, and ends the
-// session: later calls return [ErrClosed].
+// session: later calls of AddLocalInput, Advance, Idle, Extrapolate and
+// Close return [ErrClosed] (the getters still answer). It does not close
+// the Transport: the caller created it and closes it (udp.Transport.Close)
+// after Close, which sends through it.
 func (s *Session) Close() error {
-	if s.proto.closed {
-		return ErrClosed
+	if err := s.usable(); err != nil {
+		return err
 	}
 	s.proto.closed = true
 	if s.tr == nil {

@@ -579,3 +579,28 @@ func queued(ok bool, err error) error {
 	}
 	return err
 }
+
+// TestClosedSession: after Close every method that changes the session
+// returns ErrClosed and changes nothing; the getters still answer.
+func TestClosedSession(t *testing.T) {
+	ss, _, _ := connectedPair(t, nil)
+	s := ss[0]
+	offer(t, s, 0, 1)
+	_, err := s.Advance()
+	require.NoError(t, err)
+	frame, next := s.Frame(), s.InputFrame(0)
+	require.NoError(t, s.Close())
+	queuedOK, err := s.AddLocalInput(0, 2)
+	assert.ErrorIs(t, err, rollback.ErrClosed, "AddLocalInput")
+	assert.False(t, queuedOK)
+	_, err = s.Advance()
+	assert.ErrorIs(t, err, rollback.ErrClosed, "Advance")
+	_, err = s.Idle()
+	assert.ErrorIs(t, err, rollback.ErrClosed, "Idle")
+	assert.ErrorIs(t, s.Extrapolate(0.5, func() { t.Error("render called on a closed session") }), rollback.ErrClosed, "Extrapolate")
+	assert.ErrorIs(t, s.Close(), rollback.ErrClosed, "a second Close")
+	assert.Equal(t, frame, s.Frame())
+	assert.Equal(t, next, s.InputFrame(0), "no input was queued")
+	_, ok := s.PeerStats(0)
+	assert.True(t, ok)
+}

@@ -35,11 +35,11 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 		started:         len(cfg.Peers) == 0,
 		hsStart:         now,
 		startedAt:       now,
-		hsTimeout:       orDefault(cfg.HandshakeTimeout, DefaultHandshakeTimeout),
-		interruptAfter:  orDefault(cfg.InterruptTimeout, DefaultInterruptTimeout),
-		disconnectAfter: orDefault(cfg.DisconnectTimeout, DefaultDisconnectTimeout),
-		qualityEvery:    orDefault(cfg.QualityInterval, DefaultQualityInterval),
-		redundant:       orDefault(cfg.RedundantFrames, DefaultRedundantFrames),
+		hsTimeout:       orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout),
+		interruptAfter:  orDefault(cfg.InterruptTimeout, defaultInterruptTimeout),
+		disconnectAfter: orDefault(cfg.DisconnectTimeout, defaultDisconnectTimeout),
+		qualityEvery:    orDefault(cfg.QualityInterval, defaultQualityInterval),
+		redundant:       orDefault(cfg.RedundantFrames, defaultRedundantFrames),
 	}
 	if cfg.Mode == LockstepMode && cfg.RedundantFrames == 0 {
 		// Gaffer: every unacknowledged input in every packet. A lockstep

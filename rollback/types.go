@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -26,25 +25,12 @@ type InputStatus uint8
 // Input statuses.
 const (
 	// Confirmed inputs are the player's real inputs for the frame.
-	Confirmed InputStatus = 1 + iota
+	Confirmed InputStatus = 1 + iota // confirmed
 	// Predicted inputs are guesses; the frame is re-simulated if they were wrong.
-	Predicted
+	Predicted // predicted
 	// Disconnected marks a player who has left; the input is the zero input.
-	Disconnected
+	Disconnected // disconnected
 )
-
-func (s InputStatus) String() string {
-	switch s {
-	case Confirmed:
-		return "confirmed"
-	case Predicted:
-		return "predicted"
-	case Disconnected:
-		return "disconnected"
-	default:
-		return fmt.Sprintf("InputStatus(%d)", uint8(s))
-	}
-}
 
 // PlayerInput is one player's input for a frame, as given to [Game.Step].
 type PlayerInput struct {
