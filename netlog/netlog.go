@@ -75,7 +75,7 @@ func Read(r io.Reader) (*Log, error) {
 		}
 		l.Records++
 		switch rec.Msg {
-		case "step":
+		case KindStep:
 			if rec.Frame == nil || *rec.Frame < 0 || *rec.Frame >= maxFrame || len(rec.In) != len(rec.St) || rec.St == "" {
 				return l, fmt.Errorf("%w: line %d: a step record without a valid frame, inputs and statuses", ErrFormat, line)
 			}
@@ -84,9 +84,9 @@ func Read(r io.Reader) (*Log, error) {
 				l.Steps = append(l.Steps, Step{Frame: len(l.Steps)})
 			}
 			l.Steps[f] = Step{Frame: f, In: rec.In, Status: rec.St, Sum: rec.Sum, Line: line}
-		case "final":
+		case KindFinal:
 			l.Final = max(l.Final, min(rec.To, maxFrame))
-		case "desync":
+		case KindDesync:
 			if rec.Frame != nil && rec.Peer != nil {
 				l.Desync = fmt.Sprintf("line %d: desync detected at checksum frame %d with peer %d (%s vs %s)", line, *rec.Frame, *rec.Peer, rec.Local, rec.Remote)
 			}

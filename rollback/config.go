@@ -186,6 +186,29 @@ type Config struct {
 
 // validate checks c without modifying it.
 func (c *Config) validate() error {
+	if err := c.validatePlayers(); err != nil {
+		return err
+	}
+	if err := c.Layout.Check(); err != nil {
+		return cfgErr("Layout", "%v", err)
+	}
+	if c.State == nil {
+		return cfgErr("State", "nil arena")
+	}
+	if c.Game == nil {
+		return cfgErr("Game", "nil")
+	}
+	if len(c.Peers) > 0 && c.Transport == nil {
+		return cfgErr("Transport", "nil, with %d peers", len(c.Peers))
+	}
+	if err := c.validateMode(); err != nil {
+		return err
+	}
+	return c.validateTuning()
+}
+
+// validatePlayers checks that every player is local or exactly one peer's.
+func (c *Config) validatePlayers() error {
 	if c.Players < 1 || c.Players > MaxPlayers {
 		return cfgErr("Players", "%d (want 1 to %d)", c.Players, MaxPlayers)
 	}
@@ -223,18 +246,11 @@ func (c *Config) validate() error {
 			return cfgErr("Players", "player %d is neither local nor any peer's", p)
 		}
 	}
-	if err := c.Layout.Check(); err != nil {
-		return cfgErr("Layout", "%v", err)
-	}
-	if c.State == nil {
-		return cfgErr("State", "nil arena")
-	}
-	if c.Game == nil {
-		return cfgErr("Game", "nil")
-	}
-	if len(c.Peers) > 0 && c.Transport == nil {
-		return cfgErr("Transport", "nil, with %d peers", len(c.Peers))
-	}
+	return nil
+}
+
+// validateMode checks the mode and the fields that only one mode takes.
+func (c *Config) validateMode() error {
 	if c.Mode > LockstepMode {
 		return cfgErr("Mode", "unknown mode %d", c.Mode)
 	}
@@ -257,6 +273,11 @@ func (c *Config) validate() error {
 			return cfgErr("PlayoutDelay", "%v: a playout delay is for LockstepMode", c.PlayoutDelay)
 		}
 	}
+	return nil
+}
+
+// validateTuning checks the bounds of the tuning fields.
+func (c *Config) validateTuning() error {
 	if c.MaxRollback < 0 || c.MaxRollback > MaxRollbackLimit {
 		return cfgErr("MaxRollback", "%d (want 1 to %d, or 0 for %d)", c.MaxRollback, MaxRollbackLimit, DefaultMaxRollback)
 	}

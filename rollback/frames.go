@@ -1,8 +1,6 @@
 package rollback
 
 import (
-	"log/slog"
-
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/inputlag"
@@ -79,7 +77,7 @@ func (s *Session) rollback(mis, next Frame) (int, error) {
 		return 0, err
 	}
 	if s.out.log != nil {
-		s.logf(logRestore, slog.Int("slot", slot), slog.Int("frame", int(at)), slog.Int("mis", int(mis)), slog.Int("to", int(target)))
+		s.out.log.Restore(s.now, slot, int(at), int(mis), int(target))
 	}
 	for s.frame = at; s.frame < target; {
 		s.step(true)
@@ -98,7 +96,7 @@ func (s *Session) save(slot int, f Frame) error {
 		return err
 	}
 	if s.out.log != nil {
-		s.logf(logSave, slog.Int("slot", slot), slog.Int("frame", int(f)))
+		s.out.log.Save(s.now, slot, int(f))
 	}
 	return nil
 }
@@ -175,7 +173,7 @@ func (s *Session) record() {
 	}
 	end := min(s.anchor(s.frame), s.frame)
 	if s.out.log != nil && end > s.out.recorded {
-		s.logf(logFinal, slog.Int("to", int(end)))
+		s.out.log.Final(s.now, int(end))
 	}
 	if s.out.rec == nil {
 		s.out.recorded = max(s.out.recorded, end)

@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"log/slog"
 	"slices"
 	"time"
 
@@ -115,8 +114,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	if s.out.log != nil && s.inputs.next[ps.players[0]] > want {
 		n := int(s.inputs.next[ps.players[0]] - want)
 		skip := int(want-first) * len(ps.players)
-		s.logf(logRecv, slog.Int("peer", i), slog.Int("first", int(want)), slog.Int("n", n), slog.Int("ack", int(h.Ack)),
-			slog.Any("in", slices.Clone(pkt.Inputs[skip:skip+n*len(ps.players)])))
+		s.out.log.Recv(s.now, i, int(want), n, int(h.Ack), slices.Clone(pkt.Inputs[skip:skip+n*len(ps.players)]))
 	}
 	return mis, true
 }
@@ -181,7 +179,7 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		}
 		s.sums.remote(i, c.Frame, c.Sum)
 		if s.out.log != nil {
-			s.logf(logChecksum, slog.Int("frame", int(c.Frame)), slog.String("sum", hex64(c.Sum)), slog.Int("peer", i))
+			s.out.log.Checksum(s.now, int(c.Frame), c.Sum, i)
 		}
 		return true
 	case wire.KindState:

@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"log/slog"
 	"slices"
 	"time"
 
@@ -133,8 +132,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		return
 	}
 	if s.out.log != nil {
-		s.logf(logSend, slog.Int("peer", i), slog.Int("first", int(first)), slog.Int("n", pkt.Count),
-			slog.Int("ack", int(want)), slog.Int("lag", pkt.Lag), slog.Any("in", slices.Clone(pkt.Inputs)))
+		s.out.log.Send(s.now, i, int(first), pkt.Count, int(want), pkt.Lag, slices.Clone(pkt.Inputs))
 	}
 	s.transmit(i, b)
 }
@@ -227,7 +225,7 @@ func (s *Session) finalChecksum(f Frame, sum uint64) {
 		s.out.rec.Checksum(f, sum)
 	}
 	if s.out.log != nil {
-		s.logf(logChecksum, slog.Int("frame", int(f)), slog.String("sum", hex64(sum)))
+		s.out.log.Checksum(s.now, int(f), sum, -1)
 	}
 }
 
@@ -243,7 +241,7 @@ func (s *Session) checkDesync() {
 		return
 	}
 	if s.out.log != nil {
-		s.logf(logDesync, slog.Int("frame", int(e.Frame)), slog.Int("peer", e.Peer), slog.String("local", hex64(e.Local)), slog.String("remote", hex64(e.Remote)))
+		s.out.log.Desync(s.now, int(e.Frame), e.Peer, e.Local, e.Remote)
 	}
 	s.emit(EventDesyncDetected, Frame(e.Frame), e.Peer)
 }

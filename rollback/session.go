@@ -1,10 +1,8 @@
 package rollback
 
 import (
-	"context"
 	"crypto/rand"
 	"fmt"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -117,10 +115,7 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	s.addPeers(cfg.Peers)
 	s.start = newStarter(cfg.NoStartDelay || cfg.NoFrameAdvantage, s.roster.local[0], s.peers)
-	s.out.rec = cfg.Recorder
-	if cfg.Log != nil && cfg.Log.Enabled(context.Background(), slog.LevelDebug) {
-		s.out.log = cfg.Log
-	}
+	s.out = newRecording(cfg.Recorder, cfg.Log)
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
 		s.sums = newChecksums(Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery)), cfg.ChecksumData, len(s.peers))
 	}
