@@ -2,8 +2,8 @@ package rollback_test
 
 import (
 	"fmt"
+	"time"
 
-	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
@@ -72,7 +72,7 @@ func Example() {
 				return
 			}
 		}
-		network.Advance(match.Tick)
+		network.Advance(time.Second / 60) // one 60 Hz tick of the simulated network
 	}
 	for i, s := range sessions {
 		st := s.Stats()
