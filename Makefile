@@ -1,7 +1,11 @@
 # Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
 GO       ?= go
 FUZZTIME ?= 30s
-PKGS     := ./...
+# Two modules, tied by go.work: the library (the root) and the soak with its
+# gonum/plot report (cmd/soak). In workspace mode ./... stops at the nested
+# module's go.mod, so its packages are named explicitly.
+MODULES  := . ./cmd/soak
+PKGS     := ./... ./cmd/soak/...
 
 .PHONY: test lint bench soak lockstep-table fuzz cover tidy
 
@@ -11,15 +15,19 @@ test: lint
 	$(GO) test -count=1 -run '^TestNoFalseDesync$$' ./internal/match
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS) > /dev/null
 
-## lint: go vet, gofmt, a package comment on every package, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
+## lint: go vet, gofmt, a package comment on every package, every module's go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
 lint:
 	$(GO) vet $(PKGS)
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) mod tidy -diff
+	@for m in $(MODULES); do echo "(cd $$m && GOWORK=off $(GO) mod tidy -diff)"; (cd $$m && GOWORK=off $(GO) mod tidy -diff) || exit 1; done
 	GOARCH=386 $(GO) vet $(PKGS)
+
+## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own).
+tidy:
+	for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
 ## bench: every benchmark, 5 runs each (quote medians; see docs/architecture.md).
 bench:

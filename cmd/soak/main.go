@@ -39,9 +39,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/soak/internal/report"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
-	"github.com/rewindgg/rewind/internal/report"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
