@@ -13,6 +13,7 @@ import (
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/pacer"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/rollback/udp"
 )
 
@@ -35,8 +36,8 @@ type UDPOptions struct {
 
 // RunUDP plays and verifies one match in real time over UDP sockets on the
 // loopback interface, every machine in its own goroutine with its own
-// socket, real clock and 60 Hz pacer; c.Profile is applied by a shaper in
-// front of each socket. Nonces come from crypto/rand.
+// socket, real clock and 60 Hz pacer; c.Profile is applied by a
+// netsim.Shaper wrapping each socket's transport. Nonces come from crypto/rand.
 func RunUDP(c Config, o UDPOptions) Result {
 	var r Result
 	machines := machinesOf(c)
@@ -66,7 +67,8 @@ func RunUDP(c Config, o UDPOptions) Result {
 		conns[i], addrs[i] = conn, conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	}
 	trs := make([]*udp.Transport, machines)
-	var shapers []*udp.Shaper
+	sessionTrs := make([]rollback.Transport, machines) // trs[i], or its shaper
+	var shapers []*netsim.Shaper
 	defer func() {
 		for _, sh := range shapers {
 			sh.Close()
@@ -89,17 +91,18 @@ func RunUDP(c Config, o UDPOptions) Result {
 			r.Err = err
 			return r
 		}
-		trs[i] = t
+		trs[i], sessionTrs[i] = t, t
 		if c.Profile != (Config{}).Profile {
-			sh, err := t.Shape(c.Profile, c.Seed, i)
+			sh, err := netsim.NewShaper(t, len(peers), c.Profile, c.Seed, i)
 			if err != nil {
 				r.Err = err
 				return r
 			}
 			shapers = append(shapers, sh)
+			sessionTrs[i] = sh
 		}
 	}
-	rn, err := prepare(c, func(i int) rollback.Transport { return trs[i] },
+	rn, err := prepare(c, func(i int) rollback.Transport { return sessionTrs[i] },
 		func(int) rollback.Clock { return rollback.RealClock() }, func(int) io.Reader { return nil })
 	if err != nil {
 		r.Err = err

@@ -8,9 +8,8 @@
 // and oversized ones, are dropped and counted here; everything else is for
 // the session to judge.
 //
-// A [Shaper] in front of the socket delays, drops and duplicates outgoing
-// datagrams by a netsim profile on the real clock, for tests and soaks on
-// machines without netem.
+// To impair the traffic of a test or soak on loopback, wrap the transport
+// in a netsim.Shaper.
 package udp
 
 import (
@@ -56,7 +55,6 @@ type Transport struct {
 	udp   *net.UDPConn // conn, when it is one: the allocation-free calls
 	peers []netip.AddrPort
 	index map[netip.AddrPort]int
-	send  func(peer int, b []byte) error
 
 	mu    sync.Mutex
 	queue [queueSize]datagram
@@ -89,7 +87,6 @@ func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
 	for range 64 {
 		t.free = append(t.free, make([]byte, MaxDatagram+1))
 	}
-	t.send = t.write
 	go t.read()
 	return t, nil
 }
@@ -107,7 +104,7 @@ func (t *Transport) Send(peer int, b []byte) error {
 	if t.closed.Load() {
 		return ErrClosed
 	}
-	err := t.send(peer, b)
+	err := t.write(peer, b)
 	if err != nil {
 		t.sendErrs.Add(1)
 	}
