@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"sync/atomic"
 )
@@ -30,8 +31,9 @@ const queueSize = 1024
 
 // Errors.
 var (
-	ErrPeer   = errors.New("udp: no such peer")
-	ErrClosed = errors.New("udp: transport closed")
+	ErrPeer    = errors.New("udp: no such peer")
+	ErrClosed  = errors.New("udp: transport closed")
+	ErrNilConn = errors.New("udp: nil conn")
 )
 
 // Stats counts what the transport dropped before the session saw it.
@@ -69,8 +71,11 @@ type Transport struct {
 
 // New returns a transport on conn whose peer i is at peers[i], and starts
 // its reader goroutine. IPv4 addresses and IPv4-mapped IPv6 addresses are
-// the same peer.
+// the same peer. A nil conn (or a nil pointer in it) is an error.
 func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
+	if v := reflect.ValueOf(conn); conn == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, ErrNilConn
+	}
 	t := &Transport{conn: conn, index: make(map[netip.AddrPort]int, len(peers)), done: make(chan struct{})}
 	t.udp, _ = conn.(*net.UDPConn)
 	for i, a := range peers {

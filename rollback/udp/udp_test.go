@@ -142,6 +142,16 @@ func TestClose(t *testing.T) {
 	assert.Error(t, err)
 }
 
+func TestNewRejectsNilConn(t *testing.T) {
+	peers := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")}
+	tr, err := udp.New(nil, peers)
+	require.ErrorIs(t, err, udp.ErrNilConn, "a nil conn is refused, not read by a goroutine that crashes the process")
+	assert.Nil(t, tr)
+	tr, err = udp.New((*net.UDPConn)(nil), peers)
+	require.ErrorIs(t, err, udp.ErrNilConn, "a nil *net.UDPConn too (it would spin on EINVAL)")
+	assert.Nil(t, tr)
+}
+
 // The matches below run in real time over loopback sockets, with the wifi
 // profile applied by shapers: a few seconds each, in parallel.
 
