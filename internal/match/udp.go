@@ -30,6 +30,10 @@ type UDPOptions struct {
 	// machine's address and socket, before any frame runs. Tests use the
 	// sockets to send datagrams from a peer's own address.
 	OnStart func(addrs []netip.AddrPort, conns []*net.UDPConn)
+	// OnRunning, if set, is called once, from a machine's goroutine, when
+	// every machine has simulated its first frame: the handshake and the
+	// start are over. Tests wait for it instead of sleeping.
+	OnRunning func()
 	// Timeout bounds the match; 0 means three times its length plus 20 s.
 	Timeout time.Duration
 }
@@ -127,12 +131,13 @@ func RunUDP(c Config, o UDPOptions) Result {
 		return true
 	}
 	errs := make([]error, machines)
-	var stop atomic.Bool // a desync was detected: the match is over
+	var stop atomic.Bool     // a desync was detected: the match is over
+	var running atomic.Int32 // machines that have simulated a frame
 	var wg sync.WaitGroup
 	for i := range machines {
 		wg.Go(func() {
 			p := pacer.New(Tick)
-			paused := false
+			paused, ran := false, false
 			for time.Now().Before(deadline) && !stop.Load() {
 				p.Wait()
 				if o.PauseAt > 0 && i == o.PauseMachine && !paused && rn.ms[i].s.Frame() >= rollback.Frame(o.PauseAt) {
@@ -151,6 +156,12 @@ func RunUDP(c Config, o UDPOptions) Result {
 					return
 				}
 				finished[i].Store(fin)
+				if !ran && rn.ms[i].s.Frame() > 0 {
+					ran = true
+					if running.Add(1) == int32(machines) && o.OnRunning != nil {
+						o.OnRunning()
+					}
+				}
 				if allFinished() {
 					return
 				}
