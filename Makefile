@@ -7,8 +7,9 @@ FUZZTIME ?= 30s
 MODULES  := . ./cmd/soak
 PKGS     := ./... ./cmd/soak/...
 # The library: what a game imports. Its module graph must not hold the tools'
-# heavy dependencies (plotting, GUI, WebRTC, browsers).
-LIBRARY  := ./rollback ./rollback/wire ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
+# heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
+# these import (the wire codecs through ./rollback).
+LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
 HEAVY    := gonum|ebiten|pion|chromedp
 
 .PHONY: test lint library-deps bench soak lockstep-table fuzz cover tidy
