@@ -1,9 +1,18 @@
 # Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
 GO       ?= go
 FUZZTIME ?= 30s
-PKGS     := ./...
+# Two modules, tied by go.work: the library (the root) and the soak with its
+# gonum/plot report (cmd/soak). In workspace mode ./... stops at the nested
+# module's go.mod, so its packages are named explicitly.
+MODULES  := . ./cmd/soak
+PKGS     := ./... ./cmd/soak/...
+# The library: what a game imports. Its module graph must not hold the tools'
+# heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
+# these import (the wire codecs through ./rollback).
+LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
+HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: test lint bench soak lockstep-table fuzz cover tidy
+.PHONY: test lint library-deps bench soak lockstep-table fuzz cover tidy
 
 ## test: lint, then the whole suite with the race detector, in random order, the long match tests in full without it, and every benchmark once.
 test: lint
@@ -11,15 +20,26 @@ test: lint
 	$(GO) test -count=1 -run '^TestNoFalseDesync$$' ./internal/match
 	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS) > /dev/null
 
-## lint: go vet, gofmt, a package comment on every package, go.mod tidiness, and a 32-bit build (frame counters and checksums are width-sensitive).
-lint:
+## lint: go vet, gofmt, a package comment on every package, every module's go.mod tidiness, the library's dependencies, and a 32-bit build (frame counters and checksums are width-sensitive).
+lint: library-deps
 	$(GO) vet $(PKGS)
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	$(GO) mod tidy -diff
+	@for m in $(MODULES); do echo "(cd $$m && GOWORK=off $(GO) mod tidy -diff)"; (cd $$m && GOWORK=off $(GO) mod tidy -diff) || exit 1; done
 	GOARCH=386 $(GO) vet $(PKGS)
+
+## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own).
+tidy:
+	for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
+
+## library-deps: fails if the root module's graph, or the packages the library imports, include a module matching HEAVY.
+library-deps:
+	@mods=$$(GOWORK=off $(GO) list -m all) || exit 1; \
+		deps=$$(GOWORK=off $(GO) list -deps -f '{{with .Module}}{{.Path}}{{end}}' $(LIBRARY)) || exit 1; \
+		heavy=$$(printf '%s\n%s\n' "$$mods" "$$deps" | grep -E '$(HEAVY)' | sort -u); \
+		if [ -n "$$heavy" ]; then echo "the library module must not depend on these (give the tool that needs them a module of its own):"; echo "$$heavy"; exit 1; fi
 
 ## bench: every benchmark, 5 runs each (quote medians; see docs/architecture.md).
 bench:

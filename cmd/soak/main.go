@@ -39,9 +39,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/soak/internal/report"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
-	"github.com/rewindgg/rewind/internal/report"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
@@ -230,7 +230,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.profiles, "profiles", "", "a comma-separated list of profiles to run in turn (a matrix; overrides -profile; the JSON is then {profiles: [...], passed})")
 	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
 	fs.StringVar(&o.logDir, "log", "", "every machine writes its detailed network log into DIR (match-SEED-machine-I.jsonl); cmd/netlog diffs two")
-	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; cmd/replay re-runs them")
+	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; examples/arena/cmd/replay re-runs them")
 	fs.IntVar(&o.redundant, "redundant", 0, "Config.RedundantFrames: the newest frames every input packet repeats (0 for 8, -1 for every unacknowledged frame)")
 	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", 0, "Config.HandshakeTimeout (0 for 10s; a 2 s one-way link needs more)")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")

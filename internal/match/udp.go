@@ -13,6 +13,7 @@ import (
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/pacer"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/rollback/udp"
 )
 
@@ -29,14 +30,18 @@ type UDPOptions struct {
 	// machine's address and socket, before any frame runs. Tests use the
 	// sockets to send datagrams from a peer's own address.
 	OnStart func(addrs []netip.AddrPort, conns []*net.UDPConn)
+	// OnRunning, if set, is called once, from a machine's goroutine, when
+	// every machine has simulated its first frame: the handshake and the
+	// start are over. Tests wait for it instead of sleeping.
+	OnRunning func()
 	// Timeout bounds the match; 0 means three times its length plus 20 s.
 	Timeout time.Duration
 }
 
 // RunUDP plays and verifies one match in real time over UDP sockets on the
 // loopback interface, every machine in its own goroutine with its own
-// socket, real clock and 60 Hz pacer; c.Profile is applied by a shaper in
-// front of each socket. Nonces come from crypto/rand.
+// socket, real clock and 60 Hz pacer; c.Profile is applied by a
+// netsim.Shaper wrapping each socket's transport. Nonces come from crypto/rand.
 func RunUDP(c Config, o UDPOptions) Result {
 	var r Result
 	machines := machinesOf(c)
@@ -66,7 +71,8 @@ func RunUDP(c Config, o UDPOptions) Result {
 		conns[i], addrs[i] = conn, conn.LocalAddr().(*net.UDPAddr).AddrPort()
 	}
 	trs := make([]*udp.Transport, machines)
-	var shapers []*udp.Shaper
+	sessionTrs := make([]rollback.Transport, machines) // trs[i], or its shaper
+	var shapers []*netsim.Shaper
 	defer func() {
 		for _, sh := range shapers {
 			sh.Close()
@@ -89,17 +95,18 @@ func RunUDP(c Config, o UDPOptions) Result {
 			r.Err = err
 			return r
 		}
-		trs[i] = t
+		trs[i], sessionTrs[i] = t, t
 		if c.Profile != (Config{}).Profile {
-			sh, err := t.Shape(c.Profile, c.Seed, i)
+			sh, err := netsim.NewShaper(t, len(peers), c.Profile, c.Seed, i)
 			if err != nil {
 				r.Err = err
 				return r
 			}
 			shapers = append(shapers, sh)
+			sessionTrs[i] = sh
 		}
 	}
-	rn, err := prepare(c, func(i int) rollback.Transport { return trs[i] },
+	rn, err := prepare(c, func(i int) rollback.Transport { return sessionTrs[i] },
 		func(int) rollback.Clock { return rollback.RealClock() }, func(int) io.Reader { return nil })
 	if err != nil {
 		r.Err = err
@@ -124,12 +131,13 @@ func RunUDP(c Config, o UDPOptions) Result {
 		return true
 	}
 	errs := make([]error, machines)
-	var stop atomic.Bool // a desync was detected: the match is over
+	var stop atomic.Bool     // a desync was detected: the match is over
+	var running atomic.Int32 // machines that have simulated a frame
 	var wg sync.WaitGroup
 	for i := range machines {
 		wg.Go(func() {
 			p := pacer.New(Tick)
-			paused := false
+			paused, ran := false, false
 			for time.Now().Before(deadline) && !stop.Load() {
 				p.Wait()
 				if o.PauseAt > 0 && i == o.PauseMachine && !paused && rn.ms[i].s.Frame() >= rollback.Frame(o.PauseAt) {
@@ -148,6 +156,12 @@ func RunUDP(c Config, o UDPOptions) Result {
 					return
 				}
 				finished[i].Store(fin)
+				if !ran && rn.ms[i].s.Frame() > 0 {
+					ran = true
+					if running.Add(1) == int32(machines) && o.OnRunning != nil {
+						o.OnRunning()
+					}
+				}
 				if allFinished() {
 					return
 				}

@@ -13,6 +13,9 @@
 // Each node's [Endpoint] is a rollback.Transport: peer k of node i is the
 // k-th other node in ascending order. Sending copies the payload into a
 // pooled buffer, so steady-state traffic allocates nothing.
+//
+// A [Shaper] applies the same impairments to a real transport (a UDP
+// socket) on the real clock, for tests and soaks over loopback.
 package netsim
 
 import (
@@ -193,8 +196,8 @@ type link struct {
 }
 
 // Impairer decides the fate of each packet on one link: lost, or delivered
-// after a delay, possibly twice. netsim uses one per directed link; the UDP
-// transport's shaper uses one per socket, on the real clock.
+// after a delay, possibly twice. netsim uses one per directed link; a
+// [Shaper] uses one per peer, on the real clock.
 type Impairer struct {
 	prof       Profile
 	rng        *rand.Rand

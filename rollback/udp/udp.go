@@ -8,9 +8,8 @@
 // and oversized ones, are dropped and counted here; everything else is for
 // the session to judge.
 //
-// A [Shaper] in front of the socket delays, drops and duplicates outgoing
-// datagrams by a netsim profile on the real clock, for tests and soaks on
-// machines without netem.
+// To impair the traffic of a test or soak on loopback, wrap the transport
+// in a netsim.Shaper.
 package udp
 
 import (
@@ -18,6 +17,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"reflect"
 	"sync"
 	"sync/atomic"
 )
@@ -31,8 +31,9 @@ const queueSize = 1024
 
 // Errors.
 var (
-	ErrPeer   = errors.New("udp: no such peer")
-	ErrClosed = errors.New("udp: transport closed")
+	ErrPeer    = errors.New("udp: no such peer")
+	ErrClosed  = errors.New("udp: transport closed")
+	ErrNilConn = errors.New("udp: nil conn")
 )
 
 // Stats counts what the transport dropped before the session saw it.
@@ -56,7 +57,6 @@ type Transport struct {
 	udp   *net.UDPConn // conn, when it is one: the allocation-free calls
 	peers []netip.AddrPort
 	index map[netip.AddrPort]int
-	send  func(peer int, b []byte) error
 
 	mu    sync.Mutex
 	queue [queueSize]datagram
@@ -71,8 +71,11 @@ type Transport struct {
 
 // New returns a transport on conn whose peer i is at peers[i], and starts
 // its reader goroutine. IPv4 addresses and IPv4-mapped IPv6 addresses are
-// the same peer.
+// the same peer. A nil conn (or a nil pointer in it) is an error.
 func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
+	if v := reflect.ValueOf(conn); conn == nil || v.Kind() == reflect.Pointer && v.IsNil() {
+		return nil, ErrNilConn
+	}
 	t := &Transport{conn: conn, index: make(map[netip.AddrPort]int, len(peers)), done: make(chan struct{})}
 	t.udp, _ = conn.(*net.UDPConn)
 	for i, a := range peers {
@@ -89,7 +92,6 @@ func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
 	for range 64 {
 		t.free = append(t.free, make([]byte, MaxDatagram+1))
 	}
-	t.send = t.write
 	go t.read()
 	return t, nil
 }
@@ -107,7 +109,7 @@ func (t *Transport) Send(peer int, b []byte) error {
 	if t.closed.Load() {
 		return ErrClosed
 	}
-	err := t.send(peer, b)
+	err := t.write(peer, b)
 	if err != nil {
 		t.sendErrs.Add(1)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"runtime"
 	"testing"
 	"time"
 
@@ -29,10 +28,10 @@ func listen(t *testing.T, network, ip string) *net.UDPConn {
 
 func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-// recv polls Receive for up to a second.
+// recv polls Receive, every millisecond, for up to 10 s.
 func recv(t *testing.T, tr *udp.Transport, buf []byte) (int, int) {
 	t.Helper()
-	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 		if n, peer, ok := tr.Receive(buf); ok {
 			return n, peer
 		}
@@ -114,6 +113,13 @@ func TestNoAllocationPerPacket(t *testing.T) {
 	defer ta.Close()
 	defer tb.Close()
 	payload, buf := make([]byte, 40), make([]byte, udp.MaxDatagram)
+	// Poll every 100 µs, blocked on a reused timer: AllocsPerRun runs with
+	// GOMAXPROCS=1, and a goroutine that only yields (runtime.Gosched) keeps
+	// the scheduler from polling the network, so the reader goroutine would
+	// wake only when sysmon polls it, every 10 ms.
+	deadline := time.Now().Add(10 * time.Second) // for all 120 round trips
+	poll := time.NewTimer(time.Hour)
+	defer poll.Stop()
 	roundTrip := func() {
 		if err := ta.Send(0, payload); err != nil {
 			t.Fatal(err)
@@ -122,7 +128,11 @@ func TestNoAllocationPerPacket(t *testing.T) {
 			if _, _, ok := tb.Receive(buf); ok {
 				return
 			}
-			runtime.Gosched() // let the reader goroutine run
+			if time.Now().After(deadline) {
+				t.Fatal("the round trips on loopback took more than 10 s")
+			}
+			poll.Reset(100 * time.Microsecond)
+			<-poll.C
 		}
 	}
 	for range 20 {
@@ -140,6 +150,16 @@ func TestClose(t *testing.T) {
 	assert.ErrorIs(t, ta.Send(0, []byte("x")), udp.ErrClosed)
 	_, err = udp.New(a, []netip.AddrPort{{}})
 	assert.Error(t, err)
+}
+
+func TestNewRejectsNilConn(t *testing.T) {
+	peers := []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")}
+	tr, err := udp.New(nil, peers)
+	require.ErrorIs(t, err, udp.ErrNilConn, "a nil conn is refused, not read by a goroutine that crashes the process")
+	assert.Nil(t, tr)
+	tr, err = udp.New((*net.UDPConn)(nil), peers)
+	require.ErrorIs(t, err, udp.ErrNilConn, "a nil *net.UDPConn too (it would spin on EINVAL)")
+	assert.Nil(t, tr)
 }
 
 // The matches below run in real time over loopback sockets, with the wifi
@@ -223,21 +243,30 @@ func TestHostilePacketsOnRealSockets(t *testing.T) {
 	oversized := make([]byte, udp.MaxDatagram+100)
 	stranger := listen(t, "udp4", "127.0.0.1")
 	defer stranger.Close()
-	sent := make(chan struct{})
-	r := match.RunUDP(match.Config{Players: 2, Frames: 300, Seed: seed, Profile: p}, match.UDPOptions{
+	running := make(chan struct{})
+	sent := make(chan bool, 1)
+	// The datagrams go once every machine has simulated a frame (the
+	// handshake is done); the match then has 2 s left to judge them.
+	r := match.RunUDP(match.Config{Players: 2, Frames: 120, Seed: seed, Profile: p}, match.UDPOptions{
 		OnStart: func(addrs []netip.AddrPort, conns []*net.UDPConn) {
 			go func() {
-				defer close(sent)
-				time.Sleep(1500 * time.Millisecond) // once the handshake is done
+				select {
+				case <-running:
+				case <-time.After(10 * time.Second):
+					sent <- false
+					return
+				}
 				for _, b := range fromPeer {
 					_, _ = conns[1].WriteToUDPAddrPort(b, addrs[0])
 				}
 				_, _ = conns[1].WriteToUDPAddrPort(oversized, addrs[0])
 				_, _ = stranger.WriteToUDPAddrPort(inputWithTag(1), addrs[0])
+				sent <- true
 			}()
 		},
+		OnRunning: func() { close(running) },
 	})
-	<-sent
+	require.True(t, <-sent, "the match was not running within 10 s: nothing was sent")
 	require.NoError(t, r.Err)
 	require.True(t, r.Completed)
 	assert.True(t, r.Verified, r.Desync)
