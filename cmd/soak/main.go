@@ -44,6 +44,7 @@ import (
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/savestate"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -504,18 +505,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
 	case o.parallel < 1:
 		return nil, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
-	case o.maxRollback < 1 || o.maxRollback > rollback.MaxRollbackLimit:
-		return nil, 0, fmt.Errorf("-maxrollback: %d (want 1 to %d)", o.maxRollback, rollback.MaxRollbackLimit)
 	case o.hiccups < 0:
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
-	case o.redundant < -1 || o.redundant > 255:
-		return nil, 0, fmt.Errorf("-redundant: %d (want -1 to 255)", o.redundant)
-	case o.handshakeTimeout < 0:
-		return nil, 0, fmt.Errorf("-handshake-timeout: %v (want 0 or more)", o.handshakeTimeout)
 	case o.startSpread < 0:
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
-	case o.delay < 0 || o.delay > rollback.MaxInputLag:
-		return nil, 0, fmt.Errorf("-delay: %d (want 0 to %d)", o.delay, rollback.MaxInputLag)
 	}
 	if o.transport == "sim" {
 		o.transport = "netsim"
@@ -527,12 +520,6 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-transport: %q (want sim, tcp-model or udp)", o.transport)
 	case o.mode != "rollback" && o.mode != "lockstep":
 		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
-	case o.tick < 1 || o.tick > rollback.MaxTickRate:
-		return nil, 0, fmt.Errorf("-tick: %d (want 1 to %d)", o.tick, rollback.MaxTickRate)
-	case o.mode == "rollback" && o.tick != rollback.DefaultTickRate:
-		return nil, 0, fmt.Errorf("-tick: %d (rollback mode runs at %d Hz; other rates need -mode lockstep)", o.tick, rollback.DefaultTickRate)
-	case o.mode == "rollback" && o.playout != 0:
-		return nil, 0, errors.New("-playout: only with -mode lockstep")
 	case o.network != "udp4" && o.network != "udp6":
 		return nil, 0, fmt.Errorf("-network: %q (want udp4 or udp6)", o.network)
 	}
@@ -547,6 +534,12 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		policy = rollback.ConstantCost
 	default:
 		return nil, 0, fmt.Errorf("-snapshots: %q (want two-backups or constant-cost)", o.snapshots)
+	}
+	if err := checkConfig(o, policy); err != nil {
+		return nil, 0, err
+	}
+	if o.tick == 0 {
+		o.tick = rollback.DefaultTickRate // 0 means the default, as in Config
 	}
 	flagName, names := "-profile", []string{o.profile}
 	if o.profiles != "" {
@@ -628,8 +621,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.AdvantageStallFrames += r.AdvantageStalls
 		s.InputLagStallFrames += r.LagStalls
 		s.StallCadenceViolation += r.CadenceViolations
-		for k := range 5 {
-			s.InputLagHistogram[strconv.Itoa(k)] += r.LagFrames[k]
+		for k := range rollback.MaxInputLagHistogram {
+			s.InputLagHistogram[lagBucket(k)] += r.LagFrames[k]
 		}
 		s.InputLagFinal = append(s.InputLagFinal, r.FinalInputLag)
 		advSum += r.AdvantageSum
@@ -706,8 +699,8 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.Mode != "lockstep" { // lockstep has neither frame-advantage stalls nor a dynamic input lag
 		fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
 			s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
-		fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4: %d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
-			s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"])
+		fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4/5+: %d/%d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
+			s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"], s.InputLagHistogram["5+"])
 	}
 	fmt.Fprintf(w, "  sound: %d true sounds heard by the peers, %d duplicates, %d missed, %d/%d phantoms faded (after %.0f ms on average), %d restarted, mean lateness %.1f ms (max %.0f)\n",
 		s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms, s.Sound.PhantomHeardMs,
@@ -724,3 +717,49 @@ func printSummary(w io.Writer, s *Summary) {
 		}
 	}
 }
+
+// lagBucket names bucket k of Stats.LagFrames in the summary: the last
+// one holds every higher lag.
+func lagBucket(k int) string {
+	if k == rollback.MaxInputLagHistogram-1 {
+		return strconv.Itoa(k) + "+"
+	}
+	return strconv.Itoa(k)
+}
+
+// configFlags names the flag that sets each rollback.Config field.
+var configFlags = map[string]string{
+	"MaxRollback": "-maxrollback", "InputLag": "-delay", "RedundantFrames": "-redundant",
+	"HandshakeTimeout": "-handshake-timeout", "TickRate": "-tick", "PlayoutDelay": "-playout",
+	"Snapshots": "-snapshots", "Mode": "-mode",
+}
+
+// checkConfig checks the flags that become rollback.Config fields by the
+// session's own validation, so the soak's bounds are always Config's: it
+// builds a session of the configured mode and tuning and reports its
+// *ConfigError under the flag's name.
+func checkConfig(o *options, policy rollback.SnapshotPolicy) error {
+	a, err := savestate.New(4096)
+	if err != nil {
+		return err
+	}
+	cfg := rollback.Config{Players: 2, Local: []rollback.PlayerID{0}, Peers: []rollback.Peer{{Players: []rollback.PlayerID{1}}},
+		Layout: rollback.Layout{1}, State: a, Game: rollback.GameFunc(func(rollback.Frame, []rollback.PlayerInput) {}),
+		Transport: noTransport{}, MaxRollback: o.maxRollback, InputLag: o.delay, RedundantFrames: o.redundant,
+		HandshakeTimeout: o.handshakeTimeout, TickRate: o.tick, PlayoutDelay: o.playout, Snapshots: policy}
+	if o.mode == "lockstep" {
+		cfg.Mode = rollback.LockstepMode
+	}
+	_, err = rollback.NewSession(cfg)
+	var ce *rollback.ConfigError
+	if errors.As(err, &ce) {
+		return fmt.Errorf("%s: %s", configFlags[ce.Field], ce.Reason)
+	}
+	return err
+}
+
+// noTransport is the transport of checkConfig's session, which never sends.
+type noTransport struct{}
+
+func (noTransport) Send(int, []byte) error          { return nil }
+func (noTransport) Receive([]byte) (int, int, bool) { return 0, 0, false }

@@ -25,7 +25,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-profile", "moon"}, "-profile"},
 		{[]string{"-profile", "loss=300%"}, "-profile"},
 		{[]string{"-snapshots", "ring"}, "-snapshots"},
-		{[]string{"-maxrollback", "0"}, "-maxrollback"},
+		{[]string{"-maxrollback", "65"}, "-maxrollback"},
 		{[]string{"-delay", "99"}, "-delay"},
 		{[]string{"-parallel", "0"}, "-parallel"},
 		{[]string{"-players", "3", "-machines", "4"}, "-machines"},
@@ -39,7 +39,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"-mode", "turns"}, "-mode"},
 		{[]string{"-tick", "30"}, "-tick"},
-		{[]string{"-mode", "lockstep", "-tick", "0"}, "-tick"},
+		{[]string{"-mode", "lockstep", "-tick", "241"}, "-tick"},
 		{[]string{"-playout", "1s"}, "-playout"},
 		{[]string{"-redundant", "-2"}, "-redundant"},
 		{[]string{"-handshake-timeout", "-1s"}, "-handshake-timeout"},
@@ -292,4 +292,20 @@ func TestLockstepSoak(t *testing.T) {
 	assert.Positive(t, tcp.Hitches, "the TCP model hitches")
 	assert.Positive(t, tcp.HitchSpellMeanMs)
 	assert.Contains(t, errOut.String(), "lockstep at 10 Hz")
+}
+
+// TestInputLagHistogramKeepsHighLags: frames simulated at an input lag of 5
+// or more land in the last bucket ("5+") instead of being dropped.
+func TestInputLagHistogramKeepsHighLags(t *testing.T) {
+	var out, errOut bytes.Buffer
+	run([]string{"-matches", "1", "-frames", "300", "-profile", "lan", "-delay", "6", "-fixed-lag", "-json", "-"}, &out, &errOut)
+	var s Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &s), errOut.String())
+	var total int64
+	for _, n := range s.InputLagHistogram {
+		total += n
+	}
+	assert.Positive(t, s.InputLagHistogram["5+"], "every frame ran at lag 6: %v", s.InputLagHistogram)
+	assert.Equal(t, s.InputLagHistogram["5+"], total, "and nowhere else")
+	assert.Contains(t, errOut.String(), "5+")
 }
