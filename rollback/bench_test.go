@@ -2,11 +2,11 @@ package rollback_test
 
 import (
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
@@ -131,67 +131,41 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode) {
 	b.ReportMetric(float64(after.BytesSent-before.BytesSent)/float64(after.Frame-before.Frame), "bytes/packet")
 }
 
-// scripted is a peer that answers the handshake, then sends one input per
-// Advance, 20 frames late.
-type scripted struct {
-	s       *rollback.Session
-	next    int32 // the remote frame to deliver next
-	pkt     wire.InputPacket
-	base    [1]uint64
-	buf     []byte
-	hs      wire.Handshake
-	tag     uint16
-	hsReply []byte
-	now     time.Duration
-}
-
-const scriptedNonce = 99
-
-func (p *scripted) Send(_ int, b []byte) error {
-	if wire.Kind(b[0]) == wire.KindHandshake && p.tag == 0 {
-		if _, err := wire.ParseControl(b, wire.KindHandshake, &p.hs); err != nil {
-			return err
+// lateInputs makes fake peer 0 send one input per Advance of *s, 20
+// frames late, never what repeat-last predicts: every Advance rolls back
+// 19 frames. It allocates nothing per datagram.
+func lateInputs(fp *fakepeer.Peers, s **rollback.Session) func() ([]byte, int, bool) {
+	var next int32
+	var base [1]uint64
+	pkt := wire.InputPacket{Inputs: make([]uint64, 0, 1)}
+	buf := make([]byte, 0, 64)
+	return func() ([]byte, int, bool) {
+		if *s == nil || fp.Tag(0) == 0 || next > int32((*s).Frame())-19 {
+			return nil, 0, false
 		}
-		p.tag = rollback.TagFor(p.hs.SessionID, p.hs.Nonce, scriptedNonce)
+		pkt = wire.InputPacket{Tag: fp.Tag(0), Ack: int32((*s).Frame()), First: next, Count: 1, Players: 1, Inputs: pkt.Inputs[:0]}
+		if next > 0 {
+			base[0] = uint64((next - 1) & 1)
+			pkt.Base = base[:]
+		}
+		pkt.Inputs = append(pkt.Inputs, uint64(next&1))
 		var err error
-		p.hsReply, err = wire.AppendControl(nil, wire.KindHandshake, 0,
-			&wire.Handshake{SessionID: p.hs.SessionID, Nonce: scriptedNonce, Echo: p.hs.Nonce})
-		return err
+		if buf, err = wire.AppendInput(buf[:0], &pkt, wire.Layout{3, 8, 8}); err != nil {
+			panic(err)
+		}
+		next++
+		return buf, 0, true
 	}
-	return nil
-}
-
-func (p *scripted) Now() time.Duration { return p.now }
-
-func (p *scripted) Receive(buf []byte) (int, int, bool) {
-	if p.hsReply != nil {
-		n := copy(buf, p.hsReply)
-		p.hsReply = nil
-		return n, 0, true
-	}
-	if p.s == nil || p.tag == 0 || p.next > int32(p.s.Frame())-19 {
-		return 0, 0, false
-	}
-	p.pkt = wire.InputPacket{Tag: p.tag, Ack: int32(p.s.Frame()), First: p.next, Count: 1, Players: 1, Inputs: p.pkt.Inputs[:0]}
-	if p.next > 0 {
-		p.base[0] = uint64((p.next - 1) & 1)
-		p.pkt.Base = p.base[:]
-	}
-	p.pkt.Inputs = append(p.pkt.Inputs, uint64(p.next&1)) // never what repeat-last predicts
-	var err error
-	p.buf, err = wire.AppendInput(p.buf[:0], &p.pkt, wire.Layout{3, 8, 8})
-	if err != nil {
-		panic(err)
-	}
-	p.next++
-	return copy(buf, p.buf), 0, true
 }
 
 func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 	return func(b *testing.B) {
 		g := newBenchGame[B](b, size)
-		peer := &scripted{buf: make([]byte, 0, 64), pkt: wire.InputPacket{Inputs: make([]uint64, 0, 1)}}
-		s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
+		peer := fakepeer.New(99)
+		var s *rollback.Session
+		peer.Next = lateInputs(peer, &s)
+		var err error
+		s, err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer,
 			// The rollback mechanics alone: the scripted peer speaks neither
@@ -200,15 +174,14 @@ func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		peer.s = s
 		for range 3 { // the handshake
-			peer.now += match.Tick
+			peer.Advance(match.Tick)
 			if _, err := s.Idle(); err != nil {
 				b.Fatal(err)
 			}
 		}
 		op := func() int {
-			peer.now += match.Tick
+			peer.Advance(match.Tick)
 			if queued, err := s.AddLocalInput(0, 7); err != nil || !queued {
 				b.Fatal(err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
@@ -101,38 +102,29 @@ func TestSnapshotInvariants(t *testing.T) {
 	}
 }
 
-// scriptTransport first delivers a handshake from every peer, then
-// datagrams cut from fuzz data: each starts with a byte choosing the peer
-// (and, with its top bit, asking for that peer's real session tag to be
-// patched in) and a byte giving its length.
-type scriptTransport struct {
-	data  []byte
-	hello [][]byte
-	tags  []uint16
-}
-
-func (s *scriptTransport) Send(int, []byte) error { return nil }
-
-func (s *scriptTransport) Receive(buf []byte) (int, int, bool) {
-	if len(s.hello) > 0 {
-		peer := len(s.tags) - 1 - len(s.hello) // hello[k] is from peer k
-		n := copy(buf, s.hello[0])
-		s.hello = s.hello[1:]
-		return n, peer, true
+// script returns datagrams cut from fuzz data for fake peers 0 and 1: each
+// starts with a byte choosing the peer (index 2 does not exist: every
+// datagram "from" it is dropped) and, with its top bit, asking for that
+// peer's real session tag to be patched in, and a byte giving its length.
+func script(fp *fakepeer.Peers, data *[]byte) func() ([]byte, int, bool) {
+	buf := make([]byte, 256)
+	return func() ([]byte, int, bool) {
+		d := *data
+		if len(d) < 2 {
+			return nil, 0, false
+		}
+		peer, n := int(d[0]&0x7f%3), int(d[1])
+		patch := d[0]&0x80 != 0
+		d = d[2:]
+		n = min(n, len(d))
+		b := append(buf[:0], d[:n]...)
+		*data = d[n:]
+		if patch && n >= 3 && peer < 2 {
+			tag := fp.Tag(peer)
+			b[1], b[2] = byte(tag>>8), byte(tag)
+		}
+		return b, peer, true
 	}
-	if len(s.data) < 2 {
-		return 0, 0, false
-	}
-	peer, n := int(s.data[0]&0x7f%3), int(s.data[1])
-	patch := s.data[0]&0x80 != 0
-	s.data = s.data[2:]
-	n = min(n, len(s.data), len(buf))
-	copy(buf, s.data[:n])
-	s.data = s.data[n:]
-	if patch && n >= 3 {
-		buf[1], buf[2] = byte(s.tags[peer]>>8), byte(s.tags[peer])
-	}
-	return n, peer, true
 }
 
 // playScript runs a session of 4 players (one local, two peers) on the
@@ -144,31 +136,30 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 	require.NoError(t, err)
 	h, err := savestate.Alloc[[MaxPlayers]int64](a)
 	require.NoError(t, err)
-	tr := &scriptTransport{}
-	now := time.Duration(0)
+	tr := fakepeer.New(100, 101)
+	var chunk []byte
+	tr.Next = script(tr, &chunk)
 	c := Config{Players: 4, Local: []PlayerID{0},
 		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
 		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
-		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: clockFunc(func() time.Duration { return now })}
+		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr}
 	if every&0x80 != 0 {
 		c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1
 	}
 	s, err := NewSession(c)
 	require.NoError(t, err)
-	for k := range 2 {
-		nonce := uint32(100 + k)
-		hello, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 5, Nonce: nonce, Echo: s.proto.nonce})
-		require.NoError(t, err)
-		tr.hello = append(tr.hello, hello)
-		tr.tags = append(tr.tags, tagFor(5, s.proto.nonce, nonce))
-	}
-	tr.tags = append(tr.tags, 0) // peer index 2 does not exist: every datagram "from" it is dropped
+	// The handshake tick: the session says hello, both fake peers answer
+	// (their answers are received first on the next tick, before the data).
+	_, err = s.AddLocalInput(0, 5)
+	require.NoError(t, err)
+	_, err = s.Advance()
+	require.NoError(t, err)
 	step := 1 + int(every&0x7f)%16
 	for len(data) > 0 {
 		n := min(len(data), step*9)
-		tr.data = append(tr.data[:0], data[:n]...)
+		chunk = append(chunk[:0], data[:n]...)
 		data = data[n:]
-		now += time.Second / 60
+		tr.Advance(time.Second / 60)
 		_, err := s.AddLocalInput(0, 5)
 		require.NoError(t, err)
 		_, err = s.Advance()

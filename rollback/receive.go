@@ -210,7 +210,7 @@ func (s *Session) handleHandshake(i int, b []byte) bool {
 	}
 	if a.nonce == 0 {
 		a.nonce = h.Nonce
-		a.tag = tagFor(s.proto.sessionID, s.proto.nonce, h.Nonce)
+		a.tag = wire.SessionTag(s.proto.sessionID, s.proto.nonce, h.Nonce)
 	} else if h.Nonce != a.nonce {
 		return false // a replay, or a stranger: the nonce is fixed once seen
 	}

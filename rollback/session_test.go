@@ -13,6 +13,7 @@ import (
 	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
@@ -416,44 +417,18 @@ func TestStarvation(t *testing.T) {
 	assert.Equal(t, rollback.EventResumed, r.Events[0].Kind)
 }
 
-// injector delivers extra datagrams, as if from peer 0, before the real ones.
-type injector struct {
-	rollback.Transport
-	packets [][]byte
-}
-
-func (in *injector) Receive(buf []byte) (int, int, bool) {
-	if len(in.packets) > 0 {
-		p := in.packets[0]
-		in.packets = in.packets[1:]
-		return copy(buf, p), 0, true
-	}
-	return in.Transport.Receive(buf)
-}
-
-// nonceOf is the handshake nonce machine i draws from match.SeededRand.
-func nonceOf(seed uint64, i int) uint32 {
-	r := match.SeededRand(seed, i)
-	var b [4]byte
-	for {
-		_, _ = r.Read(b[:])
-		if n := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24; n != 0 {
-			return n
-		}
-	}
-}
-
 // TestHostilePackets sends every class of bad packet into a live match:
 // each is dropped and counted, and both machines still end in sync.
 func TestHostilePackets(t *testing.T) {
-	var inj *injector
+	var inj *fakepeer.Peers
 	ss, gs, nw := connectedPair(t, func(i int, c *rollback.Config) {
 		if i == 0 {
-			inj = &injector{Transport: c.Transport}
+			inj = fakepeer.Wrap(c.Transport, 1) // scripted datagrams "from" peer 0, before the real ones
 			c.Transport = inj
 		}
 	})
-	tag := rollback.TagFor(77, 0, 0) // a tag no session of this match uses
+	require.NotZero(t, inj.Tag(0), "the wrapper saw both handshakes")
+	tag := wire.SessionTag(77, 0, 0) // a tag no session of this match uses
 	good := func(tag uint16, ack, first int32, count int) []byte {
 		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: ack, First: first, Count: count, Players: 1,
 			Inputs: make([]uint64, count)}, wire.Layout{4})
@@ -473,14 +448,13 @@ func TestHostilePackets(t *testing.T) {
 		make([]byte, 2000),            // oversized
 		{2, 0, 0, 0x81, 0xa1, 'x', 1}, // a handshake whose body is a map
 	}
-	inj.packets = append(inj.packets, hostile...)
+	inj.Deliver(0, hostile...)
 	for f := range 600 {
 		for i, s := range ss {
 			if f == 300 && i == 0 {
 				// This session's real tag, but it claims to want frame 500
 				// of ours, which we have not made yet.
-				real := rollback.TagFor(77, nonceOf(1, 0), nonceOf(1, 1))
-				inj.packets = append(inj.packets, good(real, 500, 299, 1))
+				inj.Deliver(0, good(inj.Tag(0), 500, 299, 1))
 			}
 			require.NoError(t, queued(s.AddLocalInput(rollback.PlayerID(i), rollback.Input(f/(7+i)%16))))
 			_, err := s.Advance()

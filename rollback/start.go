@@ -6,8 +6,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -56,20 +54,6 @@ const handshakeRetry = 100 * time.Millisecond
 
 // frameDuration is the simulation frame the input lag is measured in.
 const frameDuration = time.Second / 60
-
-// tagFor derives the 16-bit session tag from the session id and both
-// nonces; 0 is reserved for handshakes.
-func tagFor(session uint64, a, b uint32) uint16 {
-	var buf [16]byte
-	binary.LittleEndian.PutUint64(buf[:], session)
-	binary.LittleEndian.PutUint32(buf[8:], min(a, b))
-	binary.LittleEndian.PutUint32(buf[12:], max(a, b))
-	t := uint16(xxhash.Sum64(buf[:]))
-	if t == 0 {
-		t = 1
-	}
-	return t
-}
 
 func readNonce(r io.Reader) (uint32, error) {
 	var b [4]byte
