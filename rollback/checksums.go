@@ -90,6 +90,17 @@ func (c *checksums) checkpoint(f Frame, state []byte) {
 	}
 }
 
+// waiting reports whether a checksum of a frame before simulated waits to
+// become final.
+func (c *checksums) waiting(simulated Frame) bool {
+	for i := range c.points {
+		if c.points[i].pending && c.points[i].frame < simulated {
+			return true
+		}
+	}
+	return false
+}
+
 // finals hands on, oldest first, every pending checksum whose frame is
 // before simulated and not after anchor (no rollback reaches it any more):
 // to the sink, and to the detector.

@@ -235,7 +235,9 @@ func (s *Session) checkDesync() {
 	if s.sums == nil || s.sums.failed() != nil {
 		return
 	}
-	s.sums.finals(s.frame, s.anchor(s.frame), s)
+	if s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
+		s.sums.finals(s.frame, s.anchor(s.frame), s)
+	}
 	e := s.sums.detect(len(s.peers))
 	if e == nil {
 		return
