@@ -26,6 +26,8 @@ var (
 	ErrExtrapolate = errors.New("rollback: cannot extrapolate")
 	// ErrConfig is wrapped by every [*ConfigError].
 	ErrConfig = errors.New("rollback: invalid config")
+	// ErrLayout is wrapped by the errors of [Layout.Check] and [Layout.Pack].
+	ErrLayout = errors.New("rollback: invalid layout")
 )
 
 // errSnapshot reports a rollback with no usable snapshot: unreachable while

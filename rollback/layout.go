@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -13,9 +12,6 @@ import (
 // layout that mirrors the game's controls keeps packets small. A layout has
 // 1 to 64 fields of 1 to 64 bits, 64 bits in all at most.
 type Layout []uint8
-
-// ErrLayout is wrapped by the errors of [Layout.Check] and [Layout.Pack].
-var ErrLayout = errors.New("rollback: invalid layout")
 
 // Check reports whether l is a valid layout.
 func (l Layout) Check() error {
