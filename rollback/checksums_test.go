@@ -1,0 +1,640 @@
+package rollback
+
+import (
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"io"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/rollback/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// sumSink is a checksumSink that records what it is given.
+type sumSink struct {
+	finals []finalSum
+	sent   []sentState
+}
+
+type finalSum struct {
+	f   Frame
+	sum uint64
+}
+
+type sentState struct {
+	peer int
+	m    wire.State
+}
+
+func (s *sumSink) finalChecksum(f Frame, sum uint64) { s.finals = append(s.finals, finalSum{f, sum}) }
+
+// sendState copies the message, as encoding it would: the owner reuses it.
+func (s *sumSink) sendState(peer int, m *wire.State) {
+	c := *m
+	c.Data = slices.Clone(m.Data)
+	s.sent = append(s.sent, sentState{peer, c})
+}
+
+func (s *sumSink) frames() []Frame {
+	var fs []Frame
+	for _, f := range s.finals {
+		fs = append(fs, f.f)
+	}
+	return fs
+}
+
+// pendingFrames returns the checkpoints not yet final, in frame order.
+func pendingFrames(c *checksums) []Frame {
+	var fs []Frame
+	for _, p := range c.points {
+		if p.pending {
+			fs = append(fs, p.frame)
+		}
+	}
+	slices.Sort(fs)
+	return fs
+}
+
+// TestChecksumsCheckpoint: only multiples of every (never frame 0) are
+// kept, as copies of the state.
+func TestChecksumsCheckpoint(t *testing.T) {
+	cases := []struct {
+		every Frame
+		upTo  Frame
+		want  []Frame
+	}{
+		{every: 10, upTo: 35, want: []Frame{10, 20, 30}},
+		{every: 1, upTo: 5, want: []Frame{1, 2, 3, 4, 5}},
+		{every: 7, upTo: 30, want: []Frame{7, 14, 21, 28}},
+		{every: 10, upTo: 9, want: nil},
+		{every: 10, upTo: 95, want: []Frame{20, 30, 40, 50, 60, 70, 80, 90}}, // 8 kept: 90 took 10's place
+	}
+	for _, tc := range cases {
+		c := newChecksums(tc.every, nil, 0)
+		for f := range tc.upTo + 1 {
+			c.checkpoint(f, []byte{byte(f), 0xee})
+		}
+		assert.Equal(t, tc.want, pendingFrames(c), "every %d up to %d", tc.every, tc.upTo)
+		for _, p := range c.points {
+			if p.pending {
+				assert.Equal(t, []byte{byte(p.frame), 0xee}, p.data)
+				assert.False(t, p.hashed, "hashed once final, not now")
+			}
+		}
+	}
+
+	// A copy: the live state changing afterwards does not change it.
+	c := newChecksums(10, nil, 0)
+	state := []byte{1, 2, 3}
+	c.checkpoint(10, state)
+	state[0] = 9
+	var sink sumSink
+	c.finals(11, 10, &sink)
+	assert.Equal(t, []finalSum{{10, xxhash.Sum64([]byte{1, 2, 3})}}, sink.finals)
+}
+
+// TestChecksumsResimulated: a re-simulation keeps the state again while the
+// frame is pending; once final it is never replaced.
+func TestChecksumsResimulated(t *testing.T) {
+	c := newChecksums(10, nil, 0)
+	var sink sumSink
+	c.checkpoint(10, []byte("predicted"))
+	c.checkpoint(10, []byte("corrected"))
+	c.finals(11, 10, &sink)
+	assert.Equal(t, []finalSum{{10, xxhash.Sum64([]byte("corrected"))}}, sink.finals)
+
+	c.checkpoint(10, []byte("a snapshot moving to the anchor")) // steps frame 10 again
+	c.finals(11, 10, &sink)
+	assert.Len(t, sink.finals, 1, "handed on once")
+	assert.Equal(t, []byte("corrected"), c.points[1].data)
+	assert.False(t, c.points[1].pending)
+}
+
+// TestChecksumsFinals: the pending checksums before the simulated frame and
+// not after the anchor are handed on oldest first, once.
+func TestChecksumsFinals(t *testing.T) {
+	state := func(f Frame) []byte { return []byte{byte(f), byte(f >> 8), 0xee} }
+	cases := []struct {
+		name              string
+		simulated, anchor Frame
+		want              []Frame
+	}{
+		{name: "held back by the anchor", simulated: 81, anchor: 25, want: []Frame{10, 20}},
+		{name: "held back by the simulated frame", simulated: 30, anchor: 100, want: []Frame{10, 20}},
+		{name: "the anchor exactly at one", simulated: 81, anchor: 40, want: []Frame{10, 20, 30, 40}},
+		{name: "all, in frame order (80 sits in slot 0)", simulated: 81, anchor: 80, want: []Frame{10, 20, 30, 40, 50, 60, 70, 80}},
+		{name: "none yet", simulated: 81, anchor: 9, want: nil},
+		{name: "none simulated past", simulated: 10, anchor: 100, want: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newChecksums(10, nil, 1)
+			for f := Frame(10); f <= 80; f += 10 {
+				c.checkpoint(f, state(f))
+			}
+			var sink sumSink
+			c.finals(tc.simulated, tc.anchor, &sink)
+			assert.Equal(t, tc.want, sink.frames())
+			for _, fs := range sink.finals {
+				assert.Equal(t, xxhash.Sum64(state(fs.f)), fs.sum, "frame %d", fs.f)
+			}
+			f, sum, ok := c.latest()
+			if len(tc.want) == 0 {
+				assert.False(t, ok)
+				return
+			}
+			last := tc.want[len(tc.want)-1]
+			assert.Equal(t, []any{last, xxhash.Sum64(state(last)), true}, []any{f, sum, ok}, "the detector has them")
+		})
+	}
+
+	// Step by step, never twice.
+	c := newChecksums(10, nil, 0)
+	for f := Frame(10); f <= 50; f += 10 {
+		c.checkpoint(f, state(f))
+	}
+	var sink sumSink
+	c.finals(41, 25, &sink)
+	c.finals(41, 25, &sink)
+	c.finals(41, 41, &sink)
+	assert.Equal(t, []Frame{10, 20, 30, 40}, sink.frames())
+	c.finals(60, 60, &sink)
+	assert.Equal(t, []Frame{10, 20, 30, 40, 50}, sink.frames())
+	_, _, ok := c.latest()
+	assert.False(t, ok, "no peers: no detector")
+}
+
+// TestChecksumsGameData: Config.ChecksumData is hashed at the checkpoint,
+// while the state is current, not when the frame becomes final.
+func TestChecksumsGameData(t *testing.T) {
+	game := "abc"
+	c := newChecksums(10, func(b []byte) []byte { return append(b, game...) }, 0)
+	c.checkpoint(10, []byte("arena"))
+	game = "xyz"
+	c.checkpoint(20, []byte("arena"))
+	game = "later"
+	var sink sumSink
+	c.finals(21, 20, &sink)
+	assert.Equal(t, []finalSum{{10, xxhash.Sum64String("abc")}, {20, xxhash.Sum64String("xyz")}}, sink.finals)
+}
+
+// TestChecksumsNil: a session without checksums has a nil owner.
+func TestChecksumsNil(t *testing.T) {
+	var c *checksums
+	var sink sumSink
+	assert.NotPanics(t, func() {
+		c.checkpoint(10, []byte{1})
+		c.finals(100, 100, &sink)
+		c.remote(0, 10, 1)
+		c.outgoing(0, time.Second, &sink)
+	})
+	assert.Nil(t, c.detect(1))
+	assert.Nil(t, c.failed())
+	_, _, ok := c.latest()
+	assert.False(t, ok)
+	ok, completed := c.incoming(0, &wire.State{Frame: 10, Total: 1, Data: []byte{1}}, nil)
+	assert.Equal(t, []bool{true, false}, []bool{ok, completed})
+	assert.Empty(t, sink.finals)
+	assert.Empty(t, sink.sent)
+}
+
+// TestChecksumsDetect: two owners fed different states: the desync is
+// returned once, and failed keeps returning it.
+func TestChecksumsDetect(t *testing.T) {
+	a, b := newChecksums(10, nil, 1), newChecksums(10, nil, 1)
+	var sa, sb sumSink
+	a.checkpoint(10, []byte("same"))
+	b.checkpoint(10, []byte("same"))
+	a.checkpoint(20, []byte("mine"))
+	b.checkpoint(20, []byte("theirs"))
+	a.finals(21, 20, &sa)
+	b.finals(21, 20, &sb)
+	require.Len(t, sb.finals, 2)
+
+	a.remote(0, 10, sb.finals[0].sum)
+	assert.Nil(t, a.detect(1), "frame 10 agrees")
+	assert.Nil(t, a.failed())
+
+	a.remote(0, 20, sb.finals[1].sum)
+	e := a.detect(1)
+	require.NotNil(t, e)
+	assert.Equal(t, desync.Error{Frame: 20, Peer: 0, Local: xxhash.Sum64String("mine"), Remote: xxhash.Sum64String("theirs")}, *e)
+	assert.Nil(t, a.detect(1), "once")
+	assert.Same(t, e, a.failed())
+
+	a.checkpoint(30, []byte("more"))
+	a.finals(31, 30, &sa)
+	assert.Len(t, sa.finals, 2, "nothing is handed on after a desync")
+
+	// Without peers nothing is compared.
+	n := newChecksums(10, nil, 0)
+	n.checkpoint(10, []byte("x"))
+	n.finals(11, 10, &sumSink{})
+	n.remote(0, 10, 1)
+	assert.Nil(t, n.detect(1))
+}
+
+// TestChecksumsStateGone: a desync at a frame whose state is no longer held
+// is reported at once: detect returns the report itself (nothing to
+// exchange, so nothing will change it), and nothing of ours is sent.
+func TestChecksumsStateGone(t *testing.T) {
+	c := newChecksums(10, nil, 1)
+	var sink sumSink
+	c.checkpoint(20, []byte("ours"))
+	c.finals(21, 20, &sink)
+	c.checkpoint(100, []byte("predicted")) // frame 100 takes frame 20's place, not yet final
+	c.remote(0, 20, 1)
+	e := c.detect(1)
+	require.NotNil(t, e)
+	assert.Equal(t, desync.Error{Frame: 20, Peer: 0, Local: xxhash.Sum64String("ours"), Remote: 1,
+		Field: "our state at that frame is no longer held"}, *e)
+	assert.Same(t, e, c.failed())
+	assert.Nil(t, c.detect(1))
+	c.outgoing(0, time.Second, &sink)
+	assert.Empty(t, sink.sent, "nothing of ours to send")
+	ok, completed := c.incoming(0, &wire.State{Frame: 20, Total: 10, Data: make([]byte, 10)}, nil)
+	assert.Equal(t, []bool{true, false}, []bool{ok, completed}, "nothing of theirs wanted")
+	assert.Same(t, e, c.failed())
+}
+
+// stateWorld is a game state big enough to need several State messages.
+type stateWorld struct {
+	Frame uint32
+	Vals  [512]uint64
+}
+
+// worldArena returns an arena holding a stateWorld filled from seed.
+func worldArena(t *testing.T, seed uint64) (*savestate.Arena, *stateWorld) {
+	t.Helper()
+	a, err := savestate.New(8192)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[stateWorld](a)
+	require.NoError(t, err)
+	w := h.Get(a)
+	w.Frame = 20
+	x := seed
+	for i := range w.Vals {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		w.Vals[i] = x // incompressible
+	}
+	return a, w
+}
+
+// exchangePair is two machines' checksum owners that found a desync at
+// frame 20 (each the other's peer 0).
+type exchangePair struct {
+	c      [2]*checksums
+	arena  [2]*savestate.Arena
+	world  [2]*stateWorld
+	err    [2]*desync.Error
+	sink   [2]sumSink
+	chunks int // State messages one full copy of a state takes
+}
+
+func newExchangePair(t *testing.T, edit func(w *stateWorld), data [2]func([]byte) []byte) *exchangePair {
+	t.Helper()
+	x := &exchangePair{}
+	for i := range 2 {
+		x.arena[i], x.world[i] = worldArena(t, 0x9e3779b97f4a7c15)
+		x.c[i] = newChecksums(10, data[i], 1)
+	}
+	edit(x.world[1])
+	for i := range 2 {
+		x.c[i].checkpoint(10, []byte("same"))
+		x.c[i].checkpoint(20, x.arena[i].Bytes())
+		x.c[i].finals(21, 20, &x.sink[i])
+	}
+	for i := range 2 {
+		theirs := x.sink[1-i].finals[1]
+		x.c[i].remote(0, int32(theirs.f), theirs.sum)
+		x.err[i] = x.c[i].detect(1)
+		require.NotNil(t, x.err[i], "machine %d", i)
+	}
+	n := len(x.c[0].ex.mine)
+	require.Greater(t, n, 8*wire.MaxStateData, "the test wants more chunks than go in one call")
+	x.chunks = (n + wire.MaxStateData - 1) / wire.MaxStateData
+	return x
+}
+
+// tick lets machine i send, and delivers what it sent to the other one. It
+// returns the messages and whether one of them completed the other's
+// exchange.
+func (x *exchangePair) tick(t *testing.T, i int, now time.Duration) ([]sentState, bool) {
+	t.Helper()
+	s := &x.sink[i]
+	s.sent = s.sent[:0]
+	x.c[i].outgoing(0, now, s)
+	completed := false
+	for _, m := range s.sent {
+		require.Equal(t, 0, m.peer)
+		ok, done := x.c[1-i].incoming(0, &m.m, x.arena[1-i])
+		assert.True(t, ok, "a well-formed message")
+		assert.False(t, done && completed, "completed twice")
+		completed = completed || done
+	}
+	return s.sent, completed
+}
+
+// TestChecksumsExchange: the two owners swap their states through a sink
+// until each can name the first differing field with desync.Compare.
+func TestChecksumsExchange(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(w *stateWorld)
+		data  [2]func([]byte) []byte
+		field func(a, b *stateWorld) [2]string
+	}{
+		{name: "a field differs",
+			edit: func(w *stateWorld) { w.Vals[300]++ },
+			field: func(a, b *stateWorld) [2]string {
+				return [2]string{
+					fmt.Sprintf("rollback.stateWorld.Vals[300]: %d vs %d", a.Vals[300], b.Vals[300]),
+					fmt.Sprintf("rollback.stateWorld.Vals[300]: %d vs %d", b.Vals[300], a.Vals[300]),
+				}
+			}},
+		{name: "the first of two fields",
+			edit: func(w *stateWorld) { w.Frame = 21; w.Vals[0] = 7 },
+			field: func(a, b *stateWorld) [2]string {
+				return [2]string{"rollback.stateWorld.Frame: 20 vs 21", "rollback.stateWorld.Frame: 21 vs 20"}
+			}},
+		{name: "equal states, different checksum data",
+			edit: func(w *stateWorld) {},
+			data: [2]func([]byte) []byte{
+				func(b []byte) []byte { return append(b, 1) },
+				func(b []byte) []byte { return append(b, 2) },
+			},
+			field: func(a, b *stateWorld) [2]string {
+				const eq = "the states are equal: the checksum data (Config.ChecksumData) differs"
+				return [2]string{eq, eq}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			x := newExchangePair(t, tc.edit, tc.data)
+			var completed [2]bool
+			now := time.Second
+			for tick := 0; tick < 10 && !(completed[0] && completed[1]); tick++ {
+				for i := range 2 {
+					if _, done := x.tick(t, i, now); done {
+						completed[1-i] = true
+					}
+				}
+				now += 16 * time.Millisecond
+			}
+			require.Equal(t, [2]bool{true, true}, completed)
+
+			want := tc.field(x.world[0], x.world[1])
+			for i := range 2 {
+				got := x.c[i].failed()
+				require.NotSame(t, x.err[i], got, "machine %d: the report is a new error", i)
+				assert.Equal(t, "", x.err[i].Field, "machine %d: the returned error is never changed", i)
+				assert.Equal(t, want[i], got.Field, "machine %d", i)
+				e := *x.err[i]
+				e.Field = want[i]
+				assert.Equal(t, e, *got, "machine %d: the rest is the detected desync", i)
+			}
+		})
+	}
+}
+
+// TestChecksumsOutgoing: 8 pieces of our state per call, round and round,
+// until the peer says it has them all; then a bare status every 250 ms.
+func TestChecksumsOutgoing(t *testing.T) {
+	x := newExchangePair(t, func(w *stateWorld) { w.Vals[300]++ }, [2]func([]byte) []byte{})
+	total := uint32(len(x.c[0].ex.mine))
+	require.LessOrEqual(t, x.chunks, 2*stateChunksPerTick, "two calls send it all")
+	offsets := func(from int) []uint32 {
+		var o []uint32
+		for k := from; k < from+stateChunksPerTick; k++ {
+			o = append(o, uint32(k%x.chunks*wire.MaxStateData))
+		}
+		return o
+	}
+	check := func(sent []sentState, want []uint32, done bool) {
+		t.Helper()
+		var got []uint32
+		for _, m := range sent {
+			got = append(got, m.m.Offset)
+			assert.Equal(t, int32(20), m.m.Frame)
+			assert.Equal(t, total, m.m.Total)
+			assert.Equal(t, done, m.m.Done)
+		}
+		assert.Equal(t, want, got)
+	}
+
+	now := time.Second
+	sent, completed := x.tick(t, 0, now)
+	check(sent, offsets(0), false)
+	assert.False(t, completed)
+	pieces := make([][]byte, x.chunks)
+	for _, m := range sent {
+		pieces[m.m.Offset/wire.MaxStateData] = m.m.Data
+	}
+	_, completed = x.tick(t, 1, now)
+	assert.False(t, completed)
+
+	now += 16 * time.Millisecond
+	sent, completed = x.tick(t, 0, now)
+	check(sent, offsets(8), false)
+	assert.True(t, completed, "machine 1 has all of ours")
+	for _, m := range sent {
+		pieces[m.m.Offset/wire.MaxStateData] = m.m.Data
+	}
+	got, err := io.ReadAll(flate.NewReader(bytes.NewReader(bytes.Join(pieces, nil))))
+	require.NoError(t, err)
+	assert.Equal(t, x.arena[0].Bytes(), got, "the pieces are our state, compressed")
+
+	sent, completed = x.tick(t, 1, now)
+	assert.True(t, completed, "machine 0 has all of machine 1's")
+	for _, m := range sent {
+		assert.True(t, m.m.Done, "machine 1 sends after it has ours")
+	}
+
+	// Both done: bare statuses, every 250 ms.
+	now += 16 * time.Millisecond
+	for i := range 2 {
+		sent, _ = x.tick(t, i, now)
+		require.Len(t, sent, 1, "machine %d", i)
+		assert.Equal(t, wire.State{Frame: 20, Total: uint32(len(x.c[i].ex.mine)), Done: true}, sent[0].m)
+	}
+	for _, d := range []time.Duration{16 * time.Millisecond, 249 * time.Millisecond} {
+		for i := range 2 {
+			sent, _ = x.tick(t, i, now+d)
+			assert.Empty(t, sent, "machine %d, %v after the last status", i, d)
+		}
+	}
+	for i := range 2 {
+		sent, _ = x.tick(t, i, now+250*time.Millisecond)
+		assert.Len(t, sent, 1, "machine %d", i)
+	}
+}
+
+// desyncedAt10 returns an owner (two peers) that found a desync with peer 0
+// at frame 10, with its state there held, in an arena of 8192 bytes.
+func desyncedAt10(t *testing.T) (*checksums, *savestate.Arena) {
+	t.Helper()
+	a, _ := worldArena(t, 1)
+	c := newChecksums(10, nil, 2)
+	c.checkpoint(10, a.Bytes())
+	c.finals(11, 10, &sumSink{})
+	c.remote(0, 10, 1)
+	require.NotNil(t, c.detect(2))
+	require.NotNil(t, c.ex.mine)
+	return c, a
+}
+
+// TestChecksumsHostileState: a State message a peer could forge is refused
+// or ignored, never a panic; the total it makes us allocate is bounded by
+// the arena's size.
+func TestChecksumsHostileState(t *testing.T) {
+	ff := func(n int) []byte { return bytes.Repeat([]byte{0xff}, n) }
+	var bomb bytes.Buffer // 9000 bytes, more than the arena, in a few
+	w, err := flate.NewWriter(&bomb, flate.BestCompression)
+	require.NoError(t, err)
+	_, _ = w.Write(make([]byte, 9000))
+	require.NoError(t, w.Close())
+	require.Less(t, bomb.Len(), wire.MaxStateData)
+
+	const bound = 8192 + 8192/1024 + 64 // maxCompressed of the arena's size
+	type step struct {
+		peer          int
+		m             wire.State
+		ok, completed bool
+	}
+	cases := []struct {
+		name   string
+		steps  []step
+		field  string // the report, when the exchange completes
+		theirs int    // the buffer allocated for the peer's state, if checked
+	}{
+		{name: "another frame: ignored", steps: []step{
+			{m: wire.State{Frame: 30, Total: 10, Data: ff(10)}, ok: true}}},
+		{name: "empty", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500}, ok: true}}},
+		{name: "from the other peer: not compared", steps: []step{
+			{peer: 1, m: wire.State{Frame: 10, Total: 10, Data: ff(10)}, ok: true}}},
+		{name: "offset not a multiple", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Offset: 100, Data: ff(320)}}}},
+		{name: "beyond the total", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Offset: 320, Data: ff(320)}}}},
+		{name: "far beyond the total", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Offset: 13421772 * 320, Data: ff(320)}}}},
+		{name: "total too big", steps: []step{
+			{m: wire.State{Frame: 10, Total: bound + 1, Data: ff(320)}}}},
+		{name: "total at the bound", steps: []step{
+			{m: wire.State{Frame: 10, Total: bound, Data: ff(320)}, ok: true}}, theirs: bound},
+		{name: "the largest total", steps: []step{
+			{m: wire.State{Frame: 10, Total: 1<<32 - 1, Data: ff(320)}}}},
+		{name: "the largest offset", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Offset: 1<<32 - 1, Data: ff(1)}}}},
+		{name: "a chunk too long", steps: []step{
+			{m: wire.State{Frame: 10, Total: 1000, Data: ff(321)}}}},
+		{name: "a chunk too short", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(100)}}}},
+		{name: "the last chunk too short", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Offset: 320, Data: ff(100)}}}},
+		{name: "the total changes", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true},
+			{m: wire.State{Frame: 10, Total: 640, Offset: 320, Data: ff(320)}},
+		}},
+		{name: "a repeat", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true},
+		}},
+		{name: "garbage: the report says so", field: "the peer's state did not decompress", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Offset: 320, Data: ff(180)}, ok: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true, completed: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true}, // after the end
+		}},
+		{name: "a state bigger than the arena", field: "the peer's state did not decompress", steps: []step{
+			{m: wire.State{Frame: 10, Total: uint32(bomb.Len()), Data: bomb.Bytes()}, ok: true, completed: true}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, a := desyncedAt10(t)
+			e := c.failed()
+			for i, s := range tc.steps {
+				var ok, completed bool
+				require.NotPanics(t, func() { ok, completed = c.incoming(s.peer, &s.m, a) })
+				assert.Equal(t, []bool{s.ok, s.completed}, []bool{ok, completed}, "step %d", i)
+			}
+			assert.LessOrEqual(t, len(c.ex.theirs), bound)
+			if tc.theirs > 0 {
+				assert.Equal(t, tc.theirs, len(c.ex.theirs))
+			}
+			if tc.field == "" {
+				assert.Same(t, e, c.failed(), "no report")
+				assert.False(t, c.ex.complete)
+				return
+			}
+			assert.Equal(t, tc.field, c.failed().Field)
+			assert.Equal(t, "", e.Field)
+		})
+	}
+}
+
+// TestChecksumsStateGoneTellsThePeer: when our state at the desync is gone
+// we want nothing more from the peer, and it should learn that it can stop
+// sending its state.
+func TestChecksumsStateGoneTellsThePeer(t *testing.T) {
+	t.Skip("bug: an owner whose state at the desynced frame is no longer held marks its exchange complete but outgoing returns early (ex.mine == nil), so it never sends the peer a Done status; the peer keeps sending 8 State messages to it on every call, forever")
+	a, b := newChecksums(10, nil, 1), newChecksums(10, nil, 1)
+	arena, _ := worldArena(t, 1)
+	var sa, sb sumSink
+	a.checkpoint(20, []byte("ours, soon gone"))
+	a.finals(21, 20, &sa)
+	a.checkpoint(100, []byte("frame 100 takes its place"))
+	b.checkpoint(20, arena.Bytes())
+	b.finals(21, 20, &sb)
+	a.remote(0, 20, sb.finals[0].sum)
+	b.remote(0, 20, sa.finals[0].sum)
+	require.NotNil(t, a.detect(1))
+	require.NotNil(t, b.detect(1))
+
+	now := time.Second
+	for range 20 {
+		sa.sent, sb.sent = sa.sent[:0], sb.sent[:0]
+		a.outgoing(0, now, &sa)
+		for _, m := range sa.sent {
+			b.incoming(0, &m.m, arena)
+		}
+		b.outgoing(0, now, &sb)
+		for _, m := range sb.sent {
+			a.incoming(0, &m.m, arena)
+		}
+		now += 16 * time.Millisecond
+	}
+	pieces := 0
+	for _, m := range sb.sent {
+		if len(m.m.Data) > 0 {
+			pieces++
+		}
+	}
+	assert.Zero(t, pieces, "pieces of its state still sent on the call at %v", now-16*time.Millisecond)
+}
+
+// TestChecksumsRejectedStateLeavesNoTrace: a State message that is refused
+// changes nothing; the genuine pieces that follow still complete the
+// exchange.
+func TestChecksumsRejectedStateLeavesNoTrace(t *testing.T) {
+	t.Skip("bug (minor): incoming allocates the peer's buffer from m.Total before it checks the chunk length, so a refused message (Total 500, a 100-byte first chunk) still fixes the total at 500 and every genuine piece after it is refused as 'the total changes': the exchange never completes")
+	x := newExchangePair(t, func(w *stateWorld) { w.Vals[300]++ }, [2]func([]byte) []byte{})
+	ok, _ := x.c[1].incoming(0, &wire.State{Frame: 20, Total: 500, Data: make([]byte, 100)}, x.arena[1])
+	require.False(t, ok)
+	completed := false
+	for tick := range 3 {
+		_, done := x.tick(t, 0, time.Second+time.Duration(tick)*16*time.Millisecond)
+		completed = completed || done
+	}
+	assert.True(t, completed)
+}

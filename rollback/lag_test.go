@@ -1,0 +1,60 @@
+package rollback
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// TestInputLagRetarget: raising the lag queues stalls, lowering it queues
+// frames to catch up, the same lag changes nothing.
+func TestInputLagRetarget(t *testing.T) {
+	cases := []struct {
+		name    string
+		from    inputLag
+		next    int
+		changed bool
+		want    inputLag
+	}{
+		{name: "raise", from: inputLag{delay: 2}, next: 4, changed: true, want: inputLag{delay: 4, stalls: 2}},
+		{name: "lower", from: inputLag{delay: 4}, next: 1, changed: true, want: inputLag{delay: 1, catchUp: 3}},
+		{name: "same", from: inputLag{delay: 3, stalls: 1}, next: 3, changed: false, want: inputLag{delay: 3, stalls: 1}},
+		{name: "raise again before the stalls are taken", from: inputLag{delay: 4, stalls: 2}, next: 5, changed: true,
+			want: inputLag{delay: 5, stalls: 3}},
+		{name: "lower while stalls wait: both queued", from: inputLag{delay: 4, stalls: 1}, next: 2, changed: true,
+			want: inputLag{delay: 2, stalls: 1, catchUp: 2}},
+		{name: "to zero", from: inputLag{delay: 1}, next: 0, changed: true, want: inputLag{catchUp: 1}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.from
+			got, changed := l.retarget(tc.next)
+			assert.Equal(t, tc.next, got)
+			assert.Equal(t, tc.changed, changed)
+			assert.Equal(t, tc.want, l)
+		})
+	}
+}
+
+// TestInputLagRaise: only upwards, and never a fixed lag.
+func TestInputLagRaise(t *testing.T) {
+	cases := []struct {
+		name string
+		from inputLag
+		next int
+		ok   bool
+		want inputLag
+	}{
+		{name: "up", from: inputLag{delay: 1}, next: 4, ok: true, want: inputLag{delay: 4, stalls: 3}},
+		{name: "same", from: inputLag{delay: 4}, next: 4, ok: false, want: inputLag{delay: 4}},
+		{name: "never down", from: inputLag{delay: 4}, next: 2, ok: false, want: inputLag{delay: 4}},
+		{name: "fixed", from: inputLag{delay: 1, fixed: true}, next: 4, ok: false, want: inputLag{delay: 1, fixed: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.from
+			assert.Equal(t, tc.ok, l.raise(tc.next))
+			assert.Equal(t, tc.want, l)
+		})
+	}
+}

@@ -1,0 +1,386 @@
+package rollback
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+const ms = time.Millisecond
+
+// TestPeerAuthAccepts: only the derived tag, and only once the nonce is
+// known.
+func TestPeerAuthAccepts(t *testing.T) {
+	cases := []struct {
+		auth peerAuth
+		tag  uint16
+		want bool
+	}{
+		{auth: peerAuth{}, tag: 0, want: false},
+		{auth: peerAuth{nonce: 0, tag: 77}, tag: 77, want: false},
+		{auth: peerAuth{nonce: 5, tag: 77}, tag: 77, want: true},
+		{auth: peerAuth{nonce: 5, tag: 77}, tag: 78, want: false},
+		{auth: peerAuth{nonce: 5, tag: 77}, tag: 0, want: false},
+	}
+	for _, tc := range cases {
+		assert.Equal(t, tc.want, tc.auth.accepts(tc.tag), "%+v accepts %d", tc.auth, tc.tag)
+	}
+}
+
+// TestLinkHeard: a datagram counts in the window, and reports once that the
+// peer speaks again after an interruption.
+func TestLinkHeard(t *testing.T) {
+	l := link{interrupted: true}
+	assert.True(t, l.heard(2*time.Second, 40), "the end of the interruption")
+	assert.False(t, l.interrupted)
+	assert.False(t, l.heard(3*time.Second, 60))
+	assert.Equal(t, 3*time.Second, l.lastRecv)
+	assert.Equal(t, int64(2), l.winRecv)
+	assert.Equal(t, int64(100), l.winRecvBytes)
+
+	l.sent(4*time.Second, 30)
+	l.sent(5*time.Second, 20)
+	assert.Equal(t, 5*time.Second, l.lastSend)
+	assert.Equal(t, int64(2), l.winSent)
+	assert.Equal(t, int64(50), l.winSentBytes)
+}
+
+// TestLinkSample: the first sample is the round trip; later ones move it by
+// an eighth of the difference (RFC 6298); impossible ones are refused.
+func TestLinkSample(t *testing.T) {
+	steps := []struct {
+		d    time.Duration
+		ok   bool
+		want time.Duration
+	}{
+		{d: 100 * ms, ok: true, want: 100 * ms},
+		{d: 180 * ms, ok: true, want: 110 * ms}, // 100 + 80/8
+		{d: 30 * ms, ok: true, want: 100 * ms},  // 110 - 80/8
+		{d: -1, ok: false, want: 100 * ms},      // a clock that went back
+		{d: time.Minute + 1, ok: false, want: 100 * ms},
+		{d: 100*ms + 15, ok: true, want: 100*ms + 1}, // 15ns/8 truncates to 1ns
+		{d: 100*ms - 15, ok: true, want: 100*ms - 1}, // -16ns/8 = -2ns
+		{d: time.Minute, ok: true, want: 100*ms - 1 + (time.Minute-100*ms+1)/8},
+	}
+	var l link
+	for i, s := range steps {
+		assert.Equal(t, s.ok, l.sample(s.d), "step %d: sample %v", i, s.d)
+		assert.Equal(t, s.want, l.rtt, "step %d: sample %v", i, s.d)
+	}
+
+	var z link
+	assert.True(t, z.sample(0))
+	assert.Equal(t, time.Duration(0), z.rtt, "a zero sample leaves the round trip unknown")
+	assert.True(t, z.sample(40*ms))
+	assert.Equal(t, 40*ms, z.rtt, "so the next one is taken whole")
+}
+
+// TestLinkThrottled: silent for more than a second, a peer is sent to at
+// most every 250 ms.
+func TestLinkThrottled(t *testing.T) {
+	cases := []struct {
+		lastRecv, lastSend, now time.Duration
+		want                    bool
+	}{
+		{lastRecv: 0, lastSend: 900 * ms, now: time.Second, want: false},              // silent exactly a second
+		{lastRecv: 0, lastSend: time.Second, now: time.Second + 1, want: true},        // silent, sent just now
+		{lastRecv: 0, lastSend: 1750 * ms, now: 2 * time.Second, want: false},         // 250 ms since the last send
+		{lastRecv: 0, lastSend: 1750*ms + 1, now: 2 * time.Second, want: true},        // not quite
+		{lastRecv: 1500 * ms, lastSend: 1999 * ms, now: 2 * time.Second, want: false}, // heard recently
+	}
+	for _, tc := range cases {
+		l := link{lastRecv: tc.lastRecv, lastSend: tc.lastSend}
+		assert.Equal(t, tc.want, l.throttled(tc.now), "%+v", tc)
+	}
+}
+
+// TestLinkRoll: the window closes after a second into per-second rates.
+func TestLinkRoll(t *testing.T) {
+	l := link{winStart: time.Second}
+	var st PeerStats
+	for range 3 {
+		l.sent(0, 100)
+	}
+	l.heard(0, 50)
+	l.heard(0, 50)
+
+	l.roll(time.Second+999*ms, &st)
+	assert.Equal(t, PeerStats{}, st, "the window is not over")
+	assert.Equal(t, int64(3), l.winSent)
+
+	l.roll(3*time.Second, &st) // two seconds
+	assert.Equal(t, PeerStats{SendPacketsPerSec: 1.5, SendBytesPerSec: 150, RecvPacketsPerSec: 1, RecvBytesPerSec: 50}, st)
+	assert.Equal(t, 3*time.Second, l.winStart)
+	assert.Zero(t, l.winSent+l.winSentBytes+l.winRecv+l.winRecvBytes)
+
+	l.sent(0, 10)
+	l.roll(3500*ms, &st)
+	assert.Equal(t, 1.5, st.SendPacketsPerSec, "the last complete window stays")
+	l.roll(4*time.Second, &st)
+	assert.Equal(t, PeerStats{SendPacketsPerSec: 1, SendBytesPerSec: 10}, st)
+}
+
+// TestProgressAcked: an ack beyond our next frame is refused; an older one
+// never moves it back.
+func TestProgressAcked(t *testing.T) {
+	steps := []struct {
+		ack, localNext Frame
+		ok             bool
+		want           Frame
+	}{
+		{ack: 5, localNext: 10, ok: true, want: 5},
+		{ack: 3, localNext: 10, ok: true, want: 5}, // reordered
+		{ack: 11, localNext: 10, ok: false, want: 5},
+		{ack: 10, localNext: 10, ok: true, want: 10},
+		{ack: 0, localNext: 10, ok: true, want: 10},
+	}
+	var p progress
+	for i, s := range steps {
+		assert.Equal(t, s.ok, p.acked(s.ack, s.localNext), "step %d", i)
+		assert.Equal(t, s.want, p.ack, "step %d", i)
+	}
+}
+
+// TestProgressFirst: the redundancy window, the loss burst after a round
+// trip and a quarter plus 35 ms, and the 10 s of full resends after it.
+func TestProgressFirst(t *testing.T) {
+	const rtt = 100 * ms // a frame is lost after 100+25+35 = 160 ms
+	now := 20 * time.Second
+	cases := []struct {
+		name      string
+		ack       Frame
+		fullUntil time.Duration
+		sentAt    time.Duration
+		sent      bool
+		rtt       time.Duration
+		redundant int
+		first     Frame
+		burst     bool
+		until     time.Duration // fullUntil after
+	}{
+		{name: "the newest 8", ack: 10, sentAt: now - 50*ms, sent: true, rtt: rtt, redundant: 8, first: 22},
+		{name: "just not lost", ack: 10, sentAt: now - 160*ms, sent: true, rtt: rtt, redundant: 8, first: 22},
+		{name: "lost: a burst, everything from the ack", ack: 10, sentAt: now - 161*ms, sent: true, rtt: rtt, redundant: 8,
+			first: 10, burst: true, until: now + 10*time.Second},
+		{name: "never sent: not lost", ack: 10, sentAt: 0, sent: false, rtt: rtt, redundant: 8, first: 22},
+		{name: "within the full period", ack: 10, fullUntil: now + time.Second, sentAt: now - 50*ms, sent: true, rtt: rtt, redundant: 8,
+			first: 10, until: now + time.Second},
+		{name: "lost again within the period: extended, not counted", ack: 10, fullUntil: now + time.Second, sentAt: now - time.Second, sent: true, rtt: rtt, redundant: 8,
+			first: 10, until: now + 10*time.Second},
+		{name: "the period is over", ack: 10, fullUntil: now, sentAt: now - 50*ms, sent: true, rtt: rtt, redundant: 8, first: 22, until: now},
+		{name: "lost as the period ends: a new burst", ack: 10, fullUntil: now, sentAt: now - time.Second, sent: true, rtt: rtt, redundant: 8,
+			first: 10, burst: true, until: now + 10*time.Second},
+		{name: "the window covers every unacked frame", ack: 22, sentAt: 0, sent: true, rtt: rtt, redundant: 8, first: 22},
+		{name: "redundant 0: from the ack", ack: 10, sentAt: 0, sent: true, rtt: rtt, redundant: 0, first: 10},
+		{name: "redundant -1: from the ack", ack: 10, sentAt: 0, sent: true, rtt: rtt, redundant: -1, first: 10},
+		{name: "no round trip yet: from the ack", ack: 10, sentAt: 0, sent: true, rtt: 0, redundant: 8, first: 10},
+		{name: "a 300 ms link: lost after 410 ms", ack: 10, sentAt: now - 410*ms, sent: true, rtt: 300 * ms, redundant: 8, first: 22},
+		{name: "a 300 ms link, 411 ms", ack: 10, sentAt: now - 411*ms, sent: true, rtt: 300 * ms, redundant: 8,
+			first: 10, burst: true, until: now + 10*time.Second},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := progress{ack: tc.ack, fullUntil: tc.fullUntil}
+			first, burst := p.first(now, tc.sentAt, tc.rtt, tc.sent, 30, tc.redundant)
+			assert.Equal(t, tc.first, first)
+			assert.Equal(t, tc.burst, burst)
+			assert.Equal(t, tc.until, p.fullUntil)
+			assert.Equal(t, tc.ack, p.ack, "first never moves the ack")
+		})
+	}
+}
+
+// TestProgressBurstPeriod: one burst, counted once, gives 10 s of full
+// resends while the losses go on; then the window again.
+func TestProgressBurstPeriod(t *testing.T) {
+	var p progress
+	p.ack = 10
+	lost := func(now time.Duration) (Frame, bool) { return p.first(now, now-time.Second, 100*ms, true, 30, 8) }
+	clean := func(now time.Duration) (Frame, bool) { return p.first(now, now-10*ms, 100*ms, true, 30, 8) }
+	bursts := 0
+	for now := time.Second; now < 5*time.Second; now += 100 * ms {
+		first, burst := lost(now)
+		assert.Equal(t, Frame(10), first)
+		if burst {
+			bursts++
+		}
+	}
+	assert.Equal(t, 1, bursts, "one burst however long it lasts")
+	// The last loss was at 4.9 s: full resends until 14.9 s.
+	first, _ := clean(14900*ms - 1)
+	assert.Equal(t, Frame(10), first)
+	first, _ = clean(14900 * ms)
+	assert.Equal(t, Frame(22), first)
+	_, burst := lost(15 * time.Second)
+	assert.True(t, burst, "a loss after the period is a new burst")
+}
+
+// TestProgressLockstepDue: at once with a new input, else at most every
+// 15 ms.
+func TestProgressLockstepDue(t *testing.T) {
+	steps := []struct {
+		now       time.Duration
+		localNext Frame
+		want      bool
+	}{
+		{now: 20 * ms, localNext: 1, want: true},  // a new input
+		{now: 25 * ms, localNext: 1, want: false}, // 5 ms later, nothing new
+		{now: 34 * ms, localNext: 1, want: false},
+		{now: 35 * ms, localNext: 1, want: true}, // 15 ms after the last send
+		{now: 36 * ms, localNext: 2, want: true}, // a new input: at once
+		{now: 40 * ms, localNext: 2, want: false},
+		{now: 51 * ms, localNext: 2, want: true},
+	}
+	var p progress
+	for i, s := range steps {
+		assert.Equal(t, s.want, p.lockstepDue(s.now, s.localNext), "step %d: %v %d", i, s.now, s.localNext)
+	}
+	assert.Equal(t, Frame(2), p.sentNext)
+	assert.Equal(t, 51*ms, p.inputSentAt)
+}
+
+// TestLeave: the disconnect frame is the minimum of our count and every
+// report (each reporter's lowest); it is final when every remaining
+// machine reported.
+func TestLeave(t *testing.T) {
+	type op struct {
+		disconnect bool // disconnect with frame f; else a report by peer from
+		from       int
+		f          Frame
+		ok         bool // disconnect's result
+		frame      Frame
+	}
+	cases := []struct {
+		name string
+		ops  []op
+	}{
+		{name: "our count alone", ops: []op{{disconnect: true, f: 40, ok: true, frame: 40}}},
+		{name: "a report before we disconnect", ops: []op{
+			{from: 1, f: 35, frame: 0},
+			{disconnect: true, f: 40, ok: true, frame: 35},
+		}},
+		{name: "a higher report does not raise it", ops: []op{
+			{from: 1, f: 45},
+			{disconnect: true, f: 40, ok: true, frame: 40},
+			{from: 2, f: 50, frame: 40},
+		}},
+		{name: "a report after, lower", ops: []op{
+			{disconnect: true, f: 40, ok: true, frame: 40},
+			{from: 2, f: 38, frame: 38},
+			{from: 2, f: 39, frame: 38},
+		}},
+		{name: "disconnect twice", ops: []op{
+			{disconnect: true, f: 40, ok: true, frame: 40},
+			{disconnect: true, f: 30, ok: false, frame: 40},
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var l leave
+			for i, o := range tc.ops {
+				if o.disconnect {
+					assert.Equal(t, o.ok, l.disconnect(o.f), "op %d", i)
+				} else {
+					l.reportBy(o.from, o.f)
+				}
+				assert.Equal(t, o.frame, l.frame, "op %d", i)
+			}
+		})
+	}
+
+	var l leave
+	l.reportBy(2, 50)
+	l.reportBy(2, 44)
+	l.reportBy(2, 47)
+	assert.Equal(t, Frame(44), l.report[2], "the lowest report from each reporter")
+	l.disconnect(60)
+	assert.Equal(t, Frame(60), l.frozen)
+	assert.Equal(t, Frame(44), l.frame)
+}
+
+// TestLeaveSettle: the leaver (peers[0]) is settled once every other peer
+// still here reported it.
+func TestLeaveSettle(t *testing.T) {
+	cases := []struct {
+		name     string
+		disc     bool  // we disconnected the leaver
+		reported []int // peers that reported it
+		gone     []int // peers disconnected themselves
+		want     bool
+	}{
+		{name: "not disconnected here", reported: []int{1, 2, 3}, want: false},
+		{name: "nobody reported", disc: true, want: false},
+		{name: "one missing", disc: true, reported: []int{1, 3}, want: false},
+		{name: "every one", disc: true, reported: []int{1, 2, 3}, want: true},
+		{name: "the missing one left too", disc: true, reported: []int{1, 3}, gone: []int{2}, want: true},
+		{name: "every other one left", disc: true, gone: []int{1, 2, 3}, want: true},
+		{name: "its own report does not count", disc: true, reported: []int{0, 1, 2}, want: false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			peers := make([]peer, 4)
+			l := &peers[0].leave
+			if tc.disc {
+				l.disconnect(100)
+			}
+			for _, j := range tc.reported {
+				l.reportBy(j, 90)
+			}
+			for _, j := range tc.gone {
+				peers[j].leave.disconnect(80)
+			}
+			assert.Equal(t, tc.want, l.settle(0, peers))
+			assert.Equal(t, tc.want, l.agreed)
+			assert.False(t, l.settle(0, peers), "settled at most once")
+		})
+	}
+}
+
+// TestSumSender: a new checksum goes three times, 250 ms apart; a newer one
+// starts again.
+func TestSumSender(t *testing.T) {
+	steps := []struct {
+		now  time.Duration
+		f    Frame
+		want bool
+	}{
+		{now: time.Second, f: 500, want: true},
+		{now: time.Second + 100*ms, f: 500, want: false},
+		{now: time.Second + 249*ms, f: 500, want: false},
+		{now: time.Second + 250*ms, f: 500, want: true},
+		{now: time.Second + 499*ms, f: 500, want: false},
+		{now: time.Second + 500*ms, f: 500, want: true},
+		{now: time.Second + 750*ms, f: 500, want: false}, // three sent
+		{now: 9 * time.Second, f: 500, want: false},
+		{now: 9*time.Second + 1*ms, f: 1000, want: true}, // a new frame, at once
+		{now: 9*time.Second + 2*ms, f: 1000, want: false},
+		{now: 9*time.Second + 251*ms, f: 1000, want: true},
+		{now: 9*time.Second + 260*ms, f: 1500, want: true}, // newer again, before the repeats ended
+	}
+	var c sumSender
+	for i, s := range steps {
+		assert.Equal(t, s.want, c.due(s.now, s.f), "step %d: %v frame %d", i, s.now, s.f)
+	}
+	assert.Equal(t, 1, c.sends)
+}
+
+// TestGossipViewCount: counts only grow.
+func TestGossipViewCount(t *testing.T) {
+	var g gossipView
+	steps := []struct {
+		x     int
+		count Frame
+		want  [3]Frame
+	}{
+		{x: 1, count: 10, want: [3]Frame{0, 10, 0}},
+		{x: 1, count: 7, want: [3]Frame{0, 10, 0}}, // a reordered packet
+		{x: 2, count: 4, want: [3]Frame{0, 10, 4}},
+		{x: 1, count: 12, want: [3]Frame{0, 12, 4}},
+		{x: 1, count: 12, want: [3]Frame{0, 12, 4}},
+	}
+	for i, s := range steps {
+		g.count(s.x, s.count)
+		assert.Equal(t, s.want, [3]Frame(g.sees[:3]), "step %d", i)
+	}
+}
