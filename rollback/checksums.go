@@ -217,13 +217,14 @@ func deflate(b []byte) []byte {
 }
 
 // outgoing gives the sink each State message due to peer i now: the next
-// pieces of our state, or once it has them all a bare status now and then.
+// pieces of our state, or once it has them all (or when we no longer hold
+// ours) a bare status now and then, which tells it whether we have its.
 func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
-	if c == nil || c.ex == nil || c.ex.mine == nil {
+	if c == nil || c.ex == nil {
 		return
 	}
 	x, msg := c.ex, &c.msg
-	if x.done[i] {
+	if x.done[i] || x.mine == nil {
 		if now-x.status[i] < stateStatusEvery {
 			return
 		}
@@ -260,15 +261,15 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 		int(m.Offset)+len(m.Data) > total || (x.theirs != nil && len(x.theirs) != total) {
 		return false, false
 	}
+	if want := min(wire.MaxStateData, total-int(m.Offset)); len(m.Data) != want {
+		return false, false // checked before the first piece fixes the total
+	}
 	if x.theirs == nil {
 		x.theirs = make([]byte, total)
 		x.missing = (total + wire.MaxStateData - 1) / wire.MaxStateData
 		x.got = make([]bool, x.missing)
 	}
 	n := int(m.Offset) / wire.MaxStateData
-	if want := min(wire.MaxStateData, total-int(m.Offset)); len(m.Data) != want {
-		return false, false
-	}
 	if x.got[n] {
 		return true, false // a repeat
 	}
