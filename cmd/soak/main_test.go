@@ -7,6 +7,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -14,6 +15,7 @@ import (
 )
 
 func TestBadFlags(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args []string
 		flag string
@@ -56,6 +58,7 @@ func TestBadFlags(t *testing.T) {
 }
 
 func TestSoakPassesAndWritesJSON(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "soak.json")
 	var out, errOut bytes.Buffer
 	code := run([]string{"-matches", "4", "-players", "5", "-machines", "3", "-frames", "600", "-profile", "latency=40ms,jitter=10ms,loss=3%,dup=1%,reorder=2%", "-json", path}, &out, &errOut)
@@ -100,8 +103,13 @@ func TestSoakPassesAndWritesJSON(t *testing.T) {
 // intercontinental profile, no sound duplicated or missed, every phantom
 // faded.
 func TestSoakSoundOnIntercontinental(t *testing.T) {
+	t.Parallel()
+	frames := "3600"
+	if raceEnabled {
+		frames = "1200" // a sample: make test also plays the 3600 without the race detector
+	}
 	var out, errOut bytes.Buffer
-	code := run([]string{"-matches", "2", "-players", "4", "-profile", "intercontinental", "-json", "-"}, &out, &errOut)
+	code := run([]string{"-matches", "2", "-players", "4", "-frames", frames, "-profile", "intercontinental", "-json", "-"}, &out, &errOut)
 	require.Equal(t, 0, code, errOut.String())
 	var s Summary
 	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
@@ -114,6 +122,7 @@ func TestSoakSoundOnIntercontinental(t *testing.T) {
 }
 
 func TestSoakWithoutRollbackFails(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	// On a LAN with 3 fixed frames of input lag nothing is ever mispredicted.
 	code := run([]string{"-matches", "1", "-frames", "300", "-profile", "lan", "-delay", "3", "-fixed-lag", "-json", "-"}, &out, &errOut)
@@ -126,6 +135,7 @@ func TestSoakWithoutRollbackFails(t *testing.T) {
 }
 
 func TestSameSeedSameSummary(t *testing.T) {
+	t.Parallel()
 	args := []string{"-matches", "3", "-frames", "400", "-profile", "hell", "-json", "-"}
 	var a, b, e bytes.Buffer
 	run(args, &a, &e)
@@ -140,6 +150,7 @@ func TestSameSeedSameSummary(t *testing.T) {
 // TestBandwidth holds the bandwidth budgets of docs/protocol.md: payload
 // plus 28 bytes of UDP/IPv4 header per packet, per peer, per second.
 func TestBandwidth(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		args  []string
 		limit float64
@@ -162,6 +173,7 @@ func TestBandwidth(t *testing.T) {
 // TestInjectDesync is issue 6's command: every match ends with a detected
 // desync no later than frame 1400, with a field path; exit status 1.
 func TestInjectDesync(t *testing.T) {
+	t.Parallel()
 	var out, errOut bytes.Buffer
 	code := run([]string{"-matches", "4", "-profile", "wifi", "-inject-desync", "1200", "-checksum-every", "100", "-json", "-"}, &out, &errOut)
 	assert.Equal(t, 1, code)
@@ -182,6 +194,7 @@ func TestInjectDesync(t *testing.T) {
 // with a command that reproduces each, and plots that decode as PNG
 // images drawn from the run's data; the page loads nothing from elsewhere.
 func TestReport(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
 	code := run([]string{"-matches", "2", "-frames", "900", "-inject-desync", "300", "-checksum-every=100", "-report", dir}, &out, &errs)
@@ -216,6 +229,7 @@ func TestReport(t *testing.T) {
 }
 
 func TestReproduce(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -233,6 +247,7 @@ func TestReproduce(t *testing.T) {
 // {profiles, passed}, a report section each), and the results do not
 // depend on -parallel.
 func TestMatrixAndParallelism(t *testing.T) {
+	t.Parallel()
 	soak := func(parallel string, extra ...string) Matrix {
 		var out, errs bytes.Buffer
 		args := append([]string{"-profiles", "lan,latency=30ms,loss=5%", "-matches", "3", "-frames", "600", "-parallel", parallel, "-json", "-"}, extra...)
@@ -261,9 +276,15 @@ func TestMatrixAndParallelism(t *testing.T) {
 // hitches, and on wifi with 2 players at 60 Hz sends no more than the same
 // matches in rollback mode (issue 8's bandwidth bar, seeds 1 to 20).
 func TestLockstepSoak(t *testing.T) {
+	t.Parallel()
+	matches := 20
+	if raceEnabled {
+		matches = 4 // a sample (seeds 1 to 4): make test also plays the 20 without the race detector
+	}
 	soak := func(args ...string) Summary {
 		var out, errOut bytes.Buffer
-		require.Equal(t, 0, run(append(args, "-profile", "wifi", "-json", "-"), &out, &errOut), errOut.String())
+		args = append(args, "-matches", strconv.Itoa(matches), "-profile", "wifi", "-json", "-")
+		require.Equal(t, 0, run(args, &out, &errOut), errOut.String())
 		var s Summary
 		require.NoError(t, json.Unmarshal(out.Bytes(), &s))
 		var m map[string]any
@@ -275,7 +296,7 @@ func TestLockstepSoak(t *testing.T) {
 	}
 	lock := soak("-mode", "lockstep")
 	roll := soak()
-	assert.Equal(t, 20, lock.Verified)
+	assert.Equal(t, matches, lock.Verified)
 	assert.Zero(t, lock.Rollbacks)
 	assert.Equal(t, "lockstep", lock.Mode)
 	assert.Equal(t, int64(100), lock.PlayoutMs)

@@ -17,13 +17,18 @@ import (
 // 10 Hz, and checks every machine ends in the offline re-simulation's state
 // without a single rollback.
 func TestLockstep(t *testing.T) {
+	t.Parallel()
 	wifi, err := netsim.ParseProfile("wifi")
 	require.NoError(t, err)
 	for _, tc := range []struct {
 		players, hz, frames int
 	}{{2, 60, 1800}, {4, 60, 1800}, {2, 10, 300}, {4, 10, 300}} {
 		t.Run(fmt.Sprintf("%dp-%dHz", tc.players, tc.hz), func(t *testing.T) {
-			for seed := uint64(1); seed <= 3; seed++ {
+			seeds := uint64(3)
+			if match.RaceEnabled {
+				seeds = 1 // a sample: make test also runs the three without the race detector
+			}
+			for seed := uint64(1); seed <= seeds; seed++ {
 				r := match.Run(match.Config{Players: tc.players, Frames: tc.frames, Seed: seed, Profile: wifi,
 					Lockstep: true, TickRate: tc.hz, Extrapolate: true})
 				require.NoError(t, r.Err)
@@ -52,6 +57,7 @@ func TestLockstep(t *testing.T) {
 // snapshots it keeps for three or more machines) and end in the offline
 // re-simulation's state.
 func TestLockstepDisconnect(t *testing.T) {
+	t.Parallel()
 	var undone int64
 	for _, profile := range []string{"wifi", "hell"} {
 		p, err := netsim.ParseProfile(profile)
@@ -79,10 +85,15 @@ func TestLockstepDisconnect(t *testing.T) {
 // redundant inputs over plain datagrams do not; at 2 s one way with 25%
 // loss a 250 ms playout delay plays without a hitch once started.
 func TestLockstepTable(t *testing.T) {
+	t.Parallel()
+	seeds := uint64(2)
+	if match.RaceEnabled {
+		seeds = 1 // a sample (fewer hitches to clear the same bars): make test also runs the two without the race detector
+	}
 	play := func(profile string, reliable bool, playout time.Duration) (hitches int64) {
 		p, err := netsim.ParseProfile(profile)
 		require.NoError(t, err)
-		for seed := uint64(1); seed <= 2; seed++ {
+		for seed := uint64(1); seed <= seeds; seed++ {
 			r := match.Run(match.Config{Players: 2, Frames: 3600, Seed: seed, Profile: p, Lockstep: true,
 				Reliable: reliable, Playout: playout, HandshakeTimeout: time.Minute})
 			require.NoError(t, r.Err, "%s reliable=%v seed %d", profile, reliable, seed)

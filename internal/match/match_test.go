@@ -11,6 +11,7 @@ import (
 )
 
 func TestRunVerifies(t *testing.T) {
+	t.Parallel()
 	p, err := netsim.ParseProfile("wifi")
 	require.NoError(t, err)
 	r := match.Run(match.Config{Players: 2, Frames: 600, Seed: 1, Profile: p})

@@ -2,7 +2,9 @@
 
 package match
 
-// raceEnabled: the race detector slows whole matches tenfold; the longest
-// match tests run a sample under it, and in full without it (make test
-// runs both).
+// raceEnabled: the race detector slows whole matches more than tenfold, and
+// Run plays a match on one goroutine, so it has nothing to find there. The
+// longest match tests (TestNoFalseDesync, TestSoundAgainstTheTruth,
+// TestReplays' eight machines) run a sample under it, and in full without
+// it: make test runs both.
 const raceEnabled = true

@@ -20,6 +20,7 @@ import (
 // match must really have mispredicted sounds, or it proves nothing.
 // Reference: issue 5, "Done when" (intercontinental, 4 players).
 func TestSoundAgainstTheTruth(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		profile string
 		players int
@@ -29,7 +30,10 @@ func TestSoundAgainstTheTruth(t *testing.T) {
 			p, err := netsim.ParseProfile(c.profile)
 			require.NoError(t, err)
 			frames := 3600
-			if testing.Short() {
+			switch {
+			case raceEnabled:
+				frames = 600 // a sample: make test also runs it in full without the race detector
+			case testing.Short():
 				frames = 1200
 			}
 			r := Run(Config{Players: c.players, Frames: frames, Seed: 5, Profile: p, Extrapolate: true})
@@ -55,6 +59,7 @@ func TestSoundAgainstTheTruth(t *testing.T) {
 // TestScoreSound checks the scoring itself on a hand-written log, so that
 // the soak's zeros mean something.
 func TestScoreSound(t *testing.T) {
+	t.Parallel()
 	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
 	k := func(id sound.ID, f rollback.Frame) soundKey { return soundKey{id, f} }
 	truth := []soundKey{k(1, 1), k(2, 2), k(3, 3), k(4, 4), k(5, 5), k(9, 50)}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestRunUDPQuick(t *testing.T) {
+	t.Parallel()
 	p, err := netsim.ParseProfile("wifi")
 	require.NoError(t, err)
 	r := match.RunUDP(match.Config{Players: 2, Frames: 180, Seed: 5, Profile: p}, match.UDPOptions{})

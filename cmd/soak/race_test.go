@@ -1,0 +1,9 @@
+//go:build race
+
+package main
+
+// raceEnabled: the race detector slows whole matches more than tenfold. The
+// longest soaks (TestLockstepSoak, TestSoakSoundOnIntercontinental) play a
+// sample under it, still several matches at once, and in full without it:
+// make test runs both.
+const raceEnabled = true

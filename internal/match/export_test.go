@@ -1,0 +1,4 @@
+package match
+
+// RaceEnabled is raceEnabled for the external tests (package match_test).
+const RaceEnabled = raceEnabled

@@ -1,0 +1,5 @@
+//go:build !race
+
+package rollback_test
+
+const raceEnabled = false
