@@ -10,21 +10,22 @@ import (
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/testgame"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
 )
 
-// partialGame is counterGame with a partial step, recording what the
+// partialGame is the test game with a partial step, recording what the
 // session gives it.
 type partialGame struct {
-	*counterGame
+	*testgame.Counter
 	quiet    bool // record nothing
 	partials []float64
 	inputs   [][]rollback.PlayerInput
 }
 
 func (g *partialGame) StepPartial(f rollback.Frame, in []rollback.PlayerInput, fraction float64) {
-	st := g.h.Get(g.a)
+	st := g.State.Get(g.Arena)
 	for i := range st {
 		st[i] = ^st[i] // scribble over the whole state
 	}
@@ -33,7 +34,7 @@ func (g *partialGame) StepPartial(f rollback.Frame, in []rollback.PlayerInput, f
 	}
 	g.partials = append(g.partials, fraction)
 	g.inputs = append(g.inputs, append([]rollback.PlayerInput(nil), in...))
-	_, _ = savestate.Alloc[[64]byte](g.a) // and allocate in it
+	_, _ = savestate.Alloc[[64]byte](g.Arena) // and allocate in it
 }
 
 // observerLog records an Observer's calls as text.
@@ -60,7 +61,7 @@ func TestExtrapolateLeavesStateUnchanged(t *testing.T) {
 	wifi, err := netsim.ParseProfile("wifi")
 	require.NoError(t, err)
 	ss, _, nw := connectedPairOver(t, wifi, func(i int, c *rollback.Config) {
-		games[i] = &partialGame{counterGame: c.Game.(*counterGame)}
+		games[i] = &partialGame{Counter: c.Game.(*testgame.Counter)}
 		c.Game, c.Observer = games[i], &obs[i]
 		c.InputLag, c.FixedInputLag = i, true // one with input lag, one without
 	})
@@ -70,16 +71,16 @@ func TestExtrapolateLeavesStateUnchanged(t *testing.T) {
 			_, err := s.Advance()
 			require.NoError(t, err)
 			g := games[i]
-			before := append([]byte(nil), g.a.Bytes()...)
+			before := append([]byte(nil), g.Arena.Bytes()...)
 			obs[i].calls = obs[i].calls[:0]
 			rendered := false
 			require.NoError(t, s.Extrapolate(0.25+float64(f%3)/4, func() {
 				rendered = true
-				assert.False(t, bytes.Equal(before, g.a.Bytes()), "render sees the extrapolated state")
+				assert.False(t, bytes.Equal(before, g.Arena.Bytes()), "render sees the extrapolated state")
 				assert.Equal(t, []string{"extrapolate"}, obs[i].calls, "sound stays suppressed while rendering")
 			}))
 			assert.True(t, rendered)
-			assert.True(t, bytes.Equal(before, g.a.Bytes()), "frame %d: the live state is bit-for-bit unchanged", f)
+			assert.True(t, bytes.Equal(before, g.Arena.Bytes()), "frame %d: the live state is bit-for-bit unchanged", f)
 			assert.Equal(t, []string{"extrapolate", "live"}, obs[i].calls)
 		}
 		nw.Advance(match.Tick)
@@ -101,7 +102,7 @@ func TestExtrapolateLeavesStateUnchanged(t *testing.T) {
 		nw.Advance(match.Tick)
 	}
 	require.Equal(t, ss[0].Frame(), ss[1].Frame())
-	assert.True(t, bytes.Equal(games[0].a.Bytes(), games[1].a.Bytes()), "both peers end in the same state")
+	assert.True(t, bytes.Equal(games[0].Arena.Bytes(), games[1].Arena.Bytes()), "both peers end in the same state")
 	assert.Positive(t, ss[0].Stats().Rollbacks+ss[1].Stats().Rollbacks, "the match rolled back")
 	games[0].quiet = true
 	assert.Zero(t, testing.AllocsPerRun(20, func() { _ = ss[0].Extrapolate(0.5, func() {}) }),
@@ -110,13 +111,13 @@ func TestExtrapolateLeavesStateUnchanged(t *testing.T) {
 
 func TestExtrapolateErrors(t *testing.T) {
 	g := newCounterGame(t, 4096, false)
-	s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: g.a, Game: g})
+	s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: g.Arena, Game: g})
 	require.NoError(t, err)
 	render := func() {}
 	assert.ErrorIs(t, s.Extrapolate(0.5, render), rollback.ErrExtrapolate, "the game has no partial step")
 
-	pg := &partialGame{counterGame: newCounterGame(t, 4096, false)}
-	s, err = rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: pg.a, Game: pg})
+	pg := &partialGame{Counter: newCounterGame(t, 4096, false)}
+	s, err = rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: pg.Arena, Game: pg})
 	require.NoError(t, err)
 	for _, bad := range []float64{-0.1, 1, 1.5, math.NaN(), math.Inf(1)} {
 		assert.ErrorIs(t, s.Extrapolate(bad, render), rollback.ErrExtrapolate, "fraction %v", bad)
@@ -139,15 +140,15 @@ func TestExtrapolateErrors(t *testing.T) {
 // one before, and the session goes on.
 func TestRenderCannotAdvance(t *testing.T) {
 	for _, fraction := range []float64{0, 0.5} {
-		pg := &partialGame{counterGame: newCounterGame(t, 4096, false)}
-		s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: pg.a, Game: pg})
+		pg := &partialGame{Counter: newCounterGame(t, 4096, false)}
+		s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: pg.Arena, Game: pg})
 		require.NoError(t, err)
 		for f := range 5 {
 			require.NoError(t, queued(s.AddLocalInput(0, rollback.Input(f%16))))
 			_, err := s.Advance()
 			require.NoError(t, err)
 		}
-		before := bytes.Clone(pg.a.Bytes())
+		before := bytes.Clone(pg.Arena.Bytes())
 		var errs []error
 		require.NoError(t, s.Extrapolate(fraction, func() {
 			_, _ = s.AddLocalInput(0, 1) // queueing an input is harmless here
@@ -161,7 +162,7 @@ func TestRenderCannotAdvance(t *testing.T) {
 			assert.ErrorIs(t, err, rollback.ErrInRender, "call %d, fraction %v", i, fraction)
 		}
 		assert.Equal(t, rollback.Frame(5), s.Frame(), "nothing was simulated inside render")
-		assert.Equal(t, before, pg.a.Bytes(), "the live state is untouched")
+		assert.Equal(t, before, pg.Arena.Bytes(), "the live state is untouched")
 		_, err = s.Advance()
 		require.NoError(t, err, "the session goes on after render")
 		assert.Equal(t, rollback.Frame(6), s.Frame())

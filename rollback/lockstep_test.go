@@ -9,28 +9,16 @@ import (
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/testgame"
 	"github.com/rewindgg/rewind/rollback/netsim"
-	"github.com/rewindgg/rewind/savestate"
 )
-
-// stepLog is a game that records the inputs of every frame it simulates.
-type stepLog struct {
-	a      *savestate.Arena
-	frames []rollback.Frame
-	inputs [][2]rollback.Input
-}
-
-func (g *stepLog) Step(f rollback.Frame, in []rollback.PlayerInput) {
-	g.frames = append(g.frames, f)
-	g.inputs = append(g.inputs, [2]rollback.Input{in[0].Input, in[1].Input})
-}
 
 // lockstepPair is two lockstep sessions, one player each, over netsim with
 // profile p, with the handshake done.
 type lockstepPair struct {
 	nw    *netsim.Network
 	ss    [2]*rollback.Session
-	gs    [2]*stepLog
+	gs    [2]*testgame.Counter
 	given [2]map[rollback.Frame]rollback.Input // the inputs each machine's session took
 	rng   [2]uint64                            // xorshift: inputs that never repeat in a short period
 }
@@ -41,13 +29,14 @@ func newLockstepPair(t *testing.T, p netsim.Profile, edit func(c *rollback.Confi
 	require.NoError(t, err)
 	lp := &lockstepPair{nw: nw}
 	for i := range 2 {
-		a, err := savestate.New(1024)
+		g, err := testgame.NewCounter(4096)
 		require.NoError(t, err)
-		lp.gs[i] = &stepLog{a: a}
+		g.Record = true
+		lp.gs[i] = g
 		lp.given[i] = map[rollback.Frame]rollback.Input{}
 		c := rollback.Config{Mode: rollback.LockstepMode, Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
-			Layout: rollback.Layout{8}, State: a, Game: lp.gs[i], Transport: nw.Endpoint(i),
+			Layout: rollback.Layout{8}, State: g.Arena, Game: g, Transport: nw.Endpoint(i),
 			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 78}
 		if edit != nil {
 			edit(&c)
@@ -89,14 +78,14 @@ func (lp *lockstepPair) tick(t *testing.T, i int) rollback.Result {
 func (lp *lockstepPair) check(t *testing.T) {
 	t.Helper()
 	for i, g := range lp.gs {
-		for k, f := range g.frames {
+		for k, f := range g.Frames {
 			require.Equal(t, rollback.Frame(k), f, "machine %d simulates every frame once, in order", i)
 			for p := range 2 {
 				want, ok := lp.given[p][f]
 				if !ok {
 					want = 0 // frames before the input delay
 				}
-				require.Equal(t, want, g.inputs[k][p], "machine %d, frame %d, player %d", i, f, p)
+				require.Equal(t, want, g.Inputs[k][p], "machine %d, frame %d, player %d", i, f, p)
 			}
 		}
 	}
@@ -130,7 +119,7 @@ func TestLockstepSchedule(t *testing.T) {
 		assert.Zero(t, st.Rollbacks)
 		assert.Zero(t, st.Saves, "no snapshots with one peer")
 		assert.Zero(t, st.Hitches)
-		assert.Equal(t, lp.gs[0].a.Bytes(), lp.gs[1].a.Bytes())
+		assert.Equal(t, lp.gs[0].Arena.Bytes(), lp.gs[1].Arena.Bytes())
 		// 20 s at 10 Hz, less the start (handshake, one way, playout).
 		assert.InDelta(t, 200-10*(firstAt[i].Seconds()), float64(st.Frame), 1, "machine %d", i)
 		// After the first frame, exactly one frame every 6 render frames.

@@ -14,6 +14,7 @@ import (
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
+	"github.com/rewindgg/rewind/rollback/internal/testgame"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
@@ -104,7 +105,7 @@ func connectedPairOver(t testing.TB, p netsim.Profile, edit func(i int, c *rollb
 		gs[i] = newCounterGame(t, 4096, false)
 		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
-			Layout: rollback.Layout{4}, State: gs[i].a, Game: gs[i], Transport: nw.Endpoint(i),
+			Layout: rollback.Layout{4}, State: gs[i].Arena, Game: gs[i], Transport: nw.Endpoint(i),
 			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 77}
 		if edit != nil {
 			edit(i, &c)
@@ -220,41 +221,20 @@ func TestSameSeedSameMatch(t *testing.T) {
 	assert.NotEqual(t, a.Want, match.Run(c).Want, "another seed plays another match")
 }
 
-// counterGame keeps a counter in the arena and adds every input to it. If
-// leak is set it also adds a counter kept outside the arena, which a
-// re-simulation does not roll back: the game is not deterministic.
-type counterGame struct {
-	a    *savestate.Arena
-	h    savestate.Handle[[128]uint64]
-	leak bool
-	n    uint64
-}
+// counterGame is the shared test game (testgame.Counter).
+type counterGame = testgame.Counter
 
 func newCounterGame(t testing.TB, size int, leak bool) *counterGame {
-	a, err := savestate.New(size)
+	g, err := testgame.NewCounter(size)
 	require.NoError(t, err)
-	h, err := savestate.Alloc[[128]uint64](a)
-	require.NoError(t, err)
-	return &counterGame{a: a, h: h, leak: leak}
-}
-
-func (g *counterGame) Step(f rollback.Frame, in []rollback.PlayerInput) {
-	st := g.h.Get(g.a)
-	for i, p := range in {
-		st[i] += uint64(p.Input) + uint64(f)
-	}
-	if g.leak {
-		g.n++
-		if f >= 30 {
-			st[100] += g.n
-		}
-	}
+	g.Leak = leak
+	return g
 }
 
 func syncTestSession(t *testing.T, g *counterGame, policy rollback.SnapshotPolicy) *rollback.Session {
 	s, err := rollback.NewSession(rollback.Config{
 		Players: 2, Local: []rollback.PlayerID{0, 1}, Layout: rollback.Layout{8},
-		State: g.a, Game: g, SyncTest: 7, Snapshots: policy,
+		State: g.Arena, Game: g, SyncTest: 7, Snapshots: policy,
 	})
 	require.NoError(t, err)
 	return s
@@ -474,7 +454,7 @@ func TestHostilePackets(t *testing.T) {
 	ps, _ := ss[0].PeerStats(0)
 	assert.Equal(t, int64(len(hostile)+1), ps.PacketsDropped)
 	assert.Equal(t, rollback.Frame(600), st.ConfirmedFrame)
-	assert.Equal(t, *gs[0].h.Get(gs[0].a), *gs[1].h.Get(gs[1].a), "the match still ends in sync")
+	assert.Equal(t, *gs[0].State.Get(gs[0].Arena), *gs[1].State.Get(gs[1].Arena), "the match still ends in sync")
 }
 
 func TestAdvanceDoesNotAllocate(t *testing.T) {
