@@ -14,11 +14,10 @@ HEAVY    := gonum|ebiten|pion|chromedp
 
 .PHONY: test lint library-deps bench soak lockstep-table fuzz cover tidy
 
-## test: lint, then the whole suite with the race detector, in random order, the long match tests in full without it, and every benchmark once.
+## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once (lint has vetted everything: go test does not vet again).
 test: lint
-	$(GO) test -race -shuffle=on -count=1 -timeout=10m $(PKGS)
-	$(GO) test -count=1 -run '^TestNoFalseDesync$$' ./internal/match
-	$(GO) test -run '^$$' -bench . -benchtime 1x $(PKGS) > /dev/null
+	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(PKGS)
+	$(GO) test -count=1 -vet=off -run '^(TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|TestLockstepTable|TestMatches|TestLockstepSoak|TestSoakSoundOnIntercontinental)$$' -bench . -benchtime 1x $(PKGS)
 
 ## lint: go vet, gofmt, a package comment on every package, every module's go.mod tidiness, the library's dependencies, and a 32-bit build (frame counters and checksums are width-sensitive).
 lint: library-deps
