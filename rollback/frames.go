@@ -30,7 +30,7 @@ func (s *Session) play() {
 // rollback, which never saves).
 func (s *Session) step(resim bool) {
 	f := s.frame
-	if !resim {
+	if !resim && s.snaps.on && s.snaps.forced == 0 { // the anchor only when the policy may save
 		if slot := s.snaps.saveSlot(f, s.anchor(f)); slot >= 0 {
 			_ = s.save(slot, f)
 		}

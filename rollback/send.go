@@ -203,7 +203,9 @@ func (s *Session) sendProtocol(i int) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 		s.sendControl(i, wire.KindChecksum, ps.auth.tag, &s.io.sum)
 	}
-	s.sums.outgoing(i, s.now, s)
+	if s.sums != nil && s.sums.ex != nil {
+		s.sums.outgoing(i, s.now, s)
+	}
 	// Before the match starts, ping every 100 ms until the round trip is
 	// known: the start delay needs it.
 	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && l.rtt == 0 && s.now-l.lastQuality >= handshakeRetry) {

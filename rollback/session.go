@@ -30,7 +30,7 @@ type Session struct {
 	now    time.Duration // the clock, read once per call
 	frame  Frame         // the next frame to simulate
 
-	inputs *inputRing
+	inputs inputRing
 	snaps  snapshots
 	peers  []peer
 	gov    *advantage.Governor
@@ -82,7 +82,7 @@ func NewSession(cfg Config) (*Session, error) {
 		s.clock = RealClock()
 	}
 	lockstepMode := cfg.Mode == LockstepMode
-	s.inputs = newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
+	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true}
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
@@ -415,7 +415,9 @@ func (s *Session) poll() (Frame, error) {
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
 	for i := range s.peers {
-		s.peers[i].link.roll(s.now, &s.peers[i].st)
+		if l := &s.peers[i].link; s.now-l.winStart >= time.Second {
+			l.roll(s.now, &s.peers[i].st)
+		}
 	}
 	return mis, s.handshakeStep()
 }
