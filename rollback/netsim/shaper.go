@@ -72,7 +72,7 @@ func NewShaper(t Transport, peers int, p Profile, seed uint64, node int) (*Shape
 	if peers < 1 || peers > 64 {
 		return nil, fmt.Errorf("netsim: NewShaper: %d peers (1 to 64)", peers)
 	}
-	sh := &Shaper{t: t, start: time.Now(), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	sh := &Shaper{t: t, start: time.Now(), wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})} // safe: the real-clock shaper (tests and the UDP soak), never the session core
 	sh.heap.Less = shapedBefore
 	for i := range peers {
 		imp, err := NewImpairer(p, seed, uint64(node*64+i))
@@ -93,7 +93,7 @@ func (sh *Shaper) Send(peer int, b []byte) error {
 	if peer < 0 || peer >= len(sh.imps) {
 		return ErrPeer
 	}
-	now := time.Now()
+	now := time.Now() // safe: the shaper delays real datagrams on the real clock
 	sh.mu.Lock()
 	if sh.closed {
 		sh.mu.Unlock()
@@ -154,7 +154,7 @@ func (sh *Shaper) run() {
 	defer timer.Stop()
 	for {
 		sh.mu.Lock()
-		now := time.Now()
+		now := time.Now() // safe: the shaper delays real datagrams on the real clock
 		for sh.heap.Len() > 0 && !sh.heap.Items[0].due.After(now) {
 			d := sh.heap.Pop()
 			sh.mu.Unlock()
