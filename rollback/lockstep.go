@@ -100,7 +100,11 @@ func (s *Session) advanceLockstep() (Result, error) {
 			return r, err
 		}
 	}
-	due := s.ls.due(s.now, s.firstInputs(), len(s.peers) > 0)
+	first := time.Duration(-1)
+	if s.ls.playFrom < 0 { // the schedule is not fixed yet
+		first = s.firstInputs()
+	}
+	due := s.ls.due(s.now, first, len(s.peers) > 0)
 	blame, dry := -1, false
 	for s.frame < due && r.Simulated < LockstepCatchUp {
 		if peer, stall := s.lockstepWait(); stall {
