@@ -47,7 +47,7 @@ func TestHandshakeTimeout(t *testing.T) {
 
 // TestLiveness: a peer that goes silent is reported interrupted after
 // 750 ms and sent to only four times a second after 1 s; when it speaks
-// again it is reported reconnected and sent to every frame.
+// again it is reported as resumed (EventNetworkResumed) and sent to every frame.
 func TestLiveness(t *testing.T) {
 	ss, _, nw := connectedPair(t, nil)
 	var events []rollback.Event
