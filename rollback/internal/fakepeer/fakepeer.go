@@ -29,6 +29,7 @@ type Peers struct {
 	session uint64
 	nonces  []uint32 // each fake peer's nonce; learned from the traffic when wrapping
 	ours    uint32   // the session's nonce, from its handshake; 0 until seen
+	tags    []uint16 // each peer's session tag, kept with the nonces (hashing per packet would weigh on the benchmarks)
 	queue   []datagram
 	now     time.Duration
 
@@ -50,7 +51,7 @@ type datagram struct {
 // with its own, echoing the session's nonce: after the session's second
 // Advance every peer is verified.
 func New(nonces ...uint32) *Peers {
-	return &Peers{nonces: nonces, Sent: make([]int, len(nonces))}
+	return &Peers{nonces: nonces, tags: make([]uint16, len(nonces)), Sent: make([]int, len(nonces))}
 }
 
 // Wrap returns a Peers in front of a real transport to peers peers: sends
@@ -58,7 +59,7 @@ func New(nonces ...uint32) *Peers {
 // The nonces are learned from the handshakes going by, so Tag gives the
 // real session tag once both sides have said hello.
 func Wrap(inner Transport, peers int) *Peers {
-	return &Peers{inner: inner, nonces: make([]uint32, peers), Sent: make([]int, peers)}
+	return &Peers{inner: inner, nonces: make([]uint32, peers), tags: make([]uint16, peers), Sent: make([]int, peers)}
 }
 
 // ErrPeer is returned by Send for a peer index that does not exist.
@@ -76,6 +77,7 @@ func (p *Peers) Send(peer int, b []byte) error {
 		var h wire.Handshake
 		if _, err := wire.ParseControl(b, wire.KindHandshake, &h); err == nil {
 			p.session, p.ours = h.SessionID, h.Nonce
+			p.retag()
 			if p.inner == nil && h.Echo != p.nonces[peer] {
 				p.Deliver(peer, p.Hello(peer))
 			}
@@ -108,6 +110,7 @@ func (p *Peers) Receive(buf []byte) (int, int, bool) {
 		var h wire.Handshake
 		if _, err := wire.ParseControl(buf[:n], wire.KindHandshake, &h); err == nil {
 			p.nonces[peer] = h.Nonce
+			p.retag()
 		}
 	}
 	return n, peer, ok
@@ -128,11 +131,16 @@ func (p *Peers) Hello(peer int) []byte {
 
 // Tag returns the session tag between the session and peer: 0 until both
 // nonces are known.
-func (p *Peers) Tag(peer int) uint16 {
-	if p.ours == 0 || p.nonces[peer] == 0 {
-		return 0
+func (p *Peers) Tag(peer int) uint16 { return p.tags[peer] }
+
+// retag recomputes the session tags after a nonce or the session id changed.
+func (p *Peers) retag() {
+	for i, n := range p.nonces {
+		p.tags[i] = 0
+		if p.ours != 0 && n != 0 {
+			p.tags[i] = wire.SessionTag(p.session, p.ours, n)
+		}
 	}
-	return wire.SessionTag(p.session, p.ours, p.nonces[peer])
 }
 
 // Input returns an input packet from peer, tagged with its session tag.
