@@ -56,7 +56,8 @@ func (s *Session) receive() Frame {
 
 // handleInput takes an input packet from peer i. It returns the first
 // mispredicted frame it revealed (s.frame for none) and whether the
-// packet was acceptable.
+// packet was acceptable. The packet is checked whole before anything of it
+// is applied: a dropped packet changes nothing.
 func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	mis = s.frame
 	ps := &s.peers[i]
@@ -64,109 +65,126 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	if err != nil || !ps.auth.accepts(h.Tag) {
 		return mis, false // malformed, or not from this session
 	}
-	s.verify(i)            // the tag proves it saw our nonce
-	ps.start.goSeen = true // and inputs prove it has started
 	if ps.leave.disc {
+		s.verify(i)
 		return mis, true // it left; what it still sends no longer counts
 	}
 	// It cannot want a frame of ours that we have not yet added.
 	localNext := s.inputs.next[s.roster.local[0]]
-	if !ps.progress.acked(Frame(h.Ack), localNext) {
+	if Frame(h.Ack) > localNext {
 		return mis, false
 	}
 	want := s.inputs.next[ps.players[0]]
-	// remoteFrameLag, in simulation frames: how many of our frames it is
-	// predicting (its next frame minus the next of our frames it lacks),
-	// both taken back by the input lags. Measured from the header and the
-	// lag of the packet before: a packet that fails to parse still counts.
-	defer func() {
-		lag := Frame(h.End-h.Ack) - Frame(ps.progress.lag) + Frame(s.lag.delay)
-		ps.st.RemoteFrameLag = lag
-		s.gov.Remote(i, int(lag))
-	}()
-	ps.st.FramesBehind = localNext - Frame(h.End)
 	// The first frame is delta-coded against our copy of the frame before
 	// it; without it (a gap, or a frame the ring no longer holds) only the
 	// acknowledgement is usable.
 	first := Frame(h.First)
-	if first > want || (first > 0 && first-1 < want-ringSize) {
+	gap := first > want || (first > 0 && first-1 < want-ringSize)
+	take := 0 // frames of the packet to store, from want on
+	if !gap {
+		pkt := &s.io.pkt
+		pkt.Base = nil
+		if first > 0 {
+			for j, p := range ps.players {
+				s.io.base[j] = uint64(s.inputs.at(first-1, p))
+			}
+			pkt.Base = s.io.base[:len(ps.players)]
+		}
+		if err := wire.ParseInput(b, s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
+			return mis, false
+		}
+		if take, ok = s.checkInputs(ps, first, want); !ok {
+			return mis, false
+		}
+	}
+	// Accepted: from here on the packet is applied.
+	s.verify(i)            // the tag proves it saw our nonce
+	ps.start.goSeen = true // and inputs prove it has started
+	ps.progress.acked(Frame(h.Ack), localNext)
+	pkt := &s.io.pkt
+	if !gap {
+		ps.progress.lag = pkt.Lag
+	}
+	// remoteFrameLag, in simulation frames: how many of our frames it is
+	// predicting (its next frame minus the next of our frames it lacks),
+	// both taken back by the input lags (the sender's as this packet
+	// says, or as the last one did when this one could not be parsed).
+	lag := Frame(h.End-h.Ack) - Frame(ps.progress.lag) + Frame(s.lag.delay)
+	ps.st.RemoteFrameLag = lag
+	s.gov.Remote(i, int(lag))
+	ps.st.FramesBehind = localNext - Frame(h.End)
+	if gap {
 		return mis, true
 	}
-	pkt := &s.io.pkt
-	pkt.Base = nil
-	if first > 0 {
-		for j, p := range ps.players {
-			s.io.base[j] = uint64(s.inputs.at(first-1, p))
-		}
-		pkt.Base = s.io.base[:len(ps.players)]
-	}
-	if err := wire.ParseInput(b, s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
-		return mis, false
-	}
-	ps.progress.lag = pkt.Lag
-	if mis, ok = s.takeInputs(ps, first, want); !ok {
-		return mis, false
-	}
+	mis = s.takeInputs(ps, first, want, take)
 	if ps.start.first < 0 && s.inputs.next[ps.players[0]] > 0 {
 		ps.start.first = s.now
 	}
 	s.handleGossip(i, pkt.Gossip)
-	if s.out.log != nil && s.inputs.next[ps.players[0]] > want {
-		n := int(s.inputs.next[ps.players[0]] - want)
+	if s.out.log != nil && take > 0 {
 		skip := int(want-first) * len(ps.players)
-		s.out.log.Recv(s.now, i, int(want), n, int(h.Ack), slices.Clone(pkt.Inputs[skip:skip+n*len(ps.players)]))
+		s.out.log.Recv(s.now, i, int(want), take, int(h.Ack), slices.Clone(pkt.Inputs[skip:skip+take*len(ps.players)]))
 	}
 	return mis, true
 }
 
-// takeInputs stores the frames of the parsed packet (from frame first)
+// checkInputs checks the frames of the parsed packet (from frame first)
 // that extend what we have of peer ps's players (from want), and returns
-// the first mispredicted frame. It reports false for inputs no honest peer
-// sends: bits outside the layout, or frames beyond the ring.
-func (s *Session) takeInputs(ps *peer, first, want Frame) (Frame, bool) {
+// how many of them to take. It reports false for inputs no honest peer
+// sends: bits outside the layout, or frames beyond the ring (a lockstep
+// peer's inputs run on its clock: the frames that do not fit yet are left
+// for a later packet).
+func (s *Session) checkInputs(ps *peer, first, want Frame) (int, bool) {
+	pkt := &s.io.pkt
+	n := len(ps.players)
+	for _, in := range pkt.Inputs[:pkt.Count*n] {
+		if Input(in)&^s.inputs.mask != 0 {
+			return 0, false
+		}
+	}
+	end := first + Frame(pkt.Count)
+	if limit := s.ringLow() + ringSize; end > limit {
+		if s.ls == nil {
+			return 0, false // further ahead than any honest peer can be
+		}
+		end = limit
+	}
+	return int(max(end-want, 0)), true
+}
+
+// takeInputs stores take frames of the checked packet, from want on, and
+// returns the first mispredicted frame.
+func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
 	mis := s.frame
 	pkt := &s.io.pkt
-	limit := s.ringLow() + ringSize
-	for k := range pkt.Count {
-		f := first + Frame(k)
-		if f < want {
-			continue // already have it
-		}
-		if f >= limit {
-			if s.ls != nil {
-				break // a lockstep peer's inputs run on its clock: take the rest when there is room
-			}
-			return mis, false // further ahead than any honest peer can be
-		}
+	n := len(ps.players)
+	for f := want; f < want+Frame(take); f++ {
+		k := int(f - first)
 		for j, p := range ps.players {
-			in := Input(pkt.Inputs[k*len(ps.players)+j])
-			if in&^s.inputs.mask != 0 {
-				return mis, false
-			}
-			if s.inputs.receive(p, f, in, s.frame) {
+			if s.inputs.receive(p, f, Input(pkt.Inputs[k*n+j]), s.frame) {
 				mis = min(mis, f)
 			}
 		}
 	}
-	return mis, true
+	return mis
 }
 
 // handleControl processes a control datagram from peer i. It reports
 // whether the datagram was acceptable.
 func (s *Session) handleControl(i int, b []byte) bool {
 	ps := &s.peers[i]
-	ctl, rx := s.io.ctl, &s.io.rx
+	rx := &s.io.rx
 	switch wire.Kind(b[0]) {
 	case wire.KindHandshake:
 		return s.handleHandshake(i, b)
 	case wire.KindQuality:
-		if tag, err := ctl.Parse(b, wire.KindQuality, &rx.q); err != nil || !s.tagged(i, tag) {
+		if tag, err := wire.ParseControl(b, &rx.q); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		ps.link.replyQuality, ps.link.replyEcho = true, rx.q.Sent
 		return true
 	case wire.KindQualityReply:
-		if tag, err := ctl.Parse(b, wire.KindQualityReply, &rx.qr); err != nil || !s.tagged(i, tag) {
+		if tag, err := wire.ParseControl(b, &rx.qr); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		return ps.link.sample(s.now - time.Duration(rx.qr.Echo))
@@ -174,7 +192,7 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		return s.handleStart(i, b)
 	case wire.KindChecksum:
 		c := &rx.sum
-		if tag, err := ctl.Parse(b, wire.KindChecksum, c); err != nil || !s.tagged(i, tag) || c.Frame <= 0 {
+		if tag, err := wire.ParseControl(b, c); err != nil || !s.tagged(i, tag) || c.Frame <= 0 {
 			return false
 		}
 		s.sums.remote(i, c.Frame, c.Sum)
@@ -183,7 +201,7 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		}
 		return true
 	case wire.KindState:
-		if tag, err := ctl.Parse(b, wire.KindState, &rx.state); err != nil || !s.tagged(i, tag) {
+		if tag, err := wire.ParseControl(b, &rx.state); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		ok, completed := s.sums.incoming(i, &rx.state, s.snaps.arena)
@@ -192,7 +210,7 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		}
 		return ok
 	case wire.KindDisconnect:
-		if tag, err := ctl.Parse(b, wire.KindDisconnect, &rx.d); err != nil || !s.tagged(i, tag) {
+		if tag, err := wire.ParseControl(b, &rx.d); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		s.disconnect(i)
@@ -205,7 +223,7 @@ func (s *Session) handleControl(i int, b []byte) bool {
 // seen, and an echo of ours verifies it.
 func (s *Session) handleHandshake(i int, b []byte) bool {
 	h, a := &s.io.rx.hs, &s.peers[i].auth
-	if tag, err := s.io.ctl.Parse(b, wire.KindHandshake, h); err != nil || tag != 0 || h.SessionID != s.proto.sessionID || h.Nonce == 0 {
+	if tag, err := wire.ParseControl(b, h); err != nil || tag != 0 || h.SessionID != s.proto.sessionID || h.Nonce == 0 {
 		return false
 	}
 	if a.nonce == 0 {

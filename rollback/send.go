@@ -13,7 +13,6 @@ import (
 // codec is the session's wire scratch: buffers and messages reused by
 // every call, so that steady-state play allocates nothing.
 type codec struct {
-	ctl     *wire.ControlCodec
 	sendBuf []byte
 	recvBuf []byte
 	pkt     wire.InputPacket
@@ -40,7 +39,6 @@ type codec struct {
 
 func newCodec() codec {
 	return codec{
-		ctl:     wire.NewControlCodec(),
 		sendBuf: make([]byte, 0, maxDatagram),
 		recvBuf: make([]byte, maxDatagram+1),
 		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*wire.MaxPlayers), Gossip: make([]wire.Gossip, 0, MaxPlayers)},
@@ -171,8 +169,8 @@ func (s *Session) transmit(i int, b []byte) {
 }
 
 // sendControl sends a control message to peer i.
-func (s *Session) sendControl(i int, kind wire.Kind, tag uint16, msg any) {
-	b, err := s.io.ctl.Append(s.io.sendBuf[:0], kind, tag, msg)
+func (s *Session) sendControl(i int, tag uint16, msg wire.Control) {
+	b, err := wire.AppendControl(s.io.sendBuf[:0], tag, msg)
 	if err != nil {
 		s.stats.SendErrors++
 		return
@@ -187,7 +185,7 @@ func (s *Session) sendProtocol(i int) {
 	l := &ps.link
 	if ps.auth.replyHS || (!ps.auth.verified && s.now-l.lastSend >= handshakeRetry) || (!s.proto.started && l.lastSend == 0) {
 		s.io.hs = wire.Handshake{SessionID: s.proto.sessionID, Nonce: s.proto.nonce, Echo: ps.auth.nonce}
-		s.sendControl(i, wire.KindHandshake, 0, &s.io.hs)
+		s.sendControl(i, 0, &s.io.hs)
 		ps.auth.replyHS = false
 	}
 	if !ps.auth.verified || ps.leave.disc {
@@ -196,12 +194,12 @@ func (s *Session) sendProtocol(i int) {
 	s.sendStart(i)
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
-		s.sendControl(i, wire.KindQualityReply, ps.auth.tag, &s.io.qr)
+		s.sendControl(i, ps.auth.tag, &s.io.qr)
 		l.replyQuality = false
 	}
 	if f, sum, ok := s.sums.latest(); ok && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.sendControl(i, wire.KindChecksum, ps.auth.tag, &s.io.sum)
+		s.sendControl(i, ps.auth.tag, &s.io.sum)
 	}
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, s)
@@ -211,13 +209,13 @@ func (s *Session) sendProtocol(i int) {
 	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && l.rtt == 0 && s.now-l.lastQuality >= handshakeRetry) {
 		l.lastQuality = s.now
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
-		s.sendControl(i, wire.KindQuality, ps.auth.tag, &s.io.q)
+		s.sendControl(i, ps.auth.tag, &s.io.q)
 	}
 }
 
 // sendState sends peer i a piece of the state exchange (a checksumSink).
 func (s *Session) sendState(i int, m *wire.State) {
-	s.sendControl(i, wire.KindState, s.peers[i].auth.tag, m)
+	s.sendControl(i, s.peers[i].auth.tag, m)
 }
 
 // finalChecksum takes a checksum that has become final (a checksumSink):

@@ -469,7 +469,7 @@ func (s *Session) Close() error {
 	for i := range s.peers {
 		if s.peers[i].auth.verified && !s.peers[i].leave.disc {
 			for range 2 { // a second copy in case the first is lost
-				s.sendControl(i, wire.KindDisconnect, s.peers[i].auth.tag, &d)
+				s.sendControl(i, s.peers[i].auth.tag, &d)
 			}
 		}
 	}

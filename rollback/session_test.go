@@ -415,9 +415,9 @@ func TestHostilePackets(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	}
-	oldHandshake, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 76, Nonce: 5, Echo: 6})
+	oldHandshake, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: 76, Nonce: 5, Echo: 6})
 	require.NoError(t, err)
-	replayedHandshake, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: 77, Nonce: 12345, Echo: 6})
+	replayedHandshake, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: 77, Nonce: 12345, Echo: 6})
 	require.NoError(t, err)
 	hostile := [][]byte{
 		nil, {1}, {9, 9, 9}, // empty, truncated, unknown kind

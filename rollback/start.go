@@ -222,14 +222,14 @@ func (s *Session) handleStart(i int, b []byte) bool {
 	switch wire.Kind(b[0]) {
 	case wire.KindReady:
 		r := &s.io.rx.ready
-		if tag, err := s.io.ctl.Parse(b, wire.KindReady, r); err != nil || !s.tagged(i, tag) || len(r.RTT) != n {
+		if tag, err := wire.ParseControl(b, r); err != nil || !s.tagged(i, tag) || len(r.RTT) != n {
 			return false
 		}
 		ps.start.row = append(ps.start.row[:0], r.RTT...)
 		return true
 	case wire.KindStart:
 		m := &s.io.rx.start
-		if tag, err := s.io.ctl.Parse(b, wire.KindStart, m); err != nil || !s.tagged(i, tag) || i != s.start.host || len(m.Mesh) != n*n {
+		if tag, err := wire.ParseControl(b, m); err != nil || !s.tagged(i, tag) || i != s.start.host || len(m.Mesh) != n*n {
 			return false
 		}
 		if !s.start.meshKnown && !s.proto.started {
@@ -244,7 +244,7 @@ func (s *Session) handleStart(i int, b []byte) bool {
 		ps.start.goSeen = true
 		return true
 	case wire.KindGo:
-		if tag, err := s.io.ctl.Parse(b, wire.KindGo, &s.io.rx.gomsg); err != nil || !s.tagged(i, tag) {
+		if tag, err := wire.ParseControl(b, &s.io.rx.gomsg); err != nil || !s.tagged(i, tag) {
 			return false
 		}
 		ps.start.goSeen = true
@@ -271,9 +271,9 @@ func (s *Session) sendStart(i int) {
 				st.start.Mesh = append(st.start.Mesh, uint32(min(st.mesh[a][c]/time.Microsecond, 1<<32-1)))
 			}
 		}
-		s.sendControl(i, wire.KindStart, ps.auth.tag, &st.start)
+		s.sendControl(i, ps.auth.tag, &st.start)
 	case st.meshKnown:
-		s.sendControl(i, wire.KindGo, ps.auth.tag, &st.gomsg)
+		s.sendControl(i, ps.auth.tag, &st.gomsg)
 	case i == st.host && s.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
 		ps.start.lastSync = s.now
 		st.ready.RTT = st.ready.RTT[:0]
@@ -283,7 +283,7 @@ func (s *Session) sendStart(i int) {
 		for j := range s.peers {
 			st.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].link.rtt/time.Microsecond, 1<<32-1))
 		}
-		s.sendControl(i, wire.KindReady, ps.auth.tag, &st.ready)
+		s.sendControl(i, ps.auth.tag, &st.ready)
 	}
 }
 

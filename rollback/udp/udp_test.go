@@ -227,9 +227,9 @@ func TestHostilePacketsOnRealSockets(t *testing.T) {
 		require.NoError(t, err)
 		return b
 	}
-	oldMatch, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: seed - 1, Nonce: 4, Echo: 5})
+	oldMatch, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: seed - 1, Nonce: 4, Echo: 5})
 	require.NoError(t, err)
-	replay, err := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: seed, Nonce: 4, Echo: 5})
+	replay, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: seed, Nonce: 4, Echo: 5})
 	require.NoError(t, err)
 	fromPeer := [][]byte{
 		inputWithTag(0xdead),      // another session

@@ -75,7 +75,7 @@ func (p *Peers) Send(peer int, b []byte) error {
 	p.Sent[peer]++
 	if len(b) > 0 && wire.Kind(b[0]) == wire.KindHandshake {
 		var h wire.Handshake
-		if _, err := wire.ParseControl(b, wire.KindHandshake, &h); err == nil {
+		if _, err := wire.ParseControl(b, &h); err == nil {
 			p.session, p.ours = h.SessionID, h.Nonce
 			p.retag()
 			if p.inner == nil && h.Echo != p.nonces[peer] {
@@ -108,7 +108,7 @@ func (p *Peers) Receive(buf []byte) (int, int, bool) {
 	n, peer, ok := p.inner.Receive(buf)
 	if ok && n > 0 && peer >= 0 && peer < len(p.nonces) && wire.Kind(buf[0]) == wire.KindHandshake {
 		var h wire.Handshake
-		if _, err := wire.ParseControl(buf[:n], wire.KindHandshake, &h); err == nil {
+		if _, err := wire.ParseControl(buf[:n], &h); err == nil {
 			p.nonces[peer] = h.Nonce
 			p.retag()
 		}
@@ -125,7 +125,7 @@ func (p *Peers) Deliver(peer int, b ...[]byte) {
 
 // Hello returns peer's handshake: its nonce, echoing the session's.
 func (p *Peers) Hello(peer int) []byte {
-	b, _ := wire.AppendControl(nil, wire.KindHandshake, 0, &wire.Handshake{SessionID: p.session, Nonce: p.nonces[peer], Echo: p.ours}) // a Handshake always encodes
+	b, _ := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: p.session, Nonce: p.nonces[peer], Echo: p.ours}) // a Handshake always encodes
 	return b
 }
 

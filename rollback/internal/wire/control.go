@@ -1,10 +1,6 @@
 package wire
 
-import (
-	"fmt"
-
-	"github.com/hashicorp/go-msgpack/v2/codec"
-)
+import "fmt"
 
 // Control message kinds. Their bodies are msgpack arrays (see the types).
 const (
@@ -102,107 +98,156 @@ type State struct {
 	Data   []byte
 }
 
-var mh = func() *codec.MsgpackHandle {
-	h := &codec.MsgpackHandle{}
-	h.StructToArray = true
-	h.MaxInitLen = 16
-	return h
-}()
-
-// ControlCodec encodes and decodes control messages, reusing its msgpack
-// encoder and decoder so that steady-state traffic (the pings) allocates
-// nothing. The zero value is not usable; use [NewControlCodec]. A
-// ControlCodec is not safe for concurrent use.
-type ControlCodec struct {
-	enc *codec.Encoder
-	dec *codec.Decoder
-	buf []byte
+// Control is a control message: a pointer to one of the message types of
+// this file.
+type Control interface {
+	Kind() Kind
+	appendBody(b []byte) []byte
+	parseBody(r reader) reader // by value: a pointer through the interface would escape
 }
 
-// NewControlCodec returns a codec.
-func NewControlCodec() *ControlCodec {
-	c := &ControlCodec{buf: make([]byte, 0, MaxControlSize)}
-	c.enc = codec.NewEncoderBytes(&c.buf, mh)
-	c.dec = codec.NewDecoderBytes(nil, mh)
-	return c
+// Kind returns the message's kind.
+func (*Handshake) Kind() Kind    { return KindHandshake }
+func (*Quality) Kind() Kind      { return KindQuality }
+func (*QualityReply) Kind() Kind { return KindQualityReply }
+func (*Disconnect) Kind() Kind   { return KindDisconnect }
+func (*Ready) Kind() Kind        { return KindReady }
+func (*Start) Kind() Kind        { return KindStart }
+func (*Go) Kind() Kind           { return KindGo }
+func (*Checksum) Kind() Kind     { return KindChecksum }
+func (*State) Kind() Kind        { return KindState }
+
+const (
+	maxInt32 = 1<<31 - 1
+	maxU32   = 1<<32 - 1
+)
+
+func (m *Handshake) appendBody(b []byte) []byte {
+	b = appendUint(appendArray(b, 3), m.SessionID)
+	return appendUint(appendUint(b, uint64(m.Nonce)), uint64(m.Echo))
 }
 
-// AppendControl appends a control datagram with a fresh codec; see
-// [ControlCodec.Append].
-func AppendControl(b []byte, kind Kind, tag uint16, msg any) ([]byte, error) {
-	return NewControlCodec().Append(b, kind, tag, msg)
+func (m *Handshake) parseBody(r reader) reader {
+	r.array(3)
+	*m = Handshake{SessionID: r.uint(1<<64 - 1), Nonce: uint32(r.uint(maxU32)), Echo: uint32(r.uint(maxU32))}
+	return r
 }
 
-// ParseControl decodes a control datagram with a fresh codec; see
-// [ControlCodec.Parse].
-func ParseControl(b []byte, kind Kind, msg any) (uint16, error) {
-	return NewControlCodec().Parse(b, kind, msg)
+func (m *Quality) appendBody(b []byte) []byte {
+	return appendInt(appendInt(appendArray(b, 2), m.Sent), int64(m.Frame))
 }
 
-// Append appends a control datagram of the given kind carrying msg (a
-// *Handshake, *Quality, *QualityReply or *Disconnect) to b.
-func (c *ControlCodec) Append(b []byte, kind Kind, tag uint16, msg any) ([]byte, error) {
-	if !kindMatches(kind, msg) {
-		return b, fmt.Errorf("%w: %T as %v", errControlKind, msg, kind)
+func (m *Quality) parseBody(r reader) reader {
+	r.array(2)
+	*m = Quality{Sent: r.int(-1<<63, 1<<63-1), Frame: int32(r.int(-maxInt32-1, maxInt32))}
+	return r
+}
+
+func (m *QualityReply) appendBody(b []byte) []byte {
+	return appendInt(appendInt(appendArray(b, 2), m.Echo), int64(m.Frame))
+}
+
+func (m *QualityReply) parseBody(r reader) reader {
+	r.array(2)
+	*m = QualityReply{Echo: r.int(-1<<63, 1<<63-1), Frame: int32(r.int(-maxInt32-1, maxInt32))}
+	return r
+}
+
+func (m *Disconnect) appendBody(b []byte) []byte {
+	return appendInt(appendArray(b, 1), int64(m.Frame))
+}
+
+func (m *Disconnect) parseBody(r reader) reader {
+	r.array(1)
+	*m = Disconnect{Frame: int32(r.int(-maxInt32-1, maxInt32))}
+	return r
+}
+
+func (m *Ready) appendBody(b []byte) []byte { return appendUints(appendArray(b, 1), m.RTT) }
+
+func (m *Ready) parseBody(r reader) reader {
+	r.array(1)
+	m.RTT = r.uints(m.RTT, MaxMachines)
+	return r
+}
+
+func (m *Start) appendBody(b []byte) []byte { return appendUints(appendArray(b, 1), m.Mesh) }
+
+func (m *Start) parseBody(r reader) reader {
+	r.array(1)
+	m.Mesh = r.uints(m.Mesh, MaxMachines*MaxMachines)
+	return r
+}
+
+func (m *Go) appendBody(b []byte) []byte { return appendInt(appendArray(b, 1), int64(m.Frame)) }
+
+func (m *Go) parseBody(r reader) reader {
+	r.array(1)
+	*m = Go{Frame: int32(r.int(0, 0))}
+	return r
+}
+
+func (m *Checksum) appendBody(b []byte) []byte {
+	return appendUint(appendInt(appendArray(b, 2), int64(m.Frame)), m.Sum)
+}
+
+func (m *Checksum) parseBody(r reader) reader {
+	r.array(2)
+	*m = Checksum{Frame: int32(r.int(-maxInt32-1, maxInt32)), Sum: r.uint(1<<64 - 1)}
+	return r
+}
+
+func (m *State) appendBody(b []byte) []byte {
+	b = appendInt(appendArray(b, 5), int64(m.Frame))
+	b = appendUint(appendUint(b, uint64(m.Total)), uint64(m.Offset))
+	return appendBytes(appendBool(b, m.Done), m.Data)
+}
+
+func (m *State) parseBody(r reader) reader {
+	r.array(5)
+	frame, total, offset := int32(r.int(-maxInt32-1, maxInt32)), uint32(r.uint(maxU32)), uint32(r.uint(maxU32))
+	done, data := r.bool(), r.bytes(MaxStateData)
+	*m = State{Frame: frame, Total: total, Offset: offset, Done: done, Data: append(m.Data[:0], data...)}
+	return r
+}
+
+// AppendControl appends a control datagram carrying m, with the given
+// session tag, to b. It does not allocate once b has room.
+func AppendControl(b []byte, tag uint16, m Control) ([]byte, error) {
+	n := len(b)
+	b = append(b, byte(m.Kind()), byte(tag>>8), byte(tag))
+	b = m.appendBody(b)
+	if len(b)-n > MaxControlSize {
+		return b[:n], errControlSize
 	}
-	c.buf = c.buf[:0]
-	c.enc.ResetBytes(&c.buf)
-	if err := c.enc.Encode(msg); err != nil {
-		return b, err
-	}
-	if ControlHeaderSize+len(c.buf) > MaxControlSize {
-		return b, errControlSize
-	}
-	b = append(b, byte(kind), byte(tag>>8), byte(tag))
-	return append(b, c.buf...), nil
+	return b, nil
 }
 
-// Parse decodes a control datagram of the given kind into msg and returns
-// its session tag. It rejects other kinds, oversized datagrams, and bodies
-// that are not exactly one msgpack array of msg's shape.
-func (c *ControlCodec) Parse(b []byte, kind Kind, msg any) (uint16, error) {
+// ParseControl decodes a control datagram of m's kind into m and returns
+// its session tag. The body must be exactly one msgpack array of m's
+// fields, each of its type and range, with nothing after it. On success
+// m is set whole: nothing of its old value remains (a slice field reuses
+// its backing array); on error its contents are unspecified. It never
+// allocates once the slices have grown.
+func ParseControl(b []byte, m Control) (uint16, error) {
 	if len(b) < ControlHeaderSize {
 		return 0, errTruncated
 	}
 	if len(b) > MaxControlSize {
 		return 0, errControlSize
 	}
-	if Kind(b[0]) != kind || !kindMatches(kind, msg) {
+	if Kind(b[0]) != m.Kind() {
 		return 0, errControlKind
 	}
 	if len(b) == ControlHeaderSize || b[ControlHeaderSize]&0xf0 != 0x90 {
 		return 0, errControlBody // every message is a msgpack fixarray
 	}
-	c.dec.ResetBytes(b[ControlHeaderSize:])
-	if err := c.dec.Decode(msg); err != nil {
-		return 0, fmt.Errorf("%w: %v", errControlBody, err)
+	r := m.parseBody(reader{b: b[ControlHeaderSize:]})
+	if r.err != nil {
+		return 0, r.err
 	}
-	if c.dec.NumBytesRead() != len(b)-ControlHeaderSize {
+	if len(r.b) != 0 {
 		return 0, errTrailing
 	}
 	return uint16(b[1])<<8 | uint16(b[2]), nil
-}
-
-func kindMatches(k Kind, msg any) bool {
-	switch msg.(type) {
-	case *Handshake:
-		return k == KindHandshake
-	case *Quality:
-		return k == KindQuality
-	case *QualityReply:
-		return k == KindQualityReply
-	case *Disconnect:
-		return k == KindDisconnect
-	case *Ready:
-		return k == KindReady
-	case *Start:
-		return k == KindStart
-	case *Go:
-		return k == KindGo
-	case *Checksum:
-		return k == KindChecksum
-	case *State:
-		return k == KindState
-	}
-	return false
 }

@@ -1,0 +1,66 @@
+package rollback
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// TestInputPacketIsCheckedWhole: an input packet is validated whole before
+// anything of it is applied. Peer 1 never sends, so the input ring cannot
+// move past frame 0; peer 0 sends frames 0 to 9, then a packet with its
+// frames 10 up to a few frames past what the ring can hold. That packet is
+// dropped — and none of its frames, nor its acknowledgement, may have
+// been taken. (Before, the frames up to the ring's end were stored, and
+// the acknowledgement too, and the drop came after.)
+func TestInputPacketIsCheckedWhole(t *testing.T) {
+	a, err := savestate.New(1024)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[[MaxPlayers]int64](a)
+	require.NoError(t, err)
+	tr := fakepeer.New(100, 101)
+	layout := Layout{3, 8, 8}
+	s, err := NewSession(Config{Players: 4, Local: []PlayerID{0},
+		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
+		Layout: layout, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
+		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr, NoStartDelay: true})
+	require.NoError(t, err)
+	tick := func() {
+		t.Helper()
+		_, err := s.AddLocalInput(0, 5)
+		require.NoError(t, err)
+		_, err = s.Advance()
+		require.NoError(t, err)
+		tr.Advance(time.Second / 60)
+	}
+	pkt := func(ack, first Frame, count int) []byte {
+		b, err := tr.Input(0, wire.InputPacket{Ack: int32(ack), First: int32(first), Count: count, Players: 1,
+			Inputs: make([]uint64, count), Base: []uint64{0}, Gossip: []wire.Gossip{{Frame: 0}}}, wire.Layout(layout))
+		require.NoError(t, err)
+		return b
+	}
+	tick()
+	tick() // both peers verified
+	tr.Deliver(0, pkt(0, 0, 10))
+	for range 20 {
+		tick()
+	}
+	require.Equal(t, Frame(10), s.inputs.next[1])
+	require.Zero(t, s.ringLow(), "peer 1's silence holds the ring at frame 0")
+	ack := s.inputs.next[0]
+	end := ack + wire.MaxFrames // as far as the header reaches
+	require.Greater(t, end, Frame(ringSize), "past what the ring can hold")
+	tr.Deliver(0, pkt(ack, 10, int(end-10)))
+	invalid := s.stats.PacketsInvalid
+	tick()
+	assert.Equal(t, invalid+1, s.stats.PacketsInvalid, "dropped")
+	assert.Equal(t, Frame(10), s.inputs.next[1], "none of its frames taken")
+	assert.Equal(t, Frame(0), s.peers[0].progress.ack, "nor its acknowledgement")
+}
