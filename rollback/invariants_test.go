@@ -127,30 +127,40 @@ func script(fp *fakepeer.Peers, data *[]byte) func() ([]byte, int, bool) {
 	}
 }
 
-// playScript runs a session of 4 players (one local, two peers) on the
-// scripted datagrams in data, Advancing after every step*9 bytes (step from
-// every's low bits; its top bit chooses lockstep mode), checking the
-// invariants throughout, and returns it.
-func playScript(t *testing.T, data []byte, every uint8) *Session {
+// fourPlayers returns a session of 4 players — local player 0, fake peer 0
+// with player 1, fake peer 1 with players 3 and 2; Layout {3, 8, 8} —
+// after edit changes its Config.
+func fourPlayers(t *testing.T, edit func(c *Config)) (*Session, *fakepeer.Peers) {
 	a, err := savestate.New(1024)
 	require.NoError(t, err)
 	h, err := savestate.Alloc[[MaxPlayers]int64](a)
 	require.NoError(t, err)
 	tr := fakepeer.New(100, 101)
-	var chunk []byte
-	tr.Next = script(tr, &chunk)
 	c := Config{Players: 4, Local: []PlayerID{0},
 		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
 		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
 		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr}
-	if every&0x80 != 0 {
-		c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1
-	}
+	edit(&c)
 	s, err := NewSession(c)
 	require.NoError(t, err)
+	return s, tr
+}
+
+// playScript runs a session of 4 players (one local, two peers) on the
+// scripted datagrams in data, Advancing after every step*9 bytes (step from
+// every's low bits; its top bit chooses lockstep mode), checking the
+// invariants throughout, and returns it.
+func playScript(t *testing.T, data []byte, every uint8) *Session {
+	var chunk []byte
+	s, tr := fourPlayers(t, func(c *Config) {
+		if every&0x80 != 0 {
+			c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1
+		}
+	})
+	tr.Next = script(tr, &chunk)
 	// The handshake tick: the session says hello, both fake peers answer
 	// (their answers are received first on the next tick, before the data).
-	_, err = s.AddLocalInput(0, 5)
+	_, err := s.AddLocalInput(0, 5)
 	require.NoError(t, err)
 	_, err = s.Advance()
 	require.NoError(t, err)

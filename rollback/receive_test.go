@@ -1,16 +1,13 @@
 package rollback
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
-	"github.com/rewindgg/rewind/savestate"
 )
 
 // TestInputPacketIsCheckedWhole: an input packet is validated whole before
@@ -21,17 +18,8 @@ import (
 // been taken. (Before, the frames up to the ring's end were stored, and
 // the acknowledgement too, and the drop came after.)
 func TestInputPacketIsCheckedWhole(t *testing.T) {
-	a, err := savestate.New(1024)
-	require.NoError(t, err)
-	h, err := savestate.Alloc[[MaxPlayers]int64](a)
-	require.NoError(t, err)
-	tr := fakepeer.New(100, 101)
-	layout := Layout{3, 8, 8}
-	s, err := NewSession(Config{Players: 4, Local: []PlayerID{0},
-		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
-		Layout: layout, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
-		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr, NoStartDelay: true})
-	require.NoError(t, err)
+	s, tr := fourPlayers(t, func(c *Config) { c.NoStartDelay = true })
+	layout := s.roster.layout
 	tick := func() {
 		t.Helper()
 		_, err := s.AddLocalInput(0, 5)
@@ -42,7 +30,7 @@ func TestInputPacketIsCheckedWhole(t *testing.T) {
 	}
 	pkt := func(ack, first Frame, count int) []byte {
 		b, err := tr.Input(0, wire.InputPacket{Ack: int32(ack), First: int32(first), Count: count, Players: 1,
-			Inputs: make([]uint64, count), Base: []uint64{0}, Gossip: []wire.Gossip{{Frame: 0}}}, wire.Layout(layout))
+			Inputs: make([]uint64, count), Base: []uint64{0}, Gossip: []wire.Gossip{{Frame: 0}}}, layout)
 		require.NoError(t, err)
 		return b
 	}
