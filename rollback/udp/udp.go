@@ -2,11 +2,16 @@
 //
 // [New] takes a net.PacketConn (IPv4 or IPv6, usually from net.ListenUDP)
 // and the address of every peer, in the order of the session's
-// Config.Peers. A reader goroutine moves arriving datagrams into a bounded
-// queue of pooled buffers, so [Transport.Receive] never blocks and steady
-// traffic allocates nothing. Datagrams from addresses that are not peers,
-// and oversized ones, are dropped and counted here; everything else is for
-// the session to judge.
+// Config.Peers. A reader goroutine moves arriving datagrams into bounded
+// queues of pooled buffers, one per peer, so [Transport.Receive] never
+// blocks and steady traffic allocates nothing. Datagrams from addresses
+// that are not peers, and oversized ones, are dropped and counted here,
+// before they cost anything more than a map lookup; everything else is for
+// the session to judge. Each peer's queue holds its newest
+// [PeerQueue] datagrams (a full queue drops its oldest), and Receive takes
+// from the peers' queues in turn: an address that floods us fills only its
+// own queue, never delays or drops another peer's datagrams, and leaves
+// the session at most PeerQueue of its datagrams to judge per call.
 //
 // To impair the traffic of a test or soak on loopback, wrap the transport
 // in a netsim.Shaper.
@@ -25,9 +30,11 @@ import (
 // MaxDatagram is the largest datagram accepted; larger ones are dropped.
 const MaxDatagram = 1400
 
-// queueSize bounds the datagrams waiting for Receive; beyond it, arrivals
-// are dropped and counted (a peer flooding us cannot grow memory).
-const queueSize = 1024
+// PeerQueue bounds the datagrams waiting for Receive from one peer; a
+// peer's datagram beyond it drops that peer's oldest waiting one (a flood
+// cannot grow memory, and the newest inputs, which carry the most, are
+// kept). At 60 datagrams a second it is a second of backlog.
+const PeerQueue = 64
 
 // Errors.
 var (
@@ -40,15 +47,35 @@ var (
 type Stats struct {
 	UnknownAddress int64 // datagrams from addresses that are not peers
 	Oversized      int64 // datagrams larger than MaxDatagram
-	QueueFull      int64 // datagrams dropped because the session fell behind
+	QueueFull      int64 // datagrams dropped because their peer's queue was full (a flood, or a session that fell behind)
 	ReadErrors     int64 // transient socket errors (for example ICMP port unreachable)
 	SendErrors     int64
+	Waiting        int64 // datagrams queued for Receive now
 }
 
 type datagram struct {
-	buf  []byte
-	n    int
-	peer int
+	buf []byte
+	n   int
+}
+
+// queue is one peer's waiting datagrams, oldest first.
+type queue struct {
+	d     [PeerQueue]datagram
+	head  int
+	count int
+}
+
+func (q *queue) push(d datagram) {
+	q.d[(q.head+q.count)%PeerQueue] = d
+	q.count++
+}
+
+func (q *queue) pop() datagram {
+	d := q.d[q.head]
+	q.d[q.head] = datagram{}
+	q.head = (q.head + 1) % PeerQueue
+	q.count--
+	return d
 }
 
 // Transport implements rollback.Transport over a net.PacketConn.
@@ -58,11 +85,10 @@ type Transport struct {
 	peers []netip.AddrPort
 	index map[netip.AddrPort]int
 
-	mu    sync.Mutex
-	queue [queueSize]datagram
-	head  int
-	count int
-	free  [][]byte
+	mu     sync.Mutex
+	queues []queue // one per peer
+	turn   int     // the peer whose queue Receive looks at first
+	free   [][]byte
 
 	unknown, oversized, full, readErrs, sendErrs atomic.Int64
 	closed                                       atomic.Bool
@@ -89,6 +115,7 @@ func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
 		t.index[a] = i
 		t.peers = append(t.peers, a)
 	}
+	t.queues = make([]queue, len(peers))
 	for range 64 {
 		t.free = append(t.free, make([]byte, MaxDatagram+1))
 	}
@@ -125,21 +152,23 @@ func (t *Transport) write(peer int, b []byte) error {
 	return err
 }
 
-// Receive copies the oldest waiting datagram into buf; ok is false when
-// none is waiting. It never blocks.
+// Receive copies a waiting datagram into buf, taking the peers' queues in
+// turn (each queue oldest first); ok is false when none is waiting. It
+// never blocks.
 func (t *Transport) Receive(buf []byte) (n, peer int, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.count == 0 {
-		return 0, 0, false
+	for k := range t.queues {
+		i := (t.turn + k) % len(t.queues)
+		if q := &t.queues[i]; q.count > 0 {
+			d := q.pop()
+			t.turn = i + 1
+			n = copy(buf, d.buf[:d.n])
+			t.free = append(t.free, d.buf)
+			return n, i, true
+		}
 	}
-	d := t.queue[t.head]
-	t.queue[t.head] = datagram{}
-	t.head = (t.head + 1) % queueSize
-	t.count--
-	n = copy(buf, d.buf[:d.n])
-	t.free = append(t.free, d.buf)
-	return n, d.peer, true
+	return 0, 0, false
 }
 
 func (t *Transport) read() {
@@ -179,16 +208,17 @@ func (t *Transport) read() {
 	}
 }
 
-// enqueue queues buf and returns a free buffer for the next read.
+// enqueue queues buf in peer's queue (over its oldest datagram when the
+// queue is full) and returns a free buffer for the next read.
 func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.count == queueSize {
+	q := &t.queues[peer]
+	if q.count == PeerQueue {
 		t.full.Add(1)
-		return buf
+		t.free = append(t.free, q.pop().buf)
 	}
-	t.queue[(t.head+t.count)%queueSize] = datagram{buf: buf, n: n, peer: peer}
-	t.count++
+	q.push(datagram{buf: buf, n: n})
 	if k := len(t.free); k > 0 {
 		next := t.free[k-1]
 		t.free = t.free[:k-1]
@@ -197,10 +227,16 @@ func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
 	return make([]byte, MaxDatagram+1)
 }
 
-// Stats returns the transport's drop counters.
+// Stats returns the transport's drop counters and how many datagrams wait.
 func (t *Transport) Stats() Stats {
+	t.mu.Lock()
+	waiting := 0
+	for i := range t.queues {
+		waiting += t.queues[i].count
+	}
+	t.mu.Unlock()
 	return Stats{UnknownAddress: t.unknown.Load(), Oversized: t.oversized.Load(), QueueFull: t.full.Load(),
-		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load()}
+		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load(), Waiting: int64(waiting)}
 }
 
 // Close closes the socket and waits for the reader goroutine to stop.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,4 +273,106 @@ func TestHostilePacketsOnRealSockets(t *testing.T) {
 	assert.True(t, r.Verified, r.Desync)
 	assert.Equal(t, int64(len(fromPeer)), r.PacketsInvalid, "each bad datagram from the peer's address is dropped and counted")
 	assert.Equal(t, int64(2), r.TransportDrops, "the stranger's and the oversized datagram are dropped by the transport")
+}
+
+// TestFloodDoesNotStarveAnotherPeer: one peer's address floods the
+// transport with far more datagrams than it queues, while the session
+// reads nothing; the other peer's datagrams sent after the flood are still
+// all delivered. (Before, one queue of 1024 shared by every peer was full
+// of the flood and all five were dropped.)
+func TestFloodDoesNotStarveAnotherPeer(t *testing.T) {
+	a, b, c := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
+	defer b.Close()
+	defer c.Close()
+	ta, err := udp.New(a, []netip.AddrPort{addrOf(b), addrOf(c)})
+	require.NoError(t, err)
+	defer ta.Close()
+	for i := range 1100 {
+		_, err := b.WriteToUDPAddrPort([]byte{byte(i), byte(i >> 8), 0}, addrOf(a))
+		require.NoError(t, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ta.Stats().QueueFull == 0; time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the flood never filled a queue")
+	}
+	for i := range 5 {
+		_, err := c.WriteToUDPAddrPort([]byte{'c', byte(i)}, addrOf(a))
+		require.NoError(t, err)
+	}
+	buf := make([]byte, udp.MaxDatagram)
+	var fromC []string
+	for deadline := time.Now().Add(3 * time.Second); len(fromC) < 5 && time.Now().Before(deadline); {
+		n, peer, ok := ta.Receive(buf)
+		if !ok {
+			time.Sleep(time.Millisecond) // poll: Receive never blocks
+			continue
+		}
+		if peer == 1 {
+			fromC = append(fromC, string(buf[:n]))
+		}
+	}
+	assert.Equal(t, []string{"c\x00", "c\x01", "c\x02", "c\x03", "c\x04"}, fromC, "every datagram of the honest peer, in order")
+}
+
+// scriptConn is a net.PacketConn whose reads return scripted datagrams,
+// then block until it is closed; reads counts the ReadFrom calls begun.
+type scriptConn struct {
+	net.PacketConn // nil: only the methods below are used
+	script         []scripted
+	reads          atomic.Int64
+	closed         chan struct{}
+}
+
+type scripted struct {
+	b    []byte
+	from netip.AddrPort
+}
+
+func (c *scriptConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	k := c.reads.Add(1) - 1
+	if int(k) < len(c.script) {
+		d := c.script[k]
+		return copy(p, d.b), net.UDPAddrFromAddrPort(d.from), nil
+	}
+	<-c.closed
+	return 0, nil, net.ErrClosed
+}
+
+func (c *scriptConn) Close() error       { close(c.closed); return nil }
+func (c *scriptConn) LocalAddr() net.Addr { return &net.UDPAddr{} }
+
+// TestFloodFillsOnlyItsOwnQueue: 1,100 datagrams from peer 0's address,
+// then 5 from peer 1's, all read before the session reads any. Every one of
+// peer 1's is delivered, and of peer 0's flood its newest PeerQueue. Before,
+// the flood filled the single 1,024-datagram queue that every peer shared
+// and peer 1's five were dropped.
+func TestFloodFillsOnlyItsOwnQueue(t *testing.T) {
+	p0, p1 := netip.MustParseAddrPort("10.0.0.1:9"), netip.MustParseAddrPort("10.0.0.2:9")
+	conn := &scriptConn{closed: make(chan struct{})}
+	for i := range 1100 {
+		conn.script = append(conn.script, scripted{[]byte{'a', byte(i), byte(i >> 8)}, p0})
+	}
+	for i := range 5 {
+		conn.script = append(conn.script, scripted{[]byte{'b', byte(i)}, p1})
+	}
+	tr, err := udp.New(conn, []netip.AddrPort{p0, p1})
+	require.NoError(t, err)
+	defer tr.Close()
+	// The reader has queued every datagram once it asks for one more.
+	for deadline := time.Now().Add(10 * time.Second); conn.reads.Load() <= int64(len(conn.script)); time.Sleep(time.Millisecond) {
+		require.True(t, time.Now().Before(deadline), "the reader stopped")
+	}
+	buf := make([]byte, udp.MaxDatagram)
+	var from [2][]string
+	for {
+		n, peer, ok := tr.Receive(buf)
+		if !ok {
+			break
+		}
+		from[peer] = append(from[peer], string(buf[:n]))
+	}
+	assert.Equal(t, []string{"b\x00", "b\x01", "b\x02", "b\x03", "b\x04"}, from[1], "every datagram of the other peer, in order")
+	assert.Equal(t, int64(1100-len(from[0])), tr.Stats().QueueFull)
+	if assert.NotEmpty(t, from[0]) {
+		assert.Equal(t, string([]byte{'a', byte(1099 % 256), byte(1099 >> 8)}), from[0][len(from[0])-1], "the flood's newest kept")
+	}
 }
