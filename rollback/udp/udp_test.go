@@ -337,7 +337,7 @@ func (c *scriptConn) ReadFrom(p []byte) (int, net.Addr, error) {
 	return 0, nil, net.ErrClosed
 }
 
-func (c *scriptConn) Close() error       { close(c.closed); return nil }
+func (c *scriptConn) Close() error        { close(c.closed); return nil }
 func (c *scriptConn) LocalAddr() net.Addr { return &net.UDPAddr{} }
 
 // TestFloodFillsOnlyItsOwnQueue: 1,100 datagrams from peer 0's address,
