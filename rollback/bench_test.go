@@ -277,3 +277,66 @@ func BenchmarkExtrapolate(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFlood: one peer has 1,000 valid but costly input packets waiting
+// (255 frames each, every input changed, all frames the session already
+// has) at every call; one op is one Idle. The session judges 64 of them
+// and drops the rest unjudged. The floor, in the same run, is parsing 64
+// such packets and nothing else.
+func BenchmarkFlood(b *testing.B) {
+	layout := wire.Layout{3, 8, 8}
+	pkt := wire.InputPacket{Count: wire.MaxFrames, Players: 1, Gossip: []wire.Gossip{}}
+	for f := range wire.MaxFrames {
+		pkt.Inputs = append(pkt.Inputs, uint64(f)*0x010101&0x7ffff)
+	}
+	b.Run("session-1000-packets", func(b *testing.B) {
+		g := newBenchGame[blob1KiB](b, 1024)
+		peer := fakepeer.New(99)
+		s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
+			Peers: []rollback.Peer{{Players: []rollback.PlayerID{1}}}, Layout: rollback.Layout(layout),
+			State: g.a, Game: g, Transport: peer, Clock: peer, NoStartDelay: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for range 3 { // the handshake
+			peer.Advance(match.Tick)
+			if _, err := s.Idle(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		costly, err := peer.Input(0, pkt, layout)
+		if err != nil {
+			b.Fatal(err)
+		}
+		flood := make([][]byte, 1000)
+		for i := range flood {
+			flood[i] = costly
+		}
+		before := s.Stats()
+		b.ReportAllocs()
+		for b.Loop() {
+			peer.Deliver(0, flood...)
+			peer.Advance(match.Tick)
+			if _, err := s.Idle(); err != nil {
+				b.Fatal(err)
+			}
+		}
+		after := s.Stats()
+		b.ReportMetric(float64(after.PacketsOverBudget-before.PacketsOverBudget)/float64(b.N), "dropped/op")
+	})
+	b.Run("floor-parse-64-packets", func(b *testing.B) {
+		buf, err := wire.AppendInput(nil, &pkt, layout)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out := wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames), Gossip: make([]wire.Gossip, 0, 1)}
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 64 {
+				if err := wire.ParseInput(buf, layout, 1, 0, &out); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}

@@ -11,6 +11,11 @@ import (
 // every datagram a peer sends is a claim, checked before it changes
 // anything, and dropped and counted when it cannot be true.
 
+// peerBudget is how many datagrams of one peer a session judges per call:
+// one peer's flood costs each Advance a bounded amount. It matches the UDP
+// transport's queue per peer (udp.PeerQueue), which keeps the newest.
+const peerBudget = 64
+
 // receive processes every waiting packet and returns the first frame whose
 // newly confirmed input differs from the one it was simulated with, or
 // s.frame when there is none.
@@ -20,6 +25,7 @@ func (s *Session) receive() Frame {
 		return mis
 	}
 	buf := s.io.recvBuf
+	var judged [MaxPlayers]int
 	for {
 		n, peer, ok := s.tr.Receive(buf)
 		if !ok {
@@ -31,6 +37,14 @@ func (s *Session) receive() Frame {
 			s.stats.PacketsInvalid++
 			continue
 		}
+		if judged[peer] == peerBudget {
+			// A flood, or a transport that queues without bound: the rest
+			// of this peer's datagrams this call are dropped unjudged.
+			s.peers[peer].st.PacketsDropped++
+			s.stats.PacketsOverBudget++
+			continue
+		}
+		judged[peer]++
 		valid := false
 		switch {
 		case n <= 0 || n > maxDatagram:

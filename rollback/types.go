@@ -173,6 +173,10 @@ type Stats struct {
 	PacketsReceived int64
 	BytesReceived   int64
 	PacketsInvalid  int64 // malformed, from an unknown peer or another session, or with impossible frame numbers
+	// PacketsOverBudget counts datagrams dropped unjudged because their
+	// peer had already sent 64 in this call (a flood); also in that
+	// peer's PacketsDropped.
+	PacketsOverBudget int64
 }
 
 // PeerStats are one peer's network statistics.
@@ -184,7 +188,7 @@ type PeerStats struct {
 	RecvBytesPerSec   float64
 	PacketsSent       int64
 	PacketsReceived   int64
-	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames
+	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames, or over the per-call budget
 	LossBursts        int64 // times a loss burst outran the redundancy window (every unacked frame is then resent for 10 s)
 	LocalFrameLag     Frame // on our last send: frames of its input we predict (our next frame minus its first missing frame, less its input lag)
 	RemoteFrameLag    Frame // on its last packet: frames of our input it predicts, in simulation frames (input lags taken out)

@@ -30,7 +30,8 @@ type Peers struct {
 	nonces  []uint32 // each fake peer's nonce; learned from the traffic when wrapping
 	ours    uint32   // the session's nonce, from its handshake; 0 until seen
 	tags    []uint16 // each peer's session tag, kept with the nonces (hashing per packet would weigh on the benchmarks)
-	queue   []datagram
+	queue   []datagram // queue[head:] waits; reused once empty, so scripting allocates nothing in steady state
+	head    int
 	now     time.Duration
 
 	// Next, if set, is asked for a datagram whenever the queue is empty:
@@ -92,9 +93,12 @@ func (p *Peers) Send(peer int, b []byte) error {
 // Receive hands the session the next scripted datagram, then (when
 // wrapping) the real ones.
 func (p *Peers) Receive(buf []byte) (int, int, bool) {
-	if len(p.queue) > 0 {
-		d := p.queue[0]
-		p.queue = p.queue[1:]
+	if p.head < len(p.queue) {
+		d := p.queue[p.head]
+		p.queue[p.head] = datagram{}
+		if p.head++; p.head == len(p.queue) {
+			p.queue, p.head = p.queue[:0], 0
+		}
 		return copy(buf, d.b), d.peer, true
 	}
 	if p.Next != nil {
