@@ -27,9 +27,9 @@ type Transport interface {
 type Peers struct {
 	inner   Transport // nil: the fake peers are the whole network
 	session uint64
-	nonces  []uint32 // each fake peer's nonce; learned from the traffic when wrapping
-	ours    uint32   // the session's nonce, from its handshake; 0 until seen
-	tags    []uint16 // each peer's session tag, kept with the nonces (hashing per packet would weigh on the benchmarks)
+	nonces  []uint32   // each fake peer's nonce; learned from the traffic when wrapping
+	ours    uint32     // the session's nonce, from its handshake; 0 until seen
+	tags    []uint16   // each peer's session tag, kept with the nonces (hashing per packet would weigh on the benchmarks)
 	queue   []datagram // queue[head:] waits; reused once empty, so scripting allocates nothing in steady state
 	head    int
 	now     time.Duration
