@@ -158,28 +158,37 @@ func lateInputs(fp *fakepeer.Peers, s **rollback.Session) func() ([]byte, int, b
 	}
 }
 
+// fakePair sets *s to a session of two players, Layout {3, 8, 8}, local
+// player 0 and player 1 on the fake peer, without the start delay, after
+// edit changes its Config; and completes the handshake.
+func fakePair[B any](b *testing.B, g *benchGame[B], peer *fakepeer.Peers, s **rollback.Session, edit func(c *rollback.Config)) {
+	c := rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
+		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
+		Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer, NoStartDelay: true}
+	edit(&c)
+	var err error
+	if *s, err = rollback.NewSession(c); err != nil {
+		b.Fatal(err)
+	}
+	for range 3 { // the handshake
+		peer.Advance(match.Tick)
+		if _, err := (*s).Idle(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 	return func(b *testing.B) {
 		g := newBenchGame[B](b, size)
 		peer := fakepeer.New(99)
 		var s *rollback.Session
 		peer.Next = lateInputs(peer, &s)
-		var err error
-		s, err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
-			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
-			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer,
-			// The rollback mechanics alone: the scripted peer speaks neither
-			// the start protocol nor keeps a fair pace on purpose.
-			NoStartDelay: true, FixedInputLag: true, NoFrameAdvantage: true, ChecksumEvery: checksumEvery})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for range 3 { // the handshake
-			peer.Advance(match.Tick)
-			if _, err := s.Idle(); err != nil {
-				b.Fatal(err)
-			}
-		}
+		// The rollback mechanics alone: the scripted peer speaks neither
+		// the start protocol nor keeps a fair pace on purpose.
+		fakePair(b, g, peer, &s, func(c *rollback.Config) {
+			c.FixedInputLag, c.NoFrameAdvantage, c.ChecksumEvery = true, true, checksumEvery
+		})
 		op := func() int {
 			peer.Advance(match.Tick)
 			if queued, err := s.AddLocalInput(0, 7); err != nil || !queued {
@@ -292,18 +301,8 @@ func BenchmarkFlood(b *testing.B) {
 	b.Run("session-1000-packets", func(b *testing.B) {
 		g := newBenchGame[blob1KiB](b, 1024)
 		peer := fakepeer.New(99)
-		s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
-			Peers: []rollback.Peer{{Players: []rollback.PlayerID{1}}}, Layout: rollback.Layout(layout),
-			State: g.a, Game: g, Transport: peer, Clock: peer, NoStartDelay: true})
-		if err != nil {
-			b.Fatal(err)
-		}
-		for range 3 { // the handshake
-			peer.Advance(match.Tick)
-			if _, err := s.Idle(); err != nil {
-				b.Fatal(err)
-			}
-		}
+		var s *rollback.Session
+		fakePair(b, g, peer, &s, func(*rollback.Config) {})
 		costly, err := peer.Input(0, pkt, layout)
 		if err != nil {
 			b.Fatal(err)
