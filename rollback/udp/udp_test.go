@@ -29,16 +29,60 @@ func listen(t *testing.T, network, ip string) *net.UDPConn {
 
 func addrOf(c *net.UDPConn) netip.AddrPort { return c.LocalAddr().(*net.UDPAddr).AddrPort() }
 
-// recv polls Receive, every millisecond, for up to 10 s.
-func recv(t *testing.T, tr *udp.Transport, buf []byte) (int, int) {
+// watched is a net.PacketConn that signals each time the transport's reader
+// begins a read: the datagram it read before is queued (or dropped) by
+// then, so a test can wait on that event instead of polling. Wrapping a
+// *net.UDPConn keeps real sockets but takes the transport's generic path.
+type watched struct {
+	net.PacketConn
+	begun  atomic.Int64
+	notify chan struct{} // a token after each begun read (at most one pending)
+}
+
+func watch(c net.PacketConn) *watched { return &watched{PacketConn: c, notify: make(chan struct{}, 1)} }
+
+func (w *watched) ReadFrom(p []byte) (int, net.Addr, error) {
+	w.begun.Add(1)
+	select {
+	case w.notify <- struct{}{}:
+	default: // a token is pending already: the waiter will look again
+	}
+	return w.PacketConn.ReadFrom(p)
+}
+
+// until returns once cond holds, checking it again after every read the
+// transport's reader begins; it fails the test after 10 s.
+func (w *watched) until(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-		if n, peer, ok := tr.Receive(buf); ok {
-			return n, peer
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for !cond() {
+		select {
+		case <-w.notify:
+		case <-deadline.C:
+			t.Fatalf("after 10 s: %s", what)
 		}
 	}
-	t.Fatal("nothing received")
-	return 0, 0
+}
+
+// newWatched returns a transport on c, watched.
+func newWatched(t *testing.T, c net.PacketConn, peers ...netip.AddrPort) (*udp.Transport, *watched) {
+	t.Helper()
+	w := watch(c)
+	tr, err := udp.New(w, peers)
+	require.NoError(t, err)
+	return tr, w
+}
+
+// recv waits for a datagram and receives it.
+func recv(t *testing.T, tr *udp.Transport, w *watched, buf []byte) (n, peer int) {
+	t.Helper()
+	w.until(t, "nothing received", func() bool {
+		var ok bool
+		n, peer, ok = tr.Receive(buf)
+		return ok
+	})
+	return n, peer
 }
 
 func TestSendReceive(t *testing.T) {
@@ -47,8 +91,7 @@ func TestSendReceive(t *testing.T) {
 			a, b, c := listen(t, nw.network, nw.ip), listen(t, nw.network, nw.ip), listen(t, nw.network, nw.ip)
 			ta, err := udp.New(a, []netip.AddrPort{addrOf(b), addrOf(c)})
 			require.NoError(t, err)
-			tb, err := udp.New(b, []netip.AddrPort{addrOf(a), addrOf(c)})
-			require.NoError(t, err)
+			tb, wb := newWatched(t, b, addrOf(a), addrOf(c))
 			defer ta.Close()
 			defer tb.Close()
 
@@ -57,7 +100,7 @@ func TestSendReceive(t *testing.T) {
 			assert.False(t, ok, "Receive does not block when nothing is waiting")
 
 			require.NoError(t, ta.Send(0, []byte("hello")))
-			n, peer := recv(t, tb, buf)
+			n, peer := recv(t, tb, wb, buf)
 			assert.Equal(t, "hello", string(buf[:n]))
 			assert.Equal(t, 0, peer, "a is b's peer 0")
 
@@ -70,17 +113,16 @@ func TestSendReceive(t *testing.T) {
 func TestDropsStrangersAndOversized(t *testing.T) {
 	a, b, stranger := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
 	defer stranger.Close()
-	ta, err := udp.New(a, []netip.AddrPort{addrOf(b)})
-	require.NoError(t, err)
+	ta, wa := newWatched(t, a, addrOf(b))
 	defer ta.Close()
-	_, err = stranger.WriteToUDPAddrPort([]byte("let me in"), addrOf(a))
+	_, err := stranger.WriteToUDPAddrPort([]byte("let me in"), addrOf(a))
 	require.NoError(t, err)
 	_, err = b.WriteToUDPAddrPort(make([]byte, udp.MaxDatagram+1), addrOf(a))
 	require.NoError(t, err)
 	_, err = b.WriteToUDPAddrPort([]byte("ok"), addrOf(a))
 	require.NoError(t, err)
 	buf := make([]byte, udp.MaxDatagram)
-	n, _ := recv(t, ta, buf)
+	n, _ := recv(t, ta, wa, buf)
 	assert.Equal(t, "ok", string(buf[:n]), "only the peer's datagram of legal size gets through")
 	st := ta.Stats()
 	assert.Equal(t, int64(1), st.UnknownAddress)
@@ -92,13 +134,12 @@ func TestMappedAddressesAreTheSamePeer(t *testing.T) {
 	b := listen(t, "udp4", "127.0.0.1")
 	mapped := netip.AddrPortFrom(netip.AddrFrom16(addrOf(b).Addr().As16()), addrOf(b).Port())
 	require.True(t, mapped.Addr().Is4In6())
-	ta, err := udp.New(a, []netip.AddrPort{mapped})
-	require.NoError(t, err)
+	ta, wa := newWatched(t, a, mapped)
 	defer ta.Close()
-	_, err = b.WriteToUDPAddrPort([]byte("v4"), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), addrOf(a).Port()))
+	_, err := b.WriteToUDPAddrPort([]byte("v4"), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), addrOf(a).Port()))
 	require.NoError(t, err)
 	buf := make([]byte, 16)
-	n, peer := recv(t, ta, buf)
+	n, peer := recv(t, ta, wa, buf)
 	assert.Equal(t, "v4", string(buf[:n]))
 	assert.Equal(t, 0, peer)
 	_, err = udp.New(listen(t, "udp4", "127.0.0.1"), []netip.AddrPort{addrOf(b), mapped})
@@ -284,8 +325,7 @@ func TestFloodDoesNotStarveAnotherPeer(t *testing.T) {
 	a, b, c := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
 	defer b.Close()
 	defer c.Close()
-	ta, err := udp.New(a, []netip.AddrPort{addrOf(b), addrOf(c)})
-	require.NoError(t, err)
+	ta, wa := newWatched(t, a, addrOf(b), addrOf(c))
 	defer ta.Close()
 	// The flood goes in chunks small enough for the kernel's socket buffer,
 	// each once the transport has taken the last (queued or dropped by it):
@@ -295,12 +335,10 @@ func TestFloodDoesNotStarveAnotherPeer(t *testing.T) {
 			_, err := b.WriteToUDPAddrPort([]byte{byte(i), byte(i >> 8), 0}, addrOf(a))
 			require.NoError(t, err)
 		}
-		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-			if st := ta.Stats(); st.QueueFull+st.Waiting == int64(i) {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "the transport did not take the flood")
-		}
+		wa.until(t, "the transport did not take the flood", func() bool {
+			st := ta.Stats()
+			return st.QueueFull+st.Waiting == int64(i)
+		})
 	}
 	require.Equal(t, int64(1100-udp.PeerQueue), ta.Stats().QueueFull)
 	for i := range 5 {
@@ -309,25 +347,29 @@ func TestFloodDoesNotStarveAnotherPeer(t *testing.T) {
 	}
 	buf := make([]byte, udp.MaxDatagram)
 	var fromC []string
-	for deadline := time.Now().Add(3 * time.Second); len(fromC) < 5 && time.Now().Before(deadline); {
-		n, peer, ok := ta.Receive(buf)
-		if !ok {
-			time.Sleep(time.Millisecond) // poll: Receive never blocks
-			continue
+	wa.until(t, "the honest peer's datagrams did not all arrive", func() bool {
+		for {
+			n, peer, ok := ta.Receive(buf)
+			if !ok {
+				return false
+			}
+			if peer == 1 {
+				fromC = append(fromC, string(buf[:n]))
+			}
+			if len(fromC) == 5 {
+				return true
+			}
 		}
-		if peer == 1 {
-			fromC = append(fromC, string(buf[:n]))
-		}
-	}
+	})
 	assert.Equal(t, []string{"c\x00", "c\x01", "c\x02", "c\x03", "c\x04"}, fromC, "every datagram of the honest peer, in order")
 }
 
 // scriptConn is a net.PacketConn whose reads return scripted datagrams,
-// then block until it is closed; reads counts the ReadFrom calls begun.
+// then block until it is closed.
 type scriptConn struct {
 	net.PacketConn // nil: only the methods below are used
 	script         []scripted
-	reads          atomic.Int64
+	reads          int // only the transport's reader goroutine reads
 	closed         chan struct{}
 }
 
@@ -337,8 +379,8 @@ type scripted struct {
 }
 
 func (c *scriptConn) ReadFrom(p []byte) (int, net.Addr, error) {
-	k := c.reads.Add(1) - 1
-	if int(k) < len(c.script) {
+	if k := c.reads; k < len(c.script) {
+		c.reads++
 		d := c.script[k]
 		return copy(p, d.b), net.UDPAddrFromAddrPort(d.from), nil
 	}
@@ -363,13 +405,10 @@ func TestFloodFillsOnlyItsOwnQueue(t *testing.T) {
 	for i := range 5 {
 		conn.script = append(conn.script, scripted{[]byte{'b', byte(i)}, p1})
 	}
-	tr, err := udp.New(conn, []netip.AddrPort{p0, p1})
-	require.NoError(t, err)
+	tr, w := newWatched(t, conn, p0, p1)
 	defer tr.Close()
 	// The reader has queued every datagram once it asks for one more.
-	for deadline := time.Now().Add(10 * time.Second); conn.reads.Load() <= int64(len(conn.script)); time.Sleep(time.Millisecond) {
-		require.True(t, time.Now().Before(deadline), "the reader stopped")
-	}
+	w.until(t, "the reader stopped", func() bool { return w.begun.Load() > int64(len(conn.script)) })
 	buf := make([]byte, udp.MaxDatagram)
 	var from [2][]string
 	for {
