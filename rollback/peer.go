@@ -118,11 +118,15 @@ const fullResendFor = 10 * time.Second
 // peer still wants counts as lost: two frames at 60 Hz.
 const lostMargin = 35 * time.Millisecond
 
+// canAck reports whether ack, the next of our frames the peer wants, is
+// possible: not past localNext, our next local frame.
+func canAck(ack, localNext Frame) bool { return ack <= localNext }
+
 // acked takes the peer's acknowledgement: the next of our frames it wants.
 // It reports false for an ack of frames we never sent (localNext is our
 // next local frame); an older ack is no news.
 func (p *progress) acked(ack, localNext Frame) bool {
-	if ack > localNext {
+	if !canAck(ack, localNext) {
 		return false
 	}
 	p.ack = max(p.ack, ack)

@@ -85,7 +85,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	}
 	// It cannot want a frame of ours that we have not yet added.
 	localNext := s.inputs.next[s.roster.local[0]]
-	if Frame(h.Ack) > localNext {
+	if !canAck(Frame(h.Ack), localNext) {
 		return mis, false
 	}
 	want := s.inputs.next[ps.players[0]]
@@ -107,7 +107,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 		if err := wire.ParseInput(b, s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
 			return mis, false
 		}
-		if take, ok = s.checkInputs(ps, first, want); !ok {
+		if take, ok = s.checkInputs(first, want); !ok {
 			return mis, false
 		}
 	}
@@ -122,7 +122,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	// remoteFrameLag, in simulation frames: how many of our frames it is
 	// predicting (its next frame minus the next of our frames it lacks),
 	// both taken back by the input lags (the sender's as this packet
-	// says, or as the last one did when this one could not be parsed).
+	// says, or, for a gap, whose frames are not read, as the last one did).
 	lag := Frame(h.End-h.Ack) - Frame(ps.progress.lag) + Frame(s.lag.delay)
 	ps.st.RemoteFrameLag = lag
 	s.gov.Remote(i, int(lag))
@@ -144,19 +144,12 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 
 // checkInputs checks the frames of the parsed packet (from frame first)
 // that extend what we have of peer ps's players (from want), and returns
-// how many of them to take. It reports false for inputs no honest peer
-// sends: bits outside the layout, or frames beyond the ring (a lockstep
-// peer's inputs run on its clock: the frames that do not fit yet are left
-// for a later packet).
-func (s *Session) checkInputs(ps *peer, first, want Frame) (int, bool) {
-	pkt := &s.io.pkt
-	n := len(ps.players)
-	for _, in := range pkt.Inputs[:pkt.Count*n] {
-		if Input(in)&^s.inputs.mask != 0 {
-			return 0, false
-		}
-	}
-	end := first + Frame(pkt.Count)
+// how many of them to take. It reports false for frames no honest peer
+// sends: beyond the ring (a lockstep peer's inputs run on its clock: the
+// frames that do not fit yet are left for a later packet). The decoder
+// reads only the layout's bits, so every input is within the layout.
+func (s *Session) checkInputs(first, want Frame) (int, bool) {
+	end := first + Frame(s.io.pkt.Count)
 	if limit := s.ringLow() + ringSize; end > limit {
 		if s.ls == nil {
 			return 0, false // further ahead than any honest peer can be

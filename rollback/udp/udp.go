@@ -10,8 +10,7 @@
 // the session to judge. Each peer's queue holds its newest
 // [PeerQueue] datagrams (a full queue drops its oldest), and Receive takes
 // from the peers' queues in turn: an address that floods us fills only its
-// own queue, never delays or drops another peer's datagrams, and leaves
-// the session at most PeerQueue of its datagrams to judge per call.
+// own queue and never delays or drops another peer's datagrams.
 //
 // To impair the traffic of a test or soak on loopback, wrap the transport
 // in a netsim.Shaper.

@@ -1,6 +1,9 @@
 package wire
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // The control messages' bodies are msgpack arrays. This file is the small,
 // strict subset of msgpack they use: integers (written in their smallest
@@ -26,7 +29,7 @@ func appendInt(b []byte, v int64) []byte {
 	case v >= -1<<31 && v < 1<<31:
 		return append(b, 0xd2, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 	}
-	return appendBig(append(b, 0xd3), uint64(v))
+	return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(v))
 }
 
 func appendUint(b []byte, v uint64) []byte {
@@ -40,11 +43,7 @@ func appendUint(b []byte, v uint64) []byte {
 	case v <= 0xffffffff:
 		return append(b, 0xce, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
 	}
-	return appendBig(append(b, 0xcf), v)
-}
-
-func appendBig(b []byte, v uint64) []byte {
-	return append(b, byte(v>>56), byte(v>>48), byte(v>>40), byte(v>>32), byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	return binary.BigEndian.AppendUint64(append(b, 0xcf), v)
 }
 
 func appendBool(b []byte, v bool) []byte {
