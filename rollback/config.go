@@ -155,8 +155,17 @@ type Config struct {
 	// Clock reads monotonic time; nil means the real clock. Give every
 	// session of a netsim match the network's clock.
 	Clock Clock
-	// Rand supplies the handshake nonces; nil means crypto/rand.
+	// Rand supplies the handshake's nonce and key pair; nil means
+	// crypto/rand. A seeded source makes a match reproducible bit for bit
+	// (tests, the soak); a game leaves it nil.
 	Rand io.Reader
+	// Secret, if set, is a key the lobby hands every machine of the match
+	// (at least 16 random bytes, new for each match). Handshakes are then
+	// authenticated with it and the link keys derived from it, so that a
+	// machine without it cannot take part, even one on the path between
+	// the players (docs/security.md). Every machine must have the same
+	// Secret, or none.
+	Secret []byte
 	// SessionID identifies the match; every machine in it must use the same
 	// value (from the lobby or matchmaker), and a new match a new one.
 	SessionID uint64
@@ -304,6 +313,9 @@ func (c *Config) validateTuning() error {
 	}
 	if c.RedundantFrames < -1 || c.RedundantFrames > 255 {
 		return cfgErr("RedundantFrames", "%d (want -1 to 255)", c.RedundantFrames)
+	}
+	if len(c.Secret) > 0 && len(c.Secret) < 16 {
+		return cfgErr("Secret", "%d bytes (want at least 16, or none)", len(c.Secret))
 	}
 	if c.SyncTest > 0 && len(c.Peers) > 0 {
 		return cfgErr("SyncTest", "sync-test mode needs every player local (%d peers given)", len(c.Peers))

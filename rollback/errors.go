@@ -3,6 +3,7 @@ package rollback
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,10 @@ var (
 	ErrConfig = errors.New("rollback: invalid config")
 	// ErrLayout is wrapped by the errors of [Layout.Check] and [Layout.Pack].
 	ErrLayout = errors.New("rollback: invalid layout")
+	// ErrFrameLimit: the match reached MaxFrame, the last frame number the
+	// protocol carries (over a year at 60 Hz). Every machine gets it at the
+	// same frame.
+	ErrFrameLimit = errors.New("rollback: the match reached the last frame number")
 )
 
 // errSnapshot reports a rollback with no usable snapshot: unreachable while
@@ -68,12 +73,36 @@ func (e *SyncTestError) Error() string {
 }
 
 // HandshakeError reports that some peers did not complete the handshake
-// within Config.HandshakeTimeout.
+// within Config.HandshakeTimeout. Its message says what to check.
 type HandshakeError struct {
-	Peers   []int // indices in Config.Peers that never answered with our nonce
+	Peers   []int // indices in Config.Peers that did not complete it
 	Timeout time.Duration
+	// Hints say what the missing peers' addresses sent that did not count
+	// (a handshake for another session, one that failed the Secret's
+	// check), or that nothing came from them at all. They are what
+	// arrived, not proof of who sent it.
+	Hints []string
 }
 
 func (e *HandshakeError) Error() string {
-	return fmt.Sprintf("rollback: handshake timed out after %v waiting for peers %v", e.Timeout, e.Peers)
+	msg := fmt.Sprintf("rollback: handshake timed out after %v waiting for peers %v: check that every machine has the same SessionID and Secret, that each has the right addresses for the others, and that no firewall drops their UDP", e.Timeout, e.Peers)
+	if len(e.Hints) > 0 {
+		msg += " (" + strings.Join(e.Hints, "; ") + ")"
+	}
+	return msg
+}
+
+// TermsError reports that a peer is configured differently in something
+// every machine of a match must share. The handshake fails with it on
+// both machines: each sends the other its terms before failing.
+type TermsError struct {
+	Peer  int    // index in Config.Peers
+	Field string // "Players", "Local and Peers", "Layout", "Mode", "TickRate", "ChecksumEvery", "NoStartDelay" or "protocol version"
+	Ours  string // the value here
+	// Theirs is the value the peer's handshake carried.
+	Theirs string
+}
+
+func (e *TermsError) Error() string {
+	return fmt.Sprintf("rollback: peer %d is configured differently: %s is %s here and %s there", e.Peer, e.Field, e.Ours, e.Theirs)
 }

@@ -54,7 +54,17 @@ const (
 	// on names the first differing field and both values (the error
 	// returned before is not changed).
 	EventDesyncReport // desync-report
+	// EventForgery: at least ForgeryAlarm datagrams from Peer's address
+	// failed the MAC check within a second: someone is forging its
+	// datagrams (they are dropped; see PeerStats.PacketsForged). Emitted at most once a second per peer.
+	// Frame: the next frame to simulate.
+	EventForgery // forgery
 )
+
+// ForgeryAlarm is how many datagrams failing the MAC check within a second
+// raise EventForgery. A healthy link has none: loss, duplicates and
+// reordering do not make them.
+const ForgeryAlarm = 32
 
 // Event is something the game may want to show or log.
 type Event struct {

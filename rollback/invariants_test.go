@@ -104,24 +104,24 @@ func TestSnapshotInvariants(t *testing.T) {
 
 // script returns datagrams cut from fuzz data for fake peers 0 and 1: each
 // starts with a byte choosing the peer (index 2 does not exist: every
-// datagram "from" it is dropped) and, with its top bit, asking for that
-// peer's real session tag to be patched in, and a byte giving its length.
+// datagram "from" it is dropped) and, with its top bit, asking for the
+// datagram to be sealed with that peer's real keys (its first byte is then
+// the kind, the rest the body), and a byte giving its length.
 func script(fp *fakepeer.Peers, data *[]byte) func() ([]byte, int, bool) {
-	buf := make([]byte, 256)
+	buf := make([]byte, 0, 512)
 	return func() ([]byte, int, bool) {
 		d := *data
 		if len(d) < 2 {
 			return nil, 0, false
 		}
 		peer, n := int(d[0]&0x7f%3), int(d[1])
-		patch := d[0]&0x80 != 0
+		seal := d[0]&0x80 != 0
 		d = d[2:]
 		n = min(n, len(d))
 		b := append(buf[:0], d[:n]...)
 		*data = d[n:]
-		if patch && n >= 3 && peer < 2 {
-			tag := fp.Tag(peer)
-			b[1], b[2] = byte(tag>>8), byte(tag)
+		if seal && n >= 1 && peer < 2 && fp.Keyed(peer) {
+			b = fp.SealTo(buf, peer, wire.Kind(b[0]&0x0f), d[1:n])
 		}
 		return b, peer, true
 	}
@@ -183,9 +183,9 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 // players) into a session between frames. Nothing may panic, Advance may
 // not fail, and the snapshot invariants must hold throughout.
 func FuzzSessionPackets(f *testing.F) {
-	f.Add([]byte{0x80, 12, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xc0, 0, 0}, uint8(4))
-	f.Add([]byte{0x81, 13, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0xa5, 2, 3, 0}, uint8(1))
-	f.Add([]byte{0x80, 12, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0xc0, 0, 0}, uint8(0x84)) // lockstep
+	f.Add([]byte{0x80, 7, 1, 0, 0, 0x03, 0xbf, 0xc0, 0x40}, uint8(4))
+	f.Add([]byte{0x81, 7, 1, 0, 0, 0x02, 0xff, 0xff, 0xc0, 0}, uint8(1))
+	f.Add([]byte{0x80, 7, 1, 0, 0, 0x03, 0xbf, 0xc0, 0x40}, uint8(0x84)) // lockstep
 	f.Fuzz(func(t *testing.T, data []byte, every uint8) {
 		playScript(t, data, every)
 	})
@@ -195,7 +195,7 @@ func TestScriptReachesTheSession(t *testing.T) {
 	pkt, err := wire.AppendInput(nil, &wire.InputPacket{Ack: 0, First: 0, Count: 3, Players: 1,
 		Inputs: []uint64{1, 2, 3}, Gossip: []wire.Gossip{{Frame: 0}}}, wire.Layout{3, 8, 8})
 	require.NoError(t, err)
-	data := append([]byte{0x80, byte(len(pkt))}, pkt...)
+	data := append([]byte{0x80, byte(1 + len(pkt)), byte(wire.KindInput)}, pkt...)
 	for _, every := range []uint8{15, 0x80 | 15} {
 		s := playScript(t, data, every)
 		assert.Equal(t, Frame(3), s.inputs.next[1], "the peer's three inputs were accepted")

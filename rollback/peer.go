@@ -20,17 +20,6 @@ type peer struct {
 	st PeerStats // counters; the rest is filled in by Session.PeerStats
 }
 
-// peerAuth is the peer's side of the handshake.
-type peerAuth struct {
-	nonce    uint32 // its handshake nonce; 0 until known
-	tag      uint16 // the session tag both sides derive from the nonces
-	verified bool   // it proved it saw our nonce
-	replyHS  bool   // it lacks our nonce: answer its handshake
-}
-
-// accepts reports whether tag is this peer's session tag.
-func (a *peerAuth) accepts(tag uint16) bool { return a.nonce != 0 && tag == a.tag }
-
 // link is the peer's liveness, round trip and traffic windows.
 type link struct {
 	lastRecv, lastSend, lastQuality time.Duration
@@ -42,6 +31,7 @@ type link struct {
 	winStart              time.Duration
 	winSent, winSentBytes int64
 	winRecv, winRecvBytes int64
+	winForged             int64 // datagrams that failed the MAC check
 }
 
 // throttleAfter and throttleInterval: a peer not heard from for a second
@@ -96,8 +86,15 @@ func (l *link) roll(now time.Duration, st *PeerStats) {
 	sec := d.Seconds()
 	st.SendPacketsPerSec, st.SendBytesPerSec = float64(l.winSent)/sec, float64(l.winSentBytes)/sec
 	st.RecvPacketsPerSec, st.RecvBytesPerSec = float64(l.winRecv)/sec, float64(l.winRecvBytes)/sec
-	l.winSent, l.winSentBytes, l.winRecv, l.winRecvBytes = 0, 0, 0, 0
+	l.winSent, l.winSentBytes, l.winRecv, l.winRecvBytes, l.winForged = 0, 0, 0, 0, 0
 	l.winStart = now
+}
+
+// forged notes a datagram that failed the MAC check and reports
+// whether it is the one that makes this second's count ForgeryAlarm.
+func (l *link) forged() bool {
+	l.winForged++
+	return l.winForged == ForgeryAlarm
 }
 
 // progress is what the peer has of our inputs and how we resend them.

@@ -9,25 +9,6 @@ import (
 
 const ms = time.Millisecond
 
-// TestPeerAuthAccepts: only the derived tag, and only once the nonce is
-// known.
-func TestPeerAuthAccepts(t *testing.T) {
-	cases := []struct {
-		auth peerAuth
-		tag  uint16
-		want bool
-	}{
-		{auth: peerAuth{}, tag: 0, want: false},
-		{auth: peerAuth{nonce: 0, tag: 77}, tag: 77, want: false},
-		{auth: peerAuth{nonce: 5, tag: 77}, tag: 77, want: true},
-		{auth: peerAuth{nonce: 5, tag: 77}, tag: 78, want: false},
-		{auth: peerAuth{nonce: 5, tag: 77}, tag: 0, want: false},
-	}
-	for _, tc := range cases {
-		assert.Equal(t, tc.want, tc.auth.accepts(tc.tag), "%+v accepts %d", tc.auth, tc.tag)
-	}
-}
-
 // TestLinkHeard: a datagram counts in the window, and reports once that the
 // peer speaks again after an interruption.
 func TestLinkHeard(t *testing.T) {

@@ -45,27 +45,73 @@ func (s *Session) receive() Frame {
 			continue
 		}
 		judged[peer]++
-		valid := false
+		ps := &s.peers[peer]
+		ps.auth.heard = true
+		var v verdict
+		var f Frame
 		switch {
 		case n <= 0 || n > maxDatagram:
-		case wire.Kind(buf[0]) == wire.KindInput:
-			var f Frame
-			f, valid = s.handleInput(peer, buf[:n])
-			mis = min(mis, f)
+		case wire.Kind(buf[0]) == wire.KindHandshake:
+			v = s.handleHandshake(peer, buf[:n])
 		default:
-			valid = s.handleControl(peer, buf[:n])
+			f, v = s.handleSealed(peer, buf[:n])
+			mis = min(mis, f)
 		}
-		ps := &s.peers[peer]
-		if !valid {
+		switch v {
+		case dropped:
 			s.stats.PacketsInvalid++
 			ps.st.PacketsDropped++
-			continue
-		}
-		ps.st.PacketsReceived++
-		if ps.link.heard(s.now, n) {
-			s.emit(EventNetworkResumed, s.frame, peer)
+		case taken:
+			ps.st.PacketsReceived++
+			if ps.link.heard(s.now, n) {
+				s.emit(EventNetworkResumed, s.frame, peer)
+			}
 		}
 	}
+}
+
+// handleSealed opens a sealed datagram from peer i and takes what it
+// carries. It returns the first mispredicted frame it revealed (s.frame
+// for none) and its verdict.
+func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
+	a := &s.peers[i].auth
+	if a.open == nil {
+		// No keys yet: the peer's first sealed datagrams can overtake the
+		// handshake that lets us open them (or a stranger sent it). It is
+		// ignored; the peer repeats what matters.
+		return s.frame, answered
+	}
+	body, err := a.open.Open(b)
+	switch {
+	case err == wire.ErrReplay:
+		// Genuine but taken before: a duplicate the network made, or a
+		// replay. Either way it changes nothing.
+		s.stats.PacketsDuplicate++
+		return s.frame, answered
+	case err == wire.ErrMAC:
+		s.stats.PacketsForged++
+		s.peers[i].st.PacketsForged++
+		if s.peers[i].link.forged() {
+			s.emit(EventForgery, s.frame, i)
+		}
+		return s.frame, dropped
+	case err != nil:
+		return s.frame, dropped
+	}
+	s.verify(i) // it holds the keys
+	k := wire.SealedKind(b)
+	if k == wire.KindInput {
+		f, ok := s.handleInput(i, body)
+		return f, verdictOf(ok)
+	}
+	return s.frame, verdictOf(s.handleControl(i, k, body))
+}
+
+func verdictOf(ok bool) verdict {
+	if ok {
+		return taken
+	}
+	return dropped
 }
 
 // handleInput takes an input packet from peer i. It returns the first
@@ -75,16 +121,15 @@ func (s *Session) receive() Frame {
 func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	mis = s.frame
 	ps := &s.peers[i]
-	h, err := wire.PeekInput(b)
-	if err != nil || !ps.auth.accepts(h.Tag) {
-		return mis, false // malformed, or not from this session
+	localNext := s.inputs.next[s.roster.local[0]]
+	h, err := wire.PeekInput(b, int32(localNext))
+	if err != nil {
+		return mis, false
 	}
 	if ps.leave.disc {
-		s.verify(i)
 		return mis, true // it left; what it still sends no longer counts
 	}
 	// It cannot want a frame of ours that we have not yet added.
-	localNext := s.inputs.next[s.roster.local[0]]
 	if !canAck(Frame(h.Ack), localNext) {
 		return mis, false
 	}
@@ -104,7 +149,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 			}
 			pkt.Base = s.io.base[:len(ps.players)]
 		}
-		if err := wire.ParseInput(b, s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
+		if err := wire.ParseInput(b, int32(localNext), s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
 			return mis, false
 		}
 		if take, ok = s.checkInputs(first, want); !ok {
@@ -112,8 +157,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 		}
 	}
 	// Accepted: from here on the packet is applied.
-	s.verify(i)            // the tag proves it saw our nonce
-	ps.start.goSeen = true // and inputs prove it has started
+	ps.start.goSeen = true // inputs prove it has started
 	ps.progress.acked(Frame(h.Ack), localNext)
 	pkt := &s.io.pkt
 	if !gap {
@@ -176,30 +220,28 @@ func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
 	return mis
 }
 
-// handleControl processes a control datagram from peer i. It reports
-// whether the datagram was acceptable.
-func (s *Session) handleControl(i int, b []byte) bool {
+// handleControl processes the body of a control datagram of kind k from
+// peer i. It reports whether the datagram was acceptable.
+func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 	ps := &s.peers[i]
 	rx := &s.io.rx
-	switch wire.Kind(b[0]) {
-	case wire.KindHandshake:
-		return s.handleHandshake(i, b)
+	switch k {
 	case wire.KindQuality:
-		if tag, err := wire.ParseControl(b, &rx.q); err != nil || !s.tagged(i, tag) {
+		if err := wire.ParseControl(b, &rx.q); err != nil {
 			return false
 		}
 		ps.link.replyQuality, ps.link.replyEcho = true, rx.q.Sent
 		return true
 	case wire.KindQualityReply:
-		if tag, err := wire.ParseControl(b, &rx.qr); err != nil || !s.tagged(i, tag) {
+		if err := wire.ParseControl(b, &rx.qr); err != nil {
 			return false
 		}
 		return ps.link.sample(s.now - time.Duration(rx.qr.Echo))
 	case wire.KindReady, wire.KindStart, wire.KindGo:
-		return s.handleStart(i, b)
+		return s.handleStart(i, k, b)
 	case wire.KindChecksum:
 		c := &rx.sum
-		if tag, err := wire.ParseControl(b, c); err != nil || !s.tagged(i, tag) || c.Frame <= 0 {
+		if err := wire.ParseControl(b, c); err != nil || c.Frame <= 0 {
 			return false
 		}
 		s.sums.remote(i, c.Frame, c.Sum)
@@ -208,7 +250,7 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		}
 		return true
 	case wire.KindState:
-		if tag, err := wire.ParseControl(b, &rx.state); err != nil || !s.tagged(i, tag) {
+		if err := wire.ParseControl(b, &rx.state); err != nil {
 			return false
 		}
 		ok, completed := s.sums.incoming(i, &rx.state, s.snaps.arena)
@@ -217,34 +259,13 @@ func (s *Session) handleControl(i int, b []byte) bool {
 		}
 		return ok
 	case wire.KindDisconnect:
-		if tag, err := wire.ParseControl(b, &rx.d); err != nil || !s.tagged(i, tag) {
+		if err := wire.ParseControl(b, &rx.d); err != nil {
 			return false
 		}
 		s.disconnect(i)
 		return true
 	}
 	return false
-}
-
-// handleHandshake takes a handshake from peer i: its nonce is fixed once
-// seen, and an echo of ours verifies it.
-func (s *Session) handleHandshake(i int, b []byte) bool {
-	h, a := &s.io.rx.hs, &s.peers[i].auth
-	if tag, err := wire.ParseControl(b, h); err != nil || tag != 0 || h.SessionID != s.proto.sessionID || h.Nonce == 0 {
-		return false
-	}
-	if a.nonce == 0 {
-		a.nonce = h.Nonce
-		a.tag = wire.SessionTag(s.proto.sessionID, s.proto.nonce, h.Nonce)
-	} else if h.Nonce != a.nonce {
-		return false // a replay, or a stranger: the nonce is fixed once seen
-	}
-	if h.Echo == s.proto.nonce {
-		s.verify(i)
-	} else {
-		a.replyHS = true // it lacks our nonce; our tagged packets prove the rest
-	}
-	return true
 }
 
 // disconnect disconnects peer i here: its frames received so far are

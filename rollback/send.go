@@ -91,7 +91,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	ps, pkt, nLocal := &s.peers[i], &s.io.pkt, len(s.roster.local)
 	// Worst case bits per frame, to keep every datagram under maxDatagram.
 	perFrame := nLocal * (len(s.roster.layout) + s.roster.layout.Bits())
-	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.HeaderSize-4*MaxPlayers)*8/perFrame)
+	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
 	want := s.inputs.next[ps.players[0]]
 	ack := ps.progress.ack
 	first, burst := ps.progress.first(s.now, s.sent.at[ring(ack)], ps.link.rtt, ack < s.sent.high, localNext, s.proto.redundant)
@@ -102,7 +102,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		first = want - 255 // it is hopelessly behind; keep the header encodable
 	}
 	end := min(localNext, min(want, first)+255, first+Frame(maxFrames))
-	pkt.Tag, pkt.Ack, pkt.First, pkt.Players = ps.auth.tag, int32(want), int32(first), nLocal
+	pkt.Ack, pkt.First, pkt.Players = int32(want), int32(first), nLocal
 	pkt.Count = max(0, int(end-first))
 	pkt.Inputs = pkt.Inputs[:0]
 	for f := first; f < end; f++ {
@@ -124,7 +124,8 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	ps.st.LocalFrameLag = s.frame - want + Frame(ps.progress.lag)
 	s.gov.Local(i, int(ps.st.LocalFrameLag))
 	pkt.Lag = min(s.lag.delay, wire.MaxLag)
-	b, err := wire.AppendInput(s.io.sendBuf[:0], pkt, s.roster.layout)
+	seal := ps.auth.seal
+	b, err := wire.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt, s.roster.layout)
 	if err != nil {
 		s.stats.SendErrors++
 		return
@@ -132,7 +133,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	if s.out.log != nil {
 		s.out.log.Send(s.now, i, int(first), pkt.Count, int(want), pkt.Lag, slices.Clone(pkt.Inputs))
 	}
-	s.transmit(i, b)
+	s.transmit(i, seal.Seal(b))
 }
 
 // gossipFor returns what the next packet to ps says of the other
@@ -168,14 +169,16 @@ func (s *Session) transmit(i int, b []byte) {
 	s.stats.BytesSent += int64(len(b))
 }
 
-// sendControl sends a control message to peer i.
-func (s *Session) sendControl(i int, tag uint16, msg wire.Control) {
-	b, err := wire.AppendControl(s.io.sendBuf[:0], tag, msg)
+// sendControl seals a control message to peer i (the link is keyed) and
+// sends it.
+func (s *Session) sendControl(i int, msg wire.Control) {
+	seal := s.peers[i].auth.seal
+	b, err := wire.AppendControl(seal.Begin(s.io.sendBuf[:0], msg.Kind()), msg)
 	if err != nil {
 		s.stats.SendErrors++
 		return
 	}
-	s.transmit(i, b)
+	s.transmit(i, seal.Seal(b))
 }
 
 // sendProtocol sends the handshake, start, quality, checksum and state
@@ -183,23 +186,22 @@ func (s *Session) sendControl(i int, tag uint16, msg wire.Control) {
 func (s *Session) sendProtocol(i int) {
 	ps := &s.peers[i]
 	l := &ps.link
-	if ps.auth.replyHS || (!ps.auth.verified && s.now-l.lastSend >= handshakeRetry) || (!s.proto.started && l.lastSend == 0) {
-		s.io.hs = wire.Handshake{SessionID: s.proto.sessionID, Nonce: s.proto.nonce, Echo: ps.auth.nonce}
-		s.sendControl(i, 0, &s.io.hs)
+	if ps.auth.handshakeDue(s.now) {
+		s.sendHandshake(i, ps.auth.nonce) // 0 until we pinned its nonce
 		ps.auth.replyHS = false
 	}
-	if !ps.auth.verified || ps.leave.disc {
+	if !ps.auth.keyed() || ps.leave.disc {
 		return
 	}
 	s.sendStart(i)
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
-		s.sendControl(i, ps.auth.tag, &s.io.qr)
+		s.sendControl(i, &s.io.qr)
 		l.replyQuality = false
 	}
 	if f, sum, ok := s.sums.latest(); ok && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.sendControl(i, ps.auth.tag, &s.io.sum)
+		s.sendControl(i, &s.io.sum)
 	}
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, s)
@@ -209,13 +211,13 @@ func (s *Session) sendProtocol(i int) {
 	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && l.rtt == 0 && s.now-l.lastQuality >= handshakeRetry) {
 		l.lastQuality = s.now
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
-		s.sendControl(i, ps.auth.tag, &s.io.q)
+		s.sendControl(i, &s.io.q)
 	}
 }
 
 // sendState sends peer i a piece of the state exchange (a checksumSink).
 func (s *Session) sendState(i int, m *wire.State) {
-	s.sendControl(i, s.peers[i].auth.tag, m)
+	s.sendControl(i, m)
 }
 
 // finalChecksum takes a checksum that has become final (a checksumSink):

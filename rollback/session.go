@@ -44,10 +44,11 @@ type Session struct {
 	io     codec
 	out    recording
 
-	starved   bool // waiting for an input since EventStarved
-	rendering bool // inside Extrapolate's render
-	events    []Event
-	stats     Stats
+	frameLimit Frame // MaxFrame; lower in tests
+	starved    bool  // waiting for an input since EventStarved
+	rendering  bool  // inside Extrapolate's render
+	events     []Event
+	stats      Stats
 }
 
 // roster is who plays where.
@@ -70,13 +71,14 @@ func NewSession(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		roster: roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
-		game:   cfg.Game,
-		obs:    cfg.Observer,
-		tr:     cfg.Transport,
-		clock:  cfg.Clock,
-		events: make([]Event, 0, 2*len(cfg.Peers)+2),
-		io:     newCodec(),
+		roster:     roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
+		game:       cfg.Game,
+		obs:        cfg.Observer,
+		tr:         cfg.Transport,
+		clock:      cfg.Clock,
+		events:     make([]Event, 0, 2*len(cfg.Peers)+2),
+		io:         newCodec(),
+		frameLimit: MaxFrame,
 	}
 	if s.clock == nil {
 		s.clock = RealClock()
@@ -87,16 +89,6 @@ func NewSession(cfg Config) (*Session, error) {
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
-	if len(cfg.Peers) > 0 {
-		r := cfg.Rand
-		if r == nil {
-			r = rand.Reader
-		}
-		var err error
-		if s.proto.nonce, err = readNonce(r); err != nil {
-			return nil, err
-		}
-	}
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With
 		// three or more machines a machine that leaves is cut at the fewest
@@ -118,6 +110,16 @@ func NewSession(cfg Config) (*Session, error) {
 	s.out = newRecording(cfg.Recorder, cfg.Log)
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
 		s.sums = newChecksums(Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery)), cfg.ChecksumData, len(s.peers))
+	}
+	if len(cfg.Peers) > 0 {
+		r := cfg.Rand
+		if r == nil {
+			r = rand.Reader
+		}
+		var err error
+		if s.proto.keys, err = newKeyring(r, cfg.Secret, s.terms(&cfg)); err != nil {
+			return nil, err
+		}
 	}
 	if s.snaps.on {
 		if err := s.save(0, 0); err != nil {
@@ -412,6 +414,9 @@ func (s *Session) Idle() (Result, error) {
 func (s *Session) poll() (Frame, error) {
 	s.now = s.clock.Now()
 	s.events = s.events[:0]
+	if s.frame >= s.frameLimit {
+		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
+	}
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
 	for i := range s.peers {
@@ -469,7 +474,7 @@ func (s *Session) Close() error {
 	for i := range s.peers {
 		if s.peers[i].auth.verified && !s.peers[i].leave.disc {
 			for range 2 { // a second copy in case the first is lost
-				s.sendControl(i, s.peers[i].auth.tag, &d)
+				s.sendControl(i, &d)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package rollback_test
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"testing"
@@ -397,45 +398,59 @@ func TestStarvation(t *testing.T) {
 	assert.Equal(t, rollback.EventResumed, r.Events[0].Kind)
 }
 
-// TestHostilePackets sends every class of bad packet into a live match:
-// each is dropped and counted, and both machines still end in sync.
+// TestHostilePackets sends every class of bad datagram a stranger can make
+// into a live match, "from" peer 0's address: each is dropped and counted,
+// and both machines still end in sync.
 func TestHostilePackets(t *testing.T) {
 	var inj *fakepeer.Peers
+	tap := &inputTap{}
 	ss, gs, nw := connectedPair(t, func(i int, c *rollback.Config) {
 		if i == 0 {
 			inj = fakepeer.Wrap(c.Transport, 1) // scripted datagrams "from" peer 0, before the real ones
 			c.Transport = inj
+		} else {
+			tap.Transport = c.Transport
+			c.Transport = tap
 		}
 	})
-	require.NotZero(t, inj.Tag(0), "the wrapper saw both handshakes")
-	tag := wire.SessionTag(77, 0, 0) // a tag no session of this match uses
-	good := func(tag uint16, ack, first int32, count int) []byte {
-		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: ack, First: first, Count: count, Players: 1,
-			Inputs: make([]uint64, count)}, wire.Layout{4})
+	for range 10 { // some real input datagrams go by
+		for i, s := range ss {
+			require.NoError(t, queued(s.AddLocalInput(rollback.PlayerID(i), 1)))
+			_, err := s.Advance()
+			require.NoError(t, err)
+		}
+		nw.Advance(match.Tick)
+	}
+	require.NotEmpty(t, tap.last)
+	real := bytes.Clone(tap.last)
+	other := fakepeer.New(5) // another match's machine: its own keys
+	share, err := wire.NewKeyShare(match.SeededRand(3, 0))
+	require.NoError(t, err)
+	handshake := func(session, nonce uint64) []byte {
+		b, err := wire.AppendHandshake(nil, &wire.Handshake{Version: wire.Version, SessionID: session, Nonce: nonce, Echo: 6,
+			Key: share.Public(), Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{4}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true}}, nil)
 		require.NoError(t, err)
 		return b
 	}
-	oldHandshake, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: 76, Nonce: 5, Echo: 6})
-	require.NoError(t, err)
-	replayedHandshake, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: 77, Nonce: 12345, Echo: 6})
-	require.NoError(t, err)
+	require.NoError(t, other.Send(0, handshake(76, 9)))
+	require.True(t, other.Keyed(0))
+	flipped, changed := bytes.Clone(real), bytes.Clone(real)
+	flipped[len(flipped)/2] ^= 0x10
+	changed[2] = ^changed[2]
 	hostile := [][]byte{
-		nil, {1}, {9, 9, 9}, // empty, truncated, unknown kind
-		good(tag, 0, 0, 1),            // another session's tag
-		oldHandshake,                  // a handshake from an earlier match
-		replayedHandshake,             // this session id, but not the nonce the peer chose
-		good(0, 0, 0, 1)[:10],         // truncated input
-		make([]byte, 2000),            // oversized
-		{2, 0, 0, 0x81, 0xa1, 'x', 1}, // a handshake whose body is a map
+		nil, {1}, {9, 9, 9}, // empty, truncated, a kind nothing has
+		other.Seal(0, wire.KindInput, real[2:len(real)-4]), // sealed for another match
+		handshake(76, 5),     // a handshake from an earlier match
+		handshake(77, 12345), // this session id, but not the nonce the peer chose
+		real[:len(real)-1],   // truncated
+		flipped, changed,     // one bit flipped; one byte changed
+		real,                    // replayed
+		make([]byte, 2000),      // oversized
+		{2, 0x81, 0xa1, 'x', 1}, // a handshake whose body is a map
 	}
 	inj.Deliver(0, hostile...)
-	for f := range 600 {
+	for f := 10; f < 600; f++ {
 		for i, s := range ss {
-			if f == 300 && i == 0 {
-				// This session's real tag, but it claims to want frame 500
-				// of ours, which we have not made yet.
-				inj.Deliver(0, good(inj.Tag(0), 500, 299, 1))
-			}
 			require.NoError(t, queued(s.AddLocalInput(rollback.PlayerID(i), rollback.Input(f/(7+i)%16))))
 			_, err := s.Advance()
 			require.NoError(t, err)
@@ -450,11 +465,26 @@ func TestHostilePackets(t *testing.T) {
 		nw.Advance(match.Tick)
 	}
 	st := ss[0].Stats()
-	assert.Equal(t, int64(len(hostile)+1), st.PacketsInvalid)
+	assert.Equal(t, int64(len(hostile)-1), st.PacketsInvalid, "all but the replay, which is ignored")
+	assert.Equal(t, int64(4), st.PacketsForged, "the other match's, the truncated, flipped and changed")
+	assert.Equal(t, int64(1), st.PacketsDuplicate, "the replay")
 	ps, _ := ss[0].PeerStats(0)
-	assert.Equal(t, int64(len(hostile)+1), ps.PacketsDropped)
+	assert.Equal(t, int64(len(hostile)-1), ps.PacketsDropped)
 	assert.Equal(t, rollback.Frame(600), st.ConfirmedFrame)
 	assert.Equal(t, *gs[0].State.Get(gs[0].Arena), *gs[1].State.Get(gs[1].Arena), "the match still ends in sync")
+}
+
+// inputTap keeps a copy of the last input datagram sent through it.
+type inputTap struct {
+	rollback.Transport
+	last []byte
+}
+
+func (t *inputTap) Send(peer int, b []byte) error {
+	if len(b) > 0 && b[0]>>4 == byte(wire.KindInput) {
+		t.last = append(t.last[:0], b...)
+	}
+	return t.Transport.Send(peer, b)
 }
 
 func TestAdvanceDoesNotAllocate(t *testing.T) {

@@ -1,9 +1,6 @@
 package rollback
 
 import (
-	"encoding/binary"
-	"fmt"
-	"io"
 	"time"
 
 	"github.com/rewindgg/rewind/advantage"
@@ -14,8 +11,8 @@ import (
 // protocol is the session's side of the handshake and its timers.
 type protocol struct {
 	sessionID uint64
-	nonce     uint32 // ours
-	started   bool   // the match runs: frame 0 may be simulated
+	keys      keyring
+	started   bool // the match runs: frame 0 may be simulated
 	closed    bool
 	hsStart   time.Duration // when the handshake started
 	startedAt time.Duration // when the match started: lockstep input ticks count from here
@@ -49,23 +46,8 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 	return p
 }
 
-// handshakeRetry is how often an unanswered handshake is repeated.
-const handshakeRetry = 100 * time.Millisecond
-
 // frameDuration is the simulation frame the input lag is measured in.
 const frameDuration = time.Second / 60
-
-func readNonce(r io.Reader) (uint32, error) {
-	var b [4]byte
-	for {
-		if _, err := io.ReadFull(r, b[:]); err != nil {
-			return 0, fmt.Errorf("%w: %v", errRand, err)
-		}
-		if n := binary.LittleEndian.Uint32(b[:]); n != 0 {
-			return n, nil
-		}
-	}
-}
 
 // starter owns the start of the match after the handshake (unless
 // Config.NoStartDelay): the host gathers every machine's round-trip times
@@ -109,6 +91,9 @@ func (s *Session) handshakeStep() error {
 	}
 	all := true
 	for i := range s.peers {
+		if e := s.peers[i].auth.mismatch; e != nil {
+			return e
+		}
 		all = all && s.peers[i].auth.verified
 	}
 	if all && s.start.noDelay {
@@ -128,7 +113,7 @@ func (s *Session) handshakeStep() error {
 				missing = append(missing, i)
 			}
 		}
-		return &HandshakeError{Peers: missing, Timeout: s.proto.hsTimeout}
+		return &HandshakeError{Peers: missing, Timeout: s.proto.hsTimeout, Hints: s.handshakeHints(missing)}
 	}
 	return nil
 }
@@ -216,20 +201,20 @@ func newMesh(n int) [][]time.Duration {
 }
 
 // handleStart processes the start-protocol messages from peer i.
-func (s *Session) handleStart(i int, b []byte) bool {
+func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 	ps := &s.peers[i]
 	n := len(s.peers) + 1
-	switch wire.Kind(b[0]) {
+	switch k {
 	case wire.KindReady:
 		r := &s.io.rx.ready
-		if tag, err := wire.ParseControl(b, r); err != nil || !s.tagged(i, tag) || len(r.RTT) != n {
+		if err := wire.ParseControl(b, r); err != nil || len(r.RTT) != n {
 			return false
 		}
 		ps.start.row = append(ps.start.row[:0], r.RTT...)
 		return true
 	case wire.KindStart:
 		m := &s.io.rx.start
-		if tag, err := wire.ParseControl(b, m); err != nil || !s.tagged(i, tag) || i != s.start.host || len(m.Mesh) != n*n {
+		if err := wire.ParseControl(b, m); err != nil || i != s.start.host || len(m.Mesh) != n*n {
 			return false
 		}
 		if !s.start.meshKnown && !s.proto.started {
@@ -244,7 +229,7 @@ func (s *Session) handleStart(i int, b []byte) bool {
 		ps.start.goSeen = true
 		return true
 	case wire.KindGo:
-		if tag, err := wire.ParseControl(b, &s.io.rx.gomsg); err != nil || !s.tagged(i, tag) {
+		if err := wire.ParseControl(b, &s.io.rx.gomsg); err != nil {
 			return false
 		}
 		ps.start.goSeen = true
@@ -271,9 +256,9 @@ func (s *Session) sendStart(i int) {
 				st.start.Mesh = append(st.start.Mesh, uint32(min(st.mesh[a][c]/time.Microsecond, 1<<32-1)))
 			}
 		}
-		s.sendControl(i, ps.auth.tag, &st.start)
+		s.sendControl(i, &st.start)
 	case st.meshKnown:
-		s.sendControl(i, ps.auth.tag, &st.gomsg)
+		s.sendControl(i, &st.gomsg)
 	case i == st.host && s.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
 		ps.start.lastSync = s.now
 		st.ready.RTT = st.ready.RTT[:0]
@@ -283,27 +268,6 @@ func (s *Session) sendStart(i int) {
 		for j := range s.peers {
 			st.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].link.rtt/time.Microsecond, 1<<32-1))
 		}
-		s.sendControl(i, ps.auth.tag, &st.ready)
+		s.sendControl(i, &st.ready)
 	}
-}
-
-// verify marks peer i as having proved it saw our nonce.
-func (s *Session) verify(i int) {
-	ps := &s.peers[i]
-	if !ps.auth.verified {
-		ps.auth.verified = true
-		ps.link.lastRecv = s.now
-		ps.link.lastQuality = s.now - s.proto.qualityEvery // ping at once: the start delay needs the round trip
-		s.emit(EventConnected, s.frame, i)
-	}
-}
-
-// tagged reports whether tag is peer i's session tag, and if so counts it
-// as proof that the peer saw our nonce.
-func (s *Session) tagged(i int, tag uint16) bool {
-	if !s.peers[i].auth.accepts(tag) {
-		return false
-	}
-	s.verify(i)
-	return true
 }

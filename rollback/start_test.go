@@ -31,15 +31,15 @@ func TestReadNonce(t *testing.T) {
 	cases := []struct {
 		name  string
 		r     io.Reader
-		want  uint32
+		want  uint64
 		cause error // wrapped with errRand; nil for success
 	}{
-		{name: "little-endian", r: bytes.NewReader([]byte{0x78, 0x56, 0x34, 0x12}), want: 0x12345678},
-		{name: "zero skipped", r: bytes.NewReader([]byte{0, 0, 0, 0, 1, 0, 0, 0}), want: 1},
-		{name: "zeros skipped", r: bytes.NewReader([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}), want: 1<<32 - 1},
+		{name: "big-endian", r: bytes.NewReader([]byte{1, 2, 3, 4, 5, 6, 7, 8}), want: 0x0102030405060708},
+		{name: "zero skipped", r: bytes.NewReader([]byte{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}), want: 1},
+		{name: "zeros skipped", r: bytes.NewReader(append(make([]byte, 16), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff)), want: 1<<64 - 1},
 		{name: "empty", r: bytes.NewReader(nil), cause: io.EOF},
 		{name: "short", r: bytes.NewReader([]byte{1, 2}), cause: io.ErrUnexpectedEOF},
-		{name: "zero, then short", r: bytes.NewReader([]byte{0, 0, 0, 0, 1}), cause: io.ErrUnexpectedEOF},
+		{name: "zero, then short", r: bytes.NewReader([]byte{0, 0, 0, 0, 0, 0, 0, 0, 1}), cause: io.ErrUnexpectedEOF},
 		{name: "a failing reader", r: &failingReader{b: []byte{1}}, cause: errBroken},
 	}
 	for _, tc := range cases {

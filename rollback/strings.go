@@ -19,11 +19,12 @@ func _() {
 	_ = x[EventInputLagChanged-9]
 	_ = x[EventDesyncDetected-10]
 	_ = x[EventDesyncReport-11]
+	_ = x[EventForgery-12]
 }
 
-const _EventKind_name = "starvedresumedsync-test-failedconnectedrunningnetwork-interruptednetwork-resumeddisconnectedinput-lag-changeddesync-detecteddesync-report"
+const _EventKind_name = "starvedresumedsync-test-failedconnectedrunningnetwork-interruptednetwork-resumeddisconnectedinput-lag-changeddesync-detecteddesync-reportforgery"
 
-var _EventKind_index = [...]uint8{0, 7, 14, 30, 39, 46, 65, 80, 92, 109, 124, 137}
+var _EventKind_index = [...]uint8{0, 7, 14, 30, 39, 46, 65, 80, 92, 109, 124, 137, 144}
 
 func (i EventKind) String() string {
 	idx := int(i) - 1

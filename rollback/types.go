@@ -12,6 +12,11 @@ const MaxPlayers = wire.MaxPlayers
 // Frame is a simulation frame number; the first frame of a match is 0.
 type Frame int32
 
+// MaxFrame is the last frame number of a match: Advance and Idle return
+// ErrFrameLimit once it is next (after 414 days at 60 Hz; every frame
+// number a packet carries stays below wire.MaxFrame).
+const MaxFrame Frame = wire.MaxFrame - 2048
+
 // PlayerID identifies a player, from 0 to Config.Players-1.
 type PlayerID int
 
@@ -172,7 +177,14 @@ type Stats struct {
 	SendErrors      int64
 	PacketsReceived int64
 	BytesReceived   int64
-	PacketsInvalid  int64 // malformed, from an unknown peer or another session, or with impossible frame numbers
+	PacketsInvalid  int64 // malformed, from an unknown peer, another session or a link without keys yet, or with impossible frame numbers
+	// PacketsForged counts sealed datagrams that failed the MAC check:
+	// forged, altered, or from an earlier match (also in PacketsInvalid
+	// and in the peer's PacketsForged).
+	PacketsForged int64
+	// PacketsDuplicate counts genuine datagrams taken before (a duplicate
+	// the network made, or a replay), ignored.
+	PacketsDuplicate int64
 	// PacketsOverBudget counts datagrams dropped unjudged because their
 	// peer had already sent 64 in this call (a flood); also in that
 	// peer's PacketsDropped.
@@ -188,7 +200,8 @@ type PeerStats struct {
 	RecvBytesPerSec   float64
 	PacketsSent       int64
 	PacketsReceived   int64
-	PacketsDropped    int64 // from this peer: malformed, foreign session, impossible frames, or over the per-call budget
+	PacketsDropped    int64 // from this peer: malformed, foreign session, no keys yet, forged, impossible frames, or over the per-call budget
+	PacketsForged     int64 // from this peer's address: failed the MAC check (part of PacketsDropped)
 	LossBursts        int64 // times a loss burst outran the redundancy window (every unacked frame is then resent for 10 s)
 	LocalFrameLag     Frame // on our last send: frames of its input we predict (our next frame minus its first missing frame, less its input lag)
 	RemoteFrameLag    Frame // on its last packet: frames of our input it predicts, in simulation frames (input lags taken out)

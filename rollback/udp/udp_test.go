@@ -256,31 +256,34 @@ func TestRealMatches(t *testing.T) {
 
 // TestHostilePacketsOnRealSockets sends every class of bad datagram at a
 // live match: from a stranger's socket, and from a peer's own socket
-// (another session's tag, a handshake of an earlier match, a handshake
-// replayed with the wrong nonce, truncated and oversized datagrams, junk).
-// Each is dropped and counted, and the match still verifies.
+// (datagrams sealed with keys not the link's, a handshake of an earlier
+// match, a handshake with a nonce the peer never chose, truncated and
+// oversized datagrams, junk). Each is dropped and counted, and the match
+// still verifies.
 func TestHostilePacketsOnRealSockets(t *testing.T) {
 	p, err := netsim.ParseProfile("lan")
 	require.NoError(t, err)
 	const seed = 11
-	inputWithTag := func(tag uint16) []byte {
-		b, err := wire.AppendInput(nil, &wire.InputPacket{Tag: tag, Ack: 0, First: 0, Count: 3, Players: 1,
-			Inputs: []uint64{1, 2, 3}}, wire.Layout{3, 8, 8})
+	share, err := wire.NewKeyShare(match.SeededRand(99, 0))
+	require.NoError(t, err)
+	handshake := func(session, nonce uint64) []byte {
+		b, err := wire.AppendHandshake(nil, &wire.Handshake{Version: wire.Version, SessionID: session, Nonce: nonce, Echo: 5,
+			Key: share.Public(), Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{3, 8, 8}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true}}, nil)
 		require.NoError(t, err)
 		return b
 	}
-	oldMatch, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: seed - 1, Nonce: 4, Echo: 5})
+	body, err := wire.AppendInput(nil, &wire.InputPacket{Ack: 0, First: 0, Count: 3, Players: 1,
+		Inputs: []uint64{1, 2, 3}}, wire.Layout{3, 8, 8})
 	require.NoError(t, err)
-	replay, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: seed, Nonce: 4, Echo: 5})
-	require.NoError(t, err)
+	sealed := append(append([]byte{byte(wire.KindInput) << 4, 0}, body...), 0xde, 0xad, 0xbe, 0xef) // a guessed MAC
 	fromPeer := [][]byte{
-		inputWithTag(0xdead),      // another session
-		oldMatch,                  // a handshake from an earlier match
-		replay,                    // this session, a nonce the peer never chose
-		inputWithTag(0xdead)[:10], // truncated
-		{0x7f, 1, 2, 3},           // unknown kind
-		{},                        // empty
-		{byte(wire.KindQuality), 0xde, 0xad, 0x91, 0x01}, // a ping with a foreign tag
+		sealed,               // not sealed with the link's key
+		handshake(seed-1, 4), // a handshake from an earlier match
+		handshake(seed, 4),   // this session, a nonce the peer never chose
+		sealed[:5],           // truncated
+		{0x7f, 1, 2, 3},      // junk
+		{},                   // empty
+		{byte(wire.KindQuality) << 4, 0x00, 0x91, 0x01, 0xde, 0xad, 0xbe, 0xef}, // a ping with a guessed MAC
 	}
 	oversized := make([]byte, udp.MaxDatagram+100)
 	stranger := listen(t, "udp4", "127.0.0.1")
@@ -302,7 +305,7 @@ func TestHostilePacketsOnRealSockets(t *testing.T) {
 					_, _ = conns[1].WriteToUDPAddrPort(b, addrs[0])
 				}
 				_, _ = conns[1].WriteToUDPAddrPort(oversized, addrs[0])
-				_, _ = stranger.WriteToUDPAddrPort(inputWithTag(1), addrs[0])
+				_, _ = stranger.WriteToUDPAddrPort(sealed, addrs[0])
 				sent <- true
 			}()
 		},

@@ -10,6 +10,7 @@ package fakepeer
 
 import (
 	"errors"
+	"math/rand/v2"
 	"time"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -25,14 +26,12 @@ type Transport interface {
 // is a rollback.Transport and a rollback.Clock; it is not safe for
 // concurrent use.
 type Peers struct {
-	inner   Transport // nil: the fake peers are the whole network
-	session uint64
-	nonces  []uint32   // each fake peer's nonce; learned from the traffic when wrapping
-	ours    uint32     // the session's nonce, from its handshake; 0 until seen
-	tags    []uint16   // each peer's session tag, kept with the nonces (hashing per packet would weigh on the benchmarks)
-	queue   []datagram // queue[head:] waits; reused once empty, so scripting allocates nothing in steady state
-	head    int
-	now     time.Duration
+	inner Transport // nil: the fake peers are the whole network
+	peers []fake
+	queue []datagram // queue[head:] waits; reused once empty, so scripting allocates nothing in steady state
+	head  int
+	now   time.Duration
+	hs    wire.Handshake // the session's, as last seen
 
 	// Next, if set, is asked for a datagram whenever the queue is empty:
 	// it returns the datagram, the peer it comes from, and false when it
@@ -42,6 +41,13 @@ type Peers struct {
 	Sent []int
 }
 
+// fake is one fake machine: its handshake and its end of the link.
+type fake struct {
+	nonce uint64
+	share *wire.KeyShare
+	seal  *wire.Sealer // nil until the session's handshake arrived
+}
+
 type datagram struct {
 	b    []byte
 	peer int
@@ -49,43 +55,55 @@ type datagram struct {
 
 // New returns fake peers with the given handshake nonces (non-zero), one
 // per entry of Config.Peers. Each answers the session's first handshake
-// with its own, echoing the session's nonce: after the session's second
-// Advance every peer is verified.
-func New(nonces ...uint32) *Peers {
-	return &Peers{nonces: nonces, tags: make([]uint16, len(nonces)), Sent: make([]int, len(nonces))}
+// with its own, echoing the session's nonce, and a sealed ping: after the
+// session's second Advance every peer is verified.
+func New(nonces ...uint64) *Peers {
+	p := &Peers{Sent: make([]int, len(nonces))}
+	for _, n := range nonces {
+		share, err := wire.NewKeyShare(rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)}))
+		if err != nil {
+			panic(err) // a ChaCha8 stream does not fail
+		}
+		p.peers = append(p.peers, fake{nonce: n, share: share})
+	}
+	return p
 }
 
 // Wrap returns a Peers in front of a real transport to peers peers: sends
 // go through, and scripted datagrams are received before the real ones.
-// The nonces are learned from the handshakes going by, so Tag gives the
-// real session tag once both sides have said hello.
+// The wrapper has no keys: what it scripts is a stranger's.
 func Wrap(inner Transport, peers int) *Peers {
-	return &Peers{inner: inner, nonces: make([]uint32, peers), tags: make([]uint16, peers), Sent: make([]int, peers)}
+	return &Peers{inner: inner, peers: make([]fake, peers), Sent: make([]int, peers)}
 }
 
 // ErrPeer is returned by Send for a peer index that does not exist.
 var ErrPeer = errors.New("fakepeer: no such peer")
 
-// Send takes a datagram from the session: a handshake teaches the session
-// id and nonce and, without an inner transport, queues each fake peer's
-// reply.
+// Send takes a datagram from the session. Without an inner transport, a
+// handshake gives each fake peer the link's keys and, unless it already
+// echoes the fake peer's nonce, queues the fake peer's reply.
 func (p *Peers) Send(peer int, b []byte) error {
-	if peer < 0 || peer >= len(p.nonces) {
+	if peer < 0 || peer >= len(p.peers) {
 		return ErrPeer
 	}
 	p.Sent[peer]++
-	if len(b) > 0 && wire.Kind(b[0]) == wire.KindHandshake {
-		var h wire.Handshake
-		if _, err := wire.ParseControl(b, &h); err == nil {
-			p.session, p.ours = h.SessionID, h.Nonce
-			p.retag()
-			if p.inner == nil && h.Echo != p.nonces[peer] {
-				p.Deliver(peer, p.Hello(peer))
-			}
-		}
-	}
 	if p.inner != nil {
 		return p.inner.Send(peer, b)
+	}
+	if len(b) == 0 || wire.Kind(b[0]) != wire.KindHandshake || wire.ParseHandshake(b, &p.hs, nil) != nil {
+		return nil
+	}
+	f := &p.peers[peer]
+	if f.seal == nil {
+		send, _, err := f.share.Keys(wire.Link{Session: p.hs.SessionID, Ours: f.nonce, Theirs: p.hs.Nonce,
+			TheirKey: p.hs.Key, Digest: p.hs.Terms.Digest()})
+		if err != nil {
+			return nil
+		}
+		f.seal = wire.NewSealer(send)
+	}
+	if p.hs.Echo != f.nonce {
+		p.Deliver(peer, p.Hello(peer), p.Control(peer, &wire.Quality{}))
 	}
 	return nil
 }
@@ -109,15 +127,7 @@ func (p *Peers) Receive(buf []byte) (int, int, bool) {
 	if p.inner == nil {
 		return 0, 0, false
 	}
-	n, peer, ok := p.inner.Receive(buf)
-	if ok && n > 0 && peer >= 0 && peer < len(p.nonces) && wire.Kind(buf[0]) == wire.KindHandshake {
-		var h wire.Handshake
-		if _, err := wire.ParseControl(buf[:n], &h); err == nil {
-			p.nonces[peer] = h.Nonce
-			p.retag()
-		}
-	}
-	return n, peer, ok
+	return p.inner.Receive(buf)
 }
 
 // Deliver queues datagrams from peer, to be received in order.
@@ -127,30 +137,52 @@ func (p *Peers) Deliver(peer int, b ...[]byte) {
 	}
 }
 
-// Hello returns peer's handshake: its nonce, echoing the session's.
+// Hello returns peer's handshake: its nonce and key, echoing the
+// session's nonce, with the session's own terms.
 func (p *Peers) Hello(peer int) []byte {
-	b, _ := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: p.session, Nonce: p.nonces[peer], Echo: p.ours}) // a Handshake always encodes
+	f := &p.peers[peer]
+	h := wire.Handshake{Version: wire.Version, SessionID: p.hs.SessionID, Nonce: f.nonce, Echo: p.hs.Nonce,
+		Key: f.share.Public(), Terms: p.hs.Terms}
+	b, _ := wire.AppendHandshake(nil, &h, nil) // the session's own terms always encode
 	return b
 }
 
-// Tag returns the session tag between the session and peer: 0 until both
-// nonces are known.
-func (p *Peers) Tag(peer int) uint16 { return p.tags[peer] }
+// Keyed reports whether peer has the link's keys: the session's handshake
+// reached it.
+func (p *Peers) Keyed(peer int) bool { return p.peers[peer].seal != nil }
 
-// retag recomputes the session tags after a nonce or the session id changed.
-func (p *Peers) retag() {
-	for i, n := range p.nonces {
-		p.tags[i] = 0
-		if p.ours != 0 && n != 0 {
-			p.tags[i] = wire.SessionTag(p.session, p.ours, n)
-		}
-	}
+// Seal returns a datagram of kind k carrying body, sealed by peer as an
+// honest machine would (nil before Keyed). Each call takes the next packet
+// number.
+func (p *Peers) Seal(peer int, k wire.Kind, body []byte) []byte {
+	return p.SealTo(nil, peer, k, body)
 }
 
-// Input returns an input packet from peer, tagged with its session tag.
+// SealTo is Seal appending to buf (which it reuses).
+func (p *Peers) SealTo(buf []byte, peer int, k wire.Kind, body []byte) []byte {
+	s := p.peers[peer].seal
+	if s == nil {
+		return nil
+	}
+	return s.Seal(append(s.Begin(buf[:0], k), body...))
+}
+
+// Control returns a sealed control datagram from peer.
+func (p *Peers) Control(peer int, m wire.Control) []byte {
+	body, err := wire.AppendControl(nil, m)
+	if err != nil {
+		return nil
+	}
+	return p.Seal(peer, m.Kind(), body)
+}
+
+// Input returns a sealed input packet from peer.
 func (p *Peers) Input(peer int, pkt wire.InputPacket, l wire.Layout) ([]byte, error) {
-	pkt.Tag = p.Tag(peer)
-	return wire.AppendInput(nil, &pkt, l)
+	body, err := wire.AppendInput(nil, &pkt, l)
+	if err != nil {
+		return nil, err
+	}
+	return p.Seal(peer, wire.KindInput, body), nil
 }
 
 // Now is the fake peers' clock (a rollback.Clock): it moves only by Advance.

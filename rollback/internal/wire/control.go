@@ -3,8 +3,10 @@ package wire
 import "fmt"
 
 // Control message kinds. Their bodies are msgpack arrays (see the types).
+// A handshake is the one datagram that is not sealed: its first byte is
+// KindHandshake (the high four bits 0, which no sealed datagram has).
 const (
-	KindHandshake    Kind = 2  // Handshake, tag 0
+	KindHandshake    Kind = 2  // Handshake: unsealed, see handshake.go
 	KindQuality      Kind = 3  // Quality: a ping
 	KindQualityReply Kind = 4  // QualityReply: its answer
 	KindDisconnect   Kind = 5  // Disconnect: the sender is leaving
@@ -18,30 +20,17 @@ const (
 // MaxStateData is the most state bytes one State message carries.
 const MaxStateData = 320
 
-// MaxControlSize is the largest control datagram accepted or produced (a
+// MaxControlSize is the largest control body accepted or produced (a
 // Start message for 8 machines).
 const MaxControlSize = 400
 
 // MaxMachines bounds the round-trip-time lists of Ready and Start.
 const MaxMachines = 8
 
-// ControlHeaderSize is the kind byte and the 16-bit session tag.
-const ControlHeaderSize = 3
-
 var (
 	errControlSize = fmt.Errorf("%w: control message too large", ErrMalformed)
-	errControlKind = fmt.Errorf("%w: unexpected message kind", ErrMalformed)
 	errControlBody = fmt.Errorf("%w: bad msgpack body", ErrMalformed)
 )
-
-// Handshake opens a session. Each peer sends its own random Nonce and
-// echoes the last nonce it received from the other (0 before it has one);
-// a peer is verified once it echoes our nonce.
-type Handshake struct {
-	SessionID uint64
-	Nonce     uint32
-	Echo      uint32
-}
 
 // Quality is a ping. Sent is the sender's clock in nanoseconds; Frame its
 // current frame.
@@ -107,7 +96,6 @@ type Control interface {
 }
 
 // Kind returns the message's kind.
-func (*Handshake) Kind() Kind    { return KindHandshake }
 func (*Quality) Kind() Kind      { return KindQuality }
 func (*QualityReply) Kind() Kind { return KindQualityReply }
 func (*Disconnect) Kind() Kind   { return KindDisconnect }
@@ -121,17 +109,6 @@ const (
 	maxInt32 = 1<<31 - 1
 	maxU32   = 1<<32 - 1
 )
-
-func (m *Handshake) appendBody(b []byte) []byte {
-	b = appendUint(appendArray(b, 3), m.SessionID)
-	return appendUint(appendUint(b, uint64(m.Nonce)), uint64(m.Echo))
-}
-
-func (m *Handshake) parseBody(r reader) reader {
-	r.array(3)
-	*m = Handshake{SessionID: r.uint(1<<64 - 1), Nonce: uint32(r.uint(maxU32)), Echo: uint32(r.uint(maxU32))}
-	return r
-}
 
 func (m *Quality) appendBody(b []byte) []byte {
 	return appendInt(appendInt(appendArray(b, 2), m.Sent), int64(m.Frame))
@@ -211,11 +188,11 @@ func (m *State) parseBody(r reader) reader {
 	return r
 }
 
-// AppendControl appends a control datagram carrying m, with the given
-// session tag, to b. It does not allocate once b has room.
-func AppendControl(b []byte, tag uint16, m Control) ([]byte, error) {
+// AppendControl appends the body of a control datagram carrying m to b:
+// the sealed header before it and the MAC after it are the Sealer's. It
+// does not allocate once b has room.
+func AppendControl(b []byte, m Control) ([]byte, error) {
 	n := len(b)
-	b = append(b, byte(m.Kind()), byte(tag>>8), byte(tag))
 	b = m.appendBody(b)
 	if len(b)-n > MaxControlSize {
 		return b[:n], errControlSize
@@ -223,31 +200,25 @@ func AppendControl(b []byte, tag uint16, m Control) ([]byte, error) {
 	return b, nil
 }
 
-// ParseControl decodes a control datagram of m's kind into m and returns
-// its session tag. The body must be exactly one msgpack array of m's
-// fields, each of its type and range, with nothing after it. On success
-// m is set whole: nothing of its old value remains (a slice field reuses
-// its backing array); on error its contents are unspecified. It never
-// allocates once the slices have grown.
-func ParseControl(b []byte, m Control) (uint16, error) {
-	if len(b) < ControlHeaderSize {
-		return 0, errTruncated
-	}
+// ParseControl decodes the body of a control datagram (what Opener.Open
+// returns for a datagram of m's kind) into m. The body must be exactly one
+// msgpack array of m's fields, each of its type and range, with nothing
+// after it. On success m is set whole: nothing of its old value remains (a
+// slice field reuses its backing array); on error its contents are
+// unspecified. It never allocates once the slices have grown.
+func ParseControl(b []byte, m Control) error {
 	if len(b) > MaxControlSize {
-		return 0, errControlSize
+		return errControlSize
 	}
-	if Kind(b[0]) != m.Kind() {
-		return 0, errControlKind
+	if len(b) == 0 || b[0]&0xf0 != 0x90 {
+		return errControlBody // every message is a msgpack fixarray
 	}
-	if len(b) == ControlHeaderSize || b[ControlHeaderSize]&0xf0 != 0x90 {
-		return 0, errControlBody // every message is a msgpack fixarray
-	}
-	r := m.parseBody(reader{b: b[ControlHeaderSize:]})
+	r := m.parseBody(reader{b: b})
 	if r.err != nil {
-		return 0, r.err
+		return r.err
 	}
 	if len(r.b) != 0 {
-		return 0, errTrailing
+		return errTrailing
 	}
-	return uint16(b[1])<<8 | uint16(b[2]), nil
+	return nil
 }

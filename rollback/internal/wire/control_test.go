@@ -16,7 +16,6 @@ func TestControlRoundTrip(t *testing.T) {
 		kind     wire.Kind
 		msg, out wire.Control
 	}{
-		{wire.KindHandshake, &wire.Handshake{SessionID: 1 << 60, Nonce: 0xdeadbeef, Echo: 7}, &wire.Handshake{}},
 		{wire.KindQuality, &wire.Quality{Sent: 123456789012, Frame: 600}, &wire.Quality{}},
 		{wire.KindQualityReply, &wire.QualityReply{Echo: -5, Frame: 1 << 23}, &wire.QualityReply{}},
 		{wire.KindDisconnect, &wire.Disconnect{Frame: 3600}, &wire.Disconnect{}},
@@ -28,12 +27,10 @@ func TestControlRoundTrip(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.kind.String(), func(t *testing.T) {
-			b, err := wire.AppendControl([]byte("x"), 0xabcd, tc.msg)
+			b, err := wire.AppendControl([]byte("x"), tc.msg)
 			require.NoError(t, err)
 			require.Equal(t, byte('x'), b[0])
-			tag, err := wire.ParseControl(b[1:], tc.out)
-			require.NoError(t, err)
-			assert.Equal(t, uint16(0xabcd), tag)
+			require.NoError(t, wire.ParseControl(b[1:], tc.out))
 			assert.Equal(t, tc.msg, tc.out)
 			assert.LessOrEqual(t, len(b)-1, 40, "control messages stay small")
 		})
@@ -48,16 +45,16 @@ func TestControlDoesNotAllocate(t *testing.T) {
 	outSt := wire.State{Data: make([]byte, 0, wire.MaxStateData)}
 	allocs := testing.AllocsPerRun(200, func() {
 		var err error
-		if buf, err = wire.AppendControl(buf[:0], 9, &q); err != nil {
+		if buf, err = wire.AppendControl(buf[:0], &q); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := wire.ParseControl(buf, &out); err != nil {
+		if err := wire.ParseControl(buf, &out); err != nil {
 			t.Fatal(err)
 		}
-		if buf, err = wire.AppendControl(buf[:0], 9, &st); err != nil {
+		if buf, err = wire.AppendControl(buf[:0], &st); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := wire.ParseControl(buf, &outSt); err != nil {
+		if err := wire.ParseControl(buf, &outSt); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -66,19 +63,11 @@ func TestControlDoesNotAllocate(t *testing.T) {
 	assert.Equal(t, st, outSt)
 }
 
-// TestHandshakeGolden pins the msgpack layout: a 3-element array of
-// uint64, uint32, uint32.
-func TestHandshakeGolden(t *testing.T) {
-	b, err := wire.AppendControl(nil, 0, &wire.Handshake{SessionID: 42, Nonce: 0x01020304, Echo: 0})
-	require.NoError(t, err)
-	assert.Equal(t, "020000"+"93"+"2a"+"ce01020304"+"00", hex.EncodeToString(b))
-}
-
 // TestChecksumGolden pins the checksum message of docs/protocol.md.
 func TestChecksumGolden(t *testing.T) {
-	b, err := wire.AppendControl(nil, 0x1234, &wire.Checksum{Frame: 500, Sum: 0x0123456789abcdef})
+	b, err := wire.AppendControl(nil, &wire.Checksum{Frame: 500, Sum: 0x0123456789abcdef})
 	require.NoError(t, err)
-	assert.Equal(t, "091234"+"92"+"d101f4"+"cf0123456789abcdef", hex.EncodeToString(b))
+	assert.Equal(t, "92"+"d101f4"+"cf0123456789abcdef", hex.EncodeToString(b))
 }
 
 // TestControlGolden pins every control message's bytes, as listed in
@@ -89,52 +78,47 @@ func TestControlGolden(t *testing.T) {
 		msg  wire.Control
 		hex  string
 	}{
-		{wire.KindQuality, &wire.Quality{Sent: 1500000000, Frame: 600}, "031234" + "92" + "d259682f00" + "d10258"},
-		{wire.KindQualityReply, &wire.QualityReply{Echo: 1500000000, Frame: 598}, "041234" + "92" + "d259682f00" + "d10256"},
-		{wire.KindDisconnect, &wire.Disconnect{Frame: 1234}, "051234" + "91" + "d104d2"},
-		{wire.KindReady, &wire.Ready{RTT: []uint32{0, 41000}}, "061234" + "91" + "92" + "00" + "cda028"},
-		{wire.KindStart, &wire.Start{Mesh: []uint32{0, 41000, 41000, 0}}, "071234" + "91" + "94" + "00" + "cda028" + "cda028" + "00"},
-		{wire.KindGo, &wire.Go{}, "081234" + "91" + "00"},
+		{wire.KindQuality, &wire.Quality{Sent: 1500000000, Frame: 600}, "92" + "d259682f00" + "d10258"},
+		{wire.KindQualityReply, &wire.QualityReply{Echo: 1500000000, Frame: 598}, "92" + "d259682f00" + "d10256"},
+		{wire.KindDisconnect, &wire.Disconnect{Frame: 1234}, "91" + "d104d2"},
+		{wire.KindReady, &wire.Ready{RTT: []uint32{0, 41000}}, "91" + "92" + "00" + "cda028"},
+		{wire.KindStart, &wire.Start{Mesh: []uint32{0, 41000, 41000, 0}}, "91" + "94" + "00" + "cda028" + "cda028" + "00"},
+		{wire.KindGo, &wire.Go{}, "91" + "00"},
 		{wire.KindState, &wire.State{Frame: 1300, Total: 700, Offset: 640, Done: true, Data: []byte{1, 2, 3}},
-			"0a1234" + "95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "a3010203"},
+			"95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "a3010203"},
 	} {
 		t.Run(tc.kind.String(), func(t *testing.T) {
-			b, err := wire.AppendControl(nil, 0x1234, tc.msg)
+			b, err := wire.AppendControl(nil, tc.msg)
 			require.NoError(t, err)
 			assert.Equal(t, tc.hex, hex.EncodeToString(b))
 			back := reflect.New(reflect.TypeOf(tc.msg).Elem()).Interface().(wire.Control)
-			tag, err := wire.ParseControl(b, back)
-			require.NoError(t, err)
-			assert.Equal(t, uint16(0x1234), tag)
+			require.NoError(t, wire.ParseControl(b, back))
 			assert.Equal(t, tc.msg, back)
 		})
 	}
 }
 
 func TestControlErrors(t *testing.T) {
-	good, err := wire.AppendControl(nil, 1, &wire.Quality{Sent: 99, Frame: 3})
+	good, err := wire.AppendControl(nil, &wire.Quality{Sent: 99, Frame: 3})
 	require.NoError(t, err)
 	var q wire.Quality
 	cases := map[string][]byte{
 		"empty":          nil,
 		"short":          good[:2],
-		"wrong kind":     append([]byte{byte(wire.KindDisconnect)}, good[1:]...),
 		"truncated body": good[:len(good)-1],
 		"trailing byte":  append(append([]byte{}, good...), 0),
-		"not msgpack":    {byte(wire.KindQuality), 0, 1, 0xc1},
-		"a map body":     {byte(wire.KindQuality), 0, 1, 0x81, 0xa1, 'x', 1},
-		"huge array":     {byte(wire.KindQuality), 0, 1, 0xdd, 0xff, 0xff, 0xff, 0xff},
-		"oversized":      append([]byte{byte(wire.KindQuality), 0, 1}, make([]byte, wire.MaxControlSize)...),
+		"not msgpack":    {0xc1},
+		"a map body":     {0x81, 0xa1, 'x', 1},
+		"huge array":     {0xdd, 0xff, 0xff, 0xff, 0xff},
+		"oversized":      append([]byte{0x92}, make([]byte, wire.MaxControlSize)...),
 	}
 	for name, b := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := wire.ParseControl(b, &q)
-			assert.Error(t, err)
+			assert.ErrorIs(t, wire.ParseControl(b, &q), wire.ErrMalformed)
 		})
 	}
-	_, err = wire.ParseControl(good, &wire.Disconnect{})
-	assert.ErrorIs(t, err, wire.ErrMalformed, "message type must match the kind")
-	_, err = wire.AppendControl(nil, 0, &wire.State{Data: make([]byte, wire.MaxControlSize)})
+	assert.ErrorIs(t, wire.ParseControl(good, &wire.Disconnect{}), wire.ErrMalformed, "another message's body")
+	_, err = wire.AppendControl(nil, &wire.State{Data: make([]byte, wire.MaxControlSize)})
 	assert.Error(t, err, "too large to send")
 }
 
@@ -142,23 +126,22 @@ func fuzzControl[T any, PT interface {
 	*T
 	wire.Control
 }](f *testing.F, seed PT) {
-	b, err := wire.AppendControl(nil, 0x1234, seed)
+	b, err := wire.AppendControl(nil, seed)
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var m T
-		tag, err := wire.ParseControl(b, PT(&m))
-		if err != nil {
+		if err := wire.ParseControl(b, PT(&m)); err != nil {
 			return
 		}
-		enc, err := wire.AppendControl(nil, tag, PT(&m))
+		enc, err := wire.AppendControl(nil, PT(&m))
 		if err != nil {
 			t.Fatalf("accepted message does not re-encode: %v", err)
 		}
 		var m2 T
-		if _, err := wire.ParseControl(enc, PT(&m2)); err != nil {
+		if err := wire.ParseControl(enc, PT(&m2)); err != nil {
 			t.Fatalf("re-encoding rejected: %v", err)
 		}
 		if !reflect.DeepEqual(m, m2) {
@@ -168,9 +151,6 @@ func fuzzControl[T any, PT interface {
 }
 
 // The control fuzzers' seed corpora are in testdata/fuzz/Fuzz<Message>.
-func FuzzHandshake(f *testing.F) {
-	fuzzControl(f, &wire.Handshake{SessionID: 9, Nonce: 1, Echo: 2})
-}
 func FuzzQuality(f *testing.F) { fuzzControl(f, &wire.Quality{Sent: 1e9, Frame: 60}) }
 func FuzzQualityReply(f *testing.F) {
 	fuzzControl(f, &wire.QualityReply{Echo: 1e9, Frame: 60})
@@ -189,7 +169,7 @@ func FuzzState(f *testing.F) {
 
 func TestFullStateChunkFits(t *testing.T) {
 	m := &wire.State{Frame: 1<<31 - 1, Total: 1<<32 - 1, Offset: 1<<32 - 1, Done: true, Data: make([]byte, wire.MaxStateData)}
-	b, err := wire.AppendControl(nil, 0xffff, m)
+	b, err := wire.AppendControl(nil, m)
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(b), wire.MaxControlSize)
 }
@@ -203,7 +183,7 @@ func TestStartForEightMachinesFits(t *testing.T) {
 	for i := range mesh {
 		mesh[i] = 1<<32 - 1 // the longest encoding of every entry
 	}
-	b, err := wire.AppendControl(nil, 1, &wire.Start{Mesh: mesh})
+	b, err := wire.AppendControl(nil, &wire.Start{Mesh: mesh})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(b), wire.MaxControlSize)
 }
@@ -211,54 +191,44 @@ func TestStartForEightMachinesFits(t *testing.T) {
 // TestControlExact: a body must be exactly the message's array — as many
 // elements as the message has fields, each of the field's msgpack family
 // and range — and decoding never keeps anything of the value it decodes
-// into. Each case was accepted before the codec was made exact (the empty
-// handshake `02 00 00 90` kept the previous handshake's session id, nonce
-// and echo; a 2-element State kept the previous Data).
+// into. Each case was accepted before the codec was made exact (a
+// 2-element State kept the previous Data; the handshake's cases are in
+// TestHandshakeExact).
 func TestControlExact(t *testing.T) {
-	h := func(body string) []byte { return append([]byte{byte(wire.KindHandshake), 0, 0}, unhex(t, body)...) }
-	st := func(body string) []byte { return append([]byte{byte(wire.KindState), 0x12, 0x34}, unhex(t, body)...) }
 	for _, tc := range []struct {
 		name string
-		kind wire.Kind
-		b    []byte
+		body string
 		msg  wire.Control
 	}{
-		{"empty handshake", wire.KindHandshake, h("90"), &wire.Handshake{}},
-		{"short handshake", wire.KindHandshake, h("92" + "2a" + "01"), &wire.Handshake{}},
-		{"long handshake", wire.KindHandshake, h("94" + "2a" + "01" + "02" + "03"), &wire.Handshake{}},
-		{"nil session id", wire.KindHandshake, h("93" + "c0" + "01" + "02"), &wire.Handshake{}},
-		{"float nonce", wire.KindHandshake, h("93" + "2a" + "ca3f800000" + "02"), &wire.Handshake{}},
-		{"string nonce", wire.KindHandshake, h("93" + "2a" + "a131" + "02"), &wire.Handshake{}},
-		{"negative nonce", wire.KindHandshake, h("93" + "2a" + "ff" + "02"), &wire.Handshake{}},
-		{"nonce past 32 bits", wire.KindHandshake, h("93" + "2a" + "cf0000000100000000" + "02"), &wire.Handshake{}},
-		{"bool echo", wire.KindHandshake, h("93" + "2a" + "01" + "c3"), &wire.Handshake{}},
-		{"frame past 31 bits", wire.KindDisconnect, append([]byte{5, 0x12, 0x34}, unhex(t, "91"+"ce80000000")...), &wire.Disconnect{}},
-		{"two-element state", wire.KindState, st("92" + "d10514" + "cd02bc"), &wire.State{}},
-		{"int for done", wire.KindState, st("95" + "d10514" + "cd02bc" + "cd0280" + "01" + "a3010203"), &wire.State{}},
-		{"int for data", wire.KindState, st("95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "03"), &wire.State{}},
-		{"nil data", wire.KindState, st("95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "c0"), &wire.State{}},
-		{"map for rtt", wire.KindReady, append([]byte{6, 0x12, 0x34}, unhex(t, "91"+"81"+"00"+"00")...), &wire.Ready{}},
-		{"string in rtt", wire.KindReady, append([]byte{6, 0x12, 0x34}, unhex(t, "91"+"92"+"00"+"a131")...), &wire.Ready{}},
-		{"go of two", wire.KindGo, append([]byte{8, 0x12, 0x34}, unhex(t, "92"+"00"+"00")...), &wire.Go{}},
-		{"go not zero", wire.KindGo, append([]byte{8, 0x12, 0x34}, unhex(t, "91"+"01")...), &wire.Go{}},
+		{"empty disconnect", "90", &wire.Disconnect{}},
+		{"long disconnect", "92" + "01" + "02", &wire.Disconnect{}},
+		{"nil frame", "91" + "c0", &wire.Disconnect{}},
+		{"float frame", "91" + "ca3f800000", &wire.Disconnect{}},
+		{"string frame", "91" + "a131", &wire.Disconnect{}},
+		{"frame past 31 bits", "91" + "ce80000000", &wire.Disconnect{}},
+		{"negative sum", "92" + "01" + "ff", &wire.Checksum{}},
+		{"bool sum", "92" + "01" + "c3", &wire.Checksum{}},
+		{"two-element state", "92" + "d10514" + "cd02bc", &wire.State{}},
+		{"int for done", "95" + "d10514" + "cd02bc" + "cd0280" + "01" + "a3010203", &wire.State{}},
+		{"int for data", "95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "03", &wire.State{}},
+		{"nil data", "95" + "d10514" + "cd02bc" + "cd0280" + "c3" + "c0", &wire.State{}},
+		{"map for rtt", "91" + "81" + "00" + "00", &wire.Ready{}},
+		{"string in rtt", "91" + "92" + "00" + "a131", &wire.Ready{}},
+		{"go of two", "92" + "00" + "00", &wire.Go{}},
+		{"go not zero", "91" + "01", &wire.Go{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := wire.ParseControl(tc.b, tc.msg)
-			assert.ErrorIs(t, err, wire.ErrMalformed)
+			assert.ErrorIs(t, wire.ParseControl(unhex(t, tc.body), tc.msg), wire.ErrMalformed)
 		})
 	}
 
 	// A fresh value every decode: what the destination held never shows.
 	var got wire.State
 	got.Data = []byte("stale bytes that must not survive")
-	b, err := wire.AppendControl(nil, 1, &wire.State{Frame: 9, Total: 3, Offset: 0, Data: []byte{7}})
+	b, err := wire.AppendControl(nil, &wire.State{Frame: 9, Total: 3, Offset: 0, Data: []byte{7}})
 	require.NoError(t, err)
-	_, err = wire.ParseControl(b, &got)
-	require.NoError(t, err)
+	require.NoError(t, wire.ParseControl(b, &got))
 	assert.Equal(t, wire.State{Frame: 9, Total: 3, Data: []byte{7}}, got)
-	var hs = wire.Handshake{SessionID: 5, Nonce: 6, Echo: 7}
-	_, err = wire.ParseControl(h("90"), &hs)
-	require.Error(t, err)
 }
 
 func unhex(t *testing.T, s string) []byte {

@@ -1,15 +1,18 @@
 // Package wire encodes and decodes the datagrams that Rewind peers exchange.
 //
-// Every datagram starts with one [Kind] byte and the 16-bit session tag
-// agreed in the handshake (0 in handshake messages). The per-frame input
-// packet ([KindInput]) is then the bit-packed format of the INVERSUS article:
-// a 6-byte header (24-bit base frame, then three 8-bit frame numbers relative
-// to it: the next frame the sender wants, the first frame carried, one past
-// the last frame carried), then for each frame, for each of the sender's
-// players, for each field of the [Layout]: one "changed" bit and, if set, the
-// field's bits. The first frame is delta-coded against the receiver's input
-// for the frame before it. Disconnection gossip follows the frames. Control
-// messages (handshake, quality, disconnect) are msgpack. docs/protocol.md has
+// A link opens with unsealed handshakes ([Handshake]) that agree one key per
+// direction (keys.go). Every datagram after that is sealed (seal.go): a
+// 2-byte header (the [Kind] and a packet number), a body, and a 4-byte MAC
+// over the whole datagram. The per-frame input packet's body ([KindInput])
+// is the bit-packed format of the INVERSUS article: a header of frame
+// numbers (the low 16 bits of a base frame, which the receiver completes
+// from its own frame count, and short offsets from it: the next frame the
+// sender wants, the first frame carried, how many), then for each frame,
+// for each of the sender's players, for each field of the [Layout]: one
+// "changed" bit and, if set, the field's bits. The first frame is
+// delta-coded against the receiver's input for the frame before it. The
+// sender's input lag and disconnection gossip follow the frames. Control
+// messages are msgpack arrays, read exactly. docs/protocol.md has
 // byte-exact examples.
 //
 // Encoding appends to a caller's buffer and decoding fills a caller's
@@ -60,11 +63,11 @@ func (k Kind) String() string {
 
 // Limits of the input packet format.
 const (
-	MaxFrame   = 1<<24 - 1 // largest frame number (ack or one past the last frame) a header carries
-	MaxFrames  = 255       // most frames in one packet
-	MaxPlayers = 8         // most players one sender can carry
-	MaxFields  = 64        // most fields in a Layout
-	HeaderSize = 9         // kind byte, 16-bit session tag, 6-byte INVERSUS header
+	MaxFrame       = 1<<31 - 1<<10 // largest frame number (ack or one past the last frame) a header carries
+	MaxFrames      = 255           // most frames in one packet
+	MaxPlayers     = 8             // most players one sender can carry
+	MaxFields      = 64            // most fields in a Layout
+	MaxInputHeader = 6             // most bytes of an input body before its frames (header and lag)
 )
 
 // Errors returned by the codec. Decoding errors wrap [ErrMalformed].
@@ -75,11 +78,10 @@ var (
 	ErrInput     = errors.New("wire: input has bits outside the layout")
 	ErrPlayers   = errors.New("wire: player count out of range")
 
-	errKind      = fmt.Errorf("%w: not an input packet", ErrMalformed)
 	errTruncated = fmt.Errorf("%w: truncated", ErrMalformed)
 	errTrailing  = fmt.Errorf("%w: trailing bits", ErrMalformed)
 	errOrder     = fmt.Errorf("%w: last frame before first", ErrMalformed)
-	errFrame     = fmt.Errorf("%w: frame number beyond 24 bits", ErrMalformed)
+	errFrame     = fmt.Errorf("%w: frame number out of range", ErrMalformed)
 	errGossip    = fmt.Errorf("%w: impossible gossip count", ErrMalformed)
 )
 
@@ -126,11 +128,10 @@ func (l Layout) Mask() uint64 {
 // frames of Players inputs each, frame-major: the input of player j (in the
 // sender's order) for frame First+i is Inputs[i*Players+j].
 type InputPacket struct {
-	Tag     uint16 // the session tag agreed in the handshake
-	Ack     int32  // the next frame the sender wants from the receiver
-	First   int32  // the first frame carried
-	Count   int    // frames carried; 0 for a packet that only acknowledges
-	Players int    // the sender's players, 1 to MaxPlayers
+	Ack     int32 // the next frame the sender wants from the receiver
+	First   int32 // the first frame carried
+	Count   int   // frames carried; 0 for a packet that only acknowledges
+	Players int   // the sender's players, 1 to MaxPlayers
 	// Base holds each player's input for frame First-1, against which the
 	// first frame is delta-coded; the receiver has it, since it asked for
 	// First. nil means the zero input (and must be used for frame 0).
@@ -167,7 +168,6 @@ func (p *InputPacket) End() int32 { return p.First + int32(p.Count) }
 
 // InputHeader is the fixed part of an input packet.
 type InputHeader struct {
-	Tag             uint16
 	Ack, First, End int32
 }
 
@@ -184,7 +184,7 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 		return b, fmt.Errorf("%w: %d frames, %d inputs, %d base, %d gossip", ErrRange, p.Count, len(p.Inputs), len(p.Base), len(p.Gossip))
 	}
 	base := min(p.Ack, p.First)
-	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.End()-base > 255 {
+	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.First-base > 255 || p.Count > 255 {
 		return b, fmt.Errorf("%w: ack %d, frames [%d,%d)", ErrRange, p.Ack, p.First, p.End())
 	}
 	mask := l.Mask()
@@ -201,9 +201,16 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 	if p.Lag < 0 || p.Lag > MaxLag {
 		return b, fmt.Errorf("%w: input lag %d", ErrRange, p.Lag)
 	}
-	b = append(b, byte(KindInput), byte(p.Tag>>8), byte(p.Tag), byte(base>>16), byte(base>>8), byte(base),
-		byte(p.Ack-base), byte(p.First-base), byte(p.End()-base))
 	w := bitWriter{b: b}
+	w.write(uint64(base&0xffff), 16)
+	if p.First < p.Ack { // the base is First, Ack follows
+		w.write(1, 1)
+		w.short(uint64(p.Ack - base))
+	} else {
+		w.write(0, 1)
+		w.short(uint64(p.First - base))
+	}
+	w.short(uint64(p.Count))
 	for i := range p.Count {
 		for j := range p.Players {
 			cur := p.Inputs[i*p.Players+j]
@@ -234,7 +241,7 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 	w.write(uint64(p.Lag), 3)
 	for _, g := range p.Gossip {
 		if g.Disconnected {
-			w.write(1<<24|uint64(g.Frame), 25)
+			w.write(1<<31|uint64(g.Frame), 32)
 			continue
 		}
 		behind := int64(p.End()) - int64(g.Frame)
@@ -247,47 +254,63 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 	return w.flush(), nil
 }
 
-// PeekInput decodes the header of an input packet without its body, so
-// that the receiver can look up the baseline inputs for First-1.
-func PeekInput(b []byte) (InputHeader, error) {
-	if len(b) < HeaderSize {
-		return InputHeader{}, errTruncated
-	}
-	if Kind(b[0]) != KindInput {
-		return InputHeader{}, errKind
-	}
-	base := int32(b[3])<<16 | int32(b[4])<<8 | int32(b[5])
-	ack, first, end := int32(b[6]), int32(b[7]), int32(b[8])
-	if end < first {
-		return InputHeader{}, errOrder
-	}
-	if base+max(ack, end) > MaxFrame {
-		return InputHeader{}, errFrame
-	}
-	return InputHeader{Tag: uint16(b[1])<<8 | uint16(b[2]), Ack: base + ack, First: base + first, End: base + end}, nil
+// PeekInput decodes the header of an input body without the rest, so that
+// the receiver can look up the baseline inputs for First-1. ref is the
+// receiver's next local frame: the base frame is the one whose low 16 bits
+// the header carries that is nearest to it (an honest sender's frame
+// numbers are never 2^15 frames from the receiver's).
+func PeekInput(b []byte, ref int32) (InputHeader, error) {
+	r := bitReader{b: b}
+	h, err := peek(&r, ref)
+	return h, err
 }
 
-// ParseInput decodes an input packet, kind byte included, from a sender with
-// the given number of players, carrying gossip about the given number of
-// machines, into p. The caller sets p.Base (the receiver's inputs of the
-// sender's players for the packet's First-1, from PeekInput; nil for zero).
-// It reuses p.Inputs' and p.Gossip's storage. It rejects truncated packets,
-// packets with bytes or non-zero bits after the last field, and headers
-// whose last frame is before their first.
-func ParseInput(b []byte, l Layout, players, gossip int, p *InputPacket) error {
+func peek(r *bitReader, ref int32) (InputHeader, error) {
+	low := uint16(r.read(16))
+	firstIsBase := r.bit() == 1
+	off := int32(r.short())
+	count := int32(r.short())
+	if r.overrun {
+		return InputHeader{}, errTruncated
+	}
+	base := ref + int32(int16(low-uint16(ref)))
+	if base < 0 || base > MaxFrame {
+		return InputHeader{}, errFrame
+	}
+	h := InputHeader{Ack: base, First: base + off}
+	if firstIsBase {
+		if off == 0 {
+			return InputHeader{}, errOrder // a base flagged as First must be before Ack
+		}
+		h.Ack, h.First = base+off, base
+	}
+	h.End = h.First + count
+	if max(h.Ack, h.End) > MaxFrame {
+		return InputHeader{}, errFrame
+	}
+	return h, nil
+}
+
+// ParseInput decodes an input body from a sender with the given number of
+// players, carrying gossip about the given number of machines, into p; ref
+// is as for PeekInput. The caller sets p.Base (the receiver's inputs of
+// the sender's players for the packet's First-1, from PeekInput; nil for
+// zero). It reuses p.Inputs' and p.Gossip's storage. It rejects truncated
+// bodies and bodies with bytes or non-zero bits after the last field.
+func ParseInput(b []byte, ref int32, l Layout, players, gossip int, p *InputPacket) error {
 	if err := l.Check(); err != nil {
 		return err
 	}
 	if players < 1 || players > MaxPlayers || gossip < 0 || gossip > MaxPlayers || (p.Base != nil && len(p.Base) < players) {
 		return fmt.Errorf("%w: %d players, %d gossip, %d base", ErrPlayers, players, gossip, len(p.Base))
 	}
-	h, err := PeekInput(b)
+	r := bitReader{b: b}
+	h, err := peek(&r, ref)
 	if err != nil {
 		return err
 	}
-	p.Tag, p.Ack, p.First, p.Count, p.Players = h.Tag, h.Ack, h.First, int(h.End-h.First), players
+	p.Ack, p.First, p.Count, p.Players = h.Ack, h.First, int(h.End-h.First), players
 	p.Inputs = p.Inputs[:0]
-	r := bitReader{b: b[HeaderSize:]}
 	for i := range p.Count {
 		for j := range players {
 			var prev uint64
@@ -320,7 +343,10 @@ func ParseInput(b []byte, l Layout, players, gossip int, p *InputPacket) error {
 		g := Gossip{Disconnected: r.bit() == 1}
 		switch {
 		case g.Disconnected:
-			g.Frame = int32(r.read(24))
+			g.Frame = int32(r.read(31))
+			if g.Frame > MaxFrame {
+				return errFrame
+			}
 		case r.bit() == 1:
 			g.Frame = h.End - int32(r.read(8))
 			if g.Frame < 0 {
@@ -370,6 +396,16 @@ func (w *bitWriter) write(v uint64, n int) {
 	}
 }
 
+// short writes v (at most 255) in 4 bits when it is under 15, else as
+// 1111 and 8 bits: the offsets and counts of a healthy match are small.
+func (w *bitWriter) short(v uint64) {
+	if v < 15 {
+		w.write(v, 4)
+		return
+	}
+	w.write(15<<8|v, 12)
+}
+
 func (w *bitWriter) flush() []byte {
 	for w.nacc >= 8 {
 		w.nacc -= 8
@@ -399,6 +435,18 @@ func (r *bitReader) bit() uint64 {
 	v := r.b[r.pos>>3] >> (7 - r.pos&7) & 1
 	r.pos++
 	return uint64(v)
+}
+
+// short reads what bitWriter.short wrote.
+func (r *bitReader) short() uint64 {
+	if v := r.read(4); v < 15 {
+		return v
+	}
+	v := r.read(8)
+	if v < 15 {
+		r.overrun = true // not the one encoding of v: no sender writes it
+	}
+	return v
 }
 
 // read returns the next n bits (1 ≤ n ≤ 64).

@@ -28,14 +28,14 @@ func TestGolden(t *testing.T) {
 		l    wire.Layout
 		p    wire.InputPacket
 	}{
-		{"inversus-1p-3frames.hex", inversus, wire.InputPacket{Tag: 0xbeef, Ack: 100, First: 98, Count: 3, Players: 1,
+		{"inversus-1p-3frames.hex", inversus, wire.InputPacket{Ack: 100, First: 98, Count: 3, Players: 1,
 			Inputs: []uint64{in3(2, 0x80, 0xff), in3(2, 0x80, 0xff), in3(0, 0x81, 0xff)}}},
-		{"ack-only.hex", inversus, wire.InputPacket{Tag: 1, Ack: 70000, First: 70010, Count: 0, Players: 2}},
-		{"inversus-2p-2frames.hex", inversus, wire.InputPacket{Tag: 0x1234, Ack: 5, First: 3, Count: 2, Players: 2,
+		{"ack-only.hex", inversus, wire.InputPacket{Ack: 70000, First: 70010, Count: 0, Players: 2}},
+		{"inversus-2p-2frames.hex", inversus, wire.InputPacket{Ack: 5, First: 3, Count: 2, Players: 2,
 			Inputs: []uint64{0, in3(1, 0, 0), 0, in3(1, 0, 0)}}},
 		{"one-bit-2frames.hex", wire.Layout{1}, wire.InputPacket{Ack: 0, First: 0, Count: 2, Players: 1,
 			Inputs: []uint64{1, 0}}},
-		{"gossip-3frames-base.hex", inversus, wire.InputPacket{Tag: 7, Ack: 100, First: 98, Count: 3, Players: 1, Lag: 3,
+		{"gossip-3frames-base.hex", inversus, wire.InputPacket{Ack: 100, First: 98, Count: 3, Players: 1, Lag: 3,
 			Base:   []uint64{in3(2, 0x80, 0x7f)},
 			Inputs: []uint64{in3(2, 0x80, 0xff), in3(2, 0x80, 0xff), in3(0, 0x81, 0xff)},
 			Gossip: []wire.Gossip{{Disconnected: true, Frame: 0x123}, {Frame: 99}}}},
@@ -52,8 +52,7 @@ func TestGolden(t *testing.T) {
 			assert.Equal(t, hex.EncodeToString(want), hex.EncodeToString(got))
 
 			back := wire.InputPacket{Base: tc.p.Base}
-			require.NoError(t, wire.ParseInput(want, tc.l, tc.p.Players, len(tc.p.Gossip), &back))
-			assert.Equal(t, tc.p.Tag, back.Tag)
+			require.NoError(t, wire.ParseInput(want, tc.p.Ack, tc.l, tc.p.Players, len(tc.p.Gossip), &back))
 			assert.Equal(t, tc.p.Lag, back.Lag)
 			assert.Equal(t, tc.p.Ack, back.Ack)
 			assert.Equal(t, tc.p.First, back.First)
@@ -63,9 +62,9 @@ func TestGolden(t *testing.T) {
 			for i, g := range tc.p.Gossip {
 				assert.Equal(t, g, back.Gossip[i])
 			}
-			h, err := wire.PeekInput(want)
+			h, err := wire.PeekInput(want, tc.p.Ack)
 			require.NoError(t, err)
-			assert.Equal(t, wire.InputHeader{Tag: tc.p.Tag, Ack: tc.p.Ack, First: tc.p.First, End: tc.p.End()}, h)
+			assert.Equal(t, wire.InputHeader{Ack: tc.p.Ack, First: tc.p.First, End: tc.p.End()}, h)
 		})
 	}
 }
@@ -78,7 +77,6 @@ func TestRoundTripRandom(t *testing.T) {
 	for i := range 2000 {
 		l := layouts[i%len(layouts)]
 		p.Players = 1 + r.IntN(wire.MaxPlayers)
-		p.Tag = uint16(r.Uint32())
 		p.Lag = r.IntN(wire.MaxLag + 1)
 		p.Count = r.IntN(40)
 		p.Base = nil
@@ -114,8 +112,9 @@ func TestRoundTripRandom(t *testing.T) {
 		buf, err = wire.AppendInput(buf[:0], &p, l)
 		require.NoError(t, err)
 		back.Base = p.Base
-		require.NoError(t, wire.ParseInput(buf, l, p.Players, len(p.Gossip), &back))
-		require.Equal(t, p.Tag, back.Tag)
+		// The receiver's reference frame: anywhere within 2^15 of the base.
+		ref := max(0, min(p.Ack, p.First)+r.Int32N(1<<16-600)-(1<<15-300))
+		require.NoError(t, wire.ParseInput(buf, ref, l, p.Players, len(p.Gossip), &back))
 		require.Equal(t, p.Lag, back.Lag)
 		require.Equal(t, p.Ack, back.Ack)
 		require.Equal(t, p.First, back.First)
@@ -143,9 +142,9 @@ func TestAppendErrors(t *testing.T) {
 		{"nine players", inversus, func(p *wire.InputPacket) { p.Players = 9 }, wire.ErrPlayers},
 		{"too few inputs", inversus, func(p *wire.InputPacket) { p.Count = 2 }, wire.ErrRange},
 		{"negative frame", inversus, func(p *wire.InputPacket) { p.First = -1 }, wire.ErrRange},
-		{"beyond 24 bits", inversus, func(p *wire.InputPacket) { p.First, p.Ack = wire.MaxFrame+1, wire.MaxFrame+1 }, wire.ErrRange},
+		{"beyond MaxFrame", inversus, func(p *wire.InputPacket) { p.First, p.Ack = wire.MaxFrame+1, wire.MaxFrame+1 }, wire.ErrRange},
 		{"ack too far ahead", inversus, func(p *wire.InputPacket) { p.Ack = 300 }, wire.ErrRange},
-		{"frames too far ahead", inversus, func(p *wire.InputPacket) { p.Ack = 0; p.First = 255 }, wire.ErrRange},
+		{"frames too far ahead", inversus, func(p *wire.InputPacket) { p.Ack = 0; p.First = 256 }, wire.ErrRange},
 		{"bits outside layout", inversus, func(p *wire.InputPacket) { p.Inputs = []uint64{1 << 19} }, wire.ErrInput},
 		{"short base", inversus, func(p *wire.InputPacket) { p.Base = []uint64{} }, wire.ErrRange},
 		{"gossip frame", inversus, func(p *wire.InputPacket) { p.Gossip = []wire.Gossip{{Disconnected: true, Frame: -1}} }, wire.ErrRange},
@@ -169,26 +168,30 @@ func TestParseErrors(t *testing.T) {
 		Inputs: []uint64{in3(1, 2, 3), in3(1, 2, 4)}}, inversus)
 	require.NoError(t, err)
 	var p wire.InputPacket
-	require.NoError(t, wire.ParseInput(good, inversus, 1, 0, &p))
+	require.NoError(t, wire.ParseInput(good, 0, inversus, 1, 0, &p))
 	goodGossip, err := wire.AppendInput(nil, &wire.InputPacket{Ack: 1, Players: 1,
 		Gossip: []wire.Gossip{{Disconnected: true, Frame: 0xabcdef}}}, inversus)
 	require.NoError(t, err)
-	require.NoError(t, wire.ParseInput(goodGossip, inversus, 1, 1, &p))
+	require.NoError(t, wire.ParseInput(goodGossip, 0, inversus, 1, 1, &p))
 
 	cases := []struct {
 		name string
 		b    []byte
 	}{
 		{"empty", nil},
-		{"header only partly", good[:4]},
-		{"wrong kind", append([]byte{9}, good[1:]...)},
+		{"header only partly", good[:2]},
 		{"gossip missing", goodGossip[:len(goodGossip)-2]}, // parsed below with one gossip entry expected
 		{"truncated body", good[:len(good)-1]},
 		{"extra byte", append(append([]byte{}, good...), 0)},
 		{"padding bits set", append(append([]byte{}, good[:len(good)-1]...), good[len(good)-1]|1)},
-		{"end before first", []byte{1, 0, 0, 0, 0, 0, 0, 5, 4}},
-		{"claims 255 frames", []byte{1, 0, 0, 0, 0, 0, 0, 0, 255, 0xff}},
-		{"frame beyond 24 bits", []byte{1, 0, 0, 0xff, 0xff, 0xff, 1, 1, 1}},
+		// base 0, First is the base, Ack 0 after it: First flagged as
+		// before Ack but not before it.
+		{"first flagged before ack, equal", []byte{0, 0, 0x80, 0}},
+		// base 0, Ack is the base, First 0, count 15 written as 1111 0000 1111... no: 3 as 1111 00000011.
+		{"count not in its shortest form", []byte{0, 0, 0x07, 0x80, 0x30}},
+		{"claims 255 frames", []byte{0, 0, 0x07, 0xff, 0xf0}},
+		// base 0xffff from reference 0: frame -1.
+		{"frame before 0", []byte{0xff, 0xff, 0, 0}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -196,15 +199,36 @@ func TestParseErrors(t *testing.T) {
 			if tc.name == "gossip missing" {
 				gossip = 1
 			}
-			assert.ErrorIs(t, wire.ParseInput(tc.b, inversus, 1, gossip, &p), wire.ErrMalformed)
+			assert.ErrorIs(t, wire.ParseInput(tc.b, 0, inversus, 1, gossip, &p), wire.ErrMalformed)
 		})
 	}
 	// A connected gossip count 5 frames behind End 0: a frame count no sender has.
-	negative := []byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x28}
-	assert.ErrorIs(t, wire.ParseInput(negative, inversus, 1, 1, &p), wire.ErrMalformed)
-	assert.ErrorIs(t, wire.ParseInput(good, inversus, 0, 0, &p), wire.ErrPlayers)
-	assert.ErrorIs(t, wire.ParseInput(good, inversus, 1, 9, &p), wire.ErrPlayers)
-	assert.ErrorIs(t, wire.ParseInput(good, wire.Layout{}, 1, 0, &p), wire.ErrLayout)
+	negative := []byte{0, 0, 0, 0x01, 0x40}
+	assert.ErrorIs(t, wire.ParseInput(negative, 0, inversus, 1, 1, &p), wire.ErrMalformed)
+	assert.ErrorIs(t, wire.ParseInput(good, 0, inversus, 0, 0, &p), wire.ErrPlayers)
+	assert.ErrorIs(t, wire.ParseInput(good, 0, inversus, 1, 9, &p), wire.ErrPlayers)
+	assert.ErrorIs(t, wire.ParseInput(good, 0, wire.Layout{}, 1, 0, &p), wire.ErrLayout)
+}
+
+// TestFramesPast24Bits: the header's frame numbers are the low 16 bits of
+// the base, completed from the receiver's own frame: a match runs on past
+// 2^24 frames (77 hours at 60 Hz, where the old 24-bit header stopped)
+// and up to MaxFrame (over a year), wrapping the 16 bits on the way.
+func TestFramesPast24Bits(t *testing.T) {
+	for _, base := range []int32{1<<16 - 3, 1<<24 - 2, 1 << 24, 1<<24 + 1<<15, wire.MaxFrame - 300} {
+		p := wire.InputPacket{Ack: base + 9, First: base, Count: 5, Players: 1, Inputs: []uint64{1, 2, 3, 4, 5}, Base: []uint64{7}}
+		b, err := wire.AppendInput(nil, &p, inversus)
+		require.NoError(t, err)
+		for _, ref := range []int32{base + 9, base - 200, base + 1<<15 - 1, max(0, base-1<<15+1)} {
+			back := wire.InputPacket{Base: p.Base}
+			require.NoError(t, wire.ParseInput(b, ref, inversus, 1, 0, &back), "base %d, ref %d", base, ref)
+			assert.Equal(t, []int32{p.Ack, p.First, int32(p.Count)}, []int32{back.Ack, back.First, int32(back.Count)}, "base %d, ref %d", base, ref)
+			assert.Equal(t, p.Inputs, back.Inputs)
+		}
+	}
+	// Past MaxFrame the encoder refuses (the session ends the match first).
+	_, err := wire.AppendInput(nil, &wire.InputPacket{Ack: wire.MaxFrame + 1, First: wire.MaxFrame, Players: 1}, inversus)
+	assert.ErrorIs(t, err, wire.ErrRange)
 }
 
 func TestNoAllocs(t *testing.T) {
@@ -220,7 +244,7 @@ func TestNoAllocs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := wire.ParseInput(buf, inversus, 2, 0, &back); err != nil {
+		if err := wire.ParseInput(buf, 1000, inversus, 2, 0, &back); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -231,8 +255,8 @@ func TestNoAllocs(t *testing.T) {
 // must re-encode, and the re-encoding must decode to the same packet.
 // The seed corpus is in testdata/fuzz/FuzzParseInput.
 func FuzzParseInput(f *testing.F) {
-	f.Add([]byte{1, 0xbe, 0xef, 0, 0, 0x62, 2, 0, 3, 0xac, 0x07, 0xfc, 0x46, 0x04}, uint8(0), uint8(1))
-	f.Fuzz(func(t *testing.T, b []byte, layoutSel, players uint8) {
+	f.Add([]byte{0x00, 0x62, 0x91, 0xd6, 0x03, 0xfe, 0x23, 0x02, 0x00}, uint8(0), uint8(1), int32(100))
+	f.Fuzz(func(t *testing.T, b []byte, layoutSel, players uint8, ref int32) {
 		layouts := []wire.Layout{inversus, {1}, {64}, {5, 59}, {1, 1, 1, 1}}
 		l := layouts[int(layoutSel)%len(layouts)]
 		n := 1 + int(players)%wire.MaxPlayers
@@ -244,7 +268,7 @@ func FuzzParseInput(f *testing.F) {
 				p.Base[i] = uint64(i) * 0x9e3779b9 & l.Mask()
 			}
 		}
-		if err := wire.ParseInput(b, l, n, gossip, &p); err != nil {
+		if err := wire.ParseInput(b, ref, l, n, gossip, &p); err != nil {
 			return
 		}
 		enc, err := wire.AppendInput(nil, &p, l)
@@ -252,10 +276,10 @@ func FuzzParseInput(f *testing.F) {
 			t.Fatalf("accepted packet does not re-encode: %v", err)
 		}
 		q := wire.InputPacket{Base: p.Base}
-		if err := wire.ParseInput(enc, l, n, gossip, &q); err != nil {
+		if err := wire.ParseInput(enc, ref, l, n, gossip, &q); err != nil {
 			t.Fatalf("re-encoding does not decode: %v", err)
 		}
-		if p.Tag != q.Tag || p.Lag != q.Lag || p.Ack != q.Ack || p.First != q.First || p.Count != q.Count || len(p.Inputs) != len(q.Inputs) || len(p.Gossip) != len(q.Gossip) {
+		if p.Lag != q.Lag || p.Ack != q.Ack || p.First != q.First || p.Count != q.Count || len(p.Inputs) != len(q.Inputs) || len(p.Gossip) != len(q.Gossip) {
 			t.Fatalf("header changed: %+v vs %+v", p, q)
 		}
 		for i := range p.Inputs {
@@ -291,7 +315,7 @@ func FuzzRoundTrip(f *testing.F) {
 			return // header out of range is a legitimate refusal
 		}
 		var q wire.InputPacket
-		if err := wire.ParseInput(b, l, p.Players, 0, &q); err != nil {
+		if err := wire.ParseInput(b, p.Ack, l, p.Players, 0, &q); err != nil {
 			t.Fatalf("own encoding rejected: %v", err)
 		}
 		if q.Ack != p.Ack || q.First != p.First || q.Count != p.Count {
@@ -323,7 +347,7 @@ func BenchmarkInputPacket(b *testing.B) {
 		buf, _ = wire.AppendInput(buf[:0], &p, inversus)
 		b.ReportAllocs()
 		for b.Loop() {
-			_ = wire.ParseInput(buf, inversus, 1, 0, &back)
+			_ = wire.ParseInput(buf, 1000, inversus, 1, 0, &back)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/cipher"
 	"crypto/subtle"
 	"encoding/binary"
+	"errors"
 )
 
 // Sealed datagrams. Every datagram after the handshake starts with a
@@ -29,6 +30,17 @@ const (
 	// ReplayWindow is how far behind the newest packet number a datagram
 	// may arrive (reordered) and still be taken.
 	ReplayWindow = 64
+)
+
+// Errors of Open.
+var (
+	// ErrMAC: the datagram was not sealed with the link's key: forged,
+	// altered, or from another match.
+	ErrMAC = errors.New("wire: MAC check failed")
+	// ErrReplay: the datagram is genuine (its MAC holds) but its packet
+	// number was already taken, or is too old to tell: a duplicate the
+	// network made, or a replay.
+	ErrReplay = errors.New("wire: replayed or too old")
 )
 
 // Sealer seals the datagrams of one direction of a link. It is not safe for
@@ -87,22 +99,24 @@ func SealedKind(b []byte) Kind {
 }
 
 // Open checks datagram b: its MAC, and that its packet number is new. It
-// returns the body (between the header and the MAC, aliasing b) and true,
-// having recorded the number; or false, having recorded nothing.
-func (o *Opener) Open(b []byte) ([]byte, bool) {
+// returns the body (between the header and the MAC, aliasing b), having
+// recorded the number; or an error (errTruncated, ErrMAC, or ErrReplay for
+// a genuine datagram already taken), having recorded nothing. The MAC is
+// checked first, so that a forgery is always ErrMAC.
+func (o *Opener) Open(b []byte) ([]byte, error) {
 	if len(b) < SealOverhead {
-		return nil, false
+		return nil, errTruncated
 	}
 	pn := o.expand(uint64(b[0]&0x0f)<<8 | uint64(b[1]))
-	if !o.fresh(pn) {
-		return nil, false
-	}
 	n := len(b) - MACSize
 	if subtle.ConstantTimeCompare(mac(o.aead, &o.nonce, &o.tag, pn, b[:n]), b[n:]) != 1 {
-		return nil, false
+		return nil, ErrMAC
+	}
+	if !o.fresh(pn) {
+		return nil, ErrReplay // genuine, but taken before: a duplicate or a replay
 	}
 	o.take(pn)
-	return b[SealedHeaderSize:n], true
+	return b[SealedHeaderSize:n], nil
 }
 
 // expand rebuilds a full packet number from its low 12 bits: the candidate

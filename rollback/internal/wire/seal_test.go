@@ -40,12 +40,12 @@ func TestSealRoundTrip(t *testing.T) {
 		d := seal(aSeal, wire.KindQuality, body)
 		assert.Len(t, d, len(body)+wire.SealOverhead)
 		assert.Equal(t, wire.KindQuality, wire.SealedKind(d))
-		got, ok := bOpen.Open(d)
+		got, ok := open(bOpen, d)
 		require.True(t, ok, "datagram %d", i)
 		assert.Equal(t, body, got)
-		_, ok = aOpen.Open(d)
+		_, ok = open(aOpen, d)
 		assert.False(t, ok, "a datagram does not open in the direction it was not sealed for")
-		back, ok := aOpen.Open(seal(bSeal, wire.KindInput, body))
+		back, ok := open(aOpen, seal(bSeal, wire.KindInput, body))
 		require.True(t, ok)
 		assert.Equal(t, body, back)
 	}
@@ -59,16 +59,16 @@ func TestSealRejectsEveryChange(t *testing.T) {
 	for bit := range len(d) * 8 {
 		c := bytes.Clone(d)
 		c[bit/8] ^= 1 << (bit % 8)
-		_, ok := bOpen.Open(c)
+		_, ok := open(bOpen, c)
 		assert.False(t, ok, "bit %d", bit)
 	}
 	for n := range len(d) {
-		_, ok := bOpen.Open(d[:n])
+		_, ok := open(bOpen, d[:n])
 		assert.False(t, ok, "cut to %d bytes", n)
 	}
-	_, ok := bOpen.Open(append(bytes.Clone(d), 0))
+	_, ok := open(bOpen, append(bytes.Clone(d), 0))
 	assert.False(t, ok, "extended")
-	_, ok = bOpen.Open(d)
+	_, ok = open(bOpen, d)
 	assert.True(t, ok, "the genuine datagram still opens: failures record nothing")
 }
 
@@ -88,7 +88,7 @@ func TestSealKeysBindEverything(t *testing.T) {
 	opens := func(k *wire.KeyShare, l wire.Link) bool {
 		_, recv, err := k.Keys(l)
 		require.NoError(t, err)
-		_, ok := wire.NewOpener(recv).Open(d)
+		_, ok := open(wire.NewOpener(recv), d)
 		return ok
 	}
 	require.True(t, opens(kb, base))
@@ -125,21 +125,27 @@ func TestSealReplays(t *testing.T) {
 	for range wire.ReplayWindow + 10 {
 		ds = append(ds, seal(aSeal, wire.KindInput, []byte{7}))
 	}
-	_, ok := bOpen.Open(ds[5])
+	_, ok := open(bOpen, ds[5])
 	require.True(t, ok)
-	_, ok = bOpen.Open(ds[5])
+	_, ok = open(bOpen, ds[5])
 	assert.False(t, ok, "replayed")
-	_, ok = bOpen.Open(ds[2])
+	_, ok = open(bOpen, ds[2])
 	assert.True(t, ok, "reordered")
-	_, ok = bOpen.Open(ds[2])
+	_, ok = open(bOpen, ds[2])
 	assert.False(t, ok, "replayed")
 	last := len(ds) - 1
-	_, ok = bOpen.Open(ds[last])
+	_, ok = open(bOpen, ds[last])
 	require.True(t, ok)
-	_, ok = bOpen.Open(ds[last-wire.ReplayWindow+1])
+	_, ok = open(bOpen, ds[last-wire.ReplayWindow+1])
 	assert.True(t, ok, "the oldest the window holds")
-	_, ok = bOpen.Open(ds[last-wire.ReplayWindow])
+	_, ok = open(bOpen, ds[last-wire.ReplayWindow])
 	assert.False(t, ok, "older than the window")
+	_, err := bOpen.Open(ds[5])
+	assert.ErrorIs(t, err, wire.ErrReplay)
+	forged := bytes.Clone(ds[last])
+	forged[1]++ // the next packet number, with the last one's MAC
+	_, err = bOpen.Open(forged)
+	assert.ErrorIs(t, err, wire.ErrMAC)
 }
 
 // TestSealPacketNumbersLast: across many wraps of the 12-bit packet number,
@@ -166,12 +172,12 @@ func TestSealPacketNumbersLast(t *testing.T) {
 			held = append(held, late{d, i + 1 + rng.IntN(30)}) // delivered up to 30 datagrams late
 			continue
 		}
-		body, ok := bOpen.Open(d)
+		body, ok := open(bOpen, d)
 		require.True(t, ok, "datagram %d", i)
 		require.Equal(t, []byte{byte(i)}, body)
 		opened++
 		for len(held) > 0 && held[0].due <= i {
-			_, ok := bOpen.Open(held[0].d)
+			_, ok := open(bOpen, held[0].d)
 			require.True(t, ok, "a reordered datagram")
 			held = held[1:]
 			opened++
@@ -188,7 +194,7 @@ func TestSealDoesNotAllocate(t *testing.T) {
 	buf := make([]byte, 0, 64)
 	allocs := testing.AllocsPerRun(100, func() {
 		buf = aSeal.Seal(append(aSeal.Begin(buf[:0], wire.KindInput), "twelve bytes"...))
-		if _, ok := bOpen.Open(buf); !ok {
+		if _, ok := open(bOpen, buf); !ok {
 			t.Fatal("did not open")
 		}
 	})
@@ -204,7 +210,7 @@ func BenchmarkMAC(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			buf = aSeal.Seal(append(aSeal.Begin(buf[:0], wire.KindInput), "thirteen byte"...))
-			if _, ok := bOpen.Open(buf); !ok {
+			if _, ok := open(bOpen, buf); !ok {
 				b.Fatal("did not open")
 			}
 		}
@@ -238,7 +244,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, d []byte) {
 		_, bOpen, _, _ := pair(t, nil, nil)
-		body, ok := bOpen.Open(d)
+		body, ok := open(bOpen, d)
 		if ok != genuine[string(d)] {
 			t.Fatalf("Open(%x) = %v", d, ok)
 		}
@@ -246,4 +252,10 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("body of %d bytes from a %d-byte datagram", len(body), len(d))
 		}
 	})
+}
+
+// open is Open reporting success as a bool.
+func open(o *wire.Opener, b []byte) ([]byte, bool) {
+	body, err := o.Open(b)
+	return body, err == nil
 }

@@ -1,0 +1,285 @@
+package rollback
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file is the handshake (docs/protocol.md, "Handshake"; the threat
+// model is docs/security.md). Every machine draws a fresh 64-bit nonce and
+// an X25519 key pair per match. A peer's nonce and key are pinned only from
+// a handshake that echoes our nonce — proof that its sender receives at the
+// peer's address, which an off-path stranger cannot give — and the link's
+// keys are derived from them. Any other handshake is answered (echoing its
+// nonce, so that the real peer can prove itself) and changes nothing. A
+// peer is verified once a datagram it sealed opens: it holds the keys too.
+
+// handshakeRetry is how often an unanswered handshake is repeated.
+const handshakeRetry = 100 * time.Millisecond
+
+// mismatchCopies is how many handshakes go to a peer whose terms differ
+// before the handshake fails here: its own handshake is then answered even
+// if some are lost, and it fails too.
+const mismatchCopies = 3
+
+// keyring is the session's side of every link's key agreement.
+type keyring struct {
+	nonce  uint64 // ours, fresh per match; never 0
+	share  *wire.KeyShare
+	terms  wire.Terms // what every machine must agree on
+	digest [wire.DigestSize]byte
+	secret []byte
+	auth   *wire.HandshakeAuth // nil without Config.Secret
+}
+
+// newKeyring draws the nonce and key pair from r.
+func newKeyring(r io.Reader, secret []byte, terms wire.Terms) (keyring, error) {
+	k := keyring{terms: terms, digest: terms.Digest(), secret: slices.Clone(secret)}
+	var err error
+	if k.nonce, err = readNonce(r); err != nil {
+		return k, err
+	}
+	if k.share, err = wire.NewKeyShare(r); err != nil {
+		return k, fmt.Errorf("%w: %v", errRand, err)
+	}
+	if k.auth, err = wire.NewHandshakeAuth(secret); err != nil {
+		return k, err
+	}
+	return k, nil
+}
+
+func readNonce(r io.Reader) (uint64, error) {
+	var b [8]byte
+	for {
+		if _, err := io.ReadFull(r, b[:]); err != nil {
+			return 0, fmt.Errorf("%w: %v", errRand, err)
+		}
+		var n uint64
+		for _, c := range b {
+			n = n<<8 | uint64(c)
+		}
+		if n != 0 {
+			return n, nil
+		}
+	}
+}
+
+// terms returns what every machine of the match must agree on, as this
+// machine's config has it.
+func (s *Session) terms(cfg *Config) wire.Terms {
+	t := wire.Terms{Players: s.roster.players, Owners: make([]uint8, s.roster.players),
+		Layout: slices.Clone(s.roster.layout), Mode: uint8(RollbackMode), TickRate: DefaultTickRate,
+		ChecksumEvery: -1, StartDelay: !s.start.noDelay}
+	for p := range t.Owners {
+		t.Owners[p] = uint8(s.roster.local[0])
+		if !s.inputs.local[p] {
+			t.Owners[p] = uint8(s.peers[s.roster.owner[p]].id)
+		}
+	}
+	if s.ls != nil {
+		t.Mode, t.TickRate = uint8(LockstepMode), orDefault(cfg.TickRate, DefaultTickRate)
+	}
+	if s.sums != nil {
+		t.ChecksumEvery = int32(s.sums.every)
+	}
+	return t
+}
+
+// peerAuth is the peer's side of the handshake and the keys of the link.
+type peerAuth struct {
+	nonce    uint64       // its nonce, pinned from a handshake that echoed ours; 0 until then
+	seal     *wire.Sealer // our datagrams to it; nil until pinned
+	open     *wire.Opener // its datagrams to us
+	verified bool         // a datagram it sealed opened: it holds the keys
+	replyHS  bool         // send it our handshake on the next send
+	sentHS   bool
+	lastHS   time.Duration
+	mismatch *TermsError // its terms differ from ours: the handshake fails
+
+	// What its address sent that did not count, to explain a timeout.
+	heard        bool   // any datagram at all
+	otherSession uint64 // the session id of its last handshake for another match
+	authFailed   bool   // a handshake that failed the Secret's check
+}
+
+// keyed reports whether the link has keys: we may seal datagrams to it.
+func (a *peerAuth) keyed() bool { return a.seal != nil }
+
+// verdict is what receive makes of a datagram.
+type verdict uint8
+
+const (
+	dropped  verdict = iota // invalid: counted and dropped
+	taken                   // valid: counts as hearing from the peer
+	answered                // a handshake that proves nothing, answered: neither
+)
+
+// handleHandshake takes a handshake from peer i's address.
+func (s *Session) handleHandshake(i int, b []byte) verdict {
+	h, a := &s.io.rx.hs, &s.peers[i].auth
+	if err := wire.ParseHandshake(b, h, s.proto.keys.auth); err != nil {
+		a.authFailed = a.authFailed || errors.Is(err, wire.ErrAuth)
+		return dropped
+	}
+	if h.SessionID != s.proto.sessionID {
+		a.otherSession = h.SessionID // a hint for the timeout error, not a fact
+		return dropped
+	}
+	if h.Nonce == 0 {
+		return dropped
+	}
+	if h.Echo != s.proto.keys.nonce {
+		// Its sender has not shown that it receives at the peer's address:
+		// anyone could have sent it. It pins nothing.
+		switch {
+		case a.nonce == 0:
+			// Answer it, echoing its nonce: if it is the peer's, the peer
+			// can now prove itself.
+			s.sendHandshake(i, h.Nonce)
+			return answered
+		case h.Nonce == a.nonce:
+			// Its older handshake, overtaken by the one we pinned (or a
+			// replay of it): it may still lack our echo.
+			a.replyHS = !a.verified
+			return answered
+		}
+		return dropped
+	}
+	if a.nonce != 0 {
+		if h.Nonce != a.nonce {
+			return dropped // the first nonce to echo ours stays
+		}
+		return taken
+	}
+	if e := s.compareTerms(i, h); e != nil {
+		if a.mismatch == nil {
+			a.mismatch = e
+			for range mismatchCopies {
+				s.sendHandshake(i, h.Nonce)
+			}
+		}
+		return taken
+	}
+	k := &s.proto.keys
+	send, recv, err := k.share.Keys(wire.Link{Session: s.proto.sessionID, Ours: k.nonce, Theirs: h.Nonce,
+		TheirKey: h.Key, Digest: k.digest, Secret: k.secret})
+	if err != nil {
+		return dropped // a key no honest peer sends
+	}
+	a.nonce, a.seal, a.open = h.Nonce, wire.NewSealer(send), wire.NewOpener(recv)
+	a.replyHS = true // it needs our echo of its nonce to pin us
+	l := &s.peers[i].link
+	l.lastQuality = s.now - s.proto.qualityEvery // ping at once: the start delay needs the round trip
+	return taken
+}
+
+// sendHandshake sends peer i our handshake, echoing echo.
+func (s *Session) sendHandshake(i int, echo uint64) {
+	k := &s.proto.keys
+	s.io.hs = wire.Handshake{Version: wire.Version, SessionID: s.proto.sessionID, Nonce: k.nonce, Echo: echo,
+		Key: k.share.Public(), Terms: k.terms}
+	b, err := wire.AppendHandshake(s.io.sendBuf[:0], &s.io.hs, k.auth)
+	if err != nil {
+		s.stats.SendErrors++
+		return
+	}
+	a := &s.peers[i].auth
+	a.sentHS, a.lastHS = true, s.now
+	s.transmit(i, b)
+}
+
+// handshakeDue reports whether peer i is sent our handshake now: when it
+// asked for it, and every handshakeRetry until it is verified.
+func (a *peerAuth) handshakeDue(now time.Duration) bool {
+	return a.replyHS || (!a.verified && a.mismatch == nil && (!a.sentHS || now-a.lastHS >= handshakeRetry))
+}
+
+// verify marks peer i as holding the link's keys: a datagram it sealed
+// opened.
+func (s *Session) verify(i int) {
+	ps := &s.peers[i]
+	if !ps.auth.verified {
+		ps.auth.verified = true
+		ps.link.lastRecv = s.now
+		s.emit(EventConnected, s.frame, i)
+	}
+}
+
+// compareTerms returns the first difference between peer i's handshake
+// and what this machine must agree with it on, or nil.
+func (s *Session) compareTerms(i int, h *wire.Handshake) *TermsError {
+	ours, theirs := &s.proto.keys.terms, &h.Terms
+	diff := func(field string, a, b any) *TermsError {
+		return &TermsError{Peer: i, Field: field, Ours: fmt.Sprint(a), Theirs: fmt.Sprint(b)}
+	}
+	switch {
+	case h.Version != wire.Version:
+		return diff("protocol version", wire.Version, h.Version)
+	case ours.Players != theirs.Players:
+		return diff("Players", ours.Players, theirs.Players)
+	case !slices.Equal(ours.Owners, theirs.Owners):
+		return diff("Local and Peers", machines(ours.Owners), machines(theirs.Owners))
+	case !slices.Equal(ours.Layout, theirs.Layout):
+		return diff("Layout", Layout(ours.Layout), Layout(theirs.Layout))
+	case ours.Mode != theirs.Mode:
+		return diff("Mode", Mode(ours.Mode), Mode(theirs.Mode))
+	case ours.TickRate != theirs.TickRate:
+		return diff("TickRate", ours.TickRate, theirs.TickRate)
+	case ours.ChecksumEvery != theirs.ChecksumEvery:
+		return diff("ChecksumEvery", checksumEvery(ours.ChecksumEvery), checksumEvery(theirs.ChecksumEvery))
+	case ours.StartDelay != theirs.StartDelay:
+		return diff("NoStartDelay", !ours.StartDelay, !theirs.StartDelay)
+	}
+	return nil
+}
+
+// machines writes an owners list as the players of each machine, such as
+// "[0 2] [1]".
+func machines(owners []uint8) string {
+	var groups [][]int
+	var keys []uint8
+	for p, o := range owners {
+		k := slices.Index(keys, o)
+		if k < 0 {
+			keys, groups = append(keys, o), append(groups, nil)
+			k = len(keys) - 1
+		}
+		groups[k] = append(groups[k], p)
+	}
+	parts := make([]string, len(groups))
+	for k, g := range groups {
+		parts[k] = fmt.Sprint(g)
+	}
+	return strings.Join(parts, " ")
+}
+
+func checksumEvery(n int32) string {
+	if n < 0 {
+		return "off"
+	}
+	return fmt.Sprint(n)
+}
+
+// handshakeHints says what the silent peers' addresses sent that did not
+// count, for the timeout error.
+func (s *Session) handshakeHints(missing []int) []string {
+	var hints []string
+	for _, i := range missing {
+		a := &s.peers[i].auth
+		switch {
+		case a.otherSession != 0:
+			hints = append(hints, fmt.Sprintf("peer %d sent handshakes for session %#x (ours is %#x)", i, a.otherSession, s.proto.sessionID))
+		case a.authFailed:
+			hints = append(hints, fmt.Sprintf("peer %d sent handshakes that failed the Secret's check: its Secret differs", i))
+		case !a.heard:
+			hints = append(hints, fmt.Sprintf("nothing arrived from peer %d", i))
+		}
+	}
+	return hints
+}
