@@ -33,6 +33,7 @@ type keyring struct {
 	nonce  uint64 // ours, fresh per match; never 0
 	share  *wire.KeyShare
 	terms  wire.Terms // what every machine must agree on
+	local  []uint8    // our players: who we are
 	digest [wire.DigestSize]byte
 	secret []byte
 	auth   *wire.HandshakeAuth // nil without Config.Secret
@@ -183,7 +184,7 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 func (s *Session) sendHandshake(i int, echo uint64) {
 	k := &s.proto.keys
 	s.io.hs = wire.Handshake{Version: wire.Version, SessionID: s.proto.sessionID, Nonce: k.nonce, Echo: echo,
-		Key: k.share.Public(), Terms: k.terms}
+		Key: k.share.Public(), Terms: k.terms, Local: k.local}
 	b, err := wire.AppendHandshake(s.io.sendBuf[:0], &s.io.hs, k.auth)
 	if err != nil {
 		s.stats.SendErrors++
@@ -221,6 +222,10 @@ func (s *Session) compareTerms(i int, h *wire.Handshake) *TermsError {
 	switch {
 	case h.Version != wire.Version:
 		return diff("protocol version", wire.Version, h.Version)
+	case !slices.Equal(s.io.wantLocal(s.peers[i].players), h.Local):
+		// Who it is: the machine at this address must play the players our
+		// Config.Peers gives it (two machines claiming one player differ here).
+		return diff("Local", s.peers[i].players, h.Local)
 	case ours.Players != theirs.Players:
 		return diff("Players", ours.Players, theirs.Players)
 	case !slices.Equal(ours.Owners, theirs.Owners):
@@ -282,4 +287,13 @@ func (s *Session) handshakeHints(missing []int) []string {
 		}
 	}
 	return hints
+}
+
+// wantLocal returns players as the handshake's Local field writes them.
+func (c *codec) wantLocal(players []PlayerID) []uint8 {
+	c.local = c.local[:0]
+	for _, p := range players {
+		c.local = append(c.local, uint8(p))
+	}
+	return c.local
 }

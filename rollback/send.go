@@ -17,6 +17,7 @@ type codec struct {
 	recvBuf []byte
 	pkt     wire.InputPacket
 	base    [MaxPlayers]uint64
+	local   []uint8 // scratch for a handshake's Local
 	gossip  []wire.Gossip
 	stepIn  [MaxPlayers]PlayerInput // the inputs of the frame being simulated
 

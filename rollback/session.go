@@ -120,6 +120,7 @@ func NewSession(cfg Config) (*Session, error) {
 		if s.proto.keys, err = newKeyring(r, cfg.Secret, s.terms(&cfg)); err != nil {
 			return nil, err
 		}
+		s.proto.keys.local = slices.Clone(s.io.wantLocal(s.roster.local))
 	}
 	if s.snaps.on {
 		if err := s.save(0, 0); err != nil {

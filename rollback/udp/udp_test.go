@@ -268,7 +268,7 @@ func TestHostilePacketsOnRealSockets(t *testing.T) {
 	require.NoError(t, err)
 	handshake := func(session, nonce uint64) []byte {
 		b, err := wire.AppendHandshake(nil, &wire.Handshake{Version: wire.Version, SessionID: session, Nonce: nonce, Echo: 5,
-			Key: share.Public(), Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{3, 8, 8}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true}}, nil)
+			Key: share.Public(), Local: []uint8{1}, Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{3, 8, 8}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true}}, nil)
 		require.NoError(t, err)
 		return b
 	}

@@ -11,6 +11,7 @@ package fakepeer
 import (
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -54,7 +55,9 @@ type datagram struct {
 }
 
 // New returns fake peers with the given handshake nonces (non-zero), one
-// per entry of Config.Peers. Each answers the session's first handshake
+// per entry of Config.Peers, which must list the fake machines in
+// ascending order of their lowest player (each learns its players from the
+// session's handshake). Each answers the session's first handshake
 // with its own, echoing the session's nonce, and a sealed ping: after the
 // session's second Advance every peer is verified.
 func New(nonces ...uint64) *Peers {
@@ -142,9 +145,31 @@ func (p *Peers) Deliver(peer int, b ...[]byte) {
 func (p *Peers) Hello(peer int) []byte {
 	f := &p.peers[peer]
 	h := wire.Handshake{Version: wire.Version, SessionID: p.hs.SessionID, Nonce: f.nonce, Echo: p.hs.Nonce,
-		Key: f.share.Public(), Terms: p.hs.Terms}
+		Key: f.share.Public(), Terms: p.hs.Terms, Local: p.players(peer)}
 	b, _ := wire.AppendHandshake(nil, &h, nil) // the session's own terms always encode
 	return b
+}
+
+// players returns fake peer i's players: the i-th machine, by lowest
+// player, of the session's terms other than the session's own.
+func (p *Peers) players(i int) []uint8 {
+	var lowest []uint8
+	for _, o := range p.hs.Terms.Owners {
+		if !slices.Contains(lowest, o) && !slices.Contains(p.hs.Local, o) {
+			lowest = append(lowest, o)
+		}
+	}
+	slices.Sort(lowest)
+	if i >= len(lowest) {
+		return nil
+	}
+	var ps []uint8
+	for pl, o := range p.hs.Terms.Owners {
+		if o == lowest[i] {
+			ps = append(ps, uint8(pl))
+		}
+	}
+	return ps
 }
 
 // Keyed reports whether peer has the link's keys: the session's handshake

@@ -13,11 +13,12 @@ import (
 	"github.com/rewindgg/rewind/savestate"
 )
 
-func session(t *testing.T, tr rollback.Transport, clock rollback.Clock) *rollback.Session {
+// session returns a session of two players with local player me.
+func session(t *testing.T, me rollback.PlayerID, tr rollback.Transport, clock rollback.Clock) *rollback.Session {
 	t.Helper()
 	a, err := savestate.New(1024)
 	require.NoError(t, err)
-	s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0}, Peers: []rollback.Peer{{Players: []rollback.PlayerID{1}}},
+	s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{me}, Peers: []rollback.Peer{{Players: []rollback.PlayerID{1 - me}}},
 		Layout: rollback.Layout{4}, State: a, Game: rollback.GameFunc(func(rollback.Frame, []rollback.PlayerInput) {}),
 		Transport: tr, Clock: clock, SessionID: 9, NoStartDelay: true, FixedInputLag: true})
 	require.NoError(t, err)
@@ -28,7 +29,7 @@ func session(t *testing.T, tr rollback.Transport, clock rollback.Clock) *rollbac
 // honest one, and the inputs it is scripted to send are taken.
 func TestHandshakeAndInputs(t *testing.T) {
 	fp := fakepeer.New(42)
-	s := session(t, fp, fp)
+	s := session(t, 0, fp, fp)
 	assert.False(t, fp.Keyed(0), "no keys before the session said hello")
 	for range 2 {
 		_, err := s.Idle()
@@ -66,7 +67,7 @@ func TestWrap(t *testing.T) {
 	require.NoError(t, err)
 	w := fakepeer.Wrap(nw.Endpoint(0), 1)
 	tap := &tap{Transport: nw.Endpoint(1)}
-	ss := []*rollback.Session{session(t, w, nw), session(t, tap, nw)}
+	ss := []*rollback.Session{session(t, 0, w, nw), session(t, 1, tap, nw)}
 	for range 10 {
 		for _, s := range ss {
 			_, err := s.Idle()

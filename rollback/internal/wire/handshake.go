@@ -11,7 +11,7 @@ import (
 // The handshake is the one datagram that is not sealed: it agrees the keys
 // that seal the others. It is the byte KindHandshake, then a msgpack array:
 //
-//	[Version, SessionID, Nonce, Echo, Key (32-byte bin), Terms (array), Auth (bin)]
+//	[Version, SessionID, Nonce, Echo, Key (32-byte bin), Terms (array), Local (bin), Auth (bin)]
 //
 // Auth is empty, or, when the machines share a lobby secret, the first
 // HandshakeAuthSize bytes of an HMAC-SHA256 of everything before it under a
@@ -48,6 +48,7 @@ type Handshake struct {
 	Echo      uint64
 	Key       [KeySize]byte
 	Terms     Terms
+	Local     []uint8 // the sender's own players, ascending: who it is
 }
 
 // Terms are everything the machines of a match must agree on. They travel
@@ -117,9 +118,9 @@ func (a *HandshakeAuth) sum(b []byte) []byte {
 func AppendHandshake(b []byte, m *Handshake, auth *HandshakeAuth) ([]byte, error) {
 	n := len(b)
 	b = append(b, byte(KindHandshake))
-	b = appendUint(appendArray(b, 7), uint64(m.Version))
+	b = appendUint(appendArray(b, 8), uint64(m.Version))
 	b = appendUint(appendUint(appendUint(b, m.SessionID), m.Nonce), m.Echo)
-	b = m.Terms.append(appendBin(b, m.Key[:]))
+	b = appendBin(m.Terms.append(appendBin(b, m.Key[:])), m.Local)
 	if auth == nil {
 		b = appendBin(b, nil)
 	} else {
@@ -140,11 +141,11 @@ func ParseHandshake(b []byte, m *Handshake, auth *HandshakeAuth) error {
 	if len(b) > MaxHandshakeSize {
 		return errHandshakeSize
 	}
-	if len(b) < 2 || Kind(b[0]) != KindHandshake || b[1] != 0x97 {
+	if len(b) < 2 || Kind(b[0]) != KindHandshake || b[1] != 0x98 {
 		return errHandshakeKind
 	}
 	r := reader{b: b[1:]}
-	r.array(7)
+	r.array(8)
 	version, session, nonce, echo := uint32(r.uint(maxU32)), r.uint(1<<64-1), r.uint(1<<64-1), r.uint(1<<64-1)
 	key := r.bin(KeySize)
 	if r.err == nil && len(key) != KeySize {
@@ -152,6 +153,10 @@ func ParseHandshake(b []byte, m *Handshake, auth *HandshakeAuth) error {
 	}
 	terms := m.Terms
 	terms.parse(&r)
+	local := r.bin(MaxPlayers)
+	if r.err == nil && len(local) == 0 {
+		r.fail(errTerms)
+	}
 	signed := len(b) - len(r.b)
 	tag := r.bin(HandshakeAuthSize)
 	switch {
@@ -162,7 +167,7 @@ func ParseHandshake(b []byte, m *Handshake, auth *HandshakeAuth) error {
 	case auth == nil && len(tag) != 0, auth != nil && !hmac.Equal(tag, auth.sum(b[:signed])):
 		return ErrAuth
 	}
-	*m = Handshake{Version: version, SessionID: session, Nonce: nonce, Echo: echo, Terms: terms}
+	*m = Handshake{Version: version, SessionID: session, Nonce: nonce, Echo: echo, Terms: terms, Local: append(m.Local[:0], local...)}
 	copy(m.Key[:], key)
 	return nil
 }

@@ -14,7 +14,8 @@ import (
 
 func testHandshake() wire.Handshake {
 	h := wire.Handshake{Version: wire.Version, SessionID: 1 << 60, Nonce: 0xdeadbeefcafe, Echo: 7,
-		Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{3, 8, 8}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true}}
+		Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{3, 8, 8}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true},
+		Local: []uint8{1}}
 	for i := range h.Key {
 		h.Key[i] = byte(i)
 	}
@@ -41,13 +42,14 @@ func TestHandshakeRoundTrip(t *testing.T) {
 // then a 7-element array.
 func TestHandshakeGolden(t *testing.T) {
 	h := wire.Handshake{Version: 2, SessionID: 42, Nonce: 0x0102030405060708, Echo: 0,
-		Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{4}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true}}
+		Terms: wire.Terms{Players: 2, Owners: []uint8{0, 1}, Layout: []uint8{4}, Mode: 1, TickRate: 60, ChecksumEvery: 500, StartDelay: true},
+		Local: []uint8{0}}
 	b, err := wire.AppendHandshake(nil, &h, nil)
 	require.NoError(t, err)
-	want := "02" + "97" + "02" + "2a" + "cf0102030405060708" + "00" +
+	want := "02" + "98" + "02" + "2a" + "cf0102030405060708" + "00" +
 		"c420" + hex.EncodeToString(make([]byte, 32)) +
 		"97" + "02" + "c4020001" + "c40104" + "01" + "3c" + "d101f4" + "c3" +
-		"c400"
+		"c40100" + "c400"
 	assert.Equal(t, want, hex.EncodeToString(b))
 }
 
@@ -89,20 +91,22 @@ func TestHandshakeExact(t *testing.T) {
 	require.NoError(t, err)
 	key := "c420" + hex.EncodeToString(h.Key[:])
 	terms := "97" + "02" + "c4020001" + "c403030808" + "01" + "3c" + "d101f4" + "c3"
+	local := "c40101"
 	for _, tc := range []struct{ name, hex string }{
 		{"empty array", "02" + "90"},
 		{"old three-field handshake", "02" + "93" + "2a" + "01" + "02"},
-		{"six elements", "02" + "96" + "02" + "2a" + "01" + "02" + key + terms},
-		{"eight elements", "02" + "98" + "02" + "2a" + "01" + "02" + key + terms + "c400" + "00"},
-		{"nil session id", "02" + "97" + "02" + "c0" + "01" + "02" + key + terms + "c400"},
-		{"string nonce", "02" + "97" + "02" + "2a" + "a131" + "02" + key + terms + "c400"},
-		{"negative echo", "02" + "97" + "02" + "2a" + "01" + "ff" + key + terms + "c400"},
-		{"short key", "02" + "97" + "02" + "2a" + "01" + "02" + "c41f" + hex.EncodeToString(h.Key[:31]) + terms + "c400"},
-		{"key as str", "02" + "97" + "02" + "2a" + "01" + "02" + "b0" + hex.EncodeToString(h.Key[:16]) + terms + "c400"},
-		{"no players", "02" + "97" + "02" + "2a" + "01" + "02" + key + "97" + "00" + "c400" + "c403030808" + "01" + "3c" + "d101f4" + "c3" + "c400"},
-		{"owners not one per player", "02" + "97" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c40100" + "c403030808" + "01" + "3c" + "d101f4" + "c3" + "c400"},
-		{"empty layout", "02" + "97" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c4020001" + "c400" + "01" + "3c" + "d101f4" + "c3" + "c400"},
-		{"bool for start delay as int", "02" + "97" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c4020001" + "c403030808" + "01" + "3c" + "d101f4" + "01" + "c400"},
+		{"seven elements", "02" + "97" + "02" + "2a" + "01" + "02" + key + terms + "c400"},
+		{"nine elements", "02" + "99" + "02" + "2a" + "01" + "02" + key + terms + local + "c400" + "00"},
+		{"nil session id", "02" + "98" + "02" + "c0" + "01" + "02" + key + terms + local + "c400"},
+		{"string nonce", "02" + "98" + "02" + "2a" + "a131" + "02" + key + terms + local + "c400"},
+		{"negative echo", "02" + "98" + "02" + "2a" + "01" + "ff" + key + terms + local + "c400"},
+		{"short key", "02" + "98" + "02" + "2a" + "01" + "02" + "c41f" + hex.EncodeToString(h.Key[:31]) + terms + local + "c400"},
+		{"key as str", "02" + "98" + "02" + "2a" + "01" + "02" + "b0" + hex.EncodeToString(h.Key[:16]) + terms + local + "c400"},
+		{"no players", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "00" + "c400" + "c403030808" + "01" + "3c" + "d101f4" + "c3" + local + "c400"},
+		{"owners not one per player", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c40100" + "c403030808" + "01" + "3c" + "d101f4" + "c3" + local + "c400"},
+		{"empty layout", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c4020001" + "c400" + "01" + "3c" + "d101f4" + "c3" + local + "c400"},
+		{"int for start delay", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c4020001" + "c403030808" + "01" + "3c" + "d101f4" + "01" + local + "c400"},
+		{"no local players", "02" + "98" + "02" + "2a" + "01" + "02" + key + terms + "c400" + "c400"},
 		{"trailing byte", hex.EncodeToString(good) + "00"},
 		{"truncated", hex.EncodeToString(good[:len(good)-1])},
 		{"sealed kind", "12" + hex.EncodeToString(good[1:])},
