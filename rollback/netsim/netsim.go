@@ -16,6 +16,11 @@
 //
 // A [Shaper] applies the same impairments to a real transport (a UDP
 // socket) on the real clock, for tests and soaks over loopback.
+//
+// Attacks: [Network.Tap] sees every datagram a node sends, and
+// [Network.Inject] delivers a datagram to a node as if another node had
+// sent it. A [Forger] uses both to model an off-path attacker that floods
+// the sessions with forged datagrams.
 package netsim
 
 import (
@@ -167,6 +172,7 @@ type LinkStats struct {
 	Lost       int // packets dropped by random or burst loss
 	Duplicated int
 	Reordered  int
+	Injected   int // datagrams given to Inject (in no other count)
 }
 
 // Network is the simulated network. It is not safe for concurrent use.
@@ -179,6 +185,12 @@ type Network struct {
 	seq   uint64
 
 	reliable bool // Reliable: every link is a TCP model
+
+	// Tap, if set, is called with every datagram a node gives to Send
+	// (before the link decides its fate, so lost ones too), never with an
+	// injected one. b is valid only during the call. Tests use it to show
+	// an attacker the traffic ([Forger.Observe]).
+	Tap func(from, to int, b []byte)
 }
 
 type node struct {
@@ -256,10 +268,11 @@ func (im *Impairer) Next(now time.Duration) Fate {
 }
 
 type packet struct {
-	at   time.Duration
-	seq  uint64
-	from int
-	buf  []byte
+	at       time.Duration
+	seq      uint64
+	from     int
+	injected bool // from Inject
+	buf      []byte
 }
 
 // New returns a network of n nodes (2 to 64) whose links all follow p,
@@ -308,7 +321,7 @@ func (nw *Network) sendReliable(l *link, from, to int, b []byte, f Fate) error {
 	}
 	due := max(nw.now+wait+f.Delay, l.last)
 	l.last = due
-	nw.enqueue(from, to, b, due-nw.now)
+	nw.enqueue(from, to, b, due-nw.now, false)
 	return nil
 }
 
@@ -349,6 +362,7 @@ func (nw *Network) Total() LinkStats {
 		t.Lost += s.Lost
 		t.Duplicated += s.Duplicated
 		t.Reordered += s.Reordered
+		t.Injected += s.Injected
 	}
 	return t
 }
@@ -356,6 +370,9 @@ func (nw *Network) Total() LinkStats {
 func (nw *Network) send(from, to int, b []byte) error {
 	if len(b) > MTU {
 		return ErrTooLarge
+	}
+	if nw.Tap != nil {
+		nw.Tap(from, to, b)
 	}
 	l := &nw.links[from*len(nw.nodes)+to]
 	l.stats.Sent++
@@ -371,15 +388,35 @@ func (nw *Network) send(from, to int, b []byte) error {
 	if f.Reordered {
 		l.stats.Reordered++
 	}
-	nw.enqueue(from, to, b, f.Delay)
+	nw.enqueue(from, to, b, f.Delay, false)
 	if f.Duplicate {
 		l.stats.Duplicated++
-		nw.enqueue(from, to, b, f.DupDelay)
+		nw.enqueue(from, to, b, f.DupDelay, false)
 	}
 	return nil
 }
 
-func (nw *Network) enqueue(from, to int, b []byte, delay time.Duration) {
+// Inject delivers b to node to as if node from had sent it: its receiver
+// cannot tell it from the datagrams from's endpoint sends. It bypasses the
+// link's impairments: it arrives after the profile's fixed Latency, never
+// lost, duplicated, reordered or delayed by jitter (the attacker's own
+// path), and it draws nothing from the link's random stream, so injecting
+// never changes the fate of the genuine traffic. It is counted only in the
+// link's Injected, and [Endpoint.Injected] tells the receiving side's
+// tests which datagrams were injected. It does not retain b.
+func (nw *Network) Inject(from, to int, b []byte) error {
+	if from < 0 || to < 0 || from >= len(nw.nodes) || to >= len(nw.nodes) || from == to {
+		return ErrPeer
+	}
+	if len(b) > MTU {
+		return ErrTooLarge
+	}
+	nw.links[from*len(nw.nodes)+to].stats.Injected++
+	nw.enqueue(from, to, b, nw.prof.Latency, true)
+	return nil
+}
+
+func (nw *Network) enqueue(from, to int, b []byte, delay time.Duration, injected bool) {
 	var buf []byte
 	if n := len(nw.pool); n > 0 {
 		buf, nw.pool = nw.pool[n-1][:0], nw.pool[:n-1]
@@ -387,14 +424,15 @@ func (nw *Network) enqueue(from, to int, b []byte, delay time.Duration) {
 		buf = make([]byte, 0, MTU)
 	}
 	nw.seq++
-	nw.nodes[to].queue.Push(packet{at: nw.now + delay, seq: nw.seq, from: from, buf: append(buf, b...)})
+	nw.nodes[to].queue.Push(packet{at: nw.now + delay, seq: nw.seq, from: from, injected: injected, buf: append(buf, b...)})
 }
 
 // Endpoint is one node's view of the network; it implements
 // rollback.Transport. Peer k is the k-th other node in ascending order.
 type Endpoint struct {
-	nw *Network
-	id int
+	nw       *Network
+	id       int
+	injected bool // the last datagram Receive returned came from Inject
 }
 
 // Node returns the endpoint's node index.
@@ -423,11 +461,19 @@ func (e *Endpoint) Receive(buf []byte) (n, peer int, ok bool) {
 	p := q.Pop()
 	n = copy(buf, p.buf)
 	e.nw.pool = append(e.nw.pool, p.buf)
-	l := &e.nw.links[p.from*len(e.nw.nodes)+e.id]
-	l.stats.Delivered++
+	e.injected = p.injected
+	if !p.injected {
+		e.nw.links[p.from*len(e.nw.nodes)+e.id].stats.Delivered++
+	}
 	peer = p.from
 	if peer > e.id {
 		peer--
 	}
 	return n, peer, true
 }
+
+// Injected reports whether the datagram the last successful Receive
+// returned was injected ([Network.Inject]) rather than sent by a node's
+// endpoint. The session under test cannot see it; its tests use it to
+// count the forged datagrams the session took.
+func (e *Endpoint) Injected() bool { return e.injected }
