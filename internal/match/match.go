@@ -102,6 +102,22 @@ type Config struct {
 	// (Session.Extrapolate, fractions 0, ¼, ½, ¾ in turn) and fails the
 	// match if that changes the live state.
 	Extrapolate bool
+	// SessionID is every session's Config.SessionID; 0 means Seed.
+	SessionID uint64
+	// Forge, when positive, attacks the match (forge.go): every machine
+	// receives Forge forged datagrams a second as if from the other
+	// machines' addresses, from before the handshake (forged handshakes
+	// race the real ones) to the end, of every netsim.ForgeKind in turn:
+	// random bytes, mangled copies of the match's datagrams, replays of an
+	// earlier match with the same session id (played first, at most 600
+	// frames, with other nonces and keys), handshakes. Over UDP every
+	// other one comes from a stranger's socket, the rest from the claimed
+	// peer's own socket. Result.ForgedAccepted counts the ones a session
+	// took as valid.
+	Forge int
+
+	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
+	forgeCountAll bool   // tests: count every datagram received as forged
 }
 
 // Result is what happened in one match.
@@ -167,6 +183,26 @@ type Result struct {
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
 	DisconnectFrame rollback.Frame
+	// StartTick is the tick of its own loop on which the last machine to
+	// start simulated its first frame: when the handshake and the start
+	// were over everywhere (0 if some machine never started).
+	StartTick int
+	// PacketsForged counts the datagrams the sessions found forged (a
+	// sealed datagram whose MAC failed; Stats.PacketsForged).
+	PacketsForged int64
+	// Config.Forge: ForgedDatagrams counts the forged datagrams sent,
+	// ForgedKinds the same by netsim.ForgeKind, ForgedReceived those the
+	// sessions received (over UDP the transport drops the stranger's),
+	// and ForgedAccepted those a session took as valid from a peer (its
+	// PeerStats.PacketsReceived went up on one): it must be 0.
+	// ForgedHandshakesBeforeStart counts the forged handshakes sent
+	// before every machine had started: the ones that raced the real
+	// handshake.
+	ForgedDatagrams             int64
+	ForgedKinds                 [netsim.NumForgeKinds + 1]int64
+	ForgedReceived              int64
+	ForgedAccepted              int64
+	ForgedHandshakesBeforeStart int64
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -205,6 +241,8 @@ type machine struct {
 	music  sound.Voice
 	shown  []time.Duration // when each frame was first simulated
 	render func()
+
+	startTick int // the tick on which it simulated its first frame
 }
 
 type pendingInput struct {
@@ -219,7 +257,10 @@ type advAcc struct {
 }
 
 // Run plays and verifies one match over netsim, on a virtual clock.
-func Run(c Config) Result {
+func Run(c Config) Result { return runNetsim(c, nil) }
+
+// runNetsim is Run; tap, when set, is the network's Tap.
+func runNetsim(c Config, tap func(from, to int, b []byte)) Result {
 	var r Result
 	machines := max(1, machinesOf(c))
 	nw, err := netsim.New(machines, c.Seed, c.Profile)
@@ -234,11 +275,28 @@ func Run(c Config) Result {
 		r.Err = err
 		return r
 	}
-	rn, err := prepare(c, func(i int) rollback.Transport { return nw.Endpoint(i) },
-		func(i int) rollback.Clock { return nw.Clock(i) }, func(i int) io.Reader { return SeededRand(c.Seed, i) })
+	nw.Tap = tap
+	transport := func(i int) rollback.Transport { return nw.Endpoint(i) }
+	var fg *forgery
+	if c.Forge > 0 && machines > 1 {
+		if fg, err = newForgery(c, machines); err != nil {
+			r.Err = err
+			return r
+		}
+		nw.Tap = fg.f.Observe
+		transport = func(i int) rollback.Transport {
+			ep := nw.Endpoint(i)
+			return fg.wrap(i, ep, func([]byte) bool { return ep.Injected() || c.forgeCountAll }, false)
+		}
+	}
+	rn, err := prepare(c, transport, func(i int) rollback.Clock { return nw.Clock(i) },
+		func(i int) io.Reader { return seededRand(c.Seed, c.randSalt, i) })
 	if err != nil {
 		r.Err = err
 		return r
+	}
+	if fg != nil {
+		fg.bind(rn)
 	}
 	// Each machine runs its own 60 Hz loop on its own clock, paced like
 	// pacer.Pacer (late frames are caught up, up to 250 ms); the network
@@ -248,6 +306,9 @@ func Run(c Config) Result {
 	limit := time.Duration(4*ticksFor(c, c.Frames)+3600)*Tick + 10*c.Profile.Latency + c.HandshakeTimeout
 	var detectedAt time.Duration
 	for nw.Now() < limit {
+		if fg != nil {
+			fg.injectUntil(nw, nw.Now())
+		}
 		rn.retarget()
 		done := true
 		for i := range rn.ms {
@@ -282,6 +343,9 @@ func Run(c Config) Result {
 		nw.Advance(step)
 	}
 	r.Ticks = int(nw.Now() / Tick)
+	if fg != nil {
+		fg.result(&r)
+	}
 	rn.finish(&r)
 	if c.Log {
 		for i := range rn.ms {
@@ -428,7 +492,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
-			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: c.Seed, DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
+			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 		})
 		if err != nil {
@@ -459,6 +523,9 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		m.finished = fin
 		rn.measure(m, before)
 		rn.sample(i)
+		if m.startTick == 0 && m.s.Frame() > 0 {
+			m.startTick = m.ticks
+		}
 	}()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
 		m.dead.Store(true)
@@ -689,6 +756,7 @@ func (rn *run) finish(r *Result) {
 		r.PacketsSent += st.PacketsSent
 		r.BytesSent += st.BytesSent
 		r.PacketsInvalid += st.PacketsInvalid
+		r.PacketsForged += st.PacketsForged
 		r.Checksums = append(r.Checksums, xxhash.Sum64(ms[i].a.Bytes()))
 	}
 	for i := range ms {
@@ -698,6 +766,13 @@ func (rn *run) finish(r *Result) {
 		}
 	}
 	r.Hits = ms[alive].g.World().Hits
+	for i := range ms {
+		if ms[i].startTick == 0 {
+			r.StartTick = 0
+			break
+		}
+		r.StartTick = max(r.StartTick, ms[i].startTick)
+	}
 	r.AdvantageSum, r.AdvantageWindows, r.MaxAdvantage = rn.advSum, rn.advN, rn.advMax
 	var early advAcc
 	for i := range ms {
@@ -777,10 +852,14 @@ func (rn *run) checkReplays(r *Result) {
 }
 
 // SeededRand returns a deterministic nonce source for machine i of a match.
-func SeededRand(seed uint64, i int) *rand.ChaCha8 {
+func SeededRand(seed uint64, i int) *rand.ChaCha8 { return seededRand(seed, 0, i) }
+
+// seededRand is SeededRand; another salt gives another stream.
+func seededRand(seed, salt uint64, i int) *rand.ChaCha8 {
 	var key [32]byte
 	binary.LittleEndian.PutUint64(key[:], seed)
 	binary.LittleEndian.PutUint64(key[8:], uint64(i)+1)
+	binary.LittleEndian.PutUint64(key[16:], salt)
 	return rand.NewChaCha8(key)
 }
 

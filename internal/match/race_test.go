@@ -5,6 +5,6 @@ package match
 // raceEnabled: the race detector slows whole matches more than tenfold, and
 // Run plays a match on one goroutine, so it has nothing to find there. The
 // longest match tests (TestNoFalseDesync, TestSoundAgainstTheTruth,
-// TestReplays' eight machines) run a sample under it, and in full without
-// it: make test runs both.
+// TestReplays' eight machines, TestForgery's 10^6 forged datagrams) run a
+// sample under it, and in full without it: make test runs both.
 const raceEnabled = true

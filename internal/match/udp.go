@@ -42,6 +42,7 @@ type UDPOptions struct {
 // loopback interface, every machine in its own goroutine with its own
 // socket, real clock and 60 Hz pacer; c.Profile is applied by a
 // netsim.Shaper wrapping each socket's transport. Nonces come from crypto/rand.
+// With c.Forge, the forged datagrams go out from a goroutine of their own.
 func RunUDP(c Config, o UDPOptions) Result {
 	var r Result
 	machines := machinesOf(c)
@@ -106,6 +107,24 @@ func RunUDP(c Config, o UDPOptions) Result {
 			sessionTrs[i] = sh
 		}
 	}
+	var fg *forgery
+	var stranger *net.UDPConn
+	if c.Forge > 0 {
+		var err error
+		if fg, err = newForgery(c, machines); err != nil {
+			r.Err = err
+			return r
+		}
+		fg.hashes = make(map[uint64]struct{})
+		if stranger, err = net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0))); err != nil {
+			r.Err = err
+			return r
+		}
+		defer stranger.Close()
+		for i := range sessionTrs {
+			sessionTrs[i] = fg.wrap(i, sessionTrs[i], fg.forgedUDP, true)
+		}
+	}
 	rn, err := prepare(c, func(i int) rollback.Transport { return sessionTrs[i] },
 		func(int) rollback.Clock { return rollback.RealClock() }, func(int) io.Reader { return nil })
 	if err != nil {
@@ -114,6 +133,18 @@ func RunUDP(c Config, o UDPOptions) Result {
 	}
 	if o.OnStart != nil {
 		o.OnStart(addrs, conns)
+	}
+	stopForging := func() {}
+	if fg != nil {
+		// From before the first frame: forged handshakes race the real ones.
+		fg.bind(rn)
+		stop := make(chan struct{})
+		var fwg sync.WaitGroup
+		fwg.Go(func() { fg.sendUDP(stop, conns, addrs, stranger) })
+		stopForging = func() {
+			close(stop)
+			fwg.Wait()
+		}
 	}
 	timeout := o.Timeout
 	if timeout == 0 {
@@ -169,6 +200,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 		})
 	}
 	wg.Wait()
+	stopForging()
 	r.Ticks = int(time.Since(start) / Tick)
 	for i, err := range errs {
 		if err != nil && rn.detected(&r, i, err) {
@@ -180,6 +212,9 @@ func RunUDP(c Config, o UDPOptions) Result {
 	for _, t := range trs {
 		st := t.Stats()
 		r.TransportDrops += st.UnknownAddress + st.Oversized + st.QueueFull
+	}
+	if fg != nil {
+		fg.result(&r)
 	}
 	rn.finish(&r)
 	return r
