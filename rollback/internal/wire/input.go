@@ -80,7 +80,8 @@ var (
 
 	errTruncated = fmt.Errorf("%w: truncated", ErrMalformed)
 	errTrailing  = fmt.Errorf("%w: trailing bits", ErrMalformed)
-	errOrder     = fmt.Errorf("%w: last frame before first", ErrMalformed)
+	errOrder     = fmt.Errorf("%w: first frame flagged as the base but not before the ack", ErrMalformed)
+	errShort     = fmt.Errorf("%w: a number not in its shortest form", ErrMalformed)
 	errFrame     = fmt.Errorf("%w: frame number out of range", ErrMalformed)
 	errGossip    = fmt.Errorf("%w: impossible gossip count", ErrMalformed)
 )
@@ -221,6 +222,10 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 			case p.Base != nil:
 				prev = p.Base[j]
 			}
+			if cur == prev { // a held input: one 0 bit per field, at once
+				w.write(0, len(l))
+				continue
+			}
 			shift := 0
 			for _, width := range l {
 				fm := fieldMask(width)
@@ -266,13 +271,33 @@ func PeekInput(b []byte, ref int32) (InputHeader, error) {
 }
 
 func peek(r *bitReader, ref int32) (InputHeader, error) {
-	low := uint16(r.read(16))
-	firstIsBase := r.bit() == 1
-	off := int32(r.short())
-	count := int32(r.short())
-	if r.overrun {
+	// The header is at most 41 bits: read them from one 64-bit word.
+	var w uint64
+	for k := range min(len(r.b), 8) {
+		w |= uint64(r.b[k]) << (56 - 8*k)
+	}
+	low, firstIsBase := uint16(w>>48), w>>47&1 == 1
+	pos := 17
+	short := func() int32 {
+		v := int32(w >> (60 - pos) & 0xf)
+		pos += 4
+		if v == 15 {
+			v = int32(w >> (56 - pos) & 0xff)
+			pos += 8
+			if v < 15 {
+				v = -1 // not the one encoding of v: no sender writes it
+			}
+		}
+		return v
+	}
+	off, count := short(), short()
+	if pos > len(r.b)*8 {
 		return InputHeader{}, errTruncated
 	}
+	if off < 0 || count < 0 {
+		return InputHeader{}, errShort
+	}
+	r.pos = pos
 	base := ref + int32(int16(low-uint16(ref)))
 	if base < 0 || base > MaxFrame {
 		return InputHeader{}, errFrame
@@ -319,6 +344,10 @@ func ParseInput(b []byte, ref int32, l Layout, players, gossip int, p *InputPack
 				prev = p.Inputs[(i-1)*players+j]
 			case p.Base != nil:
 				prev = p.Base[j]
+			}
+			if r.zeros(len(l)) { // a held input: every field unchanged
+				p.Inputs = append(p.Inputs, prev)
+				continue
 			}
 			var in uint64
 			shift := 0
@@ -437,16 +466,18 @@ func (r *bitReader) bit() uint64 {
 	return uint64(v)
 }
 
-// short reads what bitWriter.short wrote.
-func (r *bitReader) short() uint64 {
-	if v := r.read(4); v < 15 {
-		return v
+// zeros reports whether the next n bits (1 ≤ n ≤ 64) are all there and
+// all zero, and if so consumes them.
+func (r *bitReader) zeros(n int) bool {
+	if n > 56 || r.pos+n > len(r.b)*8 {
+		return false
 	}
-	v := r.read(8)
-	if v < 15 {
-		r.overrun = true // not the one encoding of v: no sender writes it
+	pos := r.pos
+	if r.window(n) != 0 {
+		r.pos = pos
+		return false
 	}
-	return v
+	return true
 }
 
 // read returns the next n bits (1 ≤ n ≤ 64).
