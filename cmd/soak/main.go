@@ -9,12 +9,19 @@
 // failure is reproduced with -seed and -matches 1.
 //
 //	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
-//	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms]
+//	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
 //
 // With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
 // -playout delay; the summary counts hitches (render frames a due frame
 // waited for an input), and a match must not roll back. -transport
 // tcp-model makes every netsim link a TCP model (docs/lockstep.md).
+//
+// With -forge RATE an off-path attacker who knows every address and the
+// session id sends every machine RATE forged datagrams a second as if from
+// the other machines' addresses, from before the handshake (netsim.Forger:
+// random bytes, mangled copies of the match's datagrams, replays of an
+// earlier match with the same session id, handshakes racing the real
+// ones); a forged datagram a session takes as valid fails the soak.
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
@@ -116,6 +123,17 @@ type Summary struct {
 	ChecksumEvery   int            `json:"checksum_every"`
 	InjectDesync    int            `json:"inject_desync,omitempty"`
 
+	// With -forge: ForgeRate is the rate, ForgedDatagrams the forged
+	// datagrams sent, ForgedReceived those the sessions received (over UDP
+	// the transport drops the stranger's), PacketsForged the ones a MAC
+	// check caught, and ForgedAccepted those a session took as valid
+	// (must be 0: any fails the soak).
+	ForgeRate       int   `json:"forge_rate,omitempty"`
+	ForgedDatagrams int64 `json:"forged_datagrams"`
+	ForgedReceived  int64 `json:"forged_received"`
+	ForgedAccepted  int64 `json:"forged_accepted"`
+	PacketsForged   int64 `json:"packets_forged"`
+
 	// Sound totals every match's sound report; SoundPerMatch has each.
 	Sound         SoundJSON   `json:"sound"`
 	SoundPerMatch []SoundJSON `json:"sound_per_match"`
@@ -194,7 +212,7 @@ type options struct {
 	args                                                             []string
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
-	hiccups, checksumEvery, injectDesync, redundant                  int
+	hiccups, checksumEvery, injectDesync, redundant, forge           int
 	startSpread, handshakeTimeout                                    time.Duration
 }
 
@@ -240,6 +258,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.tick, "tick", rollback.DefaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
+	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
@@ -349,7 +368,8 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant,
-					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model"}
+					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
+					Forge: o.forge}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -509,6 +529,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.startSpread < 0:
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
+	case o.forge < 0 || o.forge > maxForge:
+		return nil, 0, fmt.Errorf("-forge: %d (want 0 to %d forged datagrams a second per machine)", o.forge, maxForge)
 	}
 	if o.transport == "sim" {
 		o.transport = "netsim"
@@ -566,7 +588,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: policy.String(), Transport: o.transport,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
-		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record}
+		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record,
+		ForgeRate: o.forge}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
 	}
@@ -591,6 +614,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		case !r.Verified:
 			s.Desyncs++
 			s.Failures = append(s.Failures, Fail{i, seed, "desync: " + r.Desync})
+		case r.ForgedAccepted > 0:
+			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("%d forged datagrams taken as valid", r.ForgedAccepted)})
 		case r.ReplayErr != nil:
 			s.Failures = append(s.Failures, Fail{i, seed, "replay: " + r.ReplayErr.Error()})
 		case !r.Sound.Clean():
@@ -631,6 +656,10 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		earlySum += r.EarlyAdvantage
 		s.PacketsInvalid += r.PacketsInvalid
 		s.TransportDrops += r.TransportDrops
+		s.ForgedDatagrams += r.ForgedDatagrams
+		s.ForgedReceived += r.ForgedReceived
+		s.ForgedAccepted += r.ForgedAccepted
+		s.PacketsForged += r.PacketsForged
 		s.PacketsSent += r.PacketsSent
 		s.BytesSent += r.BytesSent
 		s.Hits += int64(r.Hits)
@@ -708,6 +737,10 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.RecordDir != "" {
 		fmt.Fprintf(w, "  replays: %d verified offline, in %s\n", s.ReplaysVerified, s.RecordDir)
 	}
+	if s.ForgeRate > 0 {
+		fmt.Fprintf(w, "  forgery: %d forged datagrams a second per machine: %d sent, %d received, %d caught by the MAC, %d taken as valid\n",
+			s.ForgeRate, s.ForgedDatagrams, s.ForgedReceived, s.PacketsForged, s.ForgedAccepted)
+	}
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
@@ -726,6 +759,12 @@ func lagBucket(k int) string {
 	}
 	return strconv.Itoa(k)
 }
+
+// maxForge bounds -forge. Past 64 datagrams from one address per tick
+// (3,840 a second with one peer) a session drops the rest of them unjudged,
+// genuine ones too (Stats.PacketsOverBudget): such a rate tests the flood
+// budget, not forgery.
+const maxForge = 100_000
 
 // configFlags names the flag that sets each rollback.Config field.
 var configFlags = map[string]string{

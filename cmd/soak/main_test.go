@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
 )
 
 func TestBadFlags(t *testing.T) {
@@ -45,6 +48,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-playout", "1s"}, "-playout"},
 		{[]string{"-redundant", "-2"}, "-redundant"},
 		{[]string{"-handshake-timeout", "-1s"}, "-handshake-timeout"},
+		{[]string{"-forge", "-1"}, "-forge"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -329,4 +333,40 @@ func TestInputLagHistogramKeepsHighLags(t *testing.T) {
 	assert.Positive(t, s.InputLagHistogram["5+"], "every frame ran at lag 6: %v", s.InputLagHistogram)
 	assert.Equal(t, s.InputLagHistogram["5+"], total, "and nowhere else")
 	assert.Contains(t, errOut.String(), "5+")
+}
+
+// TestForge: with -forge every match is attacked from before the handshake
+// by forged datagrams as if from the peers; the JSON counts them, none is
+// taken, every match verifies. A match in which one was taken fails the
+// soak as a desync does.
+func TestForge(t *testing.T) {
+	t.Parallel()
+	var out, errOut bytes.Buffer
+	code := run([]string{"-matches", "3", "-players", "3", "-frames", "600", "-forge", "600", "-json", "-"}, &out, &errOut)
+	require.Equal(t, 0, code, "stderr: %s", errOut.String())
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(out.Bytes(), &m))
+	assert.Contains(t, m, "forged_datagrams")
+	assert.Contains(t, m, "forged_accepted")
+	var s Summary
+	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+	assert.True(t, s.Passed)
+	assert.Equal(t, 3, s.Verified)
+	assert.Equal(t, 600, s.ForgeRate)
+	assert.Greater(t, s.ForgedDatagrams, int64(3*3*600*10), "at least 10 s of 600 a second to each of 3 machines in each of 3 matches")
+	assert.Positive(t, s.ForgedReceived)
+	assert.Positive(t, s.PacketsForged)
+	assert.Zero(t, s.ForgedAccepted)
+	assert.Contains(t, errOut.String(), "0 taken as valid")
+
+	o := options{matches: 2, players: 2, machines: 2, frames: 60, seed: 7, forge: 600}
+	ok := match.Result{Completed: true, Verified: true, Rollbacks: 1, ForgedDatagrams: 100}
+	taken := ok
+	taken.ForgedAccepted = 1
+	sum := summarize(o, []match.Result{ok, taken}, rollback.TwoBackups)
+	assert.False(t, sum.Passed)
+	require.Len(t, sum.Failures, 1)
+	assert.Equal(t, uint64(8), sum.Failures[0].Seed)
+	assert.Contains(t, sum.Failures[0].Reason, "1 forged datagrams taken as valid")
+	assert.Equal(t, int64(1), sum.ForgedAccepted)
 }
