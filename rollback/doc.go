@@ -12,9 +12,10 @@
 // the game loop, in the manner of etcd's raft.RawNode. Its I/O goes through
 // what the caller injects: datagrams through a [Transport]
 // (rollback/netsim for tests, rollback/udp for play), time through a
-// [Clock] (Config.Clock), handshake nonces through Config.Rand. It starts no
-// goroutine and uses no global randomness, so a whole match over netsim,
-// handshake included, is a deterministic function of its seed.
+// [Clock] (Config.Clock), the handshake's nonce and keys through
+// Config.Rand. It starts no goroutine and uses no global randomness, so a
+// whole match over netsim, handshake included, is a deterministic function
+// of its seed.
 //
 // # Making a game rollback-ready
 //
@@ -74,9 +75,11 @@
 //     through handles (render after Advance returns).
 //  4. Read [Result.Events] before the next call; the slice is reused.
 //  5. Give every machine of a match the same Config.SessionID, and each
-//     match a new one. Until every peer has answered the handshake,
+//     match a new one (and, from a lobby you trust, the same
+//     Config.Secret). Until every peer has answered the handshake,
 //     Advance reports Stalled and simulates nothing; it fails with a
-//     [*HandshakeError] after Config.HandshakeTimeout.
+//     [*TermsError] at once if a peer is configured differently, and with
+//     a [*HandshakeError] after Config.HandshakeTimeout.
 //  6. Call [Session.Close] when leaving, so that the peers agree at once on
 //     the frame from which this machine's players play the default input.
 //
@@ -93,12 +96,13 @@
 //
 // # Network
 //
-// The protocol (docs/protocol.md) runs inside the session: a handshake with
-// random nonces, a per-match session tag on every datagram, pings for the
-// round-trip time ([Session.PeerStats]), throttling of silent peers,
-// interruption and disconnection timers, and gossip so that every machine
-// uses the same disconnect frame. Anything malformed, foreign or impossible
-// is dropped and counted, never trusted.
+// The protocol (docs/protocol.md) runs inside the session: a handshake that
+// agrees per-match keys and checks that the machines are configured alike,
+// a MAC on every later datagram, pings for the round-trip time
+// ([Session.PeerStats]), throttling of silent peers, interruption and
+// disconnection timers, and gossip so that every machine uses the same
+// disconnect frame. Anything forged, malformed, foreign or impossible is
+// dropped and counted, never trusted (docs/security.md).
 //
 // # Fairness and input lag
 //
