@@ -65,8 +65,8 @@ func TestForgery(t *testing.T) {
 					inFlight := int64(players*rate) * int64(p.Latency+2*match.Tick) / int64(time.Second)
 					assert.GreaterOrEqual(t, r.ForgedReceived, r.ForgedDatagrams-inFlight, "the forgeries did not reach the sessions")
 					assert.Positive(t, r.PacketsForged, "no sealed forgery reached a MAC check")
-					t.Logf("start tick %d (unattacked %d); %d forged (%v), %d received, %d found forged by the MAC, %d handshakes before the start, 0 taken",
-						r.StartTick, calm.StartTick, r.ForgedDatagrams, r.ForgedKinds[1:], r.ForgedReceived, r.PacketsForged, r.ForgedHandshakesBeforeStart)
+					t.Logf("start tick %d (unattacked %d); %d forged (%v), %d received, %d found forged by the MAC, %d handshakes before the start, %d taken",
+						r.StartTick, calm.StartTick, r.ForgedDatagrams, r.ForgedKinds[1:], r.ForgedReceived, r.PacketsForged, r.ForgedHandshakesBeforeStart, r.ForgedAccepted)
 				})
 			}
 		}
@@ -102,8 +102,8 @@ func TestForgeryOverUDP(t *testing.T) {
 			assert.Less(t, r.ForgedReceived, r.ForgedDatagrams, "the stranger's datagrams reached the sessions")
 			assert.GreaterOrEqual(t, r.TransportDrops, r.ForgedDatagrams/2-int64(players), "the transport did not drop the stranger's datagrams")
 			assert.Positive(t, r.ForgedHandshakesBeforeStart, "no forged handshake raced the real ones")
-			t.Logf("start tick %d; %d forged (%v), %d received, %d dropped by the transport, %d found forged by the MAC, 0 taken",
-				r.StartTick, r.ForgedDatagrams, r.ForgedKinds[1:], r.ForgedReceived, r.TransportDrops, r.PacketsForged)
+			t.Logf("start tick %d; %d forged (%v), %d received, %d dropped by the transport, %d found forged by the MAC, %d taken",
+				r.StartTick, r.ForgedDatagrams, r.ForgedKinds[1:], r.ForgedReceived, r.TransportDrops, r.PacketsForged, r.ForgedAccepted)
 		})
 	}
 }
