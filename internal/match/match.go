@@ -260,8 +260,7 @@ type advAcc struct {
 func Run(c Config) Result { return runNetsim(c, nil) }
 
 // runNetsim is Run; tap, when set, is the network's Tap.
-func runNetsim(c Config, tap func(from, to int, b []byte)) Result {
-	var r Result
+func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	machines := max(1, machinesOf(c))
 	nw, err := netsim.New(machines, c.Seed, c.Profile)
 	if err != nil {
@@ -283,6 +282,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) Result {
 			r.Err = err
 			return r
 		}
+		defer fg.result(&r) // a failed match too: what was taken may be why
 		nw.Tap = fg.f.Observe
 		transport = func(i int) rollback.Transport {
 			ep := nw.Endpoint(i)
@@ -343,9 +343,6 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) Result {
 		nw.Advance(step)
 	}
 	r.Ticks = int(nw.Now() / Tick)
-	if fg != nil {
-		fg.result(&r)
-	}
 	rn.finish(&r)
 	if c.Log {
 		for i := range rn.ms {
