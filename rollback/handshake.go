@@ -156,7 +156,9 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		if h.Nonce != a.nonce {
 			return dropped // the first nonce to echo ours stays
 		}
-		return taken
+		// Nothing new: it is unsealed, so anyone on the path could have
+		// replayed it; it is not a sign of life (only sealed datagrams are).
+		return answered
 	}
 	if e := s.compareTerms(i, h); e != nil {
 		if a.mismatch == nil {
@@ -217,7 +219,12 @@ func (s *Session) verify(i int) {
 func (s *Session) compareTerms(i int, h *wire.Handshake) *TermsError {
 	ours, theirs := &s.proto.keys.terms, &h.Terms
 	diff := func(field string, a, b any) *TermsError {
-		return &TermsError{Peer: i, Field: field, Ours: fmt.Sprint(a), Theirs: fmt.Sprint(b)}
+		e := &TermsError{Peer: i, Field: field, Ours: fmt.Sprint(a), Theirs: fmt.Sprint(b)}
+		if e.Ours == e.Theirs && field == "Local and Peers" {
+			// The same grouping under other machine ids: show the raw owners.
+			e.Ours, e.Theirs = fmt.Sprint(ours.Owners), fmt.Sprint(theirs.Owners)
+		}
+		return e
 	}
 	switch {
 	case h.Version != wire.Version:

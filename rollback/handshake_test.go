@@ -221,3 +221,52 @@ func TestForgedHandshakesCannotDelayTheRealOne(t *testing.T) {
 	clean, forged := run(false), run(true)
 	assert.Equal(t, clean, forged, "the forged handshakes did not delay the real one")
 }
+
+// TestReplayedHandshakeIsNotASignOfLife: once a peer is pinned, its
+// handshakes prove nothing more (they are not sealed; anyone on the path
+// can replay one): a peer that went silent is reported interrupted however
+// many copies of its handshake keep arriving. (Before, a handshake with
+// the pinned nonce echoing ours counted as hearing from the peer, so an
+// on-path replay kept a dead link looking alive.)
+func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
+	tap := &handshakeTap{}
+	var inj *fakepeer.Peers
+	ss, _, nw := connectedPair(t, func(i int, c *rollback.Config) {
+		if i == 0 {
+			inj = fakepeer.Wrap(c.Transport, 1)
+			c.Transport = inj
+		} else {
+			tap.Transport = c.Transport
+			c.Transport = tap
+		}
+	})
+	require.NotEmpty(t, tap.echoing, "peer 1 sent a handshake echoing peer 0's nonce")
+	var interrupted bool
+	for range 120 { // peer 1 is silent for 2 s; its handshake is replayed every tick
+		inj.Deliver(0, tap.echoing)
+		r, err := ss[0].Idle()
+		require.NoError(t, err)
+		for _, e := range r.Events {
+			interrupted = interrupted || e.Kind == rollback.EventNetworkInterrupted
+		}
+		nw.Advance(match.Tick)
+	}
+	assert.True(t, interrupted, "the silent peer was reported interrupted")
+	st, _ := ss[0].PeerStats(0)
+	assert.True(t, st.Interrupted)
+}
+
+// handshakeTap keeps a copy of the last handshake sent through it that
+// echoes a nonce.
+type handshakeTap struct {
+	rollback.Transport
+	echoing []byte
+}
+
+func (t *handshakeTap) Send(peer int, b []byte) error {
+	var h wire.Handshake
+	if len(b) > 0 && b[0] == byte(wire.KindHandshake) && wire.ParseHandshake(b, &h, nil) == nil && h.Echo != 0 {
+		t.echoing = append(t.echoing[:0], b...)
+	}
+	return t.Transport.Send(peer, b)
+}
