@@ -229,7 +229,10 @@ func TestForgedHandshakesCannotDelayTheRealOne(t *testing.T) {
 // the pinned nonce echoing ours counted as hearing from the peer, so an
 // on-path replay kept a dead link looking alive.)
 func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
-	tap := &handshakeTap{}
+	tap := &fakepeer.Tap{Keep: func(b []byte) bool {
+		var h wire.Handshake
+		return len(b) > 0 && b[0] == byte(wire.KindHandshake) && wire.ParseHandshake(b, &h, nil) == nil && h.Echo != 0
+	}}
 	var inj *fakepeer.Peers
 	ss, _, nw := connectedPair(t, func(i int, c *rollback.Config) {
 		if i == 0 {
@@ -240,10 +243,10 @@ func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
 			c.Transport = tap
 		}
 	})
-	require.NotEmpty(t, tap.echoing, "peer 1 sent a handshake echoing peer 0's nonce")
+	require.NotEmpty(t, tap.Last, "peer 1 sent a handshake echoing peer 0's nonce")
 	var interrupted bool
 	for range 120 { // peer 1 is silent for 2 s; its handshake is replayed every tick
-		inj.Deliver(0, tap.echoing)
+		inj.Deliver(0, tap.Last)
 		r, err := ss[0].Idle()
 		require.NoError(t, err)
 		for _, e := range r.Events {
@@ -254,19 +257,4 @@ func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
 	assert.True(t, interrupted, "the silent peer was reported interrupted")
 	st, _ := ss[0].PeerStats(0)
 	assert.True(t, st.Interrupted)
-}
-
-// handshakeTap keeps a copy of the last handshake sent through it that
-// echoes a nonce.
-type handshakeTap struct {
-	rollback.Transport
-	echoing []byte
-}
-
-func (t *handshakeTap) Send(peer int, b []byte) error {
-	var h wire.Handshake
-	if len(b) > 0 && b[0] == byte(wire.KindHandshake) && wire.ParseHandshake(b, &h, nil) == nil && h.Echo != 0 {
-		t.echoing = append(t.echoing[:0], b...)
-	}
-	return t.Transport.Send(peer, b)
 }

@@ -403,7 +403,7 @@ func TestStarvation(t *testing.T) {
 // and both machines still end in sync.
 func TestHostilePackets(t *testing.T) {
 	var inj *fakepeer.Peers
-	tap := &inputTap{}
+	tap := &fakepeer.Tap{Keep: fakepeer.Sealed(wire.KindInput)}
 	ss, gs, nw := connectedPair(t, func(i int, c *rollback.Config) {
 		if i == 0 {
 			inj = fakepeer.Wrap(c.Transport, 1) // scripted datagrams "from" peer 0, before the real ones
@@ -421,8 +421,8 @@ func TestHostilePackets(t *testing.T) {
 		}
 		nw.Advance(match.Tick)
 	}
-	require.NotEmpty(t, tap.last)
-	real := bytes.Clone(tap.last)
+	require.NotEmpty(t, tap.Last)
+	real := bytes.Clone(tap.Last)
 	other := fakepeer.New(5) // another match's machine: its own keys
 	share, err := wire.NewKeyShare(match.SeededRand(3, 0))
 	require.NoError(t, err)
@@ -472,19 +472,6 @@ func TestHostilePackets(t *testing.T) {
 	assert.Equal(t, int64(len(hostile)-1), ps.PacketsDropped)
 	assert.Equal(t, rollback.Frame(600), st.ConfirmedFrame)
 	assert.Equal(t, *gs[0].State.Get(gs[0].Arena), *gs[1].State.Get(gs[1].Arena), "the match still ends in sync")
-}
-
-// inputTap keeps a copy of the last input datagram sent through it.
-type inputTap struct {
-	rollback.Transport
-	last []byte
-}
-
-func (t *inputTap) Send(peer int, b []byte) error {
-	if len(b) > 0 && b[0]>>4 == byte(wire.KindInput) {
-		t.last = append(t.last[:0], b...)
-	}
-	return t.Transport.Send(peer, b)
 }
 
 func TestAdvanceDoesNotAllocate(t *testing.T) {

@@ -215,3 +215,25 @@ func (p *Peers) Now() time.Duration { return p.now }
 
 // Advance moves the clock on by d.
 func (p *Peers) Advance(d time.Duration) { p.now += d }
+
+// Tap is a Transport that keeps a copy of the last datagram sent through
+// it that Keep accepts (tests take real datagrams from it to replay or
+// mangle).
+type Tap struct {
+	Transport
+	Keep func(b []byte) bool
+	Last []byte
+}
+
+// Send keeps a copy of b when Keep accepts it, and sends it on.
+func (t *Tap) Send(peer int, b []byte) error {
+	if t.Keep(b) {
+		t.Last = append(t.Last[:0], b...)
+	}
+	return t.Transport.Send(peer, b)
+}
+
+// Sealed returns a Keep for the sealed datagrams of kind k.
+func Sealed(k wire.Kind) func(b []byte) bool {
+	return func(b []byte) bool { return len(b) > 0 && b[0]>>4 == byte(k) }
+}

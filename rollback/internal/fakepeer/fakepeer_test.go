@@ -66,7 +66,7 @@ func TestWrap(t *testing.T) {
 	nw, err := netsim.New(2, 1, netsim.Profile{})
 	require.NoError(t, err)
 	w := fakepeer.Wrap(nw.Endpoint(0), 1)
-	tap := &tap{Transport: nw.Endpoint(1)}
+	tap := &fakepeer.Tap{Transport: nw.Endpoint(1), Keep: fakepeer.Sealed(wire.KindQuality)}
 	ss := []*rollback.Session{session(t, 0, w, nw), session(t, 1, tap, nw)}
 	for range 10 {
 		for _, s := range ss {
@@ -77,9 +77,9 @@ func TestWrap(t *testing.T) {
 	}
 	st, _ := ss[0].PeerStats(0)
 	require.True(t, st.Verified)
-	require.NotEmpty(t, tap.ping, "a sealed ping went by")
+	require.NotEmpty(t, tap.Last, "a sealed ping went by")
 	assert.False(t, w.Keyed(0))
-	forged := append([]byte{}, tap.ping...)
+	forged := append([]byte{}, tap.Last...)
 	forged[len(forged)-1] ^= 1
 	w.Deliver(0, forged)
 	_, err = ss[0].Idle()
@@ -87,17 +87,4 @@ func TestWrap(t *testing.T) {
 	ps, _ := ss[0].PeerStats(0)
 	assert.Equal(t, int64(1), ps.PacketsForged)
 	assert.Equal(t, int64(1), ps.PacketsDropped)
-}
-
-// tap keeps a copy of the last sealed ping sent through it.
-type tap struct {
-	rollback.Transport
-	ping []byte
-}
-
-func (t *tap) Send(peer int, b []byte) error {
-	if len(b) > 0 && b[0]>>4 == byte(wire.KindQuality) {
-		t.ping = append(t.ping[:0], b...)
-	}
-	return t.Transport.Send(peer, b)
 }
