@@ -1,6 +1,7 @@
 package rollback_test
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 	"time"
@@ -257,4 +258,53 @@ func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
 	assert.True(t, interrupted, "the silent peer was reported interrupted")
 	st, _ := ss[0].PeerStats(0)
 	assert.True(t, st.Interrupted)
+}
+
+// TestForgeryEvent: ForgeryAlarm datagrams failing the MAC within a second
+// raise one EventForgery naming the peer whose address they came from; a
+// few do not.
+func TestForgeryEvent(t *testing.T) {
+	tap := &fakepeer.Tap{Keep: fakepeer.Sealed(wire.KindInput)}
+	var inj *fakepeer.Peers
+	ss, _, nw := connectedPair(t, func(i int, c *rollback.Config) {
+		if i == 0 {
+			inj = fakepeer.Wrap(c.Transport, 1)
+			c.Transport = inj
+		} else {
+			tap.Transport = c.Transport
+			c.Transport = tap
+		}
+	})
+	forgeries := func(n int) {
+		for k := range n {
+			f := bytes.Clone(tap.Last)
+			f[len(f)-1-k%4] ^= 0x80 // a changed MAC byte
+			inj.Deliver(0, f)
+		}
+	}
+	count := func() (n int) {
+		for range 70 { // more than a second: the rate window rolls over
+			for _, s := range ss {
+				r, err := s.Idle()
+				require.NoError(t, err)
+				for _, e := range r.Events {
+					if e.Kind == rollback.EventForgery {
+						assert.Equal(t, 0, e.Peer)
+						n++
+					}
+				}
+			}
+			nw.Advance(match.Tick)
+		}
+		return n
+	}
+	require.NotEmpty(t, tap.Last)
+	forgeries(rollback.ForgeryAlarm - 1)
+	assert.Zero(t, count(), "fewer than ForgeryAlarm in a second")
+	forgeries(rollback.ForgeryAlarm)
+	assert.Equal(t, 1, count(), "exactly ForgeryAlarm in a second")
+	forgeries(2 * rollback.ForgeryAlarm) // all judged in one call: the budget is 64
+	assert.Equal(t, 1, count(), "one event for the second's flood")
+	st, _ := ss[0].PeerStats(0)
+	assert.Equal(t, int64(4*rollback.ForgeryAlarm-1), st.PacketsForged)
 }
