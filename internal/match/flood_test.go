@@ -88,7 +88,7 @@ func TestFloodFromOnePeerAddress(t *testing.T) {
 		}
 	}()
 	start := time.Now()
-	r := match.RunUDP(match.Config{Players: 3, Frames: 600, Seed: 15, Profile: p}, match.UDPOptions{
+	r := match.RunUDP(match.Config{Players: 3, Frames: 300, Seed: 15, Profile: p}, match.UDPOptions{
 		OnStart: func(addrs []netip.AddrPort, conns []*net.UDPConn) {
 			bound <- sockets{addrs, conns}
 		},
