@@ -16,7 +16,7 @@ HEAVY    := gonum|ebiten|pion|chromedp
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
-LONG     := TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|TestLockstepTable|TestMatches|TestLockstepSoak|TestSoakSoundOnIntercontinental|TestForgery
+LONG     := TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|TestLockstepTable|TestMatches|TestLockstepSoak|TestSoakSoundOnIntercontinental|TestForgery|TestFloodFromOnePeerAddress
 # PLAIN: the packages with a LONG test or a benchmark (building every other package's tests a second time would be wasted).
 PLAIN     = $$(grep -lE '^func (Benchmark|($(LONG))\()' $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go') | xargs -n1 dirname | sort -u | sed 's|^\([^.]\)|./\1|')
 test: lint

@@ -31,7 +31,17 @@ type flooded struct {
 // only overflows machine 2's queue at machine 0 (the transport drops the
 // oldest); the honest machine 1's datagrams still arrive, and the match
 // completes and verifies with all three machines.
+//
+// It runs only without the race detector (make test's plain pass): under
+// it, with a cold build competing for both cores, the transport's reader
+// fell behind, the kernel's socket buffer (shared by every peer) overflowed
+// with the flood, and machine 0 went 5 s without the honest peer's
+// datagrams and disconnected it. The per-peer queues cannot help below the
+// kernel; docs/security.md says so.
 func TestFloodFromOnePeerAddress(t *testing.T) {
+	if match.RaceEnabled {
+		t.Skip("a real-time flood: run without the race detector (make test's plain pass)")
+	}
 	t.Parallel()
 	const perTick = 10 * udp.PeerQueue
 	p, err := netsim.ParseProfile("lan")
