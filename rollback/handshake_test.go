@@ -234,16 +234,7 @@ func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
 		var h wire.Handshake
 		return len(b) > 0 && b[0] == byte(wire.KindHandshake) && wire.ParseHandshake(b, &h, nil) == nil && h.Echo != 0
 	}}
-	var inj *fakepeer.Peers
-	ss, _, nw := connectedPair(t, func(i int, c *rollback.Config) {
-		if i == 0 {
-			inj = fakepeer.Wrap(c.Transport, 1)
-			c.Transport = inj
-		} else {
-			tap.Transport = c.Transport
-			c.Transport = tap
-		}
-	})
+	ss, nw, inj := tappedPair(t, tap)
 	require.NotEmpty(t, tap.Last, "peer 1 sent a handshake echoing peer 0's nonce")
 	var interrupted bool
 	for range 120 { // peer 1 is silent for 2 s; its handshake is replayed every tick
@@ -265,16 +256,7 @@ func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
 // few do not.
 func TestForgeryEvent(t *testing.T) {
 	tap := &fakepeer.Tap{Keep: fakepeer.Sealed(wire.KindInput)}
-	var inj *fakepeer.Peers
-	ss, _, nw := connectedPair(t, func(i int, c *rollback.Config) {
-		if i == 0 {
-			inj = fakepeer.Wrap(c.Transport, 1)
-			c.Transport = inj
-		} else {
-			tap.Transport = c.Transport
-			c.Transport = tap
-		}
-	})
+	ss, nw, inj := tappedPair(t, tap)
 	forgeries := func(n int) {
 		for k := range n {
 			f := bytes.Clone(tap.Last)
@@ -307,4 +289,21 @@ func TestForgeryEvent(t *testing.T) {
 	assert.Equal(t, 1, count(), "one event for the second's flood")
 	st, _ := ss[0].PeerStats(0)
 	assert.Equal(t, int64(4*rollback.ForgeryAlarm-1), st.PacketsForged)
+}
+
+// tappedPair is connectedPair with a stranger in front of machine 0 (it
+// delivers scripted datagrams "from" peer 0's address) and tap on machine
+// 1's sends.
+func tappedPair(t *testing.T, tap *fakepeer.Tap) ([2]*rollback.Session, *netsim.Network, *fakepeer.Peers) {
+	var inj *fakepeer.Peers
+	ss, _, nw := connectedPair(t, func(i int, c *rollback.Config) {
+		if i == 0 {
+			inj = fakepeer.Wrap(c.Transport, 1)
+			c.Transport = inj
+		} else {
+			tap.Transport = c.Transport
+			c.Transport = tap
+		}
+	})
+	return ss, nw, inj
 }

@@ -33,6 +33,7 @@ type Peers struct {
 	head  int
 	now   time.Duration
 	hs    wire.Handshake // the session's, as last seen
+	err   error          // from New: every Send returns it
 
 	// Next, if set, is asked for a datagram whenever the queue is empty:
 	// it returns the datagram, the peer it comes from, and false when it
@@ -64,8 +65,8 @@ func New(nonces ...uint64) *Peers {
 	p := &Peers{Sent: make([]int, len(nonces))}
 	for _, n := range nonces {
 		share, err := wire.NewKeyShare(rand.NewChaCha8([32]byte{byte(n), byte(n >> 8), byte(n >> 16), byte(n >> 24)}))
-		if err != nil {
-			panic(err) // a ChaCha8 stream does not fail
+		if err != nil && p.err == nil {
+			p.err = err // Send reports it
 		}
 		p.peers = append(p.peers, fake{nonce: n, share: share})
 	}
@@ -88,6 +89,9 @@ var ErrPeer = errors.New("fakepeer: no such peer")
 func (p *Peers) Send(peer int, b []byte) error {
 	if peer < 0 || peer >= len(p.peers) {
 		return ErrPeer
+	}
+	if p.err != nil {
+		return p.err
 	}
 	p.Sent[peer]++
 	if p.inner != nil {
@@ -144,6 +148,9 @@ func (p *Peers) Deliver(peer int, b ...[]byte) {
 // session's nonce, with the session's own terms.
 func (p *Peers) Hello(peer int) []byte {
 	f := &p.peers[peer]
+	if f.share == nil {
+		return nil // New failed: Send says why
+	}
 	h := wire.Handshake{Version: wire.Version, SessionID: p.hs.SessionID, Nonce: f.nonce, Echo: p.hs.Nonce,
 		Key: f.share.Public(), Terms: p.hs.Terms, Local: p.players(peer)}
 	b, _ := wire.AppendHandshake(nil, &h, nil) // the session's own terms always encode
