@@ -24,7 +24,7 @@ type flooded struct {
 }
 
 // TestFloodFromOnePeerAddress (issue 15): in a 3-machine match over real
-// sockets, machine 2's own socket sends machine 0 ten times the transport's
+// sockets, machine 2's own socket sends machine 0 twice the transport's
 // per-peer queue (udp.PeerQueue) every 1/60 s tick, from the moment the
 // match is running to its end: junk shaped like sealed input packets (kind
 // byte 0x10) that fails the MAC. Each peer has its own queue, so the flood
@@ -37,13 +37,17 @@ type flooded struct {
 // fell behind, the kernel's socket buffer (shared by every peer) overflowed
 // with the flood, and machine 0 went 5 s without the honest peer's
 // datagrams and disconnected it. The per-peer queues cannot help below the
-// kernel; docs/security.md says so.
+// kernel; docs/security.md says so. For the same reason the flood is twice
+// the queue, not more: at ten times (38,000 datagrams a second) a CI machine
+// with the plain pass's other tests running overflowed the kernel's buffer
+// too, and the test measured the kernel, not the queues. Twice the queue
+// still overflows machine 2's queue at machine 0 at every tick.
 func TestFloodFromOnePeerAddress(t *testing.T) {
 	if match.RaceEnabled {
 		t.Skip("a real-time flood: run without the race detector (make test's plain pass)")
 	}
 	t.Parallel()
-	const perTick = 10 * udp.PeerQueue
+	const perTick = 2 * udp.PeerQueue
 	p, err := netsim.ParseProfile("lan")
 	require.NoError(t, err)
 	type sockets struct {
