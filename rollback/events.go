@@ -2,7 +2,7 @@ package rollback
 
 import "fmt"
 
-//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind,InputStatus,SnapshotPolicy,Mode -linecomment -output=strings.go
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind,InputStatus,SnapshotPolicy,Mode,Suspicion -linecomment -output=strings.go
 
 // EventKind identifies an [Event].
 type EventKind uint8
@@ -59,6 +59,13 @@ const (
 	// datagrams (they are dropped; see PeerStats.PacketsForged). Emitted at most once a second per peer.
 	// Frame: the next frame to simulate.
 	EventForgery // forgery
+	// EventSuspect: Peer, which holds the link's keys, did something no
+	// honest machine does; Event.Suspicion says what (it is counted in
+	// PeerStats.Suspected). Raised the first time, then at most once a
+	// second per peer and kind. What it sent was checked and bounded
+	// (docs/security.md); the game may tell the player, report the peer
+	// to its servers, or end the match. Frame: the next frame to simulate.
+	EventSuspect // suspect
 )
 
 // ForgeryAlarm is how many datagrams failing the MAC check within a second
@@ -72,9 +79,14 @@ type Event struct {
 	Frame Frame // what it means depends on Kind (see each kind)
 	Peer  int   // the peer concerned, or -1
 	Lag   int   // EventInputLagChanged: the new input lag
+	// Suspicion is what EventSuspect's peer was caught at.
+	Suspicion Suspicion
 }
 
 func (e Event) String() string {
+	if e.Kind == EventSuspect {
+		return fmt.Sprintf("%s frame=%d peer=%d suspicion=%s", e.Kind, e.Frame, e.Peer, e.Suspicion)
+	}
 	if e.Kind == EventInputLagChanged {
 		return fmt.Sprintf("%s frame=%d lag=%d", e.Kind, e.Frame, e.Lag)
 	}

@@ -116,7 +116,7 @@ func (s *Session) anchor(next Frame) Frame {
 		}
 		for m := range s.peers {
 			if m != x && !s.peers[m].leave.disc {
-				c = min(c, s.peers[m].gossip.sees[x])
+				c = min(c, s.floor(m, x))
 			}
 		}
 	}

@@ -16,6 +16,7 @@ type peer struct {
 	start    peerStart
 	gossip   gossipView
 	sums     sumSender
+	suspect  suspicions
 
 	st PeerStats // counters; the rest is filled in by Session.PeerStats
 }
@@ -170,11 +171,15 @@ func (p *progress) lockstepDue(now time.Duration, localNext Frame) bool {
 }
 
 // leave is the peer's departure and the agreement on its disconnect frame.
+// A machine disconnects a peer on its own evidence (silence, starvation,
+// the peer's own goodbye) or on the reports of two other machines, never
+// on one report (one liar could forge it); the disconnect frame is the
+// fewest of its frames any remaining machine had (docs/protocol.md).
 type leave struct {
 	disc     bool  // disconnected here, agreement maybe pending
 	agreed   bool  // every remaining machine reported it: frame is final
 	frozen   Frame // our own count of its frames when we disconnected it
-	frame    Frame // the disconnect frame: min of frozen and every report
+	frame    Frame // frozen until agreed, then the disconnect frame
 	reported [MaxPlayers]bool
 	report   [MaxPlayers]Frame // by peer index: the frame each reporter froze
 }
@@ -186,30 +191,39 @@ func (l *leave) disconnect(have Frame) bool {
 		return false
 	}
 	l.disc, l.frozen, l.frame = true, have, have
-	for j := range l.reported {
-		if l.reported[j] {
-			l.frame = min(l.frame, l.report[j])
-		}
-	}
 	return true
 }
 
 // reportBy records that peer from disconnected it at frame f (the lowest
-// report from each reporter counts).
-func (l *leave) reportBy(from int, f Frame) {
-	if l.reported[from] {
+// report from each reporter counts). It reports whether from had not
+// reported it before.
+func (l *leave) reportBy(from int, f Frame) bool {
+	first := !l.reported[from]
+	if !first {
 		f = min(f, l.report[from])
 	}
 	l.reported[from], l.report[from] = true, f
-	if l.disc {
-		l.frame = min(l.frame, f)
+	return first
+}
+
+// reporters returns how many machines reported it.
+func (l *leave) reporters() int {
+	n := 0
+	for _, r := range l.reported {
+		if r {
+			n++
+		}
 	}
+	return n
 }
 
 // settle reports whether every remaining machine (peers, of which this
-// one is peers[self]) has now reported the departure; the disconnect frame
-// is then final.
-func (l *leave) settle(self int, peers []peer) bool {
+// one is peers[self]) has now reported the departure. The disconnect frame
+// is then final: the least of our frozen count and each report, a report
+// raised to floor[j], the frames of it that reporter j had already claimed
+// or its own progress proves (a machine cannot un-have frames; an honest
+// report is never below its floor).
+func (l *leave) settle(self int, peers []peer, floor *[MaxPlayers]Frame) bool {
 	if !l.disc || l.agreed {
 		return false
 	}
@@ -219,6 +233,11 @@ func (l *leave) settle(self int, peers []peer) bool {
 		}
 	}
 	l.agreed = true
+	for j := range l.reported {
+		if l.reported[j] {
+			l.frame = min(l.frame, max(l.report[j], floor[j]))
+		}
+	}
 	return true
 }
 

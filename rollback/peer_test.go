@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 const ms = time.Millisecond
@@ -221,63 +222,46 @@ func TestProgressLockstepDue(t *testing.T) {
 	assert.Equal(t, 51*ms, p.inputSentAt)
 }
 
-// TestLeave: the disconnect frame is the minimum of our count and every
-// report (each reporter's lowest); it is final when every remaining
-// machine reported.
+// TestLeave: a peer disconnected here keeps our own count of its frames
+// until the agreement; each reporter's lowest report counts; the agreed
+// frame is the least of our count and every report, each report raised to
+// what its reporter had already claimed (its floor): a liar cannot cut a
+// machine below the frames it said it had.
 func TestLeave(t *testing.T) {
-	type op struct {
-		disconnect bool // disconnect with frame f; else a report by peer from
-		from       int
-		f          Frame
-		ok         bool // disconnect's result
-		frame      Frame
-	}
+	var l leave
+	assert.True(t, l.reportBy(2, 50), "a first report")
+	assert.False(t, l.reportBy(2, 44))
+	assert.False(t, l.reportBy(2, 47))
+	assert.Equal(t, Frame(44), l.report[2], "the lowest report from each reporter")
+	assert.Equal(t, 1, l.reporters())
+	assert.True(t, l.disconnect(60))
+	assert.False(t, l.disconnect(30), "disconnected once")
+	assert.Equal(t, Frame(60), l.frozen)
+	assert.Equal(t, Frame(60), l.frame, "our own count until agreed")
+
 	cases := []struct {
-		name string
-		ops  []op
+		name   string
+		frozen Frame
+		report Frame // by peer 1, the only other machine
+		floor  Frame // peer 1's floor
+		want   Frame
 	}{
-		{name: "our count alone", ops: []op{{disconnect: true, f: 40, ok: true, frame: 40}}},
-		{name: "a report before we disconnect", ops: []op{
-			{from: 1, f: 35, frame: 0},
-			{disconnect: true, f: 40, ok: true, frame: 35},
-		}},
-		{name: "a higher report does not raise it", ops: []op{
-			{from: 1, f: 45},
-			{disconnect: true, f: 40, ok: true, frame: 40},
-			{from: 2, f: 50, frame: 40},
-		}},
-		{name: "a report after, lower", ops: []op{
-			{disconnect: true, f: 40, ok: true, frame: 40},
-			{from: 2, f: 38, frame: 38},
-			{from: 2, f: 39, frame: 38},
-		}},
-		{name: "disconnect twice", ops: []op{
-			{disconnect: true, f: 40, ok: true, frame: 40},
-			{disconnect: true, f: 30, ok: false, frame: 40},
-		}},
+		{"our count alone is lower", 40, 45, 0, 40},
+		{"a lower report wins", 40, 35, 0, 35},
+		{"a report below its floor is raised", 40, 10, 30, 30},
+		{"the floor never raises above our count", 40, 10, 50, 40},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var l leave
-			for i, o := range tc.ops {
-				if o.disconnect {
-					assert.Equal(t, o.ok, l.disconnect(o.f), "op %d", i)
-				} else {
-					l.reportBy(o.from, o.f)
-				}
-				assert.Equal(t, o.frame, l.frame, "op %d", i)
-			}
+			peers := make([]peer, 2)
+			l := &peers[0].leave
+			l.disconnect(tc.frozen)
+			l.reportBy(1, tc.report)
+			floor := [MaxPlayers]Frame{1: tc.floor}
+			require.True(t, l.settle(0, peers, &floor))
+			assert.Equal(t, tc.want, l.frame)
 		})
 	}
-
-	var l leave
-	l.reportBy(2, 50)
-	l.reportBy(2, 44)
-	l.reportBy(2, 47)
-	assert.Equal(t, Frame(44), l.report[2], "the lowest report from each reporter")
-	l.disconnect(60)
-	assert.Equal(t, Frame(60), l.frozen)
-	assert.Equal(t, Frame(44), l.frame)
 }
 
 // TestLeaveSettle: the leaver (peers[0]) is settled once every other peer
@@ -311,9 +295,9 @@ func TestLeaveSettle(t *testing.T) {
 			for _, j := range tc.gone {
 				peers[j].leave.disconnect(80)
 			}
-			assert.Equal(t, tc.want, l.settle(0, peers))
+			assert.Equal(t, tc.want, l.settle(0, peers, &[MaxPlayers]Frame{}))
 			assert.Equal(t, tc.want, l.agreed)
-			assert.False(t, l.settle(0, peers), "settled at most once")
+			assert.False(t, l.settle(0, peers, &[MaxPlayers]Frame{}), "settled at most once")
 		})
 	}
 }

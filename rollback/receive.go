@@ -275,7 +275,10 @@ func (s *Session) disconnect(i int) {
 	ps.leave.disconnect(s.inputs.next[ps.players[0]])
 }
 
-// handleGossip records what peer from says of the other machines.
+// handleGossip records what peer from says of the other machines. A
+// report that a machine left is recorded but, alone, disconnects no one:
+// one liar could forge it (docs/security.md). Two reporters — with four or
+// more machines — can only both be honest, so x is disconnected here too.
 func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 	order := s.peers[from].gossip.order
 	for k, g := range gossip {
@@ -283,15 +286,56 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			continue
 		}
 		x := order[k]
+		px := &s.peers[x]
 		if !g.Disconnected {
 			s.peers[from].gossip.count(x, Frame(g.Frame))
 			continue
 		}
-		if s.peers[x].leave.agreed {
+		if px.leave.agreed || !px.leave.reportBy(from, Frame(g.Frame)) {
 			continue
 		}
-		s.peers[x].leave.reportBy(from, Frame(g.Frame))
-		s.disconnect(x)
+		if !px.leave.disc && s.now-px.link.lastRecv < s.proto.interruptAfter {
+			// It says x went silent, and x spoke to us just now.
+			s.suspect(from, SuspectGossip)
+		}
+		if px.leave.reporters() >= 2 {
+			s.disconnect(x)
+		}
+	}
+	s.checkCounts(from)
+}
+
+// floor returns the fewest frames of machine x that peer m can have: the
+// count it claimed (gossip), or, in rollback mode, what its own progress
+// proves: it cannot have simulated a frame MaxRollbackLimit past x's
+// inputs, nor have inputs more than MaxInputLag ahead of its simulation,
+// so a count further behind its inputs than countSlack is not honest. The
+// anchor and the disconnect frame use it, so a peer that withholds or
+// lowers its counts cannot hold back our snapshots.
+func (s *Session) floor(m, x int) Frame {
+	f := s.peers[m].gossip.sees[x]
+	if s.ls == nil {
+		f = max(f, s.inputs.next[s.peers[m].players[0]]-countSlack)
+	}
+	return f
+}
+
+// countSlack is how far behind its own inputs an honest machine's count of
+// a third machine's frames can be (see Session.floor): the deepest
+// rollback, the largest input lag, and a few packets' staleness.
+const countSlack = MaxRollbackLimit + MaxInputLag + 2*gossipCountEvery
+
+// checkCounts names peer m when one of its counts of the other machines is
+// below what its own progress proves (Session.floor): it withholds them.
+func (s *Session) checkCounts(m int) {
+	if s.ls != nil {
+		return
+	}
+	for _, x := range s.peers[m].gossip.order {
+		if !s.peers[x].leave.disc && s.peers[m].gossip.sees[x] < s.floor(m, x) {
+			s.suspect(m, SuspectWithheld)
+			return
+		}
 	}
 }
 
@@ -316,7 +360,16 @@ func (s *Session) checkLiveness() Frame {
 	}
 	for x := range s.peers {
 		px := &s.peers[x]
-		if !px.leave.settle(x, s.peers) {
+		if !px.leave.disc || px.leave.agreed {
+			continue
+		}
+		var floor [MaxPlayers]Frame
+		for m := range s.peers {
+			if m != x {
+				floor[m] = s.floor(m, x)
+			}
+		}
+		if !px.leave.settle(x, s.peers, &floor) {
 			continue
 		}
 		for _, p := range px.players {

@@ -144,7 +144,10 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 	g := s.io.gossip[:0]
 	for _, x := range ps.gossip.order {
 		px := &s.peers[x]
-		e := wire.Gossip{Disconnected: px.leave.disc, Frame: int32(px.leave.frame)}
+		// A departure goes with our own count of its frames (not the
+		// agreed frame, nor what others reported): every machine takes the
+		// least of every machine's own count.
+		e := wire.Gossip{Disconnected: px.leave.disc, Frame: int32(px.leave.frozen)}
 		if !px.leave.disc {
 			e.Frame = -1 // the count goes in every fourth packet: it only paces the anchor
 			if ps.st.PacketsSent%gossipCountEvery == 0 {

@@ -454,6 +454,7 @@ func (s *Session) PeerStats(i int) (st PeerStats, ok bool) {
 		st.DisconnectFrame = ps.leave.frame
 	}
 	st.SinceLastHeard = s.now - ps.link.lastRecv
+	st.Suspected = ps.suspect.count
 	return st, true
 }
 

@@ -212,4 +212,7 @@ type PeerStats struct {
 	DisconnectFrame   Frame // when Disconnected and agreed: its inputs from this frame on are the default input
 	DisconnectAgreed  bool
 	SinceLastHeard    time.Duration
+	// Suspected counts, by Suspicion, what this peer was caught at
+	// (EventSuspect); index 0 is unused.
+	Suspected [NumSuspicions]int64
 }

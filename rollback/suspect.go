@@ -1,0 +1,73 @@
+package rollback
+
+import "time"
+
+// Suspicion says what an authenticated peer did that no honest machine
+// does (docs/security.md, "A peer that lies"). Each is counted in the
+// peer's PeerStats.Suspected and raises EventSuspect.
+type Suspicion uint8
+
+// Suspicions.
+const (
+	// SuspectGossip: it reported a third machine disconnected that we
+	// still hear from. A report alone never disconnects anyone.
+	SuspectGossip Suspicion = 1 + iota // gossip
+	// SuspectAck: it acknowledged fewer of our frames than its own
+	// progress proves it has (it cannot simulate that far without them).
+	SuspectAck // ack
+	// SuspectLookahead: its inputs arrive later than its round trip
+	// explains, over a 100-frame window: it could have chosen each after
+	// seeing ours for the same frame.
+	SuspectLookahead // lookahead
+	// SuspectRewrite: it re-sent a different input for a frame whose input
+	// it had already sent.
+	SuspectRewrite // rewrite
+	// SuspectWithheld: it holds back what the protocol needs from it: the
+	// counts of third machines' frames, or its inputs while it still
+	// talks.
+	SuspectWithheld // withheld
+	// SuspectChecksum: it sent a checksum for a frame it cannot have
+	// finished: one whose inputs from us it has not received.
+	SuspectChecksum // checksum
+	// SuspectTiming: its start-of-match round trips are beyond any link
+	// (more than maxStartRTT); they were capped.
+	SuspectTiming // timing
+	// SuspectDesync: with three or more machines, its checksum disagrees
+	// with ours and with another machine's that agrees with ours.
+	SuspectDesync // desync
+)
+
+// NumSuspicions is the length of PeerStats.Suspected.
+const NumSuspicions = int(SuspectDesync) + 1
+
+// suspectEvery is the shortest interval between two EventSuspect of one
+// kind for one peer; every occurrence is counted.
+const suspectEvery = time.Second
+
+// suspicions is one peer's record of what it was caught at.
+type suspicions struct {
+	count [NumSuspicions]int64
+	last  [NumSuspicions]time.Duration // when each last raised the event
+	seen  [NumSuspicions]bool
+}
+
+// note counts one suspicion of kind k at now and reports whether it raises
+// the event: the first time, then at most once per suspectEvery.
+func (s *suspicions) note(k Suspicion, now time.Duration) bool {
+	if int(k) >= NumSuspicions {
+		return false
+	}
+	s.count[k]++
+	if s.seen[k] && now-s.last[k] < suspectEvery {
+		return false
+	}
+	s.seen[k], s.last[k] = true, now
+	return true
+}
+
+// suspect counts suspicion k of peer i, raising EventSuspect when due.
+func (s *Session) suspect(i int, k Suspicion) {
+	if s.peers[i].suspect.note(k, s.now) {
+		s.events = append(s.events, Event{Kind: EventSuspect, Frame: s.frame, Peer: i, Suspicion: k})
+	}
+}
