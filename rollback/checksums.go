@@ -131,6 +131,13 @@ func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
 	}
 }
 
+// plausible reports whether a peer can have a final checksum of frame f
+// when localNext is our next local frame: f is a checksum frame, and every
+// input before it, ours included, has been sent.
+func (c *checksums) plausible(f, localNext Frame) bool {
+	return c == nil || (f%c.every == 0 && f <= localNext)
+}
+
 // remote takes peer i's checksum of frame f.
 func (c *checksums) remote(i int, f int32, sum uint64) {
 	if c != nil && c.det != nil {

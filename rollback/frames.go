@@ -155,14 +155,37 @@ func (s *Session) mustStall() (int, bool) {
 	if s.frame+Frame(s.lag.delay)+1-low >= ringSize {
 		// A peer that stopped acknowledging, or a snapshot that cannot move
 		// on: never overwrite inputs that may still be read.
-		for i := range s.peers {
-			if !s.peers[i].leave.disc && s.peers[i].progress.ack == low {
-				return i, true
-			}
-		}
-		return 0, true
+		return s.blameRing(low), true
 	}
 	return 0, false
+}
+
+// blameRing names the peer that holds the input ring at frame low: one
+// that has not acknowledged it, whose input is missing there, or whose
+// count of a third machine holds the anchor there; -1 when none does (our
+// own snapshots or Recorder).
+func (s *Session) blameRing(low Frame) int {
+	for i := range s.peers {
+		if !s.peers[i].leave.disc && s.peers[i].progress.ack == low {
+			return i
+		}
+	}
+	for p := range s.roster.players {
+		if !s.inputs.local[p] && !s.inputs.disconnected(PlayerID(p)) && s.inputs.next[p] == low {
+			return s.roster.owner[p]
+		}
+	}
+	for x := range s.peers {
+		if s.peers[x].leave.agreed {
+			continue
+		}
+		for m := range s.peers {
+			if m != x && !s.peers[m].leave.disc && s.floor(m, x) == low {
+				return m
+			}
+		}
+	}
+	return -1
 }
 
 // record gives the Recorder every frame that has become final: simulated,

@@ -154,3 +154,153 @@ func TestWithheldGossipCounts(t *testing.T) {
 	_, blamed := m.suspected(1, SuspectWithheld)
 	assert.False(t, blamed, "the honest peer was named")
 }
+
+// TestForgedChecksumFrame: a checksum for a frame whose inputs from us the
+// peer cannot have (past the frames we sent, here 2^31-1024) is dropped
+// and names it (SuspectChecksum), and the peer's real checksums are still
+// compared: its wrong checksum of frame 50 is a desync. Before, the far
+// frame was kept as the peer's newest and every real checksum after it
+// was ignored: detection was off against that peer.
+func TestForgedChecksumFrame(t *testing.T) {
+	m := newLiarMesh(t, func(c *Config) { c.ChecksumEvery = 50 })
+	m.tr.Deliver(0, m.tr.Control(0, &wire.Checksum{Frame: wire.MaxFrame, Sum: 1}))
+	for range 120 {
+		m.tick()
+	}
+	_, ok := m.suspected(0, SuspectChecksum)
+	assert.True(t, ok, "peer 0 not named")
+	assert.Empty(t, m.errs, "no desync yet")
+	m.tr.Deliver(0, m.tr.Control(0, &wire.Checksum{Frame: 50, Sum: 1}))
+	m.tick()
+	require.NotEmpty(t, m.errs, "peer 0's wrong checksum of frame 50 was ignored")
+	assert.ErrorContains(t, m.errs[0], "frame 50")
+}
+
+// TestWithheldInputs: fake peer 1 goes on talking (acknowledgements, counts)
+// but sends no more inputs. The victim stalls, EventStarved names peer 1,
+// and within the disconnect timeout it disconnects peer 1 (SuspectWithheld:
+// it still talks); once peer 0 agrees, play resumes. Before, the victim
+// waited for ever: a peer that talks was never disconnected.
+func TestWithheldInputs(t *testing.T) {
+	m := newLiarMesh(t, func(c *Config) { c.DisconnectTimeout = time.Second })
+	for range 30 {
+		m.tick()
+	}
+	var frozen Frame = -1
+	m.lie = func(i int, p *wire.InputPacket) bool {
+		if i == 1 { // header only: the next frame it would send
+			p.Count, p.Inputs = 0, p.Inputs[:0]
+		}
+		if st, _ := m.s.PeerStats(1); i == 0 && st.Disconnected {
+			if frozen < 0 {
+				frozen = m.sent[1]
+			}
+			p.Gossip[0] = wire.Gossip{Disconnected: true, Frame: int32(frozen)} // peer 0 starved too
+		}
+		return true
+	}
+	for range 150 {
+		m.tick()
+	}
+	var starved bool
+	for _, e := range m.events {
+		if e.Kind == EventStarved {
+			starved = true
+			assert.Equal(t, 1, e.Peer, "the stall blames the peer that withholds")
+		}
+	}
+	assert.True(t, starved)
+	st, _ := m.s.PeerStats(1)
+	require.True(t, st.Disconnected, "never disconnected")
+	assert.True(t, st.DisconnectAgreed)
+	_, ok := m.suspected(1, SuspectWithheld)
+	assert.True(t, ok, "peer 1 not named")
+	assert.Empty(t, m.errs)
+	assert.Greater(t, m.s.frame, Frame(100), "play did not resume")
+}
+
+// TestStartDelayGrief: round trips of 2^32-1 µs (71 minutes) in the start
+// protocol are capped at maxStartRTT and name the machine that sent them
+// (SuspectTiming), so every honest machine starts within seconds. A
+// non-host reporting them in its Ready is caught by the host (which
+// before simply passed them on); a host sending them in its Start is
+// caught by the others (before, the victim computed a 35-minute wait and
+// failed with "waiting for peers []").
+func TestStartDelayGrief(t *testing.T) {
+	const huge = 1<<32 - 1
+	cases := []struct {
+		name  string
+		local PlayerID
+		peers []Peer
+		liar  int
+		send  func(tr *fakepeer.Peers) // each tick, once keyed
+	}{
+		{"a non-host's Ready, at the host", 0, []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}}, 0,
+			func(tr *fakepeer.Peers) {
+				tr.Deliver(0, tr.Control(0, &wire.Ready{RTT: []uint32{huge, 0, huge}}))
+				tr.Deliver(1, tr.Control(1, &wire.Ready{RTT: []uint32{20000, 20000, 0}}))
+				tr.Deliver(0, tr.Control(0, &wire.Go{}))
+				tr.Deliver(1, tr.Control(1, &wire.Go{}))
+			}},
+		{"the host's Start, at a non-host", 1, []Peer{{Players: []PlayerID{0}}, {Players: []PlayerID{3, 2}}}, 0,
+			func(tr *fakepeer.Peers) {
+				tr.Deliver(0, tr.Control(0, &wire.Start{Mesh: []uint32{0, 20000, 20000, huge, 0, huge, 20000, 20000, 0}}))
+				tr.Deliver(1, tr.Control(1, &wire.Go{}))
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, tr := fourPlayers(t, func(c *Config) { c.Local, c.Peers = []PlayerID{tc.local}, tc.peers })
+			for tick := 0; tick < 600 && !s.proto.started; tick++ {
+				if tr.Keyed(0) && tr.Keyed(1) && s.peers[0].link.rtt > 0 && s.peers[1].link.rtt > 0 {
+					tc.send(tr)
+				}
+				_, err := s.AddLocalInput(tc.local, 5)
+				require.NoError(t, err)
+				r, err := s.Advance()
+				require.NoError(t, err)
+				for _, e := range r.Events {
+					if e.Kind == EventSuspect {
+						assert.Equal(t, SuspectTiming, e.Suspicion)
+						assert.Equal(t, tc.liar, e.Peer)
+					}
+				}
+				if tr.Keyed(0) && tr.Keyed(1) { // answer this tick's pings
+					tr.Deliver(0, tr.Control(0, &wire.QualityReply{Echo: int64(tr.Now())}))
+					tr.Deliver(1, tr.Control(1, &wire.QualityReply{Echo: int64(tr.Now())}))
+				}
+				tr.Advance(time.Second / 60)
+			}
+			require.True(t, s.proto.started, "it never started")
+			assert.LessOrEqual(t, s.proto.startedAt-s.proto.hsStart, 2*time.Second)
+			st, _ := s.PeerStats(tc.liar)
+			assert.Positive(t, st.Suspected[SuspectTiming])
+		})
+	}
+}
+
+// TestStuckAck: fake peer 0 plays on but acknowledges as few of our frames
+// as the header can say (200 behind its own). Its own inputs prove it has
+// more (it cannot simulate that far without them): the victim names peer
+// 0 (SuspectAck), plays on, and resends from what peer 0 must have. Before,
+// nothing named it. (The header's reach, 255 frames, already kept such an
+// acknowledgement from filling the input ring.)
+func TestStuckAck(t *testing.T) {
+	m := newLiarMesh(t, nil)
+	m.lie = func(i int, p *wire.InputPacket) bool {
+		if i == 0 {
+			p.Ack = max(0, p.First-200)
+		}
+		return true
+	}
+	for range 600 {
+		m.tick()
+	}
+	assert.Empty(t, m.errs)
+	assert.Greater(t, m.s.frame, Frame(590), "the victim stalled")
+	e, ok := m.suspected(0, SuspectAck)
+	require.True(t, ok, "peer 0 not named")
+	assert.Less(t, e.Frame, Frame(200))
+	_, blamed := m.suspected(1, SuspectAck)
+	assert.False(t, blamed, "the honest peer was named")
+}

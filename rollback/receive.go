@@ -175,6 +175,12 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 		return mis, true
 	}
 	mis = s.takeInputs(ps, first, want, take)
+	if f := s.inputs.next[ps.players[0]] - countSlack; s.ls == nil && ps.progress.ack < f {
+		// Its own inputs prove it has more of ours than it says (it cannot
+		// simulate that far without them): the ring need not wait for it.
+		s.suspect(i, SuspectAck)
+		ps.progress.acked(min(f, localNext), localNext)
+	}
 	if ps.start.first < 0 && s.inputs.next[ps.players[0]] > 0 {
 		ps.start.first = s.now
 	}
@@ -242,6 +248,12 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 	case wire.KindChecksum:
 		c := &rx.sum
 		if err := wire.ParseControl(b, c); err != nil || c.Frame <= 0 {
+			return false
+		}
+		if !s.sums.plausible(Frame(c.Frame), s.inputs.next[s.roster.local[0]]) {
+			// Not a checksum frame, or one it cannot have finished: the
+			// state at its start needs every input before it, ours too.
+			s.suspect(i, SuspectChecksum)
 			return false
 		}
 		s.sums.remote(i, c.Frame, c.Sum)

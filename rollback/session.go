@@ -44,11 +44,13 @@ type Session struct {
 	io     codec
 	out    recording
 
-	frameLimit Frame // MaxFrame; lower in tests
-	starved    bool  // waiting for an input since EventStarved
-	rendering  bool  // inside Extrapolate's render
-	events     []Event
-	stats      Stats
+	frameLimit   Frame // MaxFrame; lower in tests
+	starved      bool  // waiting for an input since EventStarved
+	starvedBy    int   // the peer waited for (-1: a local player)
+	starvedSince time.Duration
+	rendering    bool // inside Extrapolate's render
+	events       []Event
+	stats        Stats
 }
 
 // roster is who plays where.
@@ -366,12 +368,28 @@ func (s *Session) endTick(r Result) (Result, error) {
 }
 
 // starve notes that the session waits for peer's input (-1: a local
-// player's), with EventStarved when it starts waiting.
+// player's), with EventStarved when it starts waiting. A peer that keeps
+// the session waiting for longer than the disconnect timeout is
+// disconnected, whatever it sends (a peer that still talks but withholds
+// its inputs is named: SuspectWithheld): no stall lasts for ever.
 func (s *Session) starve(peer int) {
-	if !s.starved {
-		s.starved = true
-		s.emit(EventStarved, s.frame, peer)
+	if !s.starved || peer != s.starvedBy {
+		if !s.starved {
+			s.emit(EventStarved, s.frame, peer)
+		}
+		s.starved, s.starvedBy, s.starvedSince = true, peer, s.now
 	}
+	if peer < 0 || peer >= len(s.peers) || s.now-s.starvedSince <= s.proto.disconnectAfter {
+		return
+	}
+	ps := &s.peers[peer]
+	if ps.leave.disc {
+		return
+	}
+	if s.now-ps.link.lastRecv < s.proto.interruptAfter {
+		s.suspect(peer, SuspectWithheld)
+	}
+	s.disconnect(peer)
 }
 
 // resume notes that the session advances again, with EventResumed after a

@@ -192,6 +192,23 @@ func (s *Session) buildMesh() {
 	st.meshKnown = true
 }
 
+// maxStartRTT caps every round trip a peer reports for the start delay:
+// no playable link is slower, and the delay it yields stays under a second.
+const maxStartRTT = time.Second
+
+// capRTTs caps the round trips (µs) a peer reported at maxStartRTT, and
+// reports whether one was over it: no honest machine measures that.
+func capRTTs(us []uint32) bool {
+	const limit = uint32(maxStartRTT / time.Microsecond)
+	over := false
+	for k, v := range us {
+		if v > limit {
+			us[k], over = limit, true
+		}
+	}
+	return over
+}
+
 func newMesh(n int) [][]time.Duration {
 	m := make([][]time.Duration, n)
 	for a := range n {
@@ -211,6 +228,9 @@ func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 			return false
 		}
 		ps.start.row = append(ps.start.row[:0], r.RTT...)
+		if capRTTs(ps.start.row) {
+			s.suspect(i, SuspectTiming)
+		}
 		return true
 	case wire.KindStart:
 		m := &s.io.rx.start
@@ -218,6 +238,9 @@ func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 			return false
 		}
 		if !s.start.meshKnown && !s.proto.started {
+			if capRTTs(m.Mesh) {
+				s.suspect(i, SuspectTiming)
+			}
 			s.start.mesh = newMesh(n)
 			for a := range n {
 				for c := range n {
