@@ -100,7 +100,10 @@ func TestForgeryOverUDP(t *testing.T) {
 			assert.Zero(t, r.ForgedAccepted, "forged datagrams taken as valid")
 			assert.Positive(t, r.ForgedReceived, "no forged datagram from a peer's socket reached a session")
 			assert.Less(t, r.ForgedReceived, r.ForgedDatagrams, "the stranger's datagrams reached the sessions")
-			assert.GreaterOrEqual(t, r.TransportDrops, r.ForgedDatagrams/2-int64(players), "the transport did not drop the stranger's datagrams")
+			// All but those still waiting in the kernel when the match ended
+			// (a few ticks' worth: on a loaded CI machine 4 of 966 were).
+			waiting := int64(players*300)*int64(3*match.Tick)/int64(time.Second) + int64(players)
+			assert.GreaterOrEqual(t, r.TransportDrops, r.ForgedDatagrams/2-waiting, "the transport did not drop the stranger's datagrams")
 			assert.Positive(t, r.ForgedHandshakesBeforeStart, "no forged handshake raced the real ones")
 			t.Logf("start tick %d; %d forged (%v), %d received, %d dropped by the transport, %d found forged by the MAC, %d taken",
 				r.StartTick, r.ForgedDatagrams, r.ForgedKinds[1:], r.ForgedReceived, r.TransportDrops, r.PacketsForged, r.ForgedAccepted)
