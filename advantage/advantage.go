@@ -11,7 +11,10 @@
 // stalling one frame moves it by two, so the simulation advantage is half.
 package advantage
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Window is the number of frames over which lags are averaged.
 const Window = 100
@@ -92,6 +95,7 @@ func StartDelay(rtt [][]time.Duration, host, local int) time.Duration {
 // construction.
 type Tracker struct {
 	peers     []lags
+	bound     []float64 // per peer: the most link lag our own measurements justify
 	frames    int
 	last      float64
 	lastLocal float64
@@ -103,7 +107,22 @@ type lags struct {
 }
 
 // NewTracker returns a tracker for the given number of remote peers.
-func NewTracker(peers int) *Tracker { return &Tracker{peers: make([]lags, max(0, peers))} }
+func NewTracker(peers int) *Tracker {
+	t := &Tracker{peers: make([]lags, max(0, peers)), bound: make([]float64, max(0, peers))}
+	for i := range t.bound {
+		t.bound[i] = math.Inf(1)
+	}
+	return t
+}
+
+// Bound caps the link lag (LastLocalLag) peer can cause at most frames:
+// what the caller's own measurement of the link (its round trip) justifies,
+// whatever the peer's acknowledgements say. Unbounded until set.
+func (t *Tracker) Bound(peer int, most float64) {
+	if peer >= 0 && peer < len(t.bound) {
+		t.bound[peer] = most
+	}
+}
 
 // Local records the localFrameLag of a message sent to peer:
 // nextLocalFrameToSimulate − nextRemoteFrameToReceive.
@@ -140,7 +159,7 @@ func (t *Tracker) Frame() (float64, bool) {
 		if p.nLocal > 0 && p.nRemote > 0 {
 			// The mean of the two directions: the advantage cancels out,
 			// leaving the frames of lag the link itself causes.
-			worstLocal = max(worstLocal, (p.local/float64(p.nLocal)+p.remote/float64(p.nRemote))/2)
+			worstLocal = max(worstLocal, min(t.bound[i], (p.local/float64(p.nLocal)+p.remote/float64(p.nRemote))/2))
 		}
 		*p = lags{}
 	}

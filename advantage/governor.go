@@ -22,6 +22,7 @@ type Governor struct {
 
 	queued int // stalls waiting to be spread out
 	since  int // frames since the last stall taken from the queue
+	tokens int // stalls it may still take: MaxStalls more each window, at most 2*MaxStalls
 
 	stallsSeen int64   // frames not simulated (every reason) at the last window's end
 	drift      float64 // estimated frames of drift per window (smoothed)
@@ -30,6 +31,16 @@ type Governor struct {
 	driftEvery float64 // frames between paced drift stalls; 0 for none
 	sinceDrift float64
 }
+
+// MaxStalls is the most frames a Governor stalls per Window, on average:
+// however far ahead the peers' timing makes this machine look — a peer
+// that stays behind on purpose, a lie — it keeps 95% of full speed. Each
+// window adds MaxStalls to an allowance of at most 2*MaxStalls (a token
+// bucket), so a short honest burst (a frozen machine catching up) is
+// stalled at once and a clock up to 5% slow is followed (maxDriftStalls);
+// a larger honest gap (a start without the start delay) closes over
+// several windows. At most 2*MaxStalls stalls wait in the queue.
+const MaxStalls = 5
 
 // driftDeadZone is the simulation advantage stalled under a sustained drift.
 const driftDeadZone = 0.25
@@ -41,7 +52,7 @@ const maxDriftStalls = 5
 // smoothing false it only measures (Config.NoFrameAdvantage, a lockstep
 // session, a session without peers).
 func NewGovernor(peers int, smoothing bool) *Governor {
-	return &Governor{tracker: NewTracker(peers), smoothing: smoothing}
+	return &Governor{tracker: NewTracker(peers), smoothing: smoothing, tokens: MaxStalls}
 }
 
 // Local records the localFrameLag of a message sent to peer (see
@@ -56,7 +67,7 @@ func (g *Governor) Remote(peer, lag int) { g.tracker.Remote(peer, lag) }
 // whether to stall this frame instead, spending one queued stall: one every
 // StallPeriod(queued) frames.
 func (g *Governor) Stall() bool {
-	if g.queued == 0 {
+	if g.queued == 0 || g.tokens == 0 {
 		return false
 	}
 	g.since++
@@ -64,6 +75,7 @@ func (g *Governor) Stall() bool {
 		return false
 	}
 	g.queued--
+	g.tokens--
 	g.since = 0
 	return true
 }
@@ -86,8 +98,9 @@ func (g *Governor) Simulated(stalled int64) bool {
 		return false
 	}
 	if g.smoothing {
-		g.queued += StallFrames(adv) + g.driftStalls(adv, stalled)
+		g.queued = min(g.queued+StallFrames(adv)+g.driftStalls(adv, stalled), 2*MaxStalls)
 	}
+	g.tokens = min(g.tokens+MaxStalls, 2*MaxStalls)
 	return true
 }
 
@@ -113,6 +126,9 @@ func (g *Governor) driftStalls(adv float64, stalled int64) int {
 	}
 	return 0
 }
+
+// Bound caps the link lag peer can cause (see [Tracker.Bound]).
+func (g *Governor) Bound(peer int, most float64) { g.tracker.Bound(peer, most) }
 
 // Queued returns the stalls waiting to be spread out.
 func (g *Governor) Queued() int { return g.queued }

@@ -93,7 +93,19 @@ func TestExtrapolateLeavesStateUnchanged(t *testing.T) {
 		assert.Equal(t, rollback.Confirmed, last[i].Status, "the local input is known")
 	}
 	// The match itself went on as if nothing had been rendered: both
-	// sessions agree on every confirmed frame's state.
+	// sessions agree on every confirmed frame's state. (Frame advantage
+	// aligns input frames, so with unequal input lags one may have
+	// stalled once more: it catches up first.)
+	for f := 300; ss[0].Frame() != ss[1].Frame() && f < 320; f++ {
+		i := 0
+		if ss[1].Frame() < ss[0].Frame() {
+			i = 1
+		}
+		offer(t, ss[i], rollback.PlayerID(i), rollback.Input((f/7+i)%16))
+		_, err := ss[i].Advance()
+		require.NoError(t, err)
+		nw.Advance(match.Tick)
+	}
 	for range 60 {
 		for _, s := range ss {
 			_, err := s.Idle()

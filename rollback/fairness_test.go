@@ -111,7 +111,7 @@ func TestStartDelay(t *testing.T) {
 	}
 	t.Logf("first 100 frames: %.2f frames of input advantage with the start delay, %.2f without", with, without)
 	assert.Less(t, with, 1.0)
-	assert.Greater(t, without, 5.0)
+	assert.Greater(t, without, 4.0) // 4.8 since issue 16 measures input frames (it was over 5 in simulation frames)
 }
 
 // TestHiccups: every machine freezes for 200 ms a few times a minute; the

@@ -304,3 +304,69 @@ func TestStuckAck(t *testing.T) {
 	_, blamed := m.suspected(1, SuspectAck)
 	assert.False(t, blamed, "the honest peer was named")
 }
+
+// TestAdvantageLies: frame advantage comes from what the victim observes —
+// the frames it has of the peer and the acknowledgements the peer's
+// progress bears out — not from the input lag a peer claims, nor from the
+// End of packets that carry no inputs. Fake peers that keep pace with the
+// victim but lie cost it (almost) no stalls. Before: claiming an input lag
+// of 7 (really 0), and 8 header-only packets a tick with End 255 frames
+// before the acknowledgement, each made the victim stall for a slower
+// peer that did not exist.
+func TestAdvantageLies(t *testing.T) {
+	cases := []struct {
+		name string
+		lie  func(m *liarMesh) func(i int, p *wire.InputPacket) bool
+	}{
+		{"an input lag of 7", func(m *liarMesh) func(i int, p *wire.InputPacket) bool {
+			return func(i int, p *wire.InputPacket) bool {
+				p.Lag = 7
+				return true
+			}
+		}},
+		{"header-only packets far behind", func(m *liarMesh) func(i int, p *wire.InputPacket) bool {
+			return func(i int, p *wire.InputPacket) bool {
+				if i != 0 || p.Ack < 255 {
+					return true
+				}
+				for range 8 {
+					b, err := m.tr.Input(0, wire.InputPacket{Ack: p.Ack, First: p.Ack - 255, Players: 1, Base: []uint64{0},
+						Gossip: p.Gossip}, m.s.roster.layout)
+					require.NoError(m.t, err)
+					m.tr.Deliver(0, b)
+				}
+				return true
+			}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newLiarMesh(t, nil)
+			m.lie = tc.lie(m)
+			for range 1200 {
+				m.tick()
+			}
+			assert.Empty(t, m.errs)
+			assert.LessOrEqual(t, m.s.stats.AdvantageStalls, int64(2), "stalls for a lie")
+			assert.Zero(t, m.s.stats.StallFrames)
+		})
+	}
+}
+
+// TestInputLagInflation: a peer acknowledging 20 frames fewer than it has
+// cannot raise the victim's input lag beyond what the victim's own round
+// trips justify (here none were measured: 0). Before, the victim raised
+// its input lag to 4 within 200 frames and kept it.
+func TestInputLagInflation(t *testing.T) {
+	m := newLiarMesh(t, nil)
+	m.lie = func(i int, p *wire.InputPacket) bool {
+		p.Ack = max(0, p.Ack-20)
+		return true
+	}
+	for range 1200 {
+		m.tick()
+	}
+	assert.Empty(t, m.errs)
+	assert.Zero(t, m.s.lag.delay, "the input lag rose")
+	assert.Zero(t, m.s.stats.LagFrames[1]+m.s.stats.LagFrames[2]+m.s.stats.LagFrames[3]+m.s.stats.LagFrames[4])
+}

@@ -17,6 +17,7 @@ type peer struct {
 	gossip   gossipView
 	sums     sumSender
 	suspect  suspicions
+	timing   timing
 
 	st PeerStats // counters; the rest is filled in by Session.PeerStats
 }
@@ -102,7 +103,6 @@ func (l *link) forged() bool {
 type progress struct {
 	ack       Frame // the next of our frames it wants; all before it arrived
 	fullUntil time.Duration
-	lag       int // its input lag, from its last decoded input packet
 
 	sentNext    Frame         // lockstep: our next local frame when we last sent it inputs
 	inputSentAt time.Duration // lockstep: when we last sent it inputs

@@ -161,25 +161,27 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	ps.progress.acked(Frame(h.Ack), localNext)
 	pkt := &s.io.pkt
 	if !gap {
-		ps.progress.lag = pkt.Lag
+		mis = s.takeInputs(ps, first, want, take)
 	}
-	// remoteFrameLag, in simulation frames: how many of our frames it is
-	// predicting (its next frame minus the next of our frames it lacks),
-	// both taken back by the input lags (the sender's as this packet
-	// says, or, for a gap, whose frames are not read, as the last one did).
-	lag := Frame(h.End-h.Ack) - Frame(ps.progress.lag) + Frame(s.lag.delay)
-	ps.st.RemoteFrameLag = lag
-	s.gov.Remote(i, int(lag))
-	ps.st.FramesBehind = localNext - Frame(h.End)
-	if gap {
-		return mis, true
-	}
-	mis = s.takeInputs(ps, first, want, take)
-	if f := s.inputs.next[ps.players[0]] - countSlack; s.ls == nil && ps.progress.ack < f {
+	have := s.inputs.next[ps.players[0]]
+	if f := have - countSlack; s.ls == nil && ps.progress.ack < f {
 		// Its own inputs prove it has more of ours than it says (it cannot
 		// simulate that far without them): the ring need not wait for it.
 		s.suspect(i, SuspectAck)
 		ps.progress.acked(min(f, localNext), localNext)
+	}
+	ps.timing.acked(s.now, ps.progress.ack, localNext, &s.sent)
+	// remoteFrameLag, in input frames, from what we observe: how many of
+	// its frames we have beyond the frames of ours it acknowledged. The
+	// input lag it claims and the End of a packet without inputs are not
+	// used (docs/security.md); with equal input lags this is the INVERSUS
+	// measure.
+	lag := have - ps.progress.ack
+	ps.st.RemoteFrameLag = lag
+	s.gov.Remote(i, int(lag))
+	ps.st.FramesBehind = localNext - have
+	if gap {
+		return mis, true
 	}
 	if ps.start.first < 0 && s.inputs.next[ps.players[0]] > 0 {
 		ps.start.first = s.now

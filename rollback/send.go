@@ -119,10 +119,10 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		pkt.Base = s.io.base[:nLocal]
 	}
 	pkt.Gossip = s.gossipFor(ps)
-	// localFrameLag, in simulation frames: how many of its frames we are
-	// predicting (our next frame minus its first frame we lack, taken back
-	// by its input lag).
-	ps.st.LocalFrameLag = s.frame - want + Frame(ps.progress.lag)
+	// localFrameLag, in input frames: how far our inputs run ahead of the
+	// first of its frames we lack (our next frame plus our input lag,
+	// minus that frame).
+	ps.st.LocalFrameLag = s.frame + Frame(s.lag.delay) - want
 	s.gov.Local(i, int(ps.st.LocalFrameLag))
 	pkt.Lag = min(s.lag.delay, wire.MaxLag)
 	seal := ps.auth.seal

@@ -108,6 +108,9 @@ func NewSession(cfg Config) (*Session, error) {
 		s.snaps.forced = cfg.maxRollback()
 	}
 	s.addPeers(cfg.Peers)
+	for i := range s.peers {
+		s.gov.Bound(i, linkLagBound(0))
+	}
 	s.start = newStarter(cfg.NoStartDelay || cfg.NoFrameAdvantage, s.roster.local[0], s.peers)
 	s.out = newRecording(cfg.Recorder, cfg.Log)
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
@@ -151,7 +154,7 @@ func (s *Session) addPeers(peers []Peer) {
 			s.roster.owner[pl] = i
 		}
 		s.peers = append(s.peers, peer{players: ps, id: ps[0],
-			link: link{lastRecv: start, winStart: start}, start: peerStart{first: -1}})
+			link: link{lastRecv: start, winStart: start}, start: peerStart{first: -1}, timing: timing{ackAgeMin: -1}})
 	}
 	for i := range s.peers {
 		for j := range s.peers {
@@ -168,6 +171,17 @@ func (s *Session) addPeers(peers []Peer) {
 		slices.SortFunc(s.peers[i].gossip.order, func(a, b int) int { return int(s.peers[a].id - s.peers[b].id) })
 	}
 }
+
+// linkLagBound is the most frames of link lag (advantage.Governor.LinkLag)
+// a round trip rtt, measured by us, justifies: half of it, plus
+// linkLagSlack for loss and the ticks' quantization. A peer acknowledging
+// fewer frames than it has cannot raise our input lag beyond it.
+func linkLagBound(rtt time.Duration) float64 {
+	return float64(rtt)/float64(frameDuration)/2 + linkLagSlack
+}
+
+// linkLagSlack: see linkLagBound.
+const linkLagSlack = 1.5
 
 // Frame returns the next frame to be simulated, which is also the number of
 // frames simulated so far.
@@ -439,8 +453,13 @@ func (s *Session) poll() (Frame, error) {
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
 	for i := range s.peers {
-		if l := &s.peers[i].link; s.now-l.winStart >= time.Second {
-			l.roll(s.now, &s.peers[i].st)
+		ps := &s.peers[i]
+		if l := &ps.link; s.now-l.winStart >= time.Second {
+			l.roll(s.now, &ps.st)
+			if ps.timing.roll(l.rtt) && s.proto.started && l.rtt > 0 && !ps.leave.disc {
+				s.suspect(i, SuspectAck)
+			}
+			s.gov.Bound(i, linkLagBound(l.rtt))
 		}
 	}
 	return mis, s.handshakeStep()

@@ -203,8 +203,8 @@ type PeerStats struct {
 	PacketsDropped    int64 // from this peer: malformed, foreign session, no keys yet, forged, impossible frames, or over the per-call budget
 	PacketsForged     int64 // from this peer's address: failed the MAC check (part of PacketsDropped)
 	LossBursts        int64 // times a loss burst outran the redundancy window (every unacked frame is then resent for 10 s)
-	LocalFrameLag     Frame // on our last send: frames of its input we predict (our next frame minus its first missing frame, less its input lag)
-	RemoteFrameLag    Frame // on its last packet: frames of our input it predicts, in simulation frames (input lags taken out)
+	LocalFrameLag     Frame // on our last send: our next input frame (frame plus input lag) minus its first frame we lack
+	RemoteFrameLag    Frame // on its last packet: the frames of its input we have minus the frames of ours it acknowledged
 	FramesBehind      Frame // how far its input stream is behind ours
 	Verified          bool  // completed the handshake
 	Interrupted       bool  // silent for longer than InterruptTimeout
