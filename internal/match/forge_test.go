@@ -12,9 +12,13 @@ import (
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
-// handshakeRetryTicks is one handshake retry (100 ms) in 60 Hz ticks: an
-// attacked match must start no later than this after the same match
-// unattacked.
+// handshakeRetryTicks is one handshake retry (100 ms) in 60 Hz ticks. An
+// attacked match starts, on average over the matches, no more than this
+// after the same match unattacked, and no single one more than four
+// retries later: the answers to forged handshakes share the links' loss,
+// so one real datagram more or less is lost either way (over 25 seeds of
+// intercontinental-2, from 12 ticks earlier to 20 later, the same before
+// and after issue 16's changes moved one seed from 0 to 12).
 const handshakeRetryTicks = 6
 
 // TestForgery: an off-path attacker who knows every address and the
@@ -37,6 +41,7 @@ func TestForgery(t *testing.T) {
 	}
 	profiles := []string{"wifi", "intercontinental"}
 	total := make(chan int64, 3*len(profiles))
+	late := make(chan int, 3*len(profiles))
 	t.Run("matches", func(t *testing.T) {
 		for _, players := range []int{2, 3, 4} {
 			for k, name := range profiles {
@@ -55,7 +60,8 @@ func TestForgery(t *testing.T) {
 					assert.True(t, r.Completed)
 					assert.True(t, r.Verified, r.Desync)
 					assert.Zero(t, r.ForgedAccepted, "forged datagrams taken as valid")
-					assert.LessOrEqual(t, r.StartTick, calm.StartTick+handshakeRetryTicks, "started %d ticks later than unattacked", r.StartTick-calm.StartTick)
+					assert.LessOrEqual(t, r.StartTick, calm.StartTick+4*handshakeRetryTicks, "started %d ticks later than unattacked", r.StartTick-calm.StartTick)
+					late <- r.StartTick - calm.StartTick
 					assert.Positive(t, r.StartTick)
 					for kind := range netsim.NumForgeKinds {
 						assert.Positive(t, r.ForgedKinds[kind+1], "no %v sent", netsim.ForgeKind(kind+1))
@@ -75,6 +81,14 @@ func TestForgery(t *testing.T) {
 	var sum int64
 	for n := range total {
 		sum += n
+	}
+	close(late)
+	var ticks, n int
+	for d := range late {
+		ticks, n = ticks+d, n+1
+	}
+	if n > 0 {
+		assert.LessOrEqual(t, float64(ticks)/float64(n), float64(handshakeRetryTicks), "the attacked matches started %d ticks later in all (%d matches)", ticks, n)
 	}
 	t.Logf("%d forged datagrams in all", sum)
 	if !match.RaceEnabled {
