@@ -265,9 +265,10 @@ func TestStartDelayGrief(t *testing.T) {
 						assert.Equal(t, tc.liar, e.Peer)
 					}
 				}
-				if tr.Keyed(0) && tr.Keyed(1) { // answer this tick's pings
-					tr.Deliver(0, tr.Control(0, &wire.QualityReply{Echo: int64(tr.Now())}))
-					tr.Deliver(1, tr.Control(1, &wire.QualityReply{Echo: int64(tr.Now())}))
+				for i := range 2 { // answer this tick's pings
+					if l := &s.peers[i].link; tr.Keyed(i) && l.nextPing > 0 && l.lastQuality == tr.Now() {
+						tr.Deliver(i, tr.Control(i, &wire.QualityReply{Echo: int64(l.lastQuality)}))
+					}
 				}
 				tr.Advance(time.Second / 60)
 			}
@@ -369,4 +370,42 @@ func TestInputLagInflation(t *testing.T) {
 	assert.Empty(t, m.errs)
 	assert.Zero(t, m.s.lag.delay, "the input lag rose")
 	assert.Zero(t, m.s.stats.LagFrames[1]+m.s.stats.LagFrames[2]+m.s.stats.LagFrames[3]+m.s.stats.LagFrames[4])
+}
+
+// TestRewrittenInput: fake peer 0 re-sends its input for frame 10, which
+// it sent before, with another value. The packet is dropped and peer 0
+// named (SuspectRewrite). Before, the different input was silently
+// ignored.
+func TestRewrittenInput(t *testing.T) {
+	m := newLiarMesh(t, nil)
+	for range 20 {
+		m.tick()
+	}
+	require.Greater(t, m.s.inputs.next[1], Frame(11))
+	b, err := m.tr.Input(0, wire.InputPacket{Ack: int32(m.s.inputs.next[0]), First: 10, Count: 1, Players: 1,
+		Base: []uint64{0}, Inputs: []uint64{3}, Gossip: []wire.Gossip{{Frame: int32(m.sent[1])}}}, m.s.roster.layout)
+	require.NoError(t, err)
+	m.tr.Deliver(0, b)
+	dropped := m.s.stats.PacketsInvalid
+	m.tick()
+	assert.Equal(t, dropped+1, m.s.stats.PacketsInvalid, "dropped")
+	_, ok := m.suspected(0, SuspectRewrite)
+	assert.True(t, ok, "peer 0 not named")
+	assert.Equal(t, Input(0), m.s.inputs.at(10, 1))
+}
+
+// TestForgedPingReply: a reply echoing a time we never sent a ping at (a
+// peer answering before the ping arrives, to look closer than it is) is
+// dropped and names it (SuspectTiming): our round trip stays what it
+// measures. Before, the reply was taken and the round trip became 1 ms.
+func TestForgedPingReply(t *testing.T) {
+	m := newLiarMesh(t, nil)
+	for range 10 {
+		m.tick()
+	}
+	m.tr.Deliver(0, m.tr.Control(0, &wire.QualityReply{Echo: int64(m.tr.Now() - time.Millisecond)}))
+	m.tick()
+	assert.Zero(t, m.s.peers[0].link.rtt, "the forged reply was taken")
+	_, ok := m.suspected(0, SuspectTiming)
+	assert.True(t, ok, "peer 0 not named")
 }

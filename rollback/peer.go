@@ -29,6 +29,8 @@ type link struct {
 	replyQuality                    bool  // a ping waits for our reply
 	replyEcho                       int64 // the time its ping carried
 	rtt                             time.Duration
+	pings                           [pingsKept]time.Duration // the times our last pings carried
+	nextPing                        int
 
 	winStart              time.Duration
 	winSent, winSentBytes int64
@@ -63,6 +65,30 @@ func (l *link) sent(now time.Duration, n int) {
 // throttled reports whether the peer, silent for a second, must wait.
 func (l *link) throttled(now time.Duration) bool {
 	return now-l.lastRecv > throttleAfter && now-l.lastSend < throttleInterval
+}
+
+// pingsKept is how many of our latest pings a reply may echo: before the
+// start they go every 100 ms, so a link with a round trip up to 1.6 s has
+// its replies taken (maxStartRTT is 1 s).
+const pingsKept = 16
+
+// pinged notes a ping sent at now, carrying now.
+func (l *link) pinged(now time.Duration) {
+	l.lastQuality = now
+	l.pings[l.nextPing%pingsKept] = now
+	l.nextPing++
+}
+
+// echoes reports whether a reply's echo is the time one of our latest
+// pings carried: a peer cannot answer a ping before it arrives, so a
+// round trip cannot be made shorter than it is.
+func (l *link) echoes(echo time.Duration) bool {
+	for k := range min(l.nextPing, pingsKept) {
+		if l.pings[k] == echo {
+			return true
+		}
+	}
+	return false
 }
 
 // sample folds one round-trip sample into the smoothed round trip

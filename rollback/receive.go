@@ -155,6 +155,12 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 		if take, ok = s.checkInputs(first, want); !ok {
 			return mis, false
 		}
+		if s.rewritten(ps, first, want) {
+			// An input for a frame it had already sent, now different: an
+			// honest machine never changes one. The packet is a lie.
+			s.suspect(i, SuspectRewrite)
+			return mis, false
+		}
 	}
 	// Accepted: from here on the packet is applied.
 	ps.start.goSeen = true // inputs prove it has started
@@ -211,6 +217,23 @@ func (s *Session) checkInputs(first, want Frame) (int, bool) {
 	return int(max(end-want, 0)), true
 }
 
+// rewritten reports whether the parsed packet, from frame first, carries
+// for a frame before want (one we have of ps) an input other than the one
+// it sent before.
+func (s *Session) rewritten(ps *peer, first, want Frame) bool {
+	pkt := &s.io.pkt
+	n := len(ps.players)
+	for f := max(first, want-ringSize+1); f < min(want, first+Frame(pkt.Count)); f++ {
+		k := int(f - first)
+		for j, p := range ps.players {
+			if Input(pkt.Inputs[k*n+j]) != s.inputs.at(f, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // takeInputs stores take frames of the checked packet, from want on, and
 // returns the first mispredicted frame.
 func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
@@ -242,6 +265,10 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 		return true
 	case wire.KindQualityReply:
 		if err := wire.ParseControl(b, &rx.qr); err != nil {
+			return false
+		}
+		if !ps.link.echoes(time.Duration(rx.qr.Echo)) {
+			s.suspect(i, SuspectTiming) // a reply to a ping we never sent
 			return false
 		}
 		return ps.link.sample(s.now - time.Duration(rx.qr.Echo))

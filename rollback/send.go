@@ -213,7 +213,7 @@ func (s *Session) sendProtocol(i int) {
 	// Before the match starts, ping every 100 ms until the round trip is
 	// known: the start delay needs it.
 	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && l.rtt == 0 && s.now-l.lastQuality >= handshakeRetry) {
-		l.lastQuality = s.now
+		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.sendControl(i, &s.io.q)
 	}
