@@ -51,6 +51,7 @@ func TestMatches(t *testing.T) {
 				}
 				assert.Less(t, r.MaxResimulated, limit)
 				assert.Zero(t, r.PacketsInvalid)
+				assert.Zero(t, r.Suspects, "an honest peer was suspected: %v", r.Suspected)
 				t.Logf("rollbacks=%d resim=%d deepest=%d max-resim=%d stalls=%d packets=%d bytes=%d ticks=%d",
 					r.Rollbacks, r.ResimulatedFrames, r.MaxRollbackFrames, r.MaxResimulated, r.StallFrames, r.PacketsSent, r.BytesSent, r.Ticks)
 			})

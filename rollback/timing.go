@@ -9,7 +9,13 @@ import "time"
 // slower link than it has (docs/security.md).
 type timing struct {
 	ackAgeMin time.Duration // the least ack age this window; -1 for no sample
+	ackLate   int           // consecutive windows whose least ack age was too old
 }
+
+// ackWindows is how many one-second windows in a row the acknowledgements
+// must lag before the peer is named: a loss burst or a round trip that
+// just grew can make one window look bad (seen once in 200 hell matches).
+const ackWindows = 3
 
 // ackSlack is how much longer than a round trip an honest peer's
 // acknowledgement can lag, at best, over a whole second: a few lost
@@ -28,11 +34,15 @@ func (t *timing) acked(now time.Duration, ack, localNext Frame, sent *sendTimes)
 	}
 }
 
-// roll closes the window: it reports whether even the peer's best
-// acknowledgement of the window lagged more than a round trip (rtt, our
-// measurement) plus ackSlack behind our sends.
+// roll closes the window: it reports whether, for ackWindows windows in a
+// row, even the peer's best acknowledgement lagged more than a round trip
+// (rtt, our measurement) plus ackSlack behind our sends.
 func (t *timing) roll(rtt time.Duration) (ackLies bool) {
-	ackLies = t.ackAgeMin > rtt+ackSlack
+	if t.ackAgeMin > rtt+ackSlack {
+		t.ackLate++
+	} else {
+		t.ackLate = 0
+	}
 	t.ackAgeMin = -1
-	return ackLies
+	return t.ackLate >= ackWindows
 }

@@ -61,6 +61,7 @@ func TestNoFalseDesync(t *testing.T) {
 		require.NoError(t, r.Err, "seed %d", seed+1)
 		require.Nil(t, r.Detected, "seed %d", seed+1)
 		require.True(t, r.Verified, "seed %d: %s", seed+1, r.Desync)
+		require.Zero(t, r.Suspects, "seed %d: an honest peer was suspected: %v (issue 16)", seed+1, r.Suspected)
 		rollbacks += r.Rollbacks
 		checksums += 600 / 10
 	}

@@ -190,6 +190,11 @@ type Result struct {
 	// PacketsForged counts the datagrams the sessions found forged (a
 	// sealed datagram whose MAC failed; Stats.PacketsForged).
 	PacketsForged int64
+	// Suspects counts what the remaining machines caught their peers at
+	// (PeerStats.Suspected, every peer of every machine): an honest match
+	// has none. Suspected is the same by rollback.Suspicion.
+	Suspects  int64
+	Suspected [rollback.NumSuspicions]int64
 	// Config.Forge: ForgedDatagrams counts the forged datagrams sent,
 	// ForgedKinds the same by netsim.ForgeKind, ForgedReceived those the
 	// sessions received (over UDP the transport drops the stranger's),
@@ -747,6 +752,10 @@ func (rn *run) finish(r *Result) {
 		for j := range machinesOf(rn.c) - 1 {
 			if ps, ok := ms[i].s.PeerStats(j); ok {
 				r.LossBursts += ps.LossBursts
+				for k, n := range ps.Suspected {
+					r.Suspected[k] += n
+					r.Suspects += n
+				}
 			}
 		}
 		r.CadenceViolations += ms[i].cadenceBad
