@@ -68,9 +68,9 @@ func (l *link) throttled(now time.Duration) bool {
 }
 
 // pingsKept is how many of our latest pings a reply may echo: before the
-// start they go every 100 ms, so a link with a round trip up to 1.6 s has
-// its replies taken (maxStartRTT is 1 s).
-const pingsKept = 16
+// start they go every 100 ms, so a link with a round trip up to 6.4 s has
+// its replies taken (lockstep is tested at 2 s one way).
+const pingsKept = 64
 
 // pinged notes a ping sent at now, carrying now.
 func (l *link) pinged(now time.Duration) {
@@ -259,12 +259,21 @@ func (l *leave) settle(self int, peers []peer, floor *[MaxPlayers]Frame) bool {
 		}
 	}
 	l.agreed = true
+	l.frame = l.least(floor)
+	return true
+}
+
+// least returns the least of our frozen count and every report, each
+// raised to floor[j], the frames of it reporter j had already claimed or
+// its progress proves.
+func (l *leave) least(floor *[MaxPlayers]Frame) Frame {
+	f := l.frozen
 	for j := range l.reported {
 		if l.reported[j] {
-			l.frame = min(l.frame, max(l.report[j], floor[j]))
+			f = min(f, max(l.report[j], floor[j]))
 		}
 	}
-	return true
+	return f
 }
 
 // peerStart is the peer's part of the start protocol.

@@ -361,6 +361,29 @@ func (s *Session) floor(m, x int) Frame {
 	return f
 }
 
+// floors returns every peer's floor for machine x (Session.floor), in
+// scratch the next call reuses.
+func (s *Session) floors(x int) *[MaxPlayers]Frame {
+	f := &s.io.floor
+	for m := range s.peers {
+		if m != x {
+			f[m] = s.floor(m, x)
+		}
+	}
+	return f
+}
+
+// cut returns the disconnect frame of machine x as we know it: the agreed
+// frame once agreed, else the least of our own count and every report,
+// each raised to its reporter's floor.
+func (s *Session) cut(x int) Frame {
+	l := &s.peers[x].leave
+	if l.agreed {
+		return l.frame
+	}
+	return l.least(s.floors(x))
+}
+
 // countSlack is how far behind its own inputs an honest machine's count of
 // a third machine's frames can be (see Session.floor): the deepest
 // rollback, the largest input lag, and a few packets' staleness.
@@ -404,13 +427,7 @@ func (s *Session) checkLiveness() Frame {
 		if !px.leave.disc || px.leave.agreed {
 			continue
 		}
-		var floor [MaxPlayers]Frame
-		for m := range s.peers {
-			if m != x {
-				floor[m] = s.floor(m, x)
-			}
-		}
-		if !px.leave.settle(x, s.peers, &floor) {
+		if !px.leave.settle(x, s.peers, s.floors(x)) {
 			continue
 		}
 		for _, p := range px.players {

@@ -20,6 +20,7 @@ type codec struct {
 	local   []uint8 // scratch for a handshake's Local
 	gossip  []wire.Gossip
 	stepIn  [MaxPlayers]PlayerInput // the inputs of the frame being simulated
+	floor   [MaxPlayers]Frame       // Session.floors
 
 	rx struct { // received control messages
 		hs    wire.Handshake
@@ -144,15 +145,17 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 	g := s.io.gossip[:0]
 	for _, x := range ps.gossip.order {
 		px := &s.peers[x]
-		// A departure goes with our own count of its frames (not the
-		// agreed frame, nor what others reported): every machine takes the
-		// least of every machine's own count.
-		e := wire.Gossip{Disconnected: px.leave.disc, Frame: int32(px.leave.frozen)}
-		if !px.leave.disc {
-			e.Frame = -1 // the count goes in every fourth packet: it only paces the anchor
-			if ps.st.PacketsSent%gossipCountEvery == 0 {
-				e.Frame = int32(s.inputs.next[px.players[0]])
-			}
+		// A departure goes with the least count of its frames we know of
+		// (ours, and every report, each raised to its reporter's floor),
+		// so that a report reaches every machine even if its reporter
+		// dies before telling them all.
+		e := wire.Gossip{Disconnected: px.leave.disc, Frame: -1}
+		switch {
+		case px.leave.disc:
+			e.Frame = int32(s.cut(x))
+		case ps.st.PacketsSent%gossipCountEvery == 0:
+			// The count goes in every fourth packet: it only paces the anchor.
+			e.Frame = int32(s.inputs.next[px.players[0]])
 		}
 		g = append(g, e)
 	}

@@ -192,14 +192,25 @@ func (s *Session) buildMesh() {
 	st.meshKnown = true
 }
 
-// maxStartRTT caps every round trip a peer reports for the start delay:
-// no playable link is slower, and the delay it yields stays under a second.
+// maxStartRTT caps every round trip a peer reports for the start delay,
+// unless our own links are slower (startRTTLimit): the delay it yields
+// stays under a second on any playable link.
 const maxStartRTT = time.Second
 
-// capRTTs caps the round trips (µs) a peer reported at maxStartRTT, and
-// reports whether one was over it: no honest machine measures that.
-func capRTTs(us []uint32) bool {
-	const limit = uint32(maxStartRTT / time.Microsecond)
+// startRTTLimit is the most a round trip reported for the start delay can
+// be: maxStartRTT, or twice the slowest round trip we measured ourselves
+// (a lockstep match over a satellite link is slow for everyone).
+func (s *Session) startRTTLimit() uint32 {
+	limit := maxStartRTT
+	for i := range s.peers {
+		limit = max(limit, 2*s.peers[i].link.rtt)
+	}
+	return uint32(min(limit/time.Microsecond, 1<<32-1))
+}
+
+// capRTTs caps the round trips (µs) a peer reported at limit, and reports
+// whether one was over it: no honest machine measures that.
+func capRTTs(us []uint32, limit uint32) bool {
 	over := false
 	for k, v := range us {
 		if v > limit {
@@ -228,7 +239,7 @@ func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 			return false
 		}
 		ps.start.row = append(ps.start.row[:0], r.RTT...)
-		if capRTTs(ps.start.row) {
+		if capRTTs(ps.start.row, s.startRTTLimit()) {
 			s.suspect(i, SuspectTiming)
 		}
 		return true
@@ -238,7 +249,7 @@ func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 			return false
 		}
 		if !s.start.meshKnown && !s.proto.started {
-			if capRTTs(m.Mesh) {
+			if capRTTs(m.Mesh, s.startRTTLimit()) {
 				s.suspect(i, SuspectTiming)
 			}
 			s.start.mesh = newMesh(n)

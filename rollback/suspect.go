@@ -29,8 +29,9 @@ const (
 	// SuspectChecksum: it sent a checksum for a frame it cannot have
 	// finished: one whose inputs from us it has not received.
 	SuspectChecksum // checksum
-	// SuspectTiming: its start-of-match round trips are beyond any link
-	// (more than maxStartRTT); they were capped.
+	// SuspectTiming: it reported start-of-match round trips beyond any
+	// link (over a second, and over twice our slowest; they were capped),
+	// or answered a ping we never sent (to look closer than it is).
 	SuspectTiming // timing
 	// SuspectDesync: with three or more machines, its checksum disagrees
 	// with ours and with another machine's that agrees with ours.
