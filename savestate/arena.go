@@ -205,19 +205,36 @@ func (h Handle[T]) Offset() int { return int(h.off) }
 // unless inside [Arena.Enter]). The pointer sees every later Restore, but
 // points into the region that was current when Get was called: fetch it
 // again after Enter or Leave. Get on the zero Handle, or on a handle beyond
-// the region's used bytes, returns nil.
+// the region's used bytes, returns nil. For a zero-size T (see [Alloc]) it
+// returns a non-nil pointer that points at no byte of the arena: there is
+// nothing to read or write through it.
 func (h Handle[T]) Get(a *Arena) *T {
 	var p *T // sized through a pointer: a zero T of a large type would escape to the heap
-	if h.off == 0 || int(h.off)+int(unsafe.Sizeof(*p)) > a.Used() {
+	size := int(unsafe.Sizeof(*p))
+	if h.off == 0 || int(h.off)+size > a.Used() {
 		return nil
+	}
+	if size == 0 {
+		// A zero-size value may start at the very end of the region, which
+		// has no byte there to point at.
+		return (*T)(unsafe.Pointer(&zeroSized))
 	}
 	return (*T)(unsafe.Pointer(&a.reg[h.off]))
 }
+
+// zeroSized is where every zero-size value of every arena points, as the
+// Go runtime points every zero-size allocation at one variable.
+var zeroSized uint64
 
 // Alloc places a zeroed T in a's live region and returns its handle. T must
 // hold no pointers, slices, maps, strings, interfaces, channels or funcs,
 // at any depth; otherwise Alloc returns a [*PointerError] naming the field.
 // It returns [ErrFull] when the live region has no room left.
+//
+// A zero-size T (struct{}, [0]int, an array of a constant length that is 0
+// for now) is allowed, as new(struct{}) is: it costs its 8-byte allocation
+// record only, and its handle's Get returns a non-nil pointer, wherever in
+// the region it sits.
 func Alloc[T any](a *Arena) (Handle[T], error) {
 	t := reflect.TypeFor[T]()
 	if err := CheckType(t); err != nil {

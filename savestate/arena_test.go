@@ -275,3 +275,57 @@ func TestForkStepsAThrowawayCopy(t *testing.T) {
 		a.Leave()
 	}))
 }
+
+// A zero-size value (struct{}, [0]T) is valid: it costs its allocation
+// record only, and its Get returns a non-nil pointer wherever it sits,
+// even when it exactly fills the region and so starts at its very end
+// (there Get used to index one past the region and panic).
+func TestAllocZeroSize(t *testing.T) {
+	for _, size := range []int{64, 128} {
+		for fill := 0; fill+16+8 <= size; fill += 8 {
+			a, err := savestate.New(size)
+			require.NoError(t, err)
+			for range fill / 8 { // zero-size values: 8 bytes each
+				_, err := savestate.Alloc[[0]uint32](a)
+				require.NoError(t, err)
+			}
+			require.NoError(t, a.Save(0))
+			before := a.Used()
+			h, err := savestate.Alloc[struct{}](a)
+			require.NoError(t, err, "size %d, %d used", size, before)
+			assert.Equal(t, before+8, a.Used(), "a zero-size value costs its record only")
+			assert.NotNil(t, h.Get(a), "size %d, %d used", size, before)
+			h2, err := savestate.Alloc[[0]int64](a)
+			if before+16 <= size {
+				require.NoError(t, err)
+				assert.NotNil(t, h2.Get(a))
+			} else {
+				assert.ErrorIs(t, err, savestate.ErrFull)
+			}
+			require.NoError(t, a.Save(1))
+			require.NoError(t, a.Enter(1))
+			assert.NotNil(t, h.Get(a), "inside the snapshot")
+			a.Leave()
+			require.NoError(t, a.Fork())
+			assert.NotNil(t, h.Get(a), "inside a fork")
+			a.Leave()
+			require.NoError(t, a.Restore(0))
+			assert.Nil(t, h.Get(a), "restored to before the allocation")
+		}
+	}
+
+	// The exact fit: a 64-byte arena's header (16 bytes), a 32-byte value
+	// and its record leave 8 bytes, the zero-size value's record.
+	a, err := savestate.New(64)
+	require.NoError(t, err)
+	_, err = savestate.Alloc[[32]byte](a)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[struct{}](a)
+	require.NoError(t, err)
+	assert.Equal(t, 64, a.Used())
+	assert.Equal(t, 64, h.Offset())
+	assert.NotPanics(t, func() { assert.NotNil(t, h.Get(a)) })
+	_, err = savestate.Alloc[struct{}](a)
+	assert.ErrorIs(t, err, savestate.ErrFull, "no room for another record")
+	assert.Equal(t, "", a.FieldPath(63))
+}
