@@ -85,6 +85,24 @@ func (m *liarMesh) send(i int) {
 	m.sent[i] = end
 }
 
+// playsOnAndNames plays 600 ticks and checks that the victim kept up
+// without an error, and named the liar (and only it) for k before frame
+// 200.
+func (m *liarMesh) playsOnAndNames(liar int, k Suspicion) {
+	t := m.t
+	t.Helper()
+	for range 600 {
+		m.tick()
+	}
+	assert.Empty(t, m.errs)
+	assert.Greater(t, m.s.frame, Frame(590), "the victim stalled")
+	e, ok := m.suspected(liar, k)
+	require.True(t, ok, "peer %d not named", liar)
+	assert.Less(t, e.Frame, Frame(200))
+	_, blamed := m.suspected(1-liar, k)
+	assert.False(t, blamed, "the honest peer was named")
+}
+
 // suspected returns the EventSuspect of kind k naming peer, if raised.
 func (m *liarMesh) suspected(peer int, k Suspicion) (Event, bool) {
 	for _, e := range m.events {
@@ -142,17 +160,8 @@ func TestWithheldGossipCounts(t *testing.T) {
 		}
 		return true
 	}
-	for range 600 {
-		m.tick()
-	}
-	assert.Empty(t, m.errs)
-	assert.Greater(t, m.s.frame, Frame(590), "the victim stalled")
+	m.playsOnAndNames(0, SuspectWithheld)
 	assert.Zero(t, m.s.stats.StallFrames)
-	e, ok := m.suspected(0, SuspectWithheld)
-	require.True(t, ok, "peer 0 not named")
-	assert.Less(t, e.Frame, Frame(200))
-	_, blamed := m.suspected(1, SuspectWithheld)
-	assert.False(t, blamed, "the honest peer was named")
 }
 
 // TestForgedChecksumFrame: a checksum for a frame whose inputs from us the
@@ -294,16 +303,7 @@ func TestStuckAck(t *testing.T) {
 		}
 		return true
 	}
-	for range 600 {
-		m.tick()
-	}
-	assert.Empty(t, m.errs)
-	assert.Greater(t, m.s.frame, Frame(590), "the victim stalled")
-	e, ok := m.suspected(0, SuspectAck)
-	require.True(t, ok, "peer 0 not named")
-	assert.Less(t, e.Frame, Frame(200))
-	_, blamed := m.suspected(1, SuspectAck)
-	assert.False(t, blamed, "the honest peer was named")
+	m.playsOnAndNames(0, SuspectAck)
 }
 
 // TestAdvantageLies: frame advantage comes from what the victim observes —
