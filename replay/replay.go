@@ -24,6 +24,18 @@
 // 3.5 KB a minute for two players of the arena example. A writer that
 // dies leaves every completed block readable; [Read] then returns what it
 // decoded with an error wrapping [ErrTruncated].
+//
+// # Hostile files
+//
+// A replay may come from anyone (a shared file, a bug report), so [Read]
+// trusts nothing in it: it never panics, rejects files over 256 MiB, and
+// its memory is bounded by the file's size, not by what the file claims.
+// A [Replay] keeps the inputs as the file stores them, runs of equal
+// inputs (read them with [Replay.Input]), so an hour of held buttons costs
+// as little in memory as on disk: Read allocates at most 16 times the
+// file's size plus 16 KiB in all (a test holds it to that), and the Replay
+// it returns keeps less than that. Only [Replay.Verify]'s time grows with
+// the frames a file holds, as the game has to simulate each.
 package replay
 
 import (
@@ -31,6 +43,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -112,24 +125,31 @@ type Checksum struct {
 	Sum   uint64
 }
 
-// Replay is a decoded replay.
+// Replay is a decoded replay. Its inputs are kept as runs of equal inputs,
+// as in the file: [Replay.Input] reads them.
 type Replay struct {
 	Header
-	// Inputs holds every frame's inputs, frame by frame: player p's input
-	// for frame f is Inputs[f*Players+p].
-	Inputs []rollback.Input
 	// Left gives, per player, the frame from which the player was
 	// disconnected (its input the zero input), or -1.
 	Left      []rollback.Frame
 	Checksums []Checksum
+
+	frames int
+	tracks []track // per player
 }
 
 // Frames returns the number of frames recorded.
-func (r *Replay) Frames() int {
-	if r.Players == 0 {
-		return 0
+func (r *Replay) Frames() int { return r.frames }
+
+// Input returns player p's recorded input for frame f: the zero input from
+// the frame the player was disconnected on (see Left). It panics when f is
+// not in [0, Frames()) or p not in [0, Players), as indexing would. A
+// lookup costs a binary search over the player's runs of equal inputs.
+func (r *Replay) Input(f rollback.Frame, p rollback.PlayerID) rollback.Input {
+	if f < 0 || int(f) >= r.frames || p < 0 || int(p) >= r.Players {
+		panic(fmt.Sprintf("replay: input of player %d at frame %d out of range (%d players, %d frames)", p, f, r.Players, r.frames))
 	}
-	return len(r.Inputs) / r.Players
+	return r.tracks[p].at(f)
 }
 
 // Report is what [Replay.Verify] found.
@@ -149,6 +169,10 @@ func (r *Replay) Verify(a *savestate.Arena, game rollback.Game, sumData func([]b
 		return Report{}, errors.New("replay: the checksums hash the game's data; Verify needs its ChecksumData function")
 	}
 	in := make([]rollback.PlayerInput, r.Players)
+	cur := make([]cursor, r.Players)
+	for p := range cur {
+		cur[p] = cursor{t: &r.tracks[p]}
+	}
 	var buf []byte
 	rep := Report{Frames: r.Frames()}
 	next := 0
@@ -173,7 +197,7 @@ func (r *Replay) Verify(a *savestate.Arena, game rollback.Game, sumData func([]b
 			return rep, err
 		}
 		for p := range in {
-			in[p] = rollback.PlayerInput{Input: r.Inputs[int(f)*r.Players+p], Status: rollback.Confirmed}
+			in[p] = rollback.PlayerInput{Input: cur[p].input(f), Status: rollback.Confirmed}
 			if l := r.Left[p]; l >= 0 && f >= l {
 				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
 			}
@@ -382,7 +406,10 @@ func (s *sealer) encode(rec any) ([]byte, error) {
 
 // Read decodes a replay. A file that ends before its end record returns
 // the frames it holds with an error wrapping [ErrTruncated]; any other
-// damage returns a *FormatError naming the record and its offset.
+// damage returns a *FormatError naming the record and its offset (with the
+// blocks before the damaged one, which are whole). A file over 256 MiB is
+// refused unread. Read never panics, and allocates at most 16 times the
+// file's size plus 16 KiB, however many frames the file holds.
 func Read(r io.Reader) (*Replay, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxFile+1))
 	if err != nil {
@@ -391,9 +418,9 @@ func Read(r io.Reader) (*Replay, error) {
 	if len(data) > maxFile {
 		return nil, &FormatError{Offset: maxFile, Record: "file", Reason: fmt.Sprintf("larger than %d bytes", maxFile)}
 	}
-	d := decoder{data: data, dec: codec.NewDecoderBytes(data, mh), seal: newSealer()}
+	d := decoder{data: data, seal: newSealer()}
 	var h header
-	if err := d.record("header", &h, &h.Hash); err != nil {
+	if err := d.header(&h); err != nil {
 		return nil, err
 	}
 	if h.Magic != Magic || h.Version != Version {
@@ -409,39 +436,59 @@ func Read(r io.Reader) (*Replay, error) {
 	for p := range rp.Left {
 		rp.Left[p] = -1
 	}
+	rp.tracks = make([]track, h.Players)
 	mask := uint64(layout.Mask())
+	// One block is decoded into again and again: its lists keep the
+	// largest block's storage, rather than every block allocating its own.
+	var b block
 	for n := 0; ; n++ {
-		name := fmt.Sprintf("block %d", n)
-		if d.off() == len(data) {
-			e := d.errAt(d.off(), name, "the file ends after frame %d without its end record", rp.Frames()-1)
+		if d.pos == len(data) {
+			e := d.errAt(d.pos, recordName(n), "the file ends after frame %d without its end record", rp.Frames()-1)
 			e.trunc = true
 			return rp, e
 		}
-		start := d.off()
-		var b block
-		if err := d.record(name, &b, &b.Hash); err != nil {
+		start := d.pos
+		if err := d.block(n, h.Players, &b); err != nil {
 			return rp, err
 		}
-		if reason := rp.add(&b, mask); reason != "" {
-			return rp, d.errAt(start, name, "%s", reason)
+		if reason := rp.add(&b, mask, len(data)-d.pos); reason != "" {
+			return rp, d.errAt(start, recordName(n), "%s", reason)
 		}
 		if b.End {
-			if d.off() != len(data) {
-				return rp, d.errAt(d.off(), "end", "%d bytes after the end record", len(data)-d.off())
+			if d.pos != len(data) {
+				return rp, d.errAt(d.pos, "end", "%d bytes after the end record", len(data)-d.pos)
 			}
 			return rp, nil
 		}
 	}
 }
 
-// add appends a decoded block to rp, or says what is wrong with it.
-func (rp *Replay) add(b *block, mask uint64) string {
-	frames := int32(rp.Frames())
-	if b.First != frames || b.Count < 0 || b.Count > BlockFrames {
+// add appends a decoded block to rp, or says what is wrong with it and
+// leaves rp as it was; rest bytes of the file follow the block.
+func (rp *Replay) add(b *block, mask uint64, rest int) string {
+	var tracks [rollback.MaxPlayers]track
+	copy(tracks[:], rp.tracks)
+	var left [rollback.MaxPlayers]rollback.Frame
+	copy(left[:], rp.Left)
+	sums := len(rp.Checksums)
+	reason := rp.apply(b, mask, rest)
+	if reason != "" {
+		copy(rp.tracks, tracks[:]) // what apply appended is beyond their lengths
+		copy(rp.Left, left[:])
+		rp.Checksums = rp.Checksums[:sums]
+	}
+	return reason
+}
+
+// apply is add, leaving rp half changed when it fails. Memory grows only
+// with what the block holds: a run costs what it cost in the file or less
+// (nothing when it goes on with the player's last input), each checksum 16
+// bytes.
+func (rp *Replay) apply(b *block, mask uint64, rest int) string {
+	frames := int64(rp.frames)
+	if int64(b.First) != frames || b.Count < 0 || b.Count > BlockFrames || frames+int64(b.Count) > math.MaxInt32 {
 		return fmt.Sprintf("frames %d+%d do not follow frame %d", b.First, b.Count, frames-1)
 	}
-	base := len(rp.Inputs)
-	rp.Inputs = append(rp.Inputs, make([]rollback.Input, int(b.Count)*rp.Players)...)
 	runs := b.Runs
 	for p := range rp.Players {
 		for f := int32(0); f < b.Count; {
@@ -453,10 +500,8 @@ func (rp *Replay) add(b *block, mask uint64) string {
 			if n == 0 || n > uint64(b.Count-f) || v&^mask != 0 {
 				return fmt.Sprintf("player %d: bad run of %d × %#x at frame %d", p, n, v, b.First+f)
 			}
-			for range n {
-				rp.Inputs[base+int(f)*rp.Players+p] = rollback.Input(v)
-				f++
-			}
+			rp.tracks[p].add(rollback.Frame(b.First+f), rollback.Input(v))
+			f += int32(n)
 		}
 	}
 	if len(runs) != 0 {
@@ -472,6 +517,9 @@ func (rp *Replay) add(b *block, mask uint64) string {
 		}
 		rp.Left[p] = rollback.Frame(f)
 	}
+	// A checksum takes 2 bytes of the file at least: the list never grows
+	// beyond what the rest of the file could fill.
+	rp.Checksums = growUpTo(rp.Checksums, len(b.Sums)/2, len(b.Sums)/2+rest/2)
 	for i := 0; i < len(b.Sums); i += 2 {
 		f := rollback.Frame(b.Sums[i])
 		last := rollback.Frame(-1)
@@ -483,45 +531,71 @@ func (rp *Replay) add(b *block, mask uint64) string {
 		}
 		rp.Checksums = append(rp.Checksums, Checksum{Frame: f, Sum: b.Sums[i+1]})
 	}
+	rp.frames += int(b.Count)
 	return ""
 }
 
 // decoder reads records from a replay in memory.
 type decoder struct {
 	data []byte
-	dec  *codec.Decoder
+	pos  int // where the next record starts
 	seal *sealer
 }
-
-func (d *decoder) off() int { return d.dec.NumBytesRead() }
 
 func (d *decoder) errAt(off int, rec, format string, args ...any) *FormatError {
 	return &FormatError{Offset: int64(off), Record: rec, Reason: fmt.Sprintf(format, args...)}
 }
 
-// record decodes the next record into rec and checks its hash.
-func (d *decoder) record(name string, rec any, hash *uint64) error {
-	start := d.off()
-	if err := d.dec.Decode(rec); err != nil {
-		if d.off() >= len(d.data) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			e := d.errAt(start, name, "the file ends at offset %d inside this record", len(d.data))
+// recordName names record n: the header (-1) or block n.
+func recordName(n int) string {
+	if n < 0 {
+		return "header"
+	}
+	return fmt.Sprintf("block %d", n)
+}
+
+// header decodes the header, through the codec: its lists are short (the
+// codec allocates at most 64 elements of a list ahead of its bytes) and
+// its strings take their bytes from the file.
+func (d *decoder) header(h *header) error {
+	dec := codec.NewDecoderBytes(d.data, mh)
+	err := dec.Decode(h)
+	return d.check(-1, dec.NumBytesRead(), err, h, &h.Hash)
+}
+
+// block decodes block n of a replay of players players into b (see
+// unpacker.block).
+func (d *decoder) block(n, players int, b *block) error {
+	u := unpacker{b: d.data, off: d.pos}
+	u.block(b, players)
+	return d.check(n, u.off, u.err, b, &b.Hash)
+}
+
+// check ends the decoding of record n (see recordName) into rec, which
+// ended at offset end with error err, and checks its hash.
+func (d *decoder) check(n, end int, err error, rec any, hash *uint64) error {
+	start := d.pos
+	d.pos = end
+	if err != nil {
+		if errors.Is(err, errShort) || end >= len(d.data) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			e := d.errAt(start, recordName(n), "the file ends at offset %d inside this record", len(d.data))
 			e.trunc = true
 			return e
 		}
-		return d.errAt(start, name, "malformed: %v", err)
+		return d.errAt(start, recordName(n), "malformed: %v", err)
 	}
 	want := *hash
 	b, err := d.seal.seal(rec, hash)
 	switch {
 	case err != nil:
-		return d.errAt(start, name, "malformed: %v", err)
+		return d.errAt(start, recordName(n), "malformed: %v", err)
 	case *hash != want:
-		return d.errAt(start, name, "corrupt: its checksum does not match its contents")
-	case !bytes.Equal(b, d.data[start:d.off()]):
+		return d.errAt(start, recordName(n), "corrupt: its checksum does not match its contents")
+	case !bytes.Equal(b, d.data[start:end]):
 		// The writer's encoding is canonical: a record that decodes to the
 		// right values from other bytes (a longer array swallowing the next
 		// record, say) is damaged too.
-		return d.errAt(start, name, "corrupt: not the encoding its writer produced")
+		return d.errAt(start, recordName(n), "corrupt: not the encoding its writer produced")
 	}
 	return nil
 }

@@ -66,12 +66,49 @@ func TestVerifyMismatch(t *testing.T) {
 	file, _ := record(t, 300, 10, 3)
 	rp, err := replay.Read(bytes.NewReader(file))
 	require.NoError(t, err)
-	rp.Inputs[125*2+1] ^= 1 << 3 // player 1's thrust angle on frame 125
+	changed := rewrite(t, rp, func(f rollback.Frame, p rollback.PlayerID, in rollback.Input) rollback.Input {
+		if f == 125 && p == 1 {
+			in ^= 1 << 3 // player 1's thrust angle on frame 125
+		}
+		return in
+	})
+	rp, err = replay.Read(bytes.NewReader(changed))
+	require.NoError(t, err)
+	assert.NotEqual(t, file, changed)
 	_, err = arena.VerifyReplay(rp, arenaSize)
 	var me *replay.MismatchError
 	require.ErrorAs(t, err, &me)
 	assert.Equal(t, rollback.Frame(130), me.Frame)
 	assert.Contains(t, err.Error(), "frame 130")
+}
+
+// rewrite records rp again through a Writer, each input passed through
+// change.
+func rewrite(t *testing.T, rp *replay.Replay, change func(rollback.Frame, rollback.PlayerID, rollback.Input) rollback.Input) []byte {
+	t.Helper()
+	var file bytes.Buffer
+	w := replay.NewWriter(&file, rp.Game, rp.Params)
+	w.Begin(rollback.MatchInfo{Players: rp.Players, Layout: rp.Layout, SessionID: rp.SessionID,
+		ChecksumEvery: rp.ChecksumEvery, GameChecksum: rp.GameChecksum})
+	in := make([]rollback.PlayerInput, rp.Players)
+	sums := rp.Checksums
+	for f := range rollback.Frame(rp.Frames()) {
+		for ; len(sums) > 0 && sums[0].Frame == f; sums = sums[1:] {
+			w.Checksum(f, sums[0].Sum)
+		}
+		for p := range in {
+			in[p] = rollback.PlayerInput{Input: change(f, rollback.PlayerID(p), rp.Input(f, rollback.PlayerID(p))), Status: rollback.Confirmed}
+			if l := rp.Left[p]; l >= 0 && f >= l {
+				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
+			}
+		}
+		w.Confirmed(f, in)
+	}
+	for _, s := range sums {
+		w.Checksum(s.Frame, s.Sum)
+	}
+	require.NoError(t, w.Close())
+	return file.Bytes()
 }
 
 func TestTruncated(t *testing.T) {
@@ -170,7 +207,23 @@ func TestWriterDirect(t *testing.T) {
 	assert.Equal(t, []rollback.Frame{-1, -1, 130}, rp.Left)
 	assert.Equal(t, []replay.Checksum{{Frame: 200, Sum: 0xabc}}, rp.Checksums)
 	require.Equal(t, 250, rp.Frames())
-	assert.Equal(t, rollback.Input(247/2%16), rp.Inputs[247*3+1])
+	assert.Equal(t, rollback.Input(247/2%16), rp.Input(247, 1))
+	for f := range rollback.Frame(250) {
+		for p := range rollback.PlayerID(3) {
+			want := rollback.Input((int(f) / (int(p) + 1)) % 16)
+			if p == 2 && f >= 130 {
+				want = 0
+			}
+			require.Equal(t, want, rp.Input(f, p), "frame %d, player %d", f, p)
+		}
+	}
+	assert.Panics(t, func() { rp.Input(250, 0) })
+	assert.Panics(t, func() { rp.Input(-1, 0) })
+	assert.Panics(t, func() { rp.Input(0, 3) })
+	// Written again from what Read returned, it reads back the same.
+	again, err := replay.Read(bytes.NewReader(rewrite(t, rp, func(_ rollback.Frame, _ rollback.PlayerID, in rollback.Input) rollback.Input { return in })))
+	require.NoError(t, err)
+	assert.Equal(t, rp, again)
 
 	// Verify hands the game Disconnected inputs from frame 130 and needs
 	// the game's checksum function.
