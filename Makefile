@@ -80,6 +80,8 @@ fuzz:
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./sound -run '^$$' -fuzz '^FuzzLedger$$' -fuzztime $(FUZZTIME)
 
 ## cover: test coverage per package.
