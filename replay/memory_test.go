@@ -105,7 +105,7 @@ func TestReadMemoryBounded(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, tc.frames, rp.Frames())
 				if tc.frames > 0 {
-					assert.Zero(t, rp.Input(rollback.Frame(tc.frames-1), rollback.PlayerID(rp.Players-1)))
+					assert.Zero(t, mustInput(t, rp, rollback.Frame(tc.frames-1), rollback.PlayerID(rp.Players-1)))
 				}
 			}
 			require.LessOrEqual(t, n, uint64(k*len(tc.file)+slack))

@@ -142,14 +142,14 @@ type Replay struct {
 func (r *Replay) Frames() int { return r.frames }
 
 // Input returns player p's recorded input for frame f: the zero input from
-// the frame the player was disconnected on (see Left). It panics when f is
-// not in [0, Frames()) or p not in [0, Players), as indexing would. A
-// lookup costs a binary search over the player's runs of equal inputs.
-func (r *Replay) Input(f rollback.Frame, p rollback.PlayerID) rollback.Input {
+// the frame the player was disconnected on (see Left). ok is false when f
+// is not in [0, Frames()) or p not in [0, Players). A lookup costs a
+// binary search over the player's runs of equal inputs.
+func (r *Replay) Input(f rollback.Frame, p rollback.PlayerID) (in rollback.Input, ok bool) {
 	if f < 0 || int(f) >= r.frames || p < 0 || int(p) >= r.Players {
-		panic(fmt.Sprintf("replay: input of player %d at frame %d out of range (%d players, %d frames)", p, f, r.Players, r.frames))
+		return 0, false
 	}
-	return r.tracks[p].at(f)
+	return r.tracks[p].at(f), true
 }
 
 // Report is what [Replay.Verify] found.

@@ -97,7 +97,7 @@ func rewrite(t *testing.T, rp *replay.Replay, change func(rollback.Frame, rollba
 			w.Checksum(f, sums[0].Sum)
 		}
 		for p := range in {
-			in[p] = rollback.PlayerInput{Input: change(f, rollback.PlayerID(p), rp.Input(f, rollback.PlayerID(p))), Status: rollback.Confirmed}
+			in[p] = rollback.PlayerInput{Input: change(f, rollback.PlayerID(p), mustInput(t, rp, f, rollback.PlayerID(p))), Status: rollback.Confirmed}
 			if l := rp.Left[p]; l >= 0 && f >= l {
 				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
 			}
@@ -207,19 +207,20 @@ func TestWriterDirect(t *testing.T) {
 	assert.Equal(t, []rollback.Frame{-1, -1, 130}, rp.Left)
 	assert.Equal(t, []replay.Checksum{{Frame: 200, Sum: 0xabc}}, rp.Checksums)
 	require.Equal(t, 250, rp.Frames())
-	assert.Equal(t, rollback.Input(247/2%16), rp.Input(247, 1))
+	assert.Equal(t, rollback.Input(247/2%16), mustInput(t, rp, 247, 1))
 	for f := range rollback.Frame(250) {
 		for p := range rollback.PlayerID(3) {
 			want := rollback.Input((int(f) / (int(p) + 1)) % 16)
 			if p == 2 && f >= 130 {
 				want = 0
 			}
-			require.Equal(t, want, rp.Input(f, p), "frame %d, player %d", f, p)
+			require.Equal(t, want, mustInput(t, rp, f, p), "frame %d, player %d", f, p)
 		}
 	}
-	assert.Panics(t, func() { rp.Input(250, 0) })
-	assert.Panics(t, func() { rp.Input(-1, 0) })
-	assert.Panics(t, func() { rp.Input(0, 3) })
+	for _, q := range [][2]int{{250, 0}, {-1, 0}, {0, 3}, {0, -1}} {
+		_, ok := rp.Input(rollback.Frame(q[0]), rollback.PlayerID(q[1]))
+		assert.False(t, ok, "frame %d, player %d is out of range", q[0], q[1])
+	}
 	// Written again from what Read returned, it reads back the same.
 	again, err := replay.Read(bytes.NewReader(rewrite(t, rp, func(_ rollback.Frame, _ rollback.PlayerID, in rollback.Input) rollback.Input { return in })))
 	require.NoError(t, err)
@@ -261,3 +262,11 @@ var errDisk = errors.New("disk full")
 type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, errDisk }
+
+// mustInput is rp.Input for a frame and player that must be in range.
+func mustInput(t testing.TB, rp *replay.Replay, f rollback.Frame, p rollback.PlayerID) rollback.Input {
+	t.Helper()
+	in, ok := rp.Input(f, p)
+	require.True(t, ok, "frame %d, player %d out of range", f, p)
+	return in
+}
