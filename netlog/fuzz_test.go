@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/rewindgg/rewind/internal/heap"
 	"github.com/rewindgg/rewind/netlog"
 )
 
@@ -19,7 +20,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var l *netlog.Log
 		var err error
-		n := allocated(func() { l, err = netlog.Read(bytes.NewReader(b)) })
+		n := heap.Allocated(func() { l, err = netlog.Read(bytes.NewReader(b)) })
 		if n > uint64(16*len(b)+64<<10) {
 			t.Fatalf("%d bytes of log: Read allocated %d bytes", len(b), n)
 		}

@@ -2,27 +2,18 @@ package netlog_test
 
 import (
 	"fmt"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewindgg/rewind/internal/heap"
 	"github.com/rewindgg/rewind/netlog"
 )
 
 // attack is one step record naming the highest frame Read accepts.
 const attack = `{"msg":"step","frame":4194303,"in":[0],"st":"C"}`
-
-// allocated returns the bytes the heap handed out while f ran.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
 
 // Read's memory is bounded by the log's size, not by the frame numbers
 // the log names.
@@ -49,7 +40,7 @@ func TestReadMemoryBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var l *netlog.Log
 			var err error
-			n := allocated(func() { l, err = netlog.Read(strings.NewReader(tc.log)) })
+			n := heap.Allocated(func() { l, err = netlog.Read(strings.NewReader(tc.log)) })
 			require.NoError(t, err)
 			t.Logf("%d bytes: Read allocated %d bytes", len(tc.log), n)
 			assert.Equal(t, tc.frames, len(l.Steps))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"testing"
 
+	"github.com/rewindgg/rewind/internal/heap"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
@@ -23,7 +24,7 @@ func FuzzRead(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var rp *replay.Replay
 		var err error
-		if n := allocated(func() { rp, err = replay.Read(bytes.NewReader(b)) }); n > uint64(k*len(b)+slack) {
+		if n := heap.Allocated(func() { rp, err = replay.Read(bytes.NewReader(b)) }); n > uint64(k*len(b)+slack) {
 			t.Fatalf("%d bytes of file: Read allocated %d bytes", len(b), n)
 		}
 		if rp == nil {

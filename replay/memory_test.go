@@ -3,12 +3,12 @@ package replay_test
 import (
 	"bytes"
 	"encoding/binary"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewindgg/rewind/internal/heap"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 )
@@ -67,15 +67,6 @@ func hugeBlock(t testing.TB, n uint32, present int) []byte {
 	return append(b, 0xc0, 0xc0, 0xc3, 0) // Left nil, Sums nil, End true, Hash 0]
 }
 
-// allocated returns the bytes the heap handed out while f ran.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
 // Read's memory is bounded by the file's size, not by the frames or list
 // lengths the file claims. Before, the idle 200-block replay (7,251 bytes)
 // made Read allocate 9,128,032 bytes, and the huge block (100,046 bytes)
@@ -97,7 +88,7 @@ func TestReadMemoryBounded(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var rp *replay.Replay
 			var err error
-			n := allocated(func() { rp, err = replay.Read(bytes.NewReader(tc.file)) })
+			n := heap.Allocated(func() { rp, err = replay.Read(bytes.NewReader(tc.file)) })
 			t.Logf("%d bytes: Read allocated %d bytes (%.1f a byte)", len(tc.file), n, float64(n)/float64(len(tc.file)))
 			if tc.err != nil {
 				require.ErrorIs(t, err, tc.err)
