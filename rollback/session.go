@@ -44,13 +44,11 @@ type Session struct {
 	io     codec
 	out    recording
 
-	frameLimit   Frame // MaxFrame; lower in tests
-	starved      bool  // waiting for an input since EventStarved
-	starvedBy    int   // the peer waited for (-1: a local player)
-	starvedSince time.Duration
-	rendering    bool // inside Extrapolate's render
-	events       []Event
-	stats        Stats
+	frameLimit Frame    // MaxFrame; lower in tests
+	starving   starving // since EventStarved: who we wait for, since when
+	rendering  bool     // inside Extrapolate's render
+	events     []Event
+	stats      Stats
 }
 
 // roster is who plays where.
@@ -381,19 +379,27 @@ func (s *Session) endTick(r Result) (Result, error) {
 	return r, nil
 }
 
+// starving is the wait for an input since EventStarved.
+type starving struct {
+	on    bool
+	peer  int // the peer waited for (-1: a local player)
+	since time.Duration
+}
+
 // starve notes that the session waits for peer's input (-1: a local
 // player's), with EventStarved when it starts waiting. A peer that keeps
 // the session waiting for longer than the disconnect timeout is
 // disconnected, whatever it sends (a peer that still talks but withholds
 // its inputs is named: SuspectWithheld): no stall lasts for ever.
 func (s *Session) starve(peer int) {
-	if !s.starved || peer != s.starvedBy {
-		if !s.starved {
+	w := &s.starving
+	if !w.on || peer != w.peer {
+		if !w.on {
 			s.emit(EventStarved, s.frame, peer)
 		}
-		s.starved, s.starvedBy, s.starvedSince = true, peer, s.now
+		w.on, w.peer, w.since = true, peer, s.now
 	}
-	if peer < 0 || peer >= len(s.peers) || s.now-s.starvedSince <= s.proto.disconnectAfter {
+	if peer < 0 || peer >= len(s.peers) || s.now-w.since <= s.proto.disconnectAfter {
 		return
 	}
 	ps := &s.peers[peer]
@@ -409,8 +415,8 @@ func (s *Session) starve(peer int) {
 // resume notes that the session advances again, with EventResumed after a
 // wait.
 func (s *Session) resume() {
-	if s.starved {
-		s.starved = false
+	if s.starving.on {
+		s.starving.on = false
 		s.emit(EventResumed, s.frame, -1)
 	}
 }
