@@ -49,7 +49,6 @@ const suspectEvery = time.Second
 type suspicions struct {
 	count [NumSuspicions]int64
 	last  [NumSuspicions]time.Duration // when each last raised the event
-	seen  [NumSuspicions]bool
 }
 
 // note counts one suspicion of kind k at now and reports whether it raises
@@ -59,10 +58,10 @@ func (s *suspicions) note(k Suspicion, now time.Duration) bool {
 		return false
 	}
 	s.count[k]++
-	if s.seen[k] && now-s.last[k] < suspectEvery {
+	if s.count[k] > 1 && now-s.last[k] < suspectEvery {
 		return false
 	}
-	s.seen[k], s.last[k] = true, now
+	s.last[k] = now
 	return true
 }
 
