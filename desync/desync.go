@@ -23,28 +23,43 @@ import (
 const DefaultEvery = 500
 
 // Error reports a desync: a peer's checksum of a frame differs from ours.
+// Remote and Field are the peer's claims: an honest peer's checksum and
+// state, a lying peer's whatever it sent.
 type Error struct {
 	Frame  int32  // the frame whose start state differs
 	Peer   int    // the peer index that disagrees
 	Local  uint64 // our checksum
-	Remote uint64 // the peer's
-	// Field names the first differing field and both values once the
-	// states have been exchanged ("arena.World.Ships[1].X: 40960 vs
-	// 40961"); empty until then.
+	Remote uint64 // the checksum the peer claims
+	// Outvoted: with three or more machines, the peer's checksum disagrees
+	// with ours and with more of the other peers' than agree with it: the
+	// peer is the odd one out, not us (a session names it and plays on).
+	Outvoted bool
+	// Field names the first differing field and both values, ours first,
+	// once the states have been exchanged ("arena.World.Ships[1].X: 40960
+	// vs 40961"); empty until then. The peer's value is read from the
+	// state it sent.
 	Field string
 }
 
 func (e *Error) Error() string {
-	s := fmt.Sprintf("desync: frame %d: checksum %016x here, %016x at peer %d", e.Frame, e.Local, e.Remote, e.Peer)
+	s := fmt.Sprintf("desync: frame %d: checksum %016x here, peer %d claims %016x", e.Frame, e.Local, e.Peer, e.Remote)
+	if e.Outvoted {
+		s += " (outvoted: the other peers agree with us)"
+	}
 	if e.Field != "" {
-		s += ": " + e.Field
+		s += "; by the state it sent: " + e.Field
 	}
 	return s
 }
 
-// history is how many of our own checksums a Detector keeps, for peers
-// whose latest is older than ours.
+// history is how many of our own checksums, and of each peer's, a
+// Detector keeps, for peers whose latest is older than ours.
 const history = 8
+
+// decideAfter is how many newer checksums of ours a mismatch waits, at
+// most, for a third machine's checksum of its frame: a peer that sends
+// none cannot hold detection off.
+const decideAfter = 2
 
 type sum struct {
 	frame int32
@@ -52,18 +67,53 @@ type sum struct {
 	ok    bool
 }
 
+// sums holds the latest history checksums of one machine, in the order
+// they came (not by frame: checksum frames are multiples of an interval,
+// which would leave most slots of a ring by frame unused).
+type sums struct {
+	s    [history]sum
+	next int
+}
+
+func (h *sums) put(f int32, v uint64) {
+	for i := range h.s {
+		if h.s[i].ok && h.s[i].frame == f {
+			h.s[i].value = v // a re-simulated frame: the final one wins
+			return
+		}
+	}
+	h.s[h.next] = sum{f, v, true}
+	h.next = (h.next + 1) % history
+}
+
+func (h *sums) at(f int32) (uint64, bool) {
+	for _, s := range h.s {
+		if s.ok && s.frame == f {
+			return s.value, true
+		}
+	}
+	return 0, false
+}
+
 // Detector compares checksums of final frames with the peers'. The zero
 // value is not usable; create one with [NewDetector].
+//
+// With three or more machines a mismatch with one peer waits (for
+// decideAfter more checksums of ours at most) for the other peers'
+// checksums of the same frame, and is reported Outvoted when more of them
+// agree with us than with it.
 type Detector struct {
 	latest sum // the newest of local
-	local  [history]sum
-	remote []sum // the latest from each peer
+	local  sums
+	remote []sum  // the latest from each peer
+	hist   []sums // the latest few from each peer
+	gone   []bool // peers no longer compared
 	done   []int32
 }
 
 // NewDetector returns a detector for the given number of peers.
 func NewDetector(peers int) *Detector {
-	d := &Detector{remote: make([]sum, peers), done: make([]int32, peers)}
+	d := &Detector{remote: make([]sum, peers), hist: make([]sums, peers), gone: make([]bool, peers), done: make([]int32, peers)}
 	for i := range d.done {
 		d.done[i] = -1
 	}
@@ -72,7 +122,7 @@ func NewDetector(peers int) *Detector {
 
 // Local records our checksum of frame f, which must be final.
 func (d *Detector) Local(f int32, v uint64) {
-	d.local[int(uint32(f)%history)] = sum{f, v, true}
+	d.local.put(f, v)
 	if !d.latest.ok || f >= d.latest.frame {
 		d.latest = sum{f, v, true}
 	}
@@ -85,31 +135,77 @@ func (d *Detector) Latest() (f int32, v uint64, ok bool) {
 
 // Remote records peer's checksum of frame f, keeping only the newest.
 func (d *Detector) Remote(peer int, f int32, v uint64) {
-	if peer < 0 || peer >= len(d.remote) {
+	if peer < 0 || peer >= len(d.remote) || d.gone[peer] {
 		return
 	}
 	if r := d.remote[peer]; !r.ok || f > r.frame {
 		d.remote[peer] = sum{f, v, true}
+		d.hist[peer].put(f, v)
+	}
+}
+
+// Forget stops comparing with peer (it left): no mismatch waits for it.
+func (d *Detector) Forget(peer int) {
+	if peer >= 0 && peer < len(d.gone) {
+		d.gone[peer] = true
 	}
 }
 
 // Check compares every peer's latest checksum with ours of the same frame
-// and returns the first mismatch, or nil.
+// and returns the first mismatch that is decided, or nil.
 func (d *Detector) Check() *Error {
 	for p, r := range d.remote {
-		if !r.ok || r.frame <= d.done[p] {
+		if !r.ok || r.frame <= d.done[p] || d.gone[p] {
 			continue
 		}
-		l := d.local[int(uint32(r.frame)%history)]
-		if !l.ok || l.frame != r.frame {
+		l, ok := d.local.at(r.frame)
+		if !ok {
 			continue // not ours yet, or no longer held
 		}
-		d.done[p] = r.frame
-		if l.value != r.value {
-			return &Error{Frame: r.frame, Peer: p, Local: l.value, Remote: r.value}
+		if l == r.value {
+			d.done[p] = r.frame
+			continue
 		}
+		us, them, waiting := d.votes(p, r.frame, l, r.value)
+		if us == them && waiting && d.newer(r.frame) < decideAfter {
+			continue // a third machine's checksum may still decide it
+		}
+		d.done[p] = r.frame
+		return &Error{Frame: r.frame, Peer: p, Local: l, Remote: r.value, Outvoted: us > them}
 	}
 	return nil
+}
+
+// votes counts the other peers (not p) whose checksum of frame f agrees
+// with ours (mine) and with p's (its), and reports whether any has not
+// reached f yet.
+func (d *Detector) votes(p int, f int32, mine, its uint64) (us, them int, waiting bool) {
+	for q := range d.remote {
+		if q == p || d.gone[q] {
+			continue
+		}
+		v, ok := d.hist[q].at(f)
+		switch {
+		case ok && v == mine:
+			us++
+		case ok && v == its:
+			them++
+		case !d.remote[q].ok || d.remote[q].frame < f:
+			waiting = true
+		}
+	}
+	return us, them, waiting
+}
+
+// newer counts our checksums of frames after f.
+func (d *Detector) newer(f int32) int {
+	n := 0
+	for _, s := range d.local.s {
+		if s.ok && s.frame > f {
+			n++
+		}
+	}
+	return n
 }
 
 // Compare names the first byte at which remote, a peer's copy of an arena

@@ -73,11 +73,15 @@ func TestDetector(t *testing.T) {
 	d.Remote(1, 400, 0xcc) // older than its latest: ignored
 	assert.Nil(t, d.Check())
 	d.Remote(0, 1000, 0xbc)
+	assert.Nil(t, d.Check(), "waits for peer 1's checksum of frame 1000")
+	d.Remote(1, 1000, 0xbb)
 	err := d.Check()
 	require.NotNil(t, err)
-	assert.Equal(t, desync.Error{Frame: 1000, Peer: 0, Local: 0xbb, Remote: 0xbc}, *err)
+	assert.Equal(t, desync.Error{Frame: 1000, Peer: 0, Local: 0xbb, Remote: 0xbc, Outvoted: true}, *err)
 	assert.Nil(t, d.Check(), "reported once")
 	assert.Contains(t, err.Error(), "frame 1000")
+	assert.Contains(t, err.Error(), "peer 0 claims 00000000000000bc")
+	assert.Contains(t, err.Error(), "outvoted")
 	f, v, ok := d.Latest()
 	assert.Equal(t, []any{int32(1000), uint64(0xbb), true}, []any{f, v, ok})
 	d.Remote(5, 1, 1) // no such peer: ignored
@@ -89,4 +93,58 @@ func TestDetector(t *testing.T) {
 	}
 	d.Remote(1, 1000, 0xdead)
 	assert.Nil(t, d.Check())
+}
+
+// TestDetectorMajority: with three or more machines a mismatch waits for a
+// third opinion, and names the odd one out. Before, the first mismatch
+// was the match's desync whoever disagreed with the others: one lying
+// peer ended a three-machine match with one forged checksum (issue 16).
+func TestDetectorMajority(t *testing.T) {
+	t.Run("we are the odd one out", func(t *testing.T) {
+		d := desync.NewDetector(2)
+		d.Local(500, 1)
+		d.Remote(0, 500, 2)
+		assert.Nil(t, d.Check())
+		d.Remote(1, 500, 2)
+		err := d.Check()
+		require.NotNil(t, err)
+		assert.False(t, err.Outvoted)
+		assert.Equal(t, 0, err.Peer)
+	})
+	t.Run("no third opinion comes", func(t *testing.T) {
+		d := desync.NewDetector(2)
+		d.Local(500, 1)
+		d.Remote(0, 500, 2)
+		d.Remote(1, 400, 1) // peer 1 stays behind
+		d.Local(1000, 3)
+		assert.Nil(t, d.Check(), "one newer checksum of ours: still waiting")
+		d.Local(1500, 4)
+		err := d.Check()
+		require.NotNil(t, err, "decided after decideAfter newer checksums")
+		assert.False(t, err.Outvoted)
+	})
+	t.Run("a peer that left is not waited for", func(t *testing.T) {
+		d := desync.NewDetector(2)
+		d.Local(500, 1)
+		d.Remote(0, 500, 2)
+		assert.Nil(t, d.Check())
+		d.Forget(1)
+		err := d.Check()
+		require.NotNil(t, err)
+		assert.False(t, err.Outvoted)
+		d.Remote(1, 1000, 9) // ignored
+		assert.Nil(t, d.Check())
+	})
+	t.Run("three against one", func(t *testing.T) {
+		d := desync.NewDetector(3)
+		d.Local(500, 1)
+		d.Remote(0, 500, 1)
+		d.Remote(1, 500, 7)
+		d.Remote(2, 500, 1)
+		err := d.Check()
+		require.NotNil(t, err)
+		assert.Equal(t, 1, err.Peer)
+		assert.True(t, err.Outvoted)
+		assert.Nil(t, d.Check())
+	})
 }

@@ -57,6 +57,7 @@ type checksums struct {
 type checksumSink interface {
 	finalChecksum(f Frame, sum uint64)
 	sendState(peer int, m *wire.State)
+	outvoted(e *desync.Error)
 }
 
 // newChecksums returns the checksum owner for a checksum every every
@@ -138,6 +139,13 @@ func (c *checksums) plausible(f, localNext Frame) bool {
 	return c == nil || (f%c.every == 0 && f <= localNext)
 }
 
+// forget stops comparing with peer i, which left.
+func (c *checksums) forget(i int) {
+	if c != nil && c.det != nil {
+		c.det.Forget(i)
+	}
+}
+
 // remote takes peer i's checksum of frame f.
 func (c *checksums) remote(i int, f int32, sum uint64) {
 	if c != nil && c.det != nil {
@@ -156,11 +164,14 @@ func (c *checksums) latest() (Frame, uint64, bool) {
 
 // detect compares the checksums and returns a desync found now (nil if
 // none, or if one was already found).
-func (c *checksums) detect(peers int) *desync.Error {
+func (c *checksums) detect(peers int, sink checksumSink) *desync.Error {
 	if c == nil || c.det == nil || c.err != nil {
 		return nil
 	}
 	e := c.det.Check()
+	for ; e != nil && e.Outvoted; e = c.det.Check() {
+		sink.outvoted(e) // the peer disagrees with the majority, not us
+	}
 	if e == nil {
 		return nil
 	}

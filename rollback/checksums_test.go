@@ -22,6 +22,7 @@ import (
 type sumSink struct {
 	finals []finalSum
 	sent   []sentState
+	voted  []desync.Error
 }
 
 type finalSum struct {
@@ -35,6 +36,8 @@ type sentState struct {
 }
 
 func (s *sumSink) finalChecksum(f Frame, sum uint64) { s.finals = append(s.finals, finalSum{f, sum}) }
+
+func (s *sumSink) outvoted(e *desync.Error) { s.voted = append(s.voted, *e) }
 
 // sendState copies the message, as encoding it would: the owner reuses it.
 func (s *sumSink) sendState(peer int, m *wire.State) {
@@ -196,7 +199,7 @@ func TestChecksumsNil(t *testing.T) {
 		c.remote(0, 10, 1)
 		c.outgoing(0, time.Second, &sink)
 	})
-	assert.Nil(t, c.detect(1))
+	assert.Nil(t, c.detect(1, &sumSink{}))
 	assert.Nil(t, c.failed())
 	_, _, ok := c.latest()
 	assert.False(t, ok)
@@ -220,14 +223,14 @@ func TestChecksumsDetect(t *testing.T) {
 	require.Len(t, sb.finals, 2)
 
 	a.remote(0, 10, sb.finals[0].sum)
-	assert.Nil(t, a.detect(1), "frame 10 agrees")
+	assert.Nil(t, a.detect(1, &sumSink{}), "frame 10 agrees")
 	assert.Nil(t, a.failed())
 
 	a.remote(0, 20, sb.finals[1].sum)
-	e := a.detect(1)
+	e := a.detect(1, &sumSink{})
 	require.NotNil(t, e)
 	assert.Equal(t, desync.Error{Frame: 20, Peer: 0, Local: xxhash.Sum64String("mine"), Remote: xxhash.Sum64String("theirs")}, *e)
-	assert.Nil(t, a.detect(1), "once")
+	assert.Nil(t, a.detect(1, &sumSink{}), "once")
 	assert.Same(t, e, a.failed())
 
 	a.checkpoint(30, []byte("more"))
@@ -239,7 +242,7 @@ func TestChecksumsDetect(t *testing.T) {
 	n.checkpoint(10, []byte("x"))
 	n.finals(11, 10, &sumSink{})
 	n.remote(0, 10, 1)
-	assert.Nil(t, n.detect(1))
+	assert.Nil(t, n.detect(1, &sumSink{}))
 }
 
 // TestChecksumsStateGone: a desync at a frame whose state is no longer held
@@ -252,12 +255,12 @@ func TestChecksumsStateGone(t *testing.T) {
 	c.finals(21, 20, &sink)
 	c.checkpoint(100, []byte("predicted")) // frame 100 takes frame 20's place, not yet final
 	c.remote(0, 20, 1)
-	e := c.detect(1)
+	e := c.detect(1, &sumSink{})
 	require.NotNil(t, e)
 	assert.Equal(t, desync.Error{Frame: 20, Peer: 0, Local: xxhash.Sum64String("ours"), Remote: 1,
 		Field: "our state at that frame is no longer held"}, *e)
 	assert.Same(t, e, c.failed())
-	assert.Nil(t, c.detect(1))
+	assert.Nil(t, c.detect(1, &sumSink{}))
 	c.outgoing(0, time.Second, &sink)
 	require.Len(t, sink.sent, 1, "no piece of ours, only a status")
 	assert.Equal(t, wire.State{Frame: 20, Done: true}, sink.sent[0].m, "we want nothing more: the peer may stop")
@@ -318,7 +321,7 @@ func newExchangePair(t *testing.T, edit func(w *stateWorld), data [2]func([]byte
 	for i := range 2 {
 		theirs := x.sink[1-i].finals[1]
 		x.c[i].remote(0, int32(theirs.f), theirs.sum)
-		x.err[i] = x.c[i].detect(1)
+		x.err[i] = x.c[i].detect(1, &sumSink{})
 		require.NotNil(t, x.err[i], "machine %d", i)
 	}
 	n := len(x.c[0].ex.mine)
@@ -489,7 +492,8 @@ func desyncedAt10(t *testing.T) (*checksums, *savestate.Arena) {
 	c.checkpoint(10, a.Bytes())
 	c.finals(11, 10, &sumSink{})
 	c.remote(0, 10, 1)
-	require.NotNil(t, c.detect(2))
+	c.forget(1) // no third opinion to wait for
+	require.NotNil(t, c.detect(2, &sumSink{}))
 	require.NotNil(t, c.ex.mine)
 	return c, a
 }
@@ -598,8 +602,8 @@ func TestChecksumsStateGoneTellsThePeer(t *testing.T) {
 	b.finals(21, 20, &sb)
 	a.remote(0, 20, sb.finals[0].sum)
 	b.remote(0, 20, sa.finals[0].sum)
-	require.NotNil(t, a.detect(1))
-	require.NotNil(t, b.detect(1))
+	require.NotNil(t, a.detect(1, &sumSink{}))
+	require.NotNil(t, b.detect(1, &sumSink{}))
 
 	now := time.Second
 	for range 20 {

@@ -38,6 +38,9 @@ func (s *Session) step(resim bool) {
 	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
 	s.inputs.use(f, s.io.stepIn[:s.roster.players])
 	s.simulate(f, resim)
+	if !resim {
+		s.simmed.note(f+1, s.now)
+	}
 	s.frame = f + 1
 }
 

@@ -82,7 +82,7 @@ func (m *liarMesh) send(i int) {
 	b, err := m.tr.Input(i, p, m.s.roster.layout)
 	require.NoError(m.t, err)
 	m.tr.Deliver(i, b)
-	m.sent[i] = end
+	m.sent[i] = Frame(p.First) + Frame(p.Count)
 }
 
 // playsOnAndNames plays 600 ticks and checks that the victim kept up
@@ -167,9 +167,10 @@ func TestWithheldGossipCounts(t *testing.T) {
 // TestForgedChecksumFrame: a checksum for a frame whose inputs from us the
 // peer cannot have (past the frames we sent, here 2^31-1024) is dropped
 // and names it (SuspectChecksum), and the peer's real checksums are still
-// compared: its wrong checksum of frame 50 is a desync. Before, the far
-// frame was kept as the peer's newest and every real checksum after it
-// was ignored: detection was off against that peer.
+// compared: its wrong checksum of frame 50 is a desync (once a third
+// opinion has had time to come: peer 1 sends none). Before, the far frame
+// was kept as the peer's newest and every real checksum after it was
+// ignored: detection was off against that peer.
 func TestForgedChecksumFrame(t *testing.T) {
 	m := newLiarMesh(t, func(c *Config) { c.ChecksumEvery = 50 })
 	m.tr.Deliver(0, m.tr.Control(0, &wire.Checksum{Frame: wire.MaxFrame, Sum: 1}))
@@ -180,9 +181,56 @@ func TestForgedChecksumFrame(t *testing.T) {
 	assert.True(t, ok, "peer 0 not named")
 	assert.Empty(t, m.errs, "no desync yet")
 	m.tr.Deliver(0, m.tr.Control(0, &wire.Checksum{Frame: 50, Sum: 1}))
-	m.tick()
+	for range 120 {
+		if m.tick(); len(m.errs) > 0 {
+			break
+		}
+	}
 	require.NotEmpty(t, m.errs, "peer 0's wrong checksum of frame 50 was ignored")
 	assert.ErrorContains(t, m.errs[0], "frame 50")
+	assert.ErrorContains(t, m.errs[0], "peer 0 claims", "the report is the peer's claim")
+}
+
+// TestOutvotedChecksum: with three machines, a peer whose checksum
+// disagrees with ours while the third machine's agrees is the odd one out:
+// it is named (SuspectDesync) and the match goes on. Before, one forged
+// checksum from one peer ended a three-machine match as a desync.
+func TestOutvotedChecksum(t *testing.T) {
+	m := newLiarMesh(t, func(c *Config) { c.ChecksumEvery = 50 })
+	for range 80 {
+		m.tick()
+	}
+	f, sum, ok := m.s.sums.latest()
+	require.True(t, ok)
+	require.Equal(t, Frame(50), f)
+	m.tr.Deliver(0, m.tr.Control(0, &wire.Checksum{Frame: 50, Sum: sum ^ 1}))
+	m.tick()
+	assert.Empty(t, m.errs, "waits for peer 1's opinion")
+	m.tr.Deliver(1, m.tr.Control(1, &wire.Checksum{Frame: 50, Sum: sum}))
+	m.playsOnAndNames(0, SuspectDesync)
+}
+
+// TestLookahead: from frame 10 on, fake peer 0 sends each input 7 frames
+// (117 ms) after the victim simulated its frame, over a 5 ms round trip,
+// and acknowledges 20 frames fewer than it has, so that the fairness
+// governor does not slow the victim down to it (which alone would leave
+// it no lookahead beyond our input lag): it could choose each input after
+// seeing the victim's. Within ackWindows seconds the victim names it
+// (SuspectLookahead), and only it. Before, nothing named a late peer.
+func TestLookahead(t *testing.T) {
+	m := newLiarMesh(t, nil)
+	m.lie = func(i int, p *wire.InputPacket) bool {
+		for j := range m.s.peers {
+			m.s.peers[j].link.rtt = 5 * time.Millisecond // the fake peers answer no pings
+		}
+		if limit := m.s.frame - 7; i == 0 && m.s.frame > 10 && Frame(p.First)+Frame(p.Count) > limit {
+			p.Count = max(0, int(limit)-int(p.First))
+			p.Inputs = p.Inputs[:p.Count]
+			p.Ack = max(0, p.Ack-20)
+		}
+		return true
+	}
+	m.playsOnAndNames(0, SuspectLookahead)
 }
 
 // TestWithheldInputs: fake peer 1 goes on talking (acknowledgements, counts)

@@ -168,6 +168,9 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	pkt := &s.io.pkt
 	if !gap {
 		mis = s.takeInputs(ps, first, want, take)
+		for f := want; f < want+Frame(take); f++ {
+			ps.timing.input(s.now, f, &s.simmed, ps.link.rtt)
+		}
 	}
 	have := s.inputs.next[ps.players[0]]
 	if f := have - countSlack; s.ls == nil && ps.progress.ack < f {
@@ -314,6 +317,7 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 func (s *Session) disconnect(i int) {
 	ps := &s.peers[i]
 	ps.leave.disconnect(s.inputs.next[ps.players[0]])
+	s.sums.forget(i)
 }
 
 // handleGossip records what peer from says of the other machines. A

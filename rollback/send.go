@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"github.com/rewindgg/rewind/desync"
 	"slices"
 	"time"
 
@@ -48,11 +49,28 @@ func newCodec() codec {
 	}
 }
 
-// sendTimes records when each local frame first went out: the resend
-// policy compares it with the round trip (progress.first).
-type sendTimes struct {
+// frameTimes records when each frame first did something (went out, was
+// simulated): the resend policy compares the send times with the round
+// trip (progress.first), the timing of a peer's acknowledgements and
+// inputs is checked against them (timing).
+type frameTimes struct {
 	at   [ringSize]time.Duration
-	high Frame // frames below this have a send time
+	high Frame // frames below this have a time
+}
+
+// of returns the time of frame f, if the ring still holds it.
+func (t *frameTimes) of(f Frame) (time.Duration, bool) {
+	if f < 0 || f >= t.high || t.high-f >= ringSize {
+		return 0, false
+	}
+	return t.at[ring(f)], true
+}
+
+// note records now as the time of every frame before end without one.
+func (t *frameTimes) note(end Frame, now time.Duration) {
+	for ; t.high < end; t.high++ {
+		t.at[ring(t.high)] = now
+	}
 }
 
 // gossipCountEvery: input packets carry the counts of third machines'
@@ -67,8 +85,8 @@ func (s *Session) send() {
 		return
 	}
 	localNext := s.inputs.next[s.roster.local[0]]
-	for ; s.proto.started && s.sent.high < localNext; s.sent.high++ {
-		s.sent.at[ring(s.sent.high)] = s.now // when each local frame first went out
+	if s.proto.started {
+		s.sent.note(localNext, s.now)
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]
@@ -104,6 +122,9 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		first = want - 255 // it is hopelessly behind; keep the header encodable
 	}
 	end := min(localNext, min(want, first)+255, first+Frame(maxFrames))
+	if s.proto.lie != nil {
+		end = max(first, s.lieEnd(end))
+	}
 	pkt.Ack, pkt.First, pkt.Players = int32(want), int32(first), nLocal
 	pkt.Count = max(0, int(end-first))
 	pkt.Inputs = pkt.Inputs[:0]
@@ -126,6 +147,9 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	ps.st.LocalFrameLag = s.frame + Frame(s.lag.delay) - want
 	s.gov.Local(i, int(ps.st.LocalFrameLag))
 	pkt.Lag = min(s.lag.delay, wire.MaxLag)
+	if s.proto.lie != nil {
+		s.liePacket(i, pkt)
+	}
 	seal := ps.auth.seal
 	b, err := wire.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt, s.roster.layout)
 	if err != nil {
@@ -136,6 +160,9 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		s.out.log.Send(s.now, i, int(first), pkt.Count, int(want), pkt.Lag, slices.Clone(pkt.Inputs))
 	}
 	s.transmit(i, seal.Seal(b))
+	if s.proto.lie != nil {
+		s.lieExtra(i, pkt, localNext)
+	}
 }
 
 // gossipFor returns what the next packet to ps says of the other
@@ -156,6 +183,9 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 		case ps.st.PacketsSent%gossipCountEvery == 0:
 			// The count goes in every fourth packet: it only paces the anchor.
 			e.Frame = int32(s.inputs.next[px.players[0]])
+		}
+		if s.proto.lie != nil {
+			s.proto.lie.lieGossip(&e, s.inputs.next[px.players[0]])
 		}
 		g = append(g, e)
 	}
@@ -209,6 +239,9 @@ func (s *Session) sendProtocol(i int) {
 	if f, sum, ok := s.sums.latest(); ok && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 		s.sendControl(i, &s.io.sum)
+		if s.proto.lie != nil {
+			s.lieChecksum(i, f, sum)
+		}
 	}
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, s)
@@ -238,6 +271,17 @@ func (s *Session) finalChecksum(f Frame, sum uint64) {
 	}
 }
 
+// outvoted takes a peer's checksum that disagrees with ours and with the
+// majority of the other peers' (a checksumSink): it is the odd one out —
+// desynced, or lying — and is named; the match goes on. Desynced, it finds
+// itself outvoted too, and its own Advance reports the desync.
+func (s *Session) outvoted(e *desync.Error) {
+	if s.out.log != nil {
+		s.out.log.Desync(s.now, int(e.Frame), e.Peer, e.Local, e.Remote)
+	}
+	s.suspect(e.Peer, SuspectDesync)
+}
+
 // checkDesync hands on the checksums whose frame can no longer change and
 // compares them with the peers'.
 func (s *Session) checkDesync() {
@@ -247,7 +291,7 @@ func (s *Session) checkDesync() {
 	if s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
 		s.sums.finals(s.frame, s.anchor(s.frame), s)
 	}
-	e := s.sums.detect(len(s.peers))
+	e := s.sums.detect(len(s.peers), s)
 	if e == nil {
 		return
 	}

@@ -40,7 +40,8 @@ type Session struct {
 	ls     *lockstep  // nil: rollback mode
 	proto  protocol
 	start  starter
-	sent   sendTimes
+	sent   frameTimes // when each local frame first went out
+	simmed frameTimes // when each frame was first simulated
 	io     codec
 	out    recording
 
@@ -89,6 +90,7 @@ func NewSession(cfg Config) (*Session, error) {
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
+	s.proto.lie = liarOf(cfg.Transport)
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With
 		// three or more machines a machine that leaves is cut at the fewest
@@ -462,8 +464,14 @@ func (s *Session) poll() (Frame, error) {
 		ps := &s.peers[i]
 		if l := &ps.link; s.now-l.winStart >= time.Second {
 			l.roll(s.now, &ps.st)
-			if ps.timing.roll(l.rtt) && s.proto.started && l.rtt > 0 && !ps.leave.disc {
-				s.suspect(i, SuspectAck)
+			ackLies, lookahead := ps.timing.roll(l.rtt)
+			if s.proto.started && l.rtt > 0 && !ps.leave.disc {
+				if ackLies {
+					s.suspect(i, SuspectAck)
+				}
+				if lookahead && s.ls == nil {
+					s.suspect(i, SuspectLookahead)
+				}
 			}
 			s.gov.Bound(i, linkLagBound(l.rtt))
 		}

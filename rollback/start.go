@@ -22,6 +22,8 @@ type protocol struct {
 	disconnectAfter time.Duration
 	qualityEvery    time.Duration
 	redundant       int // RedundantFrames: -1 resends every unacknowledged frame
+
+	lie *adversary // the soak's adversary (internal/liar); nil in every game
 }
 
 func newProtocol(cfg Config, now time.Duration) protocol {
@@ -290,6 +292,7 @@ func (s *Session) sendStart(i int) {
 				st.start.Mesh = append(st.start.Mesh, uint32(min(st.mesh[a][c]/time.Microsecond, 1<<32-1)))
 			}
 		}
+		s.proto.lie.lieRTTs(st.start.Mesh)
 		s.sendControl(i, &st.start)
 	case st.meshKnown:
 		s.sendControl(i, &st.gomsg)
@@ -302,6 +305,7 @@ func (s *Session) sendStart(i int) {
 		for j := range s.peers {
 			st.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].link.rtt/time.Microsecond, 1<<32-1))
 		}
+		s.proto.lie.lieRTTs(st.ready.RTT)
 		s.sendControl(i, &st.ready)
 	}
 }

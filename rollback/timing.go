@@ -2,19 +2,26 @@ package rollback
 
 import "time"
 
-// timing is what we observe of a peer's acknowledgements against our own
-// clock: how long ago we first sent the oldest of our frames it still
-// wants. An honest peer acknowledges a frame about a round trip after it
-// went out; one that keeps acknowledging fewer frames than it has claims a
-// slower link than it has (docs/security.md).
+// timing is what we observe of a peer's acknowledgements and inputs
+// against our own clock. An honest peer acknowledges a frame about a round
+// trip after it went out, and its input for a frame arrives about half a
+// round trip after we simulated it at the latest (the fairness governor
+// keeps the machines' frames together); one that keeps acknowledging
+// fewer frames than it has claims a slower link than it has, and one whose
+// inputs keep arriving later than a round trip explains holds them back:
+// it could choose each after seeing ours (docs/security.md).
 type timing struct {
 	ackAgeMin time.Duration // the least ack age this window; -1 for no sample
 	ackLate   int           // consecutive windows whose least ack age was too old
+
+	inputs, lateInputs int // this window: its frames received, and those past lateAfter
+	inputsLate         int // consecutive windows with most of its inputs late
 }
 
 // ackWindows is how many one-second windows in a row the acknowledgements
-// must lag before the peer is named: a loss burst or a round trip that
-// just grew can make one window look bad (seen once in 200 hell matches).
+// (or inputs) must lag before the peer is named: a loss burst or a round
+// trip that just grew can make one window look bad (seen once in 200 hell
+// matches).
 const ackWindows = 3
 
 // ackSlack is how much longer than a round trip an honest peer's
@@ -22,27 +29,56 @@ const ackWindows = 3
 // packets, and a tick's quantization at each end.
 const ackSlack = 100 * time.Millisecond
 
+// lateSlack is how much later than a round trip after we simulated a frame
+// an honest peer's input for it can arrive, for most of a second: on the
+// hell profile the median reaches a round trip and 80 ms in single
+// windows (a start still being caught up, loss bursts repaired by the
+// redundancy).
+const lateSlack = 100 * time.Millisecond
+
+// lateMinInputs is the fewest frames of a window that can show the peer's
+// inputs late (a second holds 60; a peer that sends fewer is stalling us,
+// which EventStarved reports).
+const lateMinInputs = 30
+
 // acked samples the peer's acknowledgement ack at now: the age of the
 // oldest of our frames it still wants (0 when it wants none we sent).
-func (t *timing) acked(now time.Duration, ack, localNext Frame, sent *sendTimes) {
+func (t *timing) acked(now time.Duration, ack, localNext Frame, sent *frameTimes) {
 	age := time.Duration(0)
-	if ack < localNext && ack < sent.high && sent.high-ack < ringSize {
-		age = now - sent.at[ring(ack)]
+	if at, ok := sent.of(ack); ok && ack < localNext {
+		age = now - at
 	}
 	if t.ackAgeMin < 0 || age < t.ackAgeMin {
 		t.ackAgeMin = age
 	}
 }
 
+// input samples the arrival at now of the peer's first input for frame f,
+// against when we simulated f (not yet: it is early) and the round trip.
+func (t *timing) input(now time.Duration, f Frame, simmed *frameTimes, rtt time.Duration) {
+	t.inputs++
+	if at, ok := simmed.of(f); ok && now-at > rtt+lateSlack {
+		t.lateInputs++
+	}
+}
+
 // roll closes the window: it reports whether, for ackWindows windows in a
 // row, even the peer's best acknowledgement lagged more than a round trip
-// (rtt, our measurement) plus ackSlack behind our sends.
-func (t *timing) roll(rtt time.Duration) (ackLies bool) {
+// (rtt, our measurement) plus ackSlack behind our sends, and whether most
+// of its inputs arrived more than a round trip plus lateSlack after we
+// simulated their frame.
+func (t *timing) roll(rtt time.Duration) (ackLies, lookahead bool) {
 	if t.ackAgeMin > rtt+ackSlack {
 		t.ackLate++
 	} else {
 		t.ackLate = 0
 	}
 	t.ackAgeMin = -1
-	return t.ackLate >= ackWindows
+	if t.inputs >= lateMinInputs && 2*t.lateInputs > t.inputs {
+		t.inputsLate++
+	} else {
+		t.inputsLate = 0
+	}
+	t.inputs, t.lateInputs = 0, 0
+	return t.ackLate >= ackWindows, t.inputsLate >= ackWindows
 }
