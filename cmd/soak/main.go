@@ -10,6 +10,7 @@
 //
 //	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
+//	     [-adversary KIND|all] [-adversary-machine N]
 //
 // With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
 // -playout delay; the summary counts hitches (render frames a due frame
@@ -22,6 +23,14 @@
 // random bytes, mangled copies of the match's datagrams, replays of an
 // earlier match with the same session id, handshakes racing the real
 // ones); a forged datagram a session takes as valid fails the soak.
+//
+// With -adversary KIND one machine of every match (-adversary-machine, or
+// by default machine i%machines in match i) runs a modified protocol that
+// lies as KIND says (docs/security.md, "A peer that lies"; "all": match i
+// tells kind i%9+1, from machine (i%9 + i/9) % machines). Only the honest
+// machines are judged: they must verify, and suspect and disconnect none
+// of their own; the summary says whether and when they named the liar,
+// how fast they played and their input lag.
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
@@ -48,6 +57,7 @@ import (
 
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -134,6 +144,15 @@ type Summary struct {
 	ForgedAccepted  int64 `json:"forged_accepted"`
 	PacketsForged   int64 `json:"packets_forged"`
 
+	// Suspects counts what the sessions caught their peers at
+	// (EventSuspect; every machine still playing, the adversary's own
+	// suspicions included), SuspectsByKind the same by suspicion. An
+	// honest soak has none.
+	Suspects       int64            `json:"suspects"`
+	SuspectsByKind map[string]int64 `json:"suspects_by_kind"`
+	// Adversary summarizes -adversary (absent without it).
+	Adversary *AdversaryJSON `json:"adversary,omitempty"`
+
 	// Sound totals every match's sound report; SoundPerMatch has each.
 	Sound         SoundJSON   `json:"sound"`
 	SoundPerMatch []SoundJSON `json:"sound_per_match"`
@@ -153,6 +172,43 @@ type Fail struct {
 	Match  int    `json:"match"`
 	Seed   uint64 `json:"seed"`
 	Reason string `json:"reason"`
+	// Flags are what reproduces the match besides -seed and -matches 1
+	// (-adversary: its kind and machine).
+	Flags string `json:"flags,omitempty"`
+}
+
+// AdversaryJSON summarizes the matches with an adversary (-adversary).
+type AdversaryJSON struct {
+	Kind    string `json:"kind"`    // the kind, or "all"
+	Machine int    `json:"machine"` // the lying machine; -1 when it rotates
+	Matches int    `json:"matches"`
+	// Detected counts the matches in which some honest machine named the
+	// adversary (EventSuspect), DetectedAtFrameMax the latest frame, over
+	// them, of the first naming.
+	Detected           int   `json:"detected"`
+	DetectedAtFrameMax int32 `json:"detected_at_frame_max"`
+	// HonestVerified counts the matches whose honest machines agreed with
+	// each other and the offline re-simulation of the inputs they used.
+	HonestVerified int `json:"honest_verified"`
+	// HonestSpeedMin is the slowest honest machine's frames simulated per
+	// 60 Hz tick, over every match; HonestInputLagMax the largest input
+	// lag an honest machine simulated a frame at (5: 5 or more).
+	HonestSpeedMin    float64 `json:"honest_speed_min"`
+	HonestInputLagMax int     `json:"honest_input_lag_max"`
+	// LookaheadFrames is the adversary's mean lookahead, averaged over the
+	// matches; Lies the messages it changed or added.
+	LookaheadFrames float64 `json:"lookahead_frames"`
+	Lies            int64   `json:"lies"`
+	// SuspectedHonest counts honest machines' suspicions of honest ones,
+	// HonestDisconnected the matches in which an honest machine was
+	// disconnected by another: any fails the match.
+	SuspectedHonest    int64 `json:"suspected_honest"`
+	HonestDisconnected int   `json:"honest_disconnected"`
+	// Suspicions counts the honest machines' suspicions of the adversary,
+	// by suspicion.
+	Suspicions map[string]int64 `json:"suspicions"`
+	// ByKind has the same per kind (-adversary all).
+	ByKind map[string]*AdversaryJSON `json:"by_kind,omitempty"`
 }
 
 // DesyncReport is one detected desync.
@@ -214,6 +270,9 @@ type options struct {
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
 	startSpread, handshakeTimeout                                    time.Duration
+	adversary                                                        string // a liar.Kind's name, "all", or "" for none
+	adversaryMachine                                                 int    // -1: rotating (options.adversaryOf)
+	adversaryKind                                                    liar.Kind
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -258,6 +317,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.tick, "tick", rollback.DefaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
+	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%9+1)")
+	fs.IntVar(&o.adversaryMachine, "adversary-machine", -1, "with -adversary: the machine that lies (-1: machine i%machines in match i; with all, each round of the kinds moves every kind to the next machine)")
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -370,6 +431,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
 					Forge: o.forge}
+				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -438,6 +500,12 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 		{"sound", fmt.Sprintf("%d true, %d duplicates, %d missed, %d/%d phantoms faded", s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms)},
 		{"verdict", map[bool]string{true: "PASS", false: "FAIL"}[s.Passed]},
 	}
+	if a := s.Adversary; a != nil {
+		rows = append(rows[:len(rows)-1],
+			[2]string{"adversary", fmt.Sprintf("%s on %s: named in %d of %d matches (by frame %d at the latest); honest machines verified in %d, speed at least %.3f, input lag at most %d; %d suspicions of honest machines, %d honest disconnects",
+				a.Kind, machineName(a.Machine), a.Detected, a.Matches, a.DetectedAtFrameMax, a.HonestVerified, a.HonestSpeedMin, a.HonestInputLagMax, a.SuspectedHonest, a.HonestDisconnected)},
+			rows[len(rows)-1])
+	}
 	if s.Mode == "lockstep" {
 		rows = append(rows[:len(rows)-1],
 			[2]string{"lockstep", fmt.Sprintf("%d Hz, playout delay %d ms: %d hitches (%.2f per minute per machine) in %d waits of %.0f ms on average",
@@ -447,15 +515,17 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
-			run.Failures = append(run.Failures, report.Failure{Seed: f.Seed, Reason: f.Reason, Repro: reproduce(o.args, o.profile, f.Seed)})
+			run.Failures = append(run.Failures, report.Failure{Seed: f.Seed, Reason: f.Reason, Repro: reproduce(o.args, o.profile, f.Seed, f.Flags)})
 		}
 	}
 	return run
 }
 
 // reproduce is the command line that replays one match of a soak: the
-// same flags, with -seed and -matches 1, and without the outputs.
-func reproduce(args []string, profile string, seed uint64) string {
+// same flags, with -seed and -matches 1, and without the outputs; flags,
+// when not empty, replace -adversary and -adversary-machine (the match's
+// own kind and machine).
+func reproduce(args []string, profile string, seed uint64, flags string) string {
 	out := []string{"go", "run", "./cmd/soak"}
 	skip := false
 	for _, a := range args {
@@ -468,10 +538,19 @@ func reproduce(args []string, profile string, seed uint64) string {
 		case "seed", "matches", "report", "json", "record", "log", "parallel", "profile", "profiles":
 			skip = !hasValue // "-seed 5" takes the next argument; "-seed=5" does not
 			continue
+		case "adversary", "adversary-machine":
+			if flags != "" {
+				skip = !hasValue
+				continue
+			}
 		}
 		out = append(out, a)
 	}
-	return strings.Join(append(out, "-profile", profile, "-seed", strconv.FormatUint(seed, 10), "-matches", "1"), " ")
+	out = append(out, "-profile", profile, "-seed", strconv.FormatUint(seed, 10), "-matches", "1")
+	if flags != "" {
+		out = append(out, flags)
+	}
+	return strings.Join(out, " ")
 }
 
 // save writes one match's files (replays, logs) into dir, one per machine.
@@ -531,6 +610,9 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
 	case o.forge < 0 || o.forge > maxForge:
 		return nil, 0, fmt.Errorf("-forge: %d (want 0 to %d forged datagrams a second per machine)", o.forge, maxForge)
+	}
+	if err := o.checkAdversary(); err != nil {
+		return nil, 0, err
 	}
 	if o.transport == "sim" {
 		o.transport = "netsim"
@@ -597,31 +679,54 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	var ticks, advN int
 	var snd match.SoundReport
 	var advSum, earlySum float64
+	adv := newAdversaries(o)
+	s.SuspectsByKind = map[string]int64{}
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
-		switch {
+		var reason string
+		switch a := r.Adversary; {
 		case r.Detected != nil:
 			s.DesyncsDetected++
 			s.Desyncs++
 			d := r.Detected
 			s.DesyncReports = append(s.DesyncReports, DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field})
-			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, d)})
+			reason = fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, d)
 		case r.Err != nil:
 			s.Errors++
-			s.Failures = append(s.Failures, Fail{i, seed, r.Err.Error()})
+			reason = r.Err.Error()
 		case !r.Completed:
-			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("did not finish in %d ticks", r.Ticks)})
+			reason = fmt.Sprintf("did not finish in %d ticks", r.Ticks)
 		case !r.Verified:
 			s.Desyncs++
-			s.Failures = append(s.Failures, Fail{i, seed, "desync: " + r.Desync})
+			reason = "desync: " + r.Desync
 		case r.ForgedAccepted > 0:
-			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("%d forged datagrams taken as valid", r.ForgedAccepted)})
+			reason = fmt.Sprintf("%d forged datagrams taken as valid", r.ForgedAccepted)
+		case a.HonestDisconnected:
+			reason = "an honest machine disconnected another"
+		case a.SuspectedHonest > 0:
+			reason = fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
 		case r.ReplayErr != nil:
-			s.Failures = append(s.Failures, Fail{i, seed, "replay: " + r.ReplayErr.Error()})
+			reason = "replay: " + r.ReplayErr.Error()
 		case !r.Sound.Clean():
-			s.Failures = append(s.Failures, Fail{i, seed, fmt.Sprintf("sound: %d duplicates, %d missed, %d of %d phantoms not faded",
-				r.Sound.Duplicates, r.Sound.Missed, r.Sound.Phantoms-r.Sound.PhantomsFaded, r.Sound.Phantoms)})
+			reason = fmt.Sprintf("sound: %d duplicates, %d missed, %d of %d phantoms not faded",
+				r.Sound.Duplicates, r.Sound.Missed, r.Sound.Phantoms-r.Sound.PhantomsFaded, r.Sound.Phantoms)
 		}
+		if reason != "" {
+			f := Fail{Match: i, Seed: seed, Reason: reason}
+			if o.adversary != "" {
+				k, m := o.adversaryOf(i)
+				f.Reason = fmt.Sprintf("adversary %v on machine %d: %s", k, m, reason)
+				f.Flags = adversaryFlags(k, m)
+			}
+			s.Failures = append(s.Failures, f)
+		}
+		s.Suspects += r.Suspects
+		for k, n := range r.Suspected {
+			if n > 0 {
+				s.SuspectsByKind[rollback.Suspicion(k).String()] += n
+			}
+		}
+		adv.add(r.Adversary)
 		snd.Add(r.Sound)
 		s.SoundPerMatch = append(s.SoundPerMatch, soundJSON(r.Sound))
 		if r.Completed {
@@ -684,11 +789,12 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
 	}
 	s.Sound = soundJSON(snd)
+	s.Adversary = adv.json()
 	switch {
 	case o.mode == "lockstep" && s.Rollbacks > 0:
-		s.Failures = append(s.Failures, Fail{-1, o.seed, fmt.Sprintf("lockstep rolled back %d times", s.Rollbacks)})
+		s.Failures = append(s.Failures, Fail{Match: -1, Seed: o.seed, Reason: fmt.Sprintf("lockstep rolled back %d times", s.Rollbacks)})
 	case o.mode != "lockstep" && s.Rollbacks == 0:
-		s.Failures = append(s.Failures, Fail{-1, o.seed, "no match ever rolled back: the soak proved nothing"})
+		s.Failures = append(s.Failures, Fail{Match: -1, Seed: o.seed, Reason: "no match ever rolled back: the soak proved nothing"})
 	}
 	s.Passed = s.Verified == s.Matches && snd.Clean() && len(s.Failures) == 0
 	return s
@@ -737,6 +843,18 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.RecordDir != "" {
 		fmt.Fprintf(w, "  replays: %d verified offline, in %s\n", s.ReplaysVerified, s.RecordDir)
 	}
+	if s.Suspects > 0 {
+		fmt.Fprintf(w, "  suspicions: %d (%s)\n", s.Suspects, counts(s.SuspectsByKind))
+	}
+	if a := s.Adversary; a != nil {
+		by := ""
+		if a.Detected > 0 {
+			by = fmt.Sprintf(" (by frame %d at the latest)", a.DetectedAtFrameMax)
+		}
+		fmt.Fprintf(w, "  adversary %s on %s: named in %d/%d matches%s, honest verified %d/%d, speed ≥ %.3f, input lag ≤ %d, lookahead %.1f frames, %d lies, %d suspicions of honest machines, %d honest disconnects\n",
+			a.Kind, machineName(a.Machine), a.Detected, a.Matches, by, a.HonestVerified, a.Matches,
+			a.HonestSpeedMin, a.HonestInputLagMax, a.LookaheadFrames, a.Lies, a.SuspectedHonest, a.HonestDisconnected)
+	}
 	if s.ForgeRate > 0 {
 		fmt.Fprintf(w, "  forgery: %d forged datagrams a second per machine: %d sent, %d received, %d caught by the MAC, %d taken as valid\n",
 			s.ForgeRate, s.ForgedDatagrams, s.ForgedReceived, s.PacketsForged, s.ForgedAccepted)
@@ -744,7 +862,7 @@ func printSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
-			fmt.Fprintf(w, "  FAILED match %d (reproduce: -seed %d -matches 1): %s\n", f.Match, f.Seed, f.Reason)
+			fmt.Fprintf(w, "  FAILED match %d (reproduce: -seed %d -matches 1%s): %s\n", f.Match, f.Seed, prefixed(f.Flags), f.Reason)
 		} else {
 			fmt.Fprintf(w, "  FAILED: %s\n", f.Reason)
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/pacer"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -48,7 +49,7 @@ func newForgery(c Config, machines int) (*forgery, error) {
 	ec := c
 	ec.Forge, ec.SessionID, ec.randSalt = 0, sessionID(c), c.randSalt+1
 	ec.Frames = min(c.Frames, earlierFrames)
-	ec.Log, ec.Record, ec.DropAt, ec.InjectDesync = false, false, 0, 0
+	ec.Log, ec.Record, ec.DropAt, ec.InjectDesync, ec.Adversary, ec.inspect = false, false, 0, 0, liar.None, nil
 	runNetsim(ec, f.LoadEarlier)
 	return &forgery{f: f, rate: c.Forge, machines: machines, sent: make([]int64, machines),
 		turn: make([]int, machines), trs: make([]*forgeTransport, machines)}, nil

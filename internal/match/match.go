@@ -28,6 +28,7 @@ import (
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -115,15 +116,28 @@ type Config struct {
 	// peer's own socket. Result.ForgedAccepted counts the ones a session
 	// took as valid.
 	Forge int
+	// Adversary, when not liar.None, runs machine AdversaryMachine with a
+	// modified protocol (adversary.go): its transport carries a
+	// liar.Script, and its session lies as the script's Kind says
+	// (docs/security.md, "A peer that lies"). The match then judges the
+	// honest machines only: Completed and Verified are theirs (Verified is
+	// Result.Adversary.HonestVerified), a session error of the adversary's
+	// only silences it (Result.Adversary.Err), and a disconnect that
+	// involves it is no failure.
+	Adversary        liar.Kind
+	AdversaryMachine int
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
+	// inspect, when set (tests), sees each machine's transport as its
+	// session gets it.
+	inspect func(i int, tr rollback.Transport)
 }
 
 // Result is what happened in one match.
 type Result struct {
-	Completed bool   // every machine simulated every frame and confirmed every input
-	Verified  bool   // every machine's final state equals the offline re-simulation
+	Completed bool   // every machine (with an adversary: every honest one) simulated every frame and confirmed every input
+	Verified  bool   // every machine's final state equals the offline re-simulation (with an adversary: Adversary.HonestVerified)
 	Desync    string // when not verified: which machine and the first differing field
 	Err       error  // a session error, if any
 
@@ -208,6 +222,9 @@ type Result struct {
 	ForgedReceived              int64
 	ForgedAccepted              int64
 	ForgedHandshakesBeforeStart int64
+	// Adversary is what Config.Adversary did and what the honest machines
+	// made of it; zero without one.
+	Adversary AdversaryReport
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -248,6 +265,15 @@ type machine struct {
 	render func()
 
 	startTick int // the tick on which it simulated its first frame
+
+	// With an adversary: the tick on which it first reached the last frame
+	// and the frame it was then at, the first frame at which it suspected
+	// each peer (-1: never), and the inputs each frame was last simulated
+	// with (usedInputs).
+	reachTick  int
+	reachFrame rollback.Frame
+	suspectAt  []rollback.Frame
+	used       []rollback.PlayerInput
 }
 
 type pendingInput struct {
@@ -324,13 +350,16 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 				}
 				for now >= deadline[i] && !nw.Frozen(i) {
 					deadline[i] += Tick
-					if _, err := rn.tick(i); err != nil && !rn.detected(&r, i, err) {
+					if _, err := rn.tick(i); err != nil && !rn.adversaryFailed(i, err) && !rn.detected(&r, i, err) {
 						r.Err = err
 						return r
 					}
 				}
 			}
 			done = done && rn.ms[i].finished
+		}
+		if rn.script != nil {
+			done = rn.over(nw.Now(), func(i int) bool { return rn.ms[i].finished })
 		}
 		if r.Detected != nil {
 			// The match is over; the machines keep exchanging their states
@@ -408,6 +437,12 @@ type run struct {
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
 
+	// With an adversary: the match's script, the adversary's own session
+	// error, and when every honest machine was first done (+1; 0: not yet).
+	script     *liar.Script
+	advErr     error
+	honestDone atomic.Int64
+
 	advMu  sync.Mutex
 	advSum float64 // |windowed input advantage| summed over peer pairs and windows
 	advN   int
@@ -436,6 +471,12 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines),
 		truth:    make([]rollback.Input, (c.Frames+rollback.MaxInputLag+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
+	if err := checkAdversary(c, machines); err != nil {
+		return nil, err
+	}
+	if c.Adversary != liar.None {
+		rn.script = &liar.Script{Kind: c.Adversary}
+	}
 	if rn.size == 0 {
 		rn.size = 64 << 10
 	}
@@ -471,10 +512,24 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		var tr rollback.Transport
 		if machines > 1 {
 			tr = transport(i)
+			if rn.script != nil && i == c.AdversaryMachine {
+				tr = &liarTransport{tr, rn.script}
+			}
+		}
+		if c.inspect != nil {
+			c.inspect(i, tr)
+		}
+		m.suspectAt = make([]rollback.Frame, machines-1)
+		for j := range m.suspectAt {
+			m.suspectAt[j] = -1
 		}
 		var game rollback.Game = m.g
 		if c.InjectDesync > 0 && i == machines-1 && machines > 1 {
 			game = corrupting{m.g, rollback.Frame(c.InjectDesync)}
+		}
+		if rn.script != nil {
+			m.used = make([]rollback.PlayerInput, len(rn.truth))
+			game = usedInputs{Game: m.g, step: game, players: c.Players, used: m.used}
 		}
 		var rec rollback.Recorder
 		if c.Record {
@@ -528,6 +583,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		if m.startTick == 0 && m.s.Frame() > 0 {
 			m.startTick = m.ticks
 		}
+		m.noteReached(rollback.Frame(c.Frames))
 	}()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
 		m.dead.Store(true)
@@ -587,6 +643,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 			}
 		}
 	}
+	m.noteEvents(res.Events)
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {
 		if err := m.extrapolate(); err != nil {
@@ -693,9 +750,10 @@ func (rn *run) finish(r *Result) {
 	for p := range discFrom {
 		discFrom[p] = rollback.Frame(c.Frames)
 	}
+	adv := rn.adversary()
 	if rn.dropping && r.Completed {
 		for i := range ms {
-			if i == c.DropMachine {
+			if i == c.DropMachine || i == adv {
 				continue
 			}
 			peer := c.DropMachine
@@ -717,9 +775,10 @@ func (rn *run) finish(r *Result) {
 			discFrom[p] = r.DisconnectFrame
 		}
 	}
-	if !rn.dropping {
+	if !rn.dropping && adv < 0 {
 		// Nobody was meant to leave: a peer that timed out is the match's
 		// failure, not a desync of the default inputs that replaced it.
+		// (With an adversary, Adversary.HonestDisconnected says it.)
 		for i := range ms {
 			for j := range machinesOf(c) - 1 {
 				if ps, ok := ms[i].s.PeerStats(j); ok && ps.Disconnected && r.Err == nil {
@@ -792,8 +851,19 @@ func (rn *run) finish(r *Result) {
 	if early.n > 0 {
 		r.EarlyAdvantage = early.sum / float64(early.n)
 	}
+	if rn.script != nil {
+		rn.adversaryReport(r)
+	}
 	if !r.Completed {
 		return
+	}
+	truth, disc := rn.truth, discFrom[:c.Players]
+	if rn.script != nil {
+		var why string
+		if truth, disc, why = rn.honestTruth(); why != "" {
+			r.Desync = why
+			return
+		}
 	}
 	var ts truthSet
 	tl, err := sound.NewLedger(sound.Config{Backend: &ts})
@@ -801,7 +871,7 @@ func (rn *run) finish(r *Result) {
 		r.Err = err
 		return
 	}
-	want, err := Offline(c, rn.size, rn.truth, discFrom[:c.Players], tl)
+	want, err := Offline(c, rn.size, truth, disc, tl)
 	if err != nil {
 		r.Err = err
 		return
@@ -811,7 +881,7 @@ func (rn *run) finish(r *Result) {
 		index[k] = true
 	}
 	for i := range ms {
-		if !ms[i].dead.Load() {
+		if !ms[i].dead.Load() && rn.honest(i) {
 			r.Sound.Add(scoreSound(&ms[i], ts.keys, index, rollback.Frame(c.Frames)))
 		}
 	}
@@ -826,12 +896,13 @@ func (rn *run) finish(r *Result) {
 			continue
 		}
 		k++
-		if r.Checksums[k-1] != r.Want {
+		if rn.honest(i) && r.Checksums[k-1] != r.Want {
 			r.Verified = false
 			r.Desync = fmt.Sprintf("machine %d: %s", i, FirstDifference(want, ms[i].a))
 			break
 		}
 	}
+	r.Adversary.HonestVerified = rn.script != nil && r.Verified
 }
 
 // checkReplays closes every machine's replay and verifies it offline.
@@ -847,7 +918,7 @@ func (rn *run) checkReplays(r *Result) {
 		if err == nil {
 			rep, err = arena.VerifyReplay(rp, rn.size)
 		}
-		if err == nil && rep.Frames == rn.c.Frames && rep.Final != r.Want {
+		if err == nil && rep.Frames == rn.c.Frames && rep.Final != r.Want && rn.honest(i) {
 			err = fmt.Errorf("holds every frame but ends in %016x, not %016x", rep.Final, r.Want)
 		}
 		if err != nil && r.ReplayErr == nil {

@@ -154,6 +154,9 @@ func RunUDP(c Config, o UDPOptions) Result {
 	deadline := start.Add(timeout)
 	finished := make([]atomic.Bool, machines)
 	allFinished := func() bool {
+		if rn.script != nil {
+			return rn.over(time.Since(start), func(i int) bool { return finished[i].Load() })
+		}
 		for i := range finished {
 			if !finished[i].Load() {
 				return false
@@ -177,6 +180,10 @@ func RunUDP(c Config, o UDPOptions) Result {
 				}
 				rn.retarget()
 				fin, err := rn.tick(i)
+				if err != nil && rn.adversaryFailed(i, err) {
+					finished[i].Store(true) // silent from now on; the others play on
+					return
+				}
 				if err != nil {
 					errs[i] = err
 					finished[i].Store(true)
