@@ -48,6 +48,7 @@ type checksums struct {
 	det    *desync.Detector // nil without peers
 	err    *desync.Error    // the desync, once detected
 	ex     *exchange
+	served bool       // an outvoted peer was sent our state (serve)
 	msg    wire.State // scratch for outgoing states
 }
 
@@ -171,6 +172,7 @@ func (c *checksums) detect(peers int, sink checksumSink) *desync.Error {
 	e := c.det.Check()
 	for ; e != nil && e.Outvoted; e = c.det.Check() {
 		sink.outvoted(e) // the peer disagrees with the majority, not us
+		c.serve(Frame(e.Frame), e.Peer, peers)
 	}
 	if e == nil {
 		return nil
@@ -189,6 +191,25 @@ func (c *checksums) detect(peers int, sink checksumSink) *desync.Error {
 	}
 	c.ex.mine = deflate(c.ex.local)
 	return e
+}
+
+// serve sends peer, outvoted at frame f, our state there (if we still hold
+// it), so that its own report, which outvotes it, can name the field. Only
+// the first outvoted peer of the match is served: a liar's checksums could
+// otherwise have us send our whole state again and again.
+func (c *checksums) serve(f Frame, peer, peers int) {
+	if c.ex != nil || c.served {
+		return
+	}
+	c.served = true
+	for _, p := range c.points {
+		if p.frame == f && p.data != nil && !p.pending {
+			c.ex = newExchange(f, peer, peers)
+			// complete: we need nothing of its, so our messages say Done.
+			c.ex.serving, c.ex.complete, c.ex.local, c.ex.mine = true, true, p.data, deflate(p.data)
+			return
+		}
+	}
 }
 
 // failed returns the desync detected, if any.
@@ -217,6 +238,7 @@ type exchange struct {
 	got      []bool // which chunks of it arrived
 	missing  int
 	complete bool
+	serving  bool            // only sending ours to peer (it was outvoted), not comparing
 	next     []int           // per peer: the next chunk to send
 	done     []bool          // per peer: it has all of ours
 	status   []time.Duration // per peer: when we last sent a bare Done
@@ -238,7 +260,7 @@ func deflate(b []byte) []byte {
 // pieces of our state, or once it has them all (or when we no longer hold
 // ours) a bare status now and then, which tells it whether we have its.
 func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
-	if c == nil || c.ex == nil {
+	if c == nil || c.ex == nil || (c.ex.serving && i != c.ex.peer) {
 		return
 	}
 	x, msg := c.ex, &c.msg
@@ -271,7 +293,7 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 	}
 	x := c.ex
 	x.done[i] = x.done[i] || m.Done
-	if i != x.peer || x.complete || len(m.Data) == 0 {
+	if i != x.peer || x.complete || x.serving || len(m.Data) == 0 {
 		return true, false
 	}
 	total := int(m.Total)
