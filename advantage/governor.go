@@ -130,6 +130,10 @@ func (g *Governor) driftStalls(adv float64, stalled int64) int {
 // Bound caps the link lag peer can cause (see [Tracker.Bound]).
 func (g *Governor) Bound(peer int, most float64) { g.tracker.Bound(peer, most) }
 
+// Peer returns peer's input advantage over us in the window so far
+// ([Tracker.Peer]).
+func (g *Governor) Peer(peer int) (float64, bool) { return g.tracker.Peer(peer) }
+
 // Queued returns the stalls waiting to be spread out.
 func (g *Governor) Queued() int { return g.queued }
 

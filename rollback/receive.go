@@ -168,8 +168,9 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	pkt := &s.io.pkt
 	if !gap {
 		mis = s.takeInputs(ps, first, want, take)
+		adv, ok := s.gov.Peer(i)
 		for f := want; f < want+Frame(take); f++ {
-			ps.timing.input(s.now, f, &s.simmed, ps.link.rtt)
+			ps.timing.input(s.now, f, &s.simmed, ps.link.rtt, ok && adv > 0)
 		}
 	}
 	have := s.inputs.next[ps.players[0]]

@@ -55,9 +55,14 @@ func (t *timing) acked(now time.Duration, ack, localNext Frame, sent *frameTimes
 
 // input samples the arrival at now of the peer's first input for frame f,
 // against when we simulated f (not yet: it is early) and the round trip.
-func (t *timing) input(now time.Duration, f Frame, simmed *frameTimes, rtt time.Duration) {
+// waited says the fairness governor measures the peer behind us, and so
+// has us wait for it: an honest peer that is late for that reason (a slow
+// clock, a start caught up) is not counted late. A peer that looks ahead
+// holds its inputs back and must acknowledge fewer of our frames than it
+// has for the governor not to wait for it (the lead would be gone).
+func (t *timing) input(now time.Duration, f Frame, simmed *frameTimes, rtt time.Duration, waited bool) {
 	t.inputs++
-	if at, ok := simmed.of(f); ok && now-at > rtt+lateSlack {
+	if at, ok := simmed.of(f); ok && !waited && now-at > rtt+lateSlack {
 		t.lateInputs++
 	}
 }
