@@ -2,12 +2,15 @@
 // says where.
 //
 // A [Detector] holds the periodic checksums of frames that can no longer
-// change — this machine's and the latest from each peer — and compares
+// change — the latest few of this machine's and of each peer's — and compares
 // them whenever both sides have the same frame: no false positive is
 // possible, because a frame is only checksummed once every input before it
-// is final. [Compare] takes two copies of an arena region (this machine's
-// state at the diverged frame and a peer's) and names the first differing
-// field with both values, using the arena's allocation records.
+// is final. With three or more machines it waits for a third opinion and
+// marks a peer that disagrees with the majority [Error.Outvoted]: the odd
+// one out is the peer, not this machine. [Compare] takes two copies of an
+// arena region (this machine's state at the diverged frame and a peer's)
+// and names the first differing field with both values, using the arena's
+// allocation records.
 package desync
 
 import (
@@ -75,13 +78,9 @@ type sums struct {
 	next int
 }
 
+// put adds the checksum of frame f, which is newer than every one held
+// (Local takes final checksums only, Remote only a peer's newer ones).
 func (h *sums) put(f int32, v uint64) {
-	for i := range h.s {
-		if h.s[i].ok && h.s[i].frame == f {
-			h.s[i].value = v // a re-simulated frame: the final one wins
-			return
-		}
-	}
 	h.s[h.next] = sum{f, v, true}
 	h.next = (h.next + 1) % history
 }

@@ -94,16 +94,13 @@ func (s *Session) slowestRemote() Frame {
 func (s *Session) liePacket(i int, pkt *wire.InputPacket) {
 	a := s.proto.lie
 	end := Frame(pkt.First) + Frame(pkt.Count)
-	if end > a.decided {
-		seen := s.slowestRemote()
+	if seen := s.slowestRemote(); end > a.decided && seen != MaxFrame {
 		for f := max(a.decided, Frame(pkt.First)); f < end; f++ {
-			if seen != MaxFrame {
-				a.Looked += int64(seen - f)
-				a.Decided++
-			}
+			a.Looked += int64(seen - f)
+			a.Decided++
 		}
-		a.decided = end
 	}
+	a.decided = max(a.decided, end)
 	switch a.Kind {
 	case liar.AdvantageLie:
 		pkt.Lag = wire.MaxLag
@@ -168,12 +165,9 @@ func (s *Session) lieExtra(i int, pkt *wire.InputPacket, localNext Frame) {
 		extra.Inputs = append(extra.Inputs, uint64(s.inputs.at(first, s.roster.local[k%nLocal]))^1)
 	}
 	for range n {
-		seal := s.peers[i].auth.seal
-		b, err := wire.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), &extra, s.roster.layout)
-		if err != nil {
+		if !s.sendInput(i, &extra) {
 			return
 		}
-		s.transmit(i, seal.Seal(b))
 		a.Lies++
 	}
 }

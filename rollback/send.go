@@ -150,19 +150,28 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	if s.proto.lie != nil {
 		s.liePacket(i, pkt)
 	}
-	seal := ps.auth.seal
-	b, err := wire.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt, s.roster.layout)
-	if err != nil {
-		s.stats.SendErrors++
+	if !s.sendInput(i, pkt) {
 		return
 	}
 	if s.out.log != nil {
 		s.out.log.Send(s.now, i, int(first), pkt.Count, int(want), pkt.Lag, slices.Clone(pkt.Inputs))
 	}
-	s.transmit(i, seal.Seal(b))
 	if s.proto.lie != nil {
 		s.lieExtra(i, pkt, localNext)
 	}
+}
+
+// sendInput seals input packet pkt to peer i and sends it. It reports
+// false when the packet did not encode.
+func (s *Session) sendInput(i int, pkt *wire.InputPacket) bool {
+	seal := s.peers[i].auth.seal
+	b, err := wire.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt, s.roster.layout)
+	if err != nil {
+		s.stats.SendErrors++
+		return false
+	}
+	s.transmit(i, seal.Seal(b))
+	return true
 }
 
 // gossipFor returns what the next packet to ps says of the other
