@@ -15,14 +15,16 @@ const (
 	KindGo           Kind = 8  // Go: the sender has the mesh and is ready to start
 	KindChecksum     Kind = 9  // Checksum: the sender's checksum of a final frame
 	KindState        Kind = 10 // State: a piece of the sender's state after a desync
+	KindKeys         Kind = 11 // Keys: every machine's signing key, as the sender knows them
+	KindAttest       Kind = 12 // Attest: the sender's echo of statements, and one statement
 )
 
 // MaxStateData is the most state bytes one State message carries.
 const MaxStateData = 320
 
-// MaxControlSize is the largest control body accepted or produced (a
-// Start message for 8 machines).
-const MaxControlSize = 400
+// MaxControlSize is the largest control body accepted or produced (an
+// Attest with a statement of every player and a full echo).
+const MaxControlSize = 800
 
 // MaxMachines bounds the round-trip-time lists of Ready and Start.
 const MaxMachines = 8

@@ -56,6 +56,10 @@ func (k Kind) String() string {
 		return "checksum"
 	case KindState:
 		return "state"
+	case KindKeys:
+		return "keys"
+	case KindAttest:
+		return "attest"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}

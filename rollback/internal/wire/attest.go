@@ -1,0 +1,120 @@
+package wire
+
+import "encoding/binary"
+
+// Statements (docs/protocol.md, "Statements"): with three or more machines
+// every machine signs, with a per-match Ed25519 key, each interval of
+// StatementFrames frames of its own inputs, and sends the statement to
+// every peer. Peers echo a digest of every statement they hold for an
+// interval, and relay statements to a peer whose echo is missing or
+// differs. Two valid statements of one machine for one interval are proof
+// that it sent different inputs to different machines.
+
+// Sizes of the statement protocol.
+const (
+	// StatementFrames is the length of a statement's interval in frames.
+	StatementFrames = 8
+	// SigningKeySize is the size of an Ed25519 public key.
+	SigningKeySize = 32
+	// SignatureSize is the size of an Ed25519 signature.
+	SignatureSize = 64
+	// EchoDigestSize is the size of an echoed interval digest.
+	EchoDigestSize = 16
+	// MaxEchoes is the most interval digests one Attest echoes.
+	MaxEchoes = 8
+	// MaxStatementInputs is the most inputs a statement carries: every
+	// frame of the interval for a machine with every player.
+	MaxStatementInputs = StatementFrames * MaxPlayers
+)
+
+// Keys carries the sender's view of every machine's signing key (Ed25519
+// public keys), SigningKeySize bytes per machine in ascending order of
+// their lowest PlayerID, its own included; an entry of zero bytes is one
+// it does not know yet. Sent until the match starts: a match starts only
+// once every machine reports the same keys.
+type Keys struct {
+	Keys []byte
+}
+
+// Attest carries the sender's echo — the digests of the intervals From,
+// From+1, … whose statements it holds, EchoDigestSize bytes each — and,
+// when HasStatement, one statement: machine Machine's signature Sig over
+// its inputs of interval Interval (frames Interval×StatementFrames on,
+// frame-major, the machine's players in ascending order).
+type Attest struct {
+	From         uint32
+	Echo         []byte
+	HasStatement bool
+	Machine      uint8
+	Interval     uint32
+	Inputs       []uint64
+	Sig          []byte
+}
+
+// Kind returns the message's kind.
+func (*Keys) Kind() Kind   { return KindKeys }
+func (*Attest) Kind() Kind { return KindAttest }
+
+func (m *Keys) appendBody(b []byte) []byte { return appendBytes(appendArray(b, 1), m.Keys) }
+
+func (m *Keys) parseBody(r reader) reader {
+	r.array(1)
+	k := r.bytes(MaxMachines * SigningKeySize)
+	if len(k)%SigningKeySize != 0 {
+		r.fail(errRange)
+	}
+	m.Keys = append(m.Keys[:0], k...)
+	return r
+}
+
+func (m *Attest) appendBody(b []byte) []byte {
+	b = appendArray(b, 7)
+	b = appendBytes(appendUint(b, uint64(m.From)), m.Echo)
+	b = appendUint(appendUint(appendBool(b, m.HasStatement), uint64(m.Machine)), uint64(m.Interval))
+	b = appendArray(b, len(m.Inputs))
+	for _, v := range m.Inputs {
+		b = appendUint(b, v)
+	}
+	return appendBytes(b, m.Sig)
+}
+
+func (m *Attest) parseBody(r reader) reader {
+	r.array(7)
+	from, echo := uint32(r.uint(maxU32)), r.bytes(MaxEchoes*EchoDigestSize)
+	if len(echo)%EchoDigestSize != 0 {
+		r.fail(errRange)
+	}
+	has, machine, interval := r.bool(), uint8(r.uint(MaxMachines-1)), uint32(r.uint(maxU32))
+	n := r.arrayLen(MaxStatementInputs)
+	m.Inputs = m.Inputs[:0]
+	for range n {
+		m.Inputs = append(m.Inputs, r.uint(1<<64-1))
+	}
+	sig := r.bytes(SignatureSize)
+	if has != (len(sig) == SignatureSize) || (!has && (n != 0 || machine != 0 || interval != 0)) {
+		r.fail(errRange) // a statement is whole, or absent and zero
+	}
+	m.From, m.Echo = from, append(m.Echo[:0], echo...)
+	m.HasStatement, m.Machine, m.Interval = has, machine, interval
+	m.Sig = append(m.Sig[:0], sig...)
+	return r
+}
+
+// statementDomain starts every signed statement: a signature over it can
+// mean nothing else.
+const statementDomain = "rewind statement v1\x00"
+
+// AppendStatement appends to b the bytes a machine signs for a statement:
+// the domain, the session id, the machine, the interval and the inputs,
+// each input as 8 big-endian bytes.
+func AppendStatement(b []byte, session uint64, machine uint8, interval uint32, inputs []uint64) []byte {
+	b = append(b, statementDomain...)
+	b = binary.BigEndian.AppendUint64(b, session)
+	b = append(b, machine)
+	b = binary.BigEndian.AppendUint32(b, interval)
+	b = append(b, byte(len(inputs)))
+	for _, v := range inputs {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	return b
+}

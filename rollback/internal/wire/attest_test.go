@@ -1,0 +1,103 @@
+package wire_test
+
+import (
+	"bytes"
+	"encoding/hex"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+func TestAttestRoundTrip(t *testing.T) {
+	for name, m := range map[string]*wire.Attest{
+		"echo only":      {From: 70, Echo: bytes.Repeat([]byte{0xab}, 2*wire.EchoDigestSize)},
+		"statement only": {HasStatement: true, Machine: 2, Interval: 9, Inputs: []uint64{0, 1, 300, 1<<64 - 1, 5, 6, 7, 8}, Sig: bytes.Repeat([]byte{1}, wire.SignatureSize)},
+		"both": {From: 1 << 20, Echo: make([]byte, wire.EchoDigestSize), HasStatement: true, Machine: 7, Interval: 1<<32 - 1,
+			Inputs: make([]uint64, wire.StatementFrames), Sig: make([]byte, wire.SignatureSize)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b, err := wire.AppendControl(nil, m)
+			require.NoError(t, err)
+			var got wire.Attest
+			require.NoError(t, wire.ParseControl(b, &got))
+			if len(m.Echo) == 0 {
+				got.Echo = m.Echo
+			}
+			assert.Equal(t, *m, got)
+		})
+	}
+	k := &wire.Keys{Keys: bytes.Repeat([]byte{9}, 3*wire.SigningKeySize)}
+	b, err := wire.AppendControl(nil, k)
+	require.NoError(t, err)
+	var got wire.Keys
+	require.NoError(t, wire.ParseControl(b, &got))
+	assert.Equal(t, *k, got)
+}
+
+// TestLargestAttestFits: a statement of 8 players with the longest
+// encoding of every input, and a full echo.
+func TestLargestAttestFits(t *testing.T) {
+	in := make([]uint64, wire.MaxStatementInputs)
+	for i := range in {
+		in[i] = 1<<64 - 1
+	}
+	m := &wire.Attest{From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize), HasStatement: true,
+		Machine: wire.MaxMachines - 1, Interval: 1<<32 - 1, Inputs: in, Sig: make([]byte, wire.SignatureSize)}
+	b, err := wire.AppendControl(nil, m)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(b)+wire.SealOverhead, 1200, "a datagram")
+	b, err = wire.AppendControl(nil, &wire.Keys{Keys: make([]byte, wire.MaxMachines*wire.SigningKeySize)})
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(b), wire.MaxControlSize)
+}
+
+// TestAttestExact: an Attest is whole — a statement with its signature,
+// or none and zero fields — and its lists are whole digests and keys.
+func TestAttestExact(t *testing.T) {
+	sig := "da0040" + hex.EncodeToString(make([]byte, 64))
+	for _, tc := range []struct {
+		name string
+		body string
+		msg  wire.Control
+	}{
+		{"six fields", "96" + "00" + "a0" + "c2" + "00" + "00" + "90", &wire.Attest{}},
+		{"half a digest", "97" + "00" + "a3010203" + "c2" + "00" + "00" + "90" + "a0", &wire.Attest{}},
+		{"statement without signature", "97" + "00" + "a0" + "c3" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
+		{"signature without statement", "97" + "00" + "a0" + "c2" + "00" + "00" + "90" + sig, &wire.Attest{}},
+		{"inputs without statement", "97" + "00" + "a0" + "c2" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
+		{"machine 8", "97" + "00" + "a0" + "c3" + "08" + "00" + "91" + "00" + sig, &wire.Attest{}},
+		{"short signature", "97" + "00" + "a0" + "c3" + "00" + "00" + "91" + "00" + "a201" + "02", &wire.Attest{}},
+		{"65 inputs", "97" + "00" + "a0" + "c3" + "00" + "00" + "dc0041" + stringsRepeat("00", 65) + sig, &wire.Attest{}},
+		{"part of a key", "91" + "a3010203", &wire.Keys{}},
+		{"nine keys", "91" + "da0120" + stringsRepeat("00", 288), &wire.Keys{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.ErrorIs(t, wire.ParseControl(unhex(t, tc.body), tc.msg), wire.ErrMalformed)
+		})
+	}
+}
+
+func stringsRepeat(s string, n int) string { return string(bytes.Repeat([]byte(s), n)) }
+
+// TestStatementBytes pins what a machine signs: the domain, then the
+// session, machine, interval, count and inputs, big-endian.
+func TestStatementBytes(t *testing.T) {
+	b := wire.AppendStatement(nil, 0x0102030405060708, 2, 9, []uint64{1, 1 << 63})
+	want := hex.EncodeToString([]byte("rewind statement v1\x00")) + "0102030405060708" + "02" + "00000009" + "02" +
+		"0000000000000001" + "8000000000000000"
+	assert.Equal(t, want, hex.EncodeToString(b))
+	other := wire.AppendStatement(nil, 0x0102030405060708, 2, 10, []uint64{1, 1 << 63})
+	assert.NotEqual(t, b, other, "the interval is signed")
+}
+
+func FuzzKeys(f *testing.F) {
+	fuzzControl(f, &wire.Keys{Keys: bytes.Repeat([]byte{7}, 3*wire.SigningKeySize)})
+}
+
+func FuzzAttest(f *testing.F) {
+	fuzzControl(f, &wire.Attest{From: 3, Echo: make([]byte, wire.EchoDigestSize), HasStatement: true, Machine: 1,
+		Interval: 4, Inputs: []uint64{1, 2, 3, 4, 5, 6, 7, 8}, Sig: make([]byte, wire.SignatureSize)})
+}
