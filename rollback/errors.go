@@ -33,6 +33,10 @@ var (
 	// protocol carries (over a year at 60 Hz). Every machine gets it at the
 	// same frame.
 	ErrFrameLimit = errors.New("rollback: the match reached the last frame number")
+	// ErrSigningKeys: with three or more machines, two machines disagree
+	// about a machine's signing key (docs/security.md): one of them lies,
+	// and the match does not start. The message names who said what.
+	ErrSigningKeys = errors.New("rollback: machines disagree about a signing key")
 )
 
 // errSnapshot reports a rollback with no usable snapshot: unreachable while

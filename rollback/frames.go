@@ -106,13 +106,15 @@ func (s *Session) save(slot int, f Frame) error {
 
 // anchor returns the frame that no rollback will ever need to go before,
 // when next is the next frame to be simulated: the confirmed frame, but no
-// later than the fewest frames of any remote machine that another
+// later than the settled statements (with three or more machines: a frame
+// an equivocator may yet be cut at), nor the fewest frames of any remote
+// machine that another
 // remaining machine reported having (a machine that disconnects is cut at
 // the smallest such count, docs/protocol.md, so a snapshot there can always
 // be restored), nor, in a forced mode, than the next forced rollback's
 // frame.
 func (s *Session) anchor(next Frame) Frame {
-	c := min(s.ConfirmedFrame(), s.snaps.forcedBound(next))
+	c := min(s.ConfirmedFrame(), s.snaps.forcedBound(next), s.stmts.end())
 	for x := range s.peers {
 		if s.peers[x].leave.agreed {
 			continue
@@ -155,6 +157,14 @@ func (s *Session) mustStall() (int, bool) {
 		}
 	}
 	low := s.ringLow()
+	if s.frame+Frame(s.lag.delay)+1-low >= ringSize && s.snaps.on && s.snaps.forced == 0 && low == s.snaps.low() {
+		// Our own oldest snapshot holds the ring, left behind while the
+		// anchor lagged (with no misprediction to move it): the frames up
+		// to the anchor are final, so it moves up in place.
+		if err := s.snaps.catchUp(min(s.anchor(s.frame), s.frame), s); err == nil {
+			low = s.ringLow()
+		}
+	}
 	if s.frame+Frame(s.lag.delay)+1-low >= ringSize {
 		// A peer that stopped acknowledging, or a snapshot that cannot move
 		// on: never overwrite inputs that may still be read.
@@ -168,6 +178,11 @@ func (s *Session) mustStall() (int, bool) {
 // count of a third machine holds the anchor there; -1 when none does (our
 // own snapshots or Recorder).
 func (s *Session) blameRing(low Frame) int {
+	if s.stmts != nil && low == s.stmts.end() {
+		if i := s.stmts.blame(s); i >= 0 {
+			return i
+		}
+	}
 	for i := range s.peers {
 		if !s.peers[i].leave.disc && s.peers[i].progress.ack == low {
 			return i

@@ -79,6 +79,20 @@ func (r *inputRing) receive(p PlayerID, f Frame, in Input, simulated Frame) bool
 	return f < simulated && r.used[slot][p] != in
 }
 
+// correct replaces player p's input for frame f, which is here, by in, and
+// reports whether it differed.
+func (r *inputRing) correct(p PlayerID, f Frame, in Input) bool {
+	slot := ring(f)
+	if r.in[slot][p] == in {
+		return false
+	}
+	r.in[slot][p] = in
+	if f == r.next[p]-1 {
+		r.last[p] = in
+	}
+	return true
+}
+
 // at returns player p's input stored for frame f.
 func (r *inputRing) at(f Frame, p PlayerID) Input { return r.in[ring(f)][p] }
 

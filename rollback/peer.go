@@ -208,6 +208,20 @@ type leave struct {
 	frame    Frame // frozen until agreed, then the disconnect frame
 	reported [MaxPlayers]bool
 	report   [MaxPlayers]Frame // by peer index: the frame each reporter froze
+	proven   bool              // it equivocated (statements.go): it is cut at provenAt at the latest
+	provenAt Frame
+}
+
+// prove records proof that the peer equivocated in the interval starting
+// at frame f: its disconnect frame is f at the latest, whatever anyone
+// reports (the proof, unlike a report, cannot be forged). It reports
+// whether that lowers what we knew.
+func (l *leave) prove(f Frame) bool {
+	if l.proven && l.provenAt <= f {
+		return false
+	}
+	l.proven, l.provenAt = true, f
+	return true
 }
 
 // disconnect disconnects the peer here with our count of its frames.
@@ -265,9 +279,13 @@ func (l *leave) settle(self int, peers []peer, floor *[MaxPlayers]Frame) bool {
 
 // least returns the least of our frozen count and every report, each
 // raised to floor[j], the frames of it reporter j had already claimed or
-// its progress proves.
+// its progress proves — and, if it equivocated, the start of the interval
+// proven.
 func (l *leave) least(floor *[MaxPlayers]Frame) Frame {
 	f := l.frozen
+	if l.proven {
+		f = min(f, l.provenAt)
+	}
 	for j := range l.reported {
 		if l.reported[j] {
 			f = min(f, max(l.report[j], floor[j]))

@@ -99,12 +99,16 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 		return s.frame, dropped
 	}
 	s.verify(i) // it holds the keys
-	k := wire.SealedKind(b)
-	if k == wire.KindInput {
+	switch k := wire.SealedKind(b); k {
+	case wire.KindInput:
 		f, ok := s.handleInput(i, body)
 		return f, verdictOf(ok)
+	case wire.KindAttest:
+		f, ok := s.handleAttest(i, body)
+		return f, verdictOf(ok)
+	default:
+		return s.frame, verdictOf(s.handleControl(i, k, body))
 	}
-	return s.frame, verdictOf(s.handleControl(i, k, body))
 }
 
 func verdictOf(ok bool) verdict {
@@ -164,6 +168,9 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	}
 	// Accepted: from here on the packet is applied.
 	ps.start.goSeen = true // inputs prove it has started
+	if s.stmts != nil {
+		s.stmts.keysOK[i] = true // and that every machine's keys agreed with its own, ours too
+	}
 	ps.progress.acked(Frame(h.Ack), localNext)
 	pkt := &s.io.pkt
 	if !gap {
@@ -247,7 +254,14 @@ func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
 	for f := want; f < want+Frame(take); f++ {
 		k := int(f - first)
 		for j, p := range ps.players {
-			if s.inputs.receive(p, f, Input(pkt.Inputs[k*n+j]), s.frame) {
+			in := Input(pkt.Inputs[k*n+j])
+			if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
+				// Its own signed statement, which the others hold too, says
+				// otherwise: the statement wins.
+				in = signed
+				s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+			}
+			if s.inputs.receive(p, f, in, s.frame) {
 				mis = min(mis, f)
 			}
 		}
@@ -278,6 +292,8 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 		return ps.link.sample(s.now - time.Duration(rx.qr.Echo))
 	case wire.KindReady, wire.KindStart, wire.KindGo:
 		return s.handleStart(i, k, b)
+	case wire.KindKeys:
+		return s.handleKeys(i, b)
 	case wire.KindChecksum:
 		c := &rx.sum
 		if err := wire.ParseControl(b, c); err != nil || c.Frame <= 0 {
@@ -319,6 +335,9 @@ func (s *Session) disconnect(i int) {
 	ps := &s.peers[i]
 	ps.leave.disconnect(s.inputs.next[ps.players[0]])
 	s.sums.forget(i)
+	if s.stmts != nil {
+		s.stmts.dirty = true // the digests need less of it, or wait for the agreement
+	}
 }
 
 // handleGossip records what peer from says of the other machines. A
@@ -337,7 +356,9 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			s.peers[from].gossip.count(x, Frame(g.Frame))
 			continue
 		}
-		if px.leave.agreed || !px.leave.reportBy(from, Frame(g.Frame)) {
+		// Reports are kept after the agreement too: a proof of
+		// equivocation is relayed until the reporter's cut shows it.
+		if first := px.leave.reportBy(from, Frame(g.Frame)); px.leave.agreed || !first {
 			continue
 		}
 		if !px.leave.disc && s.now-px.link.lastRecv < s.proto.interruptAfter {
@@ -437,6 +458,9 @@ func (s *Session) checkLiveness() Frame {
 		}
 		for _, p := range px.players {
 			s.inputs.disconnect(p, px.leave.frame)
+		}
+		if s.stmts != nil {
+			s.stmts.dirty = true
 		}
 		mis = min(mis, px.leave.frame)
 		s.emit(EventDisconnected, px.leave.frame, x)

@@ -33,11 +33,15 @@ type codec struct {
 		gomsg wire.Go
 		sum   wire.Checksum
 		state wire.State
+		keys  wire.Keys
+		att   wire.Attest
 	}
-	hs  wire.Handshake // sent
-	q   wire.Quality
-	qr  wire.QualityReply
-	sum wire.Checksum
+	hs   wire.Handshake // sent
+	q    wire.Quality
+	qr   wire.QualityReply
+	sum  wire.Checksum
+	keys wire.Keys
+	att  wire.Attest
 }
 
 func newCodec() codec {
@@ -87,6 +91,10 @@ func (s *Session) send() {
 	localNext := s.inputs.next[s.roster.local[0]]
 	if s.proto.started {
 		s.sent.note(localNext, s.now)
+		if s.stmts != nil {
+			s.signOwn()
+			s.settleStatements()
+		}
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]
@@ -240,6 +248,10 @@ func (s *Session) sendProtocol(i int) {
 		return
 	}
 	s.sendStart(i)
+	s.sendKeys(i)
+	if s.stmts != nil && s.proto.started {
+		s.sendAttest(i)
+	}
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
 		s.sendControl(i, &s.io.qr)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/rollback/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -35,9 +36,10 @@ type Session struct {
 	peers  []peer
 	gov    *advantage.Governor
 	lag    inputLag
-	sums   *checksums // nil: no desync checksums
-	sync   *syncCheck // nil: not in sync-test mode
-	ls     *lockstep  // nil: rollback mode
+	sums   *checksums  // nil: no desync checksums
+	stmts  *statements // nil: fewer than three machines, or lockstep
+	sync   *syncCheck  // nil: not in sync-test mode
+	ls     *lockstep   // nil: rollback mode
 	proto  protocol
 	start  starter
 	sent   frameTimes // when each local frame first went out
@@ -126,6 +128,16 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 		s.proto.keys.local = slices.Clone(s.io.wantLocal(s.roster.local))
+		if _, unsigned := cfg.Transport.(interface{ Unsigned() testhook.Unsigned }); len(s.peers) >= 2 && s.ls == nil && !unsigned {
+			var np, peerOf [MaxPlayers]int
+			np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
+			for i := range s.peers {
+				np[s.peers[i].machine], peerOf[s.peers[i].machine] = len(s.peers[i].players), i
+			}
+			if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if s.snaps.on {
 		if err := s.save(0, 0); err != nil {
@@ -460,6 +472,7 @@ func (s *Session) poll() (Frame, error) {
 	}
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
+	s.settleStatements()
 	for i := range s.peers {
 		ps := &s.peers[i]
 		if l := &ps.link; s.now-l.winStart >= time.Second {

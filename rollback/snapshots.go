@@ -150,6 +150,31 @@ func (sn *snapshots) advance(slot int, to Frame, run finalRunner) error {
 	return nil
 }
 
+// catchUp drops the snapshots the newest one at or before the anchor
+// supersedes, and moves that one forward to the anchor in its own region
+// (run simulates each frame there), so that the oldest snapshot no longer
+// holds back the input ring.
+func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
+	keep := -1
+	for i, b := range sn.backups {
+		if b.valid && b.frame <= anchor && (keep < 0 || b.frame > sn.backups[keep].frame) {
+			keep = i
+		}
+	}
+	if keep < 0 {
+		return nil
+	}
+	for i, b := range sn.backups {
+		if i != keep && b.valid && b.frame < sn.backups[keep].frame {
+			sn.backups[i].valid = false
+		}
+	}
+	if sn.backups[keep].frame < anchor {
+		return sn.advance(keep, anchor, run)
+	}
+	return nil
+}
+
 // low returns the oldest frame a valid snapshot holds (noFrame for none):
 // the inputs from there on may be read again.
 func (sn *snapshots) low() Frame {

@@ -98,8 +98,13 @@ func (s *Session) handshakeStep() error {
 		}
 		all = all && s.peers[i].auth.verified
 	}
+	if all && s.stmts != nil && s.stmts.mismatch != nil {
+		return s.stmts.mismatch
+	}
 	if all && s.start.noDelay {
-		s.begin()
+		if s.keysReady() {
+			s.begin()
+		}
 		return nil
 	}
 	if all {
@@ -111,7 +116,8 @@ func (s *Session) handshakeStep() error {
 	if s.now-s.proto.hsStart > s.proto.hsTimeout {
 		var missing []int
 		for i := range s.peers {
-			if !s.peers[i].auth.verified || (all && !s.peers[i].start.goSeen) {
+			keys := s.stmts != nil && !s.stmts.keysOK[i]
+			if !s.peers[i].auth.verified || (all && (keys || !s.start.noDelay && !s.peers[i].start.goSeen)) {
 				missing = append(missing, i)
 			}
 		}
@@ -169,7 +175,7 @@ func (s *Session) syncStep() {
 		}
 		st.at = s.now + advantage.StartDelay(st.mesh, host, st.machine)
 	}
-	if s.now >= st.at {
+	if s.now >= st.at && s.keysReady() {
 		s.begin()
 	}
 }

@@ -36,10 +36,16 @@ const (
 	// SuspectDesync: with three or more machines, its checksum disagrees
 	// with ours and with another machine's that agrees with ours.
 	SuspectDesync // desync
+	// SuspectEquivocation: with three or more machines, it signed two
+	// statements of its inputs that disagree on a frame — it sent
+	// different machines different inputs — or sent us inputs its own
+	// signed statement contradicts. Proof (two signatures) disconnects it
+	// from the interval's first frame at every machine.
+	SuspectEquivocation // equivocation
 )
 
 // NumSuspicions is the length of PeerStats.Suspected.
-const NumSuspicions = int(SuspectDesync) + 1
+const NumSuspicions = int(SuspectEquivocation) + 1
 
 // suspectEvery is the shortest interval between two EventSuspect of one
 // kind for one peer; every occurrence is counted.

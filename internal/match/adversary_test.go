@@ -116,10 +116,11 @@ func TestAdversaryOverUDP(t *testing.T) {
 // of the inputs they used, suspect and disconnect none of their own, play
 // at 95 % speed or more, and never run a higher input lag than the same
 // match without the adversary (every machine honest); the lies that gain
-// something must be named by frame 600. Two parts of issue 16 are open and
-// pinned at what holds today: equivocation among three machines is caught
-// as a desync but not named, and the lies that push the link lag (ack
-// lies, held inputs) may raise the honest input lag by one frame.
+// something must be named by frame 600. One part of issue 16 is open and
+// pinned at what holds today: the lies that push the link lag (ack lies,
+// held inputs) may raise the honest input lag by one frame. The
+// equivocator must also be disconnected: its two signed statements are
+// proof.
 func TestAdversaries(t *testing.T) {
 	t.Parallel()
 	p, err := netsim.ParseProfile("wifi")
@@ -148,11 +149,7 @@ func TestAdversaries(t *testing.T) {
 			require.NoError(t, r.Err)
 			assert.Positive(t, a.Lies, "the session told no lie")
 			if kind == liar.Equivocate {
-				// Open (docs/security.md, "What a peer can still do"): with
-				// three machines an equivocator is not named and the honest
-				// machines diverge; the checksums at least catch it.
-				require.NotNil(t, r.Detected, "the equivocation went unnoticed")
-				return
+				assert.True(t, a.Disconnected, "the proven equivocator plays on")
 			}
 			assert.Nil(t, r.Detected, "an honest machine reported a desync")
 			assert.True(t, r.Completed, "the honest machines did not finish")

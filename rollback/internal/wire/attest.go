@@ -37,11 +37,13 @@ type Keys struct {
 }
 
 // Attest carries the sender's echo — the digests of the intervals From,
-// From+1, … whose statements it holds, EchoDigestSize bytes each — and,
+// From+1, … whose statements it holds, EchoDigestSize bytes each — the
+// first interval Want whose digest it has not had from the receiver, and,
 // when HasStatement, one statement: machine Machine's signature Sig over
 // its inputs of interval Interval (frames Interval×StatementFrames on,
 // frame-major, the machine's players in ascending order).
 type Attest struct {
+	Want         uint32
 	From         uint32
 	Echo         []byte
 	HasStatement bool
@@ -68,8 +70,8 @@ func (m *Keys) parseBody(r reader) reader {
 }
 
 func (m *Attest) appendBody(b []byte) []byte {
-	b = appendArray(b, 7)
-	b = appendBytes(appendUint(b, uint64(m.From)), m.Echo)
+	b = appendArray(b, 8)
+	b = appendBytes(appendUint(appendUint(b, uint64(m.Want)), uint64(m.From)), m.Echo)
 	b = appendUint(appendUint(appendBool(b, m.HasStatement), uint64(m.Machine)), uint64(m.Interval))
 	b = appendArray(b, len(m.Inputs))
 	for _, v := range m.Inputs {
@@ -79,8 +81,8 @@ func (m *Attest) appendBody(b []byte) []byte {
 }
 
 func (m *Attest) parseBody(r reader) reader {
-	r.array(7)
-	from, echo := uint32(r.uint(maxU32)), r.bytes(MaxEchoes*EchoDigestSize)
+	r.array(8)
+	want, from, echo := uint32(r.uint(maxU32)), uint32(r.uint(maxU32)), r.bytes(MaxEchoes*EchoDigestSize)
 	if len(echo)%EchoDigestSize != 0 {
 		r.fail(errRange)
 	}
@@ -94,7 +96,7 @@ func (m *Attest) parseBody(r reader) reader {
 	if has != (len(sig) == SignatureSize) || (!has && (n != 0 || machine != 0 || interval != 0)) {
 		r.fail(errRange) // a statement is whole, or absent and zero
 	}
-	m.From, m.Echo = from, append(m.Echo[:0], echo...)
+	m.Want, m.From, m.Echo = want, from, append(m.Echo[:0], echo...)
 	m.HasStatement, m.Machine, m.Interval = has, machine, interval
 	m.Sig = append(m.Sig[:0], sig...)
 	return r

@@ -13,7 +13,7 @@ import (
 
 func TestAttestRoundTrip(t *testing.T) {
 	for name, m := range map[string]*wire.Attest{
-		"echo only":      {From: 70, Echo: bytes.Repeat([]byte{0xab}, 2*wire.EchoDigestSize)},
+		"echo only":      {Want: 3, From: 70, Echo: bytes.Repeat([]byte{0xab}, 2*wire.EchoDigestSize)},
 		"statement only": {HasStatement: true, Machine: 2, Interval: 9, Inputs: []uint64{0, 1, 300, 1<<64 - 1, 5, 6, 7, 8}, Sig: bytes.Repeat([]byte{1}, wire.SignatureSize)},
 		"both": {From: 1 << 20, Echo: make([]byte, wire.EchoDigestSize), HasStatement: true, Machine: 7, Interval: 1<<32 - 1,
 			Inputs: make([]uint64, wire.StatementFrames), Sig: make([]byte, wire.SignatureSize)},
@@ -44,7 +44,7 @@ func TestLargestAttestFits(t *testing.T) {
 	for i := range in {
 		in[i] = 1<<64 - 1
 	}
-	m := &wire.Attest{From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize), HasStatement: true,
+	m := &wire.Attest{Want: 1<<32 - 1, From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize), HasStatement: true,
 		Machine: wire.MaxMachines - 1, Interval: 1<<32 - 1, Inputs: in, Sig: make([]byte, wire.SignatureSize)}
 	b, err := wire.AppendControl(nil, m)
 	require.NoError(t, err)
@@ -63,14 +63,14 @@ func TestAttestExact(t *testing.T) {
 		body string
 		msg  wire.Control
 	}{
-		{"six fields", "96" + "00" + "a0" + "c2" + "00" + "00" + "90", &wire.Attest{}},
-		{"half a digest", "97" + "00" + "a3010203" + "c2" + "00" + "00" + "90" + "a0", &wire.Attest{}},
-		{"statement without signature", "97" + "00" + "a0" + "c3" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
-		{"signature without statement", "97" + "00" + "a0" + "c2" + "00" + "00" + "90" + sig, &wire.Attest{}},
-		{"inputs without statement", "97" + "00" + "a0" + "c2" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
-		{"machine 8", "97" + "00" + "a0" + "c3" + "08" + "00" + "91" + "00" + sig, &wire.Attest{}},
-		{"short signature", "97" + "00" + "a0" + "c3" + "00" + "00" + "91" + "00" + "a201" + "02", &wire.Attest{}},
-		{"65 inputs", "97" + "00" + "a0" + "c3" + "00" + "00" + "dc0041" + stringsRepeat("00", 65) + sig, &wire.Attest{}},
+		{"seven fields", "97" + "00" + "00" + "a0" + "c2" + "00" + "00" + "90", &wire.Attest{}},
+		{"half a digest", "98" + "00" + "00" + "a3010203" + "c2" + "00" + "00" + "90" + "a0", &wire.Attest{}},
+		{"statement without signature", "98" + "00" + "00" + "a0" + "c3" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
+		{"signature without statement", "98" + "00" + "00" + "a0" + "c2" + "00" + "00" + "90" + sig, &wire.Attest{}},
+		{"inputs without statement", "98" + "00" + "00" + "a0" + "c2" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
+		{"machine 8", "98" + "00" + "00" + "a0" + "c3" + "08" + "00" + "91" + "00" + sig, &wire.Attest{}},
+		{"short signature", "98" + "00" + "00" + "a0" + "c3" + "00" + "00" + "91" + "00" + "a201" + "02", &wire.Attest{}},
+		{"65 inputs", "98" + "00" + "00" + "a0" + "c3" + "00" + "00" + "dc0041" + stringsRepeat("00", 65) + sig, &wire.Attest{}},
 		{"part of a key", "91" + "a3010203", &wire.Keys{}},
 		{"nine keys", "91" + "da0120" + stringsRepeat("00", 288), &wire.Keys{}},
 	} {

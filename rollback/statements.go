@@ -1,0 +1,525 @@
+package rollback
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file is the defence against equivocation among three or more
+// machines (docs/security.md, "A peer that lies"; docs/protocol.md,
+// "Statements"): a machine that sends different inputs for one frame to
+// different machines. Hashes alone cannot name it — with three machines
+// each honest one sees the equivocator agree with it and the other honest
+// machine disagree — so every machine signs its own inputs with a
+// per-match Ed25519 key, one statement per interval of stmtFrames frames
+// (or a prefix of one, when its inputs stop), and sends the statement to
+// every peer. Each machine echoes to the others a digest of every
+// statement it holds for an interval, and relays its statements to a peer
+// whose echo is late or differs. Two valid statements of one machine that
+// disagree on a frame are proof, which no liar can forge against an honest
+// machine: every machine that holds them disconnects the equivocator from
+// the first frame of that interval. No frame is final (the anchor) before
+// every machine's statements for it are held and every live peer has
+// echoed the same digest, so that every honest machine can still roll
+// back to that frame.
+
+// stmtFrames is the length of a statement's interval.
+const stmtFrames = wire.StatementFrames
+
+// stmtKept is how many intervals the statements keep: the input ring's.
+const stmtKept = ringSize / stmtFrames
+
+// stmtIdleTicks is how many ticks our inputs must stop for before a prefix
+// of the current interval is signed: at the end of a match, or in a long
+// stall, the last frames must become final too.
+const stmtIdleTicks = 3
+
+// maxVerifiesPerCall bounds the signatures one peer's datagrams cost each
+// call (about 42 µs each): statements beyond it wait for the next repair.
+const maxVerifiesPerCall = 4
+
+// held is one statement a machine signed for one interval: its first n
+// frames (the inputs are in statements.in).
+type held struct {
+	k  int32 // the interval
+	n  int   // frames covered; 0: none held
+	at int   // where its inputs start in statements.in[machine]
+}
+
+// stmtProof is a second statement of a machine that contradicts the one
+// held: proof that it equivocated, relayed to every peer.
+type stmtProof struct {
+	ok     bool
+	k      int32
+	inputs []uint64
+	sig    [wire.SignatureSize]byte
+}
+
+// stmtPeer is what one peer has echoed and what we sent it.
+type stmtPeer struct {
+	echo     [stmtKept][wire.EchoDigestSize]byte
+	echoK    [stmtKept]int32 // the interval each echo slot holds
+	ownK     int32           // our newest statement sent to it: interval ownK, ownN frames
+	ownN     int
+	echoVer  int64         // our digests' version when we last echoed to it
+	echoFrom int32         // the first interval of our last echo to it
+	wantFrom int32         // the first interval it has not had our digest of (its last Want)
+	repairAt time.Duration // when a repair last went to it
+	verifies int           // signatures its datagrams cost in this call
+}
+
+// statements owns the signing keys, the statements held for every
+// machine's recent intervals, their digests and echoes, and the settled
+// frontier: the frames every live machine holds the same statements for.
+type statements struct {
+	me       int // our machine index
+	machines int
+	session  uint64
+	np       [MaxPlayers]int // players per machine
+	peerOf   [MaxPlayers]int // peer index of each machine; -1: us
+	priv     ed25519.PrivateKey
+	keys     [MaxPlayers][wire.SigningKeySize]byte // by machine
+	known    [MaxPlayers]bool
+	keysOK   [MaxPlayers]bool // by peer: its view of every key equals ours
+	mismatch error            // machines disagree on a key: the match does not start
+
+	slots [MaxPlayers][stmtKept]held // by machine and interval slot
+	sigs  [MaxPlayers][stmtKept][wire.SignatureSize]byte
+	in    [MaxPlayers][]uint64 // by machine: stmtKept × stmtFrames × players
+	proof [MaxPlayers]stmtProof
+
+	signed  int32 // our interval being signed
+	idle    int   // ticks our inputs have not moved
+	lastOwn Frame // our next local frame at the last tick
+
+	digest  [stmtKept][wire.EchoDigestSize]byte
+	firstAt [stmtKept]time.Duration // when we first held a statement of each interval
+	done    int32                   // intervals [settled, done) have a digest
+	dirty   bool                    // a statement changed: recompute the digests
+	ver     int64                   // bumped whenever a digest changes
+	settled int32                   // first interval not settled
+	partial Frame                   // frames of interval settled that are settled
+
+	peers []stmtPeer
+	msg   []byte   // scratch: the bytes a statement signs
+	buf   []uint64 // scratch: a statement's inputs
+}
+
+// newStatements draws our signing key from r. np gives each machine's
+// player count, peerOf each machine's peer index (-1 for us).
+func newStatements(r io.Reader, session uint64, me int, np, peerOf [MaxPlayers]int, machines int) (*statements, error) {
+	var seed [ed25519.SeedSize]byte
+	if _, err := io.ReadFull(r, seed[:]); err != nil {
+		return nil, fmt.Errorf("%w: %v", errRand, err)
+	}
+	st := &statements{me: me, machines: machines, session: session, np: np, peerOf: peerOf,
+		priv: ed25519.NewKeyFromSeed(seed[:]), peers: make([]stmtPeer, machines-1),
+		msg: make([]byte, 0, 64+8*wire.MaxStatementInputs), buf: make([]uint64, 0, wire.MaxStatementInputs)}
+	copy(st.keys[me][:], st.priv.Public().(ed25519.PublicKey))
+	st.known[me] = true
+	for x := range machines {
+		st.in[x] = make([]uint64, stmtKept*stmtFrames*np[x])
+		for k := range st.slots[x] {
+			st.slots[x][k].k = -1
+		}
+	}
+	for i := range st.peers {
+		for k := range st.peers[i].echoK {
+			st.peers[i].echoK[k] = -1
+		}
+	}
+	return st, nil
+}
+
+// end returns the first frame not settled: every frame before it is
+// covered by the same statements at every live machine.
+func (st *statements) end() Frame {
+	if st == nil {
+		return noFrame
+	}
+	return Frame(st.settled)*stmtFrames + st.partial
+}
+
+// --- keys ---
+
+// keyList writes our view of every machine's key (zeros where unknown).
+func (st *statements) keyList(dst []byte) []byte {
+	dst = dst[:0]
+	for x := range st.machines {
+		dst = append(dst, st.keys[x][:]...)
+	}
+	return dst
+}
+
+// takeKeys takes peer i's (machine x's) view of every key. Its own entry
+// teaches us its key; any other known entry must equal ours, or the
+// machines disagree and the match must not start: one of them lies.
+func (st *statements) takeKeys(i, x int, list []byte) bool {
+	if len(list) != st.machines*wire.SigningKeySize {
+		return false
+	}
+	var zero [wire.SigningKeySize]byte
+	own := list[x*wire.SigningKeySize : (x+1)*wire.SigningKeySize]
+	if !bytes.Equal(own, zero[:]) && !st.known[x] {
+		copy(st.keys[x][:], own)
+		st.known[x] = true
+	}
+	full := true
+	for y := range st.machines {
+		e := list[y*wire.SigningKeySize : (y+1)*wire.SigningKeySize]
+		switch {
+		case bytes.Equal(e, zero[:]):
+			full = false
+		case st.known[y] && !bytes.Equal(e, st.keys[y][:]) && st.mismatch == nil:
+			who := fmt.Sprintf("peer %d's", st.peerOf[y])
+			if y == st.me {
+				who = "our"
+			}
+			st.mismatch = fmt.Errorf("%w: peer %d says %s signing key is %x…, but %s: one of them lies, and the match cannot start",
+				ErrSigningKeys, i, who, e[:4], sentUs(st.peerOf[y], st.keys[y][:4]))
+			return true
+		}
+	}
+	if full {
+		st.keysOK[i] = true
+	}
+	return true
+}
+
+func sentUs(peer int, key []byte) string {
+	if peer < 0 {
+		return fmt.Sprintf("ours is %x…", key)
+	}
+	return fmt.Sprintf("peer %d sent us %x…", peer, key)
+}
+
+// keysAgreed reports whether every peer's view of the keys equals ours.
+func (st *statements) keysAgreed() bool {
+	for i := range st.peers {
+		if !st.keysOK[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// --- statements ---
+
+// slot returns machine x's held statement of interval k, and its inputs
+// (frames × players).
+func (st *statements) slot(x int, k int32) (*held, []uint64) {
+	s := int(uint32(k) % stmtKept)
+	per := stmtFrames * st.np[x]
+	return &st.slots[x][s], st.in[x][s*per : (s+1)*per]
+}
+
+// holds returns machine x's held statement of interval k: its frames and
+// inputs, n = 0 for none.
+func (st *statements) holds(x int, k int32) (n int, in []uint64, sig *[wire.SignatureSize]byte) {
+	h, in := st.slot(x, k)
+	if h.k != k || h.n == 0 {
+		return 0, nil, nil
+	}
+	return h.n, in[:h.n*st.np[x]], &st.sigs[x][int(uint32(k)%stmtKept)]
+}
+
+// expect returns the input machine x's statements say player j (its
+// j-th) has at frame f, if one covers it.
+func (st *statements) expect(x int, f Frame, j int) (Input, bool) {
+	if st == nil || f < 0 {
+		return 0, false
+	}
+	k := int32(f / stmtFrames)
+	n, in, _ := st.holds(x, k)
+	o := int(f - Frame(k)*stmtFrames)
+	if o >= n {
+		return 0, false
+	}
+	return Input(in[o*st.np[x]+j]), true
+}
+
+// signBytes returns the bytes machine x signs for inputs of interval k.
+func (st *statements) signBytes(x int, k int32, inputs []uint64) []byte {
+	st.msg = wire.AppendStatement(st.msg[:0], st.session, uint8(x), uint32(k), inputs)
+	return st.msg
+}
+
+// sign signs our inputs of interval k (its first len/players frames) and
+// holds the statement.
+func (st *statements) sign(k int32, inputs []uint64, now time.Duration) {
+	st.first(k, now)
+	h, in := st.slot(st.me, k)
+	*h = held{k: k, n: len(inputs) / st.np[st.me]}
+	copy(in, inputs)
+	copy(st.sigs[st.me][int(uint32(k)%stmtKept)][:], ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
+	st.dirty = true
+}
+
+// first notes now as when we first held a statement of interval k, unless
+// we hold one already.
+func (st *statements) first(k int32, now time.Duration) {
+	s := int(uint32(k) % stmtKept)
+	for x := range st.machines {
+		if st.slots[x][s].k == k && st.slots[x][s].n > 0 {
+			return
+		}
+	}
+	st.firstAt[s] = now
+}
+
+// signFor signs inputs as a statement of ours without holding it: the
+// soak's equivocating adversary signs each receiver its own version.
+func (st *statements) signFor(k int32, inputs []uint64, sig []byte) {
+	copy(sig, ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
+}
+
+// stmtVerdict is what take makes of a statement.
+type stmtVerdict uint8
+
+const (
+	stmtInvalid  stmtVerdict = iota // malformed, outside the window, or a bad signature: dropped
+	stmtKnown                       // nothing new (held already, or older than the settled frontier)
+	stmtNew                         // held now: its inputs are to be applied
+	stmtConflict                    // it contradicts the one held: machine x equivocated
+	stmtDeferred                    // not checked: this peer's signature budget is spent
+)
+
+// take checks a statement of machine x for interval k, relayed by peer i.
+func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask Input, now time.Duration) stmtVerdict {
+	np := st.np[x]
+	if x >= st.machines || !st.known[x] || len(sig) != wire.SignatureSize || len(inputs) == 0 ||
+		len(inputs)%np != 0 || len(inputs) > stmtFrames*np || k < 0 || k >= st.settled+stmtKept {
+		return stmtInvalid
+	}
+	for _, v := range inputs {
+		if Input(v)&^mask != 0 {
+			return stmtInvalid // no machine's input has bits outside the layout
+		}
+	}
+	if k < st.settled {
+		return stmtKnown
+	}
+	n := len(inputs) / np
+	h, in := st.slot(x, k)
+	if h.k == k && h.n > 0 {
+		o := min(n, h.n) * np
+		same := slicesEqual(in[:o], inputs[:o])
+		if same && n <= h.n {
+			return stmtKnown
+		}
+		if !same && st.proof[x].ok && st.proof[x].k <= k {
+			return stmtKnown // proven already, at this interval or before
+		}
+	}
+	if p := &st.peers[i]; p.verifies >= maxVerifiesPerCall {
+		return stmtDeferred
+	} else {
+		p.verifies++
+	}
+	if !ed25519.Verify(st.keys[x][:], st.signBytes(x, k, inputs), sig) {
+		return stmtInvalid
+	}
+	if h.k == k && h.n > 0 && !slicesEqual(in[:min(n, h.n)*np], inputs[:min(n, h.n)*np]) {
+		p := &st.proof[x]
+		p.ok, p.k = true, k
+		p.inputs = append(p.inputs[:0], inputs...)
+		copy(p.sig[:], sig)
+		st.dirty = true
+		return stmtConflict
+	}
+	st.first(k, now)
+	*h = held{k: k, n: n}
+	copy(in, inputs)
+	copy(st.sigs[x][int(uint32(k)%stmtKept)][:], sig)
+	st.dirty = true
+	return stmtNew
+}
+
+func slicesEqual(a, b []uint64) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return len(a) == len(b)
+}
+
+// --- digests, echoes, settlement ---
+
+// stmtNeed is what the digest of an interval needs of one machine.
+type stmtNeed uint8
+
+const (
+	needNone stmtNeed = iota // it has no frames in the interval
+	needLive                 // it plays: its statement must be here, and bounds what settles
+	needGone                 // it left (agreed): what is held of its frames before the cut
+	needWait                 // its departure is not agreed yet: the digest waits
+)
+
+// stmtRoster is the session's view of the roster (Session implements it).
+type stmtRoster interface {
+	// stmtNeed says what the digest of interval k needs of machine x,
+	// and (needGone) how many of its frames precede its cut.
+	stmtNeed(x int, k int32) (stmtNeed, int)
+	// stmtLive reports whether peer i plays: its echo is needed.
+	stmtLive(i int) bool
+}
+
+// refresh recomputes the digests of the unsettled intervals after a
+// statement or the roster changed, and bumps ver when one changed.
+func (st *statements) refresh(now time.Duration, r stmtRoster) {
+	if !st.dirty {
+		return
+	}
+	st.dirty = false
+	h := sha256.New()
+	var sum [sha256.Size]byte
+	var b [8]byte
+	done := st.settled
+	for k := st.settled; k < st.settled+stmtKept; k++ {
+		h.Reset()
+		binary.BigEndian.PutUint32(b[:4], uint32(k))
+		h.Write(b[:4])
+		ok := true
+		for x := range st.machines {
+			what, want := r.stmtNeed(x, k)
+			n, in, _ := st.holds(x, k)
+			switch {
+			case what == needWait || (what == needLive && n == 0):
+				ok = false // a live machine's statement is not here yet
+			case what == needNone:
+				n = 0
+			case what == needGone:
+				n = min(n, want)
+			}
+			if !ok {
+				break
+			}
+			b[0] = byte(n)
+			h.Write(b[:1])
+			for _, v := range in[:n*st.np[x]] {
+				binary.BigEndian.PutUint64(b[:], v)
+				h.Write(b[:])
+			}
+		}
+		if !ok {
+			break
+		}
+		s := int(uint32(k) % stmtKept)
+		h.Sum(sum[:0])
+		if k >= st.done || !bytes.Equal(st.digest[s][:], sum[:wire.EchoDigestSize]) {
+			copy(st.digest[s][:], sum[:])
+			st.ver++
+		}
+		done = k + 1
+	}
+	if done != st.done {
+		st.done = done
+		st.ver++
+	}
+}
+
+// echoed takes peer i's echo: the first interval it wants our digest
+// of, and its digests of the intervals from on.
+func (st *statements) echoed(i int, want, from uint32, digests []byte) {
+	p := &st.peers[i]
+	p.wantFrom = int32(min(want, 1<<31-1))
+	for j := 0; j+wire.EchoDigestSize <= len(digests); j += wire.EchoDigestSize {
+		k := int64(from) + int64(j/wire.EchoDigestSize)
+		if k < int64(st.settled) || k >= int64(st.settled)+stmtKept {
+			continue
+		}
+		s := int(k % stmtKept)
+		p.echoK[s] = int32(k)
+		copy(p.echo[s][:], digests[j:])
+	}
+}
+
+// matches reports whether peer i echoed our digest of interval k.
+func (st *statements) matches(i int, k int32) bool {
+	s := int(uint32(k) % stmtKept)
+	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[s]
+}
+
+// echoStart returns the first interval of our next echo to peer i: the
+// first it wants, as far as our digests reach back.
+func (st *statements) echoStart(i int) int32 {
+	return max(st.peers[i].wantFrom, st.done-stmtKept, 0)
+}
+
+// echoDue reports whether peer i is owed an echo: our digests changed, or
+// it asks for another range, since the last.
+func (st *statements) echoDue(i int) bool {
+	p := &st.peers[i]
+	return p.echoVer != st.ver || p.echoFrom != st.echoStart(i)
+}
+
+// firstUnmatched returns the first interval peer i has not echoed as we
+// hold it.
+func (st *statements) firstUnmatched(i int) int32 {
+	k := st.settled
+	for k < st.done && st.matches(i, k) {
+		k++
+	}
+	return k
+}
+
+// settle moves the settled frontier over every interval whose digest
+// every live peer echoed, and returns it in frames. A prefix of the
+// interval after it is settled as far as every statement in it reaches.
+func (st *statements) settle(r stmtRoster) Frame {
+	for {
+		k := st.settled
+		if k >= st.done {
+			st.partial = 0
+			break
+		}
+		for i := range st.peers {
+			if r.stmtLive(i) && !st.matches(i, k) {
+				st.partial = 0
+				return st.end()
+			}
+		}
+		full := Frame(stmtFrames)
+		for x := range st.machines {
+			if what, _ := r.stmtNeed(x, k); what == needLive {
+				n, _, _ := st.holds(x, k)
+				full = min(full, Frame(n))
+			}
+		}
+		if full < stmtFrames {
+			st.partial = full
+			break
+		}
+		st.settled++
+		st.partial = 0
+	}
+	return st.end()
+}
+
+// blame names the peer that holds the settled frontier back: a playing
+// machine whose statement of the interval is missing or short, else a
+// peer whose echo of it is missing or differs; -1 for none.
+func (st *statements) blame(r stmtRoster) int {
+	k := st.settled
+	for x := range st.machines {
+		if what, _ := r.stmtNeed(x, k); what == needLive && x != st.me {
+			if n, _, _ := st.holds(x, k); n < stmtFrames {
+				return st.peerOf[x]
+			}
+		}
+	}
+	for i := range st.peers {
+		if r.stmtLive(i) && !st.matches(i, k) {
+			return i
+		}
+	}
+	return -1
+}
