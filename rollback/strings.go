@@ -104,11 +104,12 @@ func _() {
 	_ = x[SuspectChecksum-6]
 	_ = x[SuspectTiming-7]
 	_ = x[SuspectDesync-8]
+	_ = x[SuspectEquivocation-9]
 }
 
-const _Suspicion_name = "gossipacklookaheadrewritewithheldchecksumtimingdesync"
+const _Suspicion_name = "gossipacklookaheadrewritewithheldchecksumtimingdesyncequivocation"
 
-var _Suspicion_index = [...]uint8{0, 6, 9, 18, 25, 33, 41, 47, 53}
+var _Suspicion_index = [...]uint8{0, 6, 9, 18, 25, 33, 41, 47, 53, 65}
 
 func (i Suspicion) String() string {
 	idx := int(i) - 1
