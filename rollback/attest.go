@@ -105,62 +105,98 @@ func (s *Session) settleStatements() {
 	}
 }
 
-// sendAttest sends peer i what the statements owe it: our newest
-// statement, our echo when our digests changed, proofs of equivocation
-// it has not acted on, and — when its echo of an interval is late or
-// differs from ours — every statement we hold for that interval.
+// pollStatements takes the statements whose inputs have come, and
+// settles. It returns the first frame to re-simulate.
+func (s *Session) pollStatements() Frame {
+	if s.stmts == nil {
+		return s.frame
+	}
+	mis := s.takeWaiting()
+	s.settleStatements()
+	return mis
+}
+
+// sendAttest sends peer i what the statements owe it, after its input
+// packet (our own statement carries no inputs: it has them from the
+// packets): our newest statement with our echo; our echo again when it
+// still wants a digest we echoed a while ago; proofs of equivocation it
+// has not acted on; and — when its echo of an interval we hold whole is
+// late or differs from ours — every statement we hold for that interval,
+// with its inputs.
 func (s *Session) sendAttest(i int) {
 	st, p := s.stmts, &s.stmts.peers[i]
-	p.verifies = 0
 	if p.ownK < st.settled {
 		p.ownK, p.ownN = st.settled, 0
 	}
-	sent := false
 	for p.ownK <= st.signed {
 		n, in, sig := st.holds(st.me, p.ownK)
 		if n <= p.ownN {
 			break
 		}
-		s.sendStatement(i, st.me, p.ownK, in, sig[:])
-		sent = true
+		s.sendStatement(i, st.me, p.ownK, in, sig[:], false)
 		if p.ownN = n; n == stmtFrames {
 			p.ownK, p.ownN = p.ownK+1, 0
 		}
 	}
-	if !sent && st.echoDue(i) {
+	// An echo goes with each of our statements, with the digests it has
+	// not had; all it wants go again when it has wanted one we sent for a
+	// round trip (lost).
+	rtt := s.peers[i].link.rtt
+	if p.wantFrom < p.echoEnd && s.now-p.wantAt >= rtt+lostMargin {
+		p.wantAt = s.now
 		s.sendEcho(i)
 	}
-	wait := s.peers[i].link.rtt + s.peers[i].link.rtt/4 + lostMargin
+	// The peer's echo of an interval comes with its next statement, once
+	// it has every machine's: late a round trip, a margin and two
+	// intervals after we signed ours.
+	wait := rtt + lostMargin + 2*stmtFrames*frameDuration
 	self := s.peers[i].machine
 	for x := range st.machines {
 		// A proof goes to every peer until its report of x's departure
 		// shows it acted on it.
 		pr := &st.proof[x]
-		if !pr.ok || x == self || s.now-p.repairAt < wait {
+		if !pr.ok || x == self || s.now-p.repairAt < rtt+lostMargin {
 			continue
 		}
-		if l := &s.peers[st.peerOf[x]].leave; l.reported[i] && l.report[i] <= Frame(pr.k)*stmtFrames {
+		if l := &s.peers[st.peerOf[x]].leave; l.reported[i] && l.report[i] <= pr.from {
 			continue
 		}
 		if n, in, sig := st.holds(x, pr.k); n > 0 {
-			s.sendStatement(i, x, pr.k, in, sig[:])
+			s.sendStatement(i, x, pr.k, in, sig[:], true)
 		}
-		s.sendStatement(i, x, pr.k, pr.inputs, pr.sig[:])
+		s.sendStatement(i, x, pr.k, pr.inputs, pr.sig[:], true)
 		p.repairAt = s.now
+	}
+	if s.now-p.repairAt < rtt+lostMargin {
+		return
+	}
+	// Repair. The interval it wants first: the statements it says it
+	// lacks, once ours of it is a round trip old.
+	if k := p.wantFrom; k >= st.settled && k <= st.signed && s.now-st.ownAt[int(uint32(k)%stmtKept)] >= rtt+lostMargin {
+		for x := range st.machines {
+			if n, in, sig := st.holds(x, k); n > 0 && x != self && p.have&(1<<x) == 0 {
+				s.sendStatement(i, x, k, in, sig[:], true)
+				p.repairAt = s.now
+			}
+		}
+		if p.repairAt == s.now {
+			return
+		}
 	}
 	if s.now-p.repairAt < wait {
 		return
 	}
-	// Repair: every statement we hold of the first intervals it has not
-	// echoed as we hold them, once they are a round trip old.
+	// Then every statement we hold (ours too) of the first intervals it
+	// has not echoed as we hold them, that long after we signed ours: it
+	// may hold a shorter one, or another.
 	from := st.firstUnmatched(i)
-	for k := from; k < from+stmtRepair && k < st.settled+stmtKept; k++ {
-		if s.now-st.firstAt[int(uint32(k)%stmtKept)] < wait {
+	for k := from; k < from+stmtRepair && k <= st.signed; k++ {
+		if s.now-st.ownAt[int(uint32(k)%stmtKept)] < wait {
 			break
 		}
 		for x := range st.machines {
 			if n, in, sig := st.holds(x, k); n > 0 && x != self {
-				s.sendStatement(i, x, k, in, sig[:])
+				s.sendStatement(i, x, k, in, sig[:], true)
 				p.repairAt = s.now
 			}
 		}
@@ -168,37 +204,47 @@ func (s *Session) sendAttest(i int) {
 }
 
 // stmtRepair is how many intervals one repair round covers.
-const stmtRepair = 4
+const stmtRepair = 2
 
-// sendEcho sends peer i our echo alone.
+// sendEcho sends peer i our echo alone: every digest it wants.
 func (s *Session) sendEcho(i int) {
 	m := &s.io.att
-	s.fillEcho(i, m)
-	m.HasStatement, m.Machine, m.Interval, m.Inputs, m.Sig = false, 0, 0, m.Inputs[:0], m.Sig[:0]
+	s.fillEcho(i, m, true)
+	m.HasStatement, m.Machine, m.Interval, m.Frames, m.Inputs, m.Sig = false, 0, 0, 0, m.Inputs[:0], m.Sig[:0]
 	s.sendControl(i, m)
 }
 
-// fillEcho puts our digests of the intervals peer i has not matched into
-// m, and notes that it has our digests' current version.
-func (s *Session) fillEcho(i int, m *wire.Attest) {
-	st := s.stmts
+// fillEcho puts into m our digests of the intervals peer i wants (all,
+// or only those after our last echo to it), and the first of ours it has
+// not matched.
+func (s *Session) fillEcho(i int, m *wire.Attest, all bool) {
+	st, p := s.stmts, &s.stmts.peers[i]
 	from := st.echoStart(i)
-	m.Want, m.From, m.Echo = uint32(st.firstUnmatched(i)), uint32(from), m.Echo[:0]
-	for k := from; k < min(st.done, from+wire.MaxEchoes); k++ {
+	if !all {
+		from = max(from, p.echoEnd)
+	}
+	want := st.firstUnmatched(i)
+	m.Want, m.Have, m.From, m.Echo = uint32(want), st.holding(want), uint32(from), m.Echo[:0]
+	end := min(st.done, from+wire.MaxEchoes)
+	for k := from; k < end; k++ {
 		m.Echo = append(m.Echo, st.digest[int(uint32(k)%stmtKept)][:]...)
 	}
-	st.peers[i].echoVer, st.peers[i].echoFrom = st.ver, from
+	p.echoEnd = max(p.echoEnd, end)
 }
 
-// sendStatement sends peer i machine x's statement of interval k, with
-// our echo.
-func (s *Session) sendStatement(i, x int, k int32, in []uint64, sig []byte) {
+// sendStatement sends peer i machine x's statement of interval k (its
+// inputs too when full: a relay, a repair, a proof), with our echo.
+func (s *Session) sendStatement(i, x int, k int32, in []uint64, sig []byte, full bool) {
 	m := &s.io.att
-	s.fillEcho(i, m)
+	s.fillEcho(i, m, full)
 	m.HasStatement, m.Machine, m.Interval = true, uint8(x), uint32(k)
+	m.Frames = uint8(len(in) / s.stmts.np[x])
 	m.Inputs, m.Sig = append(m.Inputs[:0], in...), append(m.Sig[:0], sig...)
 	if x == s.stmts.me && s.proto.lie != nil {
 		s.lieStatement(i, k, m)
+	}
+	if !full {
+		m.Inputs = m.Inputs[:0]
 	}
 	s.sendControl(i, m)
 }
@@ -214,20 +260,88 @@ func (s *Session) handleAttest(i int, b []byte) (Frame, bool) {
 	if !s.proto.started || s.peers[i].leave.disc {
 		return s.frame, true // nothing to check yet, or it left: what it sends no longer counts
 	}
-	st.echoed(i, m.Want, m.From, m.Echo)
+	st.echoed(i, m.Want, m.Have, m.From, m.Echo, s.now)
 	if !m.HasStatement || int(m.Machine) == st.me {
 		return s.frame, true
 	}
 	x, k := int(m.Machine), int32(m.Interval)
-	switch st.take(i, x, k, m.Inputs, m.Sig, s.inputs.mask, s.now) {
+	in := m.Inputs
+	if len(in) == 0 {
+		// Its own statement, without the inputs we have from its packets.
+		if x != s.peers[i].machine {
+			return s.frame, false // a relay carries the inputs
+		}
+		var ok bool
+		if in, ok = s.stmtInputs(x, k, int(m.Frames)); !ok {
+			st.wait(x, k, int(m.Frames), m.Sig) // its packets have not all come yet
+			return s.frame, true
+		}
+	}
+	f, ok := s.takeStatement(i, x, k, in, m.Sig)
+	return f, ok
+}
+
+// takeStatement takes machine x's statement of interval k, from peer i,
+// and returns the first frame it makes us re-simulate.
+func (s *Session) takeStatement(i, x int, k int32, in []uint64, sig []byte) (Frame, bool) {
+	switch s.stmts.take(i, x, k, in, sig, s.inputs.mask) {
 	case stmtInvalid:
 		return s.frame, false
 	case stmtNew:
 		return s.applyStatement(x, k), true
 	case stmtConflict:
 		return s.proven(x, k), true
+	case stmtDeferred:
 	}
 	return s.frame, true
+}
+
+// stmtInputs returns our inputs of machine x for the first n frames of
+// interval k (in the statements' scratch), if we have them all.
+func (s *Session) stmtInputs(x int, k int32, n int) ([]uint64, bool) {
+	st := s.stmts
+	i := st.peerOf[x]
+	from := Frame(k) * stmtFrames
+	if i < 0 || n <= 0 || n > stmtFrames || from < s.ringLow() {
+		return nil, false
+	}
+	players := s.peers[i].players
+	st.buf = st.buf[:0]
+	for f := from; f < from+Frame(n); f++ {
+		for _, p := range players {
+			if f >= s.inputs.next[p] {
+				return nil, false
+			}
+			st.buf = append(st.buf, uint64(s.inputs.at(f, p)))
+		}
+	}
+	return st.buf, true
+}
+
+// takeWaiting takes the statements that waited for their inputs and now
+// have them. It returns the first frame to re-simulate.
+func (s *Session) takeWaiting() Frame {
+	mis, st := s.frame, s.stmts
+	for x := range st.machines {
+		for j := range st.waiting[x] {
+			w := &st.waiting[x][j]
+			if !w.ok {
+				continue
+			}
+			if w.k < st.settled || s.peers[st.peerOf[x]].leave.disc {
+				w.ok = false
+				continue
+			}
+			in, ok := s.stmtInputs(x, w.k, w.n)
+			if !ok {
+				continue
+			}
+			w.ok = false
+			f, _ := s.takeStatement(st.peerOf[x], x, w.k, in, w.sig[:])
+			mis = min(mis, f)
+		}
+	}
+	return mis
 }
 
 // applyStatement makes our inputs of machine x agree with its statement
@@ -264,12 +378,14 @@ func (s *Session) applyStatement(x int, k int32) Frame {
 }
 
 // proven acts on proof that machine x equivocated in interval k: it is
-// named and disconnected from the interval's first frame, and the proof
-// goes to every peer. It returns the frame to re-simulate from.
+// named and disconnected from the first frame its two statements disagree
+// on (every frame before it may be settled already: the statements agree
+// there), and the proof goes to every peer. It returns the frame to
+// re-simulate from.
 func (s *Session) proven(x int, k int32) Frame {
 	i := s.stmts.peerOf[x]
 	ps := &s.peers[i]
-	f := Frame(k) * stmtFrames
+	f := s.stmts.proof[x].from
 	s.suspect(i, SuspectEquivocation)
 	for j := range s.stmts.peers {
 		s.stmts.peers[j].repairAt = 0 // relay it at once

@@ -210,6 +210,7 @@ type leave struct {
 	report   [MaxPlayers]Frame // by peer index: the frame each reporter froze
 	proven   bool              // it equivocated (statements.go): it is cut at provenAt at the latest
 	provenAt Frame
+	doubt    [MaxPlayers]time.Duration // by peer index: when it reported it gone while we heard from it (0: no doubt)
 }
 
 // prove records proof that the peer equivocated in the interval starting

@@ -26,6 +26,9 @@ func (s *Session) receive() Frame {
 	}
 	buf := s.io.recvBuf
 	var judged [MaxPlayers]int
+	if s.stmts != nil {
+		s.stmts.newCall()
+	}
 	for {
 		n, peer, ok := s.tr.Receive(buf)
 		if !ok {
@@ -362,8 +365,9 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			continue
 		}
 		if !px.leave.disc && s.now-px.link.lastRecv < s.proto.interruptAfter {
-			// It says x went silent, and x spoke to us just now.
-			s.suspect(from, SuspectGossip)
+			// It says x left, and x spoke to us just now: unless a proof
+			// that x equivocated follows (statements.go), it lies.
+			px.leave.doubt[from] = s.now
 		}
 		if px.leave.reporters() >= 2 {
 			s.disconnect(x)
@@ -429,6 +433,25 @@ func (s *Session) checkCounts(m int) {
 	}
 }
 
+// doubtFor is how long a report that a machine we hear from left waits
+// for the proof that would justify it before its reporter is named.
+const doubtFor = 500 * time.Millisecond
+
+// judgeDoubts names the peers that reported machine x gone while we heard
+// from it, once doubtFor has passed without a proof that x equivocated.
+func (s *Session) judgeDoubts(x int) {
+	l := &s.peers[x].leave
+	for from, at := range l.doubt {
+		if at == 0 || s.now-at < doubtFor {
+			continue
+		}
+		l.doubt[from] = 0
+		if !l.proven && !l.disc {
+			s.suspect(from, SuspectGossip)
+		}
+	}
+}
+
 // checkLiveness raises interrupted and disconnected states from silence,
 // and finalises disconnect agreements. It returns the earliest frame that
 // must be re-simulated because a disconnect frame was agreed.
@@ -449,6 +472,7 @@ func (s *Session) checkLiveness() Frame {
 		}
 	}
 	for x := range s.peers {
+		s.judgeDoubts(x)
 		px := &s.peers[x]
 		if !px.leave.disc || px.leave.agreed {
 			continue

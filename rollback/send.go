@@ -109,6 +109,9 @@ func (s *Session) send() {
 			continue
 		}
 		s.sendInputs(i, localNext)
+		if s.stmts != nil {
+			s.sendAttest(i) // after the inputs its statement covers
+		}
 	}
 }
 
@@ -249,9 +252,6 @@ func (s *Session) sendProtocol(i int) {
 	}
 	s.sendStart(i)
 	s.sendKeys(i)
-	if s.stmts != nil && s.proto.started {
-		s.sendAttest(i)
-	}
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
 		s.sendControl(i, &s.io.qr)

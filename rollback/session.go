@@ -8,7 +8,7 @@ import (
 
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
-	"github.com/rewindgg/rewind/rollback/internal/testhook"
+	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -128,7 +128,7 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 		s.proto.keys.local = slices.Clone(s.io.wantLocal(s.roster.local))
-		if _, unsigned := cfg.Transport.(interface{ Unsigned() testhook.Unsigned }); len(s.peers) >= 2 && s.ls == nil && !unsigned {
+		if _, signed := cfg.Transport.(interface{ Signed() testhook.Signed }); len(s.peers) >= 2 && s.ls == nil && signed {
 			var np, peerOf [MaxPlayers]int
 			np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
 			for i := range s.peers {
@@ -472,7 +472,7 @@ func (s *Session) poll() (Frame, error) {
 	}
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
-	s.settleStatements()
+	mis = min(mis, s.pollStatements())
 	for i := range s.peers {
 		ps := &s.peers[i]
 		if l := &ps.link; s.now-l.winStart >= time.Second {

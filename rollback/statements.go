@@ -58,8 +58,32 @@ type held struct {
 type stmtProof struct {
 	ok     bool
 	k      int32
+	from   Frame // the first frame the two statements disagree on
 	inputs []uint64
 	sig    [wire.SignatureSize]byte
+}
+
+// waiting is a machine's own statement, sent without inputs, whose inputs
+// have not all come in its packets yet.
+type waiting struct {
+	ok  bool
+	k   int32
+	n   int
+	sig [wire.SignatureSize]byte
+}
+
+// wait keeps machine x's statement of the first n frames of interval k
+// until its inputs are here (a newer one of the interval replaces it).
+func (st *statements) wait(x int, k int32, n int, sig []byte) {
+	if k < st.settled || k >= st.settled+stmtKept || len(sig) != wire.SignatureSize {
+		return
+	}
+	w := &st.waiting[x][int(uint32(k)%stmtKept)]
+	if w.ok && w.k == k && w.n >= n {
+		return
+	}
+	*w = waiting{ok: true, k: k, n: n}
+	copy(w.sig[:], sig)
 }
 
 // stmtPeer is what one peer has echoed and what we sent it.
@@ -68,9 +92,10 @@ type stmtPeer struct {
 	echoK    [stmtKept]int32 // the interval each echo slot holds
 	ownK     int32           // our newest statement sent to it: interval ownK, ownN frames
 	ownN     int
-	echoVer  int64         // our digests' version when we last echoed to it
-	echoFrom int32         // the first interval of our last echo to it
+	echoEnd  int32         // one past the last interval of our last echo to it
+	wantAt   time.Duration // since when it has wanted wantFrom (or since our last full echo)
 	wantFrom int32         // the first interval it has not had our digest of (its last Want)
+	have     uint8         // the machines whose statement of wantFrom it holds
 	repairAt time.Duration // when a repair last went to it
 	verifies int           // signatures its datagrams cost in this call
 }
@@ -100,12 +125,14 @@ type statements struct {
 	lastOwn Frame // our next local frame at the last tick
 
 	digest  [stmtKept][wire.EchoDigestSize]byte
-	firstAt [stmtKept]time.Duration // when we first held a statement of each interval
+	ownAt   [stmtKept]time.Duration // when we first signed (part of) each interval
 	done    int32                   // intervals [settled, done) have a digest
 	dirty   bool                    // a statement changed: recompute the digests
 	ver     int64                   // bumped whenever a digest changes
 	settled int32                   // first interval not settled
 	partial Frame                   // frames of interval settled that are settled
+
+	waiting [MaxPlayers][stmtKept]waiting // by machine and interval slot: its own statements, inputs pending
 
 	peers []stmtPeer
 	msg   []byte   // scratch: the bytes a statement signs
@@ -254,24 +281,14 @@ func (st *statements) signBytes(x int, k int32, inputs []uint64) []byte {
 // sign signs our inputs of interval k (its first len/players frames) and
 // holds the statement.
 func (st *statements) sign(k int32, inputs []uint64, now time.Duration) {
-	st.first(k, now)
 	h, in := st.slot(st.me, k)
+	if h.k != k {
+		st.ownAt[int(uint32(k)%stmtKept)] = now
+	}
 	*h = held{k: k, n: len(inputs) / st.np[st.me]}
 	copy(in, inputs)
 	copy(st.sigs[st.me][int(uint32(k)%stmtKept)][:], ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
 	st.dirty = true
-}
-
-// first notes now as when we first held a statement of interval k, unless
-// we hold one already.
-func (st *statements) first(k int32, now time.Duration) {
-	s := int(uint32(k) % stmtKept)
-	for x := range st.machines {
-		if st.slots[x][s].k == k && st.slots[x][s].n > 0 {
-			return
-		}
-	}
-	st.firstAt[s] = now
 }
 
 // signFor signs inputs as a statement of ours without holding it: the
@@ -289,14 +306,18 @@ const (
 	stmtNew                         // held now: its inputs are to be applied
 	stmtConflict                    // it contradicts the one held: machine x equivocated
 	stmtDeferred                    // not checked: this peer's signature budget is spent
+	stmtLater                       // beyond the intervals we keep (our frontier lags): a repair brings it again
 )
 
 // take checks a statement of machine x for interval k, relayed by peer i.
-func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask Input, now time.Duration) stmtVerdict {
+func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask Input) stmtVerdict {
 	np := st.np[x]
 	if x >= st.machines || !st.known[x] || len(sig) != wire.SignatureSize || len(inputs) == 0 ||
-		len(inputs)%np != 0 || len(inputs) > stmtFrames*np || k < 0 || k >= st.settled+stmtKept {
+		len(inputs)%np != 0 || len(inputs) > stmtFrames*np || k < 0 {
 		return stmtInvalid
+	}
+	if k >= st.settled+stmtKept {
+		return stmtLater
 	}
 	for _, v := range inputs {
 		if Input(v)&^mask != 0 {
@@ -329,12 +350,17 @@ func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask 
 	if h.k == k && h.n > 0 && !slicesEqual(in[:min(n, h.n)*np], inputs[:min(n, h.n)*np]) {
 		p := &st.proof[x]
 		p.ok, p.k = true, k
+		for o := range min(n, h.n) * np {
+			if in[o] != inputs[o] {
+				p.from = Frame(k)*stmtFrames + Frame(o/np)
+				break
+			}
+		}
 		p.inputs = append(p.inputs[:0], inputs...)
 		copy(p.sig[:], sig)
 		st.dirty = true
 		return stmtConflict
 	}
-	st.first(k, now)
 	*h = held{k: k, n: n}
 	copy(in, inputs)
 	copy(st.sigs[x][int(uint32(k)%stmtKept)][:], sig)
@@ -349,6 +375,14 @@ func slicesEqual(a, b []uint64) bool {
 		}
 	}
 	return len(a) == len(b)
+}
+
+// newCall starts a call of the session: every peer's signature budget is
+// full again.
+func (st *statements) newCall() {
+	for i := range st.peers {
+		st.peers[i].verifies = 0
+	}
 }
 
 // --- digests, echoes, settlement ---
@@ -428,9 +462,12 @@ func (st *statements) refresh(now time.Duration, r stmtRoster) {
 
 // echoed takes peer i's echo: the first interval it wants our digest
 // of, and its digests of the intervals from on.
-func (st *statements) echoed(i int, want, from uint32, digests []byte) {
+func (st *statements) echoed(i int, want uint32, have uint8, from uint32, digests []byte, now time.Duration) {
 	p := &st.peers[i]
-	p.wantFrom = int32(min(want, 1<<31-1))
+	p.have = have
+	if w := int32(min(want, 1<<31-1)); w != p.wantFrom {
+		p.wantFrom, p.wantAt = w, now
+	}
 	for j := 0; j+wire.EchoDigestSize <= len(digests); j += wire.EchoDigestSize {
 		k := int64(from) + int64(j/wire.EchoDigestSize)
 		if k < int64(st.settled) || k >= int64(st.settled)+stmtKept {
@@ -448,17 +485,21 @@ func (st *statements) matches(i int, k int32) bool {
 	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[s]
 }
 
+// holding returns the machines whose statement of interval k we hold.
+func (st *statements) holding(k int32) uint8 {
+	var b uint8
+	for x := range st.machines {
+		if n, _, _ := st.holds(x, k); n > 0 {
+			b |= 1 << x
+		}
+	}
+	return b
+}
+
 // echoStart returns the first interval of our next echo to peer i: the
 // first it wants, as far as our digests reach back.
 func (st *statements) echoStart(i int) int32 {
 	return max(st.peers[i].wantFrom, st.done-stmtKept, 0)
-}
-
-// echoDue reports whether peer i is owed an echo: our digests changed, or
-// it asks for another range, since the last.
-func (st *statements) echoDue(i int) bool {
-	p := &st.peers[i]
-	return p.echoVer != st.ver || p.echoFrom != st.echoStart(i)
 }
 
 // firstUnmatched returns the first interval peer i has not echoed as we
@@ -473,17 +514,17 @@ func (st *statements) firstUnmatched(i int) int32 {
 
 // settle moves the settled frontier over every interval whose digest
 // every live peer echoed, and returns it in frames. A prefix of the
-// interval after it is settled as far as every statement in it reaches.
+// interval after it is settled as far as every statement in it reaches;
+// the frontier never moves back (a longer statement's digest must be
+// echoed again, but the prefix stays settled).
 func (st *statements) settle(r stmtRoster) Frame {
 	for {
 		k := st.settled
 		if k >= st.done {
-			st.partial = 0
 			break
 		}
 		for i := range st.peers {
 			if r.stmtLive(i) && !st.matches(i, k) {
-				st.partial = 0
 				return st.end()
 			}
 		}
@@ -495,7 +536,7 @@ func (st *statements) settle(r stmtRoster) Frame {
 			}
 		}
 		if full < stmtFrames {
-			st.partial = full
+			st.partial = max(st.partial, full)
 			break
 		}
 		st.settled++

@@ -126,6 +126,10 @@ type Config struct {
 	// involves it is no failure.
 	Adversary        liar.Kind
 	AdversaryMachine int
+	// Statements makes every machine sign its inputs and cross-check the
+	// statements (rollback/statements.go, on trial: reached only through
+	// internal/testhook). The equivocation adversary turns it on.
+	Statements bool
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -512,8 +516,15 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		var tr rollback.Transport
 		if machines > 1 {
 			tr = transport(i)
+			var script *liar.Script
 			if rn.script != nil && i == c.AdversaryMachine {
-				tr = &liarTransport{tr, rn.script}
+				script = rn.script
+			}
+			switch {
+			case c.Statements || c.Adversary == liar.Equivocate:
+				tr = &signedTransport{tr, script}
+			case script != nil:
+				tr = &liarTransport{tr, script}
 			}
 		}
 		if c.inspect != nil {

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rewindgg/rewind/rollback/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -217,10 +216,6 @@ func (p *Peers) Input(peer int, pkt wire.InputPacket, l wire.Layout) ([]byte, er
 	}
 	return p.Seal(peer, wire.KindInput, body), nil
 }
-
-// Unsigned tells a session over fake peers to run without statements:
-// fake peers do not sign their inputs (rollback/statements.go).
-func (p *Peers) Unsigned() testhook.Unsigned { return testhook.Unsigned{} }
 
 // Now is the fake peers' clock (a rollback.Clock): it moves only by Advance.
 func (p *Peers) Now() time.Duration { return p.now }

@@ -13,7 +13,7 @@ import "encoding/binary"
 // Sizes of the statement protocol.
 const (
 	// StatementFrames is the length of a statement's interval in frames.
-	StatementFrames = 8
+	StatementFrames = 16
 	// SigningKeySize is the size of an Ed25519 public key.
 	SigningKeySize = 32
 	// SignatureSize is the size of an Ed25519 signature.
@@ -22,9 +22,12 @@ const (
 	EchoDigestSize = 16
 	// MaxEchoes is the most interval digests one Attest echoes.
 	MaxEchoes = 8
+	// MaxStatementPlayers is the most players one machine of a match of
+	// three or more machines has.
+	MaxStatementPlayers = MaxPlayers - 2
 	// MaxStatementInputs is the most inputs a statement carries: every
-	// frame of the interval for a machine with every player.
-	MaxStatementInputs = StatementFrames * MaxPlayers
+	// frame of the interval for a machine with the most players.
+	MaxStatementInputs = StatementFrames * MaxStatementPlayers
 )
 
 // Keys carries the sender's view of every machine's signing key (Ed25519
@@ -38,17 +41,23 @@ type Keys struct {
 
 // Attest carries the sender's echo — the digests of the intervals From,
 // From+1, … whose statements it holds, EchoDigestSize bytes each — the
-// first interval Want whose digest it has not had from the receiver, and,
+// first interval Want whose digest it has not had from the receiver, the
+// machines Have (bit x: machine x) whose statement of Want it holds, and,
 // when HasStatement, one statement: machine Machine's signature Sig over
-// its inputs of interval Interval (frames Interval×StatementFrames on,
-// frame-major, the machine's players in ascending order).
+// its inputs of the first Frames frames of interval Interval (frames
+// Interval×StatementFrames on, frame-major, the machine's players in
+// ascending order). Inputs carries those inputs, or is empty: the
+// receiver has them from the machine's input packets (a machine sends its
+// own statements so; relayed ones carry their inputs).
 type Attest struct {
 	Want         uint32
+	Have         uint8
 	From         uint32
 	Echo         []byte
 	HasStatement bool
 	Machine      uint8
 	Interval     uint32
+	Frames       uint8
 	Inputs       []uint64
 	Sig          []byte
 }
@@ -70,9 +79,11 @@ func (m *Keys) parseBody(r reader) reader {
 }
 
 func (m *Attest) appendBody(b []byte) []byte {
-	b = appendArray(b, 8)
-	b = appendBytes(appendUint(appendUint(b, uint64(m.Want)), uint64(m.From)), m.Echo)
+	b = appendArray(b, 10)
+	b = appendUint(appendUint(appendUint(b, uint64(m.Want)), uint64(m.Have)), uint64(m.From))
+	b = appendBytes(b, m.Echo)
 	b = appendUint(appendUint(appendBool(b, m.HasStatement), uint64(m.Machine)), uint64(m.Interval))
+	b = appendUint(b, uint64(m.Frames))
 	b = appendArray(b, len(m.Inputs))
 	for _, v := range m.Inputs {
 		b = appendUint(b, v)
@@ -81,23 +92,28 @@ func (m *Attest) appendBody(b []byte) []byte {
 }
 
 func (m *Attest) parseBody(r reader) reader {
-	r.array(8)
-	want, from, echo := uint32(r.uint(maxU32)), uint32(r.uint(maxU32)), r.bytes(MaxEchoes*EchoDigestSize)
+	r.array(10)
+	want, have := uint32(r.uint(maxU32)), uint8(r.uint(0xff))
+	from, echo := uint32(r.uint(maxU32)), r.bytes(MaxEchoes*EchoDigestSize)
 	if len(echo)%EchoDigestSize != 0 {
 		r.fail(errRange)
 	}
 	has, machine, interval := r.bool(), uint8(r.uint(MaxMachines-1)), uint32(r.uint(maxU32))
+	frames := uint8(r.uint(StatementFrames))
 	n := r.arrayLen(MaxStatementInputs)
 	m.Inputs = m.Inputs[:0]
 	for range n {
 		m.Inputs = append(m.Inputs, r.uint(1<<64-1))
 	}
 	sig := r.bytes(SignatureSize)
-	if has != (len(sig) == SignatureSize) || (!has && (n != 0 || machine != 0 || interval != 0)) {
+	switch {
+	case has != (len(sig) == SignatureSize), !has && (n != 0 || machine != 0 || interval != 0 || frames != 0):
 		r.fail(errRange) // a statement is whole, or absent and zero
+	case has && (frames == 0 || n%int(frames) != 0):
+		r.fail(errRange) // its inputs are whole frames
 	}
-	m.Want, m.From, m.Echo = want, from, append(m.Echo[:0], echo...)
-	m.HasStatement, m.Machine, m.Interval = has, machine, interval
+	m.Want, m.Have, m.From, m.Echo = want, have, from, append(m.Echo[:0], echo...)
+	m.HasStatement, m.Machine, m.Interval, m.Frames = has, machine, interval, frames
 	m.Sig = append(m.Sig[:0], sig...)
 	return r
 }

@@ -23,8 +23,8 @@ const (
 const MaxStateData = 320
 
 // MaxControlSize is the largest control body accepted or produced (an
-// Attest with a statement of every player and a full echo).
-const MaxControlSize = 800
+// Attest with a statement of six players and a full echo).
+const MaxControlSize = 1100
 
 // MaxMachines bounds the round-trip-time lists of Ready and Start.
 const MaxMachines = 8

@@ -1,0 +1,37 @@
+package match
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+// TestStatements plays honest matches with statements on
+// (rollback/statements.go, on trial): every machine signs its inputs and
+// no frame is final before every machine's statements are cross-checked.
+// Honest machines verify, suspect no one, drop no datagram, and finish.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		players int
+		profile string
+	}{{3, "wifi"}, {4, "wifi"}, {3, "hell"}, {4, "far"}} {
+		t.Run(fmt.Sprintf("%dp-%s", tc.players, tc.profile), func(t *testing.T) {
+			t.Parallel()
+			p, err := netsim.ParseProfile(tc.profile)
+			require.NoError(t, err)
+			r := Run(Config{Players: tc.players, Frames: 900, Seed: 3, Profile: p, Statements: true})
+			require.NoError(t, r.Err)
+			assert.True(t, r.Completed)
+			assert.True(t, r.Verified, r.Desync)
+			assert.Zero(t, r.Suspects, "%v", r.Suspected)
+			assert.Zero(t, r.PacketsInvalid)
+			t.Logf("rollbacks=%d resim=%d max-resim=%d stalls=%d packets=%d bytes=%d ticks=%d",
+				r.Rollbacks, r.ResimulatedFrames, r.MaxResimulated, r.StallFrames, r.PacketsSent, r.BytesSent, r.Ticks)
+		})
+	}
+}

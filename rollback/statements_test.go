@@ -1,0 +1,243 @@
+package rollback
+
+import (
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stmtMesh is three machines' statements (one player each), keys
+// exchanged, and a roster where every machine plays unless gone says
+// otherwise.
+type stmtMesh struct {
+	st   [3]*statements
+	gone map[int]stmtNeed // machine -> what its departure makes it
+	cut  Frame
+}
+
+func (m *stmtMesh) stmtNeed(x int, k int32) (stmtNeed, int) {
+	switch m.gone[x] {
+	case needWait:
+		return needWait, 0
+	case needGone:
+		n := int(min(max(m.cut-Frame(k)*stmtFrames, 0), stmtFrames))
+		if n == 0 {
+			return needNone, 0
+		}
+		return needGone, n
+	}
+	return needLive, stmtFrames
+}
+
+// stmtLive: peer 1 is machine 2 at machines 0 and 1.
+func (m *stmtMesh) stmtLive(i int) bool {
+	_, gone := m.gone[2]
+	return i != 1 || !gone
+}
+
+func newStmtMesh(t *testing.T) *stmtMesh {
+	m := &stmtMesh{}
+	for me := range 3 {
+		var np, peerOf [MaxPlayers]int
+		for x := range 3 {
+			np[x] = 1
+			peerOf[x] = x - 1
+			if x < me {
+				peerOf[x] = x
+			}
+		}
+		peerOf[me] = -1
+		st, err := newStatements(rand.NewChaCha8([32]byte{byte(me)}), 7, me, np, peerOf, 3)
+		require.NoError(t, err)
+		m.st[me] = st
+	}
+	for range 2 { // the second round: each list is full
+		for me := range 3 {
+			for x := range 3 {
+				if x != me {
+					require.True(t, m.st[me].takeKeys(m.peer(me, x), x, m.st[x].keyList(nil)))
+				}
+			}
+		}
+	}
+	return m
+}
+
+// peer returns machine x's peer index at machine me.
+func (m *stmtMesh) peer(me, x int) int { return m.st[me].peerOf[x] }
+
+// signed returns machine x's signature over inputs of interval k.
+func (m *stmtMesh) signed(x int, k int32, inputs []uint64) []byte {
+	sig := make([]byte, 64)
+	m.st[x].signFor(k, inputs, sig)
+	return sig
+}
+
+func TestStatementKeys(t *testing.T) {
+	m := newStmtMesh(t)
+	for me := range 3 {
+		assert.True(t, m.st[me].keysAgreed(), "machine %d", me)
+		assert.NoError(t, m.st[me].mismatch)
+	}
+
+	// Machine 2 gave machine 0 another key than it gave machine 1: machine
+	// 1 reports the one it got, and machine 0 refuses to start.
+	fresh := newStmtMesh(t)
+	list := fresh.st[1].keyList(nil)
+	list[2*32] ^= 1
+	assert.True(t, m.st[0].takeKeys(m.peer(0, 1), 1, list))
+	assert.True(t, errors.Is(m.st[0].mismatch, ErrSigningKeys), "%v", m.st[0].mismatch)
+	assert.Contains(t, m.st[0].mismatch.Error(), "peer 0 says peer 1's signing key")
+
+	// A list that does not fit the roster is dropped.
+	assert.False(t, m.st[1].takeKeys(0, 0, list[:64]))
+}
+
+func TestStatementTake(t *testing.T) {
+	in := []uint64{1, 1, 2, 2, 3, 3, 4, 4}
+	other := []uint64{1, 1, 2, 9, 3, 3, 4, 4}
+	for _, tc := range []struct {
+		name   string
+		first  []uint64 // held before, from machine 2 (nil: none)
+		inputs []uint64
+		k      int32
+		forge  bool // a signature over something else
+		want   stmtVerdict
+	}{
+		{name: "new", inputs: in, want: stmtNew},
+		{name: "the same again", first: in, inputs: in, want: stmtKnown},
+		{name: "a prefix of it", first: in, inputs: in[:3], want: stmtKnown},
+		{name: "longer than the prefix held", first: in[:3], inputs: in, want: stmtNew},
+		{name: "disagrees", first: in, inputs: other, want: stmtConflict},
+		{name: "a prefix that disagrees", first: other, inputs: in[:7], want: stmtConflict},
+		{name: "agrees on the frames both cover", first: other, inputs: other[:3], want: stmtKnown},
+		{name: "a longer one that disagrees", first: other[:7], inputs: in, want: stmtConflict},
+		{name: "forged", inputs: in, forge: true, want: stmtInvalid},
+		{name: "bits outside the layout", inputs: []uint64{1 << 40}, want: stmtInvalid},
+		{name: "more frames than an interval", inputs: append(slices.Repeat([]uint64{1}, stmtFrames), 5), want: stmtInvalid},
+		{name: "beyond the window", inputs: in, k: stmtKept, want: stmtLater},
+		{name: "negative interval", inputs: in, k: -1, want: stmtInvalid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newStmtMesh(t)
+			st := m.st[0]
+			if tc.first != nil {
+				require.Equal(t, stmtNew, st.take(1, 2, tc.k, tc.first, m.signed(2, tc.k, tc.first), 0xffff))
+			}
+			sig := m.signed(2, tc.k, tc.inputs)
+			if tc.forge {
+				sig = m.signed(2, tc.k+1, tc.inputs)
+			}
+			assert.Equal(t, tc.want, st.take(1, 2, tc.k, tc.inputs, sig, 0xffff))
+			assert.Equal(t, tc.want == stmtConflict, st.proof[2].ok, "proof held")
+			if tc.want == stmtConflict {
+				assert.Equal(t, Frame(3), st.proof[2].from, "the first frame they disagree on (one player: one input a frame)")
+			}
+		})
+	}
+
+	// Each peer's datagrams cost at most maxVerifiesPerCall signatures a call.
+	m := newStmtMesh(t)
+	for k := range int32(maxVerifiesPerCall) {
+		require.Equal(t, stmtNew, m.st[0].take(0, 1, k, in, m.signed(1, k, in), 0xffff))
+	}
+	assert.Equal(t, stmtDeferred, m.st[0].take(0, 1, maxVerifiesPerCall, in, m.signed(1, maxVerifiesPerCall, in), 0xffff))
+	assert.Equal(t, stmtNew, m.st[0].take(1, 1, maxVerifiesPerCall, in, m.signed(1, maxVerifiesPerCall, in), 0xffff), "another peer's budget")
+}
+
+// TestStatementSettle: an interval settles once every machine's statement
+// of it is held and every peer echoed the same digest; a prefix settles as
+// far as every statement reaches; a machine whose departure is not agreed
+// holds the digest; one that left counts up to its cut.
+func TestStatementSettle(t *testing.T) {
+	const L = stmtFrames
+	var in [3][]uint64
+	for x := range in {
+		in[x] = slices.Repeat([]uint64{uint64(x + 1)}, L)
+	}
+	m := newStmtMesh(t)
+	hold := func(me int, k int32, n int) {
+		m.st[me].newCall()
+		for x := range 3 {
+			if x == me {
+				m.st[me].sign(k, in[x][:n], 0)
+			} else {
+				m.st[me].take(m.peer(me, x), x, k, in[x][:n], m.signed(x, k, in[x][:n]), 0xffff)
+			}
+		}
+		m.st[me].refresh(0, m)
+	}
+	echo := func(from, to int) {
+		st := m.st[from]
+		var d []byte
+		for k := st.settled; k < st.done; k++ {
+			d = append(d, st.digest[int(uint32(k)%stmtKept)][:]...)
+		}
+		m.st[to].echoed(m.peer(to, from), 0, 0, uint32(st.settled), d, 0)
+	}
+	all := func() {
+		for a := range 3 {
+			for b := range 3 {
+				if a != b {
+					echo(a, b)
+				}
+			}
+		}
+	}
+
+	hold(0, 0, L)
+	assert.Equal(t, Frame(0), m.st[0].settle(m), "nobody echoed")
+	hold(1, 0, L)
+	hold(2, 0, L)
+	echo(1, 0)
+	assert.Equal(t, Frame(0), m.st[0].settle(m), "one peer echoed")
+	echo(2, 0)
+	assert.Equal(t, Frame(L), m.st[0].settle(m))
+	assert.Equal(t, 0, m.st[0].blame(m), "machine 1 (peer 0) has not signed interval 1")
+
+	// Interval 1: the statements cover only 5 frames (the inputs stopped).
+	for me := range 3 {
+		hold(me, 1, 5)
+	}
+	all()
+	assert.Equal(t, Frame(L+5), m.st[0].settle(m), "a prefix")
+	for me := range 3 {
+		hold(me, 1, L)
+	}
+	assert.Equal(t, Frame(L+5), m.st[0].settle(m), "longer statements: the echoes must follow")
+	all()
+	assert.Equal(t, Frame(2*L), m.st[0].settle(m))
+
+	// Interval 2: machine 2's statement is missing at machine 0: it is
+	// blamed; machine 2 left but its departure is not agreed: the digest
+	// waits; agreed with a cut 4 frames into the interval: its first 4
+	// frames count.
+	for me := range 3 {
+		hold(me, 2, L)
+	}
+	m.st[0].slots[2][2] = held{k: -1}
+	m.st[0].dirty = true
+	m.st[0].refresh(0, m)
+	all()
+	assert.Equal(t, Frame(2*L), m.st[0].settle(m))
+	assert.Equal(t, 1, m.st[0].blame(m), "machine 2 is peer 1")
+	m.gone = map[int]stmtNeed{2: needWait}
+	for me := range 2 {
+		m.st[me].dirty = true
+		m.st[me].refresh(0, m)
+	}
+	assert.Equal(t, int32(2), m.st[0].done, "no digest while the departure is pending")
+	m.gone, m.cut = map[int]stmtNeed{2: needGone}, 2*L+4
+	for me := range 2 {
+		hold(me, 2, L)
+		m.st[me].dirty = true
+		m.st[me].refresh(0, m)
+	}
+	assert.Equal(t, Frame(2*L), m.st[0].settle(m), "machine 1's echo is missing")
+	echo(1, 0)
+	assert.Equal(t, Frame(3*L), m.st[0].settle(m), "machine 2 echoes no more: it is gone")
+}
