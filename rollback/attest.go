@@ -83,13 +83,8 @@ func (s *Session) signOwn() {
 				return
 			}
 		}
-		st.buf = st.buf[:0]
-		for f := from; f < from+Frame(n); f++ {
-			for _, p := range s.roster.local {
-				st.buf = append(st.buf, uint64(s.inputs.at(f, p)))
-			}
-		}
-		st.sign(k, st.buf, s.now)
+		in, _ := s.inputsOf(s.roster.local, from, n)
+		st.sign(k, in, s.now)
 		if n < stmtFrames {
 			return
 		}
@@ -100,7 +95,7 @@ func (s *Session) signOwn() {
 // settleStatements recomputes the digests and the settled frontier.
 func (s *Session) settleStatements() {
 	if s.stmts != nil {
-		s.stmts.refresh(s.now, s)
+		s.stmts.refresh(s)
 		s.stmts.settle(s)
 	}
 }
@@ -291,7 +286,6 @@ func (s *Session) takeStatement(i, x int, k int32, in []uint64, sig []byte) (Fra
 		return s.applyStatement(x, k), true
 	case stmtConflict:
 		return s.proven(x, k), true
-	case stmtDeferred:
 	}
 	return s.frame, true
 }
@@ -299,13 +293,19 @@ func (s *Session) takeStatement(i, x int, k int32, in []uint64, sig []byte) (Fra
 // stmtInputs returns our inputs of machine x for the first n frames of
 // interval k (in the statements' scratch), if we have them all.
 func (s *Session) stmtInputs(x int, k int32, n int) ([]uint64, bool) {
-	st := s.stmts
-	i := st.peerOf[x]
+	i := s.stmts.peerOf[x]
 	from := Frame(k) * stmtFrames
 	if i < 0 || n <= 0 || n > stmtFrames || from < s.ringLow() {
 		return nil, false
 	}
-	players := s.peers[i].players
+	return s.inputsOf(s.peers[i].players, from, n)
+}
+
+// inputsOf returns the inputs of players for the n frames from frame
+// from, frame-major as a statement signs them, in the statements'
+// scratch; false if one has not arrived.
+func (s *Session) inputsOf(players []PlayerID, from Frame, n int) ([]uint64, bool) {
+	st := s.stmts
 	st.buf = st.buf[:0]
 	for f := from; f < from+Frame(n); f++ {
 		for _, p := range players {

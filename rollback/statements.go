@@ -48,9 +48,8 @@ const maxVerifiesPerCall = 4
 // held is one statement a machine signed for one interval: its first n
 // frames (the inputs are in statements.in).
 type held struct {
-	k  int32 // the interval
-	n  int   // frames covered; 0: none held
-	at int   // where its inputs start in statements.in[machine]
+	k int32 // the interval
+	n int   // frames covered; 0: none held
 }
 
 // stmtProof is a second statement of a machine that contradicts the one
@@ -128,7 +127,6 @@ type statements struct {
 	ownAt   [stmtKept]time.Duration // when we first signed (part of) each interval
 	done    int32                   // intervals [settled, done) have a digest
 	dirty   bool                    // a statement changed: recompute the digests
-	ver     int64                   // bumped whenever a digest changes
 	settled int32                   // first interval not settled
 	partial Frame                   // frames of interval settled that are settled
 
@@ -407,20 +405,17 @@ type stmtRoster interface {
 }
 
 // refresh recomputes the digests of the unsettled intervals after a
-// statement or the roster changed, and bumps ver when one changed.
-func (st *statements) refresh(now time.Duration, r stmtRoster) {
+// statement or the roster changed: each is a SHA-256 of the interval and,
+// for every machine, the frames of its statement the roster needs and
+// their inputs.
+func (st *statements) refresh(r stmtRoster) {
 	if !st.dirty {
 		return
 	}
 	st.dirty = false
-	h := sha256.New()
-	var sum [sha256.Size]byte
-	var b [8]byte
 	done := st.settled
 	for k := st.settled; k < st.settled+stmtKept; k++ {
-		h.Reset()
-		binary.BigEndian.PutUint32(b[:4], uint32(k))
-		h.Write(b[:4])
+		b := binary.BigEndian.AppendUint32(st.msg[:0], uint32(k))
 		ok := true
 		for x := range st.machines {
 			what, want := r.stmtNeed(x, k)
@@ -436,28 +431,20 @@ func (st *statements) refresh(now time.Duration, r stmtRoster) {
 			if !ok {
 				break
 			}
-			b[0] = byte(n)
-			h.Write(b[:1])
+			b = append(b, byte(n))
 			for _, v := range in[:n*st.np[x]] {
-				binary.BigEndian.PutUint64(b[:], v)
-				h.Write(b[:])
+				b = binary.BigEndian.AppendUint64(b, v)
 			}
 		}
+		st.msg = b
 		if !ok {
 			break
 		}
-		s := int(uint32(k) % stmtKept)
-		h.Sum(sum[:0])
-		if k >= st.done || !bytes.Equal(st.digest[s][:], sum[:wire.EchoDigestSize]) {
-			copy(st.digest[s][:], sum[:])
-			st.ver++
-		}
+		sum := sha256.Sum256(b)
+		copy(st.digest[int(uint32(k)%stmtKept)][:], sum[:])
 		done = k + 1
 	}
-	if done != st.done {
-		st.done = done
-		st.ver++
-	}
+	st.done = done
 }
 
 // echoed takes peer i's echo: the first interval it wants our digest

@@ -169,7 +169,7 @@ func TestStatementSettle(t *testing.T) {
 				m.st[me].take(m.peer(me, x), x, k, in[x][:n], m.signed(x, k, in[x][:n]), 0xffff)
 			}
 		}
-		m.st[me].refresh(0, m)
+		m.st[me].refresh(m)
 	}
 	echo := func(from, to int) {
 		st := m.st[from]
@@ -221,21 +221,21 @@ func TestStatementSettle(t *testing.T) {
 	}
 	m.st[0].slots[2][2] = held{k: -1}
 	m.st[0].dirty = true
-	m.st[0].refresh(0, m)
+	m.st[0].refresh(m)
 	all()
 	assert.Equal(t, Frame(2*L), m.st[0].settle(m))
 	assert.Equal(t, 1, m.st[0].blame(m), "machine 2 is peer 1")
 	m.gone = map[int]stmtNeed{2: needWait}
 	for me := range 2 {
 		m.st[me].dirty = true
-		m.st[me].refresh(0, m)
+		m.st[me].refresh(m)
 	}
 	assert.Equal(t, int32(2), m.st[0].done, "no digest while the departure is pending")
 	m.gone, m.cut = map[int]stmtNeed{2: needGone}, 2*L+4
 	for me := range 2 {
 		hold(me, 2, L)
 		m.st[me].dirty = true
-		m.st[me].refresh(0, m)
+		m.st[me].refresh(m)
 	}
 	assert.Equal(t, Frame(2*L), m.st[0].settle(m), "machine 1's echo is missing")
 	echo(1, 0)
