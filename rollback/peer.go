@@ -29,6 +29,8 @@ type link struct {
 	replyQuality                    bool  // a ping waits for our reply
 	replyEcho                       int64 // the time its ping carried
 	rtt                             time.Duration
+	recent                          [rttRecent]time.Duration // the latest samples, for floor
+	samples                         int
 	pings                           [pingsKept]time.Duration // the times our last pings carried
 	nextPing                        int
 
@@ -97,12 +99,33 @@ func (l *link) sample(d time.Duration) bool {
 	if d < 0 || d > time.Minute {
 		return false
 	}
+	l.recent[l.samples%rttRecent] = d
+	l.samples++
 	if l.rtt == 0 {
 		l.rtt = d
 	} else {
 		l.rtt += (d - l.rtt) / 8
 	}
 	return true
+}
+
+// rttRecent is how many of the latest round-trip samples floor takes the
+// least of: 8 seconds of play (a ping a second), under a second before the
+// start (a ping every 100 ms).
+const rttRecent = 8
+
+// floor returns the least of the latest rttRecent round-trip samples (0
+// before the first). A sample is the round trip plus up to two ticks of
+// waiting (the peer answers at its next tick, we read at ours): the least
+// of several is close to the link's own; one alone can be two ticks off.
+func (l *link) floor() time.Duration {
+	var least time.Duration
+	for k := range min(l.samples, rttRecent) {
+		if k == 0 || l.recent[k] < least {
+			least = l.recent[k]
+		}
+	}
+	return least
 }
 
 // roll closes the one-second rate window into st when it is over.

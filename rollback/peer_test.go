@@ -58,6 +58,25 @@ func TestLinkSample(t *testing.T) {
 	assert.Equal(t, 40*ms, z.rtt, "so the next one is taken whole")
 }
 
+// TestLinkFloor: the floor is the least of the latest rttRecent samples; an
+// impossible sample does not count, and an old low one ages out.
+func TestLinkFloor(t *testing.T) {
+	var l link
+	assert.Equal(t, time.Duration(0), l.floor(), "no sample yet")
+	l.sample(67 * ms)
+	assert.Equal(t, 67*ms, l.floor(), "one sample is its own floor")
+	l.sample(33 * ms)
+	l.sample(50 * ms)
+	l.sample(-1)
+	assert.Equal(t, 33*ms, l.floor())
+	for range rttRecent - 2 {
+		l.sample(50 * ms)
+	}
+	assert.Equal(t, 33*ms, l.floor(), "33 ms is still among the latest %d", rttRecent)
+	l.sample(60 * ms)
+	assert.Equal(t, 50*ms, l.floor(), "33 ms aged out")
+}
+
 // TestLinkThrottled: silent for more than a second, a peer is sent to at
 // most every 250 ms.
 func TestLinkThrottled(t *testing.T) {

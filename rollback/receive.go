@@ -292,7 +292,11 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 			s.suspect(i, SuspectTiming) // a reply to a ping we never sent
 			return false
 		}
-		return ps.link.sample(s.now - time.Duration(rx.qr.Echo))
+		if !ps.link.sample(s.now - time.Duration(rx.qr.Echo)) {
+			return false
+		}
+		s.gov.Bound(i, linkLagBound(ps.link.floor()))
+		return true
 	case wire.KindReady, wire.KindStart, wire.KindGo:
 		return s.handleStart(i, k, b)
 	case wire.KindKeys:

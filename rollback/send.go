@@ -267,9 +267,9 @@ func (s *Session) sendProtocol(i int) {
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, s)
 	}
-	// Before the match starts, ping every 100 ms until the round trip is
-	// known: the start delay needs it.
-	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && l.rtt == 0 && s.now-l.lastQuality >= handshakeRetry) {
+	// Before the match starts, ping every 100 ms: the start delay needs the
+	// round trip, and the link-lag bound the least of several samples.
+	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
 		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.sendControl(i, &s.io.q)
