@@ -95,6 +95,7 @@ type stmtPeer struct {
 	wantAt   time.Duration // since when it has wanted wantFrom (or since our last full echo)
 	wantFrom int32         // the first interval it has not had our digest of (its last Want)
 	have     uint8         // the machines whose statement of wantFrom it holds
+	haveAt   time.Duration // when the echo that said so came (0: a repair answered it)
 	repairAt time.Duration // when a repair last went to it
 	verifies int           // signatures its datagrams cost in this call
 }
@@ -451,7 +452,7 @@ func (st *statements) refresh(r stmtRoster) {
 // of, and its digests of the intervals from on.
 func (st *statements) echoed(i int, want uint32, have uint8, from uint32, digests []byte, now time.Duration) {
 	p := &st.peers[i]
-	p.have = have
+	p.have, p.haveAt = have, now
 	if w := int32(min(want, 1<<31-1)); w != p.wantFrom {
 		p.wantFrom, p.wantAt = w, now
 	}
