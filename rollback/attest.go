@@ -133,13 +133,16 @@ func (s *Session) sendAttest(i int) {
 			p.ownK, p.ownN = p.ownK+1, 0
 		}
 	}
-	// An echo goes with each of our statements, with the digests it has
-	// not had; all it wants go again when it has wanted one we sent for a
-	// round trip (lost).
+	// An echo goes with each of our statements, and alone as soon as we
+	// have digests it has not had (waiting for our next statement cost a
+	// settlement up to an interval); all it wants go again when it has
+	// wanted one we sent for a round trip (lost).
 	rtt := s.peers[i].link.rtt
 	if p.wantFrom < p.echoEnd && s.now-p.wantAt >= rtt+lostMargin {
 		p.wantAt = s.now
-		s.sendEcho(i)
+		s.sendEcho(i, true)
+	} else if st.done > p.echoEnd {
+		s.sendEcho(i, false)
 	}
 	// The peer's echo of an interval comes with its next statement, once
 	// it has every machine's: late a round trip, a margin and two
@@ -165,20 +168,31 @@ func (s *Session) sendAttest(i int) {
 	if s.now-p.repairAt < rtt+lostMargin {
 		return
 	}
-	// Repair. The interval it wants first: the statements it says it
-	// lacks, once per echo, and only from an echo that came a round trip
-	// after we signed ours (an older one lacks what is still on its way;
-	// acting on it every round trip until the next echo made a 4-machine
-	// wifi match send 4 times the bytes it sends without statements).
-	if k := p.wantFrom; k >= st.settled && k <= st.signed && p.haveAt != 0 && p.haveAt-st.ownAt[int(uint32(k)%stmtKept)] >= rtt+lostMargin {
-		p.haveAt = 0
-		for x := range st.machines {
-			if n, in, sig := st.holds(x, k); n > 0 && x != self && p.have&(1<<x) == 0 {
-				s.sendStatement(i, x, k, in, sig[:], true)
-				p.repairAt = s.now
+	// Repair. The statements it says it lacks of the intervals it wants,
+	// once per echo, and only of an interval that echo came a round trip
+	// after we signed (an older one lacks what is still on its way; acting
+	// on it every round trip until the next echo made a 4-machine wifi
+	// match send 4 times the bytes it sends without statements); no more
+	// than it verifies in one call.
+	if p.haveAt != 0 {
+		sent, aged := 0, false
+		for j, k := 0, p.wantFrom; j < p.haveN && sent < maxVerifiesPerCall; j, k = j+1, k+1 {
+			if k < st.settled || k > st.signed || p.haveAt-st.ownAt[int(uint32(k)%stmtKept)] < rtt+lostMargin {
+				continue
+			}
+			aged = true
+			for x := range st.machines {
+				if n, in, sig := st.holds(x, k); n > 0 && x != self && p.have[j]&(1<<x) == 0 && sent < maxVerifiesPerCall {
+					s.sendStatement(i, x, k, in, sig[:], true)
+					sent++
+				}
 			}
 		}
-		if p.repairAt == s.now {
+		if aged {
+			p.haveAt = 0
+		}
+		if sent > 0 {
+			p.repairAt = s.now
 			return
 		}
 	}
@@ -205,10 +219,11 @@ func (s *Session) sendAttest(i int) {
 // stmtRepair is how many intervals one repair round covers.
 const stmtRepair = 2
 
-// sendEcho sends peer i our echo alone: every digest it wants.
-func (s *Session) sendEcho(i int) {
+// sendEcho sends peer i our echo alone: every digest it wants, or (not
+// all) those after our last echo to it.
+func (s *Session) sendEcho(i int, all bool) {
 	m := &s.io.att
-	s.fillEcho(i, m, true)
+	s.fillEcho(i, m, all)
 	m.HasStatement, m.Machine, m.Interval, m.Frames, m.Inputs, m.Sig = false, 0, 0, 0, m.Inputs[:0], m.Sig[:0]
 	s.sendControl(i, m)
 }
@@ -223,7 +238,7 @@ func (s *Session) fillEcho(i int, m *wire.Attest, all bool) {
 		from = max(from, p.echoEnd)
 	}
 	want := st.firstUnmatched(i)
-	m.Want, m.Have, m.From, m.Echo = uint32(want), st.holding(want), uint32(from), m.Echo[:0]
+	m.Want, m.Have, m.From, m.Echo = uint32(want), st.holding(m.Have[:0], want), uint32(from), m.Echo[:0]
 	end := min(st.done, from+wire.MaxEchoes)
 	for k := from; k < end; k++ {
 		m.Echo = append(m.Echo, st.digest[int(uint32(k)%stmtKept)][:]...)

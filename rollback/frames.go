@@ -31,7 +31,8 @@ func (s *Session) play() {
 func (s *Session) step(resim bool) {
 	f := s.frame
 	if !resim && s.snaps.on && s.snaps.forced == 0 { // the anchor only when the policy may save
-		if slot := s.snaps.saveSlot(f, s.anchor(f)); slot >= 0 {
+		anchor, settled := s.anchors(f)
+		if slot := s.snaps.saveSlot(f, anchor, settled); slot >= 0 {
 			_ = s.save(slot, f)
 		}
 	}
@@ -75,17 +76,25 @@ func (s *Session) simulate(f Frame, resim bool) {
 // simulated again, in the snapshot and in the live state.
 func (s *Session) rollback(mis, next Frame) (int, error) {
 	target := s.frame
-	slot, at, from, err := s.snaps.restore(mis, min(s.anchor(next), target), s)
+	anchor, settled := s.anchors(next)
+	r, err := s.snaps.restore(mis, min(anchor, target), min(settled, target), s)
 	if err != nil {
 		return 0, err
 	}
 	if s.out.log != nil {
-		s.out.log.Restore(s.now, slot, int(at), int(mis), int(target))
+		s.out.log.Restore(s.now, r.slot, int(r.at), int(mis), int(target))
 	}
-	for s.frame = at; s.frame < target; {
-		s.step(true)
+	for s.frame = r.at; ; s.step(true) {
+		if s.frame == r.saveAt {
+			if err := s.save(r.saveSlot, s.frame); err != nil {
+				return 0, err
+			}
+		}
+		if s.frame >= target {
+			break
+		}
 	}
-	n := int(target - from)
+	n := int(target - r.from)
 	s.stats.Rollbacks++
 	s.stats.MaxRollbackFrames = max(s.stats.MaxRollbackFrames, int(target-mis))
 	s.stats.ResimulatedFrames += int64(n)
@@ -105,16 +114,24 @@ func (s *Session) save(slot int, f Frame) error {
 }
 
 // anchor returns the frame that no rollback will ever need to go before,
-// when next is the next frame to be simulated: the confirmed frame, but no
-// later than the settled statements (with three or more machines: a frame
-// an equivocator may yet be cut at), nor the fewest frames of any remote
-// machine that another
-// remaining machine reported having (a machine that disconnects is cut at
-// the smallest such count, docs/protocol.md, so a snapshot there can always
-// be restored), nor, in a forced mode, than the next forced rollback's
-// frame.
+// when next is the next frame to be simulated: the settled frame of
+// anchors.
 func (s *Session) anchor(next Frame) Frame {
-	c := min(s.ConfirmedFrame(), s.snaps.forcedBound(next), s.stmts.end())
+	_, settled := s.anchors(next)
+	return settled
+}
+
+// anchors returns, when next is the next frame to be simulated, the frame
+// no rollback needs to go before but to cut a proven equivocator — the
+// confirmed frame, but no later than the fewest frames of any remote
+// machine that another remaining machine reported having (a machine that
+// disconnects is cut at the smallest such count, docs/protocol.md, so a
+// snapshot there can always be restored), nor, in a forced mode, than the
+// next forced rollback's frame — and the settled frame, no later than the
+// settled statements (with three or more machines: a frame an equivocator
+// may yet be cut at), which no rollback ever goes before.
+func (s *Session) anchors(next Frame) (anchor, settled Frame) {
+	c := min(s.ConfirmedFrame(), s.snaps.forcedBound(next))
 	for x := range s.peers {
 		if s.peers[x].leave.agreed {
 			continue
@@ -125,7 +142,7 @@ func (s *Session) anchor(next Frame) Frame {
 			}
 		}
 	}
-	return c
+	return c, min(c, s.stmts.end())
 }
 
 // ringLow returns the oldest frame whose inputs the session may still read.

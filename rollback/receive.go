@@ -223,9 +223,13 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 func (s *Session) checkInputs(first, want Frame) (int, bool) {
 	end := first + Frame(s.io.pkt.Count)
 	if limit := s.ringLow() + ringSize; end > limit {
-		if s.ls == nil {
+		if s.ls == nil && s.stmts == nil {
 			return 0, false // further ahead than any honest peer can be
 		}
+		// In lockstep, or with statements (its settled frontier can be
+		// ahead of ours: our echo reached it, its echo has not reached
+		// us), an honest peer can be further ahead: what the ring cannot
+		// hold yet comes again.
 		end = limit
 	}
 	return int(max(end-want, 0)), true

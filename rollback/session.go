@@ -10,6 +10,7 @@ import (
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
+	"github.com/rewindgg/rewind/savestate"
 )
 
 // Session is a rollback netcode session: a state machine that the game loop
@@ -88,7 +89,7 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	lockstepMode := cfg.Mode == LockstepMode
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
-	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true}
+	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
@@ -137,6 +138,8 @@ func NewSession(cfg Config) (*Session, error) {
 			if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
 				return nil, err
 			}
+			s.snaps.slots = savestate.Slots // one kept at the settled frame
+
 		}
 	}
 	if s.snaps.on {

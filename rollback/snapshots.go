@@ -24,15 +24,23 @@ type finalRunner interface {
 // restore supersedes.
 //
 // The anchor frame is the first frame a rollback may still need to restore
-// (Session.anchor): a snapshot at or before it is always usable. While
+// (Session.anchors): a snapshot at or before it is always usable. While
 // predictions keep coming true nothing moves a snapshot, so, as in
 // INVERSUS, when the newest snapshot is interval frames old the present is
-// saved over the other slot — only if that slot is invalid or superseded,
+// saved over another slot — only if that slot is invalid or superseded,
 // never over the anchor snapshot nor over a pending one the anchor has not
 // reached yet.
+//
+// With statements (three or more machines) there is a second, earlier
+// anchor: the settled frame, before which not even the cut of a proven
+// equivocator reaches. The newest snapshot at or before it is kept in a
+// third slot and moved no further than it, so that ordinary rollbacks
+// restore at the anchor as without statements while a cut can still be
+// undone.
 type snapshots struct {
 	arena    *savestate.Arena
 	backups  [savestate.Slots]backup
+	slots    int   // slots in use: 2, or savestate.Slots with statements
 	interval Frame // save the present when the newest snapshot is this old
 	reach    Frame // MaxRollback: the live state never runs further past a player's last input (0 in lockstep)
 	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
@@ -40,6 +48,25 @@ type snapshots struct {
 
 	saves int64 // snapshots copied from the live state
 	steps int64 // frames simulated inside a snapshot to move it forward
+}
+
+// restored is what a restore did, for the rollback that follows it.
+type restored struct {
+	slot     int   // the slot restored
+	at, from Frame // the frame the live state is now at; the snapshot's frame before it was moved
+	saveAt   Frame // re-simulating, save the live state at this frame (noFrame: never)
+	saveSlot int   // into this slot
+}
+
+// newest returns the newest valid slot at or before frame f, or -1.
+func (sn *snapshots) newest(f Frame) int {
+	slot := -1
+	for i, b := range sn.backups[:sn.slots] {
+		if b.valid && b.frame <= f && (slot < 0 || b.frame > sn.backups[slot].frame) {
+			slot = i
+		}
+	}
+	return slot
 }
 
 // forcedBound returns, in a forced mode, the frame the next forced
@@ -63,30 +90,28 @@ func (sn *snapshots) save(slot int, f Frame) error {
 }
 
 // saveSlot applies the policy before frame f is simulated during play: it
-// returns the slot to save the present in, or -1. anchor is the anchor frame.
-func (sn *snapshots) saveSlot(f, anchor Frame) int {
+// returns the slot to save the present in, or -1. anchor and settled are
+// the anchor and settled frames (equal without statements).
+func (sn *snapshots) saveSlot(f, anchor, settled Frame) int {
 	if sn.forced > 0 || !sn.on {
 		return -1 // forced modes roll back every frame and never need it
 	}
-	keep, newest := -1, Frame(-1)
-	for i, b := range sn.backups {
-		if !b.valid {
-			continue
-		}
-		newest = max(newest, b.frame)
-		if b.frame <= anchor && (keep < 0 || b.frame > sn.backups[keep].frame) {
-			keep = i
+	newest := Frame(-1)
+	for _, b := range sn.backups[:sn.slots] {
+		if b.valid {
+			newest = max(newest, b.frame)
 		}
 	}
 	if f-newest < sn.interval {
 		return -1
 	}
-	for i, b := range sn.backups {
+	keep, keepSettled := sn.newest(anchor), sn.newest(settled)
+	for i, b := range sn.backups[:sn.slots] {
 		// Never over a snapshot the anchor frame has not reached yet: it is
 		// the next anchor, and replacing it again and again (a short
 		// interval, an anchor held back by the others' counts) would keep
 		// the anchor, and the input ring, pinned forever.
-		if i != keep && (!b.valid || b.frame <= anchor) {
+		if i != keep && i != keepSettled && (!b.valid || b.frame <= anchor) {
 			return i
 		}
 	}
@@ -97,42 +122,49 @@ func (sn *snapshots) saveSlot(f, anchor Frame) int {
 // mis, moves the newest remaining one forward to the anchor frame in its
 // own region (run simulates each frame there; every input before the
 // anchor is final), restores it into the live state and drops the older
-// ones it supersedes. It returns the slot and the frame the live state is
-// now at, and the frame the snapshot was at before it was moved.
-func (sn *snapshots) restore(mis, anchor Frame, run finalRunner) (slot int, at, from Frame, err error) {
-	for i, b := range sn.backups {
+// ones it supersedes. The newest snapshot at or before the settled frame
+// moves no further than it: the rollback then saves the live state at the
+// anchor as it passes it, into a free slot.
+func (sn *snapshots) restore(mis, anchor, settled Frame, run finalRunner) (restored, error) {
+	for i, b := range sn.backups[:sn.slots] {
 		if b.valid && b.frame > mis {
 			sn.backups[i].valid = false
 		}
 	}
-	slot = -1
-	for i, b := range sn.backups {
-		if b.valid && b.frame <= mis && (slot < 0 || b.frame > sn.backups[slot].frame) {
-			slot = i
-		}
-	}
-	if slot < 0 {
+	r := restored{slot: sn.newest(mis), saveAt: noFrame, saveSlot: -1}
+	if r.slot < 0 {
 		// Unreachable while the invariants hold; never panic on it.
-		return 0, 0, 0, fmt.Errorf("%w: mispredicted frame %d (snapshots %+v)", errSnapshot, mis, sn.backups)
+		return r, fmt.Errorf("%w: mispredicted frame %d (snapshots %+v)", errSnapshot, mis, sn.backups)
 	}
-	from = sn.backups[slot].frame
-	if anchor > from {
-		if err := sn.advance(slot, anchor, run); err != nil {
-			return 0, 0, 0, err
+	keepSettled := sn.newest(settled)
+	r.from = sn.backups[r.slot].frame
+	to := anchor
+	if r.slot == keepSettled && settled < anchor {
+		to = settled
+		for i, b := range sn.backups[:sn.slots] {
+			if i != r.slot && (!b.valid || b.frame < r.from) {
+				r.saveAt, r.saveSlot = anchor, i
+				break
+			}
 		}
 	}
-	if err := sn.arena.Restore(slot); err != nil {
-		return 0, 0, 0, fmt.Errorf("%w: %v", errSnapshot, err)
+	if to > r.from {
+		if err := sn.advance(r.slot, to, run); err != nil {
+			return r, err
+		}
 	}
-	at = sn.backups[slot].frame
-	if at <= anchor {
-		for i, b := range sn.backups {
-			if i != slot && b.frame < at {
+	if err := sn.arena.Restore(r.slot); err != nil {
+		return r, fmt.Errorf("%w: %v", errSnapshot, err)
+	}
+	r.at = sn.backups[r.slot].frame
+	if r.at <= anchor {
+		for i, b := range sn.backups[:sn.slots] {
+			if i != r.slot && i != keepSettled && b.frame < r.at {
 				sn.backups[i].valid = false // superseded: no rollback can need it
 			}
 		}
 	}
-	return slot, at, from, nil
+	return r, nil
 }
 
 // advance steps the snapshot in slot forward to frame to, inside the
@@ -155,16 +187,11 @@ func (sn *snapshots) advance(slot int, to Frame, run finalRunner) error {
 // (run simulates each frame there), so that the oldest snapshot no longer
 // holds back the input ring.
 func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
-	keep := -1
-	for i, b := range sn.backups {
-		if b.valid && b.frame <= anchor && (keep < 0 || b.frame > sn.backups[keep].frame) {
-			keep = i
-		}
-	}
+	keep := sn.newest(anchor)
 	if keep < 0 {
 		return nil
 	}
-	for i, b := range sn.backups {
+	for i, b := range sn.backups[:sn.slots] {
 		if i != keep && b.valid && b.frame < sn.backups[keep].frame {
 			sn.backups[i].valid = false
 		}
@@ -179,7 +206,7 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 // the inputs from there on may be read again.
 func (sn *snapshots) low() Frame {
 	low := noFrame
-	for _, b := range sn.backups {
+	for _, b := range sn.backups[:sn.slots] {
 		if b.valid {
 			low = min(low, b.frame)
 		}

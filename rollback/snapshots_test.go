@@ -53,6 +53,13 @@ func newSnapArena(t *testing.T) (*savestate.Arena, savestate.Handle[snapState]) 
 	return a, h
 }
 
+// slots2 is the slots of a session without statements: two, the last unused.
+func slots2(b [2]backup) [savestate.Slots]backup {
+	var all [savestate.Slots]backup
+	copy(all[:], b[:])
+	return all
+}
+
 // TestSnapshotsSaveSlot: save when the newest snapshot is interval frames
 // old, into a slot that is invalid or superseded, never over the anchor
 // snapshot nor over a pending one the anchor has not reached.
@@ -84,9 +91,9 @@ func TestSnapshotsSaveSlot(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			sn := snapshots{backups: tc.backups, interval: 10, forced: tc.forced, on: !tc.off}
-			assert.Equal(t, tc.want, sn.saveSlot(tc.f, tc.anchor))
-			assert.Equal(t, tc.backups, sn.backups, "the policy changes nothing")
+			sn := snapshots{backups: slots2(tc.backups), slots: 2, interval: 10, forced: tc.forced, on: !tc.off}
+			assert.Equal(t, tc.want, sn.saveSlot(tc.f, tc.anchor, tc.anchor))
+			assert.Equal(t, slots2(tc.backups), sn.backups, "the policy changes nothing")
 		})
 	}
 }
@@ -94,17 +101,17 @@ func TestSnapshotsSaveSlot(t *testing.T) {
 // TestSnapshotsSave: a save copies the live state and records its frame.
 func TestSnapshotsSave(t *testing.T) {
 	a, h := newSnapArena(t)
-	sn := snapshots{arena: a, interval: 10, on: true}
+	sn := snapshots{arena: a, slots: 2, interval: 10, on: true}
 	*h.Get(a) = stateAt(10)
 	require.NoError(t, sn.save(1, 10))
-	assert.Equal(t, [2]backup{{}, {frame: 10, valid: true}}, sn.backups)
+	assert.Equal(t, slots2([2]backup{{}, {frame: 10, valid: true}}), sn.backups)
 	assert.Equal(t, int64(1), sn.saves)
 	*h.Get(a) = stateAt(11)
 	require.NoError(t, a.Enter(1))
 	assert.Equal(t, stateAt(10), *h.Get(a))
 	a.Leave()
 
-	assert.ErrorIs(t, sn.save(2, 10), savestate.ErrSlot)
+	assert.ErrorIs(t, sn.save(savestate.Slots, 10), savestate.ErrSlot)
 	assert.Equal(t, int64(1), sn.saves, "a failed save counts nothing")
 }
 
@@ -146,7 +153,7 @@ func TestSnapshotsRestore(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			a, h := newSnapArena(t)
-			sn := snapshots{arena: a, interval: 10, on: true}
+			sn := snapshots{arena: a, slots: 2, interval: 10, on: true}
 			for i, f := range tc.saved {
 				if f >= 0 {
 					*h.Get(a) = stateAt(f)
@@ -156,19 +163,87 @@ func TestSnapshotsRestore(t *testing.T) {
 			*h.Get(a) = snapState{Next: 99, Acc: -1} // the present, about to be replaced
 			run := &finalLog{arena: a, h: h}
 
-			slot, at, from, err := sn.restore(tc.mis, tc.anchor, run)
+			r, err := sn.restore(tc.mis, tc.anchor, tc.anchor, run)
 			require.NoError(t, err)
-			assert.Equal(t, tc.slot, slot)
-			assert.Equal(t, tc.at, at)
-			assert.Equal(t, tc.from, from)
+			assert.Equal(t, restored{slot: tc.slot, at: tc.at, from: tc.from, saveAt: noFrame, saveSlot: -1}, r)
+			assert.Equal(t, tc.runs, run.frames)
+			assert.False(t, run.bad, "a frame was stepped from the wrong state")
+			assert.Equal(t, slots2(tc.after), sn.backups)
+			assert.Equal(t, int64(len(tc.runs)), sn.steps)
+			assert.Equal(t, stateAt(tc.at), *h.Get(a), "the live state is the snapshot's")
+			require.NoError(t, a.Enter(r.slot))
+			assert.Equal(t, stateAt(tc.at), *h.Get(a), "the snapshot itself was moved, in place")
+			a.Leave()
+		})
+	}
+}
+
+// TestSnapshotsSettled: with statements the newest snapshot at or before
+// the settled frame is a third one, never saved over nor superseded, and a
+// restore moves it no further than the settled frame — the rollback then
+// saves the live state at the anchor as it passes it — while any later
+// snapshot moves to the anchor as without statements.
+func TestSnapshotsSettled(t *testing.T) {
+	v := func(f Frame) backup { return backup{frame: f, valid: true} }
+	none := backup{}
+	saves := []struct {
+		name               string
+		backups            [savestate.Slots]backup
+		f, anchor, settled Frame
+		want               int
+	}{
+		{name: "the free slot", backups: [3]backup{v(10), v(30), none}, f: 50, anchor: 35, settled: 12, want: 2},
+		{name: "a snapshot the anchor passed, not the settled one", backups: [3]backup{v(10), v(30), v(40)}, f: 50, anchor: 45, settled: 12, want: 1},
+		{name: "never over the settled one nor a pending one", backups: [3]backup{v(10), v(30), v(40)}, f: 52, anchor: 35, settled: 12, want: -1},
+		{name: "the settled one is also the anchor's", backups: [3]backup{v(10), v(30), v(40)}, f: 52, anchor: 20, settled: 12, want: -1},
+	}
+	for _, tc := range saves {
+		t.Run(tc.name, func(t *testing.T) {
+			sn := snapshots{backups: tc.backups, slots: savestate.Slots, interval: 10, on: true}
+			assert.Equal(t, tc.want, sn.saveSlot(tc.f, tc.anchor, tc.settled))
+		})
+	}
+
+	restores := []struct {
+		name                 string
+		saved                [savestate.Slots]Frame // -1 for none
+		mis, anchor, settled Frame
+		want                 restored
+		runs                 []Frame
+		after                [savestate.Slots]backup
+	}{
+		{name: "the settled one moves to the settled frame; the live state is saved at the anchor",
+			saved: [3]Frame{0, -1, -1}, mis: 20, anchor: 15, settled: 5, runs: []Frame{0, 1, 2, 3, 4},
+			want: restored{slot: 0, at: 5, from: 0, saveAt: 15, saveSlot: 1}, after: [3]backup{v(5), none, none}},
+		{name: "a later one moves to the anchor; the settled one is kept",
+			saved: [3]Frame{2, 10, -1}, mis: 20, anchor: 15, settled: 5, runs: []Frame{10, 11, 12, 13, 14},
+			want: restored{slot: 1, at: 15, from: 10, saveAt: noFrame, saveSlot: -1}, after: [3]backup{v(2), v(15), none}},
+		{name: "the cut of an equivocator before the anchor snapshot",
+			saved: [3]Frame{2, 10, 16}, mis: 6, anchor: 15, settled: 6, runs: []Frame{2, 3, 4, 5},
+			want: restored{slot: 0, at: 6, from: 2, saveAt: 15, saveSlot: 1}, after: [3]backup{v(6), {frame: 10}, {frame: 16}}},
+		{name: "the older ones superseded but the settled one",
+			saved: [3]Frame{2, 8, 10}, mis: 20, anchor: 15, settled: 5, runs: []Frame{10, 11, 12, 13, 14},
+			want: restored{slot: 2, at: 15, from: 10, saveAt: noFrame, saveSlot: -1}, after: [3]backup{v(2), {frame: 8}, v(15)}},
+	}
+	for _, tc := range restores {
+		t.Run(tc.name, func(t *testing.T) {
+			a, h := newSnapArena(t)
+			sn := snapshots{arena: a, slots: savestate.Slots, interval: 10, on: true}
+			for i, f := range tc.saved {
+				if f >= 0 {
+					*h.Get(a) = stateAt(f)
+					require.NoError(t, sn.save(i, f))
+				}
+			}
+			*h.Get(a) = snapState{Next: 99, Acc: -1}
+			run := &finalLog{arena: a, h: h}
+			r, err := sn.restore(tc.mis, tc.anchor, tc.settled, run)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, r)
 			assert.Equal(t, tc.runs, run.frames)
 			assert.False(t, run.bad, "a frame was stepped from the wrong state")
 			assert.Equal(t, tc.after, sn.backups)
-			assert.Equal(t, int64(len(tc.runs)), sn.steps)
-			assert.Equal(t, stateAt(tc.at), *h.Get(a), "the live state is the snapshot's")
-			require.NoError(t, a.Enter(slot))
-			assert.Equal(t, stateAt(tc.at), *h.Get(a), "the snapshot itself was moved, in place")
-			a.Leave()
+			assert.Equal(t, stateAt(r.at), *h.Get(a), "the live state is the snapshot's")
 		})
 	}
 }
@@ -201,14 +276,14 @@ func TestSnapshotsRestoreFails(t *testing.T) {
 				}
 			}
 			*h.Get(a) = snapState{Next: 42, Acc: 42}
-			sn := snapshots{arena: a, backups: tc.backups, interval: 10, on: true}
+			sn := snapshots{arena: a, backups: slots2(tc.backups), slots: 2, interval: 10, on: true}
 			run := &finalLog{arena: a, h: h}
 			var err error
-			require.NotPanics(t, func() { _, _, _, err = sn.restore(tc.mis, tc.anchor, run) })
+			require.NotPanics(t, func() { _, err = sn.restore(tc.mis, tc.anchor, tc.anchor, run) })
 			require.Error(t, err)
 			assert.True(t, errors.Is(err, errSnapshot), "%v", err)
 			assert.Empty(t, run.frames)
-			assert.Equal(t, tc.after, sn.backups)
+			assert.Equal(t, slots2(tc.after), sn.backups)
 			assert.Equal(t, snapState{Next: 42, Acc: 42}, *h.Get(a), "the live state is untouched")
 		})
 	}
@@ -226,7 +301,7 @@ func TestSnapshotsLow(t *testing.T) {
 		{backups: [2]backup{{frame: 0}, {frame: 30, valid: true}}, want: 30},
 	}
 	for _, tc := range cases {
-		sn := snapshots{backups: tc.backups}
+		sn := snapshots{backups: slots2(tc.backups), slots: 2}
 		assert.Equal(t, tc.want, sn.low(), "%+v", tc.backups)
 	}
 }

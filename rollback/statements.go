@@ -38,8 +38,12 @@ const stmtKept = ringSize / stmtFrames
 
 // stmtIdleTicks is how many ticks our inputs must stop for before a prefix
 // of the current interval is signed: at the end of a match, or in a long
-// stall, the last frames must become final too.
-const stmtIdleTicks = 3
+// stall, the last frames must become final too. Half a second, not less: a
+// prefix signed in an ordinary stall (a peer's inputs late on a lossy link)
+// is soon followed by the whole interval, and machines that hold the two
+// echo different digests until a repair (at 3 ticks one interval in six was
+// signed so on hell, and settling took 2 s instead of 0.7 s).
+const stmtIdleTicks = 30
 
 // maxVerifiesPerCall bounds the signatures one peer's datagrams cost each
 // call (about 42 µs each): statements beyond it wait for the next repair.
@@ -91,13 +95,14 @@ type stmtPeer struct {
 	echoK    [stmtKept]int32 // the interval each echo slot holds
 	ownK     int32           // our newest statement sent to it: interval ownK, ownN frames
 	ownN     int
-	echoEnd  int32         // one past the last interval of our last echo to it
-	wantAt   time.Duration // since when it has wanted wantFrom (or since our last full echo)
-	wantFrom int32         // the first interval it has not had our digest of (its last Want)
-	have     uint8         // the machines whose statement of wantFrom it holds
-	haveAt   time.Duration // when the echo that said so came (0: a repair answered it)
-	repairAt time.Duration // when a repair last went to it
-	verifies int           // signatures its datagrams cost in this call
+	echoEnd  int32                 // one past the last interval of our last echo to it
+	wantAt   time.Duration         // since when it has wanted wantFrom (or since our last full echo)
+	wantFrom int32                 // the first interval it has not had our digest of (its last Want)
+	have     [wire.MaxEchoes]uint8 // the machines whose statement it holds of wantFrom, wantFrom+1, …
+	haveN    int                   // intervals in have
+	haveAt   time.Duration         // when the echo that said so came (0: a repair answered it)
+	repairAt time.Duration         // when a repair last went to it
+	verifies int                   // signatures its datagrams cost in this call
 }
 
 // statements owns the signing keys, the statements held for every
@@ -449,10 +454,11 @@ func (st *statements) refresh(r stmtRoster) {
 }
 
 // echoed takes peer i's echo: the first interval it wants our digest
-// of, and its digests of the intervals from on.
-func (st *statements) echoed(i int, want uint32, have uint8, from uint32, digests []byte, now time.Duration) {
+// of, the statements it holds of that interval and the next ones, and its
+// digests of the intervals from on.
+func (st *statements) echoed(i int, want uint32, have []byte, from uint32, digests []byte, now time.Duration) {
 	p := &st.peers[i]
-	p.have, p.haveAt = have, now
+	p.haveN, p.haveAt = copy(p.have[:], have), now
 	if w := int32(min(want, 1<<31-1)); w != p.wantFrom {
 		p.wantFrom, p.wantAt = w, now
 	}
@@ -473,15 +479,20 @@ func (st *statements) matches(i int, k int32) bool {
 	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[s]
 }
 
-// holding returns the machines whose statement of interval k we hold.
-func (st *statements) holding(k int32) uint8 {
-	var b uint8
-	for x := range st.machines {
-		if n, _, _ := st.holds(x, k); n > 0 {
-			b |= 1 << x
+// holding appends to dst, for each interval from k on up to the one we
+// sign (at most wire.MaxEchoes), the machines whose statement of it we
+// hold.
+func (st *statements) holding(dst []byte, k int32) []byte {
+	for ; k <= st.signed && len(dst) < wire.MaxEchoes; k++ {
+		var b byte
+		for x := range st.machines {
+			if n, _, _ := st.holds(x, k); n > 0 {
+				b |= 1 << x
+			}
 		}
+		dst = append(dst, b)
 	}
-	return b
+	return dst
 }
 
 // echoStart returns the first interval of our next echo to peer i: the

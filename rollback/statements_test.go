@@ -177,7 +177,7 @@ func TestStatementSettle(t *testing.T) {
 		for k := st.settled; k < st.done; k++ {
 			d = append(d, st.digest[int(uint32(k)%stmtKept)][:]...)
 		}
-		m.st[to].echoed(m.peer(to, from), 0, 0, uint32(st.settled), d, 0)
+		m.st[to].echoed(m.peer(to, from), 0, nil, uint32(st.settled), d, 0)
 	}
 	all := func() {
 		for a := range 3 {

@@ -3,7 +3,8 @@
 //
 // An [Arena] is one allocation split into three regions of equal size: the
 // live region, where the game's state lives and changes, and two snapshot
-// regions. [Alloc] places pointer-free values in the live region and returns
+// regions; a third snapshot region, which a rollback session uses only with
+// three or more machines, is allocated on its first [Arena.Save]. [Alloc] places pointer-free values in the live region and returns
 // a [Handle], an offset that stays valid across [Arena.Save] and
 // [Arena.Restore]. Because nothing in the arena is a Go pointer, a restore can
 // never leave a dangling reference and the garbage collector never scans it.
@@ -32,8 +33,13 @@ import (
 // DefaultSize is the size of the live region when [New] is given 0: 1 MiB.
 const DefaultSize = 1 << 20
 
-// Slots is the number of snapshot regions in an arena.
-const Slots = 2
+// Slots is the number of snapshot regions in an arena: the first two are
+// part of the arena's one allocation, the last is allocated on its first
+// [Arena.Save].
+const Slots = 3
+
+// inline is the number of snapshot regions allocated with the arena.
+const inline = 2
 
 const (
 	// header layout, little-endian uint32s at the start of the live region:
@@ -79,12 +85,15 @@ type Arena struct {
 	size    int
 	reg     []byte // the current region: the live one unless inside Enter or Fork
 	scratch []byte // Fork's region, allocated on its first use
+	extra   []byte // the last snapshot region, allocated on its first Save
 	saved   [Slots]bool
 	types   []reflect.Type // index recorded in the arena; append-only, never rolled back
 }
 
 // New returns an arena whose live region (and each snapshot region) is size
-// bytes; 0 means [DefaultSize]. The arena is one allocation of 3×size bytes.
+// bytes; 0 means [DefaultSize]. The arena is one allocation of 3×size bytes
+// (the live region and two snapshot regions); the third snapshot region is
+// allocated on its first [Arena.Save].
 func New(size int) (*Arena, error) {
 	if size == 0 {
 		size = DefaultSize
@@ -92,7 +101,7 @@ func New(size int) (*Arena, error) {
 	if size < minSize || size > 1<<30 || size%align != 0 {
 		return nil, fmt.Errorf("%w: %d (want a multiple of %d between %d and 1 GiB)", ErrSize, size, align, minSize)
 	}
-	a := &Arena{mem: make([]byte, (1+Slots)*size), size: size}
+	a := &Arena{mem: make([]byte, (1+inline)*size), size: size}
 	a.reg = a.mem[:size:size]
 	a.put32(0, magic)
 	a.put32(4, headerSize)
@@ -150,13 +159,19 @@ func (a *Arena) Fork() error {
 // [Arena.Fork].
 func (a *Arena) Leave() { a.reg = a.region(0) }
 
-// region returns region i: 0 is the live one, 1 to Slots the snapshots.
-func (a *Arena) region(i int) []byte { return a.mem[i*a.size : (i+1)*a.size : (i+1)*a.size] }
+// region returns region i: 0 is the live one, 1 to Slots the snapshots
+// (nil for the last one before its first Save).
+func (a *Arena) region(i int) []byte {
+	if i > inline {
+		return a.extra
+	}
+	return a.mem[i*a.size : (i+1)*a.size : (i+1)*a.size]
+}
 
 // live reports whether the live region is current.
 func (a *Arena) live() bool { return &a.reg[0] == &a.mem[0] }
 
-// Save copies the live region into snapshot slot i (0 or 1).
+// Save copies the live region into snapshot slot i (0 to Slots-1).
 func (a *Arena) Save(i int) error {
 	if i < 0 || i >= Slots {
 		return ErrSlot
@@ -164,9 +179,11 @@ func (a *Arena) Save(i int) error {
 	if !a.live() {
 		return ErrEntered
 	}
+	if i >= inline && a.extra == nil {
+		a.extra = make([]byte, a.size)
+	}
 	n := a.Used()
-	off := (1 + i) * a.size
-	copy(a.mem[off:off+n], a.mem[:n])
+	copy(a.region(1 + i)[:n], a.mem[:n])
 	a.saved[i] = true
 	return nil
 }
@@ -184,9 +201,9 @@ func (a *Arena) Restore(i int) error {
 	if !a.live() {
 		return ErrEntered
 	}
-	off := (1 + i) * a.size
-	n := int(le32(a.mem[off+4:]))
-	copy(a.mem[:n], a.mem[off:off+n])
+	r := a.region(1 + i)
+	n := int(le32(r[4:]))
+	copy(a.mem[:n], r[:n])
 	return nil
 }
 

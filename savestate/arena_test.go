@@ -3,6 +3,7 @@ package savestate_test
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"reflect"
 	"testing"
 	"unsafe"
@@ -50,6 +51,37 @@ func TestSaveRestoreRoundTrip(t *testing.T) {
 	assert.Equal(t, int32(-5), w.Ships[1].Pos.X)
 }
 
+// TestLastSlot: the last snapshot region is allocated on its first Save
+// only, and then behaves as the others (save, restore, step in place).
+func TestLastSlot(t *testing.T) {
+	const size = 1 << 16
+	a, err := savestate.New(size)
+	require.NoError(t, err)
+	h, err := savestate.Alloc[world](a)
+	require.NoError(t, err)
+	last := savestate.Slots - 1
+	assert.ErrorIs(t, a.Restore(last), savestate.ErrNotSaved)
+	assert.ErrorIs(t, a.Enter(last), savestate.ErrNotSaved)
+	assert.Zero(t, testing.AllocsPerRun(5, func() { _ = a.Save(0) }), "the inline slots never allocate")
+
+	h.Get(a).Frame = 3
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	require.NoError(t, a.Save(last))
+	runtime.ReadMemStats(&ms1)
+	assert.GreaterOrEqual(t, ms1.TotalAlloc-ms0.TotalAlloc, uint64(size), "the first Save allocates the region")
+	assert.Zero(t, testing.AllocsPerRun(5, func() { _ = a.Save(last) }), "and only the first")
+
+	h.Get(a).Frame = 4
+	require.NoError(t, a.Enter(last))
+	assert.Equal(t, int32(3), h.Get(a).Frame)
+	h.Get(a).Frame = 5 // stepped in place
+	a.Leave()
+	assert.Equal(t, int32(4), h.Get(a).Frame, "the live region is untouched")
+	require.NoError(t, a.Restore(last))
+	assert.Equal(t, int32(5), h.Get(a).Frame)
+}
+
 func TestRestoreRollsBackAllocations(t *testing.T) {
 	a, err := savestate.New(4096)
 	require.NoError(t, err)
@@ -89,7 +121,7 @@ func TestRestoreErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, savestate.DefaultSize, a.Size())
 	assert.ErrorIs(t, a.Restore(0), savestate.ErrNotSaved)
-	assert.ErrorIs(t, a.Save(2), savestate.ErrSlot)
+	assert.ErrorIs(t, a.Save(savestate.Slots), savestate.ErrSlot)
 	assert.ErrorIs(t, a.Save(-1), savestate.ErrSlot)
 	assert.ErrorIs(t, a.Restore(5), savestate.ErrSlot)
 }
@@ -229,7 +261,7 @@ func TestEnterStepsASnapshotInPlace(t *testing.T) {
 	assert.Equal(t, snapUsed, a.Used())
 
 	assert.ErrorIs(t, a.Enter(0), savestate.ErrNotSaved)
-	assert.ErrorIs(t, a.Enter(2), savestate.ErrSlot)
+	assert.ErrorIs(t, a.Enter(savestate.Slots), savestate.ErrSlot)
 }
 
 func TestGetDoesNotAllocateForLargeTypes(t *testing.T) {

@@ -39,6 +39,15 @@ func TestStatements(t *testing.T) {
 			require.NoError(t, plain.Err)
 			t.Logf("bytes without statements: %d (%.2fx)", plain.BytesSent, float64(r.BytesSent)/float64(plain.BytesSent))
 			assert.LessOrEqual(t, float64(r.BytesSent), 2.5*float64(plain.BytesSent), "statements cost too many bytes")
+			// And the re-simulation and the stalls: ordinary rollbacks
+			// restored at the settled frontier, an interval and an echo
+			// behind the confirmed frame, re-simulated 1.4 (wifi) to 4
+			// (hell) times the frames; a prefix signed in every stall of a
+			// lossy link held settlement back, and the input ring with it.
+			t.Logf("without: resim=%d stalls=%d (%.2fx, %.2fx)", plain.ResimulatedFrames, plain.StallFrames,
+				float64(r.ResimulatedFrames)/float64(plain.ResimulatedFrames), float64(r.StallFrames)/float64(max(plain.StallFrames, 1)))
+			assert.LessOrEqual(t, float64(r.ResimulatedFrames), 1.15*float64(plain.ResimulatedFrames), "re-simulation")
+			assert.LessOrEqual(t, float64(r.StallFrames), 1.25*float64(plain.StallFrames)+10, "stalls")
 		})
 	}
 }

@@ -20,7 +20,8 @@ const (
 	SignatureSize = 64
 	// EchoDigestSize is the size of an echoed interval digest.
 	EchoDigestSize = 16
-	// MaxEchoes is the most interval digests one Attest echoes.
+	// MaxEchoes is the most interval digests one Attest echoes, and the
+	// most intervals it says which statements it holds of.
 	MaxEchoes = 8
 	// MaxStatementPlayers is the most players one machine of a match of
 	// three or more machines has.
@@ -42,7 +43,8 @@ type Keys struct {
 // Attest carries the sender's echo — the digests of the intervals From,
 // From+1, … whose statements it holds, EchoDigestSize bytes each — the
 // first interval Want whose digest it has not had from the receiver, the
-// machines Have (bit x: machine x) whose statement of Want it holds, and,
+// machines whose statement it holds of Want, Want+1, … (Have, one byte per
+// interval, bit x: machine x), and,
 // when HasStatement, one statement: machine Machine's signature Sig over
 // its inputs of the first Frames frames of interval Interval (frames
 // Interval×StatementFrames on, frame-major, the machine's players in
@@ -51,7 +53,7 @@ type Keys struct {
 // own statements so; relayed ones carry their inputs).
 type Attest struct {
 	Want         uint32
-	Have         uint8
+	Have         []byte
 	From         uint32
 	Echo         []byte
 	HasStatement bool
@@ -80,7 +82,7 @@ func (m *Keys) parseBody(r reader) reader {
 
 func (m *Attest) appendBody(b []byte) []byte {
 	b = appendArray(b, 10)
-	b = appendUint(appendUint(appendUint(b, uint64(m.Want)), uint64(m.Have)), uint64(m.From))
+	b = appendUint(appendBytes(appendUint(b, uint64(m.Want)), m.Have), uint64(m.From))
 	b = appendBytes(b, m.Echo)
 	b = appendUint(appendUint(appendBool(b, m.HasStatement), uint64(m.Machine)), uint64(m.Interval))
 	b = appendUint(b, uint64(m.Frames))
@@ -93,7 +95,7 @@ func (m *Attest) appendBody(b []byte) []byte {
 
 func (m *Attest) parseBody(r reader) reader {
 	r.array(10)
-	want, have := uint32(r.uint(maxU32)), uint8(r.uint(0xff))
+	want, have := uint32(r.uint(maxU32)), r.bytes(MaxEchoes)
 	from, echo := uint32(r.uint(maxU32)), r.bytes(MaxEchoes*EchoDigestSize)
 	if len(echo)%EchoDigestSize != 0 {
 		r.fail(errRange)
@@ -112,7 +114,7 @@ func (m *Attest) parseBody(r reader) reader {
 	case has && (frames == 0 || n%int(frames) != 0):
 		r.fail(errRange) // its inputs are whole frames
 	}
-	m.Want, m.Have, m.From, m.Echo = want, have, from, append(m.Echo[:0], echo...)
+	m.Want, m.Have, m.From, m.Echo = want, append(m.Have[:0], have...), from, append(m.Echo[:0], echo...)
 	m.HasStatement, m.Machine, m.Interval, m.Frames = has, machine, interval, frames
 	m.Sig = append(m.Sig[:0], sig...)
 	return r

@@ -13,7 +13,7 @@ import (
 
 func TestAttestRoundTrip(t *testing.T) {
 	for name, m := range map[string]*wire.Attest{
-		"echo only":      {Want: 3, Have: 5, From: 70, Echo: bytes.Repeat([]byte{0xab}, 2*wire.EchoDigestSize)},
+		"echo only":      {Want: 3, Have: []byte{5, 0, 0xff}, From: 70, Echo: bytes.Repeat([]byte{0xab}, 2*wire.EchoDigestSize)},
 		"statement only": {HasStatement: true, Machine: 2, Interval: 9, Frames: 8, Inputs: []uint64{0, 1, 300, 1<<64 - 1, 5, 6, 7, 8}, Sig: bytes.Repeat([]byte{1}, wire.SignatureSize)},
 		"both": {From: 1 << 20, Echo: make([]byte, wire.EchoDigestSize), HasStatement: true, Machine: 7, Interval: 1<<32 - 1, Frames: 8,
 			Inputs: make([]uint64, wire.StatementFrames), Sig: make([]byte, wire.SignatureSize)},
@@ -44,7 +44,7 @@ func TestLargestAttestFits(t *testing.T) {
 	for i := range in {
 		in[i] = 1<<64 - 1
 	}
-	m := &wire.Attest{Want: 1<<32 - 1, From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize), HasStatement: true,
+	m := &wire.Attest{Want: 1<<32 - 1, Have: make([]byte, wire.MaxEchoes), From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize), HasStatement: true,
 		Machine: wire.MaxMachines - 1, Interval: 1<<32 - 1, Frames: wire.StatementFrames, Inputs: in, Sig: make([]byte, wire.SignatureSize)}
 	b, err := wire.AppendControl(nil, m)
 	require.NoError(t, err)
@@ -63,18 +63,19 @@ func TestAttestExact(t *testing.T) {
 		body string
 		msg  wire.Control
 	}{
-		{"nine fields", "99" + "00" + "00" + "00" + "a0" + "c2" + "00" + "00" + "00" + "90", &wire.Attest{}},
-		{"half a digest", "9a" + "00" + "00" + "00" + "a3010203" + "c2" + "00" + "00" + "00" + "90" + "a0", &wire.Attest{}},
-		{"statement without signature", "9a" + "00" + "00" + "00" + "a0" + "c3" + "00" + "00" + "01" + "91" + "00" + "a0", &wire.Attest{}},
-		{"signature without statement", "9a" + "00" + "00" + "00" + "a0" + "c2" + "00" + "00" + "00" + "90" + sig, &wire.Attest{}},
-		{"inputs without statement", "9a" + "00" + "00" + "00" + "a0" + "c2" + "00" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
-		{"frames without statement", "9a" + "00" + "00" + "00" + "a0" + "c2" + "00" + "00" + "01" + "90" + "a0", &wire.Attest{}},
-		{"machine 8", "9a" + "00" + "00" + "00" + "a0" + "c3" + "08" + "00" + "01" + "91" + "00" + sig, &wire.Attest{}},
-		{"short signature", "9a" + "00" + "00" + "00" + "a0" + "c3" + "00" + "00" + "01" + "91" + "00" + "a201" + "02", &wire.Attest{}},
-		{"no frames", "9a" + "00" + "00" + "00" + "a0" + "c3" + "00" + "00" + "00" + "90" + sig, &wire.Attest{}},
-		{"17 frames", "9a" + "00" + "00" + "00" + "a0" + "c3" + "00" + "00" + "11" + "90" + sig, &wire.Attest{}},
-		{"inputs not whole frames", "9a" + "00" + "00" + "00" + "a0" + "c3" + "00" + "00" + "02" + "93" + "000000" + sig, &wire.Attest{}},
-		{"97 inputs", "9a" + "00" + "00" + "00" + "a0" + "c3" + "00" + "00" + "01" + "dc0061" + stringsRepeat("00", 97) + sig, &wire.Attest{}},
+		{"nine fields", "99" + "00" + "a0" + "00" + "a0" + "c2" + "00" + "00" + "00" + "90", &wire.Attest{}},
+		{"half a digest", "9a" + "00" + "a0" + "00" + "a3010203" + "c2" + "00" + "00" + "00" + "90" + "a0", &wire.Attest{}},
+		{"statement without signature", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "01" + "91" + "00" + "a0", &wire.Attest{}},
+		{"signature without statement", "9a" + "00" + "a0" + "00" + "a0" + "c2" + "00" + "00" + "00" + "90" + sig, &wire.Attest{}},
+		{"inputs without statement", "9a" + "00" + "a0" + "00" + "a0" + "c2" + "00" + "00" + "00" + "91" + "00" + "a0", &wire.Attest{}},
+		{"frames without statement", "9a" + "00" + "a0" + "00" + "a0" + "c2" + "00" + "00" + "01" + "90" + "a0", &wire.Attest{}},
+		{"machine 8", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "08" + "00" + "01" + "91" + "00" + sig, &wire.Attest{}},
+		{"short signature", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "01" + "91" + "00" + "a201" + "02", &wire.Attest{}},
+		{"no frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "00" + "90" + sig, &wire.Attest{}},
+		{"17 frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "11" + "90" + sig, &wire.Attest{}},
+		{"inputs not whole frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "02" + "93" + "000000" + sig, &wire.Attest{}},
+		{"97 inputs", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "01" + "dc0061" + stringsRepeat("00", 97) + sig, &wire.Attest{}},
+		{"nine intervals held", "9a" + "00" + "a9" + stringsRepeat("00", 9) + "00" + "a0" + "c2" + "00" + "00" + "00" + "90" + "a0", &wire.Attest{}},
 		{"part of a key", "91" + "a3010203", &wire.Keys{}},
 		{"nine keys", "91" + "da0120" + stringsRepeat("00", 288), &wire.Keys{}},
 	} {
