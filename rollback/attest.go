@@ -75,7 +75,10 @@ func (s *Session) signOwn() {
 		k := st.signed
 		from := Frame(k) * stmtFrames
 		n := int(min(next-from, stmtFrames))
-		if n <= 0 {
+		if n <= 0 || k >= st.settled+stmtKept {
+			// Nothing to sign, or an interval whose slot still holds an
+			// unsettled one (a prefix signed there once replaced our own
+			// statement of the settled frontier's interval, for ever).
 			return
 		}
 		if n < stmtFrames {
@@ -241,7 +244,7 @@ func (s *Session) fillEcho(i int, m *wire.Attest, all bool) {
 	m.Want, m.Have, m.From, m.Echo = uint32(want), st.holding(m.Have[:0], want), uint32(from), m.Echo[:0]
 	end := min(st.done, from+wire.MaxEchoes)
 	for k := from; k < end; k++ {
-		m.Echo = append(m.Echo, st.digest[int(uint32(k)%stmtKept)][:]...)
+		m.Echo = append(m.Echo, st.digest[digestSlot(k)][:]...)
 	}
 	p.echoEnd = max(p.echoEnd, end)
 }

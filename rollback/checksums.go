@@ -45,6 +45,7 @@ type checksums struct {
 	data   func([]byte) []byte // Config.ChecksumData
 	buf    []byte
 	points [checkpoints]checkpoint
+	final  Frame            // the newest frame handed on
 	det    *desync.Detector // nil without peers
 	err    *desync.Error    // the desync, once detected
 	ex     *exchange
@@ -77,8 +78,8 @@ func newChecksums(every Frame, data func([]byte) []byte, peers int) *checksums {
 // costs a copy each time, not a hash; game-supplied checksum data is
 // hashed now, while the state is current.
 func (c *checksums) checkpoint(f Frame, state []byte) {
-	if c == nil || f == 0 || f%c.every != 0 {
-		return
+	if c == nil || f <= c.final || f%c.every != 0 {
+		return // final already (its slot may hold a later frame now), or no checksum frame
 	}
 	p := &c.points[int(uint32(f/c.every)%checkpoints)]
 	if p.frame == f && p.data != nil && !p.pending {
@@ -125,7 +126,7 @@ func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
 		if !p.hashed {
 			p.sum = xxhash.Sum64(p.data)
 		}
-		p.pending = false
+		p.pending, c.final = false, p.frame
 		sink.finalChecksum(p.frame, p.sum)
 		if c.det != nil {
 			c.det.Local(int32(p.frame), p.sum)

@@ -121,6 +121,24 @@ func TestChecksumsResimulated(t *testing.T) {
 	assert.False(t, c.points[1].pending)
 }
 
+// TestChecksumsFinalOnceFarBack: a frame stepped again after its
+// checkpoint's slot went to a later frame (the snapshot at the settled
+// frame, moved up more than checkpoints×every frames behind the present,
+// on an 8-machine hell match with statements) is final already: it is not
+// kept nor handed on a second time, out of order.
+func TestChecksumsFinalOnceFarBack(t *testing.T) {
+	c := newChecksums(10, nil, 0)
+	var sink sumSink
+	c.checkpoint(10, []byte("ten"))
+	c.finals(11, 10, &sink)
+	for f := Frame(20); f <= 90; f += 10 { // 90 takes frame 10's slot
+		c.checkpoint(f, []byte{byte(f)})
+	}
+	c.checkpoint(10, []byte("ten again"))
+	c.finals(91, 30, &sink)
+	assert.Equal(t, []Frame{10, 20, 30}, sink.frames())
+}
+
 // TestChecksumsFinals: the pending checksums before the simulated frame and
 // not after the anchor are handed on oldest first, once.
 func TestChecksumsFinals(t *testing.T) {

@@ -129,7 +129,7 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 		s.proto.keys.local = slices.Clone(s.io.wantLocal(s.roster.local))
-		if _, signed := cfg.Transport.(interface{ Signed() testhook.Signed }); len(s.peers) >= 2 && s.ls == nil && signed {
+		if _, unsigned := cfg.Transport.(interface{ Unsigned() testhook.Unsigned }); len(s.peers) >= 2 && s.ls == nil && !unsigned {
 			var np, peerOf [MaxPlayers]int
 			np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
 			for i := range s.peers {

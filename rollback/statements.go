@@ -36,6 +36,16 @@ const stmtFrames = wire.StatementFrames
 // stmtKept is how many intervals the statements keep: the input ring's.
 const stmtKept = ringSize / stmtFrames
 
+// digestsKept is how many intervals' digests are kept: the unsettled ones
+// and as many settled ones, which a peer whose frontier lags ours may
+// still want echoed. We settle only what it echoed, at most stmtKept
+// intervals past its frontier, so our digests reach at most 2×stmtKept
+// intervals past it.
+const digestsKept = 2 * stmtKept
+
+// digestSlot is the slot of interval k's digest.
+func digestSlot(k int32) int { return int(uint32(k) % digestsKept) }
+
 // stmtIdleTicks is how many ticks our inputs must stop for before a prefix
 // of the current interval is signed: at the end of a match, or in a long
 // stall, the last frames must become final too. Half a second, not less: a
@@ -129,7 +139,7 @@ type statements struct {
 	idle    int   // ticks our inputs have not moved
 	lastOwn Frame // our next local frame at the last tick
 
-	digest  [stmtKept][wire.EchoDigestSize]byte
+	digest  [digestsKept][wire.EchoDigestSize]byte // by interval, settled ones too
 	ownAt   [stmtKept]time.Duration // when we first signed (part of) each interval
 	done    int32                   // intervals [settled, done) have a digest
 	dirty   bool                    // a statement changed: recompute the digests
@@ -447,7 +457,7 @@ func (st *statements) refresh(r stmtRoster) {
 			break
 		}
 		sum := sha256.Sum256(b)
-		copy(st.digest[int(uint32(k)%stmtKept)][:], sum[:])
+		copy(st.digest[digestSlot(k)][:], sum[:])
 		done = k + 1
 	}
 	st.done = done
@@ -476,7 +486,7 @@ func (st *statements) echoed(i int, want uint32, have []byte, from uint32, diges
 // matches reports whether peer i echoed our digest of interval k.
 func (st *statements) matches(i int, k int32) bool {
 	s := int(uint32(k) % stmtKept)
-	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[s]
+	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[digestSlot(k)]
 }
 
 // holding appends to dst, for each interval from k on up to the one we
@@ -496,9 +506,11 @@ func (st *statements) holding(dst []byte, k int32) []byte {
 }
 
 // echoStart returns the first interval of our next echo to peer i: the
-// first it wants, as far as our digests reach back.
+// first it wants, as far as our digests reach back — settled ones too: it
+// may have matched ours before we matched its, and wait for our echo of an
+// interval we settled (it once waited for ever).
 func (st *statements) echoStart(i int) int32 {
-	return max(st.peers[i].wantFrom, st.done-stmtKept, 0)
+	return max(st.peers[i].wantFrom, st.done-digestsKept, 0)
 }
 
 // firstUnmatched returns the first interval peer i has not echoed as we

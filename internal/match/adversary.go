@@ -77,19 +77,20 @@ type liarTransport struct {
 // Liar returns the match's Script.
 func (t *liarTransport) Liar() *liar.Script { return t.script }
 
-// signedTransport is a machine's transport in a match with statements
-// (Config.Statements): it asks its session to sign its inputs, and
-// carries the adversary's script when it is the liar's (nil otherwise).
-type signedTransport struct {
+// unsignedTransport is a machine's transport in a match without
+// statements (Config.NoStatements): it asks its session not to sign its
+// inputs, and carries the adversary's script when it is the liar's (nil
+// otherwise).
+type unsignedTransport struct {
 	rollback.Transport
 	script *liar.Script
 }
 
-// Signed turns the session's statements on.
-func (t *signedTransport) Signed() testhook.Signed { return testhook.Signed{} }
+// Unsigned turns the session's statements off.
+func (t *unsignedTransport) Unsigned() testhook.Unsigned { return testhook.Unsigned{} }
 
 // Liar returns the adversary's Script, or nil.
-func (t *signedTransport) Liar() *liar.Script { return t.script }
+func (t *unsignedTransport) Liar() *liar.Script { return t.script }
 
 // usedInputs is the game of a machine in a match with an adversary: it
 // keeps the inputs each frame was last simulated with. At the end of a

@@ -114,25 +114,28 @@ func TestAdversaryOverUDP(t *testing.T) {
 // machines on wifi per kind of lie, machine kind%3 lying. The honest
 // machines must agree with each other and with the offline re-simulation
 // of the inputs they used, suspect and disconnect none of their own, play
-// at 95 % speed or more, and never run a higher input lag than the same
-// match without the adversary (every machine honest); the lies that gain
-// something must be named by frame 600. One part of issue 16 is open and
-// pinned at what holds today: the lies that push the link lag (ack lies,
-// held inputs) may raise the honest input lag by one frame. The
-// equivocator must also be disconnected: its two signed statements are
-// proof.
+// at 95 % speed or more, and never run a higher input lag than the
+// matches without the adversary (every machine honest; as in the soak,
+// the highest over a few seeds: on wifi the honest input lag is 0 or 1
+// from one match to the next); the lies that gain something must be
+// named by frame 600. The equivocator must also be disconnected: its two
+// signed statements are proof.
 func TestAdversaries(t *testing.T) {
 	t.Parallel()
 	p, err := netsim.ParseProfile("wifi")
 	require.NoError(t, err)
 	base := Config{Players: 3, Frames: 900, Seed: 1, Profile: p}
-	calm := Run(base)
-	require.NoError(t, calm.Err)
-	require.True(t, calm.Completed && calm.Verified, calm.Desync)
 	calmLag := 0
-	for k, n := range calm.LagFrames {
-		if n > 0 {
-			calmLag = k
+	for seed := uint64(1); seed <= 4; seed++ {
+		c := base
+		c.Seed = seed
+		calm := Run(c)
+		require.NoError(t, calm.Err)
+		require.True(t, calm.Completed && calm.Verified, calm.Desync)
+		for k, n := range calm.LagFrames {
+			if n > 0 {
+				calmLag = max(calmLag, k)
+			}
 		}
 	}
 	gains := map[liar.Kind]bool{liar.Lookahead: true, liar.Equivocate: true, liar.ForgedChecksum: true,
@@ -225,13 +228,13 @@ func TestAdversaryVerification(t *testing.T) {
 	})
 }
 
-// under returns the transport a liar's (or a signing machine's) wrapper
+// under returns the transport a liar's (or an unsigned machine's) wrapper
 // sends through.
 func under(tr rollback.Transport) rollback.Transport {
 	switch w := tr.(type) {
 	case *liarTransport:
 		return w.Transport
-	case *signedTransport:
+	case *unsignedTransport:
 		return w.Transport
 	}
 	return nil

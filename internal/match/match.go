@@ -126,10 +126,10 @@ type Config struct {
 	// involves it is no failure.
 	Adversary        liar.Kind
 	AdversaryMachine int
-	// Statements makes every machine sign its inputs and cross-check the
-	// statements (rollback/statements.go, on trial: reached only through
-	// internal/testhook). The equivocation adversary turns it on.
-	Statements bool
+	// NoStatements turns off every machine's statements
+	// (rollback/statements.go; on in every session of three or more
+	// machines): only to measure what they cost, through internal/testhook.
+	NoStatements bool
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -521,8 +521,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 				script = rn.script
 			}
 			switch {
-			case c.Statements || c.Adversary == liar.Equivocate:
-				tr = &signedTransport{tr, script}
+			case c.NoStatements:
+				tr = &unsignedTransport{tr, script}
 			case script != nil:
 				tr = &liarTransport{tr, script}
 			}

@@ -3,10 +3,9 @@
 // outside the module can implement its interfaces.
 package testhook
 
-// Signed is returned by a Transport's Signed method: a session of three
-// or more machines over such a transport signs its inputs and cross-checks
-// every machine's statements (rollback/statements.go), which names and
-// cuts an equivocator. It is on trial, not yet on by default: on the
-// lossiest profiles the wait for every machine's statements holds frames
-// back long enough to triple the re-simulation (docs/security.md).
-type Signed struct{}
+// Unsigned is returned by a Transport's Unsigned method: a session of
+// three or more machines over such a transport does without statements
+// (rollback/statements.go) — it neither signs its inputs nor cross-checks
+// the others', so an equivocator goes unnamed. Only the measurements of
+// what statements cost (the same match with and without them) use it.
+type Unsigned struct{}
