@@ -38,7 +38,7 @@ func (s *Session) step(resim bool) {
 	}
 	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
 	s.inputs.use(f, s.io.stepIn[:s.roster.players])
-	s.simulate(f, resim)
+	s.simulate(f, resim, true)
 	if !resim {
 		s.simmed.note(f+1, s.now)
 	}
@@ -47,20 +47,31 @@ func (s *Session) step(resim bool) {
 
 // runFinal simulates frame f, every input of which is final, in the
 // arena's current region: the snapshots move a snapshot forward with it.
+// From the mispredicted frame of the rollback under way on, the frame is
+// new and the Observer is told of it, as of the re-simulation that goes
+// on from there; before it (or with no rollback: moving the oldest
+// snapshot up) the frame was simulated with the same inputs before, so
+// the Observer is not told of it and hears nothing from it.
 func (s *Session) runFinal(f Frame) {
 	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
-	s.simulate(f, true)
+	if f >= s.snapsMis || s.obs == nil {
+		s.simulate(f, true, true)
+		return
+	}
+	s.obs.Extrapolating(true)
+	s.simulate(f, true, false)
+	s.obs.Extrapolating(false)
 }
 
 // simulate steps the current region through frame f with s.io.stepIn, with
 // everything that goes with every step: the desync checkpoint, the
-// observer, the sync-test check.
-func (s *Session) simulate(f Frame, resim bool) {
+// observer (observed), the sync-test check.
+func (s *Session) simulate(f Frame, resim, observed bool) {
 	s.sums.checkpoint(f, s.snaps.arena.Bytes())
 	if s.out.log != nil {
 		s.logStep(f, resim)
 	}
-	if s.obs != nil {
+	if s.obs != nil && observed {
 		s.obs.Simulating(f)
 	}
 	s.game.Step(f, s.io.stepIn[:s.roster.players])
@@ -77,7 +88,9 @@ func (s *Session) simulate(f Frame, resim bool) {
 func (s *Session) rollback(mis, next Frame) (int, error) {
 	target := s.frame
 	anchor, settled := s.anchors(next)
+	s.snapsMis = mis
 	r, err := s.snaps.restore(mis, min(anchor, target), min(settled, target), s)
+	s.snapsMis = noFrame
 	if err != nil {
 		return 0, err
 	}
@@ -174,10 +187,13 @@ func (s *Session) mustStall() (int, bool) {
 		}
 	}
 	low := s.ringLow()
-	if s.frame+Frame(s.lag.delay)+1-low >= ringSize && s.snaps.on && s.snaps.forced == 0 && low == s.snaps.low() {
+	if s.frame+Frame(s.lag.delay)+1-low >= ringSize && s.snaps.on && low == s.snaps.low() {
 		// Our own oldest snapshot holds the ring, left behind while the
-		// anchor lagged (with no misprediction to move it): the frames up
-		// to the anchor are final, so it moves up in place.
+		// anchor lagged (with no misprediction to move it; in a forced
+		// mode, the one kept at the settled frame while a machine's
+		// departure was agreed: the stall then stopped the rollbacks that
+		// would have freed it, for ever): the frames up to the anchor are
+		// final, so it moves up in place.
 		if err := s.snaps.catchUp(min(s.anchor(s.frame), s.frame), s); err == nil {
 			low = s.ringLow()
 		}

@@ -112,6 +112,8 @@ type stmtPeer struct {
 	haveN    int                   // intervals in have
 	haveAt   time.Duration         // when the echo that said so came (0: a repair answered it)
 	repairAt time.Duration         // when a repair last went to it
+	keysAt   time.Duration         // when our keys last went to it (0: never)
+	keysSent int                   // how many keys we knew then
 	verifies int                   // signatures its datagrams cost in this call
 }
 
@@ -140,11 +142,11 @@ type statements struct {
 	lastOwn Frame // our next local frame at the last tick
 
 	digest  [digestsKept][wire.EchoDigestSize]byte // by interval, settled ones too
-	ownAt   [stmtKept]time.Duration // when we first signed (part of) each interval
-	done    int32                   // intervals [settled, done) have a digest
-	dirty   bool                    // a statement changed: recompute the digests
-	settled int32                   // first interval not settled
-	partial Frame                   // frames of interval settled that are settled
+	ownAt   [stmtKept]time.Duration                // when we first signed (part of) each interval
+	done    int32                                  // intervals [settled, done) have a digest
+	dirty   bool                                   // a statement changed: recompute the digests
+	settled int32                                  // first interval not settled
+	partial Frame                                  // frames of interval settled that are settled
 
 	waiting [MaxPlayers][stmtKept]waiting // by machine and interval slot: its own statements, inputs pending
 
@@ -239,6 +241,17 @@ func sentUs(peer int, key []byte) string {
 		return fmt.Sprintf("ours is %x…", key)
 	}
 	return fmt.Sprintf("peer %d sent us %x…", peer, key)
+}
+
+// knownKeys returns how many machines' keys we know.
+func (st *statements) knownKeys() int {
+	n := 0
+	for x := range st.machines {
+		if st.known[x] {
+			n++
+		}
+	}
+	return n
 }
 
 // keysAgreed reports whether every peer's view of the keys equals ours.

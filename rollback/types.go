@@ -67,14 +67,17 @@ type PartialStepper interface {
 // sound package's Ledger is one. The session calls it synchronously from
 // its own methods.
 type Observer interface {
-	// Simulating is called just before every [Game.Step], with the frame
-	// about to be simulated. A frame not after one already simulated starts
-	// a re-simulation: a rollback steps the frames from its snapshot on,
-	// in order, up to the present.
+	// Simulating is called just before every [Game.Step] of the live
+	// state, with the frame about to be simulated. A frame not after one
+	// already simulated starts a re-simulation: a rollback steps the frames
+	// from its snapshot on, in order, up to the present.
 	Simulating(f Frame)
 	// Extrapolating is called with true before [Session.Extrapolate] steps
 	// the game by part of a frame, and with false once it has rendered and
-	// thrown the extrapolated state away.
+	// thrown the extrapolated state away. The session also calls it around
+	// each Game.Step that moves a snapshot forward in place over a frame
+	// simulated before with the same inputs (now final): Simulating is not
+	// called for those, and nothing in them is new.
 	Extrapolating(on bool)
 }
 
