@@ -146,6 +146,8 @@
 // push it past what the ring, the wire header or MaxRollback allow. The
 // default snapshot policy keeps two snapshots of the arena (INVERSUS) and
 // moves the older one forward inside its own region, so a rollback costs one
-// copy of the arena plus the frames re-simulated; docs/architecture.md gives
-// the invariants, the constant-cost alternative and the measurements.
+// copy of the arena plus the frames re-simulated; with three or more
+// machines a third snapshot stays at the settled frame, where the cut of a
+// proven equivocator may reach. docs/architecture.md gives the invariants,
+// the constant-cost alternative and the measurements.
 package rollback

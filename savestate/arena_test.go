@@ -3,8 +3,8 @@ package savestate_test
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"reflect"
+	"runtime"
 	"testing"
 	"unsafe"
 
