@@ -53,6 +53,23 @@ func newSnapArena(t *testing.T) (*savestate.Arena, savestate.Handle[snapState]) 
 	return a, h
 }
 
+// savedSnapshots returns snapshots using slots slots, slot i saved at
+// frame saved[i] (-1: none), and a finalLog on their arena, whose live
+// state is a present about to be replaced.
+func savedSnapshots(t *testing.T, slots int, saved []Frame) (*snapshots, *finalLog) {
+	t.Helper()
+	a, h := newSnapArena(t)
+	sn := &snapshots{arena: a, slots: slots, interval: 10, on: true}
+	for i, f := range saved {
+		if f >= 0 {
+			*h.Get(a) = stateAt(f)
+			require.NoError(t, sn.save(i, f))
+		}
+	}
+	*h.Get(a) = snapState{Next: 99, Acc: -1}
+	return sn, &finalLog{arena: a, h: h}
+}
+
 // slots2 is the slots of a session without statements: two, the last unused.
 func slots2(b [2]backup) [savestate.Slots]backup {
 	var all [savestate.Slots]backup
@@ -152,16 +169,8 @@ func TestSnapshotsRestore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			a, h := newSnapArena(t)
-			sn := snapshots{arena: a, slots: 2, interval: 10, on: true}
-			for i, f := range tc.saved {
-				if f >= 0 {
-					*h.Get(a) = stateAt(f)
-					require.NoError(t, sn.save(i, f))
-				}
-			}
-			*h.Get(a) = snapState{Next: 99, Acc: -1} // the present, about to be replaced
-			run := &finalLog{arena: a, h: h}
+			sn, run := savedSnapshots(t, 2, tc.saved[:])
+			a, h := run.arena, run.h
 
 			r, err := sn.restore(tc.mis, tc.anchor, tc.anchor, run)
 			require.NoError(t, err)
@@ -227,16 +236,8 @@ func TestSnapshotsSettled(t *testing.T) {
 	}
 	for _, tc := range restores {
 		t.Run(tc.name, func(t *testing.T) {
-			a, h := newSnapArena(t)
-			sn := snapshots{arena: a, slots: savestate.Slots, interval: 10, on: true}
-			for i, f := range tc.saved {
-				if f >= 0 {
-					*h.Get(a) = stateAt(f)
-					require.NoError(t, sn.save(i, f))
-				}
-			}
-			*h.Get(a) = snapState{Next: 99, Acc: -1}
-			run := &finalLog{arena: a, h: h}
+			sn, run := savedSnapshots(t, savestate.Slots, tc.saved[:])
+			a, h := run.arena, run.h
 			r, err := sn.restore(tc.mis, tc.anchor, tc.settled, run)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, r)
