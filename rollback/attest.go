@@ -124,11 +124,12 @@ func (s *Session) pollStatements() Frame {
 
 // sendAttest sends peer i what the statements owe it, after its input
 // packet (our own statement carries no inputs: it has them from the
-// packets): our newest statement with our echo; our echo again when it
-// still wants a digest we echoed a while ago; proofs of equivocation it
-// has not acted on; and — when its echo of an interval we hold whole is
-// late or differs from ours — every statement we hold for that interval,
-// with its inputs.
+// packets): our newest statement with our echo; our echo alone when we
+// have new digests, and again when it still wants a digest we echoed a
+// while ago; proofs of equivocation it has not acted on; the statements
+// its echo says it lacks; and — when its echo of an interval we hold whole
+// is late or differs from ours — every statement we hold for that
+// interval, with its inputs.
 func (s *Session) sendAttest(i int) {
 	st, p := s.stmts, &s.stmts.peers[i]
 	if p.ownK < st.settled {
@@ -155,9 +156,10 @@ func (s *Session) sendAttest(i int) {
 	} else if st.done > p.echoEnd {
 		s.sendEcho(i, false)
 	}
-	// The peer's echo of an interval comes with its next statement, once
-	// it has every machine's: late a round trip, a margin and two
-	// intervals after we signed ours.
+	// The peer's echo of an interval goes as soon as it holds every
+	// machine's statement of it, a round trip and a margin after we signed
+	// ours; the two intervals more are from when it waited for the peer's
+	// next statement, and leave the targeted repair below its turn.
 	wait := rtt + lostMargin + 2*stmtFrames*frameDuration
 	self := s.peers[i].machine
 	for x := range st.machines {
@@ -188,7 +190,7 @@ func (s *Session) sendAttest(i int) {
 	if p.haveAt != 0 {
 		sent, aged := 0, false
 		for j, k := 0, p.wantFrom; j < p.haveN && sent < maxVerifiesPerCall; j, k = j+1, k+1 {
-			if k < st.settled || k > st.signed || p.haveAt-st.ownAt[int(uint32(k)%stmtKept)] < rtt+lostMargin {
+			if k < st.settled || k > st.signed || p.haveAt-st.ownAt[stmtSlot(k)] < rtt+lostMargin {
 				continue
 			}
 			aged = true
@@ -215,7 +217,7 @@ func (s *Session) sendAttest(i int) {
 	// may hold a shorter one, or another.
 	from := st.firstUnmatched(i)
 	for k := from; k < from+stmtRepair && k <= st.signed; k++ {
-		if s.now-st.ownAt[int(uint32(k)%stmtKept)] < wait {
+		if s.now-st.ownAt[stmtSlot(k)] < wait {
 			break
 		}
 		for x := range st.machines {

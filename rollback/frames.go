@@ -47,14 +47,13 @@ func (s *Session) step(resim bool) {
 
 // runFinal simulates frame f, every input of which is final, in the
 // arena's current region: the snapshots move a snapshot forward with it.
-// From the mispredicted frame of the rollback under way on, the frame is
-// new and the Observer is told of it, as of the re-simulation that goes
-// on from there; before it (or with no rollback: moving the oldest
-// snapshot up) the frame was simulated with the same inputs before, so
-// the Observer is not told of it and hears nothing from it.
-func (s *Session) runFinal(f Frame) {
+// A frame with news (from a rollback's mispredicted frame on) is told to
+// the Observer, as the re-simulation that goes on from there; one
+// simulated again with the same inputs is not, and nothing is heard from
+// it.
+func (s *Session) runFinal(f Frame, news bool) {
 	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
-	if f >= s.snapsMis || s.obs == nil {
+	if news || s.obs == nil {
 		s.simulate(f, true, true)
 		return
 	}
@@ -88,9 +87,7 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 func (s *Session) rollback(mis, next Frame) (int, error) {
 	target := s.frame
 	anchor, settled := s.anchors(next)
-	s.snapsMis = mis
 	r, err := s.snaps.restore(mis, min(anchor, target), min(settled, target), s)
-	s.snapsMis = noFrame
 	if err != nil {
 		return 0, err
 	}

@@ -32,22 +32,21 @@ type Session struct {
 	now    time.Duration // the clock, read once per call
 	frame  Frame         // the next frame to simulate
 
-	inputs   inputRing
-	snaps    snapshots
-	snapsMis Frame // during a rollback's restore, its mispredicted frame; noFrame otherwise
-	peers    []peer
-	gov      *advantage.Governor
-	lag      inputLag
-	sums     *checksums  // nil: no desync checksums
-	stmts    *statements // nil: fewer than three machines, or lockstep
-	sync     *syncCheck  // nil: not in sync-test mode
-	ls       *lockstep   // nil: rollback mode
-	proto    protocol
-	start    starter
-	sent     frameTimes // when each local frame first went out
-	simmed   frameTimes // when each frame was first simulated
-	io       codec
-	out      recording
+	inputs inputRing
+	snaps  snapshots
+	peers  []peer
+	gov    *advantage.Governor
+	lag    inputLag
+	sums   *checksums  // nil: no desync checksums
+	stmts  *statements // nil: fewer than three machines, or lockstep
+	sync   *syncCheck  // nil: not in sync-test mode
+	ls     *lockstep   // nil: rollback mode
+	proto  protocol
+	start  starter
+	sent   frameTimes // when each local frame first went out
+	simmed frameTimes // when each frame was first simulated
+	io     codec
+	out    recording
 
 	frameLimit Frame    // MaxFrame; lower in tests
 	starving   starving // since EventStarved: who we wait for, since when
@@ -90,7 +89,6 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	lockstepMode := cfg.Mode == LockstepMode
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
-	s.snapsMis = noFrame
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)

@@ -14,8 +14,10 @@ type backup struct {
 
 // finalRunner simulates frame f with its final inputs in the arena's
 // current region: the snapshots use it to move a snapshot forward in place.
+// news says whether f is simulated with other inputs than before (at or
+// after a rollback's mispredicted frame), or again with the same ones.
 type finalRunner interface {
-	runFinal(f Frame)
+	runFinal(f Frame, news bool)
 }
 
 // snapshots owns the arena's snapshot slots and the snapshot policy: when
@@ -149,7 +151,7 @@ func (sn *snapshots) restore(mis, anchor, settled Frame, run finalRunner) (resto
 		}
 	}
 	if to > r.from {
-		if err := sn.advance(r.slot, to, run); err != nil {
+		if err := sn.advance(r.slot, to, mis, run); err != nil {
 			return r, err
 		}
 	}
@@ -168,13 +170,14 @@ func (sn *snapshots) restore(mis, anchor, settled Frame, run finalRunner) (resto
 }
 
 // advance steps the snapshot in slot forward to frame to, inside the
-// snapshot's own region, without a second copy of the arena.
-func (sn *snapshots) advance(slot int, to Frame, run finalRunner) error {
+// snapshot's own region, without a second copy of the arena; the frames
+// from mis on are news (noFrame: none).
+func (sn *snapshots) advance(slot int, to, mis Frame, run finalRunner) error {
 	if err := sn.arena.Enter(slot); err != nil {
 		return fmt.Errorf("%w: %v", errSnapshot, err)
 	}
 	for f := sn.backups[slot].frame; f < to; f++ {
-		run.runFinal(f)
+		run.runFinal(f, f >= mis)
 	}
 	sn.arena.Leave()
 	sn.steps += int64(to - sn.backups[slot].frame)
@@ -197,7 +200,7 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 		}
 	}
 	if sn.backups[keep].frame < anchor {
-		return sn.advance(keep, anchor, run)
+		return sn.advance(keep, anchor, noFrame, run)
 	}
 	return nil
 }

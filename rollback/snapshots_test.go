@@ -34,7 +34,7 @@ type finalLog struct {
 	bad    bool // a frame was run on a state that was not at its start
 }
 
-func (r *finalLog) runFinal(f Frame) {
+func (r *finalLog) runFinal(f Frame, _ bool) {
 	r.frames = append(r.frames, f)
 	s := r.h.Get(r.arena) // fetched each step: the region changes with Enter
 	if s.Next != int32(f) {

@@ -25,7 +25,7 @@ import (
 // whose echo is late or differs. Two valid statements of one machine that
 // disagree on a frame are proof, which no liar can forge against an honest
 // machine: every machine that holds them disconnects the equivocator from
-// the first frame of that interval. No frame is final (the anchor) before
+// the first frame of that interval. No frame is final (settled) before
 // every machine's statements for it are held and every live peer has
 // echoed the same digest, so that every honest machine can still roll
 // back to that frame.
@@ -42,6 +42,9 @@ const stmtKept = ringSize / stmtFrames
 // intervals past its frontier, so our digests reach at most 2×stmtKept
 // intervals past it.
 const digestsKept = 2 * stmtKept
+
+// stmtSlot is the slot of interval k's statements, echoes and signing time.
+func stmtSlot(k int32) int { return int(uint32(k) % stmtKept) }
 
 // digestSlot is the slot of interval k's digest.
 func digestSlot(k int32) int { return int(uint32(k) % digestsKept) }
@@ -91,7 +94,7 @@ func (st *statements) wait(x int, k int32, n int, sig []byte) {
 	if k < st.settled || k >= st.settled+stmtKept || len(sig) != wire.SignatureSize {
 		return
 	}
-	w := &st.waiting[x][int(uint32(k)%stmtKept)]
+	w := &st.waiting[x][stmtSlot(k)]
 	if w.ok && w.k == k && w.n >= n {
 		return
 	}
@@ -269,7 +272,7 @@ func (st *statements) keysAgreed() bool {
 // slot returns machine x's held statement of interval k, and its inputs
 // (frames × players).
 func (st *statements) slot(x int, k int32) (*held, []uint64) {
-	s := int(uint32(k) % stmtKept)
+	s := stmtSlot(k)
 	per := stmtFrames * st.np[x]
 	return &st.slots[x][s], st.in[x][s*per : (s+1)*per]
 }
@@ -281,7 +284,7 @@ func (st *statements) holds(x int, k int32) (n int, in []uint64, sig *[wire.Sign
 	if h.k != k || h.n == 0 {
 		return 0, nil, nil
 	}
-	return h.n, in[:h.n*st.np[x]], &st.sigs[x][int(uint32(k)%stmtKept)]
+	return h.n, in[:h.n*st.np[x]], &st.sigs[x][stmtSlot(k)]
 }
 
 // expect returns the input machine x's statements say player j (its
@@ -310,11 +313,11 @@ func (st *statements) signBytes(x int, k int32, inputs []uint64) []byte {
 func (st *statements) sign(k int32, inputs []uint64, now time.Duration) {
 	h, in := st.slot(st.me, k)
 	if h.k != k {
-		st.ownAt[int(uint32(k)%stmtKept)] = now
+		st.ownAt[stmtSlot(k)] = now
 	}
 	*h = held{k: k, n: len(inputs) / st.np[st.me]}
 	copy(in, inputs)
-	copy(st.sigs[st.me][int(uint32(k)%stmtKept)][:], ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
+	copy(st.sigs[st.me][stmtSlot(k)][:], ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
 	st.dirty = true
 }
 
@@ -390,7 +393,7 @@ func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask 
 	}
 	*h = held{k: k, n: n}
 	copy(in, inputs)
-	copy(st.sigs[x][int(uint32(k)%stmtKept)][:], sig)
+	copy(st.sigs[x][stmtSlot(k)][:], sig)
 	st.dirty = true
 	return stmtNew
 }
@@ -490,7 +493,7 @@ func (st *statements) echoed(i int, want uint32, have []byte, from uint32, diges
 		if k < int64(st.settled) || k >= int64(st.settled)+stmtKept {
 			continue
 		}
-		s := int(k % stmtKept)
+		s := stmtSlot(int32(k))
 		p.echoK[s] = int32(k)
 		copy(p.echo[s][:], digests[j:])
 	}
@@ -498,7 +501,7 @@ func (st *statements) echoed(i int, want uint32, have []byte, from uint32, diges
 
 // matches reports whether peer i echoed our digest of interval k.
 func (st *statements) matches(i int, k int32) bool {
-	s := int(uint32(k) % stmtKept)
+	s := stmtSlot(k)
 	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[digestSlot(k)]
 }
 
@@ -520,8 +523,8 @@ func (st *statements) holding(dst []byte, k int32) []byte {
 
 // echoStart returns the first interval of our next echo to peer i: the
 // first it wants, as far as our digests reach back — settled ones too: it
-// may have matched ours before we matched its, and wait for our echo of an
-// interval we settled (it once waited for ever).
+// may have matched ours before we matched its, and still wait for our echo
+// of an interval we settled.
 func (st *statements) echoStart(i int) int32 {
 	return max(st.peers[i].wantFrom, st.done-digestsKept, 0)
 }
