@@ -422,3 +422,42 @@ func (a *Arena) put32(off int, v uint32) {
 	b := a.reg[off : off+4]
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
+
+// ErrState is returned by [Arena.Load] for bytes that are not a state of
+// this arena.
+var ErrState = errors.New("savestate: not a state of this arena")
+
+// Load replaces the live region's state with b, the [Arena.Bytes] of an
+// arena whose game allocated the same types (another machine's state, sent
+// to a machine joining a match in progress). b is a claim, not a fact: it
+// is checked first — the header, every allocation record's type (known to
+// this arena, with its size) — and an error wrapping [ErrState] leaves the
+// live region as it was. Load fails with [ErrEntered] inside Enter or Fork.
+func (a *Arena) Load(b []byte) error {
+	if !a.live() {
+		return ErrEntered
+	}
+	if len(b) < headerSize || len(b) > a.size || len(b)%align != 0 {
+		return fmt.Errorf("%w: %d bytes (this arena holds %d)", ErrState, len(b), a.size)
+	}
+	if le32(b) != magic || int(le32(b[4:])) != len(b) {
+		return fmt.Errorf("%w: bad header", ErrState)
+	}
+	off := headerSize
+	for off < len(b) {
+		if off+recordSize > len(b) {
+			return fmt.Errorf("%w: truncated record at byte %d", ErrState, off)
+		}
+		ti, size := int(le32(b[off:])), int(le32(b[off+4:]))
+		if ti >= len(a.types) || uintptr(size) != a.types[ti].Size() {
+			return fmt.Errorf("%w: allocation at byte %d of a type this arena never allocated", ErrState, off)
+		}
+		data := off + recordSize
+		if data+size > len(b) {
+			return fmt.Errorf("%w: allocation at byte %d overruns the state", ErrState, off)
+		}
+		off = roundUp(data+size, align)
+	}
+	copy(a.mem, b)
+	return nil
+}

@@ -361,3 +361,50 @@ func TestAllocZeroSize(t *testing.T) {
 	assert.ErrorIs(t, err, savestate.ErrFull, "no room for another record")
 	assert.Equal(t, "", a.FieldPath(63))
 }
+
+// TestLoad: another arena's state with the same allocations loads whole;
+// anything else is refused and leaves the live region as it was.
+func TestLoad(t *testing.T) {
+	newWorld := func() (*savestate.Arena, *world) {
+		a, err := savestate.New(4096)
+		require.NoError(t, err)
+		h, err := savestate.Alloc[world](a)
+		require.NoError(t, err)
+		_, err = savestate.Alloc[[3]int64](a)
+		require.NoError(t, err)
+		return a, h.Get(a)
+	}
+	src, sw := newWorld()
+	sw.Frame, sw.Ships[2].Score = 41, 7
+	dst, dw := newWorld()
+	dw.Frame = 3
+	require.NoError(t, dst.Load(src.Bytes()))
+	assert.Equal(t, src.Bytes(), dst.Bytes())
+	assert.Equal(t, int32(41), dw.Frame)
+	assert.Equal(t, int16(7), dw.Ships[2].Score)
+
+	good := append([]byte(nil), src.Bytes()...)
+	dw.Frame = 5
+	bad := map[string][]byte{
+		"empty":     nil,
+		"truncated": good[:len(good)-8],
+		"odd size":  good[:len(good)-1],
+		"magic":     append([]byte{0}, good[1:]...),
+		"too large": make([]byte, 8192),
+	}
+	unknown := append([]byte(nil), good...)
+	unknown[16] = 9 // the first record's type index
+	bad["unknown type"] = unknown
+	resized := append([]byte(nil), good...)
+	resized[20]++ // the first record's size
+	bad["wrong size"] = resized
+	for name, b := range bad {
+		err := dst.Load(b)
+		assert.ErrorIs(t, err, savestate.ErrState, name)
+		assert.Equal(t, int32(5), dw.Frame, "%s: the live region is unchanged", name)
+	}
+	require.NoError(t, dst.Save(0))
+	require.NoError(t, dst.Enter(0))
+	assert.ErrorIs(t, dst.Load(good), savestate.ErrEntered)
+	dst.Leave()
+}

@@ -179,12 +179,14 @@ type LinkStats struct {
 type Network struct {
 	now   time.Duration
 	prof  Profile
-	nodes []node
-	links []link // from*n + to
+	nodes []*node
+	links [][]*link // [from][to]
+	base  int       // the nodes New made: their links' random streams are from*base + to
 	pool  [][]byte
 	seq   uint64
 
 	reliable bool // Reliable: every link is a TCP model
+	seed     uint64
 
 	// Tap, if set, is called with every datagram a node gives to Send
 	// (before the link decides its fate, so lost ones too), never with an
@@ -278,22 +280,47 @@ type packet struct {
 // New returns a network of n nodes (2 to 64) whose links all follow p,
 // seeded with seed.
 func New(n int, seed uint64, p Profile) (*Network, error) {
-	if n < 1 || n > 64 {
+	if n < 1 || n > maxNodes {
 		return nil, fmt.Errorf("%w: %d", ErrNodes, n)
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
-	nw := &Network{prof: p.withDefaults(), nodes: make([]node, n), links: make([]link, n*n)}
-	for i := range nw.nodes {
-		nw.nodes[i].ep = Endpoint{nw: nw, id: i}
-		nw.nodes[i].queue.Less = packetBefore
-	}
-	for i := range nw.links {
-		nw.links[i].imp = Impairer{prof: nw.prof, rng: rand.New(rand.NewPCG(seed, uint64(i)+0x9e3779b97f4a7c15))}
+	nw := &Network{prof: p.withDefaults(), base: n, seed: seed}
+	for range n {
+		nw.AddNode()
 	}
 	return nw, nil
 }
+
+// AddNode adds a node to the network (a machine joining later: a
+// spectator) and returns its index, or -1 when the network already has 64.
+// The links between the nodes New made keep their random streams, so
+// adding a node never changes the fate of their packets.
+func (nw *Network) AddNode() int {
+	n := len(nw.nodes)
+	if n == maxNodes {
+		return -1
+	}
+	nd := &node{ep: Endpoint{nw: nw, id: n}}
+	nd.queue.Less = packetBefore
+	nw.nodes = append(nw.nodes, nd)
+	nw.links = append(nw.links, nil)
+	for from := range nw.links {
+		for len(nw.links[from]) <= n {
+			to := len(nw.links[from])
+			stream := uint64(from*nw.base + to)
+			if from >= nw.base || to >= nw.base {
+				stream = 1<<32 + uint64(from*maxNodes+to)
+			}
+			nw.links[from] = append(nw.links[from], &link{imp: Impairer{prof: nw.prof, rng: rand.New(rand.NewPCG(nw.seed, stream+0x9e3779b97f4a7c15))}})
+		}
+	}
+	return n
+}
+
+// maxNodes bounds a network's nodes.
+const maxNodes = 64
 
 // Reliable makes every link a reliable, ordered byte stream over the same
 // lossy link: a model of TCP, for comparing it with UDP and redundancy
@@ -343,28 +370,36 @@ func (nw *Network) Endpoint(i int) *Endpoint {
 	return &nw.nodes[i].ep
 }
 
+// Nodes returns the number of nodes.
+func (nw *Network) Nodes() int { return len(nw.nodes) }
+
 // Link returns the statistics of the link from node from to node to.
 func (nw *Network) Link(from, to int) LinkStats {
 	if from < 0 || to < 0 || from >= len(nw.nodes) || to >= len(nw.nodes) {
 		return LinkStats{}
 	}
-	return nw.links[from*len(nw.nodes)+to].stats
+	return nw.links[from][to].stats
 }
 
 // Total returns the sum of every link's statistics.
 func (nw *Network) Total() LinkStats {
 	var t LinkStats
-	for _, l := range nw.links {
-		s := l.stats
-		t.Sent += s.Sent
-		t.Bytes += s.Bytes
-		t.Delivered += s.Delivered
-		t.Lost += s.Lost
-		t.Duplicated += s.Duplicated
-		t.Reordered += s.Reordered
-		t.Injected += s.Injected
+	for _, row := range nw.links {
+		for _, l := range row {
+			t.add(l.stats)
+		}
 	}
 	return t
+}
+
+func (t *LinkStats) add(s LinkStats) {
+	t.Sent += s.Sent
+	t.Bytes += s.Bytes
+	t.Delivered += s.Delivered
+	t.Lost += s.Lost
+	t.Duplicated += s.Duplicated
+	t.Reordered += s.Reordered
+	t.Injected += s.Injected
 }
 
 func (nw *Network) send(from, to int, b []byte) error {
@@ -374,7 +409,7 @@ func (nw *Network) send(from, to int, b []byte) error {
 	if nw.Tap != nil {
 		nw.Tap(from, to, b)
 	}
-	l := &nw.links[from*len(nw.nodes)+to]
+	l := nw.links[from][to]
 	l.stats.Sent++
 	l.stats.Bytes += len(b)
 	f := l.imp.Next(nw.now)
@@ -411,7 +446,7 @@ func (nw *Network) Inject(from, to int, b []byte) error {
 	if len(b) > MTU {
 		return ErrTooLarge
 	}
-	nw.links[from*len(nw.nodes)+to].stats.Injected++
+	nw.links[from][to].stats.Injected++
 	nw.enqueue(from, to, b, nw.prof.Latency, true)
 	return nil
 }
@@ -463,7 +498,7 @@ func (e *Endpoint) Receive(buf []byte) (n, peer int, ok bool) {
 	e.nw.pool = append(e.nw.pool, p.buf)
 	e.injected = p.injected
 	if !p.injected {
-		e.nw.links[p.from*len(e.nw.nodes)+e.id].stats.Delivered++
+		e.nw.links[p.from][e.id].stats.Delivered++
 	}
 	peer = p.from
 	if peer > e.id {

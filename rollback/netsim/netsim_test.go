@@ -220,3 +220,48 @@ func TestReliable(t *testing.T) {
 	assert.Greater(t, blocked, 5*lost, "head-of-line blocking: each loss holds back the packets behind it")
 	assert.Zero(t, nw.Link(0, 1).Duplicated)
 }
+
+// TestAddNode: a node added later talks to the others like any node, and
+// the links between the first nodes keep their fates: the same seed gives
+// them the same losses and delays with or without the newcomer's traffic.
+func TestAddNode(t *testing.T) {
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	run := func(add bool) []string {
+		nw, err := netsim.New(2, 7, p)
+		require.NoError(t, err)
+		var out []string
+		buf := make([]byte, netsim.MTU)
+		for i := range 600 {
+			if add && i == 100 {
+				require.Equal(t, 2, nw.AddNode())
+				require.Equal(t, 3, nw.Nodes())
+			}
+			require.NoError(t, nw.Endpoint(0).Send(0, []byte{0, byte(i), byte(i >> 8)}))
+			if nw.Nodes() == 3 {
+				require.NoError(t, nw.Endpoint(2).Send(0, []byte{2, byte(i), byte(i >> 8)})) // to node 0
+				require.NoError(t, nw.Endpoint(0).Send(1, []byte{9}))                         // to node 2
+			}
+			nw.Advance(tick)
+			for {
+				m, peer, ok := nw.Endpoint(1).Receive(buf)
+				if !ok {
+					break
+				}
+				out = append(out, fmt.Sprintf("t%d from %d: % x", i, peer, buf[:m]))
+			}
+			for node := 0; node < nw.Nodes(); node += 2 {
+				for _, _, ok := nw.Endpoint(node).Receive(buf); ok; _, _, ok = nw.Endpoint(node).Receive(buf) {
+				}
+			}
+		}
+		if add {
+			assert.Positive(t, nw.Link(2, 0).Delivered, "the added node's packets arrive")
+			assert.Positive(t, nw.Link(0, 2).Delivered)
+		}
+		return out
+	}
+	without := run(false)
+	assert.NotEmpty(t, without)
+	assert.Equal(t, without, run(true))
+}

@@ -237,3 +237,35 @@ func unhex(t *testing.T, s string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+func FuzzWatch(f *testing.F) {
+	fuzzControl(f, &wire.Watch{State: 1200, Have: 3, Mask: 0b101, Next: -1})
+}
+func FuzzSnap(f *testing.F) {
+	fuzzControl(f, &wire.Snap{Frame: 1200, Size: 65536, Sum: 0xfeedface, Total: 9000, Piece: 2, Data: []byte("piece")})
+}
+
+// TestJoinMessagesFit: the longest Watch and a full Snap fit a control
+// body.
+func TestJoinMessagesFit(t *testing.T) {
+	for _, m := range []wire.Control{
+		&wire.Watch{State: 1<<31 - 1, Have: wire.MaxSnapPieces, Mask: 1<<64 - 1, Next: 1<<31 - 1},
+		&wire.Snap{Frame: 1<<31 - 1, Size: 1<<32 - 1, Sum: 1<<64 - 1, Total: wire.MaxSnapPieces * wire.MaxSnapData,
+			Piece: wire.MaxSnapPieces - 1, Data: make([]byte, wire.MaxSnapData)},
+	} {
+		b, err := wire.AppendControl(nil, m)
+		require.NoError(t, err)
+		assert.LessOrEqual(t, len(b), wire.MaxControlSize)
+		assert.Less(t, len(b)+wire.SealOverhead, 1200)
+	}
+	for name, m := range map[string]wire.Control{
+		"piece past the last": &wire.Snap{Piece: wire.MaxSnapPieces},
+		"negative frame":      &wire.Snap{Frame: -1},
+		"state below -1":      &wire.Watch{State: -2},
+		"too many pieces":     &wire.Watch{Have: wire.MaxSnapPieces + 1},
+	} {
+		b, err := wire.AppendControl(nil, m)
+		require.NoError(t, err)
+		assert.ErrorIs(t, wire.ParseControl(b, m), wire.ErrMalformed, name)
+	}
+}

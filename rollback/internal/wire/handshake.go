@@ -48,7 +48,7 @@ type Handshake struct {
 	Echo      uint64
 	Key       [KeySize]byte
 	Terms     Terms
-	Local     []uint8 // the sender's own players, ascending: who it is
+	Local     []uint8 // the sender's own players, ascending: who it is (none: a spectator)
 }
 
 // Terms are everything the machines of a match must agree on. They travel
@@ -154,9 +154,6 @@ func ParseHandshake(b []byte, m *Handshake, auth *HandshakeAuth) error {
 	terms := m.Terms
 	terms.parse(&r)
 	local := r.bin(MaxPlayers)
-	if r.err == nil && len(local) == 0 {
-		r.fail(errTerms)
-	}
 	signed := len(b) - len(r.b)
 	tag := r.bin(HandshakeAuthSize)
 	switch {

@@ -35,6 +35,12 @@ func TestHandshakeRoundTrip(t *testing.T) {
 		var back wire.Handshake
 		require.NoError(t, wire.ParseHandshake(b[1:], &back, a))
 		assert.Equal(t, h, back)
+
+		h.Local = []uint8{} // a spectator's: no players
+		b, err = wire.AppendHandshake(nil, &h, a)
+		require.NoError(t, err)
+		require.NoError(t, wire.ParseHandshake(b, &back, a))
+		assert.Empty(t, back.Local)
 	}
 }
 
@@ -106,7 +112,6 @@ func TestHandshakeExact(t *testing.T) {
 		{"owners not one per player", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c40100" + "c403030808" + "01" + "3c" + "d101f4" + "c3" + local + "c400"},
 		{"empty layout", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c4020001" + "c400" + "01" + "3c" + "d101f4" + "c3" + local + "c400"},
 		{"int for start delay", "02" + "98" + "02" + "2a" + "01" + "02" + key + "97" + "02" + "c4020001" + "c403030808" + "01" + "3c" + "d101f4" + "01" + local + "c400"},
-		{"no local players", "02" + "98" + "02" + "2a" + "01" + "02" + key + terms + "c400" + "c400"},
 		{"trailing byte", hex.EncodeToString(good) + "00"},
 		{"truncated", hex.EncodeToString(good[:len(good)-1])},
 		{"sealed kind", "12" + hex.EncodeToString(good[1:])},

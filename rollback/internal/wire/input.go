@@ -60,6 +60,10 @@ func (k Kind) String() string {
 		return "keys"
 	case KindAttest:
 		return "attest"
+	case KindWatch:
+		return "watch"
+	case KindSnap:
+		return "snap"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}
