@@ -186,6 +186,19 @@ type Config struct {
 	// in rollback mode and -1 in lockstep; -1 resends every unacknowledged
 	// frame in every packet (INVERSUS, Gaffer).
 	RedundantFrames int
+	// MaxSpectators is how many spectators this machine serves directly
+	// (a [Spectator] that names it as its source), at any time in the
+	// match; 0 means none. Spectators reach it through the Transport's
+	// peer indexes from len(Peers) on (udp.Transport.AcceptGuests), are
+	// authenticated like peers (the same SessionID and Secret), and never
+	// affect the match: each is sent the state at a final frame and then
+	// the final inputs, and sends back only acknowledgements. More
+	// spectators join through spectators that relay
+	// (SpectatorConfig.MaxSpectators).
+	MaxSpectators int
+	// TransferRate paces the state sent to each joining spectator, in
+	// bytes a second; 0 means DefaultTransferRate (about 120 KB/s).
+	TransferRate int
 	// SyncTest, when positive, turns on sync-test mode: every frame the
 	// session rolls back SyncTest frames (at most MaxRollback), re-simulates
 	// them and compares checksums of the arena with the first simulation.
@@ -316,6 +329,15 @@ func (c *Config) validateTuning() error {
 	}
 	if len(c.Secret) > 0 && len(c.Secret) < 16 {
 		return cfgErr("Secret", "%d bytes (want at least 16, or none)", len(c.Secret))
+	}
+	if c.MaxSpectators < 0 || c.MaxSpectators > maxGuests {
+		return cfgErr("MaxSpectators", "%d (want 0 to %d)", c.MaxSpectators, maxGuests)
+	}
+	if c.TransferRate < 0 {
+		return cfgErr("TransferRate", "negative rate %d", c.TransferRate)
+	}
+	if c.MaxSpectators > 0 && (c.Transport == nil || c.SyncTest > 0) {
+		return cfgErr("MaxSpectators", "%d spectators need a Transport (and no sync test)", c.MaxSpectators)
 	}
 	if c.SyncTest > 0 && len(c.Peers) > 0 {
 		return cfgErr("SyncTest", "sync-test mode needs every player local (%d peers given)", len(c.Peers))

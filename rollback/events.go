@@ -66,6 +66,22 @@ const (
 	// (docs/security.md); the game may tell the player, report the peer
 	// to its servers, or end the match. Frame: the next frame to simulate.
 	EventSuspect // suspect
+	// EventSpectatorJoined: a spectator completed the handshake with this
+	// machine, which now serves it (Config.MaxSpectators). Peer: its
+	// Transport index. Frame: the next frame to simulate.
+	EventSpectatorJoined // spectator-joined
+	// EventSpectatorLeft: a spectator this machine served left, went
+	// silent for DisconnectTimeout, or fell further behind than the
+	// machine keeps inputs for. Peer: its Transport index. Frame: the
+	// next frame to simulate.
+	EventSpectatorLeft // spectator-left
+	// EventJoined: a Spectator has the state it starts from. Frame: that
+	// state's frame, the first it simulates.
+	EventJoined // joined
+	// EventCaughtUp: a Spectator has caught up: it is as close to its
+	// source's newest frame as its Delay allows. Frame: the next frame it
+	// simulates.
+	EventCaughtUp // caught-up
 )
 
 // ForgeryAlarm is how many datagrams failing the MAC check within a second

@@ -165,8 +165,8 @@ func (s *Session) ringLow() Frame {
 			low = min(low, s.peers[i].progress.ack)
 		}
 	}
-	if s.out.rec != nil {
-		low = min(low, s.out.recorded) // frames not yet given to the Recorder
+	if s.out.rec != nil || s.aud != nil {
+		low = min(low, s.out.recorded) // frames not yet given to the Recorder or the spectators
 	}
 	return low
 }
@@ -239,23 +239,54 @@ func (s *Session) blameRing(low Frame) int {
 // record gives the Recorder every frame that has become final: simulated,
 // and before the anchor, so that no rollback can change its inputs.
 func (s *Session) record() {
-	if (s.out.rec == nil && s.out.log == nil) || s.out.recorded >= s.frame {
+	if (s.out.rec == nil && s.out.log == nil && s.aud == nil) || s.out.recorded >= s.frame {
 		return
 	}
 	end := min(s.anchor(s.frame), s.frame)
 	if s.out.log != nil && end > s.out.recorded {
 		s.out.log.Final(s.now, int(end))
 	}
-	if s.out.rec == nil {
+	if s.out.rec == nil && s.aud == nil {
 		s.out.recorded = max(s.out.recorded, end)
 		return
 	}
 	for ; s.out.recorded < end; s.out.recorded++ {
-		f := s.out.recorded
-		s.inputs.inputsFor(f, s.out.in[:s.roster.players])
-		s.out.rec.Confirmed(f, s.out.in[:s.roster.players])
+		f, in := s.out.recorded, s.out.in[:s.roster.players]
+		s.inputs.inputsFor(f, in)
+		if s.out.rec != nil {
+			s.out.rec.Confirmed(f, in)
+		}
+		if s.aud != nil {
+			s.aud.feed.add(in)
+		}
 	}
 }
+
+// joinState gives the audience the newest snapshot whose frame is final,
+// or the live state when every frame simulated is (lockstep without
+// snapshots): a stateSource.
+func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
+	if !s.proto.started {
+		return 0, dst, false
+	}
+	final := min(s.anchor(s.frame), s.frame)
+	if !s.snaps.on {
+		if final < s.frame {
+			return 0, dst, false
+		}
+		return s.frame, append(dst, s.snaps.arena.Bytes()...), true
+	}
+	slot := s.snaps.newest(final)
+	if slot < 0 || s.snaps.arena.Enter(slot) != nil {
+		return 0, dst, false
+	}
+	dst = append(dst, s.snaps.arena.Bytes()...)
+	s.snaps.arena.Leave()
+	return s.snaps.backups[slot].frame, dst, true
+}
+
+// emitGuest reports a spectator's arrival or departure (a stateSource).
+func (s *Session) emitGuest(k EventKind, idx int) { s.emit(k, s.frame, idx) }
 
 func (s *Session) arenaSum() uint64 { return xxhash.Sum64(s.snaps.arena.Bytes()) }
 

@@ -169,25 +169,39 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		}
 		return taken
 	}
-	k := &s.proto.keys
-	send, recv, err := k.share.Keys(wire.Link{Session: s.proto.sessionID, Ours: k.nonce, Theirs: h.Nonce,
-		TheirKey: h.Key, Digest: k.digest, Secret: k.secret})
+	seal, open, err := s.proto.keys.link(s.proto.sessionID, h.Nonce, h.Key)
 	if err != nil {
 		return dropped // a key no honest peer sends
 	}
-	a.nonce, a.seal, a.open = h.Nonce, wire.NewSealer(send), wire.NewOpener(recv)
+	a.nonce, a.seal, a.open = h.Nonce, seal, open
 	a.replyHS = true // it needs our echo of its nonce to pin us
 	l := &s.peers[i].link
 	l.lastQuality = s.now - s.proto.qualityEvery // ping at once: the start delay needs the round trip
 	return taken
 }
 
+// appendHandshake appends our handshake for session, echoing echo, to
+// b; m is its scratch.
+func (k *keyring) appendHandshake(b []byte, m *wire.Handshake, session, echo uint64) ([]byte, error) {
+	*m = wire.Handshake{Version: wire.Version, SessionID: session, Nonce: k.nonce, Echo: echo,
+		Key: k.share.Public(), Terms: k.terms, Local: k.local}
+	return wire.AppendHandshake(b, m, k.auth)
+}
+
+// link derives the keys of our link with the machine whose handshake for
+// session carried nonce and key, under our terms' digest.
+func (k *keyring) link(session, nonce uint64, key [wire.KeySize]byte) (*wire.Sealer, *wire.Opener, error) {
+	send, recv, err := k.share.Keys(wire.Link{Session: session, Ours: k.nonce, Theirs: nonce,
+		TheirKey: key, Digest: k.digest, Secret: k.secret})
+	if err != nil {
+		return nil, nil, err
+	}
+	return wire.NewSealer(send), wire.NewOpener(recv), nil
+}
+
 // sendHandshake sends peer i our handshake, echoing echo.
 func (s *Session) sendHandshake(i int, echo uint64) {
-	k := &s.proto.keys
-	s.io.hs = wire.Handshake{Version: wire.Version, SessionID: s.proto.sessionID, Nonce: k.nonce, Echo: echo,
-		Key: k.share.Public(), Terms: k.terms, Local: k.local}
-	b, err := wire.AppendHandshake(s.io.sendBuf[:0], &s.io.hs, k.auth)
+	b, err := s.proto.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.proto.sessionID, echo)
 	if err != nil {
 		s.stats.SendErrors++
 		return

@@ -29,6 +29,9 @@ func (s *Session) receive() Frame {
 	if s.stmts != nil {
 		s.stmts.newCall()
 	}
+	if s.aud != nil {
+		s.aud.newCall()
+	}
 	for {
 		n, peer, ok := s.tr.Receive(buf)
 		if !ok {
@@ -36,6 +39,12 @@ func (s *Session) receive() Frame {
 		}
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += int64(n)
+		if peer >= len(s.peers) && s.aud != nil {
+			if !s.aud.receive(peer, buf[:min(n, len(buf))], s.now, s) {
+				s.stats.PacketsInvalid++
+			}
+			continue
+		}
 		if peer < 0 || peer >= len(s.peers) {
 			s.stats.PacketsInvalid++
 			continue

@@ -85,6 +85,9 @@ const gossipCountEvery = 4
 // the start protocol, pings, checksums, then the local inputs it has not
 // acknowledged.
 func (s *Session) send() {
+	if s.aud != nil {
+		s.aud.send(s.now, s)
+	}
 	if len(s.peers) == 0 {
 		return
 	}

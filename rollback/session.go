@@ -41,6 +41,7 @@ type Session struct {
 	stmts  *statements // nil: fewer than three machines, or lockstep
 	sync   *syncCheck  // nil: not in sync-test mode
 	ls     *lockstep   // nil: rollback mode
+	aud    *audience   // nil: no spectators (Config.MaxSpectators)
 	proto  protocol
 	start  starter
 	sent   frameTimes // when each local frame first went out
@@ -119,7 +120,7 @@ func NewSession(cfg Config) (*Session, error) {
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
 		s.sums = newChecksums(Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery)), cfg.ChecksumData, len(s.peers))
 	}
-	if len(cfg.Peers) > 0 {
+	if len(cfg.Peers) > 0 || cfg.MaxSpectators > 0 {
 		r := cfg.Rand
 		if r == nil {
 			r = rand.Reader
@@ -139,7 +140,11 @@ func NewSession(cfg Config) (*Session, error) {
 				return nil, err
 			}
 			s.snaps.slots = savestate.Slots // one kept at the settled frame
-
+		}
+		if cfg.MaxSpectators > 0 {
+			f := newFeed(cfg.Players)
+			s.aud = newAudience(cfg.MaxSpectators, cfg.TransferRate, &s.proto.keys, s.proto.sessionID, s.tr, &f,
+				s.proto.interruptAfter, s.proto.disconnectAfter)
 		}
 	}
 	if s.snaps.on {
@@ -239,6 +244,11 @@ func (s *Session) Stats() Stats {
 	st.Frame, st.ConfirmedFrame = s.frame, s.ConfirmedFrame()
 	st.InputLag, st.Advantage, st.QueuedStalls = s.lag.delay, s.gov.Advantage(), s.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
+	if s.aud != nil {
+		st.Spectators, st.SpectatorPackets, st.SpectatorBytes = s.aud.served(), s.aud.sent, s.aud.sentBytes
+		st.PacketsSent += s.aud.sent
+		st.BytesSent += s.aud.sentBytes
+	}
 	return st
 }
 
@@ -546,6 +556,9 @@ func (s *Session) Close() error {
 	}
 	s.now = s.clock.Now()
 	d := wire.Disconnect{Frame: int32(s.inputs.next[s.roster.local[0]])}
+	if s.aud != nil {
+		s.aud.close(s.now)
+	}
 	for i := range s.peers {
 		if s.peers[i].auth.verified && !s.peers[i].leave.disc {
 			for range 2 { // a second copy in case the first is lost

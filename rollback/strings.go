@@ -21,11 +21,15 @@ func _() {
 	_ = x[EventDesyncReport-11]
 	_ = x[EventForgery-12]
 	_ = x[EventSuspect-13]
+	_ = x[EventSpectatorJoined-14]
+	_ = x[EventSpectatorLeft-15]
+	_ = x[EventJoined-16]
+	_ = x[EventCaughtUp-17]
 }
 
-const _EventKind_name = "starvedresumedsync-test-failedconnectedrunningnetwork-interruptednetwork-resumeddisconnectedinput-lag-changeddesync-detecteddesync-reportforgerysuspect"
+const _EventKind_name = "starvedresumedsync-test-failedconnectedrunningnetwork-interruptednetwork-resumeddisconnectedinput-lag-changeddesync-detecteddesync-reportforgerysuspectspectator-joinedspectator-leftjoinedcaught-up"
 
-var _EventKind_index = [...]uint8{0, 7, 14, 30, 39, 46, 65, 80, 92, 109, 124, 137, 144, 151}
+var _EventKind_index = [...]uint8{0, 7, 14, 30, 39, 46, 65, 80, 92, 109, 124, 137, 144, 151, 167, 181, 187, 196}
 
 func (i EventKind) String() string {
 	idx := int(i) - 1

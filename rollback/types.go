@@ -192,6 +192,13 @@ type Stats struct {
 	// peer had already sent 64 in this call (a flood); also in that
 	// peer's PacketsDropped.
 	PacketsOverBudget int64
+
+	// Spectators is how many spectators this machine serves now
+	// (Config.MaxSpectators); SpectatorPackets and SpectatorBytes count
+	// what it sent them (also in PacketsSent and BytesSent).
+	Spectators       int
+	SpectatorPackets int64
+	SpectatorBytes   int64
 }
 
 // PeerStats are one peer's network statistics.

@@ -240,7 +240,7 @@ func TestAddNode(t *testing.T) {
 			require.NoError(t, nw.Endpoint(0).Send(0, []byte{0, byte(i), byte(i >> 8)}))
 			if nw.Nodes() == 3 {
 				require.NoError(t, nw.Endpoint(2).Send(0, []byte{2, byte(i), byte(i >> 8)})) // to node 0
-				require.NoError(t, nw.Endpoint(0).Send(1, []byte{9}))                         // to node 2
+				require.NoError(t, nw.Endpoint(0).Send(1, []byte{9}))                        // to node 2
 			}
 			nw.Advance(tick)
 			for {

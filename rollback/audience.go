@@ -1,0 +1,466 @@
+package rollback
+
+import (
+	"bytes"
+	"compress/flate"
+	"slices"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file serves spectators (docs/protocol.md, "Spectators"): a player
+// machine (Config.MaxSpectators) or a spectator that relays
+// (SpectatorConfig.MaxSpectators) admits up to that many spectators at any
+// time, from the Transport's peer indexes that are not its peers. Each is
+// authenticated like a peer (the handshake, with the lobby's Secret), sent
+// a final state in Snap pieces, then every final input from that frame on,
+// and sends back only Watch acknowledgements. Nothing a spectator sends
+// reaches the match: it can only slow down its own service, which is
+// bounded (guestBudget datagrams a call, the pieces and frames of one
+// packet or two a tick).
+
+// Spectator service limits.
+const (
+	maxGuests       = 32                     // Config.MaxSpectators at most
+	guestBudget     = 8                      // datagrams judged per spectator per call
+	strangerBudget  = 16                     // datagrams judged per call from indexes not admitted
+	compressPerTick = 64 << 10               // state bytes compressed per call while an offer is made
+	offerFresh      = 60                     // frames: an offer older than this is made anew for the next joiner
+	snapWrap        = 250 * time.Millisecond // pieces in flight are sent again after this
+	feedKeepalive   = 250 * time.Millisecond // an idle spectator hears from us this often
+	maxFeedFrames   = 64                     // frames in one feed packet
+	// DefaultTransferRate is the state transfer's pace to each spectator
+	// when Config.TransferRate is 0, in bytes a second (two pieces a tick).
+	DefaultTransferRate = 2 * wire.MaxSnapData * 60
+)
+
+// stateSource gives the audience the state it offers joiners.
+type stateSource interface {
+	// joinState appends to dst a state every input before whose frame is
+	// final, and returns it and its frame; ok is false when there is none
+	// to offer now.
+	joinState(dst []byte) (f Frame, state []byte, ok bool)
+	// emitGuest reports a spectator's arrival or departure (transport
+	// index idx).
+	emitGuest(k EventKind, idx int)
+}
+
+// audience owns the spectators one machine serves directly.
+type audience struct {
+	max     int
+	perTick int // Snap pieces a spectator is sent per call
+	keys    *keyring
+	session uint64
+	tr      Transport
+	interr  time.Duration // Config.InterruptTimeout: a silent guest's slot may be taken
+	discon  time.Duration // Config.DisconnectTimeout: a silent guest is dropped
+	feed    *feed
+	guests  []guest
+	offer   offer
+	judged  int // stranger datagrams this call
+
+	sent, sentBytes int64 // to spectators, also in the host's totals
+	joined, left    int64
+
+	io struct {
+		buf    []byte
+		hs     wire.Handshake
+		rxhs   wire.Handshake
+		watch  wire.Watch
+		d      wire.Disconnect
+		snap   wire.Snap
+		pkt    wire.InputPacket
+		base   [MaxPlayers]uint64
+		gossip []wire.Gossip
+	}
+}
+
+// guest is one spectator served directly.
+type guest struct {
+	idx      int // its transport index
+	auth     peerAuth
+	lastRecv time.Duration
+	lastSend time.Duration
+	judged   int // datagrams this call
+	watch    wire.Watch
+	cursor   int // the next Snap piece to send
+	wrapAt   time.Duration
+	feedTo   Frame // one past the newest frame sent it
+}
+
+// offer is the state the audience serves joiners: copied from the host
+// once, compressed a slice a call, shared by every joiner that needs it.
+type offer struct {
+	frame Frame
+	raw   []byte
+	sum   uint64
+	out   bytes.Buffer
+	zw    *flate.Writer
+	pos   int  // raw bytes compressed so far
+	on    bool // an offer is made
+	done  bool // compressed: data holds it
+	data  []byte
+}
+
+func newAudience(limit, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
+	a := &audience{max: limit, perTick: max(1, orDefault(rate, DefaultTransferRate)/60/wire.MaxSnapData),
+		keys: keys, session: session, tr: tr, feed: f, interr: interr, discon: discon}
+	a.io.buf = make([]byte, 0, maxDatagram)
+	a.io.pkt.Inputs = make([]uint64, 0, maxFeedFrames*MaxPlayers)
+	return a
+}
+
+// newCall starts a call's budgets.
+func (a *audience) newCall() {
+	a.judged = 0
+	for k := range a.guests {
+		a.guests[k].judged = 0
+	}
+}
+
+func (a *audience) find(idx int) int {
+	for k := range a.guests {
+		if a.guests[k].idx == idx {
+			return k
+		}
+	}
+	return -1
+}
+
+// receive judges a datagram from transport index idx, not a peer. It
+// reports whether it was taken.
+func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSource) bool {
+	k := a.find(idx)
+	if k < 0 || !a.guests[k].auth.keyed() {
+		if a.judged == strangerBudget {
+			return false
+		}
+		a.judged++
+	} else if g := &a.guests[k]; g.judged == guestBudget {
+		return false
+	} else {
+		g.judged++
+	}
+	if len(b) == 0 || len(b) > maxDatagram {
+		return false
+	}
+	if wire.Kind(b[0]) == wire.KindHandshake {
+		return a.handshake(idx, k, b, now)
+	}
+	if k < 0 || a.guests[k].auth.open == nil {
+		return false
+	}
+	g := &a.guests[k]
+	body, err := g.auth.open.Open(b)
+	if err != nil {
+		return false
+	}
+	g.lastRecv = now
+	if !g.auth.verified {
+		g.auth.verified = true
+		a.joined++
+		host.emitGuest(EventSpectatorJoined, idx)
+	}
+	switch wire.SealedKind(b) {
+	case wire.KindWatch:
+		w := &a.io.watch
+		if wire.ParseControl(body, w) != nil || Frame(w.Next) > a.feed.high {
+			return false // it cannot want frames we never sent
+		}
+		if w.State != g.watch.State {
+			g.cursor, g.wrapAt = int(w.Have), now
+		}
+		g.watch = *w
+		return true
+	case wire.KindDisconnect:
+		if wire.ParseControl(body, &a.io.d) != nil {
+			return false
+		}
+		a.drop(k, host)
+		return true
+	}
+	return false
+}
+
+// handshake takes a handshake from idx (guest k, or -1): the same rules
+// as a peer's (handleHandshake), for a spectator's terms.
+func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
+	h := &a.io.rxhs
+	if wire.ParseHandshake(b, h, a.keys.auth) != nil || h.SessionID != a.session || h.Nonce == 0 ||
+		h.Version != wire.Version || len(h.Local) != 0 ||
+		h.Terms.Players != a.keys.terms.Players || !slices.Equal(h.Terms.Layout, a.keys.terms.Layout) {
+		return false
+	}
+	if h.Echo != a.keys.nonce {
+		switch {
+		case k < 0 || a.guests[k].auth.nonce == 0:
+			a.sendHandshake(idx, h.Nonce, now) // if it is the spectator's, it can now prove itself
+		case h.Nonce == a.guests[k].auth.nonce:
+			a.guests[k].auth.replyHS = !a.guests[k].auth.verified
+		}
+		return false
+	}
+	if k >= 0 {
+		g := &a.guests[k]
+		if h.Nonce == g.auth.nonce || (g.auth.verified && now-g.lastRecv < a.interr) {
+			return false // nothing new, or another machine at a live spectator's index
+		}
+		a.guests = slices.Delete(a.guests, k, k+1) // it restarted, or the index went to another
+	}
+	if len(a.guests) == a.max {
+		return false // full: it is not answered, and its handshake times out
+	}
+	seal, open, err := a.keys.link(a.session, h.Nonce, h.Key)
+	if err != nil {
+		return false
+	}
+	a.guests = append(a.guests, guest{idx: idx, lastRecv: now, watch: wire.Watch{State: -1, Next: -1},
+		auth: peerAuth{nonce: h.Nonce, seal: seal, open: open, replyHS: true}})
+	return true
+}
+
+func (a *audience) sendHandshake(idx int, echo uint64, now time.Duration) {
+	b, err := a.keys.appendHandshake(a.io.buf[:0], &a.io.hs, a.session, echo)
+	if err == nil {
+		a.transmit(idx, b, now)
+	}
+}
+
+func (a *audience) transmit(idx int, b []byte, now time.Duration) {
+	if a.tr.Send(idx, b) != nil {
+		return
+	}
+	if k := a.find(idx); k >= 0 {
+		a.guests[k].lastSend = now
+	}
+	a.sent++
+	a.sentBytes += int64(len(b))
+}
+
+func (a *audience) sendControl(g *guest, m wire.Control, now time.Duration) {
+	b, err := wire.AppendControl(g.auth.seal.Begin(a.io.buf[:0], m.Kind()), m)
+	if err == nil {
+		a.transmit(g.idx, g.auth.seal.Seal(b), now)
+	}
+}
+
+// drop ends spectator k's service.
+func (a *audience) drop(k int, host stateSource) {
+	g := a.guests[k]
+	a.guests = slices.Delete(a.guests, k, k+1)
+	if g.auth.verified {
+		a.left++
+		host.emitGuest(EventSpectatorLeft, g.idx)
+	}
+	if r, ok := a.tr.(interface{ Release(peer int) }); ok {
+		r.Release(g.idx)
+	}
+}
+
+// send gives every spectator what it is due: a handshake, the pieces of
+// the state it lacks, or the final inputs it has not acknowledged.
+func (a *audience) send(now time.Duration, host stateSource) {
+	for k := 0; k < len(a.guests); k++ {
+		g := &a.guests[k]
+		if now-g.lastRecv > a.discon || a.behind(g) {
+			// Silent, or so far behind that the feed no longer holds its
+			// next frame: it must join again.
+			if g.auth.verified {
+				a.sendControl(g, &wire.Disconnect{Frame: -1}, now)
+			}
+			a.drop(k, host)
+			k--
+			continue
+		}
+		if g.auth.handshakeDue(now) {
+			a.sendHandshake(g.idx, g.auth.nonce, now)
+			g.auth.sentHS, g.auth.lastHS, g.auth.replyHS = true, now, false
+		}
+		if !g.auth.verified {
+			continue
+		}
+		if g.watch.Next >= 0 {
+			a.sendFeed(g, now)
+			continue
+		}
+		if a.offerFor(now, host) {
+			a.sendPieces(g, now)
+		}
+	}
+	a.compress()
+}
+
+// behind reports whether the feed no longer holds what g needs next: the
+// frame it wants, and the one before, its packet's base (unless it is its
+// state's frame).
+func (a *audience) behind(g *guest) bool {
+	next := Frame(g.watch.Next)
+	return next >= 0 && (next < a.feed.low || (next == a.feed.low && next != Frame(g.watch.State)))
+}
+
+// offerFor makes sure an offer is being made, and reports whether it is
+// ready to send.
+func (a *audience) offerFor(now time.Duration, host stateSource) bool {
+	o := &a.offer
+	stale := o.on && (o.frame < a.feed.low || (o.done && a.feed.high-o.frame > offerFresh && !a.receiving()))
+	if !o.on || stale {
+		f, raw, ok := host.joinState(o.raw[:0])
+		if !ok {
+			return false
+		}
+		o.raw = raw
+		if !(f >= a.feed.low && f <= a.feed.high) {
+			return false
+		}
+		o.frame, o.sum, o.pos, o.on, o.done = f, xxhash.Sum64(raw), 0, true, false
+		o.out.Reset()
+		if o.zw == nil {
+			o.zw, _ = flate.NewWriter(&o.out, flate.BestSpeed) // the level is valid
+		} else {
+			o.zw.Reset(&o.out)
+		}
+	}
+	return o.done
+}
+
+// receiving reports whether a spectator holds pieces of the current offer.
+func (a *audience) receiving() bool {
+	for k := range a.guests {
+		if w := &a.guests[k].watch; w.Next < 0 && Frame(w.State) == a.offer.frame && (w.Have > 0 || w.Mask != 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// compress compresses the next slice of the offer, so that making it
+// never costs a frame more than compressPerTick bytes of deflate.
+func (a *audience) compress() {
+	o := &a.offer
+	if !o.on || o.done {
+		return
+	}
+	n := min(len(o.raw)-o.pos, compressPerTick)
+	_, _ = o.zw.Write(o.raw[o.pos : o.pos+n]) // a bytes.Buffer never fails
+	o.pos += n
+	if o.pos == len(o.raw) {
+		_ = o.zw.Close()
+		o.data, o.done = o.out.Bytes(), true
+	}
+}
+
+// sendPieces sends g the next pieces of the offer it lacks, going round
+// again for those still missing every snapWrap.
+func (a *audience) sendPieces(g *guest, now time.Duration) {
+	o := &a.offer
+	pieces := (len(o.data) + wire.MaxSnapData - 1) / wire.MaxSnapData
+	have, mask := 0, uint64(0)
+	if Frame(g.watch.State) == o.frame {
+		have, mask = int(g.watch.Have), g.watch.Mask
+	}
+	g.cursor = max(g.cursor, have)
+	for sent := 0; sent < a.perTick; {
+		if g.cursor >= pieces {
+			if now-g.wrapAt < snapWrap {
+				return
+			}
+			g.cursor, g.wrapAt = have, now
+			if have >= pieces {
+				return
+			}
+		}
+		n := g.cursor
+		g.cursor++
+		if d := n - have; d < 64 && mask&(1<<d) != 0 {
+			continue // it has that one
+		}
+		off := n * wire.MaxSnapData
+		a.io.snap = wire.Snap{Frame: int32(o.frame), Size: uint32(len(o.raw)), Sum: o.sum, Total: uint32(len(o.data)),
+			Piece: uint32(n), Data: o.data[off:min(off+wire.MaxSnapData, len(o.data))]}
+		a.sendControl(g, &a.io.snap, now)
+		sent++
+	}
+}
+
+// sendFeed sends g the final inputs from the next frame it wants (up to
+// maxFeedFrames, all with the same statuses), or a keepalive when it has
+// them all.
+func (a *audience) sendFeed(g *guest, now time.Duration) {
+	l, pkt := a.feed, &a.io.pkt
+	first := Frame(g.watch.Next)
+	end := min(l.high, first+maxFeedFrames)
+	if first < end {
+		for f := first + 1; f < end; f++ {
+			if l.mask(f) != l.mask(first) {
+				end = f // one packet, one set of statuses
+				break
+			}
+		}
+	}
+	if first >= end && now-g.lastSend < feedKeepalive {
+		return
+	}
+	players := l.players
+	pkt.Ack, pkt.First, pkt.Players, pkt.Count, pkt.Lag = int32(first), int32(first), players, int(max(0, end-first)), 0
+	pkt.Inputs = pkt.Inputs[:0]
+	for f := first; f < end; f++ {
+		for p := range players {
+			pkt.Inputs = append(pkt.Inputs, uint64(l.input(f, p)))
+		}
+	}
+	pkt.Base = nil
+	if first > Frame(g.watch.State) {
+		// Delta-coded against its copy of the frame before; its first
+		// frame, against zero.
+		for p := range players {
+			a.io.base[p] = uint64(l.input(first-1, p))
+		}
+		pkt.Base = a.io.base[:players]
+	}
+	gs := a.io.gossip[:0]
+	mask := uint8(0)
+	if first < end {
+		mask = l.mask(first)
+	}
+	for p := range players {
+		e := wire.Gossip{Frame: -1}
+		if mask&(1<<p) != 0 {
+			e = wire.Gossip{Disconnected: true, Frame: int32(first)}
+		}
+		gs = append(gs, e)
+	}
+	a.io.gossip, pkt.Gossip = gs, gs
+	b, err := wire.AppendInput(g.auth.seal.Begin(a.io.buf[:0], wire.KindInput), pkt, wire.Layout(a.keys.terms.Layout))
+	if err == nil {
+		a.transmit(g.idx, g.auth.seal.Seal(b), now)
+		g.feedTo = max(g.feedTo, end)
+	}
+}
+
+// close tells every spectator that this machine is leaving.
+func (a *audience) close(now time.Duration) {
+	for k := range a.guests {
+		if g := &a.guests[k]; g.auth.verified {
+			for range 2 { // a second copy in case the first is lost
+				a.sendControl(g, &wire.Disconnect{Frame: -1}, now)
+			}
+		}
+	}
+}
+
+// served returns how many spectators are verified.
+func (a *audience) served() int {
+	if a == nil {
+		return 0
+	}
+	n := 0
+	for k := range a.guests {
+		if a.guests[k].auth.verified {
+			n++
+		}
+	}
+	return n
+}

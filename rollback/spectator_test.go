@@ -1,0 +1,91 @@
+package rollback_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+// watchPair plays a 2-player match of frames frames over p, with the
+// spectators joining at the given ticks (each on a node added then, with
+// source src[k]: a player's node, or an earlier spectator's), until every
+// spectator has simulated the last frame. It returns the players' games,
+// the spectators' games and the spectators.
+func watchPair(t *testing.T, p netsim.Profile, frames int, join []int, src []int, edit func(c *rollback.SpectatorConfig)) ([2]*counterGame, []*counterGame, []*rollback.Spectator) {
+	t.Helper()
+	ss, gs, nw := connectedPairOver(t, p, func(i int, c *rollback.Config) { c.MaxSpectators = 2 })
+	var sgs []*counterGame
+	var sps []*rollback.Spectator
+	spectate := func() {
+		k := len(sps)
+		g := newCounterGame(t, 4096, false)
+		node := nw.AddNode()
+		// The source's transport index seen from the new node: nodes below
+		// it keep their number.
+		c := rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: g.Arena, Game: g,
+			Transport: nw.Endpoint(node), Source: src[k], SessionID: 77, Clock: nw, Rand: match.SeededRand(9, node),
+			MaxSpectators: 2}
+		if edit != nil {
+			edit(&c)
+		}
+		sp, err := rollback.NewSpectator(c)
+		require.NoError(t, err)
+		sgs, sps = append(sgs, g), append(sps, sp)
+	}
+	for tick := 0; ; tick++ {
+		for len(sps) < len(join) && join[len(sps)] == tick {
+			spectate()
+		}
+		done := len(sps) == len(join)
+		for _, sp := range sps {
+			_, err := sp.Advance()
+			require.NoError(t, err)
+			done = done && sp.Frame() == rollback.Frame(frames)
+		}
+		if done {
+			break
+		}
+		require.Less(t, tick, frames+1200, "the spectators did not reach the end")
+		for i, s := range ss {
+			if s.Frame() < rollback.Frame(frames) {
+				offer(t, s, rollback.PlayerID(i), rollback.Input((tick*7+i*3)/5%16))
+				_, err := s.Advance()
+				require.NoError(t, err)
+			} else {
+				_, err := s.Idle()
+				require.NoError(t, err)
+			}
+		}
+		nw.Advance(match.Tick)
+	}
+	for i := range gs {
+		assert.Equal(t, gs[0].Arena.Bytes(), gs[i].Arena.Bytes(), "the players agree")
+	}
+	return gs, sgs, sps
+}
+
+// TestSpectators: spectators that join at the start, mid-match and in the
+// last second, directly and through another spectator, all end with the
+// players' state.
+func TestSpectators(t *testing.T) {
+	wifi, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	// Nodes 0 and 1 are the players; spectator k is node 2+k, whose
+	// transport index of node n < 2+k is n.
+	gs, sgs, sps := watchPair(t, wifi, 600, []int{0, 200, 250, 560}, []int{0, 1, 3, 4}, nil)
+	for k, sp := range sps {
+		st := sp.Stats()
+		assert.Equal(t, gs[0].Arena.Bytes(), sgs[k].Arena.Bytes(), "spectator %d", k)
+		assert.True(t, st.CaughtUp, "spectator %d", k)
+		assert.Positive(t, st.StateBytes, "spectator %d", k)
+		t.Logf("spectator %d: state at %d, %d bytes in %v, first frame at %v, catch-up %d frames in %d ticks",
+			k, st.StateFrame, st.StateBytes, st.StateTime, st.JoinTime, st.CatchUpFrames, st.CatchUpTicks)
+	}
+	assert.Equal(t, 1, sps[1].Stats().Relayed, "spectator 1 relays to spectator 2")
+	assert.Equal(t, 1, sps[2].Stats().Relayed, "spectator 2 relays to spectator 3: a tree of three levels under player 1")
+}
