@@ -153,6 +153,19 @@ type Summary struct {
 	// Adversary summarizes -adversary (absent without it).
 	Adversary *AdversaryJSON `json:"adversary,omitempty"`
 
+	// With -spectators: how many spectators watched, how many ended with
+	// the offline re-simulation's state at the last frame they reached,
+	// the time from a spectator's start to its first frame simulated, its
+	// frames simulated per tick while catching up, and the mean compressed
+	// size of the states joiners received.
+	Spectators         int        `json:"spectators"`
+	SpectatorsVerified int        `json:"spectators_verified"`
+	SpectatorsRelayed  int        `json:"spectators_relayed"`
+	SpectatorsLeft     int        `json:"spectators_left_early"`
+	SpectatorJoinMs    *MeanMaxMs `json:"spectator_join_ms,omitempty"`
+	SpectatorCatchUp   float64    `json:"spectator_catchup_frames_per_tick"`
+	JoinStateBytes     float64    `json:"join_state_bytes"`
+
 	// Sound totals every match's sound report; SoundPerMatch has each.
 	Sound         SoundJSON   `json:"sound"`
 	SoundPerMatch []SoundJSON `json:"sound_per_match"`
@@ -269,6 +282,7 @@ type options struct {
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
+	spectators                                                        int
 	startSpread, handshakeTimeout                                    time.Duration
 	adversary                                                        string // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                 int    // -1: rotating (options.adversaryOf)
@@ -319,6 +333,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%9+1)")
 	fs.IntVar(&o.adversaryMachine, "adversary-machine", -1, "with -adversary: the machine that lies (-1: machine i%machines in match i; with all, each round of the kinds moves every kind to the next machine)")
+	fs.IntVar(&o.spectators, "spectators", 0, "N spectators watch every match: a quarter join at the start, a quarter in the last second, the rest at random moments; a quarter leave early (half crash); each player machine serves "+strconv.Itoa(match.SpectatorsPerMachine)+" directly, the rest join through spectators that relay. Each must end with the offline re-simulation's state")
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -404,6 +419,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// MeanMaxMs is a mean and a maximum, in milliseconds.
+type MeanMaxMs struct {
+	Mean float64 `json:"mean"`
+	Max  float64 `json:"max"`
+}
+
 // Matrix is the JSON report of a soak over several profiles (-profiles).
 type Matrix struct {
 	Profiles []Summary `json:"profiles"`
@@ -430,7 +451,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
-					Forge: o.forge}
+					Forge: o.forge, Spectators: o.spectators}
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
@@ -608,6 +629,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.startSpread < 0:
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
+	case o.spectators < 0 || o.spectators > maxSpectators:
+		return nil, 0, fmt.Errorf("-spectators: %d (want 0 to %d)", o.spectators, maxSpectators)
+	case o.spectators > 0 && (o.transport == "udp" || o.mode == "lockstep"):
+		return nil, 0, errors.New("-spectators: only with -transport netsim in rollback mode, for now")
 	case o.forge < 0 || o.forge > maxForge:
 		return nil, 0, fmt.Errorf("-forge: %d (want 0 to %d forged datagrams a second per machine)", o.forge, maxForge)
 	}
@@ -678,6 +703,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 
 	var ticks, advN int
 	var snd match.SoundReport
+	var spec match.SpectatorReport
 	var advSum, earlySum float64
 	adv := newAdversaries(o)
 	s.SuspectsByKind = map[string]int64{}
@@ -727,6 +753,11 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			}
 		}
 		adv.add(r.Adversary)
+		spec.Add(r.Spectators)
+		if reason == "" && r.Spectators.Verified < r.Spectators.Joined {
+			reason = fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
+			s.Failures = append(s.Failures, Fail{Match: i, Seed: seed, Reason: reason})
+		}
 		snd.Add(r.Sound)
 		s.SoundPerMatch = append(s.SoundPerMatch, soundJSON(r.Sound))
 		if r.Completed {
@@ -790,6 +821,14 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	}
 	s.Sound = soundJSON(snd)
 	s.Adversary = adv.json()
+	s.Spectators, s.SpectatorsVerified, s.SpectatorsRelayed, s.SpectatorsLeft = spec.Joined, spec.Verified, spec.Relayed, spec.Left+spec.Crashed
+	if spec.Timed > 0 {
+		s.SpectatorJoinMs = &MeanMaxMs{Mean: round2(spec.JoinMS / float64(spec.Timed)), Max: round2(spec.MaxJoinMS)}
+		s.JoinStateBytes = round2(float64(spec.StateBytes) / float64(spec.Timed))
+	}
+	if spec.CatchUpTicks > 0 {
+		s.SpectatorCatchUp = round2(float64(spec.CatchUpFrames) / float64(spec.CatchUpTicks))
+	}
 	switch {
 	case o.mode == "lockstep" && s.Rollbacks > 0:
 		s.Failures = append(s.Failures, Fail{Match: -1, Seed: o.seed, Reason: fmt.Sprintf("lockstep rolled back %d times", s.Rollbacks)})
@@ -855,6 +894,10 @@ func printSummary(w io.Writer, s *Summary) {
 			a.Kind, machineName(a.Machine), a.Detected, a.Matches, by, a.HonestVerified, a.Matches,
 			a.HonestSpeedMin, a.HonestInputLagMax, a.LookaheadFrames, a.Lies, a.SuspectedHonest, a.HonestDisconnected)
 	}
+	if s.Spectators > 0 {
+		fmt.Fprintf(w, "  spectators: %d watched (%d through relays, %d left early), %d verified; first frame %.0f ms after the start on average (max %.0f); catch-up %.2f frames a tick; state %.0f bytes compressed\n",
+			s.Spectators, s.SpectatorsRelayed, s.SpectatorsLeft, s.SpectatorsVerified, s.SpectatorJoinMs.Mean, s.SpectatorJoinMs.Max, s.SpectatorCatchUp, s.JoinStateBytes)
+	}
 	if s.ForgeRate > 0 {
 		fmt.Fprintf(w, "  forgery: %d forged datagrams a second per machine: %d sent, %d received, %d caught by the MAC, %d taken as valid\n",
 			s.ForgeRate, s.ForgedDatagrams, s.ForgedReceived, s.PacketsForged, s.ForgedAccepted)
@@ -877,6 +920,9 @@ func lagBucket(k int) string {
 	}
 	return strconv.Itoa(k)
 }
+
+// maxSpectators bounds -spectators: a netsim network has 64 nodes.
+const maxSpectators = 56
 
 // maxForge bounds -forge. Past 64 datagrams from one address per tick
 // (3,840 a second with one peer) a session drops the rest of them unjudged,

@@ -130,6 +130,15 @@ type Config struct {
 	// (rollback/statements.go; on in every session of three or more
 	// machines): only to measure what they cost, through internal/testhook.
 	NoStatements bool
+	// Spectators, when positive, has that many rollback.Spectators watch
+	// the match (spectate.go): a quarter join at the start, a quarter in
+	// the last second, the rest at seeded random moments; a quarter of
+	// them leave early (half of those crash), and each player machine
+	// serves SpectatorsPerMachine directly, the rest join through
+	// spectators that relay. Result.Spectators says how each did; the
+	// match is not done until every spectator that stays has simulated
+	// every frame.
+	Spectators int
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -229,6 +238,8 @@ type Result struct {
 	// Adversary is what Config.Adversary did and what the honest machines
 	// made of it; zero without one.
 	Adversary AdversaryReport
+	// Spectators is what Config.Spectators did (completed matches).
+	Spectators SpectatorReport
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -340,6 +351,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	deadline := make([]time.Duration, machines)
 	limit := time.Duration(4*ticksFor(c, c.Frames)+3600)*Tick + 10*c.Profile.Latency + c.HandshakeTimeout
 	var detectedAt time.Duration
+	specTick := 0 // the next spectator tick
 	for nw.Now() < limit {
 		if fg != nil {
 			fg.injectUntil(nw, nw.Now())
@@ -365,6 +377,19 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 		if rn.script != nil {
 			done = rn.over(nw.Now(), func(i int) bool { return rn.ms[i].finished })
 		}
+		for ; len(rn.watchers) > 0 && time.Duration(specTick)*Tick <= nw.Now(); specTick++ {
+			for k := range rn.watchers {
+				if w := &rn.watchers[k]; w.s == nil && w.join <= specTick && !w.done {
+					node := nw.AddNode()
+					if err := rn.startSpectator(k, node, nw.Endpoint(node), nw, seededRand(c.Seed, 0x5bec, node)); err != nil {
+						r.Err = err
+						return r
+					}
+				}
+				rn.tickSpectator(k, specTick)
+			}
+		}
+		done = done && rn.spectatorsDone()
 		if r.Detected != nil {
 			// The match is over; the machines keep exchanging their states
 			// until the report names the field, for up to 5 seconds.
@@ -437,6 +462,7 @@ type run struct {
 	c        Config
 	size     int
 	ms       []machine
+	watchers []watcher // Config.Spectators
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
@@ -562,6 +588,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
+			MaxSpectators: spectatorSlots(c),
 		})
 		if err != nil {
 			return nil, err
@@ -571,8 +598,19 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			m.pending = append(m.pending, pendingInput{})
 		}
 	}
+	if c.Spectators > 0 {
+		rn.watchers = planSpectators(c, machines)
+	}
 	rn.retarget()
 	return rn, nil
+}
+
+// spectatorSlots is each player machine's Config.MaxSpectators.
+func spectatorSlots(c Config) int {
+	if c.Spectators > 0 {
+		return SpectatorsPerMachine
+	}
+	return 0
 }
 
 // tick runs one frame of machine i: input and Advance until the last
@@ -897,6 +935,9 @@ func (rn *run) finish(r *Result) {
 		}
 	}
 	r.Want = xxhash.Sum64(want.Bytes())
+	if len(rn.watchers) > 0 {
+		rn.spectatorReport(c, r, truth, disc)
+	}
 	if c.Record {
 		rn.checkReplays(r)
 	}
