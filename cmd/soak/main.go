@@ -282,7 +282,7 @@ type options struct {
 	fixedLag, noSmoothing, noStartDelay, extrapolate                 bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
-	spectators                                                        int
+	spectators                                                       int
 	startSpread, handshakeTimeout                                    time.Duration
 	adversary                                                        string // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                 int    // -1: rotating (options.adversaryOf)

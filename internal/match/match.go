@@ -462,7 +462,7 @@ type run struct {
 	c        Config
 	size     int
 	ms       []machine
-	watchers []watcher // Config.Spectators
+	watchers []watcher        // Config.Spectators
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
