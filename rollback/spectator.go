@@ -54,8 +54,8 @@ type SpectatorConfig struct {
 	// SessionID and Secret are the match's, as the players have them.
 	SessionID uint64
 	Secret    []byte
-	// Delay is the stream delay: frames are played no sooner than this
-	// after the newest frame received (against stream sniping). 0: none.
+	// Delay is the stream delay: each frame is played no sooner than this
+	// after it arrived (against stream sniping). 0: none.
 	Delay time.Duration
 	// CatchUp is the most frames one Advance simulates while behind; 0
 	// means DefaultCatchUp (3).
@@ -130,7 +130,8 @@ type Spectator struct {
 	frame   Frame
 	joined  bool
 	feed    feed
-	delay   Frame
+	delay   time.Duration
+	arrived []time.Duration // when each frame of the feed arrived, by feed slot (with a Delay)
 	catchUp int
 	snap    snapReceiver
 	aud     *audience
@@ -184,7 +185,10 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	s := &Spectator{players: cfg.Players, layout: append(wire.Layout(nil), cfg.Layout...), arena: cfg.State,
 		game: cfg.Game, obs: cfg.Observer, tr: cfg.Transport, src: cfg.Source, clock: cfg.Clock,
 		session: cfg.SessionID, feed: newFeed(cfg.Players), catchUp: orDefault(cfg.CatchUp, DefaultCatchUp),
-		delay: Frame(cfg.Delay / frameDuration), events: make([]Event, 0, 4)}
+		delay: cfg.Delay, events: make([]Event, 0, 4)}
+	if s.delay > 0 {
+		s.arrived = make([]time.Duration, feedFrames)
+	}
 	if s.clock == nil {
 		s.clock = RealClock()
 	}
@@ -233,8 +237,7 @@ func (s *Spectator) Stats() SpectatorStats {
 }
 
 // Advance receives what arrived, simulates the next final frames (one, or
-// up to CatchUp while behind, never closer to the newest frame received
-// than Delay) and sends the acknowledgements. Stalled means no frame was
+// up to CatchUp while behind, none that arrived less than Delay ago) and sends the acknowledgements. Stalled means no frame was
 // simulated (still joining, or waiting for inputs). It returns ErrNoSource
 // (or a *TermsError) if the handshake fails and ErrSourceLeft once the
 // source has left and every frame received has been played.
@@ -248,7 +251,7 @@ func (s *Spectator) Advance() (Result, error) {
 	s.checkSource()
 	r := Result{Frame: s.frame}
 	if s.joined {
-		target := s.feed.high - s.delay
+		target := s.playable()
 		for r.Simulated < s.catchUp && s.frame < target {
 			s.step()
 			r.Simulated++
@@ -256,7 +259,7 @@ func (s *Spectator) Advance() (Result, error) {
 		if !s.stats.CaughtUp {
 			s.stats.CatchUpFrames += int64(r.Simulated)
 			s.stats.CatchUpTicks++
-			if s.frame >= target-1 && s.feed.high > s.stats.StateFrame {
+			if s.frame >= target-1 && target > s.stats.StateFrame {
 				s.stats.CaughtUp = true
 				s.emit(EventCaughtUp, s.frame, -1)
 			}
@@ -269,6 +272,20 @@ func (s *Spectator) Advance() (Result, error) {
 		return r, ErrSourceLeft
 	}
 	return r, s.err
+}
+
+// playable returns one past the last frame that may be simulated now:
+// every frame received, or with a Delay, every frame received at least
+// Delay ago.
+func (s *Spectator) playable() Frame {
+	if s.delay == 0 {
+		return s.feed.high
+	}
+	f := s.frame
+	for f < s.feed.high && s.now-s.arrived[s.feed.slot(f)] >= s.delay {
+		f++
+	}
+	return f
 }
 
 // step simulates s.frame with its final inputs.
@@ -526,6 +543,9 @@ func (s *Spectator) takeFeed(body []byte) bool {
 		}
 	}
 	for f := s.feed.high; f < Frame(pkt.End()) && f < s.frame+feedFrames; f++ {
+		if s.arrived != nil {
+			s.arrived[s.feed.slot(f)] = s.now
+		}
 		s.feed.addRaw(pkt.Inputs[int(f-first)*s.players:], mask)
 	}
 	return true

@@ -2,6 +2,7 @@ package rollback_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -17,6 +18,12 @@ import (
 // spectator has simulated the last frame. It returns the players' games,
 // the spectators' games and the spectators.
 func watchPair(t *testing.T, p netsim.Profile, frames int, join []int, src []int, edit func(c *rollback.SpectatorConfig)) ([2]*counterGame, []*counterGame, []*rollback.Spectator) {
+	gs, sgs, sps, _ := watchPairStats(t, p, frames, join, src, edit)
+	return gs, sgs, sps
+}
+
+// watchPairStats is watchPair, with the players' statistics at the end.
+func watchPairStats(t *testing.T, p netsim.Profile, frames int, join []int, src []int, edit func(c *rollback.SpectatorConfig)) ([2]*counterGame, []*counterGame, []*rollback.Spectator, [2]rollback.Stats) {
 	t.Helper()
 	ss, gs, nw := connectedPairOver(t, p, func(i int, c *rollback.Config) { c.MaxSpectators = 2 })
 	var sgs []*counterGame
@@ -42,6 +49,9 @@ func watchPair(t *testing.T, p netsim.Profile, frames int, join []int, src []int
 			spectate()
 		}
 		done := len(sps) == len(join)
+		for _, s := range ss {
+			done = done && s.Frame() == rollback.Frame(frames) && s.ConfirmedFrame() >= rollback.Frame(frames)
+		}
 		for _, sp := range sps {
 			_, err := sp.Advance()
 			require.NoError(t, err)
@@ -63,10 +73,12 @@ func watchPair(t *testing.T, p netsim.Profile, frames int, join []int, src []int
 		}
 		nw.Advance(match.Tick)
 	}
+	var st [2]rollback.Stats
 	for i := range gs {
 		assert.Equal(t, gs[0].Arena.Bytes(), gs[i].Arena.Bytes(), "the players agree")
+		st[i] = ss[i].Stats()
 	}
-	return gs, sgs, sps
+	return gs, sgs, sps, st
 }
 
 // TestSpectators: spectators that join at the start, mid-match and in the
@@ -88,4 +100,55 @@ func TestSpectators(t *testing.T) {
 	}
 	assert.Equal(t, 1, sps[1].Stats().Relayed, "spectator 1 relays to spectator 2")
 	assert.Equal(t, 1, sps[2].Stats().Relayed, "spectator 2 relays to spectator 3: a tree of three levels under player 1")
+}
+
+// flooding sends every datagram of the transport under it copies times,
+// and as much junk: a spectator that floods its source.
+type flooding struct {
+	rollback.Transport
+	copies int
+}
+
+func (f flooding) Send(peer int, b []byte) error {
+	for range f.copies {
+		_ = f.Transport.Send(peer, b)
+		_ = f.Transport.Send(peer, []byte{0x13, 0xff, 0xff, 0, 0, 0, 0})
+	}
+	return f.Transport.Send(peer, b)
+}
+
+// TestSpectatorFloodNeverAffectsThePlayers: a spectator that sends each
+// of its datagrams 50 times with as much junk is served like any other
+// (its repeats are dropped as replays, its junk as forged), and the
+// players play exactly the match they play without it.
+func TestSpectatorFloodNeverAffectsThePlayers(t *testing.T) {
+	wifi, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	gs0, _, _, quiet := watchPairStats(t, wifi, 600, nil, nil, nil)
+	gs, sgs, sps, loud := watchPairStats(t, wifi, 600, []int{100}, []int{0}, func(c *rollback.SpectatorConfig) {
+		c.Transport = flooding{c.Transport, 50}
+	})
+	assert.Equal(t, gs0[0].Arena.Bytes(), gs[0].Arena.Bytes())
+	assert.Equal(t, gs[0].Arena.Bytes(), sgs[0].Arena.Bytes(), "the flooder is still served")
+	for i := range quiet {
+		assert.Equal(t, quiet[i].Rollbacks, loud[i].Rollbacks, "machine %d", i)
+		assert.Equal(t, quiet[i].ResimulatedFrames, loud[i].ResimulatedFrames, "machine %d", i)
+		assert.Equal(t, quiet[i].StallFrames, loud[i].StallFrames, "machine %d", i)
+	}
+	assert.Greater(t, loud[0].PacketsInvalid, int64(10000), "the flood was dropped")
+	assert.Positive(t, sps[0].Stats().CatchUpTicks)
+}
+
+// TestSpectatorDelay: a spectator with a 2-second stream delay stays 120
+// frames behind the newest frame it has, and still ends on the players'
+// state.
+func TestSpectatorDelay(t *testing.T) {
+	gs, sgs, sps := watchPair(t, netsim.Profile{}, 600, []int{0}, []int{1}, func(c *rollback.SpectatorConfig) {
+		c.Delay = 2 * time.Second
+	})
+	assert.Equal(t, gs[0].Arena.Bytes(), sgs[0].Arena.Bytes())
+	st := sps[0].Stats()
+	assert.True(t, st.CaughtUp)
+	assert.Equal(t, rollback.Frame(600), st.Received)
+	assert.GreaterOrEqual(t, st.JoinTime, 2*time.Second, "its first frame waited for the delay")
 }
