@@ -104,6 +104,16 @@
 // disconnect frame. Anything forged, malformed, foreign or impossible is
 // dropped and counted, never trusted (docs/security.md).
 //
+// # Spectators
+//
+// A [Spectator] watches a match in progress: it joins at any time through a
+// player machine that serves spectators (Config.MaxSpectators) or through a
+// spectator that relays (SpectatorConfig.MaxSpectators), is authenticated
+// like a peer, receives the arena at a recent final frame and then every
+// final input, and simulates only final frames, never predicting, never
+// rolling back, optionally Delay behind. It sends only acknowledgements:
+// nothing it does reaches the players (docs/protocol.md, "Spectators").
+//
 // # Fairness and input lag
 //
 // By default the session keeps the match fair and smooth as the INVERSUS
