@@ -123,6 +123,15 @@ func (sh *Shaper) Send(peer int, b []byte) error {
 	return nil
 }
 
+// Release forwards to the wrapped transport's Release, when it has one
+// (a udp.Transport's guest slots), so that a session can free a
+// spectator's slot through the shaper.
+func (sh *Shaper) Release(peer int) {
+	if r, ok := sh.t.(interface{ Release(peer int) }); ok {
+		r.Release(peer)
+	}
+}
+
 // Receive is the wrapped transport's Receive.
 func (sh *Shaper) Receive(buf []byte) (n, peer int, ok bool) { return sh.t.Receive(buf) }
 

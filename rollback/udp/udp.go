@@ -5,12 +5,25 @@
 // Config.Peers. A reader goroutine moves arriving datagrams into bounded
 // queues of pooled buffers, one per peer, so [Transport.Receive] never
 // blocks and steady traffic allocates nothing. Datagrams from addresses
-// that are not peers, and oversized ones, are dropped and counted here,
-// before they cost anything more than a map lookup; everything else is for
-// the session to judge. Each peer's queue holds its newest
+// that are not peers (without guest slots, below), and oversized ones, are
+// dropped and counted here, before they cost anything more than a map
+// lookup (and a look at the guest slots); everything else is for the
+// session to judge. Each peer's queue holds its newest
 // [PeerQueue] datagrams (a full queue drops its oldest), and Receive takes
 // from the peers' queues in turn: an address that floods us fills only its
 // own queue and never delays or drops another peer's datagrams.
+//
+// Guests are the machines a session serves that are not its peers:
+// spectators, which the session authenticates with its handshake. After
+// [Transport.AcceptGuests](n), a datagram from an address that is neither
+// a peer nor a guest takes the lowest free of n guest slots, whose index
+// is len(peers)+k: Receive returns its datagrams with that index, from a
+// queue of its own like a peer's, and Send to the index answers that
+// address. The transport does not judge guests (anyone can send from any
+// address): the session does, and gives back a slot it has dropped with
+// [Transport.Release]. When every slot is taken, a new address takes the
+// slot silent longest, once it has been silent for [GuestIdle]; until then
+// new addresses are dropped and counted as unknown.
 //
 // To impair the traffic of a test or soak on loopback, wrap the transport
 // in a netsim.Shaper.
@@ -24,6 +37,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // MaxDatagram is the largest datagram accepted; larger ones are dropped.
@@ -35,6 +49,13 @@ const MaxDatagram = 1400
 // kept). At 60 datagrams a second it is a second of backlog.
 const PeerQueue = 64
 
+// MaxGuests bounds AcceptGuests.
+const MaxGuests = 64
+
+// GuestIdle is how long a guest slot must have been silent before a new
+// address may take it when every slot is taken.
+const GuestIdle = 10 * time.Second
+
 // Errors.
 var (
 	ErrPeer    = errors.New("udp: no such peer")
@@ -44,12 +65,13 @@ var (
 
 // Stats counts what the transport dropped before the session saw it.
 type Stats struct {
-	UnknownAddress int64 // datagrams from addresses that are not peers
+	UnknownAddress int64 // datagrams from addresses that are not peers, and had no guest slot
 	Oversized      int64 // datagrams larger than MaxDatagram
 	QueueFull      int64 // datagrams dropped because their peer's queue was full (a flood, or a session that fell behind)
 	ReadErrors     int64 // transient socket errors (for example ICMP port unreachable)
 	SendErrors     int64
 	Waiting        int64 // datagrams queued for Receive now
+	Guests         int64 // guest slots in use now
 }
 
 type datagram struct {
@@ -77,17 +99,37 @@ func (q *queue) pop() datagram {
 	return d
 }
 
+// clear empties q, giving its buffers to free.
+func (q *queue) clear(free [][]byte) [][]byte {
+	for q.count > 0 {
+		free = append(free, q.pop().buf)
+	}
+	q.head = 0
+	return free
+}
+
+// slot is one guest slot.
+type slot struct {
+	addr netip.AddrPort // the guest's (unmapped) address, while used
+	last time.Time      // when its newest datagram was queued
+	used bool
+}
+
 // Transport implements rollback.Transport over a net.PacketConn.
 type Transport struct {
 	conn  net.PacketConn
 	udp   *net.UDPConn // conn, when it is one: the allocation-free calls
 	peers []netip.AddrPort
-	index map[netip.AddrPort]int
+	index map[netip.AddrPort]int // the peers; read-only after New
 
 	mu     sync.Mutex
-	queues []queue // one per peer
-	turn   int     // the peer whose queue Receive looks at first
+	queues []queue // one per peer, then one per guest slot
+	turn   int     // the index whose queue Receive looks at first
 	free   [][]byte
+	slots  []slot           // guest slot k is index len(peers)+k
+	now    func() time.Time // time.Now; a test's clock
+
+	nslots atomic.Int32 // len(slots), for the reader to skip the lock without guests
 
 	unknown, oversized, full, readErrs, sendErrs atomic.Int64
 	closed                                       atomic.Bool
@@ -101,7 +143,7 @@ func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
 	if v := reflect.ValueOf(conn); conn == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, ErrNilConn
 	}
-	t := &Transport{conn: conn, index: make(map[netip.AddrPort]int, len(peers)), done: make(chan struct{})}
+	t := &Transport{conn: conn, index: make(map[netip.AddrPort]int, len(peers)), now: time.Now, done: make(chan struct{})}
 	t.udp, _ = conn.(*net.UDPConn)
 	for i, a := range peers {
 		if !a.IsValid() {
@@ -127,33 +169,90 @@ func unmap(a netip.AddrPort) netip.AddrPort { return netip.AddrPortFrom(a.Addr()
 // LocalAddr returns the socket's address.
 func (t *Transport) LocalAddr() net.Addr { return t.conn.LocalAddr() }
 
-// Send sends b to peer. It does not retain b.
+// AcceptGuests gives the transport n guest slots (0 to [MaxGuests]; 0,
+// the default, accepts none): from then on a datagram from an address that
+// is not a peer takes a free slot, index len(peers)+k for the lowest free
+// k, and Receive returns its datagrams with that index. Call it before the
+// session's first Receive. Called again, it keeps the slots below n and
+// frees the rest, dropping their datagrams.
+func (t *Transport) AcceptGuests(n int) error {
+	if n < 0 || n > MaxGuests {
+		return fmt.Errorf("udp: %d guests: want 0 to %d", n, MaxGuests)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for k := n; k < len(t.slots); k++ {
+		t.release(k)
+	}
+	queues := make([]queue, len(t.peers)+n)
+	copy(queues, t.queues)
+	t.queues = queues
+	slots := make([]slot, n)
+	copy(slots, t.slots)
+	t.slots = slots
+	t.nslots.Store(int32(n))
+	return nil
+}
+
+// Release frees guest slot peer (an index from len(peers) on), dropping
+// its waiting datagrams: the next new address may take it. It does
+// nothing for a peer's index or a free slot. A session calls it when it
+// drops the guest.
+func (t *Transport) Release(peer int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if k := peer - len(t.peers); k >= 0 && k < len(t.slots) {
+		t.release(k)
+	}
+}
+
+// release frees guest slot k; t.mu is held.
+func (t *Transport) release(k int) {
+	t.free = t.queues[len(t.peers)+k].clear(t.free)
+	t.slots[k] = slot{}
+}
+
+// Send sends b to peer: a peer's index, or a guest slot's in use (the
+// address now holding it). It does not retain b.
 func (t *Transport) Send(peer int, b []byte) error {
-	if peer < 0 || peer >= len(t.peers) {
+	if peer < 0 {
 		return ErrPeer
+	}
+	var to netip.AddrPort
+	if peer < len(t.peers) {
+		to = t.peers[peer]
+	} else {
+		t.mu.Lock()
+		if k := peer - len(t.peers); k < len(t.slots) && t.slots[k].used {
+			to = t.slots[k].addr
+		}
+		t.mu.Unlock()
+		if !to.IsValid() {
+			return ErrPeer
+		}
 	}
 	if t.closed.Load() {
 		return ErrClosed
 	}
-	err := t.write(peer, b)
+	err := t.write(to, b)
 	if err != nil {
 		t.sendErrs.Add(1)
 	}
 	return err
 }
 
-func (t *Transport) write(peer int, b []byte) error {
+func (t *Transport) write(to netip.AddrPort, b []byte) error {
 	if t.udp != nil {
-		_, err := t.udp.WriteToUDPAddrPort(b, t.peers[peer])
+		_, err := t.udp.WriteToUDPAddrPort(b, to)
 		return err
 	}
-	_, err := t.conn.WriteTo(b, net.UDPAddrFromAddrPort(t.peers[peer]))
+	_, err := t.conn.WriteTo(b, net.UDPAddrFromAddrPort(to))
 	return err
 }
 
-// Receive copies a waiting datagram into buf, taking the peers' queues in
-// turn (each queue oldest first); ok is false when none is waiting. It
-// never blocks.
+// Receive copies a waiting datagram into buf, taking the queues of the
+// peers and guests in turn (each queue oldest first); ok is false when
+// none is waiting. It never blocks.
 func (t *Transport) Receive(buf []byte) (n, peer int, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -195,23 +294,82 @@ func (t *Transport) read() {
 			t.readErrs.Add(1)
 			continue
 		}
-		peer, known := t.index[unmap(addr)]
+		addr = unmap(addr)
+		peer, known := t.index[addr]
 		switch {
 		case !known:
-			t.unknown.Add(1)
+			buf = t.guest(buf, n, addr)
 		case n > MaxDatagram:
 			t.oversized.Add(1)
 		default:
+			t.mu.Lock()
 			buf = t.enqueue(buf, n, peer)
+			t.mu.Unlock()
 		}
 	}
 }
 
-// enqueue queues buf in peer's queue (over its oldest datagram when the
-// queue is full) and returns a free buffer for the next read.
-func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
+// guest queues a datagram from addr, which is not a peer's, in the guest
+// slot addr holds, or in one it takes: the lowest free slot, or when none
+// is free the slot silent longest if that has been silent for GuestIdle.
+// Otherwise it drops it as from an unknown address. An oversized datagram
+// takes no slot. It returns a free buffer for the next read.
+func (t *Transport) guest(buf []byte, n int, addr netip.AddrPort) []byte {
+	if t.nslots.Load() == 0 {
+		t.unknown.Add(1)
+		return buf
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.slots) == 0 { // AcceptGuests(0) since the look
+		t.unknown.Add(1)
+		return buf
+	}
+	now := t.now()
+	held, free, oldest := -1, -1, -1
+	for k := range t.slots {
+		s := &t.slots[k]
+		switch {
+		case !s.used:
+			if free < 0 {
+				free = k
+			}
+		case s.addr == addr:
+			held = k
+		case oldest < 0 || s.last.Before(t.slots[oldest].last):
+			oldest = k
+		}
+		if held >= 0 {
+			break
+		}
+	}
+	k := held
+	switch {
+	case k >= 0:
+	case free >= 0:
+		k = free
+	case now.Sub(t.slots[oldest].last) >= GuestIdle:
+		k = oldest
+	default:
+		t.unknown.Add(1)
+		return buf
+	}
+	if n > MaxDatagram {
+		t.oversized.Add(1)
+		return buf
+	}
+	if k != held {
+		t.release(k) // a slot taken over: the old address's datagrams go
+		t.slots[k] = slot{addr: addr, used: true}
+	}
+	t.slots[k].last = now
+	return t.enqueue(buf, n, len(t.peers)+k)
+}
+
+// enqueue queues buf in peer's queue (over its oldest datagram when the
+// queue is full) and returns a free buffer for the next read; t.mu is
+// held.
+func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
 	q := &t.queues[peer]
 	if q.count == PeerQueue {
 		t.full.Add(1)
@@ -226,16 +384,22 @@ func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
 	return make([]byte, MaxDatagram+1)
 }
 
-// Stats returns the transport's drop counters and how many datagrams wait.
+// Stats returns the transport's drop counters, how many datagrams wait and
+// how many guest slots are in use.
 func (t *Transport) Stats() Stats {
 	t.mu.Lock()
-	waiting := 0
+	waiting, guests := 0, 0
 	for i := range t.queues {
 		waiting += t.queues[i].count
 	}
+	for k := range t.slots {
+		if t.slots[k].used {
+			guests++
+		}
+	}
 	t.mu.Unlock()
 	return Stats{UnknownAddress: t.unknown.Load(), Oversized: t.oversized.Load(), QueueFull: t.full.Load(),
-		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load(), Waiting: int64(waiting)}
+		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load(), Waiting: int64(waiting), Guests: int64(guests)}
 }
 
 // Close closes the socket and waits for the reader goroutine to stop.

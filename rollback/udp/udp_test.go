@@ -427,3 +427,229 @@ func TestFloodFillsOnlyItsOwnQueue(t *testing.T) {
 		assert.Equal(t, string([]byte{'a', byte(1099 % 256), byte(1099 >> 8)}), from[0][len(from[0])-1], "the flood's newest kept")
 	}
 }
+
+// guests is a transport that accepts n guests, with one peer, and sends
+// datagrams to it from sockets, waiting each time until its reader has
+// taken the datagram (queued or dropped it).
+type guests struct {
+	t    *testing.T
+	tr   *udp.Transport
+	w    *watched
+	addr netip.AddrPort // the transport's
+	peer *net.UDPConn
+	sent int64
+}
+
+func newGuests(t *testing.T, n int) *guests {
+	t.Helper()
+	a, b := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
+	t.Cleanup(func() { b.Close() })
+	tr, w := newWatched(t, a, addrOf(b))
+	t.Cleanup(func() { tr.Close() })
+	require.NoError(t, tr.AcceptGuests(n))
+	return &guests{t: t, tr: tr, w: w, addr: addrOf(a), peer: b}
+}
+
+// socket returns a new loopback socket, closed when the test ends.
+func (g *guests) socket() *net.UDPConn {
+	c := listen(g.t, "udp4", "127.0.0.1")
+	g.t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// send sends b from c and waits until the transport's reader has taken it:
+// it has begun a read after every datagram sent.
+func (g *guests) send(c *net.UDPConn, b []byte) {
+	g.t.Helper()
+	_, err := c.WriteToUDPAddrPort(b, g.addr)
+	require.NoError(g.t, err)
+	g.sent++
+	g.w.until(g.t, "the transport did not take a datagram", func() bool { return g.w.begun.Load() > g.sent })
+}
+
+// receive returns the datagrams waiting, as "index:payload".
+func (g *guests) receive() []string {
+	var got []string
+	buf := make([]byte, udp.MaxDatagram)
+	for {
+		n, peer, ok := g.tr.Receive(buf)
+		if !ok {
+			return got
+		}
+		got = append(got, fmt.Sprintf("%d:%s", peer, buf[:n]))
+	}
+}
+
+// answer sends b to idx and returns what c read, from the transport's
+// address.
+func (g *guests) answer(idx int, b string, c *net.UDPConn) string {
+	g.t.Helper()
+	require.NoError(g.t, g.tr.Send(idx, []byte(b)))
+	require.NoError(g.t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+	buf := make([]byte, udp.MaxDatagram)
+	n, from, err := c.ReadFromUDPAddrPort(buf)
+	require.NoError(g.t, err)
+	assert.Equal(g.t, g.addr, from)
+	return string(buf[:n])
+}
+
+func TestGuestsTakeIndexesAfterThePeers(t *testing.T) {
+	g := newGuests(t, 2)
+	g1, g2 := g.socket(), g.socket()
+	g.send(g1, []byte("one"))
+	assert.Equal(t, []string{"1:one"}, g.receive(), "the first guest is index len(peers)")
+	assert.Equal(t, "to one", g.answer(1, "to one", g1))
+	g.send(g2, []byte("two"))
+	assert.Equal(t, []string{"2:two"}, g.receive(), "a second address takes the next index")
+	assert.Equal(t, "to two", g.answer(2, "to two", g2))
+	g.send(g1, []byte("again"))
+	g.send(g.peer, []byte("peer"))
+	assert.ElementsMatch(t, []string{"1:again", "0:peer"}, g.receive(), "an address keeps its slot; a peer is a peer")
+	assert.Equal(t, "to one", g.answer(1, "to one", g1))
+	st := g.tr.Stats()
+	assert.Equal(t, int64(2), st.Guests)
+	assert.Zero(t, st.UnknownAddress)
+}
+
+func TestGuestSlotsFull(t *testing.T) {
+	g := newGuests(t, 1)
+	g1, g2 := g.socket(), g.socket()
+	g.send(g1, []byte("a"))
+	g.send(g2, []byte("b"))
+	g.send(g2, make([]byte, udp.MaxDatagram+1))
+	g.send(g1, []byte("c"))
+	assert.Equal(t, []string{"1:a", "1:c"}, g.receive(), "only the guest holding the slot")
+	st := g.tr.Stats()
+	assert.Equal(t, int64(2), st.UnknownAddress, "a further address is dropped and counted, oversized or not")
+	assert.Zero(t, st.Oversized)
+	assert.Equal(t, int64(1), st.Guests)
+}
+
+func TestOversizedDatagramTakesNoGuestSlot(t *testing.T) {
+	g := newGuests(t, 1)
+	g1, g2 := g.socket(), g.socket()
+	g.send(g1, make([]byte, udp.MaxDatagram+1))
+	assert.Equal(t, udp.Stats{Oversized: 1}, g.tr.Stats())
+	g.send(g2, []byte("b"))
+	g.send(g2, make([]byte, udp.MaxDatagram+1))
+	assert.Equal(t, []string{"1:b"}, g.receive())
+	assert.Equal(t, udp.Stats{Oversized: 2, Guests: 1}, g.tr.Stats())
+}
+
+func TestReleaseFreesAGuestSlot(t *testing.T) {
+	g := newGuests(t, 1)
+	g1, g2 := g.socket(), g.socket()
+	g.send(g1, []byte("a"))
+	g.send(g.peer, []byte("p"))
+	require.Equal(t, udp.Stats{Waiting: 2, Guests: 1}, g.tr.Stats())
+	g.tr.Release(1)
+	assert.Equal(t, udp.Stats{Waiting: 1}, g.tr.Stats(), "the slot is free and its datagrams dropped")
+	assert.ErrorIs(t, g.tr.Send(1, []byte("x")), udp.ErrPeer)
+	for _, idx := range []int{-1, 0, 1, 2} {
+		g.tr.Release(idx) // a peer, a free slot, out of range: nothing
+	}
+	g.send(g2, []byte("b"))
+	assert.Equal(t, []string{"0:p", "1:b"}, g.receive(), "the peer's datagram stays; a new address takes the slot")
+	assert.Equal(t, "to b", g.answer(1, "to b", g2))
+	g.send(g1, []byte("c"))
+	assert.Equal(t, udp.Stats{UnknownAddress: 1, Guests: 1}, g.tr.Stats(), "the released address is a stranger again")
+}
+
+func TestAcceptGuestsAndSendErrors(t *testing.T) {
+	a := listen(t, "udp4", "127.0.0.1")
+	tr, err := udp.New(a, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:9")})
+	require.NoError(t, err)
+	defer tr.Close()
+	assert.Error(t, tr.AcceptGuests(-1))
+	assert.Error(t, tr.AcceptGuests(udp.MaxGuests+1))
+	assert.ErrorIs(t, tr.Send(1, nil), udp.ErrPeer, "no guest slots")
+	require.NoError(t, tr.AcceptGuests(udp.MaxGuests))
+	for _, idx := range []int{1, udp.MaxGuests, udp.MaxGuests + 1} {
+		assert.ErrorIs(t, tr.Send(idx, nil), udp.ErrPeer, "guest index %d: a free slot or none", idx)
+	}
+	require.NoError(t, tr.AcceptGuests(0))
+	assert.Equal(t, udp.Stats{}, tr.Stats())
+}
+
+// TestGuestIdleTakeover: with every slot taken, a new address takes the
+// slot silent longest once it has been silent for GuestIdle, and that
+// slot's waiting datagrams from the old address are dropped. The
+// transport's clock is the test's.
+func TestGuestIdleTakeover(t *testing.T) {
+	g := newGuests(t, 2)
+	var clock atomic.Int64
+	base := time.Now()
+	udp.SetClock(g.tr, func() time.Time { return base.Add(time.Duration(clock.Load())) })
+	at := func(d time.Duration) { clock.Store(int64(d)) }
+	g1, g2, g3 := g.socket(), g.socket(), g.socket()
+
+	g.send(g1, []byte("1a")) // slot 0 (index 1), heard at 0
+	at(time.Second)
+	g.send(g2, []byte("2a")) // slot 1 (index 2), heard at 1 s
+	at(2 * time.Second)
+	g.send(g1, []byte("1b")) // slot 0 heard at 2 s: slot 1 is the oldest
+	at(time.Second + udp.GuestIdle - 1)
+	g.send(g3, []byte("3a"))
+	assert.Equal(t, udp.Stats{UnknownAddress: 1, Waiting: 3, Guests: 2}, g.tr.Stats(), "no slot silent for GuestIdle yet")
+	at(time.Second + udp.GuestIdle)
+	g.send(g3, []byte("3b"))
+	assert.Equal(t, udp.Stats{UnknownAddress: 1, Waiting: 3, Guests: 2}, g.tr.Stats())
+	assert.ElementsMatch(t, []string{"1:1a", "1:1b", "2:3b"}, g.receive(), "the oldest slot taken over; its old datagram dropped")
+	assert.Equal(t, "to 3", g.answer(2, "to 3", g3), "the index answers its new address")
+
+	g.send(g2, []byte("2b")) // slot 0 silent 9 s, slot 1 just heard
+	assert.Equal(t, int64(2), g.tr.Stats().UnknownAddress)
+	at(2*time.Second + udp.GuestIdle)
+	g.send(g2, []byte("2c"))
+	assert.Equal(t, []string{"1:2c"}, g.receive(), "now slot 0 is silent for GuestIdle and the oldest")
+	assert.Equal(t, "to 2", g.answer(1, "to 2", g2))
+	g.send(g1, []byte("1c"))
+	assert.Equal(t, udp.Stats{UnknownAddress: 3, Guests: 2}, g.tr.Stats(), "the address that lost its slot is a stranger")
+}
+
+// TestGuestNoAllocationPerPacket: a round trip between a guest and the
+// transport that holds its slot allocates nothing.
+func TestGuestNoAllocationPerPacket(t *testing.T) {
+	a, b, c := listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1"), listen(t, "udp4", "127.0.0.1")
+	defer a.Close()
+	tb, err := udp.New(b, []netip.AddrPort{addrOf(a)})
+	require.NoError(t, err)
+	require.NoError(t, tb.AcceptGuests(4))
+	tc, err := udp.New(c, []netip.AddrPort{addrOf(b)})
+	require.NoError(t, err)
+	defer tb.Close()
+	defer tc.Close()
+	payload, buf := make([]byte, 40), make([]byte, udp.MaxDatagram)
+	deadline := time.Now().Add(10 * time.Second) // for all 120 round trips
+	poll := time.NewTimer(time.Hour)
+	defer poll.Stop()
+	wait := func(tr *udp.Transport, want int) {
+		for {
+			if _, peer, ok := tr.Receive(buf); ok {
+				if peer != want {
+					t.Fatalf("from index %d, want %d", peer, want)
+				}
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the round trips on loopback took more than 10 s")
+			}
+			poll.Reset(100 * time.Microsecond) // see TestNoAllocationPerPacket
+			<-poll.C
+		}
+	}
+	roundTrip := func() {
+		if err := tc.Send(0, payload); err != nil {
+			t.Fatal(err)
+		}
+		wait(tb, 1)
+		if err := tb.Send(1, payload); err != nil {
+			t.Fatal(err)
+		}
+		wait(tc, 0)
+	}
+	for range 20 {
+		roundTrip()
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, roundTrip))
+}
