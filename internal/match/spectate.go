@@ -166,7 +166,9 @@ func (rn *run) tickSpectator(k, tick int) {
 	if w.s == nil || w.done {
 		return
 	}
-	if w.leave > 0 && tick >= w.leave {
+	if w.leave > 0 && tick >= w.leave && w.s.Stats().StateFrame >= 0 {
+		// It leaves once it has watched: a spectator that leaves before
+		// its state arrives proves nothing.
 		if !w.crash {
 			_ = w.s.Close()
 		}
