@@ -408,3 +408,35 @@ func TestLoad(t *testing.T) {
 	assert.ErrorIs(t, dst.Load(good), savestate.ErrEntered)
 	dst.Leave()
 }
+
+// FuzzLoad: Load either refuses bytes or takes them whole, never panics,
+// and a state it takes has exactly the arena's used bytes.
+func FuzzLoad(f *testing.F) {
+	src, err := savestate.New(4096)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := savestate.Alloc[world](src); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := savestate.Alloc[[3]int64](src); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(append([]byte(nil), src.Bytes()...))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		dst, err := savestate.New(4096)
+		require.NoError(t, err)
+		_, err = savestate.Alloc[world](dst)
+		require.NoError(t, err)
+		_, err = savestate.Alloc[[3]int64](dst)
+		require.NoError(t, err)
+		before := append([]byte(nil), dst.Bytes()...)
+		if err := dst.Load(b); err != nil {
+			require.ErrorIs(t, err, savestate.ErrState)
+			require.Equal(t, before, dst.Bytes(), "a refused state changes nothing")
+			return
+		}
+		require.Equal(t, b, dst.Bytes())
+		dst.Allocations() // walks the records it took
+	})
+}
