@@ -63,7 +63,6 @@ type audience struct {
 	judged  int // stranger datagrams this call
 
 	sent, sentBytes int64 // to spectators, also in the host's totals
-	joined, left    int64
 
 	io struct {
 		buf    []byte
@@ -88,7 +87,6 @@ type guest struct {
 	watch    wire.Watch
 	cursor   int // the next Snap piece to send
 	wrapAt   time.Duration
-	feedTo   Frame // one past the newest frame sent it
 }
 
 // offer is the state the audience serves joiners: copied from the host
@@ -130,8 +128,8 @@ func (a *audience) find(idx int) int {
 	return -1
 }
 
-// receive judges a datagram from transport index idx, not a peer. It
-// reports whether it was taken.
+// receive judges a datagram (1 to maxDatagram bytes) from transport index
+// idx, not a peer. It reports whether it was taken.
 func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSource) bool {
 	k := a.find(idx)
 	if k < 0 || !a.guests[k].auth.keyed() {
@@ -143,9 +141,6 @@ func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSourc
 		return false
 	} else {
 		g.judged++
-	}
-	if len(b) == 0 || len(b) > maxDatagram {
-		return false
 	}
 	if wire.Kind(b[0]) == wire.KindHandshake {
 		return a.handshake(idx, k, b, now)
@@ -161,7 +156,6 @@ func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSourc
 	g.lastRecv = now
 	if !g.auth.verified {
 		g.auth.verified = true
-		a.joined++
 		host.emitGuest(EventSpectatorJoined, idx)
 	}
 	switch wire.SealedKind(b) {
@@ -252,7 +246,6 @@ func (a *audience) drop(k int, host stateSource) {
 	g := a.guests[k]
 	a.guests = slices.Delete(a.guests, k, k+1)
 	if g.auth.verified {
-		a.left++
 		host.emitGuest(EventSpectatorLeft, g.idx)
 	}
 	if r, ok := a.tr.(interface{ Release(peer int) }); ok {
@@ -436,7 +429,6 @@ func (a *audience) sendFeed(g *guest, now time.Duration) {
 	b, err := wire.AppendInput(g.auth.seal.Begin(a.io.buf[:0], wire.KindInput), pkt, wire.Layout(a.keys.terms.Layout))
 	if err == nil {
 		a.transmit(g.idx, g.auth.seal.Seal(b), now)
-		g.feedTo = max(g.feedTo, end)
 	}
 }
 

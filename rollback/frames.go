@@ -262,21 +262,22 @@ func (s *Session) record() {
 	}
 }
 
-// joinState gives the audience the newest snapshot whose frame is final,
-// or the live state when every frame simulated is (lockstep without
-// snapshots): a stateSource.
+// joinState gives the audience the newest snapshot no later than the
+// frames already in its feed (final: record put them there), or the live
+// state when every frame simulated is (lockstep without snapshots): a
+// stateSource.
 func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
+	fed := s.out.recorded
 	if !s.proto.started {
 		return 0, dst, false
 	}
-	final := min(s.anchor(s.frame), s.frame)
 	if !s.snaps.on {
-		if final < s.frame {
+		if fed < s.frame {
 			return 0, dst, false
 		}
 		return s.frame, append(dst, s.snaps.arena.Bytes()...), true
 	}
-	slot := s.snaps.newest(final)
+	slot := s.snaps.newest(fed)
 	if slot < 0 || s.snaps.arena.Enter(slot) != nil {
 		return 0, dst, false
 	}

@@ -40,7 +40,7 @@ func (s *Session) receive() Frame {
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += int64(n)
 		if peer >= len(s.peers) && s.aud != nil {
-			if !s.aud.receive(peer, buf[:min(n, len(buf))], s.now, s) {
+			if n <= 0 || n > maxDatagram || !s.aud.receive(peer, buf[:n], s.now, s) {
 				s.stats.PacketsInvalid++
 			}
 			continue

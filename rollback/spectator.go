@@ -124,7 +124,6 @@ type Spectator struct {
 	keys    keyring
 	up      peerAuth
 	upRecv  time.Duration
-	upSend  time.Duration
 	timeout struct{ hs, interrupt, disconnect time.Duration }
 
 	frame   Frame
@@ -362,15 +361,15 @@ func (s *Spectator) receive() {
 		}
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += int64(n)
-		b := s.io.recvBuf[:min(n, len(s.io.recvBuf))]
 		taken := false
 		switch {
+		case n <= 0 || n > maxDatagram:
 		case idx != s.src:
-			taken = s.aud != nil && s.aud.receive(idx, b, s.now, s)
-		case judged < peerBudget && n > 0 && n <= maxDatagram:
+			taken = s.aud != nil && s.aud.receive(idx, s.io.recvBuf[:n], s.now, s)
+		case judged < peerBudget:
 			judged++
 			s.up.heard = true
-			taken = s.fromSource(b)
+			taken = s.fromSource(s.io.recvBuf[:n])
 		}
 		if !taken {
 			s.stats.PacketsInvalid++
@@ -475,7 +474,6 @@ func (s *Spectator) transmit(b []byte) {
 	if s.tr.Send(s.src, b) != nil {
 		return
 	}
-	s.upSend = s.now
 	s.stats.PacketsSent++
 	s.stats.BytesSent += int64(len(b))
 }

@@ -731,6 +731,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			reason = "an honest machine disconnected another"
 		case a.SuspectedHonest > 0:
 			reason = fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
+		case r.Spectators.Verified < r.Spectators.Joined:
+			reason = fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
 		case r.ReplayErr != nil:
 			reason = "replay: " + r.ReplayErr.Error()
 		case !r.Sound.Clean():
@@ -754,10 +756,6 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		}
 		adv.add(r.Adversary)
 		spec.Add(r.Spectators)
-		if reason == "" && r.Spectators.Verified < r.Spectators.Joined {
-			reason = fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
-			s.Failures = append(s.Failures, Fail{Match: i, Seed: seed, Reason: reason})
-		}
 		snd.Add(r.Sound)
 		s.SoundPerMatch = append(s.SoundPerMatch, soundJSON(r.Sound))
 		if r.Completed {

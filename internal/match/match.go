@@ -998,6 +998,12 @@ func seededRand(seed, salt uint64, i int) *rand.ChaCha8 {
 // status Disconnected from frame discFrom[p] on (nil: nobody left). The game
 // triggers its sounds through l, which may be nil.
 func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, l *sound.Ledger) (*savestate.Arena, error) {
+	return offline(c, size, truth, discFrom, l, nil)
+}
+
+// offline is Offline; at, when not nil, sees the state at the start of
+// every frame, and at the end (frame c.Frames).
+func offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, l *sound.Ledger, at func(rollback.Frame, *savestate.Arena)) (*savestate.Arena, error) {
 	a, err := savestate.New(size)
 	if err != nil {
 		return nil, err
@@ -1009,6 +1015,9 @@ func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Fra
 	g.SetLedger(l)
 	in := make([]rollback.PlayerInput, c.Players)
 	for f := range c.Frames {
+		if at != nil {
+			at(rollback.Frame(f), a)
+		}
 		for p := range in {
 			in[p] = rollback.PlayerInput{Input: truth[f*c.Players+p], Status: rollback.Confirmed}
 			if discFrom != nil && rollback.Frame(f) >= discFrom[p] {
@@ -1019,6 +1028,9 @@ func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Fra
 			l.Simulating(rollback.Frame(f))
 		}
 		g.Step(rollback.Frame(f), in)
+	}
+	if at != nil {
+		at(rollback.Frame(c.Frames), a)
 	}
 	return a, nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -94,11 +95,7 @@ func planSpectators(c Config, machines int) []watcher {
 	for k := range order {
 		order[k] = k
 	}
-	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && ws[order[j]].join < ws[order[j-1]].join; j-- {
-			order[j], order[j-1] = order[j-1], order[j]
-		}
-	}
+	slices.SortStableFunc(order, func(x, y int) int { return ws[x].join - ws[y].join })
 	leavers := len(ws) / 4
 	children := make([]int, machines+len(ws))
 	for n, k := range order {
@@ -260,28 +257,10 @@ func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc
 // offlineHashes sets want[f], for every frame f it holds, to the xxhash
 // of the offline re-simulation's state at the start of frame f.
 func offlineHashes(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, want map[rollback.Frame]uint64) error {
-	a, err := savestate.New(size)
-	if err != nil {
-		return err
-	}
-	g, err := arena.New(a, c.Players, c.Seed)
-	if err != nil {
-		return err
-	}
-	in := make([]rollback.PlayerInput, c.Players)
-	for f := 0; ; f++ {
-		if _, ok := want[rollback.Frame(f)]; ok {
-			want[rollback.Frame(f)] = xxhash.Sum64(a.Bytes())
+	_, err := offline(c, size, truth, discFrom, nil, func(f rollback.Frame, a *savestate.Arena) {
+		if _, ok := want[f]; ok {
+			want[f] = xxhash.Sum64(a.Bytes())
 		}
-		if f >= c.Frames {
-			return nil
-		}
-		for p := range in {
-			in[p] = rollback.PlayerInput{Input: truth[f*c.Players+p], Status: rollback.Confirmed}
-			if discFrom != nil && rollback.Frame(f) >= discFrom[p] {
-				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
-			}
-		}
-		g.Step(rollback.Frame(f), in)
-	}
+	})
+	return err
 }
