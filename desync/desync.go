@@ -150,6 +150,14 @@ func (d *Detector) Forget(peer int) {
 	}
 }
 
+// Resume compares with peer again (it came back), from its next
+// checksum on.
+func (d *Detector) Resume(peer int) {
+	if peer >= 0 && peer < len(d.gone) {
+		d.gone[peer], d.remote[peer], d.hist[peer] = false, sum{}, sums{}
+	}
+}
+
 // Check compares every peer's latest checksum with ours of the same frame
 // and returns the first mismatch that is decided, or nil.
 func (d *Detector) Check() *Error {

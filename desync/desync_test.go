@@ -148,3 +148,22 @@ func TestDetectorMajority(t *testing.T) {
 		assert.Nil(t, d.Check())
 	})
 }
+
+// TestDetectorResume: a peer forgotten (it left) and resumed (it came
+// back) is compared again, from its next checksum on, not with the one it
+// sent before it left.
+func TestDetectorResume(t *testing.T) {
+	d := desync.NewDetector(1)
+	d.Local(10, 1)
+	d.Remote(0, 10, 2)
+	d.Forget(0)
+	assert.Nil(t, d.Check(), "a forgotten peer is not compared")
+	d.Resume(0)
+	assert.Nil(t, d.Check(), "its checksum from before it left is gone")
+	d.Local(20, 5)
+	d.Remote(0, 20, 6)
+	e := d.Check()
+	if assert.NotNil(t, e, "a resumed peer is compared again") {
+		assert.Equal(t, int32(20), e.Frame)
+	}
+}

@@ -17,6 +17,18 @@ func (s *Session) stmtNeed(x int, k int32) (stmtNeed, int) {
 	if i < 0 {
 		return needLive, stmtFrames
 	}
+	if p := s.peers[i].players[0]; s.inputs.back(p) > 0 {
+		// It left and came back (or is coming back) at the take-over frame
+		// back: live from that interval on; before it, gone from its cut.
+		if Frame(k)*stmtFrames >= s.inputs.back(p) {
+			return needLive, stmtFrames
+		}
+		g := s.inputs.gaps[p][s.inputs.ngaps[p]-1]
+		if n := int(min(max(g.from-Frame(k)*stmtFrames, 0), stmtFrames)); n > 0 {
+			return needGone, n
+		}
+		return needNone, 0
+	}
 	l := &s.peers[i].leave
 	switch {
 	case !l.disc:
@@ -31,8 +43,11 @@ func (s *Session) stmtNeed(x int, k int32) (stmtNeed, int) {
 	return needGone, n
 }
 
-// stmtLive implements stmtRoster.
-func (s *Session) stmtLive(i int) bool { return !s.peers[i].leave.disc }
+// stmtLive implements stmtRoster: a machine that came back plays from its
+// take-over frame's interval on.
+func (s *Session) stmtLive(i int, k int32) bool {
+	return !s.peers[i].leave.disc && Frame(k)*stmtFrames >= s.inputs.back(s.peers[i].players[0])
+}
 
 // keysReady reports whether the match may start as far as the signing
 // keys go: every peer's view of them equals ours (or there are none).

@@ -51,6 +51,7 @@ type stateSource interface {
 // audience owns the spectators one machine serves directly.
 type audience struct {
 	max     int
+	peers   int // the host's peers: a guest at a lower index is one of them coming back (rejoin.go)
 	perTick int // Snap pieces a spectator is sent per call
 	keys    *keyring
 	session uint64
@@ -103,8 +104,8 @@ type offer struct {
 	data  []byte
 }
 
-func newAudience(limit, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
-	a := &audience{max: limit, perTick: max(1, orDefault(rate, DefaultTransferRate)/60/wire.MaxSnapData),
+func newAudience(limit, peers, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
+	a := &audience{max: limit, peers: peers, perTick: max(1, orDefault(rate, DefaultTransferRate)/60/wire.MaxSnapData),
 		keys: keys, session: session, tr: tr, feed: f, interr: interr, discon: discon}
 	a.io.buf = make([]byte, 0, maxDatagram)
 	a.io.pkt.Inputs = make([]uint64, 0, maxFeedFrames*MaxPlayers)
@@ -156,7 +157,9 @@ func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSourc
 	g.lastRecv = now
 	if !g.auth.verified {
 		g.auth.verified = true
-		host.emitGuest(EventSpectatorJoined, idx)
+		if idx >= a.peers {
+			host.emitGuest(EventSpectatorJoined, idx)
+		}
 	}
 	switch wire.SealedKind(b) {
 	case wire.KindWatch:
@@ -204,7 +207,7 @@ func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 		}
 		a.guests = slices.Delete(a.guests, k, k+1) // it restarted, or the index went to another
 	}
-	if len(a.guests) == a.max {
+	if idx >= a.peers && a.spectators() == a.max {
 		return false // full: it is not answered, and its handshake times out
 	}
 	seal, open, err := a.keys.link(a.session, h.Nonce, h.Key)
@@ -245,12 +248,35 @@ func (a *audience) sendControl(g *guest, m wire.Control, now time.Duration) {
 func (a *audience) drop(k int, host stateSource) {
 	g := a.guests[k]
 	a.guests = slices.Delete(a.guests, k, k+1)
+	if g.idx < a.peers {
+		return // a peer coming back: not a spectator, and its index stays
+	}
 	if g.auth.verified {
 		host.emitGuest(EventSpectatorLeft, g.idx)
 	}
 	if r, ok := a.tr.(interface{ Release(peer int) }); ok {
 		r.Release(g.idx)
 	}
+}
+
+// forget ends the service of the guest at transport index idx, if any,
+// without a word: a peer that came back, or gave up.
+func (a *audience) forget(idx int, host stateSource) {
+	if k := a.find(idx); k >= 0 {
+		a.drop(k, host)
+	}
+}
+
+// spectators returns how many guests are spectators, not peers coming
+// back.
+func (a *audience) spectators() int {
+	n := 0
+	for k := range a.guests {
+		if a.guests[k].idx >= a.peers {
+			n++
+		}
+	}
+	return n
 }
 
 // send gives every spectator what it is due: a handshake, the pieces of
@@ -450,7 +476,7 @@ func (a *audience) served() int {
 	}
 	n := 0
 	for k := range a.guests {
-		if a.guests[k].auth.verified {
+		if a.guests[k].auth.verified && a.guests[k].idx >= a.peers {
 			n++
 		}
 	}

@@ -141,6 +141,13 @@ func (c *checksums) plausible(f, localNext Frame) bool {
 	return c == nil || (f%c.every == 0 && f <= localNext)
 }
 
+// resume compares with peer i again: it came back.
+func (c *checksums) resume(i int) {
+	if c != nil && c.det != nil {
+		c.det.Resume(i)
+	}
+}
+
 // forget stops comparing with peer i, which left.
 func (c *checksums) forget(i int) {
 	if c != nil && c.det != nil {

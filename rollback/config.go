@@ -196,9 +196,34 @@ type Config struct {
 	// spectators join through spectators that relay
 	// (SpectatorConfig.MaxSpectators).
 	MaxSpectators int
-	// TransferRate paces the state sent to each joining spectator, in
-	// bytes a second; 0 means DefaultTransferRate (about 120 KB/s).
+	// TransferRate paces the state sent to each joining spectator or
+	// machine, in bytes a second; 0 means DefaultTransferRate (about
+	// 120 KB/s).
 	TransferRate int
+	// StandIn, if not nil, gives the input of player p for frame f while p
+	// is absent (its machine disconnected, until it takes p back), with the
+	// State at the start of frame f: a bot or an AI takes over. It must be
+	// deterministic, a function of the state, f and p only: every machine
+	// calls it for the same frames and must get the same inputs. The
+	// input has status Disconnected. nil means the zero input.
+	StandIn func(f Frame, p PlayerID) Input
+	// RejoinWindow is how long after a peer is disconnected its machine
+	// may come back (a Session with InProgress set: docs/protocol.md,
+	// "Reconnect") and take its players back from the stand-in; 0 means
+	// DefaultRejoinWindow (60 s), negative never. Rollback mode only.
+	RejoinWindow time.Duration
+	// InProgress makes this machine join a match already under way: it
+	// dropped out (a crash, a link down past DisconnectTimeout) and comes
+	// back within the others' RejoinWindow, with the same Config as before
+	// (a new Rand). The session first receives the state at a final frame
+	// from a peer and catches up with the final inputs since, then takes
+	// its players back at a frame every machine agrees on, once the
+	// state's checksum there is confirmed by two machines (or the only
+	// other one). Until then Advance reports Stalled or simulates the
+	// match as a spectator would, and takes local inputs only from the
+	// take-over frame on (EventTookOver). Rollback mode only, without a
+	// Recorder or SyncTest.
+	InProgress bool
 	// SyncTest, when positive, turns on sync-test mode: every frame the
 	// session rolls back SyncTest frames (at most MaxRollback), re-simulates
 	// them and compares checksums of the arena with the first simulation.
@@ -219,6 +244,18 @@ func (c *Config) validate() error {
 	}
 	if c.Game == nil {
 		return cfgErr("Game", "nil")
+	}
+	if c.InProgress {
+		switch {
+		case len(c.Peers) == 0:
+			return cfgErr("InProgress", "no peers to join")
+		case c.Mode == LockstepMode:
+			return cfgErr("InProgress", "lockstep matches cannot be joined in progress")
+		case c.Recorder != nil:
+			return cfgErr("InProgress", "with a Recorder: a joiner has no inputs before the state it joins at")
+		case c.SyncTest != 0:
+			return cfgErr("InProgress", "with SyncTest")
+		}
 	}
 	if len(c.Peers) > 0 && c.Transport == nil {
 		return cfgErr("Transport", "nil, with %d peers", len(c.Peers))

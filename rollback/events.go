@@ -82,6 +82,10 @@ const (
 	// source's newest frame as its Delay allows. Frame: the next frame it
 	// simulates.
 	EventCaughtUp // caught-up
+	// EventTookOver: the machine of Peer took its players back at Frame
+	// (docs/protocol.md, "Reconnect"); on the machine that came back,
+	// Peer is -1: its local inputs are used from Frame on.
+	EventTookOver // took-over
 )
 
 // ForgeryAlarm is how many datagrams failing the MAC check within a second

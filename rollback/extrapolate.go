@@ -53,7 +53,7 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 	f, in := s.frame, s.io.stepIn[:s.roster.players]
 	s.inputs.inputsFor(f, in)
 	for _, p := range s.roster.local {
-		if s.inputs.next[p] <= f && f < s.inputs.discFrom[p] {
+		if s.inputs.next[p] <= f && !s.inputs.absent(p, f) {
 			// Not queued yet (no input lag): repeat the last frame's.
 			in[p] = PlayerInput{Status: Confirmed}
 			if f > 0 {

@@ -67,6 +67,7 @@ func (s *Session) runFinal(f Frame, news bool) {
 // observer (observed), the sync-test check.
 func (s *Session) simulate(f Frame, resim, observed bool) {
 	s.sums.checkpoint(f, s.snaps.arena.Bytes())
+	s.noteJoinStates(f, s.snaps.arena.Bytes())
 	if s.out.log != nil {
 		s.logStep(f, resim)
 	}
@@ -252,7 +253,7 @@ func (s *Session) record() {
 	}
 	for ; s.out.recorded < end; s.out.recorded++ {
 		f, in := s.out.recorded, s.out.in[:s.roster.players]
-		s.inputs.inputsFor(f, in)
+		s.inputs.finalInputs(f, in)
 		if s.out.rec != nil {
 			s.out.rec.Confirmed(f, in)
 		}

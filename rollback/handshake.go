@@ -135,6 +135,25 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 	if h.Nonce == 0 {
 		return dropped
 	}
+	if a.nonce != 0 && h.Nonce != a.nonce && len(h.Local) > 0 && s.proto.rejoinWindow > 0 && s.proto.started && s.ls == nil {
+		// A new nonce from the peer's address: the machine restarted and
+		// comes back (rejoin.go). It counts, as at the start, only once it
+		// echoes ours: then, if it left, the link is keyed anew; if we
+		// still play with it, what it sent before is all we will get, and
+		// it is disconnected now rather than after the timeout.
+		switch {
+		case h.Echo != s.proto.keys.nonce:
+			// Answered, but it proves nothing yet: dropped and counted, as
+			// a stranger's would be.
+			s.sendHandshake(i, h.Nonce)
+			return dropped
+		case s.rejoinable(i):
+			return s.rekey(i, h)
+		case !s.peers[i].leave.disc && s.compareTerms(i, h) == nil:
+			s.disconnect(i)
+		}
+		return answered
+	}
 	if h.Echo != s.proto.keys.nonce {
 		// Its sender has not shown that it receives at the peer's address:
 		// anyone could have sent it. It pins nothing.

@@ -11,12 +11,23 @@ const ringSize = 256
 // noFrame marks a player who has not disconnected.
 const noFrame = Frame(1<<31 - 1)
 
+// maxGaps is how many absences of one player the ring remembers: a
+// player who drops, comes back and drops again (docs/protocol.md,
+// "Reconnect"). The oldest is forgotten when a fifth begins; its frames
+// were final long before (a player is back only after the disconnect
+// timeout, the take-over, and the catch-up).
+const maxGaps = 4
+
+// gap is a player's absence: frames [from, to) play the stand-in; to is
+// noFrame while it lasts.
+type gap struct{ from, to Frame }
+
 func ring(f Frame) int { return int(uint32(f) % ringSize) }
 
 // inputRing owns every input the session holds: the real inputs of the last
 // ringSize frames as they become known, the inputs each frame was last
 // simulated with, each player's next missing frame and last input, and the
-// frames from which disconnected players play the default input. It answers
+// frames in which absent players play the stand-in (Config.StandIn). It answers
 // the one question every caller asks — the inputs of frame f — in
 // inputsFor. It does not know which frames are still needed: the session
 // bounds what it may overwrite (Session.ringLow).
@@ -25,12 +36,14 @@ type inputRing struct {
 	mask    Input
 	local   [MaxPlayers]bool
 	pred    predict.Predictor
+	standIn func(Frame, PlayerID) Input // nil: the zero input
 
-	in       [ringSize][MaxPlayers]Input
-	used     [ringSize][MaxPlayers]Input
-	next     [MaxPlayers]Frame // each player's first frame whose input is not here
-	last     [MaxPlayers]Input // each player's last input received (remote players)
-	discFrom [MaxPlayers]Frame // a disconnected player's inputs from this frame on are the default
+	in    [ringSize][MaxPlayers]Input
+	used  [ringSize][MaxPlayers]Input
+	next  [MaxPlayers]Frame        // each player's first frame whose input is not here
+	last  [MaxPlayers]Input        // each player's last input received (remote players)
+	gaps  [MaxPlayers][maxGaps]gap // each player's absences, oldest first
+	ngaps [MaxPlayers]int
 }
 
 // newInputRing returns a ring for players players of whom local are this
@@ -39,9 +52,6 @@ func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predic
 	r := &inputRing{players: players, mask: mask, pred: pred}
 	if r.pred == nil {
 		r.pred = predict.RepeatLast{}
-	}
-	for p := range r.discFrom {
-		r.discFrom[p] = noFrame
 	}
 	for _, p := range local {
 		r.local[p] = true
@@ -55,7 +65,7 @@ func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predic
 func (r *inputRing) confirmed() Frame {
 	c := noFrame
 	for p := range r.players {
-		if r.discFrom[p] == noFrame {
+		if !r.disconnected(PlayerID(p)) {
 			c = min(c, r.next[p])
 		}
 	}
@@ -97,22 +107,39 @@ func (r *inputRing) correct(p PlayerID, f Frame, in Input) bool {
 func (r *inputRing) at(f Frame, p PlayerID) Input { return r.in[ring(f)][p] }
 
 // inputsFor fills dst (one entry per player) with the best inputs known for
-// frame f: the default for a disconnected player, a prediction for a
-// remote player whose input has not arrived, the input otherwise. For a
-// frame before confirmed() every input is final.
+// frame f, the state being at its start: the stand-in's for an absent
+// player, a prediction for a remote player whose input has not arrived,
+// the input otherwise. For a frame before confirmed() every input is
+// final.
 func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) {
 	slot := ring(f)
 	for p := range r.players {
 		in, st := r.in[slot][p], Confirmed
 		switch {
-		case f >= r.discFrom[p]:
+		case r.absent(PlayerID(p), f):
 			in, st = 0, Disconnected
+			if r.standIn != nil {
+				in = r.standIn(f, PlayerID(p)) & r.mask
+			}
 		case !r.local[p] && f >= r.next[p]:
 			st = Predicted
 			ctx := predict.Context{Player: p, Frame: int32(f), Last: uint64(r.last[p]), LastFrame: int32(r.next[p] - 1)}
 			in = Input(r.pred.Predict(ctx)) & r.mask
 		}
 		dst[p] = PlayerInput{Input: in, Status: st}
+	}
+}
+
+// finalInputs fills dst with frame f's final inputs, f simulated and
+// before confirmed(): the stand-in's input is the one the last simulation
+// of f used (the state is no longer at f's start).
+func (r *inputRing) finalInputs(f Frame, dst []PlayerInput) {
+	slot := ring(f)
+	for p := range r.players {
+		dst[p] = PlayerInput{Input: r.in[slot][p], Status: Confirmed}
+		if r.absent(PlayerID(p), f) {
+			dst[p] = PlayerInput{Input: r.used[slot][p], Status: Disconnected}
+		}
 	}
 }
 
@@ -127,8 +154,71 @@ func (r *inputRing) use(f Frame, in []PlayerInput) {
 // usedAt returns player p's input the last simulation of frame f used.
 func (r *inputRing) usedAt(f Frame, p PlayerID) Input { return r.used[ring(f)][p] }
 
-// disconnect makes player p play the default input from frame f on.
-func (r *inputRing) disconnect(p PlayerID, f Frame) { r.discFrom[p] = f }
+// absent reports whether player p plays the stand-in at frame f.
+func (r *inputRing) absent(p PlayerID, f Frame) bool {
+	for _, g := range r.gaps[p][:r.ngaps[p]] {
+		if f >= g.from && f < g.to {
+			return true
+		}
+	}
+	return false
+}
 
-// disconnected reports whether player p has an agreed disconnect frame.
-func (r *inputRing) disconnected(p PlayerID) bool { return r.discFrom[p] != noFrame }
+// disconnect makes player p play the stand-in from frame f on: a new
+// absence, or an earlier start of the current one.
+func (r *inputRing) disconnect(p PlayerID, f Frame) {
+	if r.disconnected(p) {
+		g := &r.gaps[p][r.ngaps[p]-1]
+		g.from = min(g.from, f)
+		return
+	}
+	if r.ngaps[p] == maxGaps {
+		copy(r.gaps[p][:], r.gaps[p][1:])
+		r.ngaps[p]--
+	}
+	r.gaps[p][r.ngaps[p]] = gap{from: max(f, r.back(p)), to: noFrame}
+	r.ngaps[p]++
+}
+
+// disconnected reports whether player p is absent for good: it has an
+// agreed disconnect frame and no take-over frame.
+func (r *inputRing) disconnected(p PlayerID) bool {
+	n := r.ngaps[p]
+	return n > 0 && r.gaps[p][n-1].to == noFrame
+}
+
+// back returns the frame player p was last taken back at (0: never
+// absent).
+func (r *inputRing) back(p PlayerID) Frame {
+	if n := r.ngaps[p]; n > 0 && r.gaps[p][n-1].to != noFrame {
+		return r.gaps[p][n-1].to
+	}
+	return 0
+}
+
+// rejoin ends player p's current absence at frame t: its inputs from t on
+// are its machine's again, none of which is here yet. A later take-over
+// frame may replace t while none has come. It reports false when p is
+// not absent, or its inputs from the last take-over have begun to come.
+func (r *inputRing) rejoin(p PlayerID, t Frame) bool {
+	n := r.ngaps[p]
+	if n == 0 {
+		return false
+	}
+	g := &r.gaps[p][n-1]
+	if g.to != noFrame && r.next[p] != g.to {
+		return false
+	}
+	g.to = max(t, g.from)
+	r.next[p], r.last[p] = g.to, 0
+	r.in[ring(g.to-1)][p] = 0 // the base its first packet is delta-coded against (Session.takeOver)
+	return true
+}
+
+// unjoin undoes rejoin while none of p's inputs from the take-over frame
+// has come: p is absent for good again.
+func (r *inputRing) unjoin(p PlayerID) {
+	if n := r.ngaps[p]; n > 0 && r.gaps[p][n-1].to == r.next[p] {
+		r.gaps[p][n-1].to = noFrame
+	}
+}

@@ -18,6 +18,7 @@ type peer struct {
 	sums     sumSender
 	suspect  suspicions
 	timing   timing
+	join     rejoin // its way back after it left (rejoin.go)
 
 	st PeerStats // counters; the rest is filled in by Session.PeerStats
 }

@@ -39,7 +39,7 @@ func (s *Session) receive() Frame {
 		}
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += int64(n)
-		if peer >= len(s.peers) && s.aud != nil {
+		if s.aud != nil && (peer >= len(s.peers) || (n > 0 && n <= maxDatagram && s.watching(peer, buf[:n]))) {
 			if n <= 0 || n > maxDatagram || !s.aud.receive(peer, buf[:n], s.now, s) {
 				s.stats.PacketsInvalid++
 			}
@@ -112,6 +112,9 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 	}
 	s.verify(i) // it holds the keys
 	switch k := wire.SealedKind(b); k {
+	case wire.KindJoin:
+		f, ok := s.handleJoin(i, body)
+		return f, verdictOf(ok)
 	case wire.KindInput:
 		f, ok := s.handleInput(i, body)
 		return f, verdictOf(ok)
@@ -141,6 +144,9 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	h, err := wire.PeekInput(b, int32(localNext))
 	if err != nil {
 		return mis, false
+	}
+	if s.joining(i) && ps.join.take != 0 && Frame(h.First) <= ps.join.take {
+		s.tookOver(i) // its first inputs since we accepted its take-over frame
 	}
 	if ps.leave.disc {
 		return mis, true // it left; what it still sends no longer counts
@@ -343,6 +349,10 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 		if err := wire.ParseControl(b, &rx.d); err != nil {
 			return false
 		}
+		if s.joining(i) {
+			s.proto.joinMis = min(s.proto.joinMis, s.abandonJoin(i)) // it gave up
+			return true
+		}
 		s.disconnect(i)
 		return true
 	}
@@ -374,6 +384,11 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 		px := &s.peers[x]
 		if !g.Disconnected {
 			s.peers[from].gossip.count(x, Frame(g.Frame))
+			continue
+		}
+		if Frame(g.Frame) < s.inputs.back(px.players[0]) {
+			// Its absence before it came back, reported by a machine that
+			// has not yet seen it take over: old news.
 			continue
 		}
 		// Reports are kept after the agreement too: a proof of
@@ -488,6 +503,7 @@ func (s *Session) checkLiveness() Frame {
 			s.disconnect(i)
 		}
 	}
+	mis = min(mis, s.checkJoins())
 	for x := range s.peers {
 		s.judgeDoubts(x)
 		px := &s.peers[x]
@@ -504,6 +520,10 @@ func (s *Session) checkLiveness() Frame {
 			s.stmts.dirty = true
 		}
 		mis = min(mis, px.leave.frame)
+		px.join.since = s.now
+		if s.aud == nil && s.proto.rejoinWindow > 0 && s.ls == nil {
+			s.serve(0) // it may come back: it will watch us first
+		}
 		s.emit(EventDisconnected, px.leave.frame, x)
 	}
 	return mis

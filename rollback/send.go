@@ -35,6 +35,7 @@ type codec struct {
 		state wire.State
 		keys  wire.Keys
 		att   wire.Attest
+		join  wire.Join
 	}
 	hs   wire.Handshake // sent
 	q    wire.Quality
@@ -42,6 +43,7 @@ type codec struct {
 	sum  wire.Checksum
 	keys wire.Keys
 	att  wire.Attest
+	join wire.Join
 }
 
 func newCodec() codec {
@@ -98,6 +100,9 @@ func (s *Session) send() {
 			s.signOwn()
 			s.settleStatements()
 		}
+	}
+	if s.proto.joins > 0 {
+		s.sendJoins()
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]

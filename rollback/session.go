@@ -41,7 +41,9 @@ type Session struct {
 	stmts  *statements // nil: fewer than three machines, or lockstep
 	sync   *syncCheck  // nil: not in sync-test mode
 	ls     *lockstep   // nil: rollback mode
-	aud    *audience   // nil: no spectators (Config.MaxSpectators)
+	aud    *audience   // nil: no spectators (Config.MaxSpectators) and no rejoins
+	join   *joiner     // nil: not joining a match in progress (Config.InProgress)
+	joined JoinStats   // how it joined, once it took over
 	proto  protocol
 	start  starter
 	sent   frameTimes // when each local frame first went out
@@ -90,6 +92,7 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	lockstepMode := cfg.Mode == LockstepMode
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
+	s.inputs.standIn = cfg.StandIn
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
@@ -141,10 +144,9 @@ func NewSession(cfg Config) (*Session, error) {
 			}
 			s.snaps.slots = savestate.Slots // one kept at the settled frame
 		}
+		s.proto.transferRate = cfg.TransferRate
 		if cfg.MaxSpectators > 0 {
-			f := newFeed(cfg.Players)
-			s.aud = newAudience(cfg.MaxSpectators, cfg.TransferRate, &s.proto.keys, s.proto.sessionID, s.tr, &f,
-				s.proto.interruptAfter, s.proto.disconnectAfter)
+			s.serve(cfg.MaxSpectators)
 		}
 	}
 	if s.snaps.on {
@@ -155,6 +157,9 @@ func NewSession(cfg Config) (*Session, error) {
 	if s.sync != nil {
 		s.sync.sums[0] = s.arenaSum()
 	}
+	if cfg.InProgress {
+		s.join = newJoiner(s, &cfg)
+	}
 	if s.out.rec != nil {
 		m := MatchInfo{Players: s.roster.players, Layout: append(Layout(nil), s.roster.layout...), SessionID: s.proto.sessionID, GameChecksum: cfg.ChecksumData != nil}
 		if s.sums != nil {
@@ -163,6 +168,20 @@ func NewSession(cfg Config) (*Session, error) {
 		s.out.rec.Begin(m)
 	}
 	return s, nil
+}
+
+// serve makes this machine serve up to spectators spectators, and the
+// peers that come back (rejoin.go): the audience, and the feed of final
+// inputs from the next frame to become final on.
+func (s *Session) serve(spectators int) {
+	if s.out.rec == nil && s.out.log == nil {
+		// Nothing recorded the final frames so far: they start here.
+		s.out.recorded = max(s.out.recorded, min(s.anchor(s.frame), s.frame))
+	}
+	f := newFeed(s.roster.players)
+	f.reset(s.out.recorded)
+	s.aud = newAudience(spectators, len(s.peers), s.proto.transferRate, &s.proto.keys, s.proto.sessionID, s.tr, &f,
+		s.proto.interruptAfter, s.proto.disconnectAfter)
 }
 
 // addPeers sets up the remote machines, in Config.Peers order.
@@ -212,7 +231,12 @@ const linkLagSlack = 1.25
 
 // Frame returns the next frame to be simulated, which is also the number of
 // frames simulated so far.
-func (s *Session) Frame() Frame { return s.frame }
+func (s *Session) Frame() Frame {
+	if s.join != nil && s.join.watch != nil {
+		return s.join.watch.frame
+	}
+	return s.frame
+}
 
 // ConfirmedFrame returns the first frame for which some connected player's
 // input has not arrived: every input before it is here. It can exceed
@@ -241,7 +265,11 @@ func (s *Session) usable() error {
 // Stats returns the session's statistics. It does not allocate.
 func (s *Session) Stats() Stats {
 	st := s.stats
-	st.Frame, st.ConfirmedFrame = s.frame, s.ConfirmedFrame()
+	st.Frame, st.ConfirmedFrame = s.Frame(), s.ConfirmedFrame()
+	st.Join = s.joined
+	if s.join != nil {
+		st.Join = s.join.stats
+	}
 	st.InputLag, st.Advantage, st.QueuedStalls = s.lag.delay, s.gov.Advantage(), s.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
 	if s.aud != nil {
@@ -291,6 +319,9 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 		return false, fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), uint64(s.inputs.mask))
 	}
 	next := s.inputs.next[p]
+	if s.join != nil {
+		return false, nil // its players are not back yet
+	}
 	if s.ls != nil {
 		if !s.ls.inputDue(next, s.lag.delay, s.proto.started, s.clock.Now()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
@@ -322,6 +353,9 @@ func (s *Session) Advance() (Result, error) {
 	}
 	if s.sums.failed() != nil {
 		return s.Idle()
+	}
+	if s.join != nil {
+		return s.advanceJoin()
 	}
 	if s.ls != nil {
 		return s.advanceLockstep()
@@ -467,6 +501,9 @@ func (s *Session) Idle() (Result, error) {
 	if err := s.usable(); err != nil {
 		return Result{Frame: s.frame, Stalled: true}, err
 	}
+	if s.join != nil {
+		return s.advanceJoin()
+	}
 	r := Result{Frame: s.frame, Stalled: true}
 	mis, err := s.poll()
 	if err == nil && s.proto.started && mis < s.frame && s.sums.failed() == nil {
@@ -490,8 +527,9 @@ func (s *Session) poll() (Frame, error) {
 	if s.frame >= s.frameLimit {
 		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
 	}
+	s.proto.joinMis = noFrame
 	mis := s.receive()
-	mis = min(mis, s.checkLiveness())
+	mis = min(mis, s.checkLiveness(), s.proto.joinMis)
 	mis = min(mis, s.pollStatements())
 	for i := range s.peers {
 		ps := &s.peers[i]
@@ -555,6 +593,13 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.now = s.clock.Now()
+	if s.join != nil {
+		s.leaveJoin()
+		if s.join.watch != nil {
+			_ = s.join.watch.Close()
+		}
+		return nil
+	}
 	d := wire.Disconnect{Frame: int32(s.inputs.next[s.roster.local[0]])}
 	if s.aud != nil {
 		s.aud.close(s.now)

@@ -214,7 +214,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	s.born, s.upRecv = s.now, s.now
 	s.stats.StateFrame = -1
 	if cfg.MaxSpectators > 0 {
-		s.aud = newAudience(cfg.MaxSpectators, cfg.TransferRate, &s.keys, s.session, s.tr, &s.feed,
+		s.aud = newAudience(cfg.MaxSpectators, 0, cfg.TransferRate, &s.keys, s.session, s.tr, &s.feed,
 			s.timeout.interrupt, s.timeout.disconnect)
 	}
 	return s, nil
@@ -247,10 +247,22 @@ func (s *Spectator) Advance() (Result, error) {
 	s.now = s.clock.Now()
 	s.events = s.events[:0]
 	s.receive()
+	r := s.run(noFrame)
+	s.send()
+	r.Events = s.events
+	if s.err == nil && s.stats.SourceLeft && s.frame >= s.feed.high {
+		return r, ErrSourceLeft
+	}
+	return r, s.err
+}
+
+// run notices a silent source and simulates the frames due: one, or up
+// to CatchUp while behind, none at or after limit.
+func (s *Spectator) run(limit Frame) Result {
 	s.checkSource()
 	r := Result{Frame: s.frame}
 	if s.joined {
-		target := s.playable()
+		target := min(s.playable(), limit)
 		for r.Simulated < s.catchUp && s.frame < target {
 			s.step()
 			r.Simulated++
@@ -265,12 +277,7 @@ func (s *Spectator) Advance() (Result, error) {
 		}
 	}
 	r.Stalled = r.Simulated == 0
-	s.send()
-	r.Events = s.events
-	if s.err == nil && s.stats.SourceLeft && s.frame >= s.feed.high {
-		return r, ErrSourceLeft
-	}
-	return r, s.err
+	return r
 }
 
 // playable returns one past the last frame that may be simulated now:
@@ -389,6 +396,11 @@ func (s *Spectator) fromSource(b []byte) bool {
 	if err != nil {
 		return false
 	}
+	return s.sealed(b, body)
+}
+
+// sealed takes a sealed datagram b from the source, opened: body.
+func (s *Spectator) sealed(b, body []byte) bool {
 	if !s.up.verified {
 		s.up.verified = true
 		s.emit(EventConnected, s.frame, s.src)

@@ -21,7 +21,11 @@ type protocol struct {
 	interruptAfter  time.Duration
 	disconnectAfter time.Duration
 	qualityEvery    time.Duration
-	redundant       int // RedundantFrames: -1 resends every unacknowledged frame
+	redundant       int           // RedundantFrames: -1 resends every unacknowledged frame
+	rejoinWindow    time.Duration // RejoinWindow; 0: no machine comes back
+	joins           int           // peers joining now (rejoin.go)
+	joinMis         Frame         // a join given up while receiving: the first frame to re-simulate
+	transferRate    int           // Config.TransferRate
 
 	lie *adversary // the soak's adversary (internal/liar); nil in every game
 }
@@ -37,6 +41,7 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 		disconnectAfter: orDefault(cfg.DisconnectTimeout, defaultDisconnectTimeout),
 		qualityEvery:    orDefault(cfg.QualityInterval, defaultQualityInterval),
 		redundant:       orDefault(cfg.RedundantFrames, defaultRedundantFrames),
+		rejoinWindow:    max(0, orDefault(cfg.RejoinWindow, DefaultRejoinWindow)),
 	}
 	if cfg.Mode == LockstepMode && cfg.RedundantFrames == 0 {
 		// Gaffer: every unacknowledged input in every packet. A lockstep

@@ -140,6 +140,7 @@ type statements struct {
 	in    [MaxPlayers][]uint64 // by machine: stmtKept × stmtFrames × players
 	proof [MaxPlayers]stmtProof
 
+	base    int32 // our first interval: 0, or a joiner's take-over frame's (rejoin.go)
 	signed  int32 // our interval being signed
 	idle    int   // ticks our inputs have not moved
 	lastOwn Frame // our next local frame at the last tick
@@ -191,6 +192,34 @@ func (st *statements) end() Frame {
 		return noFrame
 	}
 	return Frame(st.settled)*stmtFrames + st.partial
+}
+
+// rejoin takes machine x (peer i) back from interval k on, under its new
+// signing key: it restarted, and holds none of its statements before.
+func (st *statements) rejoin(x, i int, key [wire.SigningKeySize]byte, k int32) {
+	st.keys[x], st.known[x] = key, true
+	st.waiting[x] = [stmtKept]waiting{}
+	st.proof[x] = stmtProof{}
+	for s := range st.slots[x] {
+		if st.slots[x][s].k >= k {
+			st.slots[x][s] = held{k: -1}
+		}
+	}
+	st.peers[i] = stmtPeer{}
+	for s := range st.peers[i].echoK {
+		st.peers[i].echoK[s] = -1
+	}
+	st.dirty = true
+}
+
+// begin starts a joiner's statements at interval k, its take-over frame's:
+// nothing before it is signed, held or echoed by it.
+func (st *statements) begin(k int32) {
+	st.base, st.signed, st.settled, st.done = k, k, k, k
+	st.partial, st.dirty = 0, true
+	for i := range st.peers {
+		st.keysOK[i] = true
+	}
 }
 
 // --- keys ---
@@ -432,8 +461,9 @@ type stmtRoster interface {
 	// stmtNeed says what the digest of interval k needs of machine x,
 	// and (needGone) how many of its frames precede its cut.
 	stmtNeed(x int, k int32) (stmtNeed, int)
-	// stmtLive reports whether peer i plays: its echo is needed.
-	stmtLive(i int) bool
+	// stmtLive reports whether peer i plays in interval k: its echo of
+	// it is needed.
+	stmtLive(i int, k int32) bool
 }
 
 // refresh recomputes the digests of the unsettled intervals after a
@@ -526,7 +556,7 @@ func (st *statements) holding(dst []byte, k int32) []byte {
 // may have matched ours before we matched its, and still wait for our echo
 // of an interval we settled.
 func (st *statements) echoStart(i int) int32 {
-	return max(st.peers[i].wantFrom, st.done-digestsKept, 0)
+	return max(st.peers[i].wantFrom, st.done-digestsKept, st.base)
 }
 
 // firstUnmatched returns the first interval peer i has not echoed as we
@@ -551,7 +581,7 @@ func (st *statements) settle(r stmtRoster) Frame {
 			break
 		}
 		for i := range st.peers {
-			if r.stmtLive(i) && !st.matches(i, k) {
+			if r.stmtLive(i, k) && !st.matches(i, k) {
 				return st.end()
 			}
 		}
@@ -585,7 +615,7 @@ func (st *statements) blame(r stmtRoster) int {
 		}
 	}
 	for i := range st.peers {
-		if r.stmtLive(i) && !st.matches(i, k) {
+		if r.stmtLive(i, k) && !st.matches(i, k) {
 			return i
 		}
 	}

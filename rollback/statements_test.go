@@ -34,7 +34,7 @@ func (m *stmtMesh) stmtNeed(x int, k int32) (stmtNeed, int) {
 }
 
 // stmtLive: peer 1 is machine 2 at machines 0 and 1.
-func (m *stmtMesh) stmtLive(i int) bool {
+func (m *stmtMesh) stmtLive(i int, _ int32) bool {
 	_, gone := m.gone[2]
 	return i != 1 || !gone
 }

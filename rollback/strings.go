@@ -25,11 +25,12 @@ func _() {
 	_ = x[EventSpectatorLeft-15]
 	_ = x[EventJoined-16]
 	_ = x[EventCaughtUp-17]
+	_ = x[EventTookOver-18]
 }
 
-const _EventKind_name = "starvedresumedsync-test-failedconnectedrunningnetwork-interruptednetwork-resumeddisconnectedinput-lag-changeddesync-detecteddesync-reportforgerysuspectspectator-joinedspectator-leftjoinedcaught-up"
+const _EventKind_name = "starvedresumedsync-test-failedconnectedrunningnetwork-interruptednetwork-resumeddisconnectedinput-lag-changeddesync-detecteddesync-reportforgerysuspectspectator-joinedspectator-leftjoinedcaught-uptook-over"
 
-var _EventKind_index = [...]uint8{0, 7, 14, 30, 39, 46, 65, 80, 92, 109, 124, 137, 144, 151, 167, 181, 187, 196}
+var _EventKind_index = [...]uint8{0, 7, 14, 30, 39, 46, 65, 80, 92, 109, 124, 137, 144, 151, 167, 181, 187, 196, 205}
 
 func (i EventKind) String() string {
 	idx := int(i) - 1

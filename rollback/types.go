@@ -199,6 +199,10 @@ type Stats struct {
 	Spectators       int
 	SpectatorPackets int64
 	SpectatorBytes   int64
+
+	// Join is how this machine came back, when it joined in progress
+	// (Config.InProgress).
+	Join JoinStats
 }
 
 // PeerStats are one peer's network statistics.

@@ -59,6 +59,14 @@ type Config struct {
 	DropAt      int
 	DropMachine int
 	DropClean   bool
+	// RejoinAfter, when positive, restarts the dropped machine this long
+	// after it crashed (virtual time): a fresh arena and a session with
+	// rollback.Config.InProgress, which takes its players back
+	// (Result.Rejoin).
+	RejoinAfter time.Duration
+	// StandIn plays absent players with a stand-in that depends on the
+	// whole state (rollback.Config.StandIn), not the zero input.
+	StandIn bool
 	// DisconnectTimeout and HandshakeTimeout are the sessions' Config
 	// options (0: 5 s and 10 s).
 	DisconnectTimeout time.Duration
@@ -240,6 +248,8 @@ type Result struct {
 	Adversary AdversaryReport
 	// Spectators is what Config.Spectators did (completed matches).
 	Spectators SpectatorReport
+	// Rejoin is what Config.RejoinAfter did (completed matches).
+	Rejoin RejoinReport
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -249,15 +259,19 @@ func (r *Result) SimulatedSeconds() float64 { return float64(r.Ticks) / 60 }
 var ErrConfig = errors.New("match: invalid config")
 
 type machine struct {
-	s        *rollback.Session
-	a        *savestate.Arena
-	g        *arena.Game
-	players  []rollback.PlayerID
-	bots     []*arena.Bot
-	pending  []pendingInput // each bot's sample not yet taken by the session
-	dead     atomic.Bool    // dropped; read by the other machines' goroutines
-	finished bool
-	frame    atomicFrame // the session's frame, readable by the other machines' goroutines
+	s         *rollback.Session
+	a         *savestate.Arena
+	g         *arena.Game
+	players   []rollback.PlayerID
+	bots      []*arena.Bot
+	pending   []pendingInput // each bot's sample not yet taken by the session
+	dead      atomic.Bool    // dropped; read by the other machines' goroutines
+	cfg       rollback.Config
+	deadAt    time.Duration // when it dropped, on its own clock
+	rejoined  bool          // restarted (Config.RejoinAfter)
+	restartAt time.Duration
+	finished  bool
+	frame     atomicFrame // the session's frame, readable by the other machines' goroutines
 
 	ticks       int // ticks run
 	hitches     int64
@@ -466,6 +480,11 @@ type run struct {
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
+	clockOf  func(i int) rollback.Clock
+
+	rejoinMu  sync.Mutex
+	rejoin    RejoinReport // Config.RejoinAfter
+	rejoinWhy string       // the machines disagreed on its frames
 
 	// With an adversary: the match's script, the adversary's own session
 	// error, and when every honest machine was first done (+1; 0: not yet).
@@ -498,7 +517,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 || machines < 1 || machines > c.Players {
 		return nil, fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
 	}
-	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines),
+	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines), clockOf: clock,
+		rejoin:   RejoinReport{From: -1, Back: -1},
 		truth:    make([]rollback.Input, (c.Frames+rollback.MaxInputLag+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
 	if err := checkAdversary(c, machines); err != nil {
@@ -581,7 +601,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if c.Lockstep {
 			mode = rollback.LockstepMode
 		}
-		m.s, err = rollback.NewSession(rollback.Config{Recorder: rec, Log: lh,
+		m.cfg = rollback.Config{Recorder: rec, Log: lh,
 			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
@@ -589,7 +609,12 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c),
-		})
+		}
+		if c.StandIn {
+			a := m.a
+			m.cfg.StandIn = func(f rollback.Frame, p rollback.PlayerID) rollback.Input { return standIn(a, f, p) }
+		}
+		m.s, err = rollback.NewSession(m.cfg)
 		if err != nil {
 			return nil, err
 		}
@@ -619,8 +644,14 @@ func spectatorSlots(c Config) int {
 func (rn *run) tick(i int) (fin bool, err error) {
 	c, m := &rn.c, &rn.ms[i]
 	if m.dead.Load() {
-		m.finished = true
-		return true, nil
+		if !rn.rejoining(i) || m.rejoined {
+			m.finished = true
+			return true, nil
+		}
+		if ok, err := rn.restart(i); !ok || err != nil {
+			m.finished = false // it comes back
+			return false, err
+		}
 	}
 	end := rollback.Frame(rn.target.Load())
 	before := m.s.Stats()
@@ -634,8 +665,9 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 		m.noteReached(rollback.Frame(c.Frames))
 	}()
-	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) {
+	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) && !m.rejoined {
 		m.dead.Store(true)
+		m.deadAt = rn.clockOf(i).Now()
 		if c.DropClean {
 			_ = m.s.Close()
 		}
@@ -693,6 +725,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 	}
 	m.noteEvents(res.Events)
+	rn.noteRejoin(i, res.Events)
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {
 		if err := m.extrapolate(); err != nil {
@@ -800,7 +833,12 @@ func (rn *run) finish(r *Result) {
 		discFrom[p] = rollback.Frame(c.Frames)
 	}
 	adv := rn.adversary()
-	if rn.dropping && r.Completed {
+	var backAt []rollback.Frame
+	if rn.dropping && r.Completed && c.RejoinAfter > 0 {
+		if backAt = rn.rejoinAbsence(r, discFrom[:c.Players]); backAt == nil {
+			return
+		}
+	} else if rn.dropping && r.Completed {
 		for i := range ms {
 			if i == c.DropMachine || i == adv {
 				continue
@@ -920,7 +958,7 @@ func (rn *run) finish(r *Result) {
 		r.Err = err
 		return
 	}
-	want, err := Offline(c, rn.size, truth, disc, tl)
+	want, err := offline(c, rn.size, truth, disc, backAt, tl, nil)
 	if err != nil {
 		r.Err = err
 		return
@@ -930,7 +968,7 @@ func (rn *run) finish(r *Result) {
 		index[k] = true
 	}
 	for i := range ms {
-		if !ms[i].dead.Load() && rn.honest(i) {
+		if !ms[i].dead.Load() && rn.honest(i) && !ms[i].rejoined {
 			r.Sound.Add(scoreSound(&ms[i], ts.keys, index, rollback.Frame(c.Frames)))
 		}
 	}
@@ -955,6 +993,7 @@ func (rn *run) finish(r *Result) {
 		}
 	}
 	r.Adversary.HonestVerified = rn.script != nil && r.Verified
+	r.Rejoin.Verified = r.Rejoin.Rejoined && r.Verified
 }
 
 // checkReplays closes every machine's replay and verifies it offline.
@@ -998,12 +1037,14 @@ func seededRand(seed, salt uint64, i int) *rand.ChaCha8 {
 // status Disconnected from frame discFrom[p] on (nil: nobody left). The game
 // triggers its sounds through l, which may be nil.
 func Offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, l *sound.Ledger) (*savestate.Arena, error) {
-	return offline(c, size, truth, discFrom, l, nil)
+	return offline(c, size, truth, discFrom, nil, l, nil)
 }
 
 // offline is Offline; at, when not nil, sees the state at the start of
 // every frame, and at the end (frame c.Frames).
-func offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, l *sound.Ledger, at func(rollback.Frame, *savestate.Arena)) (*savestate.Arena, error) {
+// backAt, when not nil, ends each absence: player p plays its inputs again
+// from frame backAt[p] on.
+func offline(c Config, size int, truth []rollback.Input, discFrom, backAt []rollback.Frame, l *sound.Ledger, at func(rollback.Frame, *savestate.Arena)) (*savestate.Arena, error) {
 	a, err := savestate.New(size)
 	if err != nil {
 		return nil, err
@@ -1020,8 +1061,11 @@ func offline(c Config, size int, truth []rollback.Input, discFrom []rollback.Fra
 		}
 		for p := range in {
 			in[p] = rollback.PlayerInput{Input: truth[f*c.Players+p], Status: rollback.Confirmed}
-			if discFrom != nil && rollback.Frame(f) >= discFrom[p] {
+			if discFrom != nil && rollback.Frame(f) >= discFrom[p] && (backAt == nil || rollback.Frame(f) < backAt[p]) {
 				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
+				if c.StandIn {
+					in[p].Input = standIn(a, rollback.Frame(f), rollback.PlayerID(p))
+				}
 			}
 		}
 		if l != nil {

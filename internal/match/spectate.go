@@ -257,7 +257,7 @@ func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc
 // offlineHashes sets want[f], for every frame f it holds, to the xxhash
 // of the offline re-simulation's state at the start of frame f.
 func offlineHashes(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, want map[rollback.Frame]uint64) error {
-	_, err := offline(c, size, truth, discFrom, nil, func(f rollback.Frame, a *savestate.Arena) {
+	_, err := offline(c, size, truth, discFrom, nil, nil, func(f rollback.Frame, a *savestate.Arena) {
 		if _, ok := want[f]; ok {
 			want[f] = xxhash.Sum64(a.Bytes())
 		}

@@ -244,14 +244,18 @@ func FuzzWatch(f *testing.F) {
 func FuzzSnap(f *testing.F) {
 	fuzzControl(f, &wire.Snap{Frame: 1200, Size: 65536, Sum: 0xfeedface, Total: 9000, Piece: 2, Data: []byte("piece")})
 }
+func FuzzJoin(f *testing.F) {
+	fuzzControl(f, &wire.Join{Op: wire.JoinAccept, Take: 4800, Frame: 4790, Sum: 0xfeedface, Keys: make([]byte, 4*wire.SigningKeySize)})
+}
 
-// TestJoinMessagesFit: the longest Watch and a full Snap fit a control
-// body.
+// TestJoinMessagesFit: the longest Watch, a full Snap and the longest
+// Join fit a control body.
 func TestJoinMessagesFit(t *testing.T) {
 	for _, m := range []wire.Control{
 		&wire.Watch{State: 1<<31 - 1, Have: wire.MaxSnapPieces, Mask: 1<<64 - 1, Next: 1<<31 - 1},
 		&wire.Snap{Frame: 1<<31 - 1, Size: 1<<32 - 1, Sum: 1<<64 - 1, Total: wire.MaxSnapPieces * wire.MaxSnapData,
 			Piece: wire.MaxSnapPieces - 1, Data: make([]byte, wire.MaxSnapData)},
+		&wire.Join{Op: wire.JoinReady, Take: 1<<31 - 1, Frame: 1<<31 - 1, Sum: 1<<64 - 1, Keys: make([]byte, wire.MaxJoinKeys)},
 	} {
 		b, err := wire.AppendControl(nil, m)
 		require.NoError(t, err)
@@ -263,6 +267,9 @@ func TestJoinMessagesFit(t *testing.T) {
 		"negative frame":      &wire.Snap{Frame: -1},
 		"state below -1":      &wire.Watch{State: -2},
 		"too many pieces":     &wire.Watch{Have: wire.MaxSnapPieces + 1},
+		"no operation":        &wire.Join{Take: 1},
+		"unknown operation":   &wire.Join{Op: wire.JoinReady + 1},
+		"too many keys":       &wire.Join{Op: wire.JoinAccept, Keys: make([]byte, wire.MaxJoinKeys+1)},
 	} {
 		b, err := wire.AppendControl(nil, m)
 		require.NoError(t, err)

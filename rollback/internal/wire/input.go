@@ -64,6 +64,8 @@ func (k Kind) String() string {
 		return "watch"
 	case KindSnap:
 		return "snap"
+	case KindJoin:
+		return "join"
 	default:
 		return fmt.Sprintf("Kind(%d)", uint8(k))
 	}

@@ -70,3 +70,46 @@ func (m *Snap) parseBody(r reader) reader {
 	*m = Snap{Frame: frame, Size: size, Sum: sum, Total: total, Piece: piece, Data: append(m.Data[:0], data...)}
 	return r
 }
+
+// KindJoin is the one message of a machine that comes back into a match
+// in progress, and the answers of the machines that play on
+// (docs/protocol.md, "Reconnect").
+const KindJoin Kind = 15
+
+// The Join operations.
+const (
+	JoinPropose uint8 = 1 + iota // the joiner: take my players back at Take; Keys is my new signing key
+	JoinAccept                   // a machine: from Take on; Keys is every machine's signing key as it knows them
+	JoinRefuse                   // a machine: too late, Frame is final here already
+	JoinReady                    // a machine: Sum is the state at the start of Take, every input before it final
+)
+
+// Join is a take-over message: Op says which.
+type Join struct {
+	Op    uint8
+	Take  int32
+	Frame int32
+	Sum   uint64
+	Keys  []byte
+}
+
+// MaxJoinKeys bounds Keys: a signing key for each of 8 machines.
+const MaxJoinKeys = 8 * SigningKeySize
+
+func (*Join) Kind() Kind { return KindJoin }
+
+func (m *Join) appendBody(b []byte) []byte {
+	b = appendInt(appendUint(appendArray(b, 5), uint64(m.Op)), int64(m.Take))
+	return appendBytes(appendUint(appendInt(b, int64(m.Frame)), m.Sum), m.Keys)
+}
+
+func (m *Join) parseBody(r reader) reader {
+	r.array(5)
+	op, take, frame := uint8(r.uint(uint64(JoinReady))), int32(r.int(0, maxInt32)), int32(r.int(0, maxInt32))
+	sum, keys := r.uint(1<<64-1), r.bytes(MaxJoinKeys)
+	if r.err == nil && op < JoinPropose {
+		r.err = errControlBody
+	}
+	*m = Join{Op: op, Take: take, Frame: frame, Sum: sum, Keys: append(m.Keys[:0], keys...)}
+	return r
+}

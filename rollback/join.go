@@ -1,0 +1,469 @@
+package rollback
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file is the side of the machine that comes back into a match in
+// progress (Config.InProgress; docs/protocol.md, "Reconnect"). It
+// handshakes with every peer anew; the first to answer is its source: it
+// watches the match through it as a Spectator does (the state at a final
+// frame, then the final inputs) until it has caught up, then proposes a
+// take-over frame T to every machine that plays on. Once all accepted T,
+// it has simulated every frame before T, and the checksum of its state at
+// T equals that of two machines (or of the only other one), it is a
+// player again: its inputs from T on are used, everything before is
+// final. A checksum that differs is ErrJoinState, and it never plays.
+
+// joinLead is how many frames past the final inputs it has a joiner
+// proposes to take over at: time for the proposal to reach every machine
+// before that frame is final anywhere (a refusal names a later one).
+const joinLead = 30
+
+// ErrJoinState is returned by a session joining in progress when a
+// machine's checksum of the state at the take-over frame differs from the
+// state it was given and simulated: it does not play.
+var ErrJoinState = errors.New("rollback: the state this machine joined at differs from a peer's")
+
+// ErrJoinTimeout is returned by a session joining in progress that did not
+// take its players back within HandshakeTimeout after it caught up, or
+// that heard from no peer within HandshakeTimeout.
+var ErrJoinTimeout = errors.New("rollback: could not take the players back")
+
+// joiner is a session's way back into a match in progress.
+type joiner struct {
+	cfg        SpectatorConfig
+	watch      *Spectator // nil until a source answered
+	src        int
+	born       time.Duration
+	caughtUp   time.Duration // when the watch caught up
+	take       Frame         // the take-over frame proposed; 0: none yet
+	proposedAt time.Duration
+	live       [MaxPlayers]bool // by peer: plays on, per the final inputs
+	acc        [MaxPlayers]bool // by peer: accepted take
+	ready      [MaxPlayers]bool // by peer: sent its checksum of the state at take
+	sums       [MaxPlayers]uint64
+	mine       uint64 // our checksum of the state at take
+	summed     bool
+	err        error
+	stats      JoinStats
+}
+
+// JoinStats describes how a session that joined in progress came back
+// (Stats.Join).
+type JoinStats struct {
+	Source      int           // the peer it watched; -1 before one answered
+	StateFrame  Frame         // the frame of the state it was sent; -1 before
+	StateBytes  int           // its compressed size
+	StateTime   time.Duration // from NewSession to the whole state
+	TakeOver    Frame         // the frame it took its players back at; -1 before
+	TakeTime    time.Duration // from NewSession to the take-over
+	Proposals   int           // take-over frames proposed (a refusal makes another)
+	Confirmed   int           // machines whose checksum at TakeOver matched
+	CatchUp     int64         // frames simulated before the take-over
+	TookOver    bool
+	WatchErrors int // sources that failed before the take-over
+}
+
+// newJoiner prepares a session's join: the watch starts once a peer
+// answers our handshake.
+func newJoiner(s *Session, cfg *Config) *joiner {
+	r := cfg.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	j := &joiner{born: s.clock.Now(), src: -1, cfg: SpectatorConfig{Players: cfg.Players, Layout: cfg.Layout, State: cfg.State,
+		Game: cfg.Game, Transport: cfg.Transport, SessionID: cfg.SessionID, Secret: cfg.Secret, Observer: cfg.Observer,
+		Clock: s.clock, Rand: r, TransferRate: cfg.TransferRate, HandshakeTimeout: cfg.HandshakeTimeout,
+		InterruptTimeout: cfg.InterruptTimeout, DisconnectTimeout: cfg.DisconnectTimeout}}
+	j.stats = JoinStats{Source: -1, StateFrame: -1, TakeOver: -1}
+	return j
+}
+
+// advanceJoin is Advance while the session joins: it watches, proposes,
+// and takes the players back.
+func (s *Session) advanceJoin() (Result, error) {
+	s.now = s.clock.Now()
+	s.events = s.events[:0]
+	j := s.join
+	if j.watch != nil {
+		j.watch.now = s.now
+		j.watch.events = j.watch.events[:0]
+	}
+	s.receiveJoin()
+	r := Result{Frame: s.Frame(), Stalled: true}
+	if j.err == nil {
+		s.watchStep(&r)
+	}
+	if j.err == nil {
+		s.joinStep()
+	}
+	if j.watch != nil && j.err == nil {
+		j.watch.send()
+		s.events = append(s.events, j.watch.events...)
+	}
+	s.sendJoiner()
+	r.Events = s.events
+	if j.err == nil && s.join == nil {
+		r.Frame = s.frame
+	}
+	return r, j.err
+}
+
+// watchStep starts a watch through the first peer keyed, moves to the
+// next when it fails, and simulates the frames due, never T or after.
+func (s *Session) watchStep(r *Result) {
+	j := s.join
+	if j.watch == nil {
+		for i := range s.peers {
+			if s.peers[i].auth.keyed() {
+				s.watchFrom(i)
+				break
+			}
+		}
+		if j.watch == nil {
+			if s.now-j.born > s.proto.hsTimeout {
+				j.err = fmt.Errorf("%w: no peer answered within %v", ErrJoinTimeout, s.proto.hsTimeout)
+			}
+			return
+		}
+	}
+	w := j.watch
+	limit := noFrame
+	if j.take > 0 {
+		limit = j.take
+	}
+	*r = w.run(limit)
+	j.stats.CatchUp += int64(r.Simulated)
+	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) {
+		// It left, or never served us: the next peer, from a new state.
+		j.stats.WatchErrors++
+		next := (j.src + 1) % len(s.peers)
+		j.watch, j.take = nil, 0
+		s.watchFrom(next)
+		return
+	}
+	if w.joined && j.stats.StateFrame < 0 {
+		j.stats.StateFrame, j.stats.StateBytes, j.stats.StateTime = w.stats.StateFrame, w.stats.StateBytes, w.stats.StateTime
+	}
+	if w.stats.CaughtUp && j.caughtUp == 0 {
+		j.caughtUp = max(s.now, 1)
+	}
+}
+
+// watchFrom starts watching the match through peer i.
+func (s *Session) watchFrom(i int) {
+	j := s.join
+	c := j.cfg
+	c.Source = i
+	w, err := NewSpectator(c)
+	if err != nil {
+		j.err = err
+		return
+	}
+	j.watch, j.src, j.stats.Source = w, i, i
+}
+
+// receiveJoin takes every waiting datagram while joining: the source's
+// watch datagrams go to the watch, the rest to the session's links.
+func (s *Session) receiveJoin() {
+	j := s.join
+	buf := s.io.recvBuf
+	var judged [MaxPlayers]int
+	for {
+		n, i, ok := s.tr.Receive(buf)
+		if !ok {
+			return
+		}
+		s.stats.PacketsReceived++
+		s.stats.BytesReceived += int64(n)
+		if n <= 0 || n > maxDatagram || i < 0 || i >= len(s.peers) || judged[i] == peerBudget {
+			s.stats.PacketsInvalid++
+			continue
+		}
+		judged[i]++
+		b := buf[:n]
+		if w := j.watch; w != nil && i == j.src && s.forWatch(w, b) {
+			continue
+		}
+		ps := &s.peers[i]
+		ps.auth.heard = true
+		if wire.Kind(b[0]) == wire.KindHandshake {
+			s.handleHandshake(i, b)
+			continue
+		}
+		if ps.auth.open == nil {
+			continue
+		}
+		body, err := ps.auth.open.Open(b)
+		if err != nil {
+			s.stats.PacketsInvalid++
+			continue
+		}
+		s.verify(i)
+		ps.link.lastRecv = s.now
+		if wire.SealedKind(b) == wire.KindJoin {
+			s.joinAnswer(i, body)
+		}
+	}
+}
+
+// forWatch hands a datagram from the source to the watch if it is on the
+// watch's link, and reports whether it was.
+func (s *Session) forWatch(w *Spectator, b []byte) bool {
+	if wire.Kind(b[0]) == wire.KindHandshake {
+		h := &s.io.rx.hs
+		if wire.ParseHandshake(b, h, s.proto.keys.auth) != nil || h.Echo != w.keys.nonce {
+			return false
+		}
+		w.up.heard = true
+		w.handshake(b)
+		return true
+	}
+	if w.up.open == nil {
+		return false
+	}
+	body, err := w.up.open.Open(b)
+	if errors.Is(err, wire.ErrMAC) {
+		return false // the session's link
+	}
+	if err == nil {
+		w.up.heard = true
+		w.sealed(b, body)
+	}
+	return true
+}
+
+// joinAnswer takes a machine's answer to our proposal.
+func (s *Session) joinAnswer(i int, b []byte) {
+	j, m := s.join, &s.io.rx.join
+	if wire.ParseControl(b, m) != nil || j.take == 0 || Frame(m.Take) != j.take {
+		return
+	}
+	switch m.Op {
+	case wire.JoinAccept:
+		if s.stmts != nil && !s.stmts.takeKeys(i, s.peers[i].machine, m.Keys) {
+			return
+		}
+		j.acc[i] = true
+	case wire.JoinRefuse:
+		// Frames from T on are final there already: a later one.
+		j.propose(roundTake(max(j.take, Frame(m.Frame))+joinLead, s.stmts != nil), s.now)
+	case wire.JoinReady:
+		j.ready[i], j.sums[i] = true, m.Sum
+	}
+}
+
+// roundTake rounds a take-over frame up to a statement interval's start
+// when the match signs its inputs (statements.go).
+func roundTake(t Frame, signed bool) Frame {
+	if signed {
+		t = (t + stmtFrames - 1) / stmtFrames * stmtFrames
+	}
+	return t
+}
+
+// propose makes t the take-over frame: every answer starts again.
+func (j *joiner) propose(t Frame, now time.Duration) {
+	j.take, j.proposedAt, j.summed = t, 0, false
+	j.acc, j.ready = [MaxPlayers]bool{}, [MaxPlayers]bool{}
+	j.stats.Proposals++
+}
+
+// joinStep proposes once the watch has caught up and every machine that
+// plays on is keyed; checks the state at the take-over frame once there;
+// and takes the players back when every machine accepted and enough
+// confirmed it.
+func (s *Session) joinStep() {
+	j, w := s.join, s.join.watch
+	if w == nil || !w.joined {
+		return
+	}
+	if j.caughtUp != 0 && s.now-j.caughtUp > s.proto.hsTimeout {
+		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, s.proto.hsTimeout, s.joinHint())
+		return
+	}
+	if j.take == 0 {
+		if j.caughtUp == 0 || w.feed.high == w.feed.low {
+			return
+		}
+		s.livePeers()
+		for i := range s.peers {
+			if j.live[i] && !s.peers[i].auth.keyed() {
+				return
+			}
+		}
+		j.propose(roundTake(w.feed.high+joinLead, s.stmts != nil), s.now)
+		return
+	}
+	if w.frame == j.take && !j.summed {
+		j.mine, j.summed = xxhash.Sum64(s.snaps.arena.Bytes()), true
+	}
+	if !j.summed {
+		return
+	}
+	live, confirmed := 0, 0
+	for i := range s.peers {
+		if !j.live[i] {
+			continue
+		}
+		live++
+		if !j.acc[i] {
+			return
+		}
+		if !j.ready[i] {
+			continue
+		}
+		if j.sums[i] != j.mine {
+			j.err = fmt.Errorf("%w: peer %d's checksum of frame %d is %#x, ours %#x (the state came from peer %d at frame %d): not played",
+				ErrJoinState, i, j.take, j.sums[i], j.mine, j.src, w.stats.StateFrame)
+			s.leaveJoin()
+			return
+		}
+		confirmed++
+	}
+	if s.stmts != nil && s.stmts.mismatch != nil {
+		j.err = s.stmts.mismatch
+		s.leaveJoin()
+		return
+	}
+	if confirmed < min(2, live) || live == 0 {
+		return
+	}
+	j.stats.Confirmed = confirmed
+	s.takeOver()
+}
+
+// joinHint says what a join that timed out waited for.
+func (s *Session) joinHint() string {
+	j := s.join
+	for i := range s.peers {
+		switch {
+		case !j.live[i]:
+		case !s.peers[i].auth.keyed():
+			return fmt.Sprintf("peer %d never answered our handshake", i)
+		case j.take > 0 && !j.acc[i]:
+			return fmt.Sprintf("peer %d never accepted frame %d (its RejoinWindow may have passed)", i, j.take)
+		}
+	}
+	return fmt.Sprintf("waiting for the checksums of frame %d", j.take)
+}
+
+// livePeers notes which peers play on: those with a player the final
+// inputs do not mark disconnected.
+func (s *Session) livePeers() {
+	j, w := s.join, s.join.watch
+	mask := w.feed.mask(w.feed.high - 1)
+	for i := range s.peers {
+		j.live[i] = false
+		for _, p := range s.peers[i].players {
+			if mask&(1<<p) == 0 {
+				j.live[i] = true
+			}
+		}
+	}
+}
+
+// sendJoiner sends every peer our handshake while due, and each live one
+// our proposal every joinResend until it accepts it.
+func (s *Session) sendJoiner() {
+	j := s.join
+	for i := range s.peers {
+		a := &s.peers[i].auth
+		if a.handshakeDue(s.now) {
+			s.sendHandshake(i, a.nonce)
+			a.replyHS = false
+		}
+	}
+	if j == nil || j.take == 0 || j.err != nil || s.now-j.proposedAt < joinResend {
+		return
+	}
+	j.proposedAt = s.now
+	m := &s.io.join
+	*m = wire.Join{Op: wire.JoinPropose, Take: int32(j.take), Keys: m.Keys[:0]}
+	if s.stmts != nil {
+		m.Keys = append(m.Keys, s.stmts.keys[s.stmts.me][:]...)
+	}
+	for i := range s.peers {
+		if j.live[i] && s.peers[i].auth.keyed() && (!j.acc[i] || !j.ready[i]) {
+			s.sendControl(i, m)
+		}
+	}
+}
+
+// leaveJoin tells every machine we proposed to that we give up: its
+// players are absent again there.
+func (s *Session) leaveJoin() {
+	d := wire.Disconnect{Frame: -1}
+	for i := range s.peers {
+		if s.join.acc[i] && s.peers[i].auth.keyed() {
+			s.sendControl(i, &d)
+		}
+	}
+}
+
+// takeOver makes the session a player at the take-over frame T: the
+// watch simulated every frame before it with final inputs, so the state
+// is final; the inputs of frames from T on come from the peers and from
+// the game, as at the start of a match.
+func (s *Session) takeOver() {
+	j, w := s.join, s.join.watch
+	t := j.take
+	s.frame = t
+	snaps := &s.snaps
+	*snaps = snapshots{arena: snaps.arena, slots: snaps.slots, interval: snaps.interval, reach: snaps.reach, forced: snaps.forced, on: snaps.on}
+	if snaps.on {
+		_ = s.save(0, t) // the live state: not inside a snapshot
+	}
+	mask := w.feed.mask(t - 1)
+	for p := range s.roster.players {
+		pl := PlayerID(p)
+		// Frame t-1's inputs are the base of the first packets each way:
+		// the final ones, and zero for our players (inputRing.rejoin).
+		if s.inputs.local[p] {
+			s.inputs.next[p] = t + Frame(s.lag.delay)
+			s.inputs.in[ring(t-1)][p] = 0
+			continue
+		}
+		s.inputs.next[p], s.inputs.last[p] = t, w.feed.input(t-1, p)
+		s.inputs.in[ring(t-1)][p] = s.inputs.last[p]
+		if mask&(1<<p) != 0 {
+			s.inputs.disconnect(pl, t)
+		}
+	}
+	for i := range s.peers {
+		ps := &s.peers[i]
+		ps.progress = progress{ack: t}
+		ps.link.lastRecv, ps.link.winStart, ps.link.lastQuality = s.now, s.now, s.now-s.proto.qualityEvery
+		ps.start.goSeen = true
+		for x := range s.peers {
+			ps.gossip.sees[x] = t
+		}
+		if !j.live[i] {
+			ps.leave = leave{disc: true, agreed: true, frozen: t, frame: t}
+			s.sums.forget(i)
+		}
+	}
+	s.out.recorded = t
+	if s.aud != nil {
+		s.aud.feed.reset(t)
+	}
+	if s.sums != nil {
+		s.sums.final = t - 1
+	}
+	if s.stmts != nil {
+		s.stmts.begin(int32(t / stmtFrames))
+	}
+	s.proto.started, s.proto.startedAt = true, s.now
+	j.stats.TakeOver, j.stats.TakeTime, j.stats.TookOver = t, max(1, s.now-j.born), true
+	s.joined = j.stats
+	s.join = nil
+	s.emit(EventTookOver, t, -1)
+}
