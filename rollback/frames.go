@@ -4,6 +4,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/inputlag"
+	"github.com/rewindgg/rewind/internal/testhook"
 )
 
 // This file is the simulation side of the session: playing a frame,
@@ -282,8 +283,14 @@ func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
 	if slot < 0 || s.snaps.arena.Enter(slot) != nil {
 		return 0, dst, false
 	}
+	n := len(dst)
 	dst = append(dst, s.snaps.arena.Bytes()...)
 	s.snaps.arena.Leave()
+	if _, bad := s.tr.(interface {
+		CorruptJoinState() testhook.CorruptJoinState
+	}); bad && len(dst) > n {
+		dst[len(dst)-1] ^= 1 // the test of a state that must be caught
+	}
 	return s.snaps.backups[slot].frame, dst, true
 }
 

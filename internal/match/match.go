@@ -64,6 +64,9 @@ type Config struct {
 	// rollback.Config.InProgress, which takes its players back
 	// (Result.Rejoin).
 	RejoinAfter time.Duration
+	// CorruptJoinState makes every machine but the one that comes back
+	// hand it a state with a bit flipped (the joiner must refuse it).
+	CorruptJoinState bool
 	// StandIn plays absent players with a stand-in that depends on the
 	// whole state (rollback.Config.StandIn), not the zero input.
 	StandIn bool
@@ -567,6 +570,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 				script = rn.script
 			}
 			switch {
+			case c.CorruptJoinState && i != c.DropMachine:
+				tr = corruptingTransport{tr}
 			case c.NoStatements:
 				tr = &unsignedTransport{tr, script}
 			case script != nil:

@@ -7,6 +7,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 )
@@ -137,4 +138,12 @@ func (rn *run) rejoinAbsence(r *Result, discFrom []rollback.Frame) []rollback.Fr
 	r.DisconnectFrame = rep.From
 	r.Rejoin = *rep
 	return back
+}
+
+// corruptingTransport is a machine's transport with
+// Config.CorruptJoinState: its session corrupts the states it serves.
+type corruptingTransport struct{ rollback.Transport }
+
+func (corruptingTransport) CorruptJoinState() testhook.CorruptJoinState {
+	return testhook.CorruptJoinState{}
 }

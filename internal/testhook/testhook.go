@@ -9,3 +9,9 @@ package testhook
 // the others', so an equivocator goes unnamed. Only the measurements of
 // what statements cost (the same match with and without them) use it.
 type Unsigned struct{}
+
+// CorruptJoinState is returned by a Transport's CorruptJoinState method:
+// a session over such a transport flips a bit of every state it hands a
+// machine that comes back (rollback/rejoin.go), which must catch it
+// before it plays. Only the test that proves it does uses it.
+type CorruptJoinState struct{}
