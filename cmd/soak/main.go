@@ -47,6 +47,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -165,6 +166,12 @@ type Summary struct {
 	SpectatorJoinMs    *MeanMaxMs `json:"spectator_join_ms,omitempty"`
 	SpectatorCatchUp   float64    `json:"spectator_catchup_frames_per_tick"`
 	JoinStateBytes     float64    `json:"join_state_bytes"`
+	// With -rejoin: the machines that crashed and came back, those whose
+	// match then verified (the stand-in's inputs for their absence
+	// included), and the time from the restart to the take-over.
+	Rejoins         int        `json:"rejoins"`
+	RejoinsVerified int        `json:"rejoins_verified"`
+	RejoinMs        *MeanMaxMs `json:"rejoin_ms,omitempty"`
 
 	// Sound totals every match's sound report; SoundPerMatch has each.
 	Sound         SoundJSON   `json:"sound"`
@@ -283,6 +290,7 @@ type options struct {
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
 	spectators                                                       int
+	rejoin                                                           int
 	startSpread, handshakeTimeout                                    time.Duration
 	adversary                                                        string // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                 int    // -1: rotating (options.adversaryOf)
@@ -333,6 +341,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%9+1)")
 	fs.IntVar(&o.adversaryMachine, "adversary-machine", -1, "with -adversary: the machine that lies (-1: machine i%machines in match i; with all, each round of the kinds moves every kind to the next machine)")
+	fs.IntVar(&o.rejoin, "rejoin", 0, "K (0 or 1) player machines crash at a random frame and restart 1 to 10 s later (a fresh session joining in progress: rollback.Config.InProgress), taking their players back from a stand-in that reads the state; each match must verify with the absence as agreed")
 	fs.IntVar(&o.spectators, "spectators", 0, "N spectators watch every match: a quarter join at the start, a quarter in the last second, the rest at random moments; a quarter leave early (half crash); each player machine serves "+strconv.Itoa(match.SpectatorsPerMachine)+" directly, the rest join through spectators that relay. Each must end with the offline re-simulation's state")
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
 	if err := fs.Parse(args); err != nil {
@@ -453,6 +462,9 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
 					Forge: o.forge, Spectators: o.spectators}
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
+				if o.rejoin > 0 {
+					rejoinPlan(&c, o.machines)
+				}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
 				} else {
@@ -629,6 +641,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.startSpread < 0:
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
+	case o.rejoin < 0 || o.rejoin > 1:
+		return nil, 0, fmt.Errorf("-rejoin: %d (want 0 or 1)", o.rejoin)
+	case o.rejoin > 0 && (o.transport == "udp" || o.mode == "lockstep" || o.adversary != ""):
+		return nil, 0, errors.New("-rejoin: only with -transport netsim in rollback mode, without -adversary, for now")
 	case o.spectators < 0 || o.spectators > maxSpectators:
 		return nil, 0, fmt.Errorf("-spectators: %d (want 0 to %d)", o.spectators, maxSpectators)
 	case o.spectators > 0 && (o.transport == "udp" || o.mode == "lockstep"):
@@ -704,6 +720,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	var ticks, advN int
 	var snd match.SoundReport
 	var spec match.SpectatorReport
+	var rejoinMs, rejoinMax float64
 	var advSum, earlySum float64
 	adv := newAdversaries(o)
 	s.SuspectsByKind = map[string]int64{}
@@ -731,6 +748,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			reason = "an honest machine disconnected another"
 		case a.SuspectedHonest > 0:
 			reason = fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
+		case o.rejoin > 0 && !r.Rejoin.Verified:
+			reason = "the machine that crashed did not come back verified"
 		case r.Spectators.Verified < r.Spectators.Joined:
 			reason = fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
 		case r.ReplayErr != nil:
@@ -756,6 +775,14 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		}
 		adv.add(r.Adversary)
 		spec.Add(r.Spectators)
+		if r.Rejoin.Rejoined {
+			s.Rejoins++
+			ms := float64(r.Rejoin.JoinTime) / float64(time.Millisecond)
+			rejoinMs, rejoinMax = rejoinMs+ms, max(rejoinMax, ms)
+			if r.Rejoin.Verified {
+				s.RejoinsVerified++
+			}
+		}
 		snd.Add(r.Sound)
 		s.SoundPerMatch = append(s.SoundPerMatch, soundJSON(r.Sound))
 		if r.Completed {
@@ -824,6 +851,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.SpectatorJoinMs = &MeanMaxMs{Mean: round2(spec.JoinMS / float64(spec.Timed)), Max: round2(spec.MaxJoinMS)}
 		s.JoinStateBytes = round2(float64(spec.StateBytes) / float64(spec.Timed))
 	}
+	if s.Rejoins > 0 {
+		s.RejoinMs = &MeanMaxMs{Mean: round2(rejoinMs / float64(s.Rejoins)), Max: round2(rejoinMax)}
+	}
 	if spec.CatchUpTicks > 0 {
 		s.SpectatorCatchUp = round2(float64(spec.CatchUpFrames) / float64(spec.CatchUpTicks))
 	}
@@ -891,6 +921,10 @@ func printSummary(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "  adversary %s on %s: named in %d/%d matches%s, honest verified %d/%d, speed ≥ %.3f, input lag ≤ %d, lookahead %.1f frames, %d lies, %d suspicions of honest machines, %d honest disconnects\n",
 			a.Kind, machineName(a.Machine), a.Detected, a.Matches, by, a.HonestVerified, a.Matches,
 			a.HonestSpeedMin, a.HonestInputLagMax, a.LookaheadFrames, a.Lies, a.SuspectedHonest, a.HonestDisconnected)
+	}
+	if s.Rejoins > 0 {
+		fmt.Fprintf(w, "  rejoins: %d came back, %d verified; %.0f ms from restart to take-over on average (max %.0f)\n",
+			s.Rejoins, s.RejoinsVerified, s.RejoinMs.Mean, s.RejoinMs.Max)
 	}
 	if s.Spectators > 0 {
 		fmt.Fprintf(w, "  spectators: %d watched (%d through relays, %d left early), %d verified; first frame %.0f ms after the start on average (max %.0f); catch-up %.2f frames a tick; state %.0f bytes compressed\n",
@@ -964,3 +998,14 @@ type noTransport struct{}
 
 func (noTransport) Send(int, []byte) error          { return nil }
 func (noTransport) Receive([]byte) (int, int, bool) { return 0, 0, false }
+
+// rejoinPlan makes one machine of c's match (not the host) crash at a
+// random frame in its second fifth to half and restart 1 to 10 s later,
+// drawn from the match's seed.
+func rejoinPlan(c *match.Config, machines int) {
+	r := rand.New(rand.NewPCG(c.Seed, 0x4e70))
+	c.DropMachine = 1 + r.IntN(max(1, machines-1))
+	c.DropAt = c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
+	c.RejoinAfter = time.Second + time.Duration(r.Int64N(int64(9*time.Second)))
+	c.StandIn = true
+}
