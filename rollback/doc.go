@@ -114,6 +114,17 @@
 // rolling back, optionally Delay behind. It sends only acknowledgements:
 // nothing it does reaches the players (docs/protocol.md, "Spectators").
 //
+// # Reconnect
+//
+// A machine that dropped out (a crash, a link down past DisconnectTimeout)
+// comes back within the others' Config.RejoinWindow with a new Session,
+// the same Config and InProgress set: it watches the match through a peer
+// as a spectator does, then takes its players back at a frame every
+// machine agrees on, once the checksum of its state there is confirmed by
+// two machines, or the only other one (ErrJoinState otherwise:
+// it never plays). Meanwhile its players play Config.StandIn
+// (docs/protocol.md, "Reconnect"; docs/integration.md, "Reconnect").
+//
 // # Fairness and input lag
 //
 // By default the session keeps the match fair and smooth as the INVERSUS
