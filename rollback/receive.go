@@ -115,6 +115,14 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 	case wire.KindJoin:
 		f, ok := s.handleJoin(i, body)
 		return f, verdictOf(ok)
+	case wire.KindDisconnect:
+		if s.joining(i) { // it gives up coming back
+			if wire.ParseControl(body, &s.io.rx.d) != nil {
+				return s.frame, dropped
+			}
+			return s.abandonJoin(i), taken
+		}
+		return s.frame, verdictOf(s.handleControl(i, k, body))
 	case wire.KindInput:
 		f, ok := s.handleInput(i, body)
 		return f, verdictOf(ok)
@@ -348,10 +356,6 @@ func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
 	case wire.KindDisconnect:
 		if err := wire.ParseControl(b, &rx.d); err != nil {
 			return false
-		}
-		if s.joining(i) {
-			s.proto.joinMis = min(s.proto.joinMis, s.abandonJoin(i)) // it gave up
-			return true
 		}
 		s.disconnect(i)
 		return true

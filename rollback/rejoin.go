@@ -81,8 +81,7 @@ func (s *Session) rekey(i int, h *wire.Handshake) verdict {
 	}
 	ps.auth = peerAuth{nonce: h.Nonce, seal: seal, open: open, replyHS: true, heard: true}
 	ps.join.keyed = true
-	ps.link.lastRecv = s.now
-	return taken
+	return taken // its silence counts from here (link.heard)
 }
 
 // handleJoin takes a joining peer's Join message. It returns the first
@@ -100,7 +99,6 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 		}
 		return s.frame, false
 	}
-	ps.link.lastRecv = s.now
 	if s.stmts != nil && (t%stmtFrames != 0 || len(m.Keys) != wire.SigningKeySize) {
 		return s.frame, false // its statements must start with an interval, under a new key
 	}
@@ -245,7 +243,6 @@ func (s *Session) tookOver(i int) {
 	ps.timing = timing{ackAgeMin: -1}
 	ps.suspect = suspicions{}
 	ps.join = rejoin{take: t}
-	ps.auth.verified = true
 	for m := range s.peers {
 		// Every machine has every frame before t of every other.
 		s.peers[m].gossip.sees[i] = max(s.peers[m].gossip.sees[i], t)

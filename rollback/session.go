@@ -318,10 +318,10 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 	case in&^s.inputs.mask != 0:
 		return false, fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), uint64(s.inputs.mask))
 	}
-	next := s.inputs.next[p]
 	if s.join != nil {
 		return false, nil // its players are not back yet
 	}
+	next := s.inputs.next[p]
 	if s.ls != nil {
 		if !s.ls.inputDue(next, s.lag.delay, s.proto.started, s.clock.Now()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
@@ -527,9 +527,8 @@ func (s *Session) poll() (Frame, error) {
 	if s.frame >= s.frameLimit {
 		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
 	}
-	s.proto.joinMis = noFrame
 	mis := s.receive()
-	mis = min(mis, s.checkLiveness(), s.proto.joinMis)
+	mis = min(mis, s.checkLiveness())
 	mis = min(mis, s.pollStatements())
 	for i := range s.peers {
 		ps := &s.peers[i]

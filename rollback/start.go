@@ -24,7 +24,6 @@ type protocol struct {
 	redundant       int           // RedundantFrames: -1 resends every unacknowledged frame
 	rejoinWindow    time.Duration // RejoinWindow; 0: no machine comes back
 	joins           int           // peers joining now (rejoin.go)
-	joinMis         Frame         // a join given up while receiving: the first frame to re-simulate
 	transferRate    int           // Config.TransferRate
 
 	lie *adversary // the soak's adversary (internal/liar); nil in every game
