@@ -88,6 +88,9 @@ type guest struct {
 	watch    wire.Watch
 	cursor   int // the next Snap piece to send
 	wrapAt   time.Duration
+	since    time.Duration // when it first proved its handshake
+	stateAt  time.Duration // when it acknowledged the whole state (0: not yet)
+	size     int           // the compressed state it acknowledged
 }
 
 // offer is the state the audience serves joiners: copied from the host
@@ -170,6 +173,9 @@ func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSourc
 		if w.State != g.watch.State {
 			g.cursor, g.wrapAt = int(w.Have), now
 		}
+		if g.watch.Next < 0 && w.Next >= 0 && g.stateAt == 0 && Frame(w.State) == a.offer.frame {
+			g.stateAt, g.size = max(now, 1), len(a.offer.data)
+		}
 		g.watch = *w
 		return true
 	case wire.KindDisconnect:
@@ -214,7 +220,7 @@ func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 	if err != nil {
 		return false
 	}
-	a.guests = append(a.guests, guest{idx: idx, lastRecv: now, watch: wire.Watch{State: -1, Next: -1},
+	a.guests = append(a.guests, guest{idx: idx, lastRecv: now, since: now, watch: wire.Watch{State: -1, Next: -1},
 		auth: peerAuth{nonce: h.Nonce, seal: seal, open: open, replyHS: true}})
 	return true
 }
@@ -265,6 +271,17 @@ func (a *audience) forget(idx int, host stateSource) {
 	if k := a.find(idx); k >= 0 {
 		a.drop(k, host)
 	}
+}
+
+// transfer returns the size of the state the guest at transport index idx
+// acknowledged, and the time from its handshake to that; ok is false
+// before.
+func (a *audience) transfer(idx int) (size int, took time.Duration, ok bool) {
+	if k := a.find(idx); k >= 0 && a.guests[k].stateAt != 0 {
+		g := &a.guests[k]
+		return g.size, g.stateAt - g.since, true
+	}
+	return 0, 0, false
 }
 
 // spectators returns how many guests are spectators, not peers coming

@@ -73,6 +73,14 @@ type Peer struct {
 	// Players are the players whose inputs that machine sends; it must list
 	// the same players as its own Config.Local.
 	Players []PlayerID
+	// Late reserves the machine's slot: it joins after the start (a
+	// Session with InProgress set, as a machine that comes back does). The
+	// match starts without it, its players play the StandIn from frame 0,
+	// and it takes them over at a frame every machine agrees on, at any
+	// time in the match (RejoinWindow applies only once it has played).
+	// Every machine that starts the match must mark the same peers Late.
+	// Rollback mode only.
+	Late bool
 }
 
 // Config configures a [Session]. Zero values mean the documented defaults.
@@ -218,8 +226,8 @@ type Config struct {
 	// (a new Rand). The session first receives the state at a final frame
 	// from a peer and catches up with the final inputs since, then takes
 	// its players back at a frame every machine agrees on, once the
-	// state's checksum there is confirmed by two machines (or the only
-	// other one). Until then Advance reports Stalled or simulates the
+	// state's checksum there is confirmed by every machine that plays
+	// there. Until then Advance reports Stalled or simulates the
 	// match as a spectator would, and takes local inputs only from the
 	// take-over frame on (EventTookOver). Rollback mode only, without a
 	// Recorder or SyncTest.
@@ -255,6 +263,11 @@ func (c *Config) validate() error {
 			return cfgErr("InProgress", "with a Recorder: a joiner has no inputs before the state it joins at")
 		case c.SyncTest != 0:
 			return cfgErr("InProgress", "with SyncTest")
+		}
+	}
+	for i, p := range c.Peers {
+		if p.Late && c.Mode == LockstepMode {
+			return cfgErr(fmt.Sprintf("Peers[%d].Late", i), "lockstep matches cannot be joined in progress")
 		}
 	}
 	if len(c.Peers) > 0 && c.Transport == nil {

@@ -54,6 +54,7 @@ func (s *Session) step(resim bool) {
 // it.
 func (s *Session) runFinal(f Frame, news bool) {
 	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
+	s.inputs.use(f, s.io.stepIn[:s.roster.players]) // the stand-in's input, for finalInputs
 	if news || s.obs == nil {
 		s.simulate(f, true, true)
 		return

@@ -16,11 +16,16 @@ import (
 // handshakes with every peer anew; the first to answer is its source: it
 // watches the match through it as a Spectator does (the state at a final
 // frame, then the final inputs) until it has caught up, then proposes a
-// take-over frame T to every machine that plays on. Once all accepted T,
-// it has simulated every frame before T, and the checksum of its state at
-// T equals that of two machines (or of the only other one), it is a
-// player again: its inputs from T on are used, everything before is
+// take-over frame T to every machine that plays on. Once every machine
+// that plays at T accepted it and sent a checksum of its state at T equal
+// to ours, and we have simulated every frame before T, it is a player
+// again: its inputs from T on are used, everything before is
 // final. A checksum that differs is ErrJoinState, and it never plays.
+
+// sourceWait is how long a joiner waits for the peer it watches through
+// to answer before it tries the next: one that joins itself, or left, has
+// nothing to serve.
+const sourceWait = 2 * time.Second
 
 // joinLead is how many frames past the final inputs it has a joiner
 // proposes to take over at: time for the proposal to reach every machine
@@ -47,10 +52,12 @@ type joiner struct {
 	take       Frame         // the take-over frame proposed; 0: none yet
 	proposedAt time.Duration
 	live       [MaxPlayers]bool // by peer: plays on, per the final inputs
+	late       [MaxPlayers]bool // by peer: Peer.Late (a slot still empty if it does not play)
 	acc        [MaxPlayers]bool // by peer: accepted take
 	ready      [MaxPlayers]bool // by peer: sent its checksum of the state at take
 	sums       [MaxPlayers]uint64
-	mine       uint64 // our checksum of the state at take
+	playing    [MaxPlayers]uint8 // by peer: who plays at take there, per its Ready
+	mine       uint64            // our checksum of the state at take
 	summed     bool
 	err        error
 	stats      JoinStats
@@ -84,6 +91,11 @@ func newJoiner(s *Session, cfg *Config) *joiner {
 		Clock: s.clock, Rand: r, TransferRate: cfg.TransferRate, HandshakeTimeout: cfg.HandshakeTimeout,
 		InterruptTimeout: cfg.InterruptTimeout, DisconnectTimeout: cfg.DisconnectTimeout}}
 	j.stats = JoinStats{Source: -1, StateFrame: -1, TakeOver: -1}
+	for i := range s.peers {
+		// Whether a reserved slot is still empty, the final inputs say
+		// (takeOver); until then every peer is answered alike.
+		j.late[i], s.peers[i].late = s.peers[i].late, false
+	}
 	return j
 }
 
@@ -142,7 +154,7 @@ func (s *Session) watchStep(r *Result) {
 	}
 	*r = w.run(limit)
 	j.stats.CatchUp += int64(r.Simulated)
-	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) {
+	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) || (!w.up.verified && s.now-w.born > sourceWait) {
 		// It left, or never served us: the next peer, from a new state.
 		j.stats.WatchErrors++
 		next := (j.src + 1) % len(s.peers)
@@ -254,10 +266,13 @@ func (s *Session) joinAnswer(i int, b []byte) {
 		}
 		j.acc[i] = true
 	case wire.JoinRefuse:
-		// Frames from T on are final there already: a later one.
-		j.propose(roundTake(max(j.take, Frame(m.Frame))+joinLead, s.stmts != nil), s.now)
+		// Frames from T on are final there already, or it takes another
+		// machine back first, until Frame: a later one.
+		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, s.stmts != nil); t > j.take {
+			j.propose(t, s.now)
+		}
 	case wire.JoinReady:
-		j.ready[i], j.sums[i] = true, m.Sum
+		j.ready[i], j.sums[i], j.playing[i] = true, m.Sum, m.Playing
 	}
 }
 
@@ -279,8 +294,8 @@ func (j *joiner) propose(t Frame, now time.Duration) {
 
 // joinStep proposes once the watch has caught up and every machine that
 // plays on is keyed; checks the state at the take-over frame once there;
-// and takes the players back when every machine accepted and enough
-// confirmed it.
+// and takes the players back when every machine that plays at it accepted
+// it and confirmed the state.
 func (s *Session) joinStep() {
 	j, w := s.join, s.join.watch
 	if w == nil || !w.joined {
@@ -303,24 +318,25 @@ func (s *Session) joinStep() {
 		j.propose(roundTake(w.feed.high+joinLead, s.stmts != nil), s.now)
 		return
 	}
+	s.livePeers() // a machine may have left, or come back, since
 	if w.frame == j.take && !j.summed {
 		j.mine, j.summed = xxhash.Sum64(s.snaps.arena.Bytes()), true
 	}
 	if !j.summed {
 		return
 	}
-	live, confirmed := 0, 0
+	confirmed, playing := 0, -1
 	for i := range s.peers {
 		if !j.live[i] {
 			continue
 		}
-		live++
-		if !j.acc[i] {
+		if !j.acc[i] || !j.ready[i] {
 			return
 		}
-		if !j.ready[i] {
-			continue
+		if playing >= 0 && int(j.playing[i]) != playing {
+			return // they disagree on who plays at take: one has not yet heard of a join
 		}
+		playing = int(j.playing[i])
 		if j.sums[i] != j.mine {
 			j.err = fmt.Errorf("%w: peer %d's checksum of frame %d is %#x, ours %#x (the state came from peer %d at frame %d): not played",
 				ErrJoinState, i, j.take, j.sums[i], j.mine, j.src, w.stats.StateFrame)
@@ -334,7 +350,7 @@ func (s *Session) joinStep() {
 		s.leaveJoin()
 		return
 	}
-	if confirmed < min(2, live) || live == 0 {
+	if confirmed == 0 {
 		return
 	}
 	j.stats.Confirmed = confirmed
@@ -356,17 +372,27 @@ func (s *Session) joinHint() string {
 	return fmt.Sprintf("waiting for the checksums of frame %d", j.take)
 }
 
-// livePeers notes which peers play on: those with a player the final
+// livePeers notes which peers play at the take-over frame: those the
+// machines' Readies say play there (one that takes over there too
+// included), or before any came, those with a player the latest final
 // inputs do not mark disconnected.
 func (s *Session) livePeers() {
 	j, w := s.join, s.join.watch
-	mask := w.feed.mask(w.feed.high - 1)
+	// The Readies say it once they come: every frame before the take-over
+	// frame is final where they come from.
+	playing, ready := ^w.feed.mask(w.feed.high-1), false
+	for i := range s.peers {
+		if j.ready[i] {
+			if !ready {
+				playing, ready = 0, true
+			}
+			playing |= j.playing[i]
+		}
+	}
 	for i := range s.peers {
 		j.live[i] = false
 		for _, p := range s.peers[i].players {
-			if mask&(1<<p) == 0 {
-				j.live[i] = true
-			}
+			j.live[i] = j.live[i] || playing&(1<<p) != 0
 		}
 	}
 }
@@ -436,6 +462,11 @@ func (s *Session) takeOver() {
 		s.inputs.in[ring(t-1)][p] = s.inputs.last[p]
 		if mask&(1<<p) != 0 {
 			s.inputs.disconnect(pl, t)
+			if j.live[s.roster.owner[p]] {
+				// Its machine accepted t: it takes its players back at t
+				// too (a join at the same frame as ours).
+				s.inputs.rejoin(pl, t)
+			}
 		}
 	}
 	for i := range s.peers {
@@ -447,13 +478,27 @@ func (s *Session) takeOver() {
 			ps.gossip.sees[x] = t
 		}
 		if !j.live[i] {
-			ps.leave = leave{disc: true, agreed: true, frozen: t, frame: t}
+			ps.join.since = s.now
+			// Gone since before the frames we hold show: that is its
+			// disconnect frame in our gossip, old news to the machines
+			// that take it back at t.
+			f := t
+			for f > w.feed.low && w.feed.mask(f-1)&(1<<ps.players[0]) != 0 {
+				f--
+			}
+			ps.leave = leave{disc: true, agreed: true, frozen: f, frame: f}
+			ps.late = j.late[i]
+			// One that keyed with us meanwhile is joining too: its
+			// proposal is answered now.
+			ps.join.keyed = ps.auth.keyed()
 			s.sums.forget(i)
 		}
 	}
 	s.out.recorded = t
 	if s.aud != nil {
 		s.aud.feed.reset(t)
+	} else if s.departed() {
+		s.serve(0) // one that left may come back: it watches us first
 	}
 	if s.sums != nil {
 		s.sums.final = t - 1
@@ -462,6 +507,7 @@ func (s *Session) takeOver() {
 		s.stmts.begin(int32(t / stmtFrames))
 	}
 	s.proto.started, s.proto.startedAt = true, s.now
+	s.peers[j.src].st.StateBytes, s.peers[j.src].st.StateTime = j.stats.StateBytes, j.stats.StateTime
 	j.stats.TakeOver, j.stats.TakeTime, j.stats.TookOver = t, max(1, s.now-j.born), true
 	s.joined = j.stats
 	s.join = nil

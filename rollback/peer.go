@@ -8,6 +8,7 @@ type peer struct {
 	players []PlayerID // sorted; the order of inputs in its packets
 	id      PlayerID   // its lowest player: the machine's name in gossip
 	machine int        // its index among the match's machines, by lowest PlayerID
+	late    bool       // a reserved slot (Peer.Late) whose machine has not played yet
 
 	auth     peerAuth
 	link     link

@@ -42,6 +42,10 @@ func (s *Session) receive() Frame {
 		if s.aud != nil && (peer >= len(s.peers) || (n > 0 && n <= maxDatagram && s.watching(peer, buf[:n]))) {
 			if n <= 0 || n > maxDatagram || !s.aud.receive(peer, buf[:n], s.now, s) {
 				s.stats.PacketsInvalid++
+			} else if peer < len(s.peers) && wire.Kind(buf[0]) != wire.KindHandshake {
+				// A machine coming back that watches us (sealed, so it holds
+				// the keys): alive, though it has nothing to propose yet.
+				s.peers[peer].link.lastRecv = s.now
 			}
 			continue
 		}

@@ -35,15 +35,58 @@ type rejoin struct {
 	sum     uint64        // our checksum of the state at the start of take
 	summed  bool          // sum is of the state at take (every input before it final once anchor reaches it)
 	readyAt time.Duration // when our Ready last went
+	readied bool          // a Ready for take went: it may take over now (never preempted)
 	key     [wire.SigningKeySize]byte
 }
 
-// rejoinable reports whether peer i may come back now: its departure is
-// agreed, within the window, and it was not caught equivocating.
+// reserve sets up the reserved slots (Peer.Late) of a match we start:
+// each such machine is absent, as agreed, from frame 0, its players on the
+// stand-in, until it joins like a machine that comes back.
+func (s *Session) reserve() {
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if !ps.late {
+			continue
+		}
+		ps.leave = leave{disc: true, agreed: true}
+		for _, p := range ps.players {
+			s.inputs.disconnect(p, 0)
+		}
+		s.sums.forget(i)
+		if s.stmts != nil {
+			s.stmts.reserve(i, ps.machine)
+		}
+	}
+}
+
+// reserved reports whether a peer's slot is reserved and still empty.
+func (s *Session) reserved() bool {
+	for i := range s.peers {
+		if s.peers[i].late {
+			return true
+		}
+	}
+	return false
+}
+
+// departed reports whether a peer may come (back) into the match: a
+// reserved slot, or a departure within a RejoinWindow.
+func (s *Session) departed() bool {
+	for i := range s.peers {
+		if ps := &s.peers[i]; ps.leave.agreed && (ps.late || s.proto.rejoinWindow > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// rejoinable reports whether peer i may come (back) now: the match runs,
+// its departure is agreed, and it was not caught equivocating; it has a
+// reserved slot, or its departure is within the window.
 func (s *Session) rejoinable(i int) bool {
 	ps := &s.peers[i]
-	return s.ls == nil && s.proto.rejoinWindow > 0 && ps.leave.agreed && !ps.leave.proven &&
-		(ps.join.keyed || s.now-ps.join.since <= s.proto.rejoinWindow)
+	return s.ls == nil && s.proto.started && ps.leave.agreed && !ps.leave.proven &&
+		(ps.join.keyed || ps.late || s.proto.rejoinWindow > 0 && s.now-ps.join.since <= s.proto.rejoinWindow)
 }
 
 // joining reports whether peer i is coming back: re-keyed, not yet taken
@@ -102,12 +145,24 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 	if s.stmts != nil && (t%stmtFrames != 0 || len(m.Keys) != wire.SigningKeySize) {
 		return s.frame, false // its statements must start with an interval, under a new key
 	}
-	if final := s.finalFrontier(); t < final || t-s.frame > ringSize/2 {
+	final, busy := s.finalFrontier(), false
+	mis := s.frame
+	if k := s.pendingJoin(i); k >= 0 {
+		// One join at a time: two machines taking over at once could each
+		// count on the other's absence. The lower machine goes first; it
+		// preempts a join we have not yet told it may take over.
+		o := &s.peers[k].join
+		if busy = s.peers[k].machine < ps.machine || o.readied; busy {
+			final = max(final, o.take) // after that one
+		} else {
+			mis = min(mis, s.unaccept(k))
+		}
+	}
+	if busy || t < final || t-s.frame > ringSize/2 {
 		s.io.join = wire.Join{Op: wire.JoinRefuse, Take: m.Take, Frame: int32(final)}
 		s.sendControl(i, &s.io.join)
-		return s.frame, true
+		return mis, true
 	}
-	mis := s.frame
 	if t != ps.join.take {
 		if ps.join.take != 0 {
 			mis = min(mis, ps.join.take)
@@ -117,7 +172,7 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 				return s.frame, false
 			}
 		}
-		ps.join.take, ps.join.summed = t, false
+		ps.join.take, ps.join.summed, ps.join.readied = t, false, false
 		mis = min(mis, t)
 		if s.stmts != nil {
 			copy(ps.join.key[:], m.Keys)
@@ -152,8 +207,41 @@ func (s *Session) sendJoin(i int, op uint8) {
 		}
 	case wire.JoinReady:
 		m.Sum = ps.join.sum
+		for p := range s.roster.players {
+			if !s.inputs.absent(PlayerID(p), ps.join.take) {
+				m.Playing |= 1 << p
+			}
+		}
+		ps.join.readied = true
 	}
 	s.sendControl(i, m)
+}
+
+// pendingJoin returns the peer other than i whose join we accepted and
+// that has not taken over yet, or -1.
+func (s *Session) pendingJoin(i int) int {
+	for k := range s.peers {
+		if k != i && s.joining(k) && s.peers[k].join.take != 0 {
+			return k
+		}
+	}
+	return -1
+}
+
+// unaccept withdraws our acceptance of peer k's take-over frame: its
+// players are absent for good again until it proposes anew (refused while
+// another join is on). It returns the first frame to re-simulate.
+func (s *Session) unaccept(k int) Frame {
+	j := &s.peers[k].join
+	for _, p := range s.peers[k].players {
+		s.inputs.unjoin(p)
+	}
+	mis := j.take
+	j.take, j.summed, j.readied = 0, false, false
+	if s.stmts != nil {
+		s.stmts.dirty = true
+	}
+	return mis
 }
 
 // noteJoinStates keeps, for each join accepted at frame f, our checksum of
@@ -202,12 +290,34 @@ func (s *Session) sendJoins() {
 			ps.auth.replyHS = false
 		}
 		j := &ps.join
-		if j.take == 0 || !j.summed || s.anchor(s.frame) < j.take || s.frame <= j.take || s.now-j.readyAt < joinResend {
+		if j.take == 0 || s.now-j.readyAt < joinResend {
+			continue
+		}
+		if f, ok := s.leftAfter(i, j.take); ok && !j.readied {
+			// A machine that plays at take left: it would wait for that
+			// machine's confirmation for ever. A frame after it left.
+			j.readyAt = s.now
+			s.io.join = wire.Join{Op: wire.JoinRefuse, Take: int32(j.take), Frame: int32(max(f, s.finalFrontier()))}
+			s.sendControl(i, &s.io.join)
+			continue
+		}
+		if !j.summed || s.anchor(s.frame) < j.take || s.frame <= j.take {
 			continue
 		}
 		j.readyAt = s.now
 		s.sendJoin(i, wire.JoinReady)
 	}
+}
+
+// leftAfter reports whether a machine other than joiner i that plays at
+// frame t is disconnected here, and from which frame at the earliest.
+func (s *Session) leftAfter(i int, t Frame) (Frame, bool) {
+	for x := range s.peers {
+		if px := &s.peers[x]; x != i && px.leave.disc && !s.inputs.absent(px.players[0], t) && !s.joining(x) {
+			return s.cut(x), true
+		}
+	}
+	return 0, false
 }
 
 // abandonJoin gives up on joining peer i (it went silent, or said it
@@ -217,13 +327,7 @@ func (s *Session) abandonJoin(i int) Frame {
 	ps := &s.peers[i]
 	mis := s.frame
 	if ps.join.take != 0 {
-		for _, p := range ps.players {
-			s.inputs.unjoin(p)
-		}
-		mis = ps.join.take
-		if s.stmts != nil {
-			s.stmts.dirty = true
-		}
+		mis = s.unaccept(i)
 	}
 	ps.join = rejoin{since: ps.join.since}
 	if s.aud != nil {
@@ -237,7 +341,7 @@ func (s *Session) abandonJoin(i int) Frame {
 func (s *Session) tookOver(i int) {
 	ps := &s.peers[i]
 	t := ps.join.take
-	ps.leave = leave{}
+	ps.leave, ps.late = leave{}, false
 	ps.link = link{lastRecv: s.now, winStart: s.now, lastQuality: s.now - s.proto.qualityEvery}
 	ps.progress = progress{ack: t}
 	ps.timing = timing{ackAgeMin: -1}
@@ -249,6 +353,9 @@ func (s *Session) tookOver(i int) {
 		ps.gossip.sees[m] = max(ps.gossip.sees[m], t)
 	}
 	if s.aud != nil {
+		if size, took, ok := s.aud.transfer(i); ok {
+			ps.st.StateBytes, ps.st.StateTime = size, took
+		}
 		s.aud.forget(i, s)
 	}
 	if s.stmts != nil {

@@ -251,7 +251,8 @@ func (s *Session) sendControl(i int, msg wire.Control) {
 func (s *Session) sendProtocol(i int) {
 	ps := &s.peers[i]
 	l := &ps.link
-	if ps.auth.handshakeDue(s.now) {
+	if ps.auth.handshakeDue(s.now) && (!ps.late || ps.auth.replyHS) {
+		// A reserved slot's machine is answered, not called: it may not exist.
 		s.sendHandshake(i, ps.auth.nonce) // 0 until we pinned its nonce
 		ps.auth.replyHS = false
 	}

@@ -145,7 +145,10 @@ func NewSession(cfg Config) (*Session, error) {
 			s.snaps.slots = savestate.Slots // one kept at the settled frame
 		}
 		s.proto.transferRate = cfg.TransferRate
-		if cfg.MaxSpectators > 0 {
+		if !cfg.InProgress {
+			s.reserve()
+		}
+		if cfg.MaxSpectators > 0 || s.aud == nil && s.reserved() {
 			s.serve(cfg.MaxSpectators)
 		}
 	}
@@ -192,7 +195,7 @@ func (s *Session) addPeers(peers []Peer) {
 		for _, pl := range ps {
 			s.roster.owner[pl] = i
 		}
-		s.peers = append(s.peers, peer{players: ps, id: ps[0],
+		s.peers = append(s.peers, peer{players: ps, id: ps[0], late: p.Late,
 			link: link{lastRecv: start, winStart: start}, start: peerStart{first: -1}, timing: timing{ackAgeMin: -1}})
 	}
 	for i := range s.peers {
@@ -425,6 +428,10 @@ func (s *Session) mustStallTick() bool {
 // stall ends an Advance that simulates nothing: it sends what the peers
 // are due and reports Stalled.
 func (s *Session) stall(r Result, err error) (Result, error) {
+	// What became final is given out on a stalled tick too: a machine
+	// taking over waits for the frames before its take-over frame, while
+	// we stall for its inputs from there.
+	s.record()
 	s.send()
 	r.Stalled, r.Events = true, s.events
 	return r, err
@@ -569,7 +576,7 @@ func (s *Session) PeerStats(i int) (st PeerStats, ok bool) {
 	st = ps.st
 	st.RTT = ps.link.rtt
 	st.Verified, st.Interrupted, st.Disconnected = ps.auth.verified, ps.link.interrupted, ps.leave.disc
-	st.DisconnectAgreed = ps.leave.agreed
+	st.DisconnectAgreed, st.Reserved = ps.leave.agreed, ps.late
 	if ps.leave.disc {
 		st.DisconnectFrame = ps.leave.frame
 	}

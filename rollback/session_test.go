@@ -320,6 +320,9 @@ func TestConfigErrors(t *testing.T) {
 		{"TickRate", func(c *rollback.Config) { c.Mode, c.TickRate = rollback.LockstepMode, -1 }},
 		{"MaxRollback", func(c *rollback.Config) { c.Mode, c.MaxRollback = rollback.LockstepMode, 8 }},
 		{"Snapshots", func(c *rollback.Config) { c.Mode, c.Snapshots = rollback.LockstepMode, rollback.ConstantCost }},
+		{"InProgress", func(c *rollback.Config) { c.Mode, c.InProgress = rollback.LockstepMode, true }},
+		{"InProgress", func(c *rollback.Config) { c.InProgress, c.Recorder = true, nopRecorder{} }},
+		{"Peers[0].Late", func(c *rollback.Config) { c.Mode, c.Peers[0].Late = rollback.LockstepMode, true }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {
@@ -576,3 +579,10 @@ func TestClosedSession(t *testing.T) {
 	_, ok := s.PeerStats(0)
 	assert.True(t, ok)
 }
+
+// nopRecorder is a Recorder that keeps nothing.
+type nopRecorder struct{}
+
+func (nopRecorder) Begin(rollback.MatchInfo)                         {}
+func (nopRecorder) Confirmed(rollback.Frame, []rollback.PlayerInput) {}
+func (nopRecorder) Checksum(rollback.Frame, uint64)                  {}

@@ -74,13 +74,13 @@ type starter struct {
 }
 
 // newStarter: machines are ordered by their lowest player; the host is the
-// first.
+// first of those that start the match (not a reserved slot, Peer.Late).
 func newStarter(noDelay bool, lowest PlayerID, peers []peer) starter {
 	st := starter{noDelay: noDelay, host: -1, at: -1}
 	for i := range peers {
 		if peers[i].id < lowest {
 			st.machine++
-			if st.host < 0 || peers[i].id < peers[st.host].id {
+			if !peers[i].late && (st.host < 0 || peers[i].id < peers[st.host].id) {
 				st.host = i
 			}
 		}
@@ -100,7 +100,7 @@ func (s *Session) handshakeStep() error {
 		if e := s.peers[i].auth.mismatch; e != nil {
 			return e
 		}
-		all = all && s.peers[i].auth.verified
+		all = all && (s.peers[i].auth.verified || s.peers[i].late)
 	}
 	if all && s.stmts != nil && s.stmts.mismatch != nil {
 		return s.stmts.mismatch
@@ -120,6 +120,9 @@ func (s *Session) handshakeStep() error {
 	if s.now-s.proto.hsStart > s.proto.hsTimeout {
 		var missing []int
 		for i := range s.peers {
+			if s.peers[i].late {
+				continue
+			}
 			keys := s.stmts != nil && !s.stmts.keysOK[i]
 			if !s.peers[i].auth.verified || (all && (keys || !s.start.noDelay && !s.peers[i].start.goSeen)) {
 				missing = append(missing, i)
@@ -148,7 +151,7 @@ func (s *Session) begin() {
 // rowReady reports whether we have a round-trip time to every peer.
 func (s *Session) rowReady() bool {
 	for i := range s.peers {
-		if s.peers[i].link.rtt == 0 {
+		if s.peers[i].link.rtt == 0 && !s.peers[i].late {
 			return false
 		}
 	}
@@ -169,7 +172,7 @@ func (s *Session) syncStep() {
 	}
 	if st.at < 0 {
 		for i := range s.peers {
-			if !s.peers[i].start.goSeen {
+			if !s.peers[i].start.goSeen && !s.peers[i].late {
 				return
 			}
 		}
@@ -177,24 +180,68 @@ func (s *Session) syncStep() {
 		if st.host >= 0 {
 			host = s.peers[st.host].machine
 		}
-		st.at = s.now + advantage.StartDelay(st.mesh, host, st.machine)
+		st.at = s.now + s.startDelay(host)
 	}
 	if s.now >= st.at && s.keysReady() {
 		s.begin()
 	}
 }
 
-// buildMesh builds the host's mesh once every peer's row has arrived.
+// startDelay is advantage.StartDelay over the machines that start the
+// match: the mesh without the reserved slots (Peer.Late), whose rows and
+// columns are zero.
+func (s *Session) startDelay(host int) time.Duration {
+	st := &s.start
+	if !s.reserved() {
+		return advantage.StartDelay(st.mesh, host, st.machine)
+	}
+	var keep []int
+	h, me := -1, -1
+	for a := range st.mesh {
+		if a == host {
+			h = len(keep)
+		}
+		if a == st.machine {
+			me = len(keep)
+		}
+		if a == st.machine || !s.lateMachine(a) {
+			keep = append(keep, a)
+		}
+	}
+	m := newMesh(len(keep))
+	for x, a := range keep {
+		for y, b := range keep {
+			m[x][y] = st.mesh[a][b]
+		}
+	}
+	return advantage.StartDelay(m, h, me)
+}
+
+// lateMachine reports whether machine a has a reserved slot not yet filled.
+func (s *Session) lateMachine(a int) bool {
+	for i := range s.peers {
+		if s.peers[i].machine == a {
+			return s.peers[i].late
+		}
+	}
+	return false
+}
+
+// buildMesh builds the host's mesh once every peer's row has arrived (a
+// reserved slot's machine has none: its row stays zero).
 func (s *Session) buildMesh() {
 	n := len(s.peers) + 1
 	for i := range s.peers {
-		if len(s.peers[i].start.row) != n {
+		if len(s.peers[i].start.row) != n && !s.peers[i].late {
 			return
 		}
 	}
 	st := &s.start
 	st.mesh = newMesh(n)
 	for i := range s.peers {
+		if s.peers[i].late {
+			continue
+		}
 		a := s.peers[i].machine
 		st.mesh[st.machine][a] = s.peers[i].link.rtt
 		for b, us := range s.peers[i].start.row {

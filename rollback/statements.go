@@ -133,6 +133,7 @@ type statements struct {
 	keys     [MaxPlayers][wire.SigningKeySize]byte // by machine
 	known    [MaxPlayers]bool
 	keysOK   [MaxPlayers]bool // by peer: its view of every key equals ours
+	late     [MaxPlayers]bool // by machine: a reserved slot (Peer.Late), without a key at the start
 	mismatch error            // machines disagree on a key: the match does not start
 
 	slots [MaxPlayers][stmtKept]held // by machine and interval slot
@@ -212,6 +213,12 @@ func (st *statements) rejoin(x, i int, key [wire.SigningKeySize]byte, k int32) {
 	st.dirty = true
 }
 
+// reserve notes that peer i (machine x) has a reserved slot: the match
+// starts without its key, which comes with its take-over proposal (rejoin).
+func (st *statements) reserve(i, x int) {
+	st.keysOK[i], st.late[x] = true, true
+}
+
 // begin starts a joiner's statements at interval k, its take-over frame's:
 // nothing before it is signed, held or echoed by it.
 func (st *statements) begin(k int32) {
@@ -251,7 +258,7 @@ func (st *statements) takeKeys(i, x int, list []byte) bool {
 		e := list[y*wire.SigningKeySize : (y+1)*wire.SigningKeySize]
 		switch {
 		case bytes.Equal(e, zero[:]):
-			full = false
+			full = full && st.late[y]
 		case st.known[y] && !bytes.Equal(e, st.keys[y][:]) && st.mismatch == nil:
 			who := fmt.Sprintf("peer %d's", st.peerOf[y])
 			if y == st.me {

@@ -89,7 +89,8 @@ type Recorder interface {
 	// Begin is called once, by NewSession, with the match's parameters.
 	Begin(m MatchInfo)
 	// Confirmed gives frame f's final inputs, for f = 0, 1, 2, … in order:
-	// each is Confirmed, or Disconnected with the zero input. in must not be
+	// each is Confirmed, or Disconnected with the input the stand-in gave
+	// (Config.StandIn; the zero input without one). in must not be
 	// retained.
 	Confirmed(f Frame, in []PlayerInput)
 	// Checksum gives the desync checksum of the state at the start of
@@ -226,6 +227,17 @@ type PeerStats struct {
 	DisconnectFrame   Frame // when Disconnected and agreed: its inputs from this frame on are the default input
 	DisconnectAgreed  bool
 	SinceLastHeard    time.Duration
+	// Reserved: the peer's slot is reserved (Peer.Late) and its machine
+	// has not taken its players yet.
+	Reserved bool
+	// StateBytes and StateTime are the state transfer of the peer's last
+	// join in progress (Config.InProgress). On a machine that served it:
+	// the compressed state the peer acknowledged, and the time from its
+	// handshake to that. On the machine that joined: the state its source
+	// sent it, and the time from NewSession to the whole state. Zero when
+	// no state went between the two.
+	StateBytes int
+	StateTime  time.Duration
 	// Suspected counts, by Suspicion, what this peer was caught at
 	// (EventSuspect); index 0 is unused.
 	Suspected [NumSuspicions]int64

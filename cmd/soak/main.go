@@ -172,6 +172,12 @@ type Summary struct {
 	Rejoins         int        `json:"rejoins"`
 	RejoinsVerified int        `json:"rejoins_verified"`
 	RejoinMs        *MeanMaxMs `json:"rejoin_ms,omitempty"`
+	// With -late-join: the machines that started mid-match in a reserved
+	// slot, those whose match then verified, and the time from their
+	// start to the take-over.
+	LateJoins         int        `json:"late_joins"`
+	LateJoinsVerified int        `json:"late_joins_verified"`
+	LateJoinMs        *MeanMaxMs `json:"late_join_ms,omitempty"`
 
 	// Sound totals every match's sound report; SoundPerMatch has each.
 	Sound         SoundJSON   `json:"sound"`
@@ -290,7 +296,7 @@ type options struct {
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
 	spectators                                                       int
-	rejoin                                                           int
+	rejoin, lateJoin                                                 int
 	startSpread, handshakeTimeout                                    time.Duration
 	adversary                                                        string // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                 int    // -1: rotating (options.adversaryOf)
@@ -341,6 +347,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%9+1)")
 	fs.IntVar(&o.adversaryMachine, "adversary-machine", -1, "with -adversary: the machine that lies (-1: machine i%machines in match i; with all, each round of the kinds moves every kind to the next machine)")
+	fs.IntVar(&o.lateJoin, "late-join", 0, "K player machines (not the host, nor the one -rejoin crashes) have reserved slots (rollback.Peer.Late): the match starts without them and each starts at a random time in its first half, joining in progress and taking its players from a stand-in that reads the state; each match must verify")
 	fs.IntVar(&o.rejoin, "rejoin", 0, "K (0 or 1) player machines crash at a random frame and restart 1 to 10 s later (a fresh session joining in progress: rollback.Config.InProgress), taking their players back from a stand-in that reads the state; each match must verify with the absence as agreed")
 	fs.IntVar(&o.spectators, "spectators", 0, "N spectators watch every match: a quarter join at the start, a quarter in the last second, the rest at random moments; a quarter leave early (half crash); each player machine serves "+strconv.Itoa(match.SpectatorsPerMachine)+" directly, the rest join through spectators that relay. Each must end with the offline re-simulation's state")
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
@@ -464,6 +471,9 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
 					rejoinPlan(&c, o.machines)
+				}
+				if o.lateJoin > 0 {
+					latePlan(&c, o.machines, o.lateJoin)
 				}
 				if o.transport == "udp" {
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
@@ -645,6 +655,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-rejoin: %d (want 0 or 1)", o.rejoin)
 	case o.rejoin > 0 && (o.transport == "udp" || o.mode == "lockstep" || o.adversary != ""):
 		return nil, 0, errors.New("-rejoin: only with -transport netsim in rollback mode, without -adversary, for now")
+	case o.lateJoin < 0 || o.lateJoin+o.rejoin > o.machines-1:
+		return nil, 0, fmt.Errorf("-late-join: %d (want 0 to %d: neither the host nor the machine -rejoin crashes)", o.lateJoin, o.machines-1-o.rejoin)
+	case o.lateJoin > 0 && (o.mode == "lockstep" || o.adversary != "" || o.spectators > 0 || o.record != ""):
+		return nil, 0, errors.New("-late-join: only in rollback mode, without -adversary, -spectators or -record")
 	case o.spectators < 0 || o.spectators > maxSpectators:
 		return nil, 0, fmt.Errorf("-spectators: %d (want 0 to %d)", o.spectators, maxSpectators)
 	case o.spectators > 0 && (o.transport == "udp" || o.mode == "lockstep"):
@@ -720,7 +734,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	var ticks, advN int
 	var snd match.SoundReport
 	var spec match.SpectatorReport
-	var rejoinMs, rejoinMax float64
+	var rejoinMs, rejoinMax, lateMs, lateMax float64
 	var advSum, earlySum float64
 	adv := newAdversaries(o)
 	s.SuspectsByKind = map[string]int64{}
@@ -750,6 +764,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			reason = fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
 		case o.rejoin > 0 && !r.Rejoin.Verified:
 			reason = "the machine that crashed did not come back verified"
+		case o.lateJoin > 0 && !lateVerified(r.Late, o.lateJoin):
+			reason = "a machine that joined late did not verify"
 		case r.Spectators.Verified < r.Spectators.Joined:
 			reason = fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
 		case r.ReplayErr != nil:
@@ -781,6 +797,16 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			rejoinMs, rejoinMax = rejoinMs+ms, max(rejoinMax, ms)
 			if r.Rejoin.Verified {
 				s.RejoinsVerified++
+			}
+		}
+		for _, l := range r.Late {
+			if l.Rejoined {
+				s.LateJoins++
+				ms := float64(l.JoinTime) / float64(time.Millisecond)
+				lateMs, lateMax = lateMs+ms, max(lateMax, ms)
+			}
+			if l.Verified {
+				s.LateJoinsVerified++
 			}
 		}
 		snd.Add(r.Sound)
@@ -854,6 +880,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	if s.Rejoins > 0 {
 		s.RejoinMs = &MeanMaxMs{Mean: round2(rejoinMs / float64(s.Rejoins)), Max: round2(rejoinMax)}
 	}
+	if s.LateJoins > 0 {
+		s.LateJoinMs = &MeanMaxMs{Mean: round2(lateMs / float64(s.LateJoins)), Max: round2(lateMax)}
+	}
 	if spec.CatchUpTicks > 0 {
 		s.SpectatorCatchUp = round2(float64(spec.CatchUpFrames) / float64(spec.CatchUpTicks))
 	}
@@ -925,6 +954,10 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.Rejoins > 0 {
 		fmt.Fprintf(w, "  rejoins: %d came back, %d verified; %.0f ms from restart to take-over on average (max %.0f)\n",
 			s.Rejoins, s.RejoinsVerified, s.RejoinMs.Mean, s.RejoinMs.Max)
+	}
+	if s.LateJoins > 0 {
+		fmt.Fprintf(w, "  late joins: %d took their slots, %d verified; %.0f ms from start to take-over on average (max %.0f)\n",
+			s.LateJoins, s.LateJoinsVerified, s.LateJoinMs.Mean, s.LateJoinMs.Max)
 	}
 	if s.Spectators > 0 {
 		fmt.Fprintf(w, "  spectators: %d watched (%d through relays, %d left early), %d verified; first frame %.0f ms after the start on average (max %.0f); catch-up %.2f frames a tick; state %.0f bytes compressed\n",
@@ -1008,4 +1041,34 @@ func rejoinPlan(c *match.Config, machines int) {
 	c.DropAt = c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
 	c.RejoinAfter = time.Second + time.Duration(r.Int64N(int64(9*time.Second)))
 	c.StandIn = true
+}
+
+// latePlan reserves k machines' slots in c's match (not the host, nor the
+// machine that drops): each starts at a random time in the match's first
+// half, drawn from its seed.
+func latePlan(c *match.Config, machines, k int) {
+	r := rand.New(rand.NewPCG(c.Seed, 0x1a7e))
+	for _, m := range r.Perm(machines - 1) {
+		m++
+		if len(c.Late) == k {
+			break
+		}
+		if c.DropAt > 0 && m == c.DropMachine {
+			continue
+		}
+		at := time.Duration(r.Int64N(int64(time.Duration(c.Frames) * match.Tick / 2)))
+		c.Late = append(c.Late, match.LateJoin{Machine: m, At: at})
+	}
+	c.StandIn = true
+}
+
+// lateVerified reports whether all k late machines came and verified.
+func lateVerified(late []match.RejoinReport, k int) bool {
+	n := 0
+	for _, l := range late {
+		if l.Verified {
+			n++
+		}
+	}
+	return n == k
 }

@@ -64,6 +64,11 @@ type Config struct {
 	// rollback.Config.InProgress, which takes its players back
 	// (Result.Rejoin).
 	RejoinAfter time.Duration
+	// Late reserves machines' slots (rollback.Peer.Late): each starts at
+	// its At as a session joining in progress, and takes its players from
+	// the stand-in (Result.Late, in this order). Not machine 0, not the
+	// one that drops; rollback mode, without Record or Spectators.
+	Late []LateJoin
 	// CorruptJoinState makes every machine but the one that comes back
 	// hand it a state with a bit flipped (the joiner must refuse it).
 	CorruptJoinState bool
@@ -253,6 +258,9 @@ type Result struct {
 	Spectators SpectatorReport
 	// Rejoin is what Config.RejoinAfter did (completed matches).
 	Rejoin RejoinReport
+	// Late is what each of Config.Late did, in its order (completed
+	// matches; From is 0).
+	Late []RejoinReport
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -271,7 +279,9 @@ type machine struct {
 	dead      atomic.Bool    // dropped; read by the other machines' goroutines
 	cfg       rollback.Config
 	deadAt    time.Duration // when it dropped, on its own clock
-	rejoined  bool          // restarted (Config.RejoinAfter)
+	rejoined  bool          // restarted (Config.RejoinAfter), or started late (Config.Late)
+	late      bool          // Config.Late: absent until comeAt
+	comeAt    time.Duration // when it (re)starts, on its own clock
 	restartAt time.Duration
 	finished  bool
 	frame     atomicFrame // the session's frame, readable by the other machines' goroutines
@@ -486,8 +496,9 @@ type run struct {
 	clockOf  func(i int) rollback.Clock
 
 	rejoinMu  sync.Mutex
-	rejoin    RejoinReport // Config.RejoinAfter
-	rejoinWhy string       // the machines disagreed on its frames
+	rejoin    RejoinReport     // Config.RejoinAfter
+	back      []rollback.Frame // by machine: its take-over frame, as the others saw it; -1: none
+	rejoinWhy string           // the machines disagreed on its frames
 
 	// With an adversary: the match's script, the adversary's own session
 	// error, and when every honest machine was first done (+1; 0: not yet).
@@ -527,6 +538,13 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	if err := checkAdversary(c, machines); err != nil {
 		return nil, err
 	}
+	if err := checkLate(c, machines); err != nil {
+		return nil, err
+	}
+	rn.back = make([]rollback.Frame, machines)
+	for i := range rn.back {
+		rn.back[i] = -1
+	}
 	if c.Adversary != liar.None {
 		rn.script = &liar.Script{Kind: c.Adversary}
 	}
@@ -559,7 +577,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		var peers []rollback.Peer
 		for j := range machines {
 			if j != i {
-				peers = append(peers, rollback.Peer{Players: playersOf(j)})
+				peers = append(peers, rollback.Peer{Players: playersOf(j), Late: lateSlot(c, j)})
 			}
 		}
 		var tr rollback.Transport
@@ -619,9 +637,16 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			a := m.a
 			m.cfg.StandIn = func(f rollback.Frame, p rollback.PlayerID) rollback.Input { return standIn(a, f, p) }
 		}
-		m.s, err = rollback.NewSession(m.cfg)
-		if err != nil {
-			return nil, err
+		for _, l := range c.Late {
+			if l.Machine == i {
+				m.late, m.comeAt = true, l.At
+				m.dead.Store(true) // until comeAt: restart makes its session
+			}
+		}
+		if !m.late {
+			if m.s, err = rollback.NewSession(m.cfg); err != nil {
+				return nil, err
+			}
 		}
 		for _, p := range m.players {
 			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
@@ -649,7 +674,7 @@ func spectatorSlots(c Config) int {
 func (rn *run) tick(i int) (fin bool, err error) {
 	c, m := &rn.c, &rn.ms[i]
 	if m.dead.Load() {
-		if !rn.rejoining(i) || m.rejoined {
+		if !rn.comesBack(i) || m.rejoined {
 			m.finished = true
 			return true, nil
 		}
@@ -673,6 +698,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) && !m.rejoined {
 		m.dead.Store(true)
 		m.deadAt = rn.clockOf(i).Now()
+		m.comeAt = m.deadAt + c.RejoinAfter
 		if c.DropClean {
 			_ = m.s.Close()
 		}
@@ -839,14 +865,15 @@ func (rn *run) finish(r *Result) {
 	}
 	adv := rn.adversary()
 	var backAt []rollback.Frame
-	if rn.dropping && r.Completed && c.RejoinAfter > 0 {
-		if backAt = rn.rejoinAbsence(r, discFrom[:c.Players]); backAt == nil {
+	if r.Completed && (rn.dropping && c.RejoinAfter > 0 || len(c.Late) > 0) {
+		if backAt = rn.absences(r, discFrom[:c.Players]); backAt == nil {
 			return
 		}
-	} else if rn.dropping && r.Completed {
+	}
+	if rn.dropping && r.Completed && c.RejoinAfter == 0 {
 		for i := range ms {
-			if i == c.DropMachine || i == adv {
-				continue
+			if i == c.DropMachine || i == adv || ms[i].late {
+				continue // a late machine may have come after the agreement
 			}
 			peer := c.DropMachine
 			if peer > i {
@@ -924,6 +951,9 @@ func (rn *run) finish(r *Result) {
 	}
 	r.Hits = ms[alive].g.World().Hits
 	for i := range ms {
+		if ms[i].late {
+			continue // it started when it came
+		}
 		if ms[i].startTick == 0 {
 			r.StartTick = 0
 			break
@@ -999,6 +1029,9 @@ func (rn *run) finish(r *Result) {
 	}
 	r.Adversary.HonestVerified = rn.script != nil && r.Verified
 	r.Rejoin.Verified = r.Rejoin.Rejoined && r.Verified
+	for k := range r.Late {
+		r.Late[k].Verified = r.Late[k].Rejoined && r.Verified
+	}
 }
 
 // checkReplays closes every machine's replay and verifies it offline.

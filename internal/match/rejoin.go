@@ -15,8 +15,9 @@ import (
 // This file is Config.RejoinAfter: the machine dropped (DropAt,
 // DropMachine) restarts — a new process: a fresh arena, a new session
 // with rollback.Config.InProgress on the same transport — and takes its
-// players back; and Config.StandIn, the stand-in that plays them
-// meanwhile.
+// players back; Config.Late: a machine whose slot is reserved starts the
+// same way mid-match; and Config.StandIn, the stand-in that plays their
+// players meanwhile.
 
 // standIn is the arena's stand-in for the tests and the soak: an input
 // that depends on every byte of the state at the start of frame f, so
@@ -37,17 +38,54 @@ type RejoinReport struct {
 	StateSize int            // the compressed state it was sent
 }
 
-// rejoining reports whether machine i is the one that drops and comes back.
-func (rn *run) rejoining(i int) bool {
-	return rn.dropping && rn.c.RejoinAfter > 0 && i == rn.c.DropMachine
+// LateJoin is one reserved slot of Config.Late: Machine starts At (on its
+// own clock) as a session joining in progress.
+type LateJoin struct {
+	Machine int
+	At      time.Duration
+}
+
+// comesBack reports whether machine i (re)starts mid-match: the one that
+// drops with RejoinAfter, or a late one.
+func (rn *run) comesBack(i int) bool {
+	return rn.ms[i].late || rn.dropping && rn.c.RejoinAfter > 0 && i == rn.c.DropMachine
+}
+
+// lateSlot reports whether machine j has a reserved slot (Config.Late).
+func lateSlot(c Config, j int) bool {
+	for _, l := range c.Late {
+		if l.Machine == j {
+			return true
+		}
+	}
+	return false
+}
+
+// checkLate validates Config.Late.
+func checkLate(c Config, machines int) error {
+	seen := make([]bool, machines)
+	for _, l := range c.Late {
+		switch {
+		case l.Machine <= 0 || l.Machine >= machines:
+			return fmt.Errorf("%w: late machine %d (1 to %d: the host starts the match)", ErrConfig, l.Machine, machines-1)
+		case seen[l.Machine]:
+			return fmt.Errorf("%w: machine %d is late twice", ErrConfig, l.Machine)
+		case c.DropAt > 0 && l.Machine == c.DropMachine:
+			return fmt.Errorf("%w: machine %d is late and drops", ErrConfig, l.Machine)
+		case c.Lockstep || c.Record || c.Spectators > 0:
+			return fmt.Errorf("%w: late join in rollback mode only, without Record or Spectators", ErrConfig)
+		}
+		seen[l.Machine] = true
+	}
+	return nil
 }
 
 // restart makes dead machine i a new process that joins the match in
-// progress, once RejoinAfter has passed since it crashed. It reports
-// whether it did.
+// progress once its time has come (RejoinAfter since it crashed, or its
+// Config.Late time). It reports whether it did.
 func (rn *run) restart(i int) (bool, error) {
 	m := &rn.ms[i]
-	if m.rejoined || rn.clockOf(i).Now()-m.deadAt < rn.c.RejoinAfter {
+	if m.rejoined || rn.clockOf(i).Now() < m.comeAt {
 		return false, nil
 	}
 	a, err := savestate.New(rn.size)
@@ -74,30 +112,26 @@ func (rn *run) restart(i int) (bool, error) {
 	return true, nil
 }
 
-// noteRejoin records the disconnect and take-over frames machine i saw
-// agreed for the machine that drops, and the first disagreement.
+// noteRejoin records, from machine i's events, the disconnect frame it saw
+// agreed for the machine that drops and the take-over frame of every
+// machine that came back, and the first disagreement.
 func (rn *run) noteRejoin(i int, events []rollback.Event) {
-	if !rn.dropping || i == rn.c.DropMachine {
-		return
-	}
-	peer := rn.c.DropMachine
-	if peer > i {
-		peer--
-	}
 	for _, e := range events {
-		if e.Peer != peer {
+		if e.Peer < 0 || (e.Kind != rollback.EventDisconnected && e.Kind != rollback.EventTookOver) {
 			continue
 		}
-		switch e.Kind {
-		case rollback.EventDisconnected:
-			rn.rejoinMu.Lock()
-			rn.noteFrame(&rn.rejoin.From, e.Frame, "disconnect")
-			rn.rejoinMu.Unlock()
-		case rollback.EventTookOver:
-			rn.rejoinMu.Lock()
-			rn.noteFrame(&rn.rejoin.Back, e.Frame, "take-over")
-			rn.rejoinMu.Unlock()
+		x := e.Peer
+		if x >= i {
+			x++ // the peer index skips machine i
 		}
+		rn.rejoinMu.Lock()
+		switch {
+		case e.Kind == rollback.EventTookOver:
+			rn.noteFrame(&rn.back[x], e.Frame, fmt.Sprintf("machine %d's take-over", x))
+		case rn.dropping && x == rn.c.DropMachine:
+			rn.noteFrame(&rn.rejoin.From, e.Frame, "disconnect")
+		}
+		rn.rejoinMu.Unlock()
 	}
 }
 
@@ -108,35 +142,49 @@ func (rn *run) noteFrame(at *rollback.Frame, f rollback.Frame, what string) {
 	*at = f
 }
 
-// rejoinAbsence fills discFrom with the dropped machine's players'
-// disconnect frame and returns each player's take-over frame (noFrame for
-// the others); nil, with r's error or desync set, when the machines did
-// not agree or it never came back.
-func (rn *run) rejoinAbsence(r *Result, discFrom []rollback.Frame) []rollback.Frame {
-	m := &rn.ms[rn.c.DropMachine]
-	rep := &rn.rejoin
-	switch {
-	case rn.rejoinWhy != "":
+// absences fills discFrom with the disconnect frame of the players of
+// every machine that came back (0 for a late one) and returns each
+// player's take-over frame (never, for the others); nil, with r's error or
+// desync set, when the machines did not agree or one never came.
+func (rn *run) absences(r *Result, discFrom []rollback.Frame) []rollback.Frame {
+	if rn.rejoinWhy != "" {
 		r.Desync = rn.rejoinWhy
-		return nil
-	case rep.From < 0:
-		r.Err = fmt.Errorf("machine %d's disconnect was never agreed", rn.c.DropMachine)
-		return nil
-	case rep.Back < 0 || !m.rejoined:
-		r.Err = fmt.Errorf("machine %d never took its players back", rn.c.DropMachine)
 		return nil
 	}
 	back := make([]rollback.Frame, len(discFrom))
 	for p := range back {
 		back[p] = rollback.Frame(1<<31 - 1)
 	}
-	for _, p := range m.players {
-		discFrom[p], back[p] = rep.From, rep.Back
+	report := func(i int, from rollback.Frame) (RejoinReport, bool) {
+		m := &rn.ms[i]
+		if rn.back[i] < 0 || !m.rejoined {
+			r.Err = fmt.Errorf("machine %d never took its players", i)
+			return RejoinReport{}, false
+		}
+		for _, p := range m.players {
+			discFrom[p], back[p] = from, rn.back[i]
+		}
+		j := m.s.Stats().Join
+		return RejoinReport{Rejoined: j.TookOver, From: from, Back: rn.back[i], JoinTime: j.TakeTime, StateSize: j.StateBytes}, true
 	}
-	j := m.s.Stats().Join
-	rep.Rejoined, rep.JoinTime, rep.StateSize = j.TookOver, j.TakeTime, j.StateBytes
-	r.DisconnectFrame = rep.From
-	r.Rejoin = *rep
+	if rn.dropping && rn.c.RejoinAfter > 0 {
+		if rn.rejoin.From < 0 {
+			r.Err = fmt.Errorf("machine %d's disconnect was never agreed", rn.c.DropMachine)
+			return nil
+		}
+		rep, ok := report(rn.c.DropMachine, rn.rejoin.From)
+		if !ok {
+			return nil
+		}
+		r.DisconnectFrame, r.Rejoin = rn.rejoin.From, rep
+	}
+	for _, l := range rn.c.Late {
+		rep, ok := report(l.Machine, 0)
+		if !ok {
+			return nil
+		}
+		r.Late = append(r.Late, rep)
+	}
 	return back
 }
 

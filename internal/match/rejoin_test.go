@@ -58,3 +58,47 @@ func TestRejoinCorruptState(t *testing.T) {
 		})
 	}
 }
+
+// TestLateJoin: machines whose slots are reserved (rollback.Peer.Late)
+// start mid-match as sessions joining in progress, and take their players
+// from the stand-in at an agreed frame; every machine ends in the offline
+// re-simulation's state, the stand-in's inputs from frame 0 included. The
+// last case has a machine crash and come back in the same match.
+func TestLateJoin(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		players int
+		late    []match.LateJoin
+		rejoin  bool
+	}{
+		{"2p", 2, []match.LateJoin{{Machine: 1, At: 3 * time.Second}}, false},
+		{"4p-two-late", 4, []match.LateJoin{{Machine: 2, At: time.Second}, {Machine: 3, At: 9 * time.Second}}, false},
+		{"4p-late-and-rejoin", 4, []match.LateJoin{{Machine: 3, At: 4 * time.Second}}, true},
+		{"4p-late-after-rejoin", 4, []match.LateJoin{{Machine: 3, At: 14 * time.Second}}, true},
+		{"4p-late-before-rejoin", 4, []match.LateJoin{{Machine: 3, At: 1 * time.Second}}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := netsim.ParseProfile("wifi")
+			require.NoError(t, err)
+			c := match.Config{Players: tc.players, Frames: 1500, Seed: 5, Profile: p, Late: tc.late, StandIn: true}
+			if tc.rejoin {
+				c.DropAt, c.DropMachine, c.RejoinAfter = 200, 1, 3*time.Second
+			}
+			r := match.Run(c)
+			require.NoError(t, r.Err)
+			require.True(t, r.Completed, "ticks %d, detected %v, desync %s", r.Ticks, r.Detected, r.Desync)
+			assert.True(t, r.Verified, r.Desync)
+			require.Len(t, r.Late, len(tc.late))
+			for k, l := range r.Late {
+				assert.True(t, l.Verified, "late machine %d", tc.late[k].Machine)
+				assert.Positive(t, l.Back)
+				assert.Positive(t, l.StateSize)
+				t.Logf("machine %d: at %v, took over at frame %d after %v, state %d B", tc.late[k].Machine, tc.late[k].At, l.Back, l.JoinTime, l.StateSize)
+			}
+			if tc.rejoin {
+				assert.True(t, r.Rejoin.Verified)
+			}
+			assert.Zero(t, r.Suspects, "nobody is suspected of anything: %v", r.Suspected)
+		})
+	}
+}

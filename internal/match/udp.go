@@ -174,7 +174,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 			paused, ran := false, false
 			for time.Now().Before(deadline) && !stop.Load() {
 				p.Wait()
-				if o.PauseAt > 0 && i == o.PauseMachine && !paused && rn.ms[i].s.Frame() >= rollback.Frame(o.PauseAt) {
+				if o.PauseAt > 0 && i == o.PauseMachine && !paused && rn.ms[i].frame.Load() >= rollback.Frame(o.PauseAt) {
 					paused = true
 					time.Sleep(o.Pause)
 				}
@@ -194,7 +194,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 					return
 				}
 				finished[i].Store(fin)
-				if !ran && rn.ms[i].s.Frame() > 0 {
+				if !ran && rn.ms[i].frame.Load() > 0 {
 					ran = true
 					if running.Add(1) == int32(machines) && o.OnRunning != nil {
 						o.OnRunning()

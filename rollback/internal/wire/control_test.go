@@ -245,7 +245,7 @@ func FuzzSnap(f *testing.F) {
 	fuzzControl(f, &wire.Snap{Frame: 1200, Size: 65536, Sum: 0xfeedface, Total: 9000, Piece: 2, Data: []byte("piece")})
 }
 func FuzzJoin(f *testing.F) {
-	fuzzControl(f, &wire.Join{Op: wire.JoinAccept, Take: 4800, Frame: 4790, Sum: 0xfeedface, Keys: make([]byte, 4*wire.SigningKeySize)})
+	fuzzControl(f, &wire.Join{Op: wire.JoinReady, Take: 4800, Frame: 4790, Sum: 0xfeedface, Playing: 0b1011, Keys: make([]byte, 4*wire.SigningKeySize)})
 }
 
 // TestJoinMessagesFit: the longest Watch, a full Snap and the longest
@@ -255,7 +255,7 @@ func TestJoinMessagesFit(t *testing.T) {
 		&wire.Watch{State: 1<<31 - 1, Have: wire.MaxSnapPieces, Mask: 1<<64 - 1, Next: 1<<31 - 1},
 		&wire.Snap{Frame: 1<<31 - 1, Size: 1<<32 - 1, Sum: 1<<64 - 1, Total: wire.MaxSnapPieces * wire.MaxSnapData,
 			Piece: wire.MaxSnapPieces - 1, Data: make([]byte, wire.MaxSnapData)},
-		&wire.Join{Op: wire.JoinReady, Take: 1<<31 - 1, Frame: 1<<31 - 1, Sum: 1<<64 - 1, Keys: make([]byte, wire.MaxJoinKeys)},
+		&wire.Join{Op: wire.JoinReady, Take: 1<<31 - 1, Frame: 1<<31 - 1, Sum: 1<<64 - 1, Playing: 0xff, Keys: make([]byte, wire.MaxJoinKeys)},
 	} {
 		b, err := wire.AppendControl(nil, m)
 		require.NoError(t, err)

@@ -81,16 +81,17 @@ const (
 	JoinPropose uint8 = 1 + iota // the joiner: take my players back at Take; Keys is my new signing key
 	JoinAccept                   // a machine: from Take on; Keys is every machine's signing key as it knows them
 	JoinRefuse                   // a machine: too late, Frame is final here already
-	JoinReady                    // a machine: Sum is the state at the start of Take, every input before it final
+	JoinReady                    // a machine: Sum is the state at the start of Take, every input before it final; Playing who plays at Take
 )
 
 // Join is a take-over message: Op says which.
 type Join struct {
-	Op    uint8
-	Take  int32
-	Frame int32
-	Sum   uint64
-	Keys  []byte
+	Op      uint8
+	Take    int32
+	Frame   int32
+	Sum     uint64
+	Playing uint8 // Ready: the players who play at Take there (bit p: player p), joiners taking over at Take included
+	Keys    []byte
 }
 
 // MaxJoinKeys bounds Keys: a signing key for each of 8 machines.
@@ -99,17 +100,17 @@ const MaxJoinKeys = 8 * SigningKeySize
 func (*Join) Kind() Kind { return KindJoin }
 
 func (m *Join) appendBody(b []byte) []byte {
-	b = appendInt(appendUint(appendArray(b, 5), uint64(m.Op)), int64(m.Take))
-	return appendBytes(appendUint(appendInt(b, int64(m.Frame)), m.Sum), m.Keys)
+	b = appendInt(appendUint(appendArray(b, 6), uint64(m.Op)), int64(m.Take))
+	return appendBytes(appendUint(appendUint(appendInt(b, int64(m.Frame)), m.Sum), uint64(m.Playing)), m.Keys)
 }
 
 func (m *Join) parseBody(r reader) reader {
-	r.array(5)
+	r.array(6)
 	op, take, frame := uint8(r.uint(uint64(JoinReady))), int32(r.int(0, maxInt32)), int32(r.int(0, maxInt32))
-	sum, keys := r.uint(1<<64-1), r.bytes(MaxJoinKeys)
+	sum, playing, keys := r.uint(1<<64-1), uint8(r.uint(1<<8-1)), r.bytes(MaxJoinKeys)
 	if r.err == nil && op < JoinPropose {
 		r.err = errControlBody
 	}
-	*m = Join{Op: op, Take: take, Frame: frame, Sum: sum, Keys: append(m.Keys[:0], keys...)}
+	*m = Join{Op: op, Take: take, Frame: frame, Sum: sum, Playing: playing, Keys: append(m.Keys[:0], keys...)}
 	return r
 }
