@@ -653,8 +653,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
 	case o.rejoin < 0 || o.rejoin > 1:
 		return nil, 0, fmt.Errorf("-rejoin: %d (want 0 or 1)", o.rejoin)
-	case o.rejoin > 0 && (o.transport == "udp" || o.mode == "lockstep" || o.adversary != ""):
-		return nil, 0, errors.New("-rejoin: only with -transport netsim in rollback mode, without -adversary, for now")
+	case o.rejoin > 0 && (o.mode == "lockstep" || o.adversary != "" || o.transport == "tcp-model"):
+		return nil, 0, errors.New("-rejoin: only in rollback mode over netsim or udp, without -adversary")
 	case o.lateJoin < 0 || o.lateJoin+o.rejoin > o.machines-1:
 		return nil, 0, fmt.Errorf("-late-join: %d (want 0 to %d: neither the host nor the machine -rejoin crashes)", o.lateJoin, o.machines-1-o.rejoin)
 	case o.lateJoin > 0 && (o.mode == "lockstep" || o.adversary != "" || o.spectators > 0 || o.record != ""):

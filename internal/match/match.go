@@ -899,6 +899,9 @@ func (rn *run) finish(r *Result) {
 		// failure, not a desync of the default inputs that replaced it.
 		// (With an adversary, Adversary.HonestDisconnected says it.)
 		for i := range ms {
+			if ms[i].s == nil {
+				continue // a late machine that never came
+			}
 			for j := range machinesOf(c) - 1 {
 				if ps, ok := ms[i].s.PeerStats(j); ok && ps.Disconnected && r.Err == nil {
 					r.Err = fmt.Errorf("machine %d disconnected its peer %d (silent for longer than the disconnect timeout)", i, j)

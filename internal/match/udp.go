@@ -125,8 +125,12 @@ func RunUDP(c Config, o UDPOptions) Result {
 			sessionTrs[i] = fg.wrap(i, sessionTrs[i], fg.forgedUDP, true)
 		}
 	}
+	clocks := make([]rollback.Clock, machines) // one each: a machine that restarts reads its own
+	for i := range clocks {
+		clocks[i] = rollback.RealClock()
+	}
 	rn, err := prepare(c, func(i int) rollback.Transport { return sessionTrs[i] },
-		func(int) rollback.Clock { return rollback.RealClock() }, func(int) io.Reader { return nil })
+		func(i int) rollback.Clock { return clocks[i] }, func(int) io.Reader { return nil })
 	if err != nil {
 		r.Err = err
 		return r
