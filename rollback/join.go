@@ -158,7 +158,7 @@ func (s *Session) watchStep(r *Result) {
 		// It left, or never served us: the next peer, from a new state.
 		j.stats.WatchErrors++
 		next := (j.src + 1) % len(s.peers)
-		j.watch, j.take = nil, 0
+		j.watch, j.take, j.stats.StateFrame = nil, 0, -1 // the state comes anew
 		s.watchFrom(next)
 		return
 	}

@@ -230,12 +230,13 @@ type PeerStats struct {
 	// Reserved: the peer's slot is reserved (Peer.Late) and its machine
 	// has not taken its players yet.
 	Reserved bool
-	// StateBytes and StateTime are the state transfer of the peer's last
-	// join in progress (Config.InProgress). On a machine that served it:
-	// the compressed state the peer acknowledged, and the time from its
-	// handshake to that. On the machine that joined: the state its source
-	// sent it, and the time from NewSession to the whole state. Zero when
-	// no state went between the two.
+	// StateBytes and StateTime are the last state transfer of a join in
+	// progress (Config.InProgress) between this machine and the peer,
+	// either way. When the peer joined through us: the compressed state it
+	// acknowledged, and the time from its handshake to that. When we
+	// joined through it: the state it sent us, and the time from
+	// NewSession to the whole state. Zero when no state went between the
+	// two.
 	StateBytes int
 	StateTime  time.Duration
 	// Suspected counts, by Suspicion, what this peer was caught at

@@ -165,6 +165,24 @@ func (rn *run) absences(r *Result, discFrom []rollback.Frame) []rollback.Frame {
 			discFrom[p], back[p] = from, rn.back[i]
 		}
 		j := m.s.Stats().Join
+		src, me := j.Source, i // the source's machine, and i's peer index there
+		if src >= i {
+			src++
+		} else {
+			me--
+		}
+		// PeerStats holds the last transfer between the two, either way:
+		// unless the source itself came (back) later, the one to i.
+		later := rn.back[src] > rn.back[i]
+		if ps, _ := m.s.PeerStats(j.Source); !later && (ps.StateBytes != j.StateBytes || ps.StateTime != j.StateTime) {
+			r.Err = fmt.Errorf("machine %d: PeerStats(%d) gives a state transfer of %d B in %v, Stats().Join %d B in %v",
+				i, j.Source, ps.StateBytes, ps.StateTime, j.StateBytes, j.StateTime)
+			return RejoinReport{}, false
+		}
+		if ps, _ := rn.ms[src].s.PeerStats(me); !later && !rn.ms[src].dead.Load() && ps.StateBytes != j.StateBytes {
+			r.Err = fmt.Errorf("machine %d served machine %d a state of %d B, which received %d B", src, i, ps.StateBytes, j.StateBytes)
+			return RejoinReport{}, false
+		}
 		return RejoinReport{Rejoined: j.TookOver, From: from, Back: rn.back[i], JoinTime: j.TakeTime, StateSize: j.StateBytes}, true
 	}
 	if rn.dropping && rn.c.RejoinAfter > 0 {
