@@ -142,9 +142,9 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 	if h.Nonce != a.nonce && (a.nonce != 0 || s.peers[i].leave.agreed) && len(h.Local) > 0 &&
 		(s.proto.rejoinWindow > 0 || late) && s.proto.started && s.ls == nil {
 		// A new nonce from the peer's address: the machine restarted and
-		// comes back (rejoin.go), or a reserved slot's machine comes; or
-		// the first from a machine that had left before we joined. It counts, as at the start, only once it
-		// echoes ours: then, if it left, the link is keyed anew; if we
+		// comes back (rejoin.go), a reserved slot's machine comes, or one
+		// that had left before we joined comes back. It counts, as at the
+		// start, only once it echoes ours: then, if it left, the link is keyed anew; if we
 		// still play with it, what it sent before is all we will get, and
 		// it is disconnected now rather than after the timeout.
 		switch {

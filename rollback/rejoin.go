@@ -59,16 +59,6 @@ func (s *Session) reserve() {
 	}
 }
 
-// reserved reports whether a peer's slot is reserved and still empty.
-func (s *Session) reserved() bool {
-	for i := range s.peers {
-		if s.peers[i].late {
-			return true
-		}
-	}
-	return false
-}
-
 // departed reports whether a peer may come (back) into the match: a
 // reserved slot, or a departure within a RejoinWindow.
 func (s *Session) departed() bool {

@@ -148,7 +148,7 @@ func NewSession(cfg Config) (*Session, error) {
 		if !cfg.InProgress {
 			s.reserve()
 		}
-		if cfg.MaxSpectators > 0 || s.aud == nil && s.reserved() {
+		if cfg.MaxSpectators > 0 || s.departed() {
 			s.serve(cfg.MaxSpectators)
 		}
 	}

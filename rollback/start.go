@@ -192,21 +192,22 @@ func (s *Session) syncStep() {
 // columns are zero.
 func (s *Session) startDelay(host int) time.Duration {
 	st := &s.start
-	if !s.reserved() {
-		return advantage.StartDelay(st.mesh, host, st.machine)
-	}
 	var keep []int
 	h, me := -1, -1
 	for a := range st.mesh {
+		if a != st.machine && s.lateMachine(a) {
+			continue
+		}
 		if a == host {
 			h = len(keep)
 		}
 		if a == st.machine {
 			me = len(keep)
 		}
-		if a == st.machine || !s.lateMachine(a) {
-			keep = append(keep, a)
-		}
+		keep = append(keep, a)
+	}
+	if len(keep) == len(st.mesh) {
+		return advantage.StartDelay(st.mesh, host, st.machine)
 	}
 	m := newMesh(len(keep))
 	for x, a := range keep {

@@ -577,7 +577,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		var peers []rollback.Peer
 		for j := range machines {
 			if j != i {
-				peers = append(peers, rollback.Peer{Players: playersOf(j), Late: lateSlot(c, j)})
+				_, late := lateAt(c, j)
+				peers = append(peers, rollback.Peer{Players: playersOf(j), Late: late})
 			}
 		}
 		var tr rollback.Transport
@@ -637,13 +638,9 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			a := m.a
 			m.cfg.StandIn = func(f rollback.Frame, p rollback.PlayerID) rollback.Input { return standIn(a, f, p) }
 		}
-		for _, l := range c.Late {
-			if l.Machine == i {
-				m.late, m.comeAt = true, l.At
-				m.dead.Store(true) // until comeAt: restart makes its session
-			}
-		}
-		if !m.late {
+		if m.comeAt, m.late = lateAt(c, i); m.late {
+			m.dead.Store(true) // until comeAt: restart makes its session
+		} else {
 			if m.s, err = rollback.NewSession(m.cfg); err != nil {
 				return nil, err
 			}

@@ -51,14 +51,15 @@ func (rn *run) comesBack(i int) bool {
 	return rn.ms[i].late || rn.dropping && rn.c.RejoinAfter > 0 && i == rn.c.DropMachine
 }
 
-// lateSlot reports whether machine j has a reserved slot (Config.Late).
-func lateSlot(c Config, j int) bool {
+// lateAt returns when machine j starts if its slot is reserved
+// (Config.Late).
+func lateAt(c Config, j int) (time.Duration, bool) {
 	for _, l := range c.Late {
 		if l.Machine == j {
-			return true
+			return l.At, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // checkLate validates Config.Late.
