@@ -661,8 +661,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, errors.New("-late-join: only in rollback mode, without -adversary, -spectators or -record")
 	case o.spectators < 0 || o.spectators > maxSpectators:
 		return nil, 0, fmt.Errorf("-spectators: %d (want 0 to %d)", o.spectators, maxSpectators)
-	case o.spectators > 0 && (o.transport == "udp" || o.mode == "lockstep"):
-		return nil, 0, errors.New("-spectators: only with -transport netsim in rollback mode, for now")
+	case o.spectators > 0 && (o.transport == "tcp-model" || o.mode == "lockstep"):
+		return nil, 0, errors.New("-spectators: only over netsim or udp in rollback mode")
 	case o.forge < 0 || o.forge > maxForge:
 		return nil, 0, fmt.Errorf("-forge: %d (want 0 to %d forged datagrams a second per machine)", o.forge, maxForge)
 	}

@@ -408,7 +408,8 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			for k := range rn.watchers {
 				if w := &rn.watchers[k]; w.s == nil && w.join <= specTick && !w.done {
 					node := nw.AddNode()
-					if err := rn.startSpectator(k, node, nw.Endpoint(node), nw, seededRand(c.Seed, 0x5bec, node)); err != nil {
+					w.node = node // a netsim endpoint's peer n < node is node n
+					if err := rn.startSpectator(k, nw.Endpoint(node), rn.parentNode(k), nw, seededRand(c.Seed, 0x5bec, node)); err != nil {
 						r.Err = err
 						return r
 					}

@@ -61,7 +61,7 @@ type watcher struct {
 	join, leave int  // ticks: when it starts, and (leave > 0) when it stops early
 	crash       bool // stops silently instead of Closing
 	parent      int  // the machine it joins through (< machines) or machines + the spectator's index
-	node        int  // its netsim node, once started
+	node        int  // its netsim node, once started (netsim runs)
 
 	a    *savestate.Arena
 	g    *arena.Game
@@ -135,11 +135,10 @@ func planSpectators(c Config, machines int) []watcher {
 	return ws
 }
 
-// startSpectator starts watcher k on node, whose transport index of node
-// n below it is n.
-func (rn *run) startSpectator(k, node int, tr rollback.Transport, clock rollback.Clock, rnd io.Reader) error {
+// startSpectator starts watcher k over tr, whose peer source is the
+// machine or spectator it watches through.
+func (rn *run) startSpectator(k int, tr rollback.Transport, source int, clock rollback.Clock, rnd io.Reader) error {
 	w := &rn.watchers[k]
-	w.node = node
 	var err error
 	if w.a, err = savestate.New(rn.size); err == nil {
 		w.g, err = arena.New(w.a, rn.c.Players, rn.c.Seed)
@@ -147,14 +146,20 @@ func (rn *run) startSpectator(k, node int, tr rollback.Transport, clock rollback
 	if err != nil {
 		return err
 	}
-	src := w.parent
-	if src >= len(rn.ms) {
-		src = rn.watchers[src-len(rn.ms)].node
-	}
 	w.s, err = rollback.NewSpectator(rollback.SpectatorConfig{Players: rn.c.Players, Layout: arena.Layout,
-		State: w.a, Game: w.g, Transport: tr, Source: src, SessionID: sessionID(rn.c), Clock: clock, Rand: rnd,
+		State: w.a, Game: w.g, Transport: tr, Source: source, SessionID: sessionID(rn.c), Clock: clock, Rand: rnd,
 		MaxSpectators: SpectatorsPerMachine, DisconnectTimeout: rn.c.DisconnectTimeout, HandshakeTimeout: rn.c.HandshakeTimeout})
 	return err
+}
+
+// parentNode is the netsim node of watcher k's parent: machine i is node
+// i, and a spectator the node it was given when it started.
+func (rn *run) parentNode(k int) int {
+	p := rn.watchers[k].parent
+	if p >= len(rn.ms) {
+		p = rn.watchers[p-len(rn.ms)].node
+	}
+	return p
 }
 
 // tickSpectator runs watcher k's tick: Advance, or its early exit.

@@ -42,7 +42,9 @@ type UDPOptions struct {
 // loopback interface, every machine in its own goroutine with its own
 // socket, real clock and 60 Hz pacer; c.Profile is applied by a
 // netsim.Shaper wrapping each socket's transport. Nonces come from crypto/rand.
-// With c.Forge, the forged datagrams go out from a goroutine of their own.
+// With c.Forge, the forged datagrams go out from a goroutine of their own;
+// with c.Spectators, the spectators have a socket each and are ticked by
+// a goroutine of their own.
 func RunUDP(c Config, o UDPOptions) Result {
 	var r Result
 	machines := machinesOf(c)
@@ -84,6 +86,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 			}
 		}
 	}()
+	guests := spectatorSlots(c)
 	for i := range trs {
 		var peers []netip.AddrPort
 		for j := range machines {
@@ -97,8 +100,12 @@ func RunUDP(c Config, o UDPOptions) Result {
 			return r
 		}
 		trs[i], sessionTrs[i] = t, t
+		if err := t.AcceptGuests(guests); err != nil {
+			r.Err = err
+			return r
+		}
 		if c.Profile != (Config{}).Profile {
-			sh, err := netsim.NewShaper(t, len(peers), c.Profile, c.Seed, i)
+			sh, err := netsim.NewShaper(t, len(peers)+guests, c.Profile, c.Seed, i)
 			if err != nil {
 				r.Err = err
 				return r
@@ -135,6 +142,14 @@ func RunUDP(c Config, o UDPOptions) Result {
 		r.Err = err
 		return r
 	}
+	var au *udpAudience
+	if len(rn.watchers) > 0 {
+		if au, err = newUDPAudience(len(rn.watchers), network, ip); err != nil {
+			r.Err = err
+			return r
+		}
+		defer au.close()
+	}
 	if o.OnStart != nil {
 		o.OnStart(addrs, conns)
 	}
@@ -157,7 +172,12 @@ func RunUDP(c Config, o UDPOptions) Result {
 	start := time.Now()
 	deadline := start.Add(timeout)
 	finished := make([]atomic.Bool, machines)
+	var watched atomic.Bool // every spectator that stays has seen the whole match
+	watched.Store(au == nil)
 	allFinished := func() bool {
+		if !watched.Load() {
+			return false
+		}
 		if rn.script != nil {
 			return rn.over(time.Since(start), func(i int) bool { return finished[i].Load() })
 		}
@@ -172,6 +192,10 @@ func RunUDP(c Config, o UDPOptions) Result {
 	var stop atomic.Bool     // a desync was detected: the match is over
 	var running atomic.Int32 // machines that have simulated a frame
 	var wg sync.WaitGroup
+	var audErr error
+	if au != nil {
+		wg.Go(func() { audErr = au.run(rn, addrs, deadline, &stop, &watched) })
+	}
 	for i := range machines {
 		wg.Go(func() {
 			p := pacer.New(Tick)
@@ -218,11 +242,14 @@ func RunUDP(c Config, o UDPOptions) Result {
 			errs[i] = nil
 		}
 	}
-	r.Err = errors.Join(errs...)
+	r.Err = errors.Join(append(errs, audErr)...)
 	r.Completed = r.Err == nil && r.Detected == nil && allFinished()
 	for _, t := range trs {
 		st := t.Stats()
 		r.TransportDrops += st.UnknownAddress + st.Oversized + st.QueueFull
+	}
+	if au != nil {
+		r.TransportDrops += au.drops()
 	}
 	if fg != nil {
 		fg.result(&r)
