@@ -372,7 +372,9 @@ func (s *Spectator) receive() {
 		switch {
 		case n <= 0 || n > maxDatagram:
 		case idx != s.src:
-			taken = s.aud != nil && s.aud.receive(idx, s.io.recvBuf[:n], s.now, s)
+			// Not before we have the match's terms from the source: the
+			// keys of a link bind them.
+			taken = s.aud != nil && s.up.nonce != 0 && s.aud.receive(idx, s.io.recvBuf[:n], s.now, s)
 		case judged < peerBudget:
 			judged++
 			s.up.heard = true

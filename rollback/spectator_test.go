@@ -102,6 +102,25 @@ func TestSpectators(t *testing.T) {
 	assert.Equal(t, 1, sps[2].Stats().Relayed, "spectator 2 relays to spectator 3: a tree of three levels under player 1")
 }
 
+// TestSpectatorThroughAJoiningRelay: a spectator that joins through a
+// spectator joining at the same moment is answered only once the relay
+// has the match's terms from its own source. A relay that answered
+// before (with the terms it had) derived the link's keys again from the
+// terms it adopted next, and the spectator below it never got in.
+func TestSpectatorThroughAJoiningRelay(t *testing.T) {
+	for _, name := range []string{"lan", "wifi"} {
+		t.Run(name, func(t *testing.T) {
+			p, err := netsim.ParseProfile(name)
+			require.NoError(t, err)
+			gs, sgs, sps := watchPair(t, p, 300, []int{0, 0}, []int{0, 2}, nil)
+			for k := range sps {
+				assert.Equal(t, gs[0].Arena.Bytes(), sgs[k].Arena.Bytes(), "spectator %d", k)
+			}
+			assert.Equal(t, 1, sps[0].Stats().Relayed)
+		})
+	}
+}
+
 // flooding sends every datagram of the transport under it copies times,
 // and as much junk: a spectator that floods its source.
 type flooding struct {
