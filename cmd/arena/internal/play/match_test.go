@@ -1,0 +1,144 @@
+package play
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/sound"
+)
+
+// counting is a sound backend that counts what it is asked to play.
+type counting struct{ plays map[sound.Category]int }
+
+func (c *counting) Play(_ sound.Voice, s sound.Sound) { c.plays[s.Category]++ }
+func (*counting) Stop(sound.Voice)                    {}
+func (*counting) FadeOut(sound.Voice, time.Duration)  {}
+func (*counting) SetVolume(sound.Voice, sound.Volume) {}
+
+// pair plays a match of 4 ships on two machines over a simulated network
+// p — machine 0 has one human (given held) and a bot, machine 1 two bots —
+// until both are Done, and returns the two matches and their backends.
+func pair(t *testing.T, p netsim.Profile, frames int, held rollback.Input) ([2]*Match, [2]*counting) {
+	t.Helper()
+	nw, err := netsim.New(2, 5, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := [2][]rollback.PlayerID{{0, 2}, {1, 3}}
+	var ms [2]*Match
+	var bs [2]*counting
+	for i := range ms {
+		bs[i] = &counting{plays: map[sound.Category]int{}}
+		ms[i], err = New(Config{Players: 4, Local: owners[i], Humans: 1 - i, Peers: [][]rollback.PlayerID{owners[1-i]},
+			Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11, Frames: frames,
+			Backend: bs[i], Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tick := 0; !ms[0].Done() || !ms[1].Done(); tick++ {
+		if tick > frames+600 {
+			t.Fatalf("not done after %d ticks: frames %d and %d", tick, ms[0].Frame(), ms[1].Frame())
+		}
+		for i, m := range ms {
+			if err := m.Tick([]rollback.Input{held}); err != nil {
+				t.Fatalf("machine %d: %v", i, err)
+			}
+			frac := 0.0
+			if err := m.Render(frac, func(w *arena.World) {
+				if w.Players != 4 {
+					t.Fatalf("render saw %d players", w.Players)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		nw.Advance(Tick)
+	}
+	return ms, bs
+}
+
+// TestMatchOverWifi: two machines end on the same state, at the same
+// frame, with the human's held input in it; rollbacks happened, the
+// overlay counted them and ghosts were shown; every kind of sound played.
+func TestMatchOverWifi(t *testing.T) {
+	wifi, err := netsim.ParseProfile("wifi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := Keys{Right: true}.Input()
+	ms, bs := pair(t, wifi, 900, held)
+	if ms[0].Hash() != ms[1].Hash() {
+		t.Fatalf("hashes differ: %x and %x", ms[0].Hash(), ms[1].Hash())
+	}
+	for i, m := range ms {
+		if m.Frame() != 900 {
+			t.Errorf("machine %d stopped at frame %d", i, m.Frame())
+		}
+	}
+	if st := ms[1].Session().Stats(); st.Rollbacks == 0 {
+		t.Error("no rollbacks over wifi: the test proves nothing")
+	}
+	var ghosts int
+	var repeats int64
+	for i, m := range ms {
+		o := m.Overlay()
+		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.DeepestAll <= 0 {
+			t.Errorf("machine %d overlay: %+v", i, o)
+		}
+		if len(o.Lines()) != 4 {
+			t.Errorf("overlay lines: %q", o.Lines())
+		}
+		ghosts += m.ghost.seen
+		for _, c := range []sound.Category{sound.Global, sound.Event, sound.Stateful} {
+			if bs[i].plays[c] == 0 {
+				t.Errorf("machine %d played no %v sound: %v", i, c, bs[i].plays)
+			}
+		}
+		// Re-simulations asked for sounds again; the ledger played them
+		// once, and never forgot one it had played.
+		if st := m.Sounds(); st.Evicted != 0 {
+			t.Errorf("machine %d: %d sounds forgotten while re-simulating", i, st.Evicted)
+		}
+		repeats += m.Sounds().Repeats
+	}
+	if repeats == 0 {
+		t.Error("no sound was asked for twice: the rollbacks re-simulated no sound")
+	}
+	if ghosts == 0 {
+		t.Error("no ghost was shown in a match with rollbacks")
+	}
+	t.Logf("%d ghosts, %d repeated sound requests, %d rollbacks on machine 1", ghosts, repeats, ms[1].Session().Stats().Rollbacks)
+	// Ship 0 held thrust to the right the whole match: its speed is the
+	// steady state of thrust and drag, to the right.
+	if s := ms[1].World().Ships[0]; s.Alive && (s.VX <= 0 || s.VY != 0) {
+		t.Errorf("ship 0 (held right) has velocity %d, %d", s.VX, s.VY)
+	}
+}
+
+// TestMatchAgainstBots: a match without peers (the demo's default) runs
+// every frame, with no transport.
+func TestMatchAgainstBots(t *testing.T) {
+	m, err := New(Config{Players: 3, Local: []rollback.PlayerID{0, 1, 2}, Humans: 1, Seed: 3, Frames: 120})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tick := 0; !m.Done(); tick++ {
+		if tick > 200 {
+			t.Fatalf("stuck at frame %d", m.Frame())
+		}
+		if err := m.Tick(nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.Frame() != 120 {
+		t.Fatalf("frame %d", m.Frame())
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

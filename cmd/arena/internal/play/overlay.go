@@ -1,0 +1,174 @@
+package play
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/rollback"
+)
+
+// Overlay is what the demo's overlay shows: how the netcode is doing, over
+// the last complete second and since the start.
+type Overlay struct {
+	Local      []rollback.PlayerID
+	Frame      rollback.Frame
+	RTT        time.Duration // the slowest peer's smoothed round trip
+	Rollbacks  int           // in the last second
+	Deepest    int           // the most frames one rollback re-simulated, in the last second
+	DeepestAll int           // and in the whole match
+	Advantage  float64       // frames a peer ran ahead of us (rollback.Stats.Advantage)
+	InputLag   int           // frames
+	Stalls     int64         // frames not simulated, in the whole match: starved, or smoothing
+	SentBps    float64       // bytes a second, UDP/IP headers included
+	RecvBps    float64
+	Peers      int // peers connected
+}
+
+// Lines renders the overlay as text.
+func (o Overlay) Lines() []string {
+	return []string{
+		fmt.Sprintf("frame %d   players %v   peers %d", o.Frame, o.Local, o.Peers),
+		fmt.Sprintf("rtt %d ms   input lag %d   advantage %.1f", o.RTT.Milliseconds(), o.InputLag, o.Advantage),
+		fmt.Sprintf("rollbacks %d/s   deepest %d (match %d)   stalls %d", o.Rollbacks, o.Deepest, o.DeepestAll, o.Stalls),
+		fmt.Sprintf("sent %.1f KB/s   received %.1f KB/s", o.SentBps/1000, o.RecvBps/1000),
+	}
+}
+
+// Overlay returns the overlay's figures, as of the last complete second
+// (and the current frame).
+func (m *Match) Overlay() Overlay {
+	o := m.over
+	o.Frame = m.s.Frame()
+	return o
+}
+
+// udpHeaders is what IPv4 and UDP add to every datagram.
+const udpHeaders = 28
+
+// meter gathers the overlay's per-second figures.
+type meter struct {
+	ticks   int
+	deepest int
+	last    rollback.Stats
+}
+
+func (mt *meter) tick(m *Match, res rollback.Result) {
+	mt.deepest = max(mt.deepest, res.Resimulated)
+	if mt.ticks++; mt.ticks < 60 {
+		return
+	}
+	st := m.s.Stats()
+	o := &m.over
+	o.Rollbacks = int(st.Rollbacks - mt.last.Rollbacks)
+	o.Deepest, o.DeepestAll = mt.deepest, st.MaxResimulated
+	o.Advantage, o.InputLag = st.Advantage, st.InputLag
+	o.Stalls = st.StallFrames + st.AdvantageStalls + st.LagStalls
+	o.SentBps = float64(st.BytesSent - mt.last.BytesSent + udpHeaders*(st.PacketsSent-mt.last.PacketsSent))
+	o.RecvBps = float64(st.BytesReceived - mt.last.BytesReceived + udpHeaders*(st.PacketsReceived-mt.last.PacketsReceived))
+	o.RTT, o.Peers = 0, 0
+	for i := range m.cfg.Peers {
+		if ps, ok := m.s.PeerStats(i); ok && ps.Verified && !ps.Disconnected {
+			o.RTT = max(o.RTT, ps.RTT)
+			o.Peers++
+		}
+	}
+	mt.ticks, mt.deepest, mt.last = 0, 0, st
+}
+
+// Ghost is where a remote ship was drawn, by prediction, before a
+// correction moved it: the demo draws it fading for GhostFrames, so that
+// a viewer sees rollback happen.
+type Ghost struct {
+	Ship int
+	X, Y float64 // arena units (0 to 1024)
+	Age  int     // frames since the correction
+}
+
+// GhostFrames is how long a ghost is shown.
+const GhostFrames = 30
+
+// GhostDistance is how far (arena units) a correction must move a ship
+// for a ghost: less is not visible.
+const GhostDistance = 3.0
+
+// Ghosts returns the ghosts to draw now.
+func (m *Match) Ghosts() []Ghost { return m.ghost.live }
+
+// ghosts finds corrections: before each Advance it notes where each
+// remote ship would be one frame later with its current velocity (what
+// the prediction draws); when the Advance rolled back and the ship is
+// now far from there, the prediction was wrong about it.
+type ghosts struct {
+	frame  int32
+	expect [arena.MaxShips]struct {
+		x, y int32
+		ok   bool
+	}
+	live []Ghost
+	seen int // ghosts made in the whole match
+}
+
+func (gh *ghosts) before(w *arena.World, local []rollback.PlayerID) {
+	gh.frame = w.Frame
+	for i := range gh.expect {
+		e := &gh.expect[i]
+		s := &w.Ships[i]
+		e.ok = i < int(w.Players) && s.Alive && !isLocal(local, i)
+		e.x, e.y = s.X+s.VX, s.Y+s.VY
+	}
+}
+
+func isLocal(local []rollback.PlayerID, i int) bool {
+	for _, p := range local {
+		if int(p) == i {
+			return true
+		}
+	}
+	return false
+}
+
+func (gh *ghosts) after(w *arena.World, res rollback.Result) {
+	kept := gh.live[:0]
+	for _, g := range gh.live {
+		if g.Age++; g.Age < GhostFrames {
+			kept = append(kept, g)
+		}
+	}
+	gh.live = kept
+	if res.Resimulated == 0 || w.Frame != gh.frame+1 {
+		return // no correction, or not one frame on: nothing to compare with
+	}
+	const unit = 1 << 16
+	for i := range gh.expect {
+		e := &gh.expect[i]
+		s := &w.Ships[i]
+		if !e.ok || !s.Alive {
+			continue
+		}
+		dx, dy := wrapDelta(s.X-e.x), wrapDelta(s.Y-e.y)
+		if float64(dx)*float64(dx)+float64(dy)*float64(dy) >= GhostDistance*GhostDistance*unit*unit {
+			gh.seen++
+			gh.live = append(gh.live, Ghost{Ship: i, X: float64(wrapPos(e.x)) / unit, Y: float64(wrapPos(e.y)) / unit})
+		}
+	}
+}
+
+// wrapDelta is the shortest difference across the arena's wrapping edge.
+func wrapDelta(d int32) int32 {
+	switch {
+	case d > arena.Size/2:
+		return d - arena.Size
+	case d < -arena.Size/2:
+		return d + arena.Size
+	}
+	return d
+}
+
+func wrapPos(v int32) int32 {
+	v %= arena.Size
+	if v < 0 {
+		v += arena.Size
+	}
+	return v
+}
