@@ -12,7 +12,7 @@ PKGS     := ./... ./cmd/soak/...
 LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy
+.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -36,9 +36,17 @@ lint: library-deps
 cross:
 	GOARCH=386 $(GO) build $(LIBRARY)
 
-## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own).
+## play: the arena demo in a window (cmd/arena, a module of its own: Ebitengine needs cgo and the X11, GL and ALSA headers; play-test installs them). ARGS passes flags, e.g. make play ARGS='-host :7000'.
+play:
+	cd cmd/arena && $(GO) run . $(ARGS)
+
+## play-test: the demo as a person uses it (cmd/arena/play-test.sh): two games over UDP under Xvfb with injected key presses and a null audio sink; equal final states, screenshots in play-test-out/. Installs its Debian packages when missing.
+play-test:
+	cmd/arena/play-test.sh
+
+## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own); play-test checks the demo's.
 tidy:
-	for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
+	for m in $(MODULES) ./cmd/arena; do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
 ## library-deps: fails if the root module's graph, or the packages the library imports, include a module matching HEAVY.
 library-deps:

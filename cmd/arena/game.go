@@ -1,0 +1,220 @@
+package main
+
+import (
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"time"
+
+	"github.com/hajimehoshi/ebiten/v2"
+	"github.com/hajimehoshi/ebiten/v2/ebitenutil"
+	"github.com/hajimehoshi/ebiten/v2/inpututil"
+	"github.com/hajimehoshi/ebiten/v2/vector"
+
+	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
+	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/rollback"
+)
+
+// screenSize is the window's side in pixels; the arena (1024 units) is
+// scaled into it.
+const screenSize = 768
+
+const scale = float32(screenSize) / float32(arena.Size>>16)
+
+// game is the Ebitengine side: Update runs the match at 60 Hz, Draw
+// renders it at the display's rate.
+type game struct {
+	o      options
+	m      *play.Match
+	mixer  *audio.Mixer
+	humans int
+	keys   map[string]ebiten.Key
+
+	last      time.Time // when Update last advanced the match: Draw extrapolates from it
+	overlay   bool
+	keyFrames int
+	draws     int
+	shotPath  string
+	err       error
+	inputs    []rollback.Input
+	pads      []ebiten.GamepadID
+}
+
+// Update is called 60 times a second (Ebitengine's default TPS, the
+// arena's frame rate; after a hitch it is called several times in a
+// row to catch up, as a rollback session expects).
+func (g *game) Update() error {
+	if g.last.IsZero() {
+		g.overlay = g.o.overlay
+	}
+	if inpututil.IsKeyJustPressed(ebiten.KeyTab) {
+		g.overlay = !g.overlay
+	}
+	if ebiten.IsWindowBeingClosed() || inpututil.IsKeyJustPressed(ebiten.KeyEscape) {
+		return ebiten.Termination
+	}
+	if err := g.m.Tick(g.readInputs()); err != nil {
+		g.err = err
+		return err
+	}
+	g.last = time.Now()
+	if g.m.Done() {
+		return ebiten.Termination
+	}
+	return nil
+}
+
+// readInputs reads each person's controls: person k plays with gamepad k
+// when one is connected, else with the keyboard.
+func (g *game) readInputs() []rollback.Input {
+	g.inputs = g.inputs[:0]
+	g.pads = ebiten.AppendGamepadIDs(g.pads[:0])
+	pressed := func(name string) bool { return ebiten.IsKeyPressed(g.keys[name]) }
+	bindings := []play.Binding{play.Solo}
+	if g.humans == 2 {
+		bindings = []play.Binding{play.Left, play.Right}
+	}
+	for k := range g.humans {
+		var in rollback.Input
+		if k < len(g.pads) && ebiten.IsStandardGamepadLayoutAvailable(g.pads[k]) {
+			in = readPad(g.pads[k]).Input()
+		} else {
+			in = bindings[k].Read(pressed).Input()
+		}
+		if in != 0 {
+			g.keyFrames++
+		}
+		g.inputs = append(g.inputs, in)
+	}
+	return g.inputs
+}
+
+func readPad(id ebiten.GamepadID) play.Pad {
+	axis := func(a ebiten.StandardGamepadAxis) float64 { return ebiten.StandardGamepadAxisValue(id, a) }
+	button := func(b ebiten.StandardGamepadButton) bool { return ebiten.IsStandardGamepadButtonPressed(id, b) }
+	return play.Pad{
+		LX: axis(ebiten.StandardGamepadAxisLeftStickHorizontal), LY: axis(ebiten.StandardGamepadAxisLeftStickVertical),
+		RX: axis(ebiten.StandardGamepadAxisRightStickHorizontal), RY: axis(ebiten.StandardGamepadAxisRightStickVertical),
+		A: button(ebiten.StandardGamepadButtonRightBottom), B: button(ebiten.StandardGamepadButtonRightRight),
+		X: button(ebiten.StandardGamepadButtonRightLeft), Y: button(ebiten.StandardGamepadButtonRightTop),
+	}
+}
+
+// keyNames maps Ebitengine's key names (what play.Binding holds) to keys.
+func keyNames() map[string]ebiten.Key {
+	m := map[string]ebiten.Key{}
+	for k := ebiten.Key(0); k <= ebiten.KeyMax; k++ {
+		m[k.String()] = k
+	}
+	return m
+}
+
+// Draw renders the match once per displayed frame. Between two 60 Hz
+// updates the world is extrapolated by the time since the last one, so a
+// 144 Hz display shows motion, not repeated frames.
+func (g *game) Draw(screen *ebiten.Image) {
+	g.draws++
+	screen.Fill(background)
+	fraction := 0.0
+	if !g.last.IsZero() {
+		fraction = float64(time.Since(g.last)) / float64(play.Tick)
+	}
+	if err := g.m.Render(fraction, func(w *arena.World) { drawWorld(screen, w) }); err != nil {
+		g.err = err
+	}
+	for _, gh := range g.m.Ghosts() {
+		// Where the prediction had drawn a ship before a correction moved
+		// it: rollback, made visible.
+		c := shipColors[gh.Ship]
+		c.A = uint8(200 * (play.GhostFrames - gh.Age) / play.GhostFrames)
+		vector.StrokeCircle(screen, float32(gh.X)*scale, float32(gh.Y)*scale, shipRadius, 1.5, c, true)
+	}
+	g.drawScores(screen)
+	if g.overlay {
+		for i, line := range g.m.Overlay().Lines() {
+			ebitenutil.DebugPrintAt(screen, line, 8, screenSize-16*(5-i))
+		}
+	}
+	if g.o.screenshot != "" && g.shotPath == "" && int(g.m.Frame()) >= g.o.screenshotAt {
+		g.save(screen)
+	}
+}
+
+var (
+	background = color.RGBA{14, 16, 30, 255}
+	border     = color.RGBA{60, 64, 100, 255}
+	heading    = color.RGBA{190, 190, 205, 255} // not white: white is the shots' cores
+	shipColors = [arena.MaxShips]color.RGBA{
+		{255, 90, 90, 255}, {90, 170, 255, 255}, {120, 230, 110, 255}, {250, 210, 80, 255},
+		{210, 120, 250, 255}, {90, 230, 220, 255}, {250, 150, 60, 255}, {235, 235, 235, 255},
+	}
+)
+
+const shipRadius = 12 * scale
+
+func px(v int32) float32 { return float32(v) / (1 << 16) * scale }
+
+// drawWorld draws ships, shots and explosions; it reads the world only.
+func drawWorld(screen *ebiten.Image, w *arena.World) {
+	vector.StrokeRect(screen, 1, 1, screenSize-2, screenSize-2, 2, border, false)
+	for j := range w.Shots {
+		sh := &w.Shots[j]
+		if !sh.Live {
+			continue
+		}
+		c := shipColors[sh.Owner]
+		vector.DrawFilledCircle(screen, px(sh.X), px(sh.Y), 4, c, true)
+		vector.DrawFilledCircle(screen, px(sh.X), px(sh.Y), 2, color.White, true)
+	}
+	for i := range int(w.Players) {
+		s := &w.Ships[i]
+		c := shipColors[i]
+		if !s.Alive {
+			// The explosion: a ring that grows and fades over half a
+			// second of the respawn wait.
+			if t := 60 - int(s.RespawnIn); t < 30 {
+				c.A = uint8(255 * (30 - t) / 30)
+				vector.StrokeCircle(screen, px(s.X), px(s.Y), shipRadius+float32(t)*2, 3, c, true)
+			}
+			continue
+		}
+		x, y := px(s.X), px(s.Y)
+		vector.DrawFilledCircle(screen, x, y, shipRadius, c, true)
+		// A line along the velocity: where the ship is heading.
+		vector.StrokeLine(screen, x, y, x+px(s.VX)*6, y+px(s.VY)*6, 2, heading, true)
+	}
+}
+
+func (g *game) drawScores(screen *ebiten.Image) {
+	w := g.m.World()
+	for i := range int(w.Players) {
+		x := 8 + i*94
+		vector.DrawFilledRect(screen, float32(x), 8, 10, 10, shipColors[i], false)
+		ebitenutil.DebugPrintAt(screen, fmt.Sprintf("%d:%d", w.Ships[i].Score, w.Ships[i].Deaths), x+14, 4)
+	}
+}
+
+// save writes the screen as a PNG (the play test checks what it shows).
+func (g *game) save(screen *ebiten.Image) {
+	b := screen.Bounds()
+	img := image.NewRGBA(b)
+	screen.ReadPixels(img.Pix)
+	f, err := os.Create(g.o.screenshot)
+	if err == nil {
+		err = png.Encode(f, img)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		g.err = err
+	}
+	g.shotPath = g.o.screenshot
+}
+
+// Layout keeps the arena square at screenSize, whatever the window.
+func (g *game) Layout(int, int) (int, int) { return screenSize, screenSize }

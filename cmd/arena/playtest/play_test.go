@@ -1,0 +1,305 @@
+package playtest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// frames is the match length: 20 seconds at 60 Hz.
+const frames = 1200
+
+// result is the part of cmd/arena's -result JSON the test reads.
+type result struct {
+	Frame          int    `json:"frame"`
+	Done           bool   `json:"done"`
+	Hash           string `json:"hash"`
+	Rollbacks      int64  `json:"rollbacks"`
+	KeyboardFrames int    `json:"keyboard_frames"`
+	Draws          int    `json:"draws"`
+	Sounds         struct {
+		Played, Triggered, StatefulStarted, Evicted int64
+	} `json:"sounds"`
+	Audio struct {
+		Frames, Audible int64
+	} `json:"audio"`
+	Err string `json:"error"`
+}
+
+// TestPlay: a host with one person (key presses injected through the X
+// server) and bots, and a machine of bots joining it, play a 20-second
+// match over UDP on loopback with the wifi profile applied to what each
+// sends. Both must end on frame 1200 with the same state hash, the keys
+// must have reached the game, the sound must have reached the audio
+// device, and the screenshots — each game's own and the X server's
+// screen — must show ships and shots.
+func TestPlay(t *testing.T) {
+	if os.Getenv("ARENA_PLAY_TEST") != "1" || os.Getenv("DISPLAY") == "" {
+		t.Skip("needs an X server and an audio sink: run make play-test")
+	}
+	out := os.Getenv("ARENA_PLAY_OUT")
+	if out == "" {
+		out = t.TempDir()
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "arena")
+	if b, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "900"}
+	host := start(ctx, t, bin, append(common, "-host", "127.0.0.1:0", "-machines", "2", "-players", "4", "-humans", "1",
+		"-frames", fmt.Sprint(frames), "-window-x", "0", "-window-y", "0",
+		"-screenshot", filepath.Join(out, "host.png"), "-result", filepath.Join(out, "host.json"))...)
+	addr := host.await(t, regexp.MustCompile(`hosting on (\S+):`))
+	join := start(ctx, t, bin, append(common, "-join", addr, "-humans", "0", "-window-x", "800", "-window-y", "0",
+		"-screenshot", filepath.Join(out, "join.png"), "-result", filepath.Join(out, "join.json"))...)
+	host.await(t, regexp.MustCompile(`machine 0 of 2`))
+
+	// The person at the host: focus its window and press keys through the
+	// X server (XTEST), as a keyboard would. The script's timing is the
+	// input itself (how long each key is held), not a wait for an event.
+	win := strings.Fields(run(ctx, t, "xdotool", "search", "--sync", "--name", "machine 0"))[0]
+	screenshotDone := make(chan struct{})
+	go func() {
+		defer close(screenshotDone)
+		presses := [][]string{{"d"}, {"d", "Up"}, {"s"}, {"s", "Left"}, {"a", "Right"}, {"w"}, {"w", "Down"}, {}}
+		var held []string
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for k := 0; ; k++ {
+			_ = exec.Command("xdotool", "windowfocus", win).Run()
+			if len(held) > 0 {
+				_ = exec.Command("xdotool", append([]string{"keyup"}, held...)...).Run()
+			}
+			held = presses[k%len(presses)]
+			if len(held) > 0 {
+				_ = exec.Command("xdotool", append([]string{"keydown"}, held...)...).Run()
+			}
+			if k == 30 { // about 9 s in: both windows are up and playing
+				screen(t, out)
+			}
+			select {
+			case <-host.exited:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	hr, jr := host.result(t, filepath.Join(out, "host.json")), join.result(t, filepath.Join(out, "join.json"))
+	<-screenshotDone
+
+	for name, r := range map[string]result{"host": hr, "joiner": jr} {
+		if !r.Done || r.Frame != frames || r.Err != "" {
+			t.Errorf("%s: done %v at frame %d (want %d), error %q", name, r.Done, r.Frame, frames, r.Err)
+		}
+		if r.Draws == 0 {
+			t.Errorf("%s drew nothing", name)
+		}
+		// Real time through a real sink: at least 5 of the 20 seconds
+		// (48,000 frames a second) were pulled by the audio device, and some
+		// of it was not silence.
+		if r.Audio.Frames < 5*48000 || r.Audio.Audible == 0 {
+			t.Errorf("%s: %d audio frames, %d audible: the sound did not reach the device", name, r.Audio.Frames, r.Audio.Audible)
+		}
+		if r.Sounds.Played == 0 || r.Sounds.Triggered == 0 || r.Sounds.StatefulStarted == 0 || r.Sounds.Evicted != 0 {
+			t.Errorf("%s: sounds %+v", name, r.Sounds)
+		}
+	}
+	if hr.Hash != jr.Hash {
+		t.Errorf("the machines ended on different states: %s and %s", hr.Hash, jr.Hash)
+	}
+	if hr.KeyboardFrames < 100 {
+		t.Errorf("the injected keys gave %d frames of input: they did not reach the game", hr.KeyboardFrames)
+	}
+	if hr.Rollbacks+jr.Rollbacks == 0 {
+		t.Error("no rollback over wifi: the match proved nothing about rollback")
+	}
+	for _, name := range []string{"host.png", "join.png"} {
+		img := readPNG(t, filepath.Join(out, name))
+		checkArena(t, name, img, img.Bounds())
+	}
+	t.Logf("host %+v\njoiner %+v", hr, jr)
+}
+
+// screen saves the X server's whole screen (both windows) as screen.png
+// and checks each window's part of it.
+func screen(t *testing.T, out string) {
+	b, err := exec.Command("xwd", "-root", "-silent").Output()
+	if err != nil {
+		t.Errorf("xwd: %v", err)
+		return
+	}
+	img, err := decodeXWD(bytes.NewReader(b))
+	if err != nil {
+		t.Errorf("screen: %v", err)
+		return
+	}
+	f, err := os.Create(filepath.Join(out, "screen.png"))
+	if err == nil {
+		err = png.Encode(f, img)
+		f.Close()
+	}
+	if err != nil {
+		t.Error(err)
+	}
+	// The windows were placed at x 0 and 800 (a window manager-less
+	// server puts them there exactly); each is 768 pixels square.
+	checkArena(t, "screen (host window)", img, image.Rect(0, 0, 768, 768))
+	checkArena(t, "screen (joiner window)", img, image.Rect(800, 0, 1568, 768))
+}
+
+// checkArena checks that r of img shows the arena in play: mostly the
+// dark background, ships in at least two of the players' colours, and
+// shots (their white cores).
+func checkArena(t *testing.T, name string, img image.Image, r image.Rectangle) {
+	t.Helper()
+	ships := []color.RGBA{{255, 90, 90, 255}, {90, 170, 255, 255}, {120, 230, 110, 255}, {250, 210, 80, 255}}
+	var background, white int
+	shipPixels := make([]int, len(ships))
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			switch {
+			case near(c, color.RGBA{14, 16, 30, 255}, 8):
+				background++
+			case near(c, color.RGBA{255, 255, 255, 255}, 12):
+				white++
+			}
+			for i, s := range ships {
+				if near(c, s, 12) {
+					shipPixels[i]++
+				}
+			}
+		}
+	}
+	total := r.Dx() * r.Dy()
+	colours := 0
+	for _, n := range shipPixels {
+		if n >= 50 { // a ship is a disc of about 250 pixels
+			colours++
+		}
+	}
+	if background < total/2 || colours < 2 || white < 3 {
+		t.Errorf("%s does not show the arena in play: %d of %d pixels background, ship colours %v, %d white (shots)",
+			name, background, total, shipPixels, white)
+	}
+}
+
+func near(a, b color.RGBA, d int) bool {
+	abs := func(x int) int { return max(x, -x) }
+	return abs(int(a.R)-int(b.R)) <= d && abs(int(a.G)-int(b.G)) <= d && abs(int(a.B)-int(b.B)) <= d
+}
+
+func readPNG(t *testing.T, path string) image.Image {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return img
+}
+
+func run(ctx context.Context, t *testing.T, name string, args ...string) string {
+	t.Helper()
+	b, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v", name, args, err)
+	}
+	return string(b)
+}
+
+// process is one running game.
+type process struct {
+	cmd    *exec.Cmd
+	lines  chan string
+	exited chan struct{}
+	err    error
+	log    bytes.Buffer
+}
+
+func start(ctx context.Context, t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{cmd: exec.CommandContext(ctx, bin, args...), lines: make(chan string, 64), exited: make(chan struct{})}
+	stdout, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = &p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
+		}
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	})
+	return p
+}
+
+// await returns the first submatch of the first line of output matching
+// re, waiting for it until the process exits.
+func (p *process) await(t *testing.T, re *regexp.Regexp) string {
+	t.Helper()
+	for {
+		select {
+		case line := <-p.lines:
+			if m := re.FindStringSubmatch(line); m != nil {
+				if len(m) > 1 {
+					return m[1]
+				}
+				return m[0]
+			}
+		case <-p.exited:
+			t.Fatalf("%v exited (%v) before printing %v\n%s", p.cmd.Args, p.err, re, p.log.String())
+		}
+	}
+}
+
+// result waits for the process to exit and reads its -result file.
+func (p *process) result(t *testing.T, path string) result {
+	t.Helper()
+	<-p.exited
+	if p.err != nil {
+		t.Errorf("%v: %v\n%s", p.cmd.Args, p.err, p.log.String())
+	}
+	var r result
+	b, err := os.ReadFile(path)
+	if err == nil {
+		err = json.Unmarshal(b, &r)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", path, err, p.log.String())
+	}
+	return r
+}
