@@ -17,7 +17,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
@@ -235,5 +234,5 @@ func (g *game) writeResult(path string) error {
 	if err != nil {
 		return err
 	}
-	return errors.Join(os.WriteFile(path, append(b, '\n'), 0o644))
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
