@@ -42,6 +42,7 @@ type game struct {
 	err       error
 	inputs    []rollback.Input
 	pads      []ebiten.GamepadID
+	bindings  []play.Binding // the keyboard's, by person
 }
 
 // Update is called 60 times a second (Ebitengine's default TPS, the
@@ -73,17 +74,12 @@ func (g *game) Update() error {
 func (g *game) readInputs() []rollback.Input {
 	g.inputs = g.inputs[:0]
 	g.pads = ebiten.AppendGamepadIDs(g.pads[:0])
-	pressed := func(name string) bool { return ebiten.IsKeyPressed(g.keys[name]) }
-	bindings := []play.Binding{play.Solo}
-	if g.humans == 2 {
-		bindings = []play.Binding{play.Left, play.Right}
-	}
 	for k := range g.humans {
 		var in rollback.Input
 		if k < len(g.pads) && ebiten.IsStandardGamepadLayoutAvailable(g.pads[k]) {
 			in = readPad(g.pads[k]).Input()
 		} else {
-			in = bindings[k].Read(pressed).Input()
+			in = g.bindings[k].Read(g.pressed).Input()
 		}
 		if in != 0 {
 			g.keyFrames++
@@ -92,6 +88,9 @@ func (g *game) readInputs() []rollback.Input {
 	}
 	return g.inputs
 }
+
+// pressed reports whether the key Ebitengine names name is held down.
+func (g *game) pressed(name string) bool { return ebiten.IsKeyPressed(g.keys[name]) }
 
 func readPad(id ebiten.GamepadID) play.Pad {
 	axis := func(a ebiten.StandardGamepadAxis) float64 { return ebiten.StandardGamepadAxisValue(id, a) }

@@ -79,7 +79,10 @@ func run(o options) error {
 		return err
 	}
 	defer closeNet()
-	g := &game{o: o, humans: cfg.Humans, keys: keyNames()}
+	g := &game{o: o, humans: cfg.Humans, keys: keyNames(), bindings: []play.Binding{play.Solo}}
+	if cfg.Humans == 2 {
+		g.bindings = []play.Binding{play.Left, play.Right}
+	}
 	// One mixer: the ledger (through the match) starts and stops voices in
 	// it, and Ebitengine's audio pulls the mixed samples from it.
 	g.mixer = audio.NewMixer()

@@ -245,17 +245,27 @@ func RunUDP(c Config, o UDPOptions) Result {
 	r.Err = errors.Join(append(errs, audErr)...)
 	r.Completed = r.Err == nil && r.Detected == nil && allFinished()
 	for _, t := range trs {
-		st := t.Stats()
-		r.TransportDrops += st.UnknownAddress + st.Oversized + st.QueueFull
+		r.TransportDrops += drops(t)
 	}
 	if au != nil {
-		r.TransportDrops += au.drops()
+		for _, t := range au.trs {
+			r.TransportDrops += drops(t) // nil: it never joined
+		}
 	}
 	if fg != nil {
 		fg.result(&r)
 	}
 	rn.finish(&r)
 	return r
+}
+
+// drops is what t dropped (unknown address, oversized, queue full); 0 for nil.
+func drops(t *udp.Transport) int64 {
+	if t == nil {
+		return 0
+	}
+	st := t.Stats()
+	return st.UnknownAddress + st.Oversized + st.QueueFull
 }
 
 func closeAll(conns []*net.UDPConn) {

@@ -92,18 +92,6 @@ func (au *udpAudience) run(rn *run, players []netip.AddrPort, deadline time.Time
 	return nil
 }
 
-// drops sums what the spectators' transports dropped.
-func (au *udpAudience) drops() int64 {
-	var n int64
-	for _, t := range au.trs {
-		if t != nil {
-			st := t.Stats()
-			n += st.UnknownAddress + st.Oversized + st.QueueFull
-		}
-	}
-	return n
-}
-
 // close stops the shapers and closes every socket.
 func (au *udpAudience) close() {
 	for _, sh := range au.shapers {

@@ -386,6 +386,7 @@ func TestWithLedger(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	m := NewMixer()
 	reading, done := make(chan struct{}), make(chan struct{})
+	read := make(chan struct{}, 1) // a token after each Read
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -402,6 +403,10 @@ func TestConcurrentUse(t *testing.T) {
 					t.Errorf("Read = %d", n)
 					return
 				}
+				select {
+				case read <- struct{}{}:
+				default:
+				}
 			}
 		}
 	}()
@@ -409,7 +414,16 @@ func TestConcurrentUse(t *testing.T) {
 	ids := []sound.ID{arena.SoundMusic, arena.SoundShot + 2, arena.SoundExplosion + 5, arena.SoundThrust + 7, 0x999}
 	for i := range 2000 {
 		if i%100 == 0 {
-			time.Sleep(100 * time.Microsecond) // let the reader in
+			// Let the reader in: wait for a Read that ends after this point.
+			select {
+			case <-read:
+			default:
+			}
+			select {
+			case <-read:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the reader stopped reading")
+			}
 		}
 		v := sound.Voice(i%13 + 1)
 		switch i % 5 {

@@ -2,6 +2,7 @@ package play
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/rewindgg/rewind/examples/arena"
@@ -114,18 +115,9 @@ func (gh *ghosts) before(w *arena.World, local []rollback.PlayerID) {
 	for i := range gh.expect {
 		e := &gh.expect[i]
 		s := &w.Ships[i]
-		e.ok = i < int(w.Players) && s.Alive && !isLocal(local, i)
+		e.ok = i < int(w.Players) && s.Alive && !slices.Contains(local, rollback.PlayerID(i))
 		e.x, e.y = s.X+s.VX, s.Y+s.VY
 	}
-}
-
-func isLocal(local []rollback.PlayerID, i int) bool {
-	for _, p := range local {
-		if int(p) == i {
-			return true
-		}
-	}
-	return false
 }
 
 func (gh *ghosts) after(w *arena.World, res rollback.Result) {
