@@ -38,6 +38,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/rewindgg/rewind/internal/inbox"
 )
 
 // MaxDatagram is the largest datagram accepted; larger ones are dropped.
@@ -47,7 +49,7 @@ const MaxDatagram = 1400
 // peer's datagram beyond it drops that peer's oldest waiting one (a flood
 // cannot grow memory, and the newest inputs, which carry the most, are
 // kept). At 60 datagrams a second it is a second of backlog.
-const PeerQueue = 64
+const PeerQueue = inbox.Depth
 
 // MaxGuests bounds AcceptGuests.
 const MaxGuests = 64
@@ -74,40 +76,6 @@ type Stats struct {
 	Guests         int64 // guest slots in use now
 }
 
-type datagram struct {
-	buf []byte
-	n   int
-}
-
-// queue is one peer's waiting datagrams, oldest first.
-type queue struct {
-	d     [PeerQueue]datagram
-	head  int
-	count int
-}
-
-func (q *queue) push(d datagram) {
-	q.d[(q.head+q.count)%PeerQueue] = d
-	q.count++
-}
-
-func (q *queue) pop() datagram {
-	d := q.d[q.head]
-	q.d[q.head] = datagram{}
-	q.head = (q.head + 1) % PeerQueue
-	q.count--
-	return d
-}
-
-// clear empties q, giving its buffers to free.
-func (q *queue) clear(free [][]byte) [][]byte {
-	for q.count > 0 {
-		free = append(free, q.pop().buf)
-	}
-	q.head = 0
-	return free
-}
-
 // slot is one guest slot.
 type slot struct {
 	addr netip.AddrPort // the guest's (unmapped) address, while used
@@ -122,18 +90,17 @@ type Transport struct {
 	peers []netip.AddrPort
 	index map[netip.AddrPort]int // the peers; read-only after New
 
-	mu     sync.Mutex
-	queues []queue // one per peer, then one per guest slot
-	turn   int     // the index whose queue Receive looks at first
-	free   [][]byte
-	slots  []slot           // guest slot k is index len(peers)+k
-	now    func() time.Time // time.Now; a test's clock
+	in *inbox.Inbox // one queue per peer, then one per guest slot
+
+	mu    sync.Mutex       // the slots
+	slots []slot           // guest slot k is index len(peers)+k
+	now   func() time.Time // time.Now; a test's clock
 
 	nslots atomic.Int32 // len(slots), for the reader to skip the lock without guests
 
-	unknown, oversized, full, readErrs, sendErrs atomic.Int64
-	closed                                       atomic.Bool
-	done                                         chan struct{}
+	unknown, oversized, readErrs, sendErrs atomic.Int64
+	closed                                 atomic.Bool
+	done                                   chan struct{}
 }
 
 // New returns a transport on conn whose peer i is at peers[i], and starts
@@ -156,10 +123,7 @@ func New(conn net.PacketConn, peers []netip.AddrPort) (*Transport, error) {
 		t.index[a] = i
 		t.peers = append(t.peers, a)
 	}
-	t.queues = make([]queue, len(peers))
-	for range 64 {
-		t.free = append(t.free, make([]byte, MaxDatagram+1))
-	}
+	t.in = inbox.New(len(peers), MaxDatagram)
 	go t.read()
 	return t, nil
 }
@@ -184,9 +148,7 @@ func (t *Transport) AcceptGuests(n int) error {
 	for k := n; k < len(t.slots); k++ {
 		t.release(k)
 	}
-	queues := make([]queue, len(t.peers)+n)
-	copy(queues, t.queues)
-	t.queues = queues
+	t.in.Resize(len(t.peers) + n)
 	slots := make([]slot, n)
 	copy(slots, t.slots)
 	t.slots = slots
@@ -208,7 +170,7 @@ func (t *Transport) Release(peer int) {
 
 // release frees guest slot k; t.mu is held.
 func (t *Transport) release(k int) {
-	t.free = t.queues[len(t.peers)+k].clear(t.free)
+	t.in.Clear(len(t.peers) + k)
 	t.slots[k] = slot{}
 }
 
@@ -254,19 +216,7 @@ func (t *Transport) write(to netip.AddrPort, b []byte) error {
 // peers and guests in turn (each queue oldest first); ok is false when
 // none is waiting. It never blocks.
 func (t *Transport) Receive(buf []byte) (n, peer int, ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k := range t.queues {
-		i := (t.turn + k) % len(t.queues)
-		if q := &t.queues[i]; q.count > 0 {
-			d := q.pop()
-			t.turn = i + 1
-			n = copy(buf, d.buf[:d.n])
-			t.free = append(t.free, d.buf)
-			return n, i, true
-		}
-	}
-	return 0, 0, false
+	return t.in.Take(buf)
 }
 
 func (t *Transport) read() {
@@ -298,13 +248,11 @@ func (t *Transport) read() {
 		peer, known := t.index[addr]
 		switch {
 		case !known:
-			buf = t.guest(buf, n, addr)
+			t.guest(buf[:n], addr)
 		case n > MaxDatagram:
 			t.oversized.Add(1)
 		default:
-			t.mu.Lock()
-			buf = t.enqueue(buf, n, peer)
-			t.mu.Unlock()
+			t.in.Put(peer, buf[:n])
 		}
 	}
 }
@@ -313,17 +261,17 @@ func (t *Transport) read() {
 // slot addr holds, or in one it takes: the lowest free slot, or when none
 // is free the slot silent longest if that has been silent for GuestIdle.
 // Otherwise it drops it as from an unknown address. An oversized datagram
-// takes no slot. It returns a free buffer for the next read.
-func (t *Transport) guest(buf []byte, n int, addr netip.AddrPort) []byte {
+// takes no slot.
+func (t *Transport) guest(b []byte, addr netip.AddrPort) {
 	if t.nslots.Load() == 0 {
 		t.unknown.Add(1)
-		return buf
+		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.slots) == 0 { // AcceptGuests(0) since the look
 		t.unknown.Add(1)
-		return buf
+		return
 	}
 	now := t.now()
 	held, free, oldest := -1, -1, -1
@@ -352,54 +300,33 @@ func (t *Transport) guest(buf []byte, n int, addr netip.AddrPort) []byte {
 		k = oldest
 	default:
 		t.unknown.Add(1)
-		return buf
+		return
 	}
-	if n > MaxDatagram {
+	if len(b) > MaxDatagram {
 		t.oversized.Add(1)
-		return buf
+		return
 	}
 	if k != held {
 		t.release(k) // a slot taken over: the old address's datagrams go
 		t.slots[k] = slot{addr: addr, used: true}
 	}
 	t.slots[k].last = now
-	return t.enqueue(buf, n, len(t.peers)+k)
-}
-
-// enqueue queues buf in peer's queue (over its oldest datagram when the
-// queue is full) and returns a free buffer for the next read; t.mu is
-// held.
-func (t *Transport) enqueue(buf []byte, n, peer int) []byte {
-	q := &t.queues[peer]
-	if q.count == PeerQueue {
-		t.full.Add(1)
-		t.free = append(t.free, q.pop().buf)
-	}
-	q.push(datagram{buf: buf, n: n})
-	if k := len(t.free); k > 0 {
-		next := t.free[k-1]
-		t.free = t.free[:k-1]
-		return next
-	}
-	return make([]byte, MaxDatagram+1)
+	t.in.Put(len(t.peers)+k, b)
 }
 
 // Stats returns the transport's drop counters, how many datagrams wait and
 // how many guest slots are in use.
 func (t *Transport) Stats() Stats {
 	t.mu.Lock()
-	waiting, guests := 0, 0
-	for i := range t.queues {
-		waiting += t.queues[i].count
-	}
+	guests := 0
 	for k := range t.slots {
 		if t.slots[k].used {
 			guests++
 		}
 	}
 	t.mu.Unlock()
-	return Stats{UnknownAddress: t.unknown.Load(), Oversized: t.oversized.Load(), QueueFull: t.full.Load(),
-		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load(), Waiting: int64(waiting), Guests: int64(guests)}
+	return Stats{UnknownAddress: t.unknown.Load(), Oversized: t.oversized.Load(), QueueFull: t.in.Full(),
+		ReadErrors: t.readErrs.Load(), SendErrors: t.sendErrs.Load(), Waiting: int64(t.in.Waiting()), Guests: int64(guests)}
 }
 
 // Close closes the socket and waits for the reader goroutine to stop.
