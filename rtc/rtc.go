@@ -1,0 +1,428 @@
+// Package rtc is a rollback.Transport over WebRTC data channels: one
+// peer connection per peer in a full mesh, each with one data channel that
+// is unordered and never retransmits (Rewind's inputs are already
+// redundant: every packet repeats what is unacknowledged). It is built on
+// pion/webrtc, so the same code runs natively and in a browser
+// (GOOS=js GOARCH=wasm), where pion uses the browser's own WebRTC; native
+// and browser peers play each other.
+//
+// WebRTC is how two machines behind NATs reach each other: ICE tries every
+// pair of addresses (their own, the ones a STUN server sees, and a TURN
+// relay's) and keeps the first that works, so players need no open ports,
+// and when no direct path exists the relay carries the traffic. The data
+// channels are DTLS-encrypted; Rewind's own handshake and MACs still
+// authenticate every datagram (a TURN relay, or anyone else, can drop
+// traffic but not forge or alter it).
+//
+// [Dial] connects a machine to every other machine of a match. The
+// machines exchange offers, answers and ICE candidates through a
+// [Signaler]: the rendezvous server's lobby client (package lobby) or, in
+// one process, [MemorySignalers]. Of each pair the machine with the lower
+// index offers. Candidates trickle: each is sent as it is found, so a
+// connection starts on the first pair that works instead of waiting for
+// every server to answer.
+//
+// A Transport's peer p is machine p when p < Config.Machine and machine
+// p+1 otherwise: the other machines in order, as a session's Config.Peers
+// lists them.
+package rtc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/rewindgg/rewind/internal/inbox"
+)
+
+// MaxDatagram is the largest datagram sent or accepted (as in package
+// udp: Rewind's packets fit one Ethernet frame).
+const MaxDatagram = 1400
+
+// MaxMachines bounds Config.Machines.
+const MaxMachines = 8
+
+// Signal kinds.
+const (
+	KindOffer     = "offer"
+	KindAnswer    = "answer"
+	KindCandidate = "candidate"
+)
+
+// Errors.
+var (
+	ErrConfig = errors.New("rtc: bad config")
+	ErrPeer   = errors.New("rtc: no such peer")
+	ErrClosed = errors.New("rtc: transport closed")
+)
+
+// A Signaler carries signaling messages between the machines of one
+// match, in order between each pair. Send must be safe to call while
+// Receive blocks in another goroutine. Receive blocks until a message for
+// this machine arrives or ctx ends. Package lobby's Client is one.
+type Signaler interface {
+	Send(ctx context.Context, to int, kind, data string) error
+	Receive(ctx context.Context) (from int, kind, data string, err error)
+}
+
+// ICEServer is a STUN or TURN server (the rendezvous lists its own).
+type ICEServer struct {
+	URLs       []string
+	Username   string
+	Credential string
+}
+
+// Config configures Dial. Its zero value is not usable: Machines must be
+// at least 2.
+type Config struct {
+	// Machine is this machine's index, 0 to Machines-1; Machines is how
+	// many machines play (2 to MaxMachines).
+	Machine, Machines int
+	// ICEServers are the STUN and TURN servers to gather candidates from.
+	// None means host candidates only (a LAN, or one machine).
+	ICEServers []ICEServer
+	// Relay uses only the TURN relay's candidates (ICE policy "relay"):
+	// every datagram goes through the relay. For testing the relay, and
+	// for players who do not want their address revealed to the others.
+	Relay bool
+	// Loopback gathers candidates on the loopback interface only and turns
+	// off mDNS, as a test or an in-process soak needs inside a network
+	// namespace that has nothing else. Native builds only (a browser
+	// decides its own candidates).
+	Loopback bool
+}
+
+// Stats counts what the transport dropped or failed to send.
+type Stats struct {
+	Oversized  int64 // datagrams larger than MaxDatagram, either way
+	QueueFull  int64 // datagrams dropped because their peer's queue was full
+	SendErrors int64 // sends to a channel that was not open, or that failed
+	Malformed  int64 // signaling messages that were not understood
+}
+
+// link is the connection to one peer.
+type link struct {
+	machine int
+	pc      *webrtc.PeerConnection
+	dc      *webrtc.DataChannel
+	rw      atomic.Pointer[channel] // the detached channel, once open
+	open    chan struct{}           // closed when rw is set
+	once    sync.Once
+	remote  bool     // the remote description is set (the dial goroutine only)
+	pending []string // candidates that arrived before it
+}
+
+// Transport implements rollback.Transport over one data channel per peer.
+type Transport struct {
+	machine int
+	links   []*link // by peer index
+	in      *inbox.Inbox
+
+	oversized, sendErrs, malformed atomic.Int64
+	closed                         atomic.Bool
+	readers                        sync.WaitGroup
+}
+
+// peerOf is the transport index of machine m (m != t.machine).
+func (t *Transport) peerOf(m int) int {
+	if m > t.machine {
+		return m - 1
+	}
+	return m
+}
+
+// Dial connects to every other machine of the match through sig and
+// returns once every data channel is open, or fails when ctx ends first
+// (naming the machines it could not reach). It uses sig only until it
+// returns.
+func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
+	switch {
+	case c.Machines < 2 || c.Machines > MaxMachines:
+		return nil, fmt.Errorf("%w: %d machines (want 2 to %d)", ErrConfig, c.Machines, MaxMachines)
+	case c.Machine < 0 || c.Machine >= c.Machines:
+		return nil, fmt.Errorf("%w: machine %d of %d", ErrConfig, c.Machine, c.Machines)
+	case sig == nil:
+		return nil, fmt.Errorf("%w: no signaler", ErrConfig)
+	}
+	api := newAPI(c)
+	conf := webrtc.Configuration{}
+	for _, s := range c.ICEServers {
+		conf.ICEServers = append(conf.ICEServers, webrtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
+	}
+	if c.Relay {
+		conf.ICETransportPolicy = webrtc.ICETransportPolicyRelay
+	}
+	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram)}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	out := newOutbox(ctx, sig)
+	defer out.close()
+	for m := range c.Machines {
+		if m == c.Machine {
+			continue
+		}
+		l, err := t.connect(api, conf, m, out)
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		t.links = append(t.links, l)
+	}
+	for _, l := range t.links {
+		if l.machine > c.Machine {
+			if err := offer(l, out); err != nil {
+				t.Close()
+				return nil, err
+			}
+		}
+	}
+	signals := make(chan error, 1)
+	go func() { signals <- t.signal(ctx, sig, out) }()
+	for _, l := range t.links {
+		select {
+		case <-l.open:
+		case err := <-signals:
+			if err == nil || ctx.Err() != nil {
+				err = ctx.Err()
+			}
+			t.Close()
+			return nil, t.unreached(err)
+		case <-ctx.Done():
+			t.Close()
+			return nil, t.unreached(ctx.Err())
+		}
+	}
+	cancel()
+	<-signals
+	return t, nil
+}
+
+// unreached wraps err with the machines whose channels are not open.
+func (t *Transport) unreached(err error) error {
+	var missing []int
+	for _, l := range t.links {
+		if l.rw.Load() == nil {
+			missing = append(missing, l.machine)
+		}
+	}
+	return fmt.Errorf("rtc: machines %v not connected: %w", missing, err)
+}
+
+// connect makes the peer connection to machine m and its data channel:
+// negotiated (both sides make it with the same id, so neither waits for
+// the other to announce it), unordered, never retransmitted.
+func (t *Transport) connect(api *webrtc.API, conf webrtc.Configuration, m int, out *outbox) (*link, error) {
+	pc, err := api.NewPeerConnection(conf)
+	if err != nil {
+		return nil, fmt.Errorf("rtc: peer connection to machine %d: %w", m, err)
+	}
+	l := &link{machine: m, pc: pc, open: make(chan struct{})}
+	ordered, negotiated := false, true
+	var retransmits, id uint16 = 0, 0
+	l.dc, err = pc.CreateDataChannel("rewind", &webrtc.DataChannelInit{
+		Ordered: &ordered, MaxRetransmits: &retransmits, Negotiated: &negotiated, ID: &id})
+	if err != nil {
+		_ = pc.Close()
+		return nil, fmt.Errorf("rtc: data channel to machine %d: %w", m, err)
+	}
+	pc.OnICECandidate(func(cand *webrtc.ICECandidate) {
+		if cand == nil {
+			return // gathering is over
+		}
+		b, err := json.Marshal(cand.ToJSON())
+		if err == nil {
+			out.send(m, KindCandidate, string(b))
+		}
+	})
+	peer := t.peerOf(m)
+	l.dc.OnOpen(func() {
+		raw, err := l.dc.Detach()
+		if err != nil {
+			t.sendErrs.Add(1)
+			return
+		}
+		ch := &channel{rw: raw}
+		l.once.Do(func() {
+			l.rw.Store(ch)
+			close(l.open)
+			t.readers.Add(1)
+			go t.read(peer, ch)
+		})
+	})
+	return l, nil
+}
+
+// offer sends l's offer.
+func offer(l *link, out *outbox) error {
+	sd, err := l.pc.CreateOffer(nil)
+	if err == nil {
+		err = l.pc.SetLocalDescription(sd)
+	}
+	if err != nil {
+		return fmt.Errorf("rtc: offer to machine %d: %w", l.machine, err)
+	}
+	out.send(l.machine, KindOffer, sd.SDP)
+	return nil
+}
+
+// signal applies the signaling messages that arrive until ctx ends.
+// Messages from machines that are not peers, or that do not parse, are
+// counted and dropped: the signaling server relays what anyone in the
+// match sends.
+func (t *Transport) signal(ctx context.Context, sig Signaler, out *outbox) error {
+	for {
+		from, kind, data, err := sig.Receive(ctx)
+		if err != nil {
+			return err
+		}
+		if from < 0 || from == t.machine || from > len(t.links) {
+			t.malformed.Add(1)
+			continue
+		}
+		l := t.links[t.peerOf(from)]
+		if err := t.apply(l, kind, data, out); err != nil {
+			t.malformed.Add(1)
+		}
+	}
+}
+
+// apply applies one signaling message from l's machine.
+func (t *Transport) apply(l *link, kind, data string, out *outbox) error {
+	switch kind {
+	case KindOffer:
+		if l.machine > t.machine || l.remote {
+			return fmt.Errorf("rtc: unexpected offer from machine %d", l.machine)
+		}
+		if err := l.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: data}); err != nil {
+			return err
+		}
+		sd, err := l.pc.CreateAnswer(nil)
+		if err == nil {
+			err = l.pc.SetLocalDescription(sd)
+		}
+		if err != nil {
+			return err
+		}
+		out.send(l.machine, KindAnswer, sd.SDP)
+	case KindAnswer:
+		if l.machine < t.machine || l.remote {
+			return fmt.Errorf("rtc: unexpected answer from machine %d", l.machine)
+		}
+		if err := l.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: data}); err != nil {
+			return err
+		}
+	case KindCandidate:
+		if !l.remote {
+			if len(l.pending) >= 64 {
+				return errors.New("rtc: too many early candidates")
+			}
+			l.pending = append(l.pending, data)
+			return nil
+		}
+		return addCandidate(l.pc, data)
+	default:
+		return fmt.Errorf("rtc: unknown signal kind %q", kind)
+	}
+	l.remote = true
+	var errs []error
+	for _, c := range l.pending {
+		errs = append(errs, addCandidate(l.pc, c))
+	}
+	l.pending = nil
+	return errors.Join(errs...)
+}
+
+func addCandidate(pc *webrtc.PeerConnection, data string) error {
+	var c webrtc.ICECandidateInit
+	if err := json.Unmarshal([]byte(data), &c); err != nil {
+		return err
+	}
+	return pc.AddICECandidate(c)
+}
+
+// read moves peer's datagrams into the inbox until the channel closes.
+func (t *Transport) read(peer int, ch *channel) {
+	defer t.readers.Done()
+	buf := make([]byte, MaxDatagram+1)
+	for {
+		n, err := ch.rw.Read(buf)
+		if err != nil {
+			if errors.Is(err, errShortBuffer) {
+				t.oversized.Add(1)
+				continue
+			}
+			return
+		}
+		if n > MaxDatagram || !t.in.Put(peer, buf[:n]) {
+			t.oversized.Add(1)
+		}
+	}
+}
+
+// Send sends b to peer. It does not retain b. Before the peer's channel
+// is open, and after it closes, it fails.
+func (t *Transport) Send(peer int, b []byte) error {
+	if peer < 0 || peer >= len(t.links) {
+		return ErrPeer
+	}
+	if t.closed.Load() {
+		return ErrClosed
+	}
+	if len(b) > MaxDatagram {
+		t.oversized.Add(1)
+		return fmt.Errorf("rtc: %d-byte datagram (at most %d)", len(b), MaxDatagram)
+	}
+	ch := t.links[peer].rw.Load()
+	if ch == nil {
+		t.sendErrs.Add(1)
+		return ErrClosed
+	}
+	if _, err := ch.rw.Write(b); err != nil {
+		t.sendErrs.Add(1)
+		return err
+	}
+	return nil
+}
+
+// Receive copies a waiting datagram into buf, taking the peers' queues in
+// turn; ok is false when none is waiting. It never blocks.
+func (t *Transport) Receive(buf []byte) (n, peer int, ok bool) {
+	return t.in.Take(buf)
+}
+
+// Stats returns the transport's counters.
+func (t *Transport) Stats() Stats {
+	return Stats{Oversized: t.oversized.Load(), QueueFull: t.in.Full(), SendErrors: t.sendErrs.Load(), Malformed: t.malformed.Load()}
+}
+
+// Route describes how the datagrams to peer travel: the local and remote
+// candidate types of the selected pair ("host", "srflx", "relay"), for
+// example "relay-relay"; empty when unknown (before the connection, or in
+// a browser).
+func (t *Transport) Route(peer int) string {
+	if peer < 0 || peer >= len(t.links) {
+		return ""
+	}
+	return route(t.links[peer].pc)
+}
+
+// Close closes every connection and waits for the readers to stop.
+func (t *Transport) Close() error {
+	if t.closed.Swap(true) {
+		return ErrClosed
+	}
+	var errs []error
+	for _, l := range t.links {
+		if ch := l.rw.Load(); ch != nil {
+			errs = append(errs, ch.rw.Close())
+		}
+		errs = append(errs, l.pc.Close())
+	}
+	t.readers.Wait()
+	return errors.Join(errs...)
+}
