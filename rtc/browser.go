@@ -2,13 +2,18 @@
 
 package rtc
 
-import "github.com/pion/webrtc/v4"
+import (
+	"io"
 
-// newAPI ignores Loopback: the browser decides its own candidates.
-func newAPI(Config) *webrtc.API {
+	"github.com/pion/webrtc/v4"
+)
+
+// newAPI ignores Loopback and Conn: the browser decides its own
+// candidates and sockets.
+func newAPI(Config) (*webrtc.API, io.Closer) {
 	var s webrtc.SettingEngine
 	s.DetachDataChannels()
-	return webrtc.NewAPI(webrtc.WithSettingEngine(s))
+	return webrtc.NewAPI(webrtc.WithSettingEngine(s)), nil
 }
 
 func route(*webrtc.PeerConnection) string { return "" }

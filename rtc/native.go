@@ -3,11 +3,16 @@
 package rtc
 
 import (
+	"io"
+	"time"
+
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
 )
 
-func newAPI(c Config) *webrtc.API {
+// newAPI returns the API Dial makes its connections with, and what the
+// transport must close with them (the shared socket's mux, if any).
+func newAPI(c Config) (*webrtc.API, io.Closer) {
 	var s webrtc.SettingEngine
 	s.DetachDataChannels()
 	if c.Loopback {
@@ -15,7 +20,17 @@ func newAPI(c Config) *webrtc.API {
 		s.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
 		s.SetInterfaceFilter(func(name string) bool { return name == "lo" })
 	}
-	return webrtc.NewAPI(webrtc.WithSettingEngine(s))
+	if c.Relay {
+		// ICE waits 2 s for a better pair before it accepts a relayed one;
+		// when only relayed ones are allowed there is none to wait for.
+		s.SetRelayAcceptanceMinWait(10 * time.Millisecond)
+	}
+	var mux ice.UDPMux
+	if c.Conn != nil {
+		mux = ice.NewUDPMuxDefault(ice.UDPMuxParams{UDPConn: c.Conn})
+		s.SetICEUDPMux(mux)
+	}
+	return webrtc.NewAPI(webrtc.WithSettingEngine(s)), mux
 }
 
 func route(pc *webrtc.PeerConnection) string {

@@ -32,6 +32,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"sync/atomic"
 
@@ -95,6 +97,12 @@ type Config struct {
 	// namespace that has nothing else. Native builds only (a browser
 	// decides its own candidates).
 	Loopback bool
+	// Conn, if set, is the one UDP socket every connection's host
+	// candidates share (one known port, for a firewall rule or a port
+	// forward; the soak counts the bytes on it). The caller closes it,
+	// after the transport. Native builds only. nil: each connection
+	// gathers on ports of its own.
+	Conn net.PacketConn
 }
 
 // Stats counts what the transport dropped or failed to send.
@@ -122,6 +130,7 @@ type Transport struct {
 	machine int
 	links   []*link // by peer index
 	in      *inbox.Inbox
+	mux     io.Closer // Config.Conn's, or nil
 
 	oversized, sendErrs, malformed atomic.Int64
 	closed                         atomic.Bool
@@ -149,7 +158,7 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	case sig == nil:
 		return nil, fmt.Errorf("%w: no signaler", ErrConfig)
 	}
-	api := newAPI(c)
+	api, mux := newAPI(c)
 	conf := webrtc.Configuration{}
 	for _, s := range c.ICEServers {
 		conf.ICEServers = append(conf.ICEServers, webrtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
@@ -157,7 +166,7 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	if c.Relay {
 		conf.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
-	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram)}
+	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram), mux: mux}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	out := newOutbox(ctx, sig)
@@ -422,6 +431,9 @@ func (t *Transport) Close() error {
 			errs = append(errs, ch.rw.Close())
 		}
 		errs = append(errs, l.pc.Close())
+	}
+	if t.mux != nil {
+		errs = append(errs, t.mux.Close())
 	}
 	t.readers.Wait()
 	return errors.Join(errs...)

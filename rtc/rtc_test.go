@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -271,4 +273,55 @@ func roundTrip(b *testing.B, viaRelay bool) {
 	sort.Slice(rtts, func(i, j int) bool { return rtts[i] < rtts[j] })
 	b.ReportMetric(float64(rtts[len(rtts)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(rtts[len(rtts)*99/100].Microseconds()), "p99-µs")
+}
+
+// TestSharedSocket: with Config.Conn every connection of a machine uses
+// that one socket (and nothing else carries its datagrams).
+func TestSharedSocket(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	sigs := rtc.MemorySignalers(3)
+	conns := make([]*countingConn, 3)
+	trs := make([]*rtc.Transport, 3)
+	errs := make([]error, 3)
+	for m := range conns {
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		conns[m] = &countingConn{PacketConn: pc}
+	}
+	var wg sync.WaitGroup
+	for m := range 3 {
+		wg.Go(func() {
+			trs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: m, Machines: 3, Loopback: true, Conn: conns[m]}, sigs[m])
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trs {
+		defer tr.Close()
+	}
+	before := conns[0].written.Load()
+	for range 10 {
+		trs[0].Send(1, make([]byte, 100))
+	}
+	receive(t, trs[2], 10)
+	if sent := conns[0].written.Load() - before; sent < 10*100 {
+		t.Fatalf("machine 0's socket carried %d bytes for 10 datagrams of 100", sent)
+	}
+}
+
+type countingConn struct {
+	net.PacketConn
+	written atomic.Int64
+}
+
+func (c *countingConn) WriteTo(b []byte, a net.Addr) (int, error) {
+	n, err := c.PacketConn.WriteTo(b, a)
+	c.written.Add(int64(n))
+	return n, err
 }

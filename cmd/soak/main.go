@@ -189,6 +189,9 @@ type Summary struct {
 	ReplaysVerified int    `json:"replays_verified"`
 	RecordDir       string `json:"record_dir,omitempty"`
 
+	// WebRTC reports -transport webrtc (absent otherwise).
+	WebRTC *WebRTCJSON `json:"webrtc,omitempty"`
+
 	Passed   bool   `json:"passed"`
 	Failures []Fail `json:"failures,omitempty"`
 }
@@ -298,8 +301,10 @@ type options struct {
 	spectators                                                       int
 	rejoin, lateJoin                                                 int
 	startSpread, handshakeTimeout                                    time.Duration
-	adversary                                                        string // a liar.Kind's name, "all", or "" for none
-	adversaryMachine                                                 int    // -1: rotating (options.adversaryOf)
+	relay                                                            bool
+	webrtc                                                           *webrtcRun // with -transport webrtc: the current profile's
+	adversary                                                        string     // a liar.Kind's name, "all", or "" for none
+	adversaryMachine                                                 int        // -1: rotating (options.adversaryOf)
 	adversaryKind                                                    liar.Kind
 }
 
@@ -340,7 +345,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.redundant, "redundant", 0, "Config.RedundantFrames: the newest frames every input packet repeats (0 for 8, -1 for every unacknowledged frame)")
 	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", 0, "Config.HandshakeTimeout (0 for 10s; a 2 s one-way link needs more)")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
-	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips) or udp (real sockets on loopback, real time, profile applied by a shaper)")
+	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips), udp (real sockets on loopback, real time, profile applied by a shaper) or webrtc (pion data channels on loopback, in process, real time, profile applied by a shaper)")
+	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
 	fs.IntVar(&o.tick, "tick", rollback.DefaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
@@ -388,10 +394,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	for k, prof := range profs {
 		po := o
 		po.profile = o.profileNames[k]
+		if o.transport == "webrtc" {
+			if po.webrtc, err = newWebRTCRun(o.relay); err != nil {
+				fmt.Fprintf(stderr, "soak: %v\n", err)
+				return 1
+			}
+		}
 		start := time.Now()
 		results := playAll(po, prof, policy, bar)
 		s := summarize(po, results, policy)
 		s.WallSeconds = time.Since(start).Seconds()
+		if po.webrtc != nil {
+			po.webrtc.report(&s)
+			po.webrtc.close()
+		}
 		bar.clear()
 		printSummary(human, &s)
 		sums = append(sums, s)
@@ -454,7 +470,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	workers := min(o.parallel, o.matches)
-	if o.transport == "udp" {
+	if o.transport == "udp" || o.transport == "webrtc" {
 		workers = o.matches // real time: every match at once; they mostly sleep
 	}
 	for range workers {
@@ -475,9 +491,12 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				if o.lateJoin > 0 {
 					latePlan(&c, o.machines, o.lateJoin)
 				}
-				if o.transport == "udp" {
+				switch o.transport {
+				case "udp":
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
-				} else {
+				case "webrtc":
+					results[i] = o.webrtc.play(c, prof)
+				default:
 					results[i] = match.Run(c)
 				}
 				if o.record != "" {
@@ -673,10 +692,14 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		o.transport = "netsim"
 	}
 	switch {
-	case o.transport == "udp" && (o.skew != 0 || o.hiccups != 0 || o.startSpread != 0):
+	case (o.transport == "udp" || o.transport == "webrtc") && (o.skew != 0 || o.hiccups != 0 || o.startSpread != 0):
 		return nil, 0, errors.New("-skew, -hiccups and -start-spread: only with -transport netsim (real clocks cannot be skewed here)")
-	case o.transport != "netsim" && o.transport != "udp" && o.transport != "tcp-model":
-		return nil, 0, fmt.Errorf("-transport: %q (want sim, tcp-model or udp)", o.transport)
+	case o.transport != "netsim" && o.transport != "udp" && o.transport != "tcp-model" && o.transport != "webrtc":
+		return nil, 0, fmt.Errorf("-transport: %q (want sim, tcp-model, udp or webrtc)", o.transport)
+	case o.transport == "webrtc" && (o.spectators > 0 || o.forge > 0 || o.rejoin > 0 || o.lateJoin > 0):
+		return nil, 0, errors.New("-transport webrtc: without -spectators, -forge, -rejoin and -late-join (they need sockets of their own: use -transport udp)")
+	case o.relay && o.transport != "webrtc":
+		return nil, 0, errors.New("-relay: only with -transport webrtc")
 	case o.mode != "rollback" && o.mode != "lockstep":
 		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
 	case o.network != "udp4" && o.network != "udp6":

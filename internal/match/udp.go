@@ -132,6 +132,58 @@ func RunUDP(c Config, o UDPOptions) Result {
 			sessionTrs[i] = fg.wrap(i, sessionTrs[i], fg.forgedUDP, true)
 		}
 	}
+	x := &udpExtras{fg: fg, stranger: stranger, conns: conns, addrs: addrs, network: network, ip: ip}
+	r = runLive(c, o, sessionTrs, x)
+	for _, t := range trs {
+		r.TransportDrops += drops(t)
+	}
+	if x.au != nil {
+		for _, t := range x.au.trs {
+			r.TransportDrops += drops(t) // nil: it never joined
+		}
+	}
+	return r
+}
+
+// udpExtras are what a match over sockets has that a match over given
+// transports has not: forged datagrams, and spectators.
+type udpExtras struct {
+	fg       *forgery
+	stranger *net.UDPConn
+	conns    []*net.UDPConn
+	addrs    []netip.AddrPort
+	network  string
+	ip       netip.Addr
+	au       *udpAudience // set by runLive when the match has spectators
+}
+
+// RunLive plays and verifies one match in real time over the given
+// transports, machine i's being trs[i] (its peers the other machines in
+// order), as RunUDP does over sockets: every machine in its own goroutine
+// with its own real clock and 60 Hz pacer. The caller owns the
+// transports (impairing them, if it wants, with a netsim.Shaper); c must
+// not ask for spectators or forgeries, which need sockets. o.OnStart is
+// not called.
+func RunLive(c Config, o UDPOptions, trs []rollback.Transport) Result {
+	var r Result
+	switch {
+	case len(trs) != machinesOf(c):
+		r.Err = fmt.Errorf("%w: %d transports for %d machines", ErrConfig, len(trs), machinesOf(c))
+		return r
+	case c.Spectators > 0 || c.Forge > 0:
+		r.Err = fmt.Errorf("%w: spectators and forgeries need RunUDP", ErrConfig)
+		return r
+	}
+	return runLive(c, o, trs, nil)
+}
+
+// runLive plays the match of RunUDP and RunLive; x is nil for RunLive.
+func runLive(c Config, o UDPOptions, sessionTrs []rollback.Transport, x *udpExtras) Result {
+	var r Result
+	if x == nil {
+		x = &udpExtras{}
+	}
+	fg, machines := x.fg, len(sessionTrs)
 	clocks := make([]rollback.Clock, machines) // one each: a machine that restarts reads its own
 	for i := range clocks {
 		clocks[i] = rollback.RealClock()
@@ -144,14 +196,15 @@ func RunUDP(c Config, o UDPOptions) Result {
 	}
 	var au *udpAudience
 	if len(rn.watchers) > 0 {
-		if au, err = newUDPAudience(len(rn.watchers), network, ip); err != nil {
+		if au, err = newUDPAudience(len(rn.watchers), x.network, x.ip); err != nil {
 			r.Err = err
 			return r
 		}
 		defer au.close()
+		x.au = au
 	}
-	if o.OnStart != nil {
-		o.OnStart(addrs, conns)
+	if o.OnStart != nil && x.conns != nil {
+		o.OnStart(x.addrs, x.conns)
 	}
 	stopForging := func() {}
 	if fg != nil {
@@ -159,7 +212,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 		fg.bind(rn)
 		stop := make(chan struct{})
 		var fwg sync.WaitGroup
-		fwg.Go(func() { fg.sendUDP(stop, conns, addrs, stranger) })
+		fwg.Go(func() { fg.sendUDP(stop, x.conns, x.addrs, x.stranger) })
 		stopForging = func() {
 			close(stop)
 			fwg.Wait()
@@ -194,7 +247,7 @@ func RunUDP(c Config, o UDPOptions) Result {
 	var wg sync.WaitGroup
 	var audErr error
 	if au != nil {
-		wg.Go(func() { audErr = au.run(rn, addrs, deadline, &stop, &watched) })
+		wg.Go(func() { audErr = au.run(rn, x.addrs, deadline, &stop, &watched) })
 	}
 	for i := range machines {
 		wg.Go(func() {
@@ -244,14 +297,6 @@ func RunUDP(c Config, o UDPOptions) Result {
 	}
 	r.Err = errors.Join(append(errs, audErr)...)
 	r.Completed = r.Err == nil && r.Detected == nil && allFinished()
-	for _, t := range trs {
-		r.TransportDrops += drops(t)
-	}
-	if au != nil {
-		for _, t := range au.trs {
-			r.TransportDrops += drops(t) // nil: it never joined
-		}
-	}
 	if fg != nil {
 		fg.result(&r)
 	}
