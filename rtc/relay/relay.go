@@ -30,9 +30,14 @@ const Realm = "rewind"
 type Config struct {
 	// Listen is the UDP address to listen on ("" means 127.0.0.1:0).
 	Listen string
-	// PublicIP is the address the relay's allocations are reachable at and
-	// bind to (the zero value means the listening address's).
+	// PublicIP is the address the relay's allocations are reachable at
+	// (the zero value means the listening address's). They bind to the
+	// listening address's host, so a public IP that a cloud's NAT maps to
+	// the machine works.
 	PublicIP netip.Addr
+	// MaxAllocations bounds the allocations at once (0 means 1000): each
+	// holds a socket.
+	MaxAllocations int
 	// Secret derives the credentials ("" means 32 random bytes): every
 	// server and lobby that hands out credentials for it must share it.
 	Secret string
@@ -85,20 +90,24 @@ func Listen(c Config) (*Server, error) {
 		lf.DefaultLogLevel = logging.LogLevelDisabled
 		logger = lf
 	}
-	counted := &countingConn{PacketConn: pc}
-	bind := addr.Addr().Unmap()
-	if bind.IsUnspecified() || bind.IsLoopback() != public.IsLoopback() {
-		bind = public
+	if c.MaxAllocations <= 0 {
+		c.MaxAllocations = 1000
 	}
+	counted := &countingConn{PacketConn: pc}
+	var running atomic.Pointer[turn.Server] // set once NewServer returns
 	srv, err := turn.NewServer(turn.ServerConfig{
 		Realm:         Realm,
 		AuthHandler:   turn.LongTermTURNRESTAuthHandler(c.Secret, logger.NewLogger("turn")),
 		LoggerFactory: logger,
+		QuotaHandler: func(string, string, net.Addr) bool {
+			srv := running.Load()
+			return srv != nil && srv.AllocationCount() < c.MaxAllocations
+		},
 		PacketConnConfigs: []turn.PacketConnConfig{{
 			PacketConn: counted,
 			RelayAddressGenerator: &turn.RelayAddressGeneratorStatic{
 				RelayAddress: net.IP(public.AsSlice()),
-				Address:      bind.String(),
+				Address:      addr.Addr().Unmap().String(),
 			},
 		}},
 	})
@@ -106,6 +115,7 @@ func Listen(c Config) (*Server, error) {
 		_ = pc.Close()
 		return nil, fmt.Errorf("relay: %w", err)
 	}
+	running.Store(srv)
 	return &Server{srv: srv, conn: counted, addr: addr, public: public, secret: c.Secret}, nil
 }
 
@@ -139,6 +149,9 @@ func (s *Server) Stats() Stats {
 	return Stats{PacketsIn: s.conn.packetsIn.Load(), PacketsOut: s.conn.packetsOut.Load(),
 		BytesIn: s.conn.bytesIn.Load(), BytesOut: s.conn.bytesOut.Load()}
 }
+
+// Allocations is how many allocations exist now.
+func (s *Server) Allocations() int { return s.srv.AllocationCount() }
 
 // Close stops the server and closes its sockets.
 func (s *Server) Close() error { return s.srv.Close() }

@@ -1,0 +1,350 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rewindgg/rewind/rtc/lobby"
+)
+
+const maxBody = 16 << 10 // bytes of a request body
+
+var (
+	errNotFound = errorf(http.StatusNotFound, lobby.CodeNotFound, "not found")
+	errInternal = errorf(http.StatusInternalServerError, "internal", "internal error")
+)
+
+// ServeHTTP routes a request: /healthz, the API under /v1/, and the static
+// files for everything else. Every request but /healthz's counts against
+// its client IP's rate limit.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("handler panic", "panic", v, "method", r.Method, "path", r.URL.Path)
+			writeError(w, errInternal)
+		}
+	}()
+	if r.URL.Path == "/healthz" {
+		s.health(w, r)
+		return
+	}
+	if s.limit != nil {
+		if ok, wait := s.limit.allow(clientIP(r)); !ok {
+			writeError(w, &apiError{status: http.StatusTooManyRequests, code: lobby.CodeRateLimited,
+				msg: "too many requests from this address", retryAfter: wait})
+			return
+		}
+	}
+	if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
+		s.api(w, r)
+		return
+	}
+	s.static.ServeHTTP(w, r)
+}
+
+// api routes /v1/...: path segments, then the method.
+func (s *server) api(w http.ResponseWriter, r *http.Request) {
+	seg := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
+	if len(seg) < 2 || seg[1] != "matches" {
+		writeError(w, errNotFound)
+		return
+	}
+	for _, p := range seg {
+		if p == "" {
+			writeError(w, errNotFound)
+			return
+		}
+	}
+	switch {
+	case len(seg) == 2:
+		s.route(w, r, map[string]http.HandlerFunc{http.MethodPost: s.create})
+	case len(seg) == 3:
+		s.route(w, r, map[string]http.HandlerFunc{http.MethodGet: s.match})
+	case len(seg) == 4 && seg[3] == "seats":
+		s.route(w, r, map[string]http.HandlerFunc{http.MethodPost: s.join})
+	case len(seg) == 4 && seg[3] == "signals":
+		s.route(w, r, map[string]http.HandlerFunc{http.MethodPost: s.send, http.MethodGet: s.receive})
+	case len(seg) == 5 && seg[3] == "seats":
+		s.route(w, r, map[string]http.HandlerFunc{http.MethodDelete: s.leave})
+	default:
+		writeError(w, errNotFound)
+	}
+}
+
+// route calls the handler of r's method, or answers 405.
+func (s *server) route(w http.ResponseWriter, r *http.Request, byMethod map[string]http.HandlerFunc) {
+	if h := byMethod[r.Method]; h != nil {
+		h(w, r)
+		return
+	}
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		if byMethod[m] != nil {
+			allow = append(allow, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, errorf(http.StatusMethodNotAllowed, lobby.CodeMethodNotAllowed,
+		r.Method+" is not allowed here; use "+strings.Join(allow, " or ")))
+}
+
+// pathSegment is the i-th segment of r's path (routing checked it exists).
+func pathSegment(r *http.Request, i int) string {
+	return strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")[i]
+}
+
+// POST /v1/matches {"seats":N}
+func (s *server) create(w http.ResponseWriter, r *http.Request) {
+	var req lobby.CreateRequest
+	if err := readJSON(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	t, err := s.reg.create(req.Seats)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log.Info("match created", "code", t.Code, "seats", req.Seats, "ip", clientIP(r))
+	writeJSON(w, http.StatusCreated, t)
+}
+
+// POST /v1/matches/{code}/seats
+func (s *server) join(w http.ResponseWriter, r *http.Request) {
+	t, err := s.reg.join(pathSegment(r, 2))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log.Info("seat taken", "code", t.Code, "seat", t.Seat, "ip", clientIP(r))
+	writeJSON(w, http.StatusCreated, t)
+}
+
+// GET /v1/matches/{code}[?wait=1]
+func (s *server) match(w http.ResponseWriter, r *http.Request) {
+	wait := false
+	if v := r.URL.Query().Get("wait"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			writeError(w, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "wait must be 1 or 0"))
+			return
+		}
+		wait = b
+	}
+	m, _, err := s.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if wait && s.holdWaiter() {
+		gone := s.reg.waitFull(r.Context(), m, s.cfg.MaxWait)
+		s.releaseWaiter()
+		if gone {
+			writeError(w, errExpired)
+			return
+		}
+	}
+	st := s.reg.state(m)
+	if st.Full && s.relay != nil {
+		ice, err := s.relay.iceServers()
+		if err != nil {
+			s.log.Error("TURN credentials", "err", err)
+			writeError(w, errInternal)
+			return
+		}
+		st.ICEServers = ice
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// POST /v1/matches/{code}/signals Signal
+func (s *server) send(w http.ResponseWriter, r *http.Request) {
+	m, seat, err := s.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	var sig lobby.Signal
+	if err := readJSON(w, r, &sig); err != nil {
+		writeError(w, err)
+		return
+	}
+	sig.From = seat
+	if err := s.reg.send(m, sig); err != nil {
+		writeError(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// GET /v1/matches/{code}/signals[?wait=S]
+func (s *server) receive(w http.ResponseWriter, r *http.Request) {
+	var wait time.Duration
+	if v := r.URL.Query().Get("wait"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			writeError(w, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "wait must be a whole number of seconds"))
+			return
+		}
+		wait = min(time.Duration(min(n, 3600))*time.Second, s.cfg.MaxWait)
+	}
+	m, seat, err := s.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if wait > 0 && !s.holdWaiter() {
+		wait = 0
+	} else if wait > 0 {
+		defer s.releaseWaiter()
+	}
+	batch, err := s.reg.receive(r.Context(), m, seat, bearer(r), wait)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, batch)
+}
+
+// DELETE /v1/matches/{code}/seats/{seat}
+func (s *server) leave(w http.ResponseWriter, r *http.Request) {
+	m, seat, err := s.authorize(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if n, err := strconv.Atoi(pathSegment(r, 4)); err != nil || n != seat {
+		writeError(w, errorf(http.StatusForbidden, lobby.CodeForbidden, "a token can only leave its own seat"))
+		return
+	}
+	if err := s.reg.leave(m, seat); err != nil {
+		writeError(w, err)
+		return
+	}
+	s.log.Info("seat left", "code", m.code, "seat", seat)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// GET /healthz
+func (s *server) health(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeError(w, errorf(http.StatusMethodNotAllowed, lobby.CodeMethodNotAllowed, "only GET and HEAD here"))
+		return
+	}
+	matches, full, queued := s.reg.counts()
+	h := struct {
+		Status      string  `json:"status"`
+		Matches     int     `json:"matches"`
+		Full        int     `json:"full"`
+		QueuedBytes int     `json:"queued_bytes"`
+		LongPolls   int     `json:"long_polls"`
+		Allocations int     `json:"turn_allocations"`
+		Uptime      float64 `json:"uptime_seconds"`
+	}{
+		Status: "ok", Matches: matches, Full: full, QueuedBytes: queued,
+		LongPolls: len(s.waiters), Uptime: s.cfg.Now().Sub(s.started).Seconds(),
+	}
+	if s.relay != nil {
+		h.Allocations = s.relay.allocations()
+	}
+	writeJSON(w, http.StatusOK, h)
+}
+
+// authorize checks the bearer token against the match in the path.
+func (s *server) authorize(r *http.Request) (*match, int, error) {
+	return s.reg.authorize(pathSegment(r, 2), bearer(r))
+}
+
+// holdWaiter takes a long-poll slot; false when all are taken (the
+// request is then answered at once).
+func (s *server) holdWaiter() bool {
+	select {
+	case s.waiters <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *server) releaseWaiter() { <-s.waiters }
+
+// bearer is the token of an "Authorization: Bearer <token>" header.
+func bearer(r *http.Request) string {
+	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return ""
+	}
+	return strings.TrimSpace(token)
+}
+
+// clientIP is the address the request came from (no proxy headers are
+// trusted).
+func clientIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// readJSON decodes one JSON value of at most maxBody bytes into v, and
+// nothing after it.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, extra := dec.Token(); extra != io.EOF {
+			err = errors.New("trailing data after the JSON value")
+		}
+	}
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &tooBig):
+		return errorf(http.StatusRequestEntityTooLarge, lobby.CodeTooLarge, "the request body is larger than 16 KiB")
+	case errors.Is(err, io.EOF):
+		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "the request body is empty")
+	default:
+		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "bad JSON: "+err.Error())
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeError answers with err's status and {"error":..., "code":...};
+// an error that is not an *apiError is an internal one.
+func writeError(w http.ResponseWriter, err error) {
+	var e *apiError
+	if !errors.As(err, &e) {
+		e = errInternal
+	}
+	if e.status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="rewind"`)
+	}
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((e.retryAfter+time.Second-1)/time.Second)))
+	}
+	writeJSON(w, e.status, lobby.ErrorBody{Error: e.msg, Code: e.code})
+}

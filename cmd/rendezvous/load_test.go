@@ -1,0 +1,187 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rewindgg/rewind/rtc/lobby"
+)
+
+// timing is an http.RoundTripper that records how long each request that
+// is not a long poll took, to its answer's headers.
+type timing struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	took []time.Duration
+}
+
+func (t *timing) RoundTrip(r *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.next.RoundTrip(r)
+	if !strings.Contains(r.URL.RawQuery, "wait=") {
+		t.mu.Lock()
+		t.took = append(t.took, time.Since(start))
+		t.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (t *timing) percentile(p float64) time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := slices.Clone(t.took)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// TestLoad: 200 lobby clients (100 matches of 2) over loopback, then 50
+// concurrent signaling exchanges (an offer, an answer and 5 candidates
+// each way), all within a deadline.
+func TestLoad(t *testing.T) {
+	const matches, exchanges, candidates = 100, 50, 5
+	ctx := testCtx(t, 20*time.Second)
+	cfg := testConfig(newFakeClock())
+	cfg.MaxWait = time.Minute // no poll times out: each must end by its event, before ctx's deadline
+	s, base := start(t, cfg)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4 * matches, IdleConnTimeout: time.Minute}
+	t.Cleanup(tr.CloseIdleConnections)
+	rt := &timing{next: tr}
+	opts := &lobby.Options{HTTPClient: &http.Client{Transport: rt}}
+
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	began := time.Now()
+
+	// The lobby: 100 creators, each joined by one client; all 200 wait.
+	pairs := make([][2]*lobby.Client, matches)
+	sessions := make([][2]uint64, matches)
+	var wg sync.WaitGroup
+	for i := range matches {
+		wg.Go(func() {
+			c, err := lobby.Create(ctx, base, 2, opts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			waited := make(chan lobby.Match, 1)
+			go func() {
+				m, err := c.Wait(ctx)
+				if err != nil {
+					t.Error(err)
+				}
+				waited <- m
+			}()
+			j, err := lobby.Join(ctx, base, c.Code(), opts)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			m, err := j.Wait(ctx)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			pairs[i] = [2]*lobby.Client{c, j}
+			sessions[i] = [2]uint64{(<-waited).SessionID, m.SessionID}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	lobbyDone := time.Since(began)
+	for i, s := range sessions {
+		if s[0] == 0 || s[0] != s[1] {
+			t.Fatalf("match %d: the seats see sessions %d and %d", i, s[0], s[1])
+		}
+	}
+
+	// Signaling: seat 0 offers and trickles candidates, seat 1 answers and
+	// trickles its own; each checks it got the other's in order.
+	expect := func(c *lobby.Client, from int, want ...string) error {
+		for _, w := range want {
+			f, kind, data, err := c.Receive(ctx)
+			if err != nil {
+				return err
+			}
+			if got := kind + " " + data; f != from || got != w {
+				return fmt.Errorf("seat %d got %q from %d, want %q from %d", c.Seat(), got, f, w, from)
+			}
+		}
+		return nil
+	}
+	sendAll := func(c *lobby.Client, to int, msgs ...string) error {
+		for _, m := range msgs {
+			kind, data, _ := strings.Cut(m, " ")
+			if err := c.Send(ctx, to, kind, data); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	sdp := strings.Repeat("a=candidate:1 1 udp 2122260223 192.0.2.1 54321 typ host\r\n", 40) // ~2.5 KB, an SDP's size
+	signalStart := time.Now()
+	for i := range exchanges {
+		c0, c1 := pairs[i][0], pairs[i][1]
+		var cand0, cand1 []string
+		for k := range candidates {
+			cand0 = append(cand0, fmt.Sprintf("candidate m%d-0-%d", i, k))
+			cand1 = append(cand1, fmt.Sprintf("candidate m%d-1-%d", i, k))
+		}
+		offer, answer := "offer "+sdp+fmt.Sprint(i), "answer "+sdp+fmt.Sprint(i)
+		wg.Go(func() {
+			if err := sendAll(c0, 1, append([]string{offer}, cand0...)...); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := expect(c0, 1, append([]string{answer}, cand1...)...); err != nil {
+				t.Error(err)
+			}
+		})
+		wg.Go(func() {
+			if err := expect(c1, 0, offer); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := sendAll(c1, 0, append([]string{answer}, cand1...)...); err != nil {
+				t.Error(err)
+				return
+			}
+			if err := expect(c1, 0, cand0...); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	signalDone := time.Since(signalStart)
+	wall := time.Since(began)
+
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	n, full, queued := s.reg.counts()
+	if n != matches || full != matches || queued != 0 {
+		t.Fatalf("after the load: %d matches, %d full, %d bytes queued", n, full, queued)
+	}
+	rt.mu.Lock()
+	requests := len(rt.took)
+	rt.mu.Unlock()
+	t.Logf("%d clients in %d matches: lobby %v; %d signaling exchanges (%d signals) %v; wall %v",
+		2*matches, matches, lobbyDone.Round(time.Millisecond), exchanges, exchanges*2*(1+candidates),
+		signalDone.Round(time.Millisecond), wall.Round(time.Millisecond))
+	t.Logf("%d requests that are not long polls: p50 %v, p99 %v",
+		requests, rt.percentile(0.50).Round(10*time.Microsecond), rt.percentile(0.99).Round(10*time.Microsecond))
+	t.Logf("heap after GC: %.1f MiB before, %.1f MiB after (%+.1f MiB, server and clients in one process)",
+		mib(before.HeapAlloc), mib(after.HeapAlloc), mib(after.HeapAlloc)-mib(before.HeapAlloc))
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }

@@ -1,0 +1,139 @@
+// Command rendezvous is where Rewind's players find each other, in one
+// binary: the lobby (create a match, join it by code), the WebRTC
+// signaling relay between the seats of a match (the protocol and its
+// client are package github.com/rewindgg/rewind/rtc/lobby), a STUN server
+// and TURN relay (pion/turn) whose short-lived credentials the lobby hands
+// to a full match's seats, and the static files of the browser build
+// (web/, embedded; -web serves a directory instead).
+//
+// Everything a client can make it hold is bounded by the flags: matches
+// (-max-matches; each at most 8 seats of 64 queued signals), queued signal
+// bytes (-max-queued), long polls (-max-polls), TURN allocations
+// (-turn-allocs), rate-limit buckets (-max-ips). Matches that do not fill
+// expire after 10 minutes, full ones 30 minutes after they filled.
+//
+//	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "rendezvous:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	cfg := defaultConfig()
+	fl := flag.NewFlagSet("rendezvous", flag.ContinueOnError)
+	httpAddr := fl.String("http", ":8080", "HTTP `address` of the lobby, signaling and static files")
+	webDir := fl.String("web", "", "serve the static files from this `directory` instead of the embedded ones")
+	debug := fl.Bool("debug", false, "log at debug level (pion's logs included)")
+	fl.StringVar(&cfg.TURNAddr, "turn", cfg.TURNAddr, "UDP `address` of the STUN/TURN server; empty disables it")
+	fl.StringVar(&cfg.TURNSecret, "turn-secret", "", "shared `secret` of the TURN credentials; random when empty")
+	fl.StringVar(&cfg.PublicIP, "public-ip", cfg.PublicIP, "IPv4 `address` the TURN relay advertises, and the ICE servers' host")
+	fl.StringVar(&cfg.PublicHost, "public-host", "", "`host` name in the ICE servers' URLs, when not -public-ip")
+	fl.IntVar(&cfg.TURNAllocs, "turn-allocs", cfg.TURNAllocs, "most TURN allocations at once")
+	fl.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "most matches held at once (503 beyond)")
+	fl.IntVar(&cfg.MaxQueuedBytes, "max-queued", cfg.MaxQueuedBytes, "most `bytes` of signal data queued over all seats (503 beyond)")
+	fl.IntVar(&cfg.MaxWaiters, "max-polls", cfg.MaxWaiters, "most long polls held at once (beyond, polls are answered at once)")
+	fl.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second per client IP; 0 disables the limit")
+	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "requests a client IP may make at once")
+	fl.IntVar(&cfg.MaxIPs, "max-ips", cfg.MaxIPs, "client IPs with a rate-limit bucket of their own (the others share one)")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fl.Args())
+	}
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = log
+	if *webDir != "" {
+		if info, err := os.Stat(*webDir); err != nil || !info.IsDir() {
+			return fmt.Errorf("-web %s: not a directory", *webDir)
+		}
+		cfg.Web = os.DirFS(*webDir)
+	}
+
+	srv, err := newServer(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err := srv.Close(); err != nil {
+			log.Warn("closing the TURN relay", "err", err)
+		}
+		log.Info("stopped")
+	}()
+	ln, err := net.Listen("tcp", *httpAddr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      cfg.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(srv.drain)
+	attrs := []any{"http", ln.Addr().String()}
+	if srv.relay != nil {
+		attrs = append(attrs, "turn", srv.relay.addr().String(), "public_ip", cfg.PublicIP)
+	}
+	log.Info("rendezvous listening", attrs...)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go sweepEvery(ctx, srv, 10*time.Second)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(shutCtx); err != nil {
+		log.Warn("shutdown", "err", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil // the deferred srv.Close stops the TURN relay
+}
+
+// sweepEvery removes expired matches every period until ctx ends.
+func sweepEvery(ctx context.Context, srv *server, period time.Duration) {
+	t := time.NewTicker(period)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			srv.sweep()
+		}
+	}
+}

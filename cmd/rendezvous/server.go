@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+)
+
+// config is everything the server is built from; main fills it from flags.
+type config struct {
+	TURNAddr   string // UDP address of the STUN/TURN server; "" disables it
+	TURNSecret string // shared secret of the TURN credentials; random when ""
+	PublicIP   string // the relay's advertised IPv4 address, and the ICE servers' host
+	PublicHost string // the ICE servers' host, when not PublicIP
+	TURNAllocs int    // most TURN allocations at once
+
+	Web fs.FS // the static files; nil means the embedded ones
+
+	MaxMatches     int           // most matches held at once (503 beyond)
+	MaxQueuedBytes int           // most bytes of signal data queued over all seats (503 beyond)
+	MaxWaiters     int           // most long polls held at once; beyond, polls answer at once
+	MaxWait        time.Duration // longest long poll
+	OpenTTL        time.Duration // a match that is not full expires this long after creation
+	FullTTL        time.Duration // a full match expires this long after it filled
+
+	Rate   float64 // requests per second per client IP; 0 disables the limit
+	Burst  int     // the rate limit's bucket size
+	MaxIPs int     // client IPs with a bucket of their own (the others share one)
+
+	Now    func() time.Time // the clock of expiry and rate limits; nil means time.Now
+	Logger *slog.Logger     // nil means a JSON handler on stderr
+}
+
+// defaultConfig is the binary's configuration without flags.
+func defaultConfig() config {
+	return config{
+		TURNAddr:       ":3478",
+		PublicIP:       "127.0.0.1",
+		TURNAllocs:     1000,
+		MaxMatches:     10000,
+		MaxQueuedBytes: 64 << 20,
+		MaxWaiters:     20000,
+		MaxWait:        25 * time.Second,
+		OpenTTL:        10 * time.Minute,
+		FullTTL:        30 * time.Minute,
+		Rate:           20,
+		Burst:          60,
+		MaxIPs:         100000,
+	}
+}
+
+func (c *config) check() error {
+	switch {
+	case c.MaxMatches < 1:
+		return errors.New("the match cap must be at least 1")
+	case c.MaxQueuedBytes < 1:
+		return errors.New("the queued bytes cap must be at least 1")
+	case c.MaxWaiters < 0:
+		return errors.New("the long poll cap must not be negative")
+	case c.MaxWait <= 0:
+		return errors.New("the longest long poll must be positive")
+	case c.OpenTTL <= 0 || c.FullTTL <= 0:
+		return errors.New("match lifetimes must be positive")
+	case c.Rate < 0:
+		return errors.New("the rate limit must not be negative")
+	case c.Rate > 0 && c.Burst < 1:
+		return errors.New("the rate limit's burst must be at least 1")
+	case c.MaxIPs < 1:
+		return errors.New("the tracked IPs cap must be at least 1")
+	case c.TURNAddr != "" && c.TURNAllocs < 1:
+		return errors.New("the TURN allocations cap must be at least 1")
+	}
+	if ip := net.ParseIP(c.PublicIP); ip == nil || ip.To4() == nil {
+		return fmt.Errorf("public IP %q is not an IPv4 address", c.PublicIP)
+	}
+	return nil
+}
+
+// server is the rendezvous server: the lobby and signaling API over the
+// registry, the rate limit, the static files, and the STUN/TURN relay.
+type server struct {
+	cfg     config
+	log     *slog.Logger
+	reg     *registry
+	limit   *ipLimiter // nil when there is no rate limit
+	relay   *turnRelay // nil when TURN is disabled
+	static  *static
+	waiters chan struct{} // a token per long poll held
+	started time.Time
+}
+
+// newServer builds the server and starts the TURN relay; Close stops it.
+func newServer(cfg config) (*server, error) {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	if cfg.Web == nil {
+		cfg.Web = webFS()
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := &server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		reg:     newRegistry(&cfg),
+		static:  newStatic(cfg.Web),
+		waiters: make(chan struct{}, cfg.MaxWaiters),
+		started: cfg.Now(),
+	}
+	if cfg.Rate > 0 {
+		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
+	}
+	if cfg.TURNAddr != "" {
+		r, err := newRelay(cfg.TURNAddr, cfg.PublicIP, cfg.PublicHost, cfg.TURNSecret, cfg.TURNAllocs, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		s.relay = r
+	}
+	return s, nil
+}
+
+// sweep removes expired matches and idle rate-limit buckets; main calls
+// it every few seconds, tests when they move their clock.
+func (s *server) sweep() {
+	if n := s.reg.sweep(); n > 0 {
+		s.log.Info("matches expired", "count", n)
+	}
+	if s.limit != nil {
+		s.limit.sweep()
+	}
+}
+
+// drain ends every long poll: http.Server.Shutdown waits for the handlers.
+func (s *server) drain() { s.reg.close() }
+
+// Close ends the long polls and stops the TURN relay.
+func (s *server) Close() error {
+	s.drain()
+	if s.relay != nil {
+		return s.relay.Close()
+	}
+	return nil
+}

@@ -1,0 +1,119 @@
+// Package lobby is the rendezvous server's protocol (cmd/rendezvous) as its
+// clients see it: the JSON wire types the server and its clients share, and
+// [Client], which creates a match or joins one by its code, waits until
+// every seat is taken, and then relays WebRTC signaling (offers, answers and
+// ICE candidates, opaque strings to the server) between the seats.
+//
+// A match has 2 to [MaxSeats] seats, the machines' indexes 0..Seats-1. The
+// creator holds seat 0; each joiner gets the lowest free seat. Every seat
+// has its own bearer token (a [Ticket]); the session id, the match secret
+// and the ICE servers (STUN, and TURN with short-lived credentials) are given
+// only to seat holders, and only once the match is full.
+//
+// The HTTP API (bodies are JSON; errors are {"error": message, "code": code}
+// with a 4xx status, or 503 when the server is at its limits):
+//
+//	POST   /v1/matches                   {"seats":N}         201 Ticket (seat 0)
+//	POST   /v1/matches/{code}/seats                          201 Ticket (lowest free seat)
+//	GET    /v1/matches/{code}[?wait=1]   Bearer token        200 Match (long-polls until full)
+//	POST   /v1/matches/{code}/signals    Bearer token, Signal 202
+//	GET    /v1/matches/{code}/signals?wait=S  Bearer token   200 [Signal...] (drained; long-polls)
+//	DELETE /v1/matches/{code}/seats/{seat}    Bearer token   204
+//
+// Long polls last at most [MaxWait]. A batch of signals is removed from the
+// server when it is answered: a Receive whose context ends while the answer
+// is on the wire can lose that batch (the server does not drain a seat's
+// queue for a request it already knows is gone, which leaves only the time
+// the answer is in flight).
+//
+// The package uses only the standard library, so it builds for js/wasm,
+// where net/http's client is the browser's fetch.
+package lobby
+
+import "time"
+
+// Protocol bounds, the same on the server and in the client.
+const (
+	MinSeats      = 2                // fewest seats in a match
+	MaxSeats      = 8                // most seats in a match
+	MaxSignalData = 8192             // most bytes of a signal's Data
+	MaxWait       = 25 * time.Second // longest long poll the server holds
+)
+
+// The kinds of [Signal].
+const (
+	KindOffer     = "offer"
+	KindAnswer    = "answer"
+	KindCandidate = "candidate"
+)
+
+// ValidKind reports whether kind is one of the signal kinds the server
+// relays.
+func ValidKind(kind string) bool {
+	return kind == KindOffer || kind == KindAnswer || kind == KindCandidate
+}
+
+// ICEServer is one entry of RTCConfiguration.iceServers: a STUN server, or
+// a TURN server with its credentials.
+type ICEServer struct {
+	URLs       []string `json:"urls"`
+	Username   string   `json:"username,omitempty"`
+	Credential string   `json:"credential,omitempty"`
+}
+
+// Ticket is a seat in a match: the match's code, the seat's index and the
+// seat's bearer token. Anyone with the token speaks for the seat.
+type Ticket struct {
+	Code  string `json:"code"`
+	Seat  int    `json:"seat"`
+	Token string `json:"token"`
+}
+
+// Match is a match's state as a seat holder sees it. SessionID, Secret and
+// ICEServers are present only once the match is Full.
+type Match struct {
+	Code       string      `json:"code"`
+	Seats      int         `json:"seats"`
+	Taken      int         `json:"taken"`
+	Full       bool        `json:"full"`
+	SessionID  uint64      `json:"session_id,omitempty"`
+	Secret     []byte      `json:"secret,omitempty"` // base64 in JSON
+	ICEServers []ICEServer `json:"ice_servers,omitempty"`
+}
+
+// Signal is one signaling message between two seats. Kind is [KindOffer],
+// [KindAnswer] or [KindCandidate]; Data is opaque to the server and at most
+// [MaxSignalData] bytes. The server sets From from the sender's token.
+type Signal struct {
+	From int    `json:"from"`
+	To   int    `json:"to"`
+	Kind string `json:"kind"`
+	Data string `json:"data"`
+}
+
+// CreateRequest is the body of POST /v1/matches.
+type CreateRequest struct {
+	Seats int `json:"seats"`
+}
+
+// ErrorBody is the body of every error answer.
+type ErrorBody struct {
+	Error string `json:"error"`
+	Code  string `json:"code,omitempty"` // one of the Code constants
+}
+
+// Machine-readable error codes (ErrorBody.Code), one per sentinel error.
+const (
+	CodeBadRequest       = "bad_request"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeFull             = "full"
+	CodeNotFull          = "not_full"
+	CodeGone             = "gone"
+	CodeTooLarge         = "too_large"
+	CodeRateLimited      = "rate_limited"
+	CodeQueueFull        = "queue_full"
+	CodeUnavailable      = "unavailable"
+)
