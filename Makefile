@@ -1,9 +1,12 @@
 # Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
 GO       ?= go
 FUZZTIME ?= 30s
-# Two modules, tied by go.work: the library (the root) and the soak with its
-# gonum/plot report (cmd/soak). In workspace mode ./... stops at the nested
-# module's go.mod, so its packages are named explicitly.
+# make test covers two of the modules tied by go.work: the library (the
+# root) and the soak with its gonum/plot report and WebRTC runner
+# (cmd/soak). In workspace mode ./... stops at a nested module's go.mod,
+# so its packages are named explicitly. The others have targets of their
+# own: the arena demo (play-test), the WebRTC transport rtc and the
+# rendezvous server (web-test).
 MODULES  := . ./cmd/soak
 PKGS     := ./... ./cmd/soak/...
 # The library: what a game imports. Its module graph must not hold the tools'
@@ -12,7 +15,7 @@ PKGS     := ./... ./cmd/soak/...
 LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test
+.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web-test
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -44,9 +47,13 @@ play:
 play-test:
 	cmd/arena/play-test.sh
 
+## web-test: the WebRTC transport (rtc), the rendezvous server (cmd/rendezvous) and the game in a browser, on loopback inside a network namespace of their own (cmd/rendezvous/web-test.sh; unshare -n needs root). Installs its Debian packages when missing.
+web-test:
+	cmd/rendezvous/web-test.sh
+
 ## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own); play-test checks the demo's.
 tidy:
-	for m in $(MODULES) ./cmd/arena; do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
+	for m in $(MODULES) ./cmd/arena ./rtc ./cmd/rendezvous; do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
 ## library-deps: fails if the root module's graph, or the packages the library imports, include a module matching HEAVY.
 library-deps:
