@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +39,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if s.limit != nil {
-		if ok, wait := s.limit.allow(clientIP(r)); !ok {
+		if ok, wait := s.limit.allow(s.clientIP(r)); !ok {
 			writeError(w, &apiError{status: http.StatusTooManyRequests, code: lobby.CodeRateLimited,
 				msg: "too many requests from this address", retryAfter: wait})
 			return
@@ -114,7 +115,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.log.Info("match created", "code", t.Code, "seats", req.Seats, "ip", clientIP(r))
+	s.log.Info("match created", "code", t.Code, "seats", req.Seats, "ip", s.clientIP(r))
 	writeJSON(w, http.StatusCreated, t)
 }
 
@@ -125,7 +126,7 @@ func (s *server) join(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	s.log.Info("seat taken", "code", t.Code, "seat", t.Seat, "ip", clientIP(r))
+	s.log.Info("seat taken", "code", t.Code, "seat", t.Seat, "ip", s.clientIP(r))
 	writeJSON(w, http.StatusCreated, t)
 }
 
@@ -289,12 +290,47 @@ func bearer(r *http.Request) string {
 
 // clientIP is the address the request came from (no proxy headers are
 // trusted).
-func clientIP(r *http.Request) string {
+// clientIP is the address a request came from: its connection's, or,
+// when that is a trusted proxy's (config.TrustedProxies), the rightmost
+// address in X-Forwarded-For that is not a trusted proxy's (what the
+// first trusted proxy saw; the entries left of it are the client's
+// claims).
+func (s *server) clientIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if !s.trusted(host) {
+		return host
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop := strings.TrimSpace(hops[i])
+		if hop == "" {
+			continue
+		}
+		if _, err := netip.ParseAddr(hop); err != nil {
+			return host // a proxy we trust wrote something that is no address
+		}
+		if !s.trusted(hop) {
+			return hop
+		}
 	}
 	return host
+}
+
+// trusted says whether addr is a trusted proxy's.
+func (s *server) trusted(addr string) bool {
+	a, err := netip.ParseAddr(addr)
+	if err != nil {
+		return false
+	}
+	for _, p := range s.cfg.TrustedProxies {
+		if p.Contains(a.Unmap()) {
+			return true
+		}
+	}
+	return false
 }
 
 // readJSON decodes one JSON value of at most maxBody bytes into v, and

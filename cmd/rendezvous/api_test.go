@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -302,6 +304,35 @@ func TestRunFlags(t *testing.T) {
 	} {
 		if err := run(args); err == nil {
 			t.Fatalf("run %q: no error", args)
+		}
+	}
+}
+
+// TestClientIPBehindAProxy: the rate limit's client address is the
+// connection's unless that is a trusted proxy's; then the rightmost
+// untrusted X-Forwarded-For entry (entries left of it are the client's
+// own claims, which it could forge).
+func TestClientIPBehindAProxy(t *testing.T) {
+	s := &server{cfg: config{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}}
+	for _, c := range []struct {
+		remote, xff, want string
+	}{
+		{"192.0.2.1:5", "", "192.0.2.1"},
+		{"192.0.2.1:5", "198.51.100.7", "192.0.2.1"},                // not a proxy: its header is ignored
+		{"10.0.0.1:5", "198.51.100.7", "198.51.100.7"},              // the proxy names the client
+		{"10.0.0.1:5", "203.0.113.9, 198.51.100.7", "198.51.100.7"}, // a forged entry left of the real one
+		{"10.0.0.1:5", "198.51.100.7, 10.0.0.2", "198.51.100.7"},    // two proxies
+		{"10.0.0.1:5", "", "10.0.0.1"},                              // no header
+		{"10.0.0.1:5", "junk", "10.0.0.1"},                          // the proxy wrote no address
+		{"[::ffff:10.0.0.1]:5", "198.51.100.7", "198.51.100.7"},     // IPv4-mapped
+	} {
+		r := httptest.NewRequest("GET", "/healthz", nil)
+		r.RemoteAddr = c.remote
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if got := s.clientIP(r); got != c.want {
+			t.Errorf("remote %s, X-Forwarded-For %q: client %s, want %s", c.remote, c.xff, got, c.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"time"
 )
@@ -30,6 +31,10 @@ type config struct {
 	Rate   float64 // requests per second per client IP; 0 disables the limit
 	Burst  int     // the rate limit's bucket size
 	MaxIPs int     // client IPs with a bucket of their own (the others share one)
+
+	// TrustedProxies are the addresses of reverse proxies (a TLS
+	// terminator) whose X-Forwarded-For names the client; none by default.
+	TrustedProxies []netip.Prefix
 
 	Now    func() time.Time // the clock of expiry and rate limits; nil means time.Now
 	Logger *slog.Logger     // nil means a JSON handler on stderr
