@@ -15,7 +15,7 @@ PKGS     := ./... ./cmd/soak/...
 LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web-test
+.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -46,6 +46,14 @@ play:
 ## play-test: the demo as a person uses it (cmd/arena/play-test.sh): two games over UDP under Xvfb with injected key presses and a null audio sink; equal final states, screenshots in play-test-out/. Installs its Debian packages when missing.
 play-test:
 	cmd/arena/play-test.sh
+
+## web: the arena's browser build (cmd/arena/web-build.sh): arena.wasm and wasm_exec.js into cmd/rendezvous/web/, which the rendezvous embeds when built after it.
+web:
+	cmd/arena/web-build.sh
+
+## rendezvous: the browser build, then the rendezvous on :8080 (TURN on :3478) serving it; open http://localhost:8080/. ARGS passes flags.
+rendezvous: web
+	cd cmd/rendezvous && $(GO) run . $(ARGS)
 
 ## web-test: the WebRTC transport (rtc), the rendezvous server (cmd/rendezvous) and the game in a browser, on loopback inside a network namespace of their own (cmd/rendezvous/web-test.sh; unshare -n needs root). Installs its Debian packages when missing.
 web-test:

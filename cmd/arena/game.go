@@ -2,10 +2,7 @@ package main
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
-	"os"
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
@@ -195,24 +192,6 @@ func (g *game) drawScores(screen *ebiten.Image) {
 		vector.DrawFilledRect(screen, float32(x), 8, 10, 10, shipColors[i], false)
 		ebitenutil.DebugPrintAt(screen, fmt.Sprintf("%d:%d", w.Ships[i].Score, w.Ships[i].Deaths), x+14, 4)
 	}
-}
-
-// save writes the screen as a PNG (the play test checks what it shows).
-func (g *game) save(screen *ebiten.Image) {
-	b := screen.Bounds()
-	img := image.NewRGBA(b)
-	screen.ReadPixels(img.Pix)
-	f, err := os.Create(g.o.screenshot)
-	if err == nil {
-		err = png.Encode(f, img)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		g.err = err
-	}
-	g.shotPath = g.o.screenshot
 }
 
 // Layout keeps the arena square at screenSize, whatever the window.

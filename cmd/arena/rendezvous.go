@@ -1,0 +1,79 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
+	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	rdv "github.com/rewindgg/rewind/rtc/lobby"
+)
+
+// leaveTimeout bounds the goodbye to the rendezvous when the match ends.
+const leaveTimeout = 2 * time.Second
+
+// setUpRendezvous makes the match's configuration through the rendezvous
+// server at o.rendezvous: it creates a match of o.machines seats (and
+// shows its code) or joins match o.code, waits until every seat is taken
+// (at most o.lobbyTimeout), then connects to every other machine over
+// WebRTC with the match's ICE servers, signaling through the server (at
+// most o.lobbyTimeout again). The session's handshake is authenticated
+// with the match's session id and secret, which only seat holders get.
+func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string, err error) {
+	if o.humans < 0 || o.humans > 1 {
+		return cfg, nil, "", fmt.Errorf("%d humans: with a rendezvous each machine flies one ship (want 0 or 1)", o.humans)
+	}
+	base := strings.TrimRight(o.rendezvous, "/")
+	ctx, cancel := context.WithTimeout(context.Background(), o.lobbyTimeout)
+	defer cancel()
+	var c *rdv.Client
+	if o.code == "" {
+		showStatus(stateLobby, fmt.Sprintf("creating a match of %d machines at %s", o.machines, base))
+		if c, err = rdv.Create(ctx, base, o.machines, nil); err != nil {
+			return cfg, nil, "", err
+		}
+		showCode(o, c.Code())
+	} else {
+		showStatus(stateLobby, fmt.Sprintf("joining match %s at %s", o.code, base))
+		if c, err = rdv.Join(ctx, base, o.code, nil); err != nil {
+			return cfg, nil, "", err
+		}
+		showStatus(stateLobby, fmt.Sprintf("match %s: seat %d taken, waiting for the other machines", c.Code(), c.Seat()))
+	}
+	leave := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+		defer cancel()
+		_ = c.Leave(ctx) // a courtesy: the server expires the match anyway
+	}
+	m, err := c.Wait(ctx)
+	if err != nil {
+		leave()
+		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
+	}
+	plan, err := netplay.Plan(m, c.Seat(), o.humans, o.frames)
+	if err != nil {
+		leave()
+		return cfg, nil, "", err
+	}
+	showStatus(stateConnecting, fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats))
+	dctx, dcancel := context.WithTimeout(context.Background(), o.lobbyTimeout)
+	defer dcancel()
+	tr, err := netplay.Dial(dctx, m, c.Seat(), c, o.relay, o.loopback)
+	if err != nil {
+		leave()
+		return cfg, nil, "", err
+	}
+	var routes []string
+	for p := range m.Seats - 1 {
+		if r := tr.Route(p); r != "" {
+			routes = append(routes, r)
+		}
+	}
+	if len(routes) > 0 {
+		fmt.Printf("connected: routes %v\n", routes)
+	}
+	cfg, closeNet, err = configure(plan, tr, func() { _ = tr.Close(); leave() }, o)
+	return cfg, closeNet, fmt.Sprintf("Rewind arena — machine %d, match %s", plan.Machine, m.Code), err
+}

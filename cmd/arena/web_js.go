@@ -1,0 +1,119 @@
+//go:build js
+
+// The browser build: the same game, its options from the page's URL
+// (netplay.Query), its match always through the rendezvous server that
+// served the page. What a page script (or a browser test) can read:
+//
+//	window.rewindStatus      "lobby", "connecting", "playing", "done" or "error: <message>"
+//	window.rewindCode        the match's code, once known
+//	window.rewindResult      the -result JSON as an object, once the game ends (or fails)
+//	window.rewindResultJSON  the same, as the JSON text
+//
+// The element with id "status" shows what happens in words (and, on the
+// page that created the match, its code and the link to share); the
+// element with id "arena", if any, receives Ebitengine's canvas.
+
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"syscall/js"
+
+	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
+	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+)
+
+func main() {
+	window := js.Global()
+	loc := window.Get("location")
+	q, err := netplay.ParseQuery(loc.Get("search").String())
+	if err != nil {
+		_ = publish(options{}, result{Err: err.Error()})
+		showStatus(stateError, err.Error())
+		select {}
+	}
+	placeCanvas()
+	o := options{rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
+		humans: q.Humans, frames: q.Frames, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, lobbyTimeout: q.Timeout}
+	_ = run(o) // run has shown and published the outcome
+	// Stay: Ebitengine's event handlers still call into the program.
+	select {}
+}
+
+// placeCanvas moves Ebitengine's canvas (which it appends to the body)
+// into the page's #arena element, when the page has one.
+func placeCanvas() {
+	doc := js.Global().Get("document")
+	area := doc.Call("getElementById", "arena")
+	canvas := doc.Call("querySelector", "canvas")
+	if area.Truthy() && canvas.Truthy() {
+		area.Call("appendChild", canvas)
+	}
+}
+
+// statusElement is the page's #status element (a null Value if none).
+func statusElement() js.Value {
+	return js.Global().Get("document").Call("getElementById", "status")
+}
+
+// showStatus sets window.rewindStatus and the status element's text.
+func showStatus(state, text string) {
+	s := state
+	if state == stateError {
+		s = "error: " + text
+	}
+	js.Global().Set("rewindStatus", s)
+	if text == "" {
+		text = map[string]string{statePlaying: "Playing."}[state]
+	}
+	if state == stateError {
+		text = "Error: " + text
+	}
+	if el := statusElement(); el.Truthy() && text != "" {
+		el.Set("textContent", text)
+	}
+	fmt.Println(s + ": " + text) // the console
+}
+
+// showCode shows the code of the match this page created and the link
+// that joins it, and puts the code in this page's URL.
+func showCode(o options, code string) {
+	window := js.Global()
+	window.Set("rewindCode", code)
+	loc := window.Get("location")
+	link := loc.Get("origin").String() + loc.Get("pathname").String() + netplay.Share(code, o.frames)
+	window.Get("history").Call("replaceState", nil, "", netplay.WithCode(loc.Get("search").String(), code))
+	fmt.Printf("lobby: match code %s; join it at %s\n", code, link) // the console
+	el := statusElement()
+	if !el.Truthy() {
+		return
+	}
+	doc := window.Get("document")
+	el.Set("textContent", fmt.Sprintf("Match code %s: waiting for %d more player(s). Share this link: ", code, o.machines-1))
+	a := doc.Call("createElement", "a")
+	a.Set("href", link)
+	a.Set("textContent", link)
+	el.Call("appendChild", a)
+}
+
+// publish sets window.rewindResult (and rewindResultJSON).
+func publish(_ options, r result) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	window := js.Global()
+	window.Set("rewindResultJSON", string(b))
+	window.Set("rewindResult", window.Get("JSON").Call("parse", string(b)))
+	fmt.Println("result: " + string(b)) // the console
+	return nil
+}
+
+// setUp is the native build's UDP lobby: a page has no sockets, and
+// always meets through the rendezvous.
+func setUp(options) (play.Config, func(), string, error) {
+	return play.Config{}, nil, "", errors.New("in a browser the arena plays through the rendezvous only")
+}
