@@ -40,6 +40,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/rewindgg/rewind/internal/inbox"
+	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
 // MaxDatagram is the largest datagram sent or accepted (as in package
@@ -72,12 +73,9 @@ type Signaler interface {
 	Receive(ctx context.Context) (from int, kind, data string, err error)
 }
 
-// ICEServer is a STUN or TURN server (the rendezvous lists its own).
-type ICEServer struct {
-	URLs       []string
-	Username   string
-	Credential string
-}
+// ICEServer is a STUN or TURN server: the type the rendezvous's lobby
+// hands out (lobby.Match.ICEServers), so a Match's list is a Config's.
+type ICEServer = lobby.ICEServer
 
 // Config configures Dial. Its zero value is not usable: Machines must be
 // at least 2.
@@ -168,16 +166,25 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	}
 	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram), mux: mux}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	out := newOutbox(ctx, sig)
-	defer out.close()
+	signals := make(chan error, 1) // the signal loop's end, once started
+	signaling, ok := false, false
+	defer func() {
+		cancel() // ends the outbox and the signal loop, which Dial waits for
+		out.close()
+		if signaling {
+			<-signals
+		}
+		if !ok {
+			t.Close()
+		}
+	}()
 	for m := range c.Machines {
 		if m == c.Machine {
 			continue
 		}
 		l, err := t.connect(api, conf, m, out)
 		if err != nil {
-			t.Close()
 			return nil, err
 		}
 		t.links = append(t.links, l)
@@ -185,29 +192,26 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	for _, l := range t.links {
 		if l.machine > c.Machine {
 			if err := offer(l, out); err != nil {
-				t.Close()
 				return nil, err
 			}
 		}
 	}
-	signals := make(chan error, 1)
+	signaling = true
 	go func() { signals <- t.signal(ctx, sig, out) }()
 	for _, l := range t.links {
 		select {
 		case <-l.open:
 		case err := <-signals:
+			signaling = false
 			if err == nil || ctx.Err() != nil {
 				err = ctx.Err()
 			}
-			t.Close()
 			return nil, t.unreached(err)
 		case <-ctx.Done():
-			t.Close()
 			return nil, t.unreached(ctx.Err())
 		}
 	}
-	cancel()
-	<-signals
+	ok = true
 	return t, nil
 }
 
@@ -361,13 +365,13 @@ func (t *Transport) read(peer int, ch *channel) {
 	for {
 		n, err := ch.rw.Read(buf)
 		if err != nil {
-			if errors.Is(err, errShortBuffer) {
+			if errors.Is(err, io.ErrShortBuffer) { // a message larger than buf: lost
 				t.oversized.Add(1)
 				continue
 			}
 			return
 		}
-		if n > MaxDatagram || !t.in.Put(peer, buf[:n]) {
+		if !t.in.Put(peer, buf[:n]) { // n is MaxDatagram+1: too large
 			t.oversized.Add(1)
 		}
 	}
@@ -403,6 +407,11 @@ func (t *Transport) Send(peer int, b []byte) error {
 func (t *Transport) Receive(buf []byte) (n, peer int, ok bool) {
 	return t.in.Take(buf)
 }
+
+// Arrived receives a token after a datagram arrives (one token for any
+// number): a loop with nothing to do, a test, can wait on it instead of
+// polling Receive.
+func (t *Transport) Arrived() <-chan struct{} { return t.in.Ready() }
 
 // Stats returns the transport's counters.
 func (t *Transport) Stats() Stats {

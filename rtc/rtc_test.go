@@ -50,14 +50,15 @@ func receive(t testing.TB, tr *rtc.Transport, want int) map[int][][]byte {
 	t.Helper()
 	got := map[int][][]byte{}
 	buf := make([]byte, rtc.MaxDatagram)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
 	for n := 0; n < want; {
 		k, peer, ok := tr.Receive(buf)
 		if !ok {
-			if time.Now().After(deadline) {
+			select {
+			case <-tr.Arrived():
+			case <-deadline:
 				t.Fatalf("received %d of %d datagrams", n, want)
 			}
-			time.Sleep(time.Millisecond) // Receive never blocks: poll as a session's tick does
 			continue
 		}
 		got[peer] = append(got[peer], bytes.Clone(buf[:k]))
@@ -325,3 +326,31 @@ func (c *countingConn) WriteTo(b []byte, a net.Addr) (int, error) {
 	c.written.Add(int64(n))
 	return n, err
 }
+
+// TestDialEndsWhenSignalingFails: a signaler whose Receive fails ends
+// Dial with that error at once, under a context that never ends.
+func TestDialEndsWhenSignalingFails(t *testing.T) {
+	sig := failing{rtc.MemorySignalers(2)[0]}
+	done := make(chan error, 1)
+	go func() {
+		tr, err := rtc.Dial(context.Background(), rtc.Config{Machine: 0, Machines: 2, Loopback: true}, sig)
+		if tr != nil {
+			tr.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, errSignaling) {
+			t.Fatalf("Dial = %v, want the signaler's error", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Dial still waiting 10 s after its signaler failed")
+	}
+}
+
+var errSignaling = errors.New("signaling server gone")
+
+type failing struct{ rtc.Signaler }
+
+func (failing) Receive(context.Context) (int, string, string, error) { return 0, "", "", errSignaling }

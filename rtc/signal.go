@@ -2,7 +2,6 @@ package rtc
 
 import (
 	"context"
-	"io"
 	"sync"
 
 	"github.com/pion/datachannel"
@@ -12,10 +11,6 @@ import (
 type channel struct {
 	rw datachannel.ReadWriteCloser
 }
-
-// errShortBuffer is what a channel's Read returns for a message larger
-// than the buffer (the message is lost).
-var errShortBuffer = io.ErrShortBuffer
 
 // signalMsg is one signaling message to send.
 type signalMsg struct {

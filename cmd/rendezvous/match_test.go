@@ -52,11 +52,7 @@ func TestMatchThroughTheRendezvous(t *testing.T) {
 						errs[m] = err
 						return
 					}
-					var servers []rtc.ICEServer
-					for _, s := range mt.ICEServers {
-						servers = append(servers, rtc.ICEServer(s))
-					}
-					rtcs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: c.Seat(), Machines: mt.Seats, ICEServers: servers,
+					rtcs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: c.Seat(), Machines: mt.Seats, ICEServers: mt.ICEServers,
 						Relay: viaRelay, Loopback: true}, c)
 					trs[m] = rtcs[m]
 				})

@@ -50,12 +50,13 @@ type Inbox struct {
 	free   [][]byte
 	size   int // every buffer's length: the largest datagram + 1
 	full   atomic.Int64
+	ready  chan struct{} // a token once a datagram arrives; see Ready
 }
 
 // New returns an inbox for peers peers whose datagrams are at most max
 // bytes (Put refuses larger ones).
 func New(peers, max int) *Inbox {
-	b := &Inbox{queues: make([]queue, peers), size: max + 1}
+	b := &Inbox{queues: make([]queue, peers), size: max + 1, ready: make(chan struct{}, 1)}
 	for range 64 {
 		b.free = append(b.free, make([]byte, b.size))
 	}
@@ -87,8 +88,17 @@ func (b *Inbox) Put(peer int, p []byte) bool {
 		buf = make([]byte, b.size)
 	}
 	q.push(datagram{buf: buf, n: copy(buf, p)})
+	select {
+	case b.ready <- struct{}{}:
+	default:
+	}
 	return true
 }
+
+// Ready receives a token after a datagram arrives (one token for any
+// number of them): a loop with nothing to do can wait on it, with its own
+// deadline, instead of polling Take.
+func (b *Inbox) Ready() <-chan struct{} { return b.ready }
 
 // Take copies a waiting datagram into buf, taking the peers' queues in
 // turn (each oldest first); ok is false when none is waiting.

@@ -76,6 +76,22 @@ func TestRefusesWhatItCannotHold(t *testing.T) {
 	}
 }
 
+func TestReady(t *testing.T) {
+	b := New(1, 8)
+	select {
+	case <-b.Ready():
+		t.Fatal("Ready before any datagram")
+	default:
+	}
+	b.Put(0, []byte{1})
+	b.Put(0, []byte{2})
+	select {
+	case <-b.Ready():
+	default:
+		t.Fatal("no token after Put")
+	}
+}
+
 func BenchmarkPutTake(b *testing.B) {
 	in := New(2, 1400)
 	p := make([]byte, 100)

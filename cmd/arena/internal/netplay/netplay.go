@@ -75,10 +75,9 @@ func Plan(m rdv.Match, seat, humans, frames int) (lobby.Plan, error) {
 // Relay and Loopback; relay without a TURN server among the ICE servers
 // is an error, not a Dial that can only time out.
 func Dial(ctx context.Context, m rdv.Match, seat int, sig rtc.Signaler, relay, loopback bool) (*rtc.Transport, error) {
-	c := rtc.Config{Machine: seat, Machines: m.Seats, Relay: relay, Loopback: loopback}
+	c := rtc.Config{Machine: seat, Machines: m.Seats, ICEServers: m.ICEServers, Relay: relay, Loopback: loopback}
 	turn := false
 	for _, s := range m.ICEServers {
-		c.ICEServers = append(c.ICEServers, rtc.ICEServer{URLs: s.URLs, Username: s.Username, Credential: s.Credential})
 		for _, u := range s.URLs {
 			turn = turn || strings.HasPrefix(u, "turn:") || strings.HasPrefix(u, "turns:")
 		}
