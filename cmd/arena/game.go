@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"image/color"
+	"sync"
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
@@ -25,6 +27,10 @@ const scale = float32(screenSize) / float32(arena.Size>>16)
 // game is the Ebitengine side: Update runs the match at 60 Hz, Draw
 // renders it at the display's rate.
 type game struct {
+	// mu serializes the session's users: Update and Draw (on Ebitengine's
+	// goroutine) and keepAlive.
+	mu     sync.Mutex
+	left   bool // keepAlive ended the match: the loop stood still too long, or Idle failed
 	o      options
 	m      *play.Match
 	mixer  *audio.Mixer
@@ -46,6 +52,11 @@ type game struct {
 // arena's frame rate; after a hitch it is called several times in a
 // row to catch up, as a rollback session expects).
 func (g *game) Update() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.left {
+		return ebiten.Termination
+	}
 	if g.last.IsZero() {
 		g.overlay = g.o.overlay
 	}
@@ -60,10 +71,56 @@ func (g *game) Update() error {
 		return err
 	}
 	g.last = time.Now()
+	showFrame(g.m.Frame())
 	if g.m.Done() {
 		return ebiten.Termination
 	}
 	return nil
+}
+
+// While the game loop stands still (a browser calls neither Update nor
+// Draw in a hidden tab), keepAlive keeps the match going for the others:
+// it answers the peers (play.Match.Idle) so that they stall rather than
+// see this machine go silent, and everyone carries on when the loop runs
+// again. A stall may not outlast the peers' play.DisconnectTimeout (the
+// session disconnects a peer that keeps it waiting longer, whatever that
+// peer sends), so past leaveAfter keepAlive leaves the match itself: the
+// peers learn it at once, agree on the frame it left at, and play on
+// without this machine, which ends its run with errStoodStill.
+const (
+	standStill = 100 * time.Millisecond
+	leaveAfter = play.DisconnectTimeout - 2*time.Second
+)
+
+// errStoodStill is the run's error when keepAlive left the match.
+var errStoodStill = errors.New("left the match: the game stood still (a hidden tab?) for longer than " + leaveAfter.String())
+
+// keepAlive runs until stop is closed.
+func (g *game) keepAlive(stop <-chan struct{}) {
+	t := time.NewTicker(standStill)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		g.mu.Lock()
+		switch since := time.Since(g.last); {
+		case g.last.IsZero() || g.left || g.err != nil || since < standStill:
+		case since > leaveAfter:
+			g.left = true
+			g.err = errStoodStill
+			if err := g.m.Close(); err != nil {
+				g.err = errors.Join(errStoodStill, err)
+			}
+		default:
+			if err := g.m.Idle(); err != nil {
+				g.err, g.left = err, true
+			}
+		}
+		g.mu.Unlock()
+	}
 }
 
 // readInputs reads each person's controls: person k plays with gamepad k
@@ -113,6 +170,8 @@ func keyNames() map[string]ebiten.Key {
 // updates the world is extrapolated by the time since the last one, so a
 // 144 Hz display shows motion, not repeated frames.
 func (g *game) Draw(screen *ebiten.Image) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	g.draws++
 	screen.Fill(background)
 	fraction := 0.0

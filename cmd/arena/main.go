@@ -47,6 +47,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/udp"
 )
 
@@ -116,6 +117,10 @@ func showCode(o options, code string) {
 	fmt.Printf("  join it with: arena -rendezvous %s -code %s -frames %d\n", o.rendezvous, code, o.frames)
 	fmt.Printf("  or in a browser: %s/%s\n", o.rendezvous, netplay.Share(code, o.frames))
 }
+
+// showFrame is the browser build's window.rewindFrame (for its tests);
+// natively the -result file has the last frame.
+func showFrame(rollback.Frame) {}
 
 // publish writes r to the -result file, if any.
 func publish(o options, r result) error {

@@ -10,19 +10,8 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root/cmd/arena"
 
-packages=(gcc pkg-config libgl1-mesa-dev libx11-dev libxcursor-dev libxi-dev libxinerama-dev libxrandr-dev
-	libxxf86vm-dev libasound2-dev xvfb xauth xdotool x11-apps pulseaudio libasound2-plugins)
-missing=()
-for p in "${packages[@]}"; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	echo "installing: ${missing[*]}"
-	sudo=""
-	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+source "$root/cmd/arena/debian.sh"
+install_missing "${arena_build_packages[@]}" xvfb xauth xdotool x11-apps pulseaudio libasound2-plugins
 
 # The module stands on its own (no go.work) and is tidy.
 GOWORK=off go mod tidy -diff

@@ -110,7 +110,14 @@ func playMatch(o options, g *game) error {
 	ebiten.SetRunnableOnUnfocused(true)
 	ebiten.SetWindowClosingHandled(true)
 	showStatus(statePlaying, "")
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		g.keepAlive(stop)
+	}()
 	err = ebiten.RunGame(g)
+	close(stop)
+	<-stopped
 	// Tell the peers we leave (they play on, or finish, without us).
 	if cerr := g.m.Close(); err == nil {
 		err = cerr
@@ -166,6 +173,8 @@ type result struct {
 	Hash           string           `json:"hash"`
 	Rollbacks      int64            `json:"rollbacks"`
 	Resimulated    int64            `json:"resimulated_frames"`
+	Stalls         int64            `json:"stall_frames"`    // Advance calls that waited for a peer's input (starved)
+	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave, by Transport index
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
 	Screenshot     string           `json:"screenshot,omitempty"`
@@ -181,8 +190,17 @@ func (g *game) result(err error) result {
 	if g.m != nil {
 		st := g.m.Session().Stats()
 		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
-			Resimulated: st.ResimulatedFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
-			Sounds: g.m.Sounds()}
+			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
+			Sounds: g.m.Sounds(), Disconnected: []int{}}
+		for i := 0; ; i++ {
+			ps, ok := g.m.Session().PeerStats(i)
+			if !ok {
+				break
+			}
+			if ps.Disconnected {
+				r.Disconnected = append(r.Disconnected, i)
+			}
+		}
 	}
 	if g.mixer != nil {
 		r.Audio = g.mixer.Stats()

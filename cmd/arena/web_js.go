@@ -6,6 +6,7 @@
 //
 //	window.rewindStatus      "lobby", "connecting", "playing", "done" or "error: <message>"
 //	window.rewindCode        the match's code, once known
+//	window.rewindFrame       the match's current frame, once it plays
 //	window.rewindResult      the -result JSON as an object, once the game ends (or fails)
 //	window.rewindResultJSON  the same, as the JSON text
 //
@@ -24,6 +25,7 @@ import (
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/rollback"
 )
 
 func main() {
@@ -98,6 +100,9 @@ func showCode(o options, code string) {
 	a.Set("textContent", link)
 	el.Call("appendChild", a)
 }
+
+// showFrame sets window.rewindFrame.
+func showFrame(f rollback.Frame) { js.Global().Set("rewindFrame", int(f)) }
 
 // publish sets window.rewindResult (and rewindResultJSON).
 func publish(_ options, r result) error {

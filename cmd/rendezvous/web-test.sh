@@ -1,21 +1,19 @@
 #!/usr/bin/env bash
 # make web-test: the WebRTC transport (rtc), the rendezvous server and the
-# browser build, tested on this machine's loopback inside a network
+# game in a browser, tested on this machine's loopback inside a network
 # namespace of their own (unshare -n, as root), so that nothing the tests
-# send can leave it. Installs what it needs from Debian's packages when it
-# is missing (iproute2 for `ip`, util-linux for unshare). Modules are
-# downloaded first: the namespace has no other network.
+# send can leave it. The rendezvous's browser tests (browser_test.go) play
+# the page in headless Chromium, driven with chromedp, against the native
+# arena under Xvfb; their screenshots land in web-test-out/. Installs what
+# it needs from Debian's packages when it is missing. Modules are
+# downloaded and everything is built first: the namespace has no network.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
 GO=${GO:-go}
 
-need=()
-command -v ip >/dev/null || need+=(iproute2)
-command -v unshare >/dev/null || need+=(util-linux)
-if [ ${#need[@]} -gt 0 ]; then
-	echo "installing ${need[*]}"
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
-fi
+source cmd/arena/debian.sh
+install_missing iproute2 util-linux chromium xvfb xauth "${arena_build_packages[@]}"
 
 MODS=(rtc cmd/rendezvous)
 for m in "${MODS[@]}"; do
@@ -23,16 +21,27 @@ for m in "${MODS[@]}"; do
 done
 (cd rtc && $GO vet ./... && GOOS=js GOARCH=wasm $GO vet . ./lobby)
 (cd cmd/rendezvous && $GO vet ./...)
+
+# The page (arena.wasm, which the rendezvous embeds: built before its
+# tests) and the native game the browser plays against.
+cmd/arena/web-build.sh
+bin="$(mktemp -d)"
+trap 'rm -rf "$bin"' EXIT
+(cd cmd/arena && $GO build -o "$bin/arena" .)
+mkdir -p web-test-out
+
 # Build the tests outside the namespace (the build cache is shared), run them inside.
 (cd rtc && $GO test -race -count=1 -run '^$' ./... >/dev/null)
 (cd cmd/rendezvous && $GO test -race -count=1 -run '^$' ./... >/dev/null)
 
+export REWIND_ARENA="$bin/arena" REWIND_WEB_OUT="$root/web-test-out"
 inside='ip link set lo up &&
 	(cd rtc && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m ./...) &&
-	(cd cmd/rendezvous && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m ./...)'
+	(cd cmd/rendezvous && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m -skip "^TestBrowser" ./...) &&
+	(cd cmd/rendezvous && GOPROXY=off xvfb-run -a -s "-screen 0 1024x768x24" '"$GO"' test -race -count=1 -timeout 15m -v -run "^TestBrowser" .)'
 if [ "${WEB_TEST_NETNS:-1}" = 0 ]; then
 	echo "WEB_TEST_NETNS=0: running on the host's loopback, not in a namespace"
-	sh -c "${inside#ip link set lo up &&}"
+	bash -c "${inside#ip link set lo up &&}"
 else
-	unshare -n sh -c "$inside"
+	unshare -n bash -c "$inside"
 fi

@@ -27,6 +27,14 @@ import (
 // Tick is the simulation period: the arena runs at 60 frames a second.
 const Tick = time.Second / 60
 
+// DisconnectTimeout is the arena's rollback.Config.DisconnectTimeout,
+// twice the library's default: a browser runs no game loop in a hidden
+// tab, and a player who switches tabs for a few seconds should stall the
+// others (cmd/arena keeps the hidden page's session answering its peers),
+// not be disconnected by them. Every machine of a match uses it: the
+// others' sessions are the ones that would disconnect it.
+const DisconnectTimeout = 10 * time.Second
+
 // Config is one machine's part of a match.
 type Config struct {
 	Players int                 // ships in the match, 1 to arena.MaxShips
@@ -102,7 +110,7 @@ func New(cfg Config) (*Match, error) {
 	}
 	rc := rollback.Config{Players: cfg.Players, Local: cfg.Local, Peers: peers, Layout: arena.Layout,
 		State: m.a, Game: m.g, Observer: m.ledger, SessionID: cfg.SessionID, Secret: cfg.Secret,
-		Clock: cfg.Clock, Rand: cfg.Rand, Log: cfg.Log}
+		Clock: cfg.Clock, Rand: cfg.Rand, Log: cfg.Log, DisconnectTimeout: DisconnectTimeout}
 	if len(peers) > 0 {
 		rc.Transport = cfg.Transport
 	}
@@ -159,6 +167,19 @@ func (m *Match) Tick(human []rollback.Input) error {
 	}
 	m.ghost.after(m.g.World(), res)
 	m.meter.tick(m, res)
+	return nil
+}
+
+// Idle keeps the peers answered while the game loop stands still (a
+// browser calls no Update in a hidden tab): the session receives,
+// corrects and acknowledges, and simulates no new frame
+// (rollback.Session.Idle), so that the peers stall instead of
+// disconnecting this machine.
+func (m *Match) Idle() error {
+	if _, err := m.s.Idle(); err != nil {
+		return err
+	}
+	m.ledger.Update(m.g.Scene())
 	return nil
 }
 
