@@ -11,13 +11,17 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 GO=${GO:-go}
+# Every module stands on its own here (tidy -diff checks it): the
+# workspace would select newer versions some other module needs, which
+# the namespace cannot download.
+export GOWORK=off
 
 source cmd/arena/debian.sh
 install_missing iproute2 util-linux chromium xvfb xauth "${arena_build_packages[@]}"
 
 MODS=(rtc cmd/rendezvous)
 for m in "${MODS[@]}"; do
-	(cd "$m" && GOWORK=off $GO mod tidy -diff && GOWORK=off $GO mod download)
+	(cd "$m" && $GO mod tidy -diff && $GO mod download)
 done
 (cd rtc && $GO vet ./... && GOOS=js GOARCH=wasm $GO vet . ./lobby)
 (cd cmd/rendezvous && $GO vet ./...)
