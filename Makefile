@@ -1,21 +1,22 @@
 # Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
 GO       ?= go
 FUZZTIME ?= 30s
-# make test covers two of the modules tied by go.work: the library (the
-# root) and the soak with its gonum/plot report and WebRTC runner
-# (cmd/soak). In workspace mode ./... stops at a nested module's go.mod,
+# make test covers three of the modules tied by go.work: the library (the
+# root), the soak with its gonum/plot report and WebRTC runner
+# (cmd/soak), and the determinism analyzer with golang.org/x/tools
+# (cmd/rewindvet). In workspace mode ./... stops at a nested module's go.mod,
 # so its packages are named explicitly. The others have targets of their
 # own: the arena demo (play-test), the WebRTC transport rtc and the
 # rendezvous server (web-test).
-MODULES  := . ./cmd/soak
-PKGS     := ./... ./cmd/soak/...
+MODULES  := . ./cmd/soak ./cmd/rewindvet
+PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/...
 # The library: what a game imports. Its module graph must not hold the tools'
 # heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
 # these import (the wire codecs through ./rollback).
-LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer
+LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
+.PHONY: determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -35,9 +36,9 @@ lint: library-deps
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do echo "(cd $$m && GOWORK=off $(GO) mod tidy -diff)"; (cd $$m && GOWORK=off $(GO) mod tidy -diff) || exit 1; done
 
-## cross: a 32-bit build of the library (its frame counters and checksums are width-sensitive at compile time; the tools and examples are not built for 32-bit targets). CI runs it after make test: cross-compiling the standard library costs half a minute of a cold make test.
+## cross: a 32-bit build of the library (its frame counters and checksums are width-sensitive at compile time) and of the arena example (its state's size is asserted at compile time: the same layout on 32- and 64-bit platforms); the tools are not built for 32-bit targets. CI runs it after make test: cross-compiling the standard library costs half a minute of a cold make test.
 cross:
-	GOARCH=386 $(GO) build $(LIBRARY)
+	GOARCH=386 $(GO) build $(LIBRARY) ./examples/arena
 
 ## play: the arena demo in a window (cmd/arena, a module of its own: Ebitengine needs cgo and the X11, GL and ALSA headers; play-test installs them). ARGS passes flags, e.g. make play ARGS='-host :7000'.
 play:
@@ -58,6 +59,10 @@ rendezvous: web
 ## web-test: the WebRTC transport (rtc), the rendezvous server (cmd/rendezvous) and the game in a browser, on loopback inside a network namespace of their own (cmd/rendezvous/web-test.sh; unshare -n needs root). Installs its Debian packages when missing.
 web-test:
 	cmd/rendezvous/web-test.sh
+
+## determinism: the determinism matrix (cmd/determinism/determinism.sh): replays of the arena example and of a floating-point test game recorded here, re-simulated on amd64 GOAMD64=v1 and v3, 386 (SSE2 and softfloat, under qemu-user-static), arm64 (qemu-user-static) and js/wasm (Node); a table of verified or the first divergent frame and field. Fails unless the arena verifies everywhere. Installs qemu-user-static and nodejs when missing.
+determinism:
+	cmd/determinism/determinism.sh
 
 ## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own); play-test checks the demo's.
 tidy:

@@ -15,6 +15,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/rollback"
 )
 
@@ -22,7 +23,7 @@ import (
 // scaled into it.
 const screenSize = 768
 
-const scale = float32(screenSize) / float32(arena.Size>>16)
+const scale = float32(screenSize) / float32(arena.Size/fixed.One)
 
 // game is the Ebitengine side: Update runs the match at 60 Hz, Draw
 // renders it at the display's rate.
@@ -211,7 +212,7 @@ var (
 
 const shipRadius = 12 * scale
 
-func px(v int32) float32 { return float32(v) / (1 << 16) * scale }
+func px(v fixed.Num) float32 { return float32(v.Float()) * scale }
 
 // drawWorld draws ships, shots and explosions; it reads the world only.
 func drawWorld(screen *ebiten.Image, w *arena.World) {

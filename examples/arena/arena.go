@@ -5,11 +5,13 @@
 //
 // It shows what a game must do to be rollback-ready. Its whole state is one
 // [World] value allocated in a savestate.Arena, so a snapshot is a copy; the
-// simulation uses 16.16 fixed-point integers only (no floats, no maps, no
-// time, no global randomness), so every peer computes the same bits; and
-// inputs arrive already quantized in the INVERSUS layout (fire direction 3
-// bits, thrust angle 8 bits, thrust magnitude 8 bits). [Bot] plays it with
-// human-like input so that matches really mispredict.
+// simulation computes with fixed-point numbers only (package fixed: no
+// floats, no maps, no time) and draws its randomness from a generator in
+// the state (package rng: no global randomness), so every peer computes
+// the same bits; and inputs arrive already quantized in the INVERSUS
+// layout (fire direction 3 bits, thrust angle 8 bits, thrust magnitude 8
+// bits). [Bot] plays it with human-like input so that matches really
+// mispredict.
 //
 // It uses the three categories of rollback-safe sound (package sound): a
 // shot and an explosion are Event sounds, triggered from Step through the
@@ -23,8 +25,11 @@ package arena
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
+	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/replay"
+	"github.com/rewindgg/rewind/rng"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 	"github.com/rewindgg/rewind/sound"
@@ -42,18 +47,22 @@ const (
 	FireDown  = 4
 )
 
-// Game constants, in 16.16 fixed point where they are lengths.
+// Game constants. Lengths are in units (the arena is 1024 units wide), and
+// speeds per frame.
 const (
-	MaxShips = 8
-	MaxShots = 64
-	one      = 1 << 16
-	Size     = 1024 * one // the arena is Size×Size, wrapping for ships
-	shipR    = 12 * one   // hit radius
-	shotV    = 10 * one   // shot speed per frame
-	shotTTL  = 90
-	cooldown = 12
-	respawn  = 60
-	thrust   = 96 // full thrust accelerates 96×255/65536 ≈ 0.37 units per frame²
+	MaxShips           = 8
+	MaxShots           = 64
+	Size     fixed.Num = 1024 * fixed.One // the arena is Size×Size, wrapping for ships
+	shipR    fixed.Num = 12 * fixed.One   // hit radius
+	shotV    fixed.Num = 10 * fixed.One   // shot speed per frame
+	shotTTL            = 90
+	cooldown           = 12
+	respawn            = 60
+	// thrust is the acceleration per step of the thrust magnitude, in units
+	// per frame²: full thrust (255) accelerates 255×96/65536 ≈ 0.37.
+	thrust fixed.Num = 96 * fixed.One / 65536
+	// drag is what a velocity keeps each frame.
+	drag fixed.Num = fixed.One - fixed.One/16
 )
 
 // Sounds. A ship's sounds add its index to the base, so two ships' shots on
@@ -80,7 +89,7 @@ func Unpack(in rollback.Input) (fire, angle, magnitude uint8) {
 
 // Ship is one player's ship.
 type Ship struct {
-	X, Y, VX, VY int32 // 16.16 fixed point
+	X, Y, VX, VY fixed.Num // position in [0, Size), velocity per frame
 	Alive        bool
 	Cooldown     uint8
 	RespawnIn    uint16
@@ -91,22 +100,38 @@ type Ship struct {
 
 // Shot is a projectile.
 type Shot struct {
-	X, Y, VX, VY int32
+	X, Y, VX, VY fixed.Num
 	TTL          uint16
 	Owner        int8
 	Live         bool
+	_            [4]byte // see worldSize
 }
 
 // World is the whole game state. It lives in the arena.
 type World struct {
 	Frame   int32
 	Players int32
-	Rand    uint64 // xorshift state; part of the state, so it rolls back
+	Rand    rng.Rand // part of the state, so it rolls back
 	Hits    int32
+	_       [4]byte // see worldSize
 	Ships   [MaxShips]Ship
 	Shots   [MaxShots]Shot
 	Sounds  sound.Scene // the Stateful sounds: they roll back with the rest
 }
+
+// worldSize is World's size on every platform. The checksums hash the
+// state's bytes, so its layout must not depend on the platform: 32-bit
+// platforms (386, arm) align 64-bit fields (fixed.Num, rng.Rand) to 4
+// bytes, not 8, and would leave out the padding a 64-bit platform adds
+// after Hits and at the end of Shot. The blank fields put it there by
+// hand; these constants do not compile where the size differs (make cross
+// builds this package for 386).
+const worldSize = 3288
+
+const (
+	_ = uint(worldSize - unsafe.Sizeof(World{}))
+	_ = uint(unsafe.Sizeof(World{}) - worldSize)
+)
 
 // Game is the arena game; it implements rollback.Game.
 type Game struct {
@@ -140,7 +165,7 @@ func New(a *savestate.Arena, players int, seed uint64) (*Game, error) {
 	g := &Game{arena: a, world: h}
 	w := g.World()
 	w.Players = int32(players)
-	w.Rand = seed | 1
+	w.Rand = rng.New(seed)
 	for i := range players {
 		g.spawn(&w.Ships[i])
 	}
@@ -151,19 +176,20 @@ func New(a *savestate.Arena, players int, seed uint64) (*Game, error) {
 func (g *Game) World() *World { return g.world.Get(g.arena) }
 
 // Step advances the world by one frame.
-func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { g.advance(f, in, one) }
+func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { g.advance(f, in, fixed.One) }
 
 // StepPartial implements rollback.PartialStepper: the same game logic, with
 // every motion scaled by fraction, for a render between two frames. Ships
 // may fire and shots may hit in it (the session suppresses their sounds);
-// the state is thrown away.
+// the state is thrown away. The fraction is a float for the renderer;
+// the logic sees it as the nearest fixed.Num.
 func (g *Game) StepPartial(f rollback.Frame, in []rollback.PlayerInput, fraction float64) {
-	g.advance(f, in, int32(fraction*one))
+	g.advance(f, in, fixed.FromFloat(fraction))
 }
 
-// advance runs frame f with motion scaled by part (16.16; one for a whole
+// advance runs frame f with motion scaled by part (fixed.One for a whole
 // frame, which moves by exactly the velocity).
-func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part int32) {
+func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.Num) {
 	w := g.World()
 	for i := range min(len(in), int(w.Players)) {
 		s := &w.Ships[i]
@@ -175,8 +201,8 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part int32) 
 		}
 		fire, angle, mag := Unpack(in[i].Input)
 		s.VX, s.VY = accelerate(s.VX, s.VY, angle, mag)
-		s.X = wrap(s.X + scale(s.VX, part))
-		s.Y = wrap(s.Y + scale(s.VY, part))
+		s.X = wrap(s.X.Add(s.VX.Mul(part)))
+		s.Y = wrap(s.Y.Add(s.VY.Mul(part)))
 		g.engine(w, f, i, mag)
 		if s.Cooldown > 0 {
 			s.Cooldown--
@@ -192,15 +218,15 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part int32) 
 		if !sh.Live {
 			continue
 		}
-		sh.X += scale(sh.VX, part)
-		sh.Y += scale(sh.VY, part)
+		sh.X = sh.X.Add(sh.VX.Mul(part))
+		sh.Y = sh.Y.Add(sh.VY.Mul(part))
 		if sh.TTL--; sh.TTL == 0 || sh.X < 0 || sh.Y < 0 || sh.X >= Size || sh.Y >= Size {
 			sh.Live = false
 			continue
 		}
 		for i := range int(w.Players) {
 			s := &w.Ships[i]
-			if i == int(sh.Owner) || !s.Alive || abs(s.X-sh.X) > shipR || abs(s.Y-sh.Y) > shipR {
+			if i == int(sh.Owner) || !s.Alive || s.X.Sub(sh.X).Abs() > shipR || s.Y.Sub(sh.Y).Abs() > shipR {
 				continue
 			}
 			s.Alive, s.RespawnIn = false, respawn
@@ -217,12 +243,14 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part int32) 
 	w.Frame = int32(f) + 1
 }
 
-// accelerate applies thrust and drag to a velocity.
-func accelerate(vx, vy int32, angle, mag uint8) (int32, int32) {
-	// (unit vector in 8.8) × magnitude (0…255) / 256 × thrust, in 16.16.
-	vx += (cosine(angle) >> 8) * int32(mag) >> 8 * thrust
-	vy += (sine(angle) >> 8) * int32(mag) >> 8 * thrust
-	return vx - vx>>4, vy - vy>>4 // drag
+// accelerate applies thrust and drag to a velocity. The input's angle is
+// in 256ths of a turn, from +x toward +y.
+func accelerate(vx, vy fixed.Num, angle, mag uint8) (fixed.Num, fixed.Num) {
+	turn := fixed.Ratio(int64(angle), 256)
+	a := thrust.Mul(fixed.FromInt(int(mag)))
+	vx = vx.Add(fixed.Cos(turn).Mul(a))
+	vy = vy.Add(fixed.Sin(turn).Mul(a))
+	return vx.Mul(drag), vy.Mul(drag)
 }
 
 // engine keeps ship i's thrust loop in step with its thrust: playing, as
@@ -239,9 +267,6 @@ func (g *Game) engine(w *World, f rollback.Frame, i int, mag uint8) {
 		s.Engine = w.Sounds.Start(f, SoundThrust+sound.ID(i), sound.Volume(mag)*257, 0)
 	}
 }
-
-// scale returns v × part in 16.16 fixed point: v itself when part is one.
-func scale(v, part int32) int32 { return int32(int64(v) * int64(part) >> 16) }
 
 func (g *Game) shoot(w *World, owner int, dir uint8) {
 	for j := range w.Shots {
@@ -268,30 +293,14 @@ func (g *Game) shoot(w *World, owner int, dir uint8) {
 func (g *Game) spawn(s *Ship) {
 	w := g.World()
 	*s = Ship{Score: s.Score, Deaths: s.Deaths, Alive: true,
-		X: int32(w.next() % uint64(Size)), Y: int32(w.next() % uint64(Size))}
+		X: fixed.Num(w.Rand.Uint64N(uint64(Size))), Y: fixed.Num(w.Rand.Uint64N(uint64(Size)))}
 }
 
-// next is xorshift64: deterministic randomness that lives in the state.
-func (w *World) next() uint64 {
-	x := w.Rand
-	x ^= x << 13
-	x ^= x >> 7
-	x ^= x << 17
-	w.Rand = x
-	return x
-}
-
-func wrap(v int32) int32 {
+// wrap returns v modulo Size, in [0, Size).
+func wrap(v fixed.Num) fixed.Num {
 	v %= Size
 	if v < 0 {
 		v += Size
-	}
-	return v
-}
-
-func abs(v int32) int32 {
-	if v < 0 {
-		return -v
 	}
 	return v
 }

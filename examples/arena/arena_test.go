@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 	"github.com/rewindgg/rewind/sound"
@@ -44,6 +45,47 @@ func TestDeterministic(t *testing.T) {
 	assert.Equal(t, int32(3000), wa.Frame)
 }
 
+// TestRestoreReplays: the whole state, the random generator and the
+// fixed-point positions included, is in the arena: after a restore, the
+// same inputs play the same frames again, respawns (which draw random
+// positions) included.
+func TestRestoreReplays(t *testing.T) {
+	a, err := savestate.New(64 << 10)
+	require.NoError(t, err)
+	g, err := arena.New(a, 8, 11)
+	require.NoError(t, err)
+	bots := make([]*arena.Bot, 8)
+	for i := range bots {
+		bots[i] = arena.NewBot(uint64(i))
+	}
+	inputs := make([][]rollback.PlayerInput, 1200)
+	for f := range inputs {
+		inputs[f] = make([]rollback.PlayerInput, len(bots))
+		for i, b := range bots {
+			inputs[f][i] = rollback.PlayerInput{Input: b.Next(), Status: rollback.Confirmed}
+		}
+	}
+	for f := range 600 {
+		g.Step(rollback.Frame(f), inputs[f])
+	}
+	require.NoError(t, a.Save(0))
+	saved := *g.World()
+	hits := saved.Hits
+	for f := 600; f < 1200; f++ {
+		g.Step(rollback.Frame(f), inputs[f])
+	}
+	first, world := xxhash.Sum64(a.Bytes()), *g.World()
+	require.Greater(t, world.Hits, hits, "ships died, and respawned at random spots, after the snapshot")
+	require.NotEqual(t, saved.Rand, world.Rand)
+	require.NoError(t, a.Restore(0))
+	assert.Equal(t, saved, *g.World())
+	for f := 600; f < 1200; f++ {
+		g.Step(rollback.Frame(f), inputs[f])
+	}
+	assert.Equal(t, first, xxhash.Sum64(a.Bytes()))
+	assert.Equal(t, world, *g.World())
+}
+
 func TestShipsMoveShootAndDie(t *testing.T) {
 	_, w := play(t, 8, 3600, 1)
 	assert.Positive(t, w.Hits, "ships hit each other in a minute of play")
@@ -51,8 +93,8 @@ func TestShipsMoveShootAndDie(t *testing.T) {
 	for _, s := range w.Ships {
 		deaths += s.Deaths
 		score += s.Score
-		assert.GreaterOrEqual(t, s.X, int32(0))
-		assert.Less(t, s.X, int32(arena.Size))
+		assert.GreaterOrEqual(t, s.X, fixed.Num(0))
+		assert.Less(t, s.X, arena.Size)
 	}
 	assert.Equal(t, w.Hits, deaths)
 	assert.Equal(t, w.Hits, score)

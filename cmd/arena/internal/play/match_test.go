@@ -116,7 +116,7 @@ func TestMatchOverWifi(t *testing.T) {
 	// Ship 0 held thrust to the right the whole match: its speed is the
 	// steady state of thrust and drag, to the right.
 	if s := ms[1].World().Ships[0]; s.Alive && (s.VX <= 0 || s.VY != 0) {
-		t.Errorf("ship 0 (held right) has velocity %d, %d", s.VX, s.VY)
+		t.Errorf("ship 0 (held right) has velocity %v, %v", s.VX, s.VY)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/rollback"
 )
 
@@ -103,7 +104,7 @@ func (m *Match) Ghosts() []Ghost { return m.ghost.live }
 type ghosts struct {
 	frame  int32
 	expect [arena.MaxShips]struct {
-		x, y int32
+		x, y fixed.Num
 		ok   bool
 	}
 	live []Ghost
@@ -131,23 +132,22 @@ func (gh *ghosts) after(w *arena.World, res rollback.Result) {
 	if res.Resimulated == 0 || w.Frame != gh.frame+1 {
 		return // no correction, or not one frame on: nothing to compare with
 	}
-	const unit = 1 << 16
 	for i := range gh.expect {
 		e := &gh.expect[i]
 		s := &w.Ships[i]
 		if !e.ok || !s.Alive {
 			continue
 		}
-		dx, dy := wrapDelta(s.X-e.x), wrapDelta(s.Y-e.y)
-		if float64(dx)*float64(dx)+float64(dy)*float64(dy) >= GhostDistance*GhostDistance*unit*unit {
+		dx, dy := wrapDelta(s.X-e.x).Float(), wrapDelta(s.Y-e.y).Float()
+		if dx*dx+dy*dy >= GhostDistance*GhostDistance {
 			gh.seen++
-			gh.live = append(gh.live, Ghost{Ship: i, X: float64(wrapPos(e.x)) / unit, Y: float64(wrapPos(e.y)) / unit})
+			gh.live = append(gh.live, Ghost{Ship: i, X: wrapPos(e.x).Float(), Y: wrapPos(e.y).Float()})
 		}
 	}
 }
 
 // wrapDelta is the shortest difference across the arena's wrapping edge.
-func wrapDelta(d int32) int32 {
+func wrapDelta(d fixed.Num) fixed.Num {
 	switch {
 	case d > arena.Size/2:
 		return d - arena.Size
@@ -157,7 +157,7 @@ func wrapDelta(d int32) int32 {
 	return d
 }
 
-func wrapPos(v int32) int32 {
+func wrapPos(v fixed.Num) fixed.Num {
 	v %= arena.Size
 	if v < 0 {
 		v += arena.Size

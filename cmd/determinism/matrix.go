@@ -1,0 +1,435 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rewindgg/rewind/cmd/determinism/internal/check"
+)
+
+// resimPkg is the re-simulator, built once per platform.
+const resimPkg = "github.com/rewindgg/rewind/cmd/determinism/resim"
+
+// platform is one column of the matrix: a build of the re-simulator and
+// how this machine runs it.
+type platform struct {
+	Name string   // as the table shows it
+	Slug string   // in file names
+	Env  []string // the build's GOOS, GOARCH and level
+	GOOS string
+	Arch string // GOARCH
+	// v3 needs the CPU features of GOAMD64=v3 to run natively.
+	V3 bool
+}
+
+var platforms = []platform{
+	{Name: "linux/amd64 v1", Slug: "amd64-v1", GOOS: "linux", Arch: "amd64", Env: []string{"GOAMD64=v1"}},
+	{Name: "linux/amd64 v3", Slug: "amd64-v3", GOOS: "linux", Arch: "amd64", Env: []string{"GOAMD64=v3"}, V3: true},
+	{Name: "linux/386 sse2", Slug: "386-sse2", GOOS: "linux", Arch: "386", Env: []string{"GO386=sse2"}},
+	{Name: "linux/386 softfloat", Slug: "386-softfloat", GOOS: "linux", Arch: "386", Env: []string{"GO386=softfloat"}},
+	{Name: "linux/arm64", Slug: "arm64", GOOS: "linux", Arch: "arm64"},
+	{Name: "js/wasm", Slug: "wasm", GOOS: "js", Arch: "wasm"},
+}
+
+// v3Features are the /proc/cpuinfo flags of GOAMD64=v3 (LZCNT, which
+// Linux lists as abm, is left out: some hypervisors hide the flag while
+// the instruction works; the binary's own start-up check has the last
+// word, see runnerFor).
+var v3Features = []string{"avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "movbe"}
+
+// missingCPUFlags returns the flags of want that /proc/cpuinfo lacks (all
+// of them when it cannot be read).
+func missingCPUFlags(want []string) []string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	have := map[string]bool{}
+	if err == nil {
+		for line := range strings.Lines(string(b)) {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "flags" {
+				for _, f := range strings.Fields(v) {
+					have[f] = true
+				}
+				break
+			}
+		}
+	}
+	var miss []string
+	for _, f := range want {
+		if !have[f] {
+			miss = append(miss, f)
+		}
+	}
+	return miss
+}
+
+// binary is one platform's re-simulator, built, with how to run it.
+type binary struct {
+	platform
+	Path   string
+	Run    []string // the command before the binary's arguments: the binary itself, or an emulator and it
+	Via    string   // "native", "qemu-aarch64-static", "node"…
+	Skip   string   // why it cannot run here, if it cannot
+	Err    string   // why it could not be built or started
+	Detail string   // what the run printed on stderr, when it failed
+	FMA    fmaListing
+}
+
+// listingFlags make the compiler print its assembly listing of the float
+// game and of package math (go build -gcflags=PKG=-S: the compiler's own
+// listing, which, unlike go tool objdump, decodes amd64's VEX-encoded FMA
+// instructions and covers wasm). The flags change no instruction, and the
+// build cache replays the listing, so a warm build costs no more.
+var listingFlags = []string{"-gcflags=github.com/rewindgg/rewind/cmd/determinism/floatgame=-S", "-gcflags=math=-S"}
+
+// build cross-compiles the re-simulator for p into dir, and reads the
+// fused multiply-adds of the compiler's listing (b.FMA, or b.FMAErr).
+func build(ctx context.Context, root, dir string, p platform, timeout time.Duration) binary {
+	b := binary{platform: p, Path: filepath.Join(dir, "resim-"+p.Slug)}
+	if p.Arch == "wasm" {
+		b.Path += ".wasm"
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := command(ctx, "go", append(append([]string{"build", "-o", b.Path}, listingFlags...), resimPkg)...)
+	cmd.Dir = root
+	cmd.Env = buildEnv(p)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Err = fmt.Sprintf("build failed: %v", err)
+		if ctx.Err() != nil {
+			b.Err = fmt.Sprintf("build timed out after %v", timeout)
+		}
+		// The errors, without the listing.
+		var msgs []string
+		for line := range strings.Lines(string(out)) {
+			if !strings.HasPrefix(line, "\t") && !strings.Contains(line, " STEXT ") {
+				msgs = append(msgs, strings.TrimRight(line, "\n"))
+			}
+		}
+		b.Detail = tail(strings.Join(msgs, "\n"), 20)
+		return b
+	}
+	b.FMA = parseListing(string(out))
+	b.FMA.Exp = expImpl(ctx, p, len(b.FMA.Lines["math.exp"]))
+	return b
+}
+
+// buildEnv is the environment of p's builds: cgo off, GOOS, GOARCH and
+// the architecture level (duplicates in Env: the last wins).
+func buildEnv(p platform) []string {
+	env := append(os.Environ(), "CGO_ENABLED=0", "GOOS="+p.GOOS, "GOARCH="+p.Arch, "GOAMD64=", "GO386=", "GOARM64=")
+	return append(env, p.Env...)
+}
+
+// runnerFor decides how this machine runs b: natively, under
+// qemu-user-static or under Node, checking with a run that prints the
+// usage. It sets b.Run and b.Via, or b.Skip.
+func runnerFor(ctx context.Context, b *binary, timeout time.Duration) {
+	defer func() {
+		if b.Skip != "" {
+			b.Run, b.Via = nil, ""
+		}
+	}()
+	hostArch := runtime.GOARCH
+	qemu := func(arch string, extra ...string) bool {
+		name := "qemu-" + arch + "-static"
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return false
+		}
+		b.Run, b.Via = append(append([]string{path}, extra...), b.Path), name+strings.Join(append([]string{""}, extra...), " ")
+		return true
+	}
+	// qemu-i386 (7.2, Debian 12's) loses the GS segment, the 386 runtime's
+	// goroutine pointer, on returning from a signal handler: a Go program
+	// dies ("bad g in signal handler") at its first asynchronous
+	// preemption (SIGURG). Without them it runs.
+	qemu386 := func() bool { return qemu("i386", "-E", "GODEBUG=asyncpreemptoff=1") }
+	switch {
+	case b.Arch == "wasm":
+		node, err := exec.LookPath("node")
+		if err != nil {
+			node, err = exec.LookPath("nodejs")
+		}
+		if err != nil {
+			b.Skip = "Node.js is not installed (apt-get install nodejs)"
+			return
+		}
+		glue, err := wasmExec(ctx)
+		if err != nil {
+			b.Skip = err.Error()
+			return
+		}
+		b.Run, b.Via = []string{node, "--stack-size=8192", glue, b.Path}, "node "+nodeVersion(ctx, node)
+	case b.Arch == hostArch || (hostArch == "amd64" && b.Arch == "386"):
+		b.Run, b.Via = []string{b.Path}, "native"
+		if miss := missingCPUFlags(v3Features); b.V3 && len(miss) > 0 {
+			if !qemu("x86_64", "-cpu", "max") {
+				b.Skip = fmt.Sprintf("this CPU lacks %s and qemu-x86_64-static is not installed", strings.Join(miss, ", "))
+				return
+			}
+		}
+	case b.Arch == "arm64":
+		if !qemu("aarch64") {
+			b.Skip = "qemu-aarch64-static is not installed (apt-get install qemu-user-static)"
+			return
+		}
+	case b.Arch == "amd64":
+		if !qemu("x86_64", "-cpu", "max") {
+			b.Skip = "qemu-x86_64-static is not installed"
+			return
+		}
+	case b.Arch == "386":
+		if !qemu386() {
+			b.Skip = "qemu-i386-static is not installed"
+			return
+		}
+	default:
+		b.Skip = "no way to run " + b.Arch + " here"
+		return
+	}
+	// A first run, of the usage: the kernel may lack 32-bit support (then
+	// qemu-i386-static runs it), a CPU its architecture level.
+	out, err := probe(ctx, b.Run, timeout)
+	if err != nil && b.Via == "native" {
+		switch {
+		case b.Arch == "386" && errors.Is(err, syscall.ENOEXEC):
+			if qemu386() {
+				out, err = probe(ctx, b.Run, timeout)
+			} else {
+				b.Skip = "this kernel does not run 32-bit x86 binaries and qemu-i386-static is not installed"
+				return
+			}
+		case b.V3 && strings.Contains(out, "microarchitecture"):
+			if qemu("x86_64", "-cpu", "max") {
+				out, err = probe(ctx, b.Run, timeout)
+			} else {
+				b.Skip = "this CPU does not run GOAMD64=v3 binaries and qemu-x86_64-static is not installed"
+				return
+			}
+		}
+	}
+	if err != nil {
+		b.Err = fmt.Sprintf("does not start (%s): %v", b.Via, err)
+		b.Detail = tail(out, 10)
+	}
+}
+
+// probe runs the re-simulator without arguments: it must print its usage
+// and exit with status 2.
+func probe(ctx context.Context, run []string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := command(ctx, run[0], run[1:]...)
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 2 && bytes.Contains(out, []byte("usage: resim")) {
+		return string(out), nil
+	}
+	if err == nil {
+		err = errors.New("exited 0 without arguments")
+	}
+	if ctx.Err() != nil {
+		err = fmt.Errorf("timed out after %v", timeout)
+	}
+	return string(out), err
+}
+
+// wasmExec finds Go's Node.js glue for js/wasm binaries.
+func wasmExec(ctx context.Context) (string, error) {
+	root, err := goroot(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, p := range []string{"lib/wasm/wasm_exec_node.js", "misc/wasm/wasm_exec_node.js"} {
+		if _, err := os.Stat(filepath.Join(root, p)); err == nil {
+			return filepath.Join(root, p), nil
+		}
+	}
+	return "", fmt.Errorf("no wasm_exec_node.js under %s", root)
+}
+
+// goroot returns go env GOROOT.
+func goroot(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	out, err := command(ctx, "go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+// command is exec.CommandContext, with a bound on the wait for output
+// still held by the children of a process that was killed.
+func command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.WaitDelay = 10 * time.Second
+	return cmd
+}
+
+// nodeVersion returns node --version.
+func nodeVersion(ctx context.Context, node string) string {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := command(ctx, node, "--version").Output()
+	if err != nil {
+		return "(version unknown)"
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// resimulate runs b on the replays and returns its result for each, by
+// path. A replay the run printed nothing for (it crashed, or timed out)
+// gets a Failed result saying so.
+func resimulate(ctx context.Context, b *binary, replays []string, timeout time.Duration) map[string]check.Result {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := append(append([]string{}, b.Run[1:]...), replays...)
+	cmd := command(ctx, b.Run[0], args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	why := ""
+	switch {
+	case ctx.Err() != nil:
+		why = fmt.Sprintf("timed out after %v", timeout)
+	case err != nil && !isExit1(err):
+		why = err.Error()
+	}
+	res, complete := parseResults(stdout.Bytes(), replays, why)
+	if !complete {
+		b.Detail = tail(stderr.String(), 10)
+	}
+	if verbose {
+		fmt.Fprintf(os.Stderr, "  %s: %d replays in %v\n", b.Name, len(replays), time.Since(start).Round(time.Millisecond))
+	}
+	return res
+}
+
+// parseResults reads the re-simulator's output lines: a result for each
+// replay, by path. A replay it printed nothing for gets a Failed result
+// saying why (the run's error, or "no result line"); complete is false
+// then.
+func parseResults(stdout []byte, replays []string, why string) (res map[string]check.Result, complete bool) {
+	res = map[string]check.Result{}
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		if r, ok := check.ParseLine(sc.Bytes()); ok {
+			res[r.File] = r
+		}
+	}
+	if why == "" {
+		why = "no result line"
+	}
+	complete = true
+	for _, rp := range replays {
+		if _, ok := res[rp]; !ok {
+			res[rp] = check.Result{File: rp, Status: check.Failed, Error: why}
+			complete = false
+		}
+	}
+	return res, complete
+}
+
+// isExit1 is the re-simulator's "something did not verify".
+func isExit1(err error) bool {
+	var ee *exec.ExitError
+	return errors.As(err, &ee) && ee.ExitCode() == 1
+}
+
+// fmaInstr matches the fused multiply-add instructions of the compiler's
+// assembly listing: amd64's VFMADD231SD and kin, arm64's FMADDD, FMSUBD,
+// FNMSUBD, FNMADDD (and their single-precision forms).
+var fmaInstr = regexp.MustCompile(`^(VFN?M(ADD|SUB)[0-9]{3}S[SD]|FN?M(ADD|SUB)[SD])$`)
+
+// fmaListing is what the compiler generated for a build: per function
+// group ("floatgame", "math.sin", "math.exp": the pure Go Exp), the fused
+// multiply-add instructions, each as "file:line INSTR args"; and how
+// math.Exp is implemented there.
+type fmaListing struct {
+	Lines map[string][]string
+	Exp   string
+}
+
+// parseListing collects the fused multiply-adds of a compiler listing.
+func parseListing(out string) fmaListing {
+	l := fmaListing{Lines: map[string][]string{}}
+	group := ""
+	for line := range strings.Lines(out) {
+		line = strings.TrimRight(line, "\n")
+		if !strings.HasPrefix(line, "\t") {
+			// "pkg.func STEXT size=…" starts a function's listing.
+			name, rest, _ := strings.Cut(line, " ")
+			group = ""
+			switch {
+			case !strings.HasPrefix(rest, "STEXT"):
+			case strings.Contains(name, "/floatgame."):
+				group = "floatgame"
+			case name == "math.sin":
+				group = "math.sin"
+			case name == "math.exp" || name == "math.expmulti":
+				group = "math.exp"
+			}
+			continue
+		}
+		// "\t0x0001 00001 (file:line)\tINSTR\targs"
+		f := strings.Split(strings.TrimPrefix(line, "\t"), "\t")
+		if group == "" || len(f) < 2 || !fmaInstr.MatchString(f[1]) {
+			continue
+		}
+		pos := f[0]
+		if i := strings.LastIndex(pos, "("); i >= 0 {
+			pos = strings.Trim(filepath.Base(pos[i:]), "()")
+		}
+		l.Lines[group] = append(l.Lines[group], strings.TrimSpace(pos+" "+strings.Join(f[1:], " ")))
+	}
+	return l
+}
+
+// expImpl says how math.Exp is implemented on p: in assembly when
+// GOROOT/src/math has exp_GOARCH.s (with its FMA instructions counted, and
+// amd64's run-time choice noted), in Go otherwise (fused Go instructions
+// counted).
+func expImpl(ctx context.Context, p platform, goFused int) string {
+	root, err := goroot(ctx)
+	if err != nil {
+		return "?"
+	}
+	src, err := os.ReadFile(filepath.Join(root, "src", "math", "exp_"+p.Arch+".s"))
+	if err != nil {
+		return fmt.Sprintf("Go, %d fused", goFused)
+	}
+	n := 0
+	for line := range strings.Lines(string(src)) {
+		if f := strings.Fields(line); len(f) > 0 && fmaInstr.MatchString(f[0]) {
+			n++
+		}
+	}
+	s := fmt.Sprintf("assembly (exp_%s.s), %d FMA", p.Arch, n)
+	if strings.Contains(string(src), "useFMA") {
+		s += " used only if the CPU has FMA"
+	}
+	return s
+}
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,32 @@
+package fixed_test
+
+import (
+	"fmt"
+
+	"github.com/rewindgg/rewind/fixed"
+)
+
+// A projectile fired at an eighth of a turn (45°) at 12 units a second,
+// stepped at 60 Hz under a gravity of 9 units/s² until it lands: only
+// integer arithmetic, so every machine lands it on the same bits.
+func Example() {
+	dt := fixed.Ratio(1, 60)
+	g := fixed.FromInt(-9)
+	speed := fixed.FromInt(12)
+	angle := fixed.Ratio(1, 8) // turns
+	vx, vy := fixed.Cos(angle).Mul(speed), fixed.Sin(angle).Mul(speed)
+	var x, y fixed.Num
+	frames := 0
+	for y >= 0 {
+		vy = vy.Add(g.Mul(dt))
+		x, y = x.Add(vx.Mul(dt)), y.Add(vy.Mul(dt))
+		frames++
+	}
+	fmt.Println("landed after", frames, "frames, at x =", x.Round())
+	fmt.Println("heading", fixed.Atan2(vy, vx).Mul(fixed.FromInt(360)).Round(), "degrees")
+	fmt.Println("√2 =", fixed.Sqrt(fixed.FromInt(2)))
+	// Output:
+	// landed after 113 frames, at x = 16
+	// heading -45 degrees
+	// √2 = 1.4142135624
+}
