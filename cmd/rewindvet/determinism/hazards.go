@@ -31,7 +31,7 @@ var (
 		"keep a generator's state in the arena, seeded from the match parameters"}
 	kRandMethod = &kind{"rand",
 		"a *rand.Rand keeps its state on the heap, outside the arena, so a rollback does not rewind it",
-		"keep the generator's state in the arena (a rand.PCG in the world, or the arena example's xorshift)"}
+		"keep the generator's state in the arena (an rng.Rand or a rand.PCG in the world)"}
 	kCryptoRand = &kind{"cryptorand",
 		"it differs on every machine and every call",
 		"keep a generator's state in the arena, seeded from the match parameters"}
@@ -49,7 +49,7 @@ var (
 		"convert the product, float64(x*y), or use fixed point"}
 	kMath = &kind{"math",
 		"its last bit may differ between platforms",
-		"use fixed point (the arena example's 16.16) or a table"}
+		"use fixed point (package fixed: Sin, Cos, Atan2, Sqrt) or a table"}
 	kGlobal = &kind{"globalvar",
 		"it is outside the arena, so a rollback does not restore it",
 		"keep it in the arena, or make it a read-only table initialised at its declaration"}
