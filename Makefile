@@ -75,9 +75,10 @@ library-deps:
 		heavy=$$(printf '%s\n%s\n' "$$mods" "$$deps" | grep -E '$(HEAVY)' | sort -u); \
 		if [ -n "$$heavy" ]; then echo "the library module must not depend on these (give the tool that needs them a module of its own):"; echo "$$heavy"; exit 1; fi
 
-## bench: every benchmark, 5 runs each (quote medians; see docs/architecture.md).
+## bench: every benchmark, 5 runs each (quote medians; see docs/architecture.md), saved in bench.txt, then the session's benchmarks against their floors, measured in the same run (internal/benchratio, which fails when a package failed).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 $(PKGS) 2>&1 | tee bench.txt
+	$(GO) run ./internal/benchratio < bench.txt
 
 ## soak: the default soak (20 matches, 2 players, wifi) with its summary; JSON in soak.json, the HTML report with plots in soak-report/.
 soak:

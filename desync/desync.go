@@ -64,9 +64,9 @@ const history = 8
 // none cannot hold detection off.
 const decideAfter = 2
 
-type sum struct {
-	frame int32
+type sum struct { // 16 bytes: a session's Detector is part of its memory budget (issue 21)
 	value uint64
+	frame int32
 	ok    bool
 }
 
@@ -81,7 +81,7 @@ type sums struct {
 // put adds the checksum of frame f, which is newer than every one held
 // (Local takes final checksums only, Remote only a peer's newer ones).
 func (h *sums) put(f int32, v uint64) {
-	h.s[h.next] = sum{f, v, true}
+	h.s[h.next] = sum{value: v, frame: f, ok: true}
 	h.next = (h.next + 1) % history
 }
 
@@ -105,14 +105,17 @@ type Detector struct {
 	latest sum // the newest of local
 	local  sums
 	remote []sum  // the latest from each peer
-	hist   []sums // the latest few from each peer
+	hist   []sums // the latest few from each peer, for the votes (nil with one peer: no votes)
 	gone   []bool // peers no longer compared
 	done   []int32
 }
 
 // NewDetector returns a detector for the given number of peers.
 func NewDetector(peers int) *Detector {
-	d := &Detector{remote: make([]sum, peers), hist: make([]sums, peers), gone: make([]bool, peers), done: make([]int32, peers)}
+	d := &Detector{remote: make([]sum, peers), gone: make([]bool, peers), done: make([]int32, peers)}
+	if peers > 1 {
+		d.hist = make([]sums, peers)
+	}
 	for i := range d.done {
 		d.done[i] = -1
 	}
@@ -123,7 +126,7 @@ func NewDetector(peers int) *Detector {
 func (d *Detector) Local(f int32, v uint64) {
 	d.local.put(f, v)
 	if !d.latest.ok || f >= d.latest.frame {
-		d.latest = sum{f, v, true}
+		d.latest = sum{value: v, frame: f, ok: true}
 	}
 }
 
@@ -138,8 +141,10 @@ func (d *Detector) Remote(peer int, f int32, v uint64) {
 		return
 	}
 	if r := d.remote[peer]; !r.ok || f > r.frame {
-		d.remote[peer] = sum{f, v, true}
-		d.hist[peer].put(f, v)
+		d.remote[peer] = sum{value: v, frame: f, ok: true}
+		if d.hist != nil {
+			d.hist[peer].put(f, v)
+		}
 	}
 }
 
@@ -154,7 +159,10 @@ func (d *Detector) Forget(peer int) {
 // checksum on.
 func (d *Detector) Resume(peer int) {
 	if peer >= 0 && peer < len(d.gone) {
-		d.gone[peer], d.remote[peer], d.hist[peer] = false, sum{}, sums{}
+		d.gone[peer], d.remote[peer] = false, sum{}
+		if d.hist != nil {
+			d.hist[peer] = sums{}
+		}
 	}
 }
 
@@ -181,6 +189,39 @@ func (d *Detector) Check() *Error {
 		return &Error{Frame: r.frame, Peer: p, Local: l, Remote: r.value, Outvoted: us > them}
 	}
 	return nil
+}
+
+// Settled returns the newest frame at or before which no checksum of ours
+// can be reported by [Detector.Check] any more, or -1: for every peer still
+// compared, its newest checksum is of a later frame (Check compares only a
+// peer's newest, and [Detector.Remote] ignores older ones) or of that frame
+// and was compared already; or the frame is older than every checksum of
+// ours the detector keeps. A machine that keeps its states at checksum
+// frames, for the exchange that names the differing field after a desync,
+// needs them only until then. It costs a pass over the peers and the
+// history: call it when a checksum came, not on every frame.
+func (d *Detector) Settled() int32 {
+	s := int32(math.MaxInt32)
+	for p, r := range d.remote {
+		switch {
+		case d.gone[p]:
+		case !r.ok:
+			s = -1 // it may still send any frame
+		case d.done[p] >= r.frame:
+			s = min(s, r.frame)
+		default:
+			s = min(s, r.frame-1)
+		}
+	}
+	oldest, full := int32(math.MaxInt32), true
+	for _, l := range d.local.s {
+		full = full && l.ok
+		oldest = min(oldest, l.frame)
+	}
+	if full {
+		s = max(s, oldest-1) // older ones are no longer compared
+	}
+	return s
 }
 
 // votes counts the other peers (not p) whose checksum of frame f agrees

@@ -1,6 +1,7 @@
 package desync_test
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -166,4 +167,48 @@ func TestDetectorResume(t *testing.T) {
 	if assert.NotNil(t, e, "a resumed peer is compared again") {
 		assert.Equal(t, int32(20), e.Frame)
 	}
+}
+
+// TestDetectorSettled: a frame is settled once no peer still compared can
+// have it reported: each one's newest checksum is past it or was compared
+// at it, or it is older than every checksum of ours kept.
+func TestDetectorSettled(t *testing.T) {
+	d := desync.NewDetector(2)
+	assert.Equal(t, int32(-1), d.Settled(), "no peer has sent anything")
+	d.Local(10, 1)
+	d.Local(20, 2)
+	d.Remote(0, 10, 1)
+	assert.Equal(t, int32(-1), d.Settled(), "peer 1 may still send frame 10")
+	d.Remote(1, 20, 2)
+	assert.Equal(t, int32(9), d.Settled(), "peer 0's newest, 10, is not compared yet")
+	assert.Nil(t, d.Check())
+	assert.Equal(t, int32(10), d.Settled(), "compared with peer 0 at 10, and peer 1 is at 20")
+	d.Remote(0, 30, 3) // ahead of us: 20 can no longer be compared with peer 0
+	assert.Equal(t, int32(20), d.Settled())
+
+	// A mismatch waiting for a third opinion is not settled.
+	d = desync.NewDetector(2)
+	d.Local(10, 1)
+	d.Remote(0, 10, 9)
+	d.Remote(1, 5, 1)
+	assert.Nil(t, d.Check())
+	assert.Equal(t, int32(4), d.Settled())
+	d.Forget(1)
+	assert.Equal(t, int32(9), d.Settled(), "a peer that left holds nothing back")
+	require.NotNil(t, d.Check())
+	assert.Equal(t, int32(10), d.Settled(), "reported: never again")
+	d.Resume(1)
+	assert.Equal(t, int32(-1), d.Settled(), "a peer that came back may send any frame")
+
+	// Ours older than every one kept can no longer be compared.
+	d = desync.NewDetector(1)
+	for f := int32(10); f <= 80; f += 10 {
+		d.Local(f, uint64(f))
+	}
+	assert.Equal(t, int32(9), d.Settled())
+	d.Local(90, 90)
+	assert.Equal(t, int32(19), d.Settled())
+
+	d = desync.NewDetector(0)
+	assert.Equal(t, int32(math.MaxInt32), d.Settled(), "no peers: every frame")
 }

@@ -130,8 +130,13 @@ func (s *Session) settleStatements() {
 // settles. It returns the first frame to re-simulate.
 func (s *Session) pollStatements() Frame {
 	if s.stmts == nil {
-		return s.frame
+		return s.frame // inlined: no call without statements
 	}
+	return s.pollHeld()
+}
+
+// pollHeld is pollStatements with statements.
+func (s *Session) pollHeld() Frame {
 	mis := s.takeWaiting()
 	s.settleStatements()
 	return mis

@@ -54,6 +54,7 @@ type audience struct {
 	peers   int // the host's peers: a guest at a lower index is one of them coming back (rejoin.go)
 	perTick int // Snap pieces a spectator is sent per call
 	keys    *keyring
+	format  wire.Format // the match's layout (keys.terms), checked once
 	session uint64
 	tr      Transport
 	interr  time.Duration // Config.InterruptTimeout: a silent guest's slot may be taken
@@ -110,6 +111,7 @@ type offer struct {
 func newAudience(limit, peers, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
 	a := &audience{max: limit, peers: peers, perTick: max(1, orDefault(rate, DefaultTransferRate)/60/wire.MaxSnapData),
 		keys: keys, session: session, tr: tr, feed: f, interr: interr, discon: discon}
+	a.format, _ = wire.NewFormat(wire.Layout(keys.terms.Layout)) // the session's, validated; a bad one encodes nothing
 	a.io.buf = make([]byte, 0, maxDatagram)
 	a.io.pkt.Inputs = make([]uint64, 0, maxFeedFrames*MaxPlayers)
 	return a
@@ -469,7 +471,7 @@ func (a *audience) sendFeed(g *guest, now time.Duration) {
 		gs = append(gs, e)
 	}
 	a.io.gossip, pkt.Gossip = gs, gs
-	b, err := wire.AppendInput(g.auth.seal.Begin(a.io.buf[:0], wire.KindInput), pkt, wire.Layout(a.keys.terms.Layout))
+	b, err := a.format.AppendInput(g.auth.seal.Begin(a.io.buf[:0], wire.KindInput), pkt)
 	if err == nil {
 		a.transmit(g.idx, g.auth.seal.Seal(b), now)
 	}

@@ -1,8 +1,10 @@
 package rollback_test
 
 import (
+	"crypto/cipher"
 	"math/rand/v2"
 	"testing"
+	"time"
 	"unsafe"
 
 	"github.com/rewindgg/rewind/internal/match"
@@ -36,6 +38,19 @@ func newBenchGame[B any](b *testing.B, size int) *benchGame[B] {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The blob holds data, as a game's state does: copying zeros is no
+	// measure of a copy (docs/architecture.md, "Measurements": on some
+	// machines the cache-bypassing stores of a 1 MiB copy cost half as
+	// much when the lines are all zero).
+	st := h.Get(a)
+	blob := unsafe.Slice((*byte)(unsafe.Pointer(&st.Blob)), unsafe.Sizeof(st.Blob))
+	x := uint64(0x9e3779b97f4a7c15)
+	for i := range blob {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		blob[i] = byte(x)
+	}
 	return &benchGame[B]{a: a, h: h}
 }
 
@@ -59,15 +74,21 @@ type (
 // BenchmarkAdvance measures Session.Advance.
 //
 // steady-1KiB: two peers over netsim with no misprediction (inputs never
-// change); one op is one frame of one peer (a peer-frame).
+// change); one op is one frame of one peer (a peer-frame). netsim's own
+// work (its random draws, its delay queue) is included.
+//
+// steady-1KiB-plain: the same over plainLink, an in-memory link that only
+// copies each datagram to the other end: the session's own cost, to set
+// against BenchmarkFloor/steady-1KiB.
 //
 // rollback20-*: one peer whose input for frame k arrives while frame k+19 is
 // simulated and always differs from the prediction, so every op corrects a
 // 20-frame-deep misprediction: the snapshot is moved forward one frame in
 // place, restored (one copy of the arena) and 20 frames are simulated.
 func BenchmarkAdvance(b *testing.B) {
-	b.Run("steady-1KiB", benchSteady(rollback.RollbackMode))
-	b.Run("steady-lockstep-1KiB", benchSteady(rollback.LockstepMode))
+	b.Run("steady-1KiB", benchSteady(rollback.RollbackMode, false))
+	b.Run("steady-1KiB-plain", benchSteady(rollback.RollbackMode, true))
+	b.Run("steady-lockstep-1KiB", benchSteady(rollback.LockstepMode, false))
 	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10, 0))
 	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20, 0))
 	// Desync detection's worst case: every checksum frame is re-simulated
@@ -75,23 +96,83 @@ func BenchmarkAdvance(b *testing.B) {
 	b.Run("rollback20-1MiB-no-checksums", benchRollback20[blob1MiB](1<<20, -1))
 }
 
-func benchSteady(mode rollback.Mode) func(b *testing.B) {
-	return func(b *testing.B) { benchSteadyMode(b, mode) }
+func benchSteady(mode rollback.Mode, plain bool) func(b *testing.B) {
+	return func(b *testing.B) { benchSteadyMode(b, mode, plain) }
 }
 
-func benchSteadyMode(b *testing.B, mode rollback.Mode) {
+// plainLink is a pair of in-memory Transports (plainEnd) and their Clock:
+// what one end sends the other receives at once, in order, copied into a
+// fixed ring of buffers; nothing is lost, delayed or drawn at random, and
+// nothing allocates.
+type plainLink struct {
+	now time.Duration
+	q   [2]plainQueue // q[i]: what end i receives
+}
+
+// plainQueue is a ring of datagrams; a datagram sent when it is full is
+// dropped, as a full socket buffer would drop it. Emptied, it starts
+// again at its first buffer: one datagram at a time uses one buffer.
+type plainQueue struct {
+	buf  [16][1280]byte
+	n    [16]int
+	head int
+	len  int
+}
+
+// plainEnd is end i of a plainLink; its only peer, index 0, is the other
+// end.
+type plainEnd struct {
+	l *plainLink
+	i int
+}
+
+func (l *plainLink) Now() time.Duration { return l.now }
+
+func (e plainEnd) Send(_ int, b []byte) error {
+	q := &e.l.q[1-e.i]
+	if q.len == len(q.buf) || len(b) > len(q.buf[0]) {
+		return nil
+	}
+	k := (q.head + q.len) % len(q.buf)
+	q.n[k] = copy(q.buf[k][:], b)
+	q.len++
+	return nil
+}
+
+func (e plainEnd) Receive(buf []byte) (n, peer int, ok bool) {
+	q := &e.l.q[e.i]
+	if q.len == 0 {
+		return 0, 0, false
+	}
+	n = copy(buf, q.buf[q.head][:q.n[q.head]])
+	q.head = (q.head + 1) % len(q.buf)
+	if q.len--; q.len == 0 {
+		q.head = 0
+	}
+	return n, 0, true
+}
+
+func benchSteadyMode(b *testing.B, mode rollback.Mode, plain bool) {
 	nw, err := netsim.New(2, 1, netsim.Profile{Latency: 1e6})
 	if err != nil {
 		b.Fatal(err)
 	}
+	link := &plainLink{}
+	tick := func() { nw.Advance(match.Tick) }
+	if plain {
+		tick = func() { link.now += match.Tick }
+	}
 	var ss [2]*rollback.Session
 	for i := range ss {
 		g := newBenchGame[blob1KiB](b, 1024)
-		ss[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
+		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i),
-			Clock: nw, Rand: match.SeededRand(1, i), Mode: mode})
-		if err != nil {
+			Clock: nw, Rand: match.SeededRand(1, i), Mode: mode}
+		if plain {
+			c.Transport, c.Clock = plainEnd{link, i}, link
+		}
+		if ss[i], err = rollback.NewSession(c); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -101,7 +182,7 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode) {
 				b.Fatal(err)
 			}
 		}
-		nw.Advance(match.Tick)
+		tick()
 	}
 	peerFrame := func(i int) {
 		s := ss[i&1]
@@ -112,7 +193,7 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode) {
 			b.Fatal(err)
 		}
 		if i&1 == 1 {
-			nw.Advance(match.Tick)
+			tick()
 		}
 	}
 	for i := range 200 { // the first frames mispredict the zero input once
@@ -221,11 +302,19 @@ func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 	}
 }
 
-// BenchmarkFloor is the least work a 20-frame rollback can do, measured in
-// the same run: one copy of the arena and 20 steps of the same game.
+// BenchmarkFloor is the least work the session's benchmarks can do,
+// measured in the same run.
+//
+// steady-1KiB: one peer-frame of BenchmarkAdvance/steady-1KiB-plain: one
+// input copy, one encode in Rewind's wire format (the input packet, sealed:
+// its header and MAC), one hop through the same in-memory link, one open
+// and decode, and one step of the same game.
+//
+// rollback20-*: one copy of the arena and 20 steps of the same game.
 // "ring-save-every-frame" is the GGPO alternative: a restore, then 20 steps
 // each followed by a save.
 func BenchmarkFloor(b *testing.B) {
+	b.Run("steady-1KiB", benchFloorSteady)
 	b.Run("rollback20-64KiB", benchFloor[blob64KiB](64<<10, false))
 	b.Run("rollback20-1MiB", benchFloor[blob1MiB](1<<20, false))
 	b.Run("ring-save-every-frame-1MiB", benchFloor[blob1MiB](1<<20, true))
@@ -253,6 +342,108 @@ func benchFloor[B any](size int, ring bool) func(b *testing.B) {
 			}
 		}
 	}
+}
+
+// benchFloorSteady is BenchmarkFloor/steady-1KiB: two machines, as in
+// BenchmarkAdvance/steady-1KiB-plain, take turns; at its turn a machine
+// takes the other's packet off the link, opens and decodes it, steps its
+// game with that input and its own, and sends the other its own input for
+// its next frame, encoded and sealed.
+func benchFloorSteady(b *testing.B) {
+	format, err := wire.NewFormat(wire.Layout{3, 8, 8})
+	if err != nil {
+		b.Fatal(err)
+	}
+	type machine struct {
+		end    plainEnd
+		seal   *wire.Sealer
+		open   *wire.Opener
+		g      *benchGame[blob1KiB]
+		local  [256]uint64 // its input ring
+		base   [1]uint64   // the other's input of the frame before the packet's
+		out    wire.InputPacket
+		got    wire.InputPacket
+		sendTo []byte
+		recv   []byte
+		in     [2]rollback.PlayerInput
+	}
+	link := &plainLink{}
+	var ms [2]*machine
+	send, recv := linkKeys(b)
+	for k := range ms {
+		m := &machine{end: plainEnd{link, k}, g: newBenchGame[blob1KiB](b, 1024),
+			sendTo: make([]byte, 0, 1200), recv: make([]byte, 1201)}
+		m.out = wire.InputPacket{Players: 1, Inputs: make([]uint64, 0, 1), Base: m.local[:1]}
+		m.got = wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames), Base: m.base[:]}
+		ms[k] = m
+	}
+	// One direction's keys serve both: each machine seals with its own
+	// sealer and the other opens with its own opener.
+	ms[0].seal, ms[1].open = wire.NewSealer(send), wire.NewOpener(recv)
+	ms[1].seal, ms[0].open = wire.NewSealer(send), wire.NewOpener(recv)
+	sendInput := func(m *machine, f int32) {
+		m.local[f%256] = 0x155 // the input copy
+		m.out.Ack, m.out.First, m.out.Count = f, f, 1
+		m.out.Base = m.local[(f-1)%256 : (f-1)%256+1]
+		m.out.Inputs = append(m.out.Inputs[:0], m.local[f%256])
+		b, err := format.AppendInput(m.seal.Begin(m.sendTo[:0], wire.KindInput), &m.out)
+		if err != nil {
+			panic(err)
+		}
+		_ = m.end.Send(0, m.seal.Seal(b))
+	}
+	sendInput(ms[1], 1) // machine 0's first turn has its packet
+	b.ReportAllocs()
+	bytes, i := 0, 0
+	for b.Loop() {
+		m, f := ms[i&1], int32(1+i/2)
+		n, _, ok := m.end.Receive(m.recv)
+		if !ok {
+			b.Fatal("no packet")
+		}
+		bytes += n
+		body, err := m.open.Open(m.recv[:n])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := wire.PeekInput(body, f); err != nil {
+			b.Fatal(err)
+		}
+		if err := format.ParseInput(body, f, 1, 0, &m.got); err != nil {
+			b.Fatal(err)
+		}
+		m.base[0] = m.got.Inputs[0]
+		m.in[0].Input, m.in[1].Input = 0x155, rollback.Input(m.got.Inputs[0])
+		m.g.Step(rollback.Frame(f), m.in[:])
+		if i&1 == 0 {
+			sendInput(m, f) // for the other's turn at frame f
+		} else {
+			sendInput(m, f+1)
+		}
+		i++
+	}
+	b.ReportMetric(float64(bytes)/float64(i), "bytes/packet")
+}
+
+// linkKeys returns the keys of one direction of a link: the sender's
+// sealing key and the receiver's opening key.
+func linkKeys(b *testing.B) (send, recv cipher.AEAD) {
+	r := rand.NewChaCha8([32]byte{7})
+	x, err := wire.NewKeyShare(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	y, err := wire.NewKeyShare(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if send, _, err = x.Keys(wire.Link{Ours: 1, Theirs: 2, TheirKey: y.Public()}); err != nil {
+		b.Fatal(err)
+	}
+	if _, recv, err = y.Keys(wire.Link{Ours: 2, Theirs: 1, TheirKey: x.Public()}); err != nil {
+		b.Fatal(err)
+	}
+	return send, recv
 }
 
 // StepPartial makes benchGame a PartialStepper: one step's work.
@@ -346,23 +537,7 @@ func BenchmarkFlood(b *testing.B) {
 	b.Run("sealed-1000-packets", flood(false))
 	b.Run("forged-1000-packets", flood(true))
 	b.Run("floor-open-parse-64-packets", func(b *testing.B) {
-		r := rand.NewChaCha8([32]byte{7})
-		x, err := wire.NewKeyShare(r)
-		if err != nil {
-			b.Fatal(err)
-		}
-		y, err := wire.NewKeyShare(r)
-		if err != nil {
-			b.Fatal(err)
-		}
-		send, _, err := x.Keys(wire.Link{Ours: 1, Theirs: 2, TheirKey: y.Public()})
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, recv, err := y.Keys(wire.Link{Ours: 2, Theirs: 1, TheirKey: x.Public()})
-		if err != nil {
-			b.Fatal(err)
-		}
+		send, recv := linkKeys(b)
 		sealer := wire.NewSealer(send)
 		sealed := make([][]byte, 64)
 		for i := range sealed {

@@ -22,35 +22,54 @@ const (
 	stateStatusEvery   = 250 * time.Millisecond
 )
 
-// checkpoints is how many checksum frames' states the session keeps: those
+// checkpoints is how many checksum frames the session keeps track of: those
 // waiting to become final, and the latest final ones for the exchange.
 const checkpoints = 8
 
-// checkpoint is the state at the start of a checksum frame.
+// checkpoint is a checksum frame: its checksum, and while it is held, the
+// state at its start.
 type checkpoint struct {
+	// data is a copy of the region at the start of frame, while the
+	// checkpoint holds one (nil: only its checksum is kept). Its capacity
+	// counts against the checksums' budget, whether it is in use or not.
+	data    []byte
+	sum     uint64 // set now for game-supplied checksum data or a state not held, else when final
 	frame   Frame
-	data    []byte // a copy of the region
-	sum     uint64 // set now for game-supplied checksum data, else when final
 	hashed  bool
 	pending bool // not yet final: not yet handed on
 }
 
-// checksums owns desync detection: the states at the latest checksum
-// frames, handing their checksums on once final, the comparison with the
-// peers' (desync.Detector), and after a desync the exchange of states that
-// names the differing field. The error it reports is never changed after
-// it was returned: the report is a new *desync.Error.
+// checksums owns desync detection: the checksums of the latest checksum
+// frames, handing them on once final, the comparison with the peers'
+// (desync.Detector), and after a desync the exchange of states that names
+// the differing field. The error it reports is never changed after it was
+// returned: the report is a new *desync.Error.
+//
+// The states it holds for the exchange take at most budget bytes in all
+// (one arena region: issue 21; before, 8 whole copies). A checkpoint is
+// held while it may still be needed: until it is final, so that the state
+// is hashed once, not at every re-simulation; and once final, until no
+// desync can be reported at its frame any more (desync.Detector.Settled:
+// every peer's checksum of it, or of a later frame, came), for the
+// exchange. When the budget is taken by an older checkpoint still needed,
+// a new one's state is hashed at once and not held; the oldest is kept,
+// because the first frame whose checksums differ is the one the exchange
+// should show.
 type checksums struct {
-	every  Frame
-	data   func([]byte) []byte // Config.ChecksumData
-	buf    []byte
-	points [checkpoints]checkpoint
-	final  Frame            // the newest frame handed on
-	det    *desync.Detector // nil without peers
-	err    *desync.Error    // the desync, once detected
-	ex     *exchange
-	served bool       // an outvoted peer was sent our state (serve)
-	msg    wire.State // scratch for outgoing states
+	every   Frame
+	data    func([]byte) []byte // Config.ChecksumData
+	buf     []byte
+	points  [checkpoints]checkpoint
+	budget  int              // bytes the held states may take in all
+	held    int              // bytes they take: the capacities of every points[i].data
+	final   Frame            // the newest frame handed on
+	due     Frame            // the oldest pending checkpoint's frame, or noFrame (inputs.go)
+	settled Frame            // no desync can be reported at or before it any more
+	dirty   bool             // a checksum came, or a peer left or came back, since the last comparison
+	served  bool             // an outvoted peer was sent our state (serve)
+	det     *desync.Detector // nil without peers
+	err     *desync.Error    // the desync, once detected
+	ex      *exchange
 }
 
 // checksumSink takes each checksum as it becomes final, and each State
@@ -63,73 +82,147 @@ type checksumSink interface {
 }
 
 // newChecksums returns the checksum owner for a checksum every every
-// frames; peers is the number of peers to compare with (0: only record).
-func newChecksums(every Frame, data func([]byte) []byte, peers int) *checksums {
-	c := &checksums{every: every, data: data}
+// frames; peers is the number of peers to compare with (0: only record);
+// budget bounds the bytes of the states it holds (the arena's size).
+func newChecksums(every Frame, data func([]byte) []byte, peers, budget int) *checksums {
+	c := &checksums{every: every, data: data, budget: budget, due: noFrame, settled: -1}
 	if peers > 0 {
 		c.det = desync.NewDetector(peers)
 	}
 	return c
 }
 
-// checkpoint keeps the state at the start of frame f when f is a checksum
-// frame; a re-simulation keeps it again. The whole state is hashed from
-// the copy once the frame is final, so a frame re-simulated many times
-// costs a copy each time, not a hash; game-supplied checksum data is
-// hashed now, while the state is current.
+// checkpoint records the state at the start of frame f when f is a
+// checksum frame; a re-simulation records it again. The state is copied
+// when the budget has room for it (hashed once the frame is final, so that
+// a frame re-simulated many times costs a copy each time, not a hash), and
+// hashed now when it has not; game-supplied checksum data is hashed now,
+// while the state is current.
 func (c *checksums) checkpoint(f Frame, state []byte) {
-	if c == nil || f <= c.final || f%c.every != 0 {
-		return // final already (its slot may hold a later frame now), or no checksum frame
+	if c == nil || c.err != nil || f <= c.final || f%c.every != 0 {
+		return // final already (its slot may hold a later frame now), no checksum frame, or desynced
 	}
 	p := &c.points[int(uint32(f/c.every)%checkpoints)]
-	if p.frame == f && p.data != nil && !p.pending {
-		return // final already: a snapshot moving to the anchor steps it again
-	}
-	p.frame, p.pending, p.hashed = f, true, false
-	p.data = append(p.data[:0], state...)
+	p.frame, p.pending, p.hashed = f, true, false // a frame it held before (checkpoints×every older) is gone
 	if c.data != nil {
 		c.buf = c.data(c.buf[:0])
 		p.sum, p.hashed = xxhash.Sum64(c.buf), true
 	}
+	if c.hold(p, len(state)) {
+		copy(p.data, state)
+	} else if !p.hashed {
+		p.sum, p.hashed = xxhash.Sum64(state), true
+	}
+	c.due = noFrame
+	for i := range c.points {
+		if q := &c.points[i]; q.pending {
+			c.due = min(c.due, q.frame)
+		}
+	}
+}
+
+// hold gives p a buffer of n bytes for its state, if the budget allows: its
+// own, one that no other checkpoint needs any more, or a new one. It
+// reports whether it did; if not, p holds nothing.
+func (c *checksums) hold(p *checkpoint, n int) bool {
+	if cap(p.data) >= n {
+		p.data = p.data[:n]
+		return true
+	}
+	c.held -= cap(p.data) // too small (the state grew), or none
+	p.data = nil
+	var q *checkpoint // a buffer to take: preferably one whose state needs no hash first
+	for i := range c.points {
+		r := &c.points[i]
+		if r != p && cap(r.data) >= n && c.unneeded(r, p.frame) && (q == nil || !q.hashed && r.hashed) {
+			q = r
+		}
+	}
+	if q != nil {
+		c.seal(q)
+		p.data, q.data = q.data[:n], nil
+		return true
+	}
+	if c.held+n > c.budget {
+		for i := range c.points { // buffers too small for it that nobody needs go first
+			if r := &c.points[i]; r != p && r.data != nil && c.unneeded(r, p.frame) {
+				c.seal(r)
+				c.held -= cap(r.data)
+				r.data = nil
+			}
+		}
+		if c.held+n > c.budget {
+			return false
+		}
+	}
+	p.data = make([]byte, n)
+	c.held += n
+	return true
+}
+
+// seal hashes r's state if it is still to be hashed: its buffer is about
+// to go.
+func (c *checksums) seal(r *checkpoint) {
+	if r.pending && !r.hashed {
+		r.sum, r.hashed = xxhash.Sum64(r.data), true
+	}
+}
+
+// unneeded reports whether r's state is no longer needed while the
+// session simulates frame f: r is final and no desync can be reported at
+// it any more, or it is a later frame that this re-simulation will
+// simulate again (its state is hashed before it goes: it may not be).
+func (c *checksums) unneeded(r *checkpoint, f Frame) bool {
+	if r.pending {
+		return r.frame > f
+	}
+	return r.frame <= c.settled
 }
 
 // waiting reports whether a checksum of a frame before simulated waits to
 // become final.
 func (c *checksums) waiting(simulated Frame) bool {
-	for i := range c.points {
-		if c.points[i].pending && c.points[i].frame < simulated {
-			return true
-		}
-	}
-	return false
+	return c.due < simulated
 }
 
 // finals hands on, oldest first, every pending checksum whose frame is
 // before simulated and not after anchor (no rollback reaches it any more):
 // to the sink, and to the detector.
 func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
-	if c == nil || c.err != nil {
+	if c == nil || c.err != nil || c.due >= simulated || c.due > anchor {
 		return
 	}
 	for {
 		// The oldest waiting checkpoint first: several can become final at
 		// once, and the Recorder and the peers get them in frame order.
 		var p *checkpoint
+		next := noFrame // the oldest pending after p
 		for i := range c.points {
-			if q := &c.points[i]; q.pending && q.frame < simulated && (p == nil || q.frame < p.frame) {
+			q := &c.points[i]
+			switch {
+			case !q.pending:
+			case p == nil || q.frame < p.frame:
+				if p != nil {
+					next = min(next, p.frame)
+				}
 				p = q
+			default:
+				next = min(next, q.frame)
 			}
 		}
-		if p == nil || p.frame > anchor {
+		if p == nil || p.frame >= simulated || p.frame > anchor {
 			return
 		}
 		if !p.hashed {
-			p.sum = xxhash.Sum64(p.data)
+			p.sum, p.hashed = xxhash.Sum64(p.data), true
 		}
-		p.pending, c.final = false, p.frame
+		p.pending, c.final, c.due = false, p.frame, next
 		sink.finalChecksum(p.frame, p.sum)
 		if c.det != nil {
 			c.det.Local(int32(p.frame), p.sum)
+			c.dirty = true
+		} else {
+			c.settled = c.final // nobody to compare with: needed no more
 		}
 	}
 }
@@ -145,6 +238,7 @@ func (c *checksums) plausible(f, localNext Frame) bool {
 func (c *checksums) resume(i int) {
 	if c != nil && c.det != nil {
 		c.det.Resume(i)
+		c.dirty = true
 	}
 }
 
@@ -152,6 +246,7 @@ func (c *checksums) resume(i int) {
 func (c *checksums) forget(i int) {
 	if c != nil && c.det != nil {
 		c.det.Forget(i)
+		c.dirty = true
 	}
 }
 
@@ -159,6 +254,7 @@ func (c *checksums) forget(i int) {
 func (c *checksums) remote(i int, f int32, sum uint64) {
 	if c != nil && c.det != nil {
 		c.det.Remote(i, f, sum)
+		c.dirty = true
 	}
 }
 
@@ -172,24 +268,28 @@ func (c *checksums) latest() (Frame, uint64, bool) {
 }
 
 // detect compares the checksums and returns a desync found now (nil if
-// none, or if one was already found).
+// none, or if one was already found). It does nothing unless a checksum
+// came, or a peer left or came back, since it last compared: the
+// comparison's outcome depends on nothing else.
 func (c *checksums) detect(peers int, sink checksumSink) *desync.Error {
-	if c == nil || c.det == nil || c.err != nil {
+	if c == nil || c.det == nil || c.err != nil || !c.dirty {
 		return nil
 	}
+	c.dirty = false
 	e := c.det.Check()
 	for ; e != nil && e.Outvoted; e = c.det.Check() {
 		sink.outvoted(e) // the peer disagrees with the majority, not us
 		c.serve(Frame(e.Frame), e.Peer, peers)
 	}
 	if e == nil {
+		c.settled = Frame(c.det.Settled()) // the states held up to it may go
 		return nil
 	}
 	c.err = e
 	c.ex = newExchange(Frame(e.Frame), e.Peer, peers)
 	for _, p := range c.points {
-		if p.frame == c.ex.frame && p.data != nil {
-			c.ex.local = p.data
+		if p.frame == c.ex.frame && p.data != nil && !p.pending {
+			c.ex.local = p.data // checkpoint keeps it: nothing is recorded after a desync
 		}
 	}
 	if c.ex.local == nil {
@@ -213,8 +313,10 @@ func (c *checksums) serve(f Frame, peer, peers int) {
 	for _, p := range c.points {
 		if p.frame == f && p.data != nil && !p.pending {
 			c.ex = newExchange(f, peer, peers)
-			// complete: we need nothing of its, so our messages say Done.
-			c.ex.serving, c.ex.complete, c.ex.local, c.ex.mine = true, true, p.data, deflate(p.data)
+			// complete: we need nothing of its, so our messages say Done;
+			// and our state is not compared, so only its deflated copy is
+			// kept (the checkpoint's may go once the frame is settled).
+			c.ex.serving, c.ex.complete, c.ex.mine = true, true, deflate(p.data)
 			return
 		}
 	}
@@ -240,7 +342,7 @@ func (c *checksums) report(field string) {
 type exchange struct {
 	frame    Frame
 	peer     int    // the peer whose state we compare with ours
-	local    []byte // our state at frame, uncompressed (nil: no longer held)
+	local    []byte // our state at frame, uncompressed (nil: not held, or only serving)
 	mine     []byte // our state, compressed
 	theirs   []byte // the peer's compressed state, as it arrives
 	got      []bool // which chunks of it arrived
@@ -250,6 +352,7 @@ type exchange struct {
 	next     []int           // per peer: the next chunk to send
 	done     []bool          // per peer: it has all of ours
 	status   []time.Duration // per peer: when we last sent a bare Done
+	msg      wire.State      // scratch for outgoing states (here, not in checksums: no byte of it before a desync)
 }
 
 func newExchange(f Frame, peer, peers int) *exchange {
@@ -271,7 +374,7 @@ func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
 	if c == nil || c.ex == nil || (c.ex.serving && i != c.ex.peer) {
 		return
 	}
-	x, msg := c.ex, &c.msg
+	x, msg := c.ex, &c.ex.msg
 	if x.done[i] || x.mine == nil {
 		if now-x.status[i] < stateStatusEvery {
 			return

@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -17,6 +18,9 @@ import (
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
+
+// roomy is a budget that holds every state these tests keep.
+const roomy = 1 << 20
 
 // sumSink is a checksumSink that records what it is given.
 type sumSink struct {
@@ -81,7 +85,7 @@ func TestChecksumsCheckpoint(t *testing.T) {
 		{every: 10, upTo: 95, want: []Frame{20, 30, 40, 50, 60, 70, 80, 90}}, // 8 kept: 90 took 10's place
 	}
 	for _, tc := range cases {
-		c := newChecksums(tc.every, nil, 0)
+		c := newChecksums(tc.every, nil, 0, roomy)
 		for f := range tc.upTo + 1 {
 			c.checkpoint(f, []byte{byte(f), 0xee})
 		}
@@ -95,7 +99,7 @@ func TestChecksumsCheckpoint(t *testing.T) {
 	}
 
 	// A copy: the live state changing afterwards does not change it.
-	c := newChecksums(10, nil, 0)
+	c := newChecksums(10, nil, 0, roomy)
 	state := []byte{1, 2, 3}
 	c.checkpoint(10, state)
 	state[0] = 9
@@ -107,7 +111,7 @@ func TestChecksumsCheckpoint(t *testing.T) {
 // TestChecksumsResimulated: a re-simulation keeps the state again while the
 // frame is pending; once final it is never replaced.
 func TestChecksumsResimulated(t *testing.T) {
-	c := newChecksums(10, nil, 0)
+	c := newChecksums(10, nil, 0, roomy)
 	var sink sumSink
 	c.checkpoint(10, []byte("predicted"))
 	c.checkpoint(10, []byte("corrected"))
@@ -127,7 +131,7 @@ func TestChecksumsResimulated(t *testing.T) {
 // on an 8-machine hell match with statements) is final already: it is not
 // kept nor handed on a second time, out of order.
 func TestChecksumsFinalOnceFarBack(t *testing.T) {
-	c := newChecksums(10, nil, 0)
+	c := newChecksums(10, nil, 0, roomy)
 	var sink sumSink
 	c.checkpoint(10, []byte("ten"))
 	c.finals(11, 10, &sink)
@@ -157,7 +161,7 @@ func TestChecksumsFinals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := newChecksums(10, nil, 1)
+			c := newChecksums(10, nil, 1, roomy)
 			for f := Frame(10); f <= 80; f += 10 {
 				c.checkpoint(f, state(f))
 			}
@@ -178,7 +182,7 @@ func TestChecksumsFinals(t *testing.T) {
 	}
 
 	// Step by step, never twice.
-	c := newChecksums(10, nil, 0)
+	c := newChecksums(10, nil, 0, roomy)
 	for f := Frame(10); f <= 50; f += 10 {
 		c.checkpoint(f, state(f))
 	}
@@ -197,7 +201,7 @@ func TestChecksumsFinals(t *testing.T) {
 // while the state is current, not when the frame becomes final.
 func TestChecksumsGameData(t *testing.T) {
 	game := "abc"
-	c := newChecksums(10, func(b []byte) []byte { return append(b, game...) }, 0)
+	c := newChecksums(10, func(b []byte) []byte { return append(b, game...) }, 0, roomy)
 	c.checkpoint(10, []byte("arena"))
 	game = "xyz"
 	c.checkpoint(20, []byte("arena"))
@@ -230,7 +234,7 @@ func TestChecksumsNil(t *testing.T) {
 // TestChecksumsDetect: two owners fed different states: the desync is
 // returned once, and failed keeps returning it.
 func TestChecksumsDetect(t *testing.T) {
-	a, b := newChecksums(10, nil, 1), newChecksums(10, nil, 1)
+	a, b := newChecksums(10, nil, 1, roomy), newChecksums(10, nil, 1, roomy)
 	var sa, sb sumSink
 	a.checkpoint(10, []byte("same"))
 	b.checkpoint(10, []byte("same"))
@@ -256,7 +260,7 @@ func TestChecksumsDetect(t *testing.T) {
 	assert.Len(t, sa.finals, 2, "nothing is handed on after a desync")
 
 	// Without peers nothing is compared.
-	n := newChecksums(10, nil, 0)
+	n := newChecksums(10, nil, 0, roomy)
 	n.checkpoint(10, []byte("x"))
 	n.finals(11, 10, &sumSink{})
 	n.remote(0, 10, 1)
@@ -267,7 +271,7 @@ func TestChecksumsDetect(t *testing.T) {
 // is reported at once: detect returns the report itself (nothing to
 // exchange, so nothing will change it), and nothing of ours is sent.
 func TestChecksumsStateGone(t *testing.T) {
-	c := newChecksums(10, nil, 1)
+	c := newChecksums(10, nil, 1, roomy)
 	var sink sumSink
 	c.checkpoint(20, []byte("ours"))
 	c.finals(21, 20, &sink)
@@ -328,7 +332,7 @@ func newExchangePair(t *testing.T, edit func(w *stateWorld), data [2]func([]byte
 	x := &exchangePair{}
 	for i := range 2 {
 		x.arena[i], x.world[i] = worldArena(t, 0x9e3779b97f4a7c15)
-		x.c[i] = newChecksums(10, data[i], 1)
+		x.c[i] = newChecksums(10, data[i], 1, roomy)
 	}
 	edit(x.world[1])
 	for i := range 2 {
@@ -506,7 +510,7 @@ func TestChecksumsOutgoing(t *testing.T) {
 func desyncedAt10(t *testing.T) (*checksums, *savestate.Arena) {
 	t.Helper()
 	a, _ := worldArena(t, 1)
-	c := newChecksums(10, nil, 2)
+	c := newChecksums(10, nil, 2, roomy)
 	c.checkpoint(10, a.Bytes())
 	c.finals(11, 10, &sumSink{})
 	c.remote(0, 10, 1)
@@ -610,7 +614,7 @@ func TestChecksumsHostileState(t *testing.T) {
 // we want nothing more from the peer, and it should learn that it can stop
 // sending its state.
 func TestChecksumsStateGoneTellsThePeer(t *testing.T) {
-	a, b := newChecksums(10, nil, 1), newChecksums(10, nil, 1)
+	a, b := newChecksums(10, nil, 1, roomy), newChecksums(10, nil, 1, roomy)
 	arena, _ := worldArena(t, 1)
 	var sa, sb sumSink
 	a.checkpoint(20, []byte("ours, soon gone"))
@@ -658,4 +662,200 @@ func TestChecksumsRejectedStateLeavesNoTrace(t *testing.T) {
 		completed = completed || done
 	}
 	assert.True(t, completed)
+}
+
+// heldFrames returns the frames whose states are held, in frame order.
+func heldFrames(c *checksums) []Frame {
+	var fs []Frame
+	for _, p := range c.points {
+		if p.data != nil {
+			fs = append(fs, p.frame)
+		}
+	}
+	slices.Sort(fs)
+	return fs
+}
+
+// sized returns a state of n bytes that names frame f and version v.
+func sized(n int, f Frame, v byte) []byte {
+	b := make([]byte, n)
+	b[0], b[1], b[2] = byte(f), byte(f>>8), v
+	return b
+}
+
+// TestChecksumsBudget: with room for one state (a state that fills the
+// arena), the oldest checkpoint that may still be needed keeps it — until
+// it is final, then until no desync can be reported at it — and the
+// others' states are hashed when simulated and not kept; every checksum is
+// still the state's.
+func TestChecksumsBudget(t *testing.T) {
+	const n = 100
+	c := newChecksums(10, nil, 1, n)
+	var sink sumSink
+	c.checkpoint(10, sized(n, 10, 0))
+	c.checkpoint(20, sized(n, 20, 0))
+	assert.Equal(t, []Frame{10}, heldFrames(c), "20 is hashed: 10, pending, keeps the room")
+	c.checkpoint(10, sized(n, 10, 1)) // a rollback simulates both again
+	c.checkpoint(20, sized(n, 20, 1))
+	c.finals(21, 20, &sink)
+	assert.Equal(t, []finalSum{{10, xxhash.Sum64(sized(n, 10, 1))}, {20, xxhash.Sum64(sized(n, 20, 1))}}, sink.finals)
+
+	c.checkpoint(30, sized(n, 30, 0))
+	assert.Equal(t, []Frame{10}, heldFrames(c), "10 is final, but the peer's checksum of it has not come")
+	c.remote(0, 10, sink.finals[0].sum)
+	assert.Nil(t, c.detect(1, &sumSink{}))
+	c.checkpoint(40, sized(n, 40, 0))
+	assert.Equal(t, []Frame{40}, heldFrames(c), "10 agreed: 40 takes its room")
+	assert.Equal(t, n, c.held)
+	assert.Len(t, c.points[4].data, n)
+
+	// A desync at a frame whose state is held is explained; at one whose
+	// state was only hashed, it is reported as such.
+	c.finals(41, 40, &sink)
+	c.remote(0, 40, 1)
+	e := c.detect(1, &sumSink{})
+	require.NotNil(t, e)
+	assert.Equal(t, sized(n, 40, 0), c.ex.local)
+	c = newChecksums(10, nil, 1, n)
+	c.checkpoint(10, sized(n, 10, 0))
+	c.checkpoint(20, sized(n, 20, 0))
+	c.finals(21, 20, &sumSink{})
+	c.remote(0, 20, 1)
+	e = c.detect(1, &sumSink{})
+	require.NotNil(t, e)
+	assert.Equal(t, "our state at that frame is no longer held", e.Field)
+}
+
+// TestChecksumsBudgetRollback: a rollback's re-simulation of a frame takes
+// the room of a later pending frame (which it simulates again after it);
+// the later frame's state is hashed before it goes, so its checksum is
+// right even if it is not simulated again.
+func TestChecksumsBudgetRollback(t *testing.T) {
+	const n = 64
+	c := newChecksums(10, nil, 0, n) // no peers: a final state is needed no more
+	var sink sumSink
+	c.checkpoint(10, sized(n, 10, 0))
+	c.checkpoint(20, sized(n, 20, 0))
+	c.finals(21, 10, &sink)
+	c.checkpoint(30, sized(n, 30, 0)) // 10 is final: 30 takes its room
+	assert.Equal(t, []Frame{30}, heldFrames(c))
+	c.checkpoint(20, sized(n, 20, 1)) // the rollback: 20 takes 30's room
+	assert.Equal(t, []Frame{20}, heldFrames(c))
+	c.finals(31, 30, &sink) // 30 was not simulated again (say, it stepped no further)
+	assert.Equal(t, []finalSum{{10, xxhash.Sum64(sized(n, 10, 0))}, {20, xxhash.Sum64(sized(n, 20, 1))},
+		{30, xxhash.Sum64(sized(n, 30, 0))}}, sink.finals)
+}
+
+// TestChecksumsBudgetGrows: when the state grows past the buffers held,
+// the ones no checkpoint needs make room for a bigger one.
+func TestChecksumsBudgetGrows(t *testing.T) {
+	c := newChecksums(10, nil, 0, 100)
+	var sink sumSink
+	c.checkpoint(10, sized(40, 10, 0))
+	c.checkpoint(20, sized(40, 20, 0))
+	assert.Equal(t, []Frame{10, 20}, heldFrames(c), "two fit")
+	c.finals(21, 20, &sink)
+	c.checkpoint(30, sized(90, 30, 0))
+	assert.Equal(t, []Frame{30}, heldFrames(c))
+	assert.Equal(t, 90, c.held)
+	c.finals(31, 30, &sink)
+	assert.Equal(t, xxhash.Sum64(sized(90, 30, 0)), sink.finals[2].sum)
+}
+
+// TestChecksumsBudgetModel plays random sequences of simulations,
+// rollbacks, finals and peers' checksums against budgets of one to three
+// states: every checksum handed on is the hash of the state last recorded
+// for its frame, in frame order; the buffers never take more than the
+// budget; a held final state is the one its checksum was taken of;
+// waiting agrees with a scan; and a final state held is held until no
+// desync can be reported at its frame.
+func TestChecksumsBudgetModel(t *testing.T) {
+	const n = 48
+	for seed := range uint64(200) {
+		r := rand.New(rand.NewPCG(seed, 21))
+		budget := n * (1 + r.IntN(3))
+		c := newChecksums(5, nil, 1, budget)
+		var sink sumSink
+		last := map[Frame][]byte{} // the state last recorded for each frame
+		keep := map[Frame]bool{}   // final with its state held
+		version := byte(0)
+		present, anchor := Frame(1), Frame(0)
+		record := func(f Frame) {
+			version++
+			s := sized(n, f, version)
+			if f%5 == 0 && f > c.final {
+				last[f] = s
+			}
+			c.checkpoint(f, s)
+		}
+		for range 300 {
+			switch k := r.IntN(10); {
+			case k < 6: // simulate the next frame
+				record(present)
+				present++
+			case k < 8 && present-anchor > 2: // roll back and simulate again
+				from := anchor + 1 + Frame(r.IntN(int(present-anchor-1)))
+				for f := from; f < present; f++ {
+					record(f)
+				}
+			case k < 9: // the anchor moves: frames become final
+				anchor = min(present-1, anchor+Frame(r.IntN(12)))
+				had := len(sink.finals)
+				c.finals(present, anchor, &sink)
+				for _, f := range sink.finals[had:] {
+					keep[f.f] = c.points[int(f.f/5)%checkpoints].data != nil
+				}
+			default: // the peer's checksum of its newest final frame
+				if len(sink.finals) > 0 {
+					f := sink.finals[len(sink.finals)-1]
+					c.remote(0, int32(f.f), f.sum)
+					require.Nil(t, c.detect(1, &sumSink{}), "seed %d", seed)
+				}
+			}
+			require.LessOrEqual(t, c.held, budget, "seed %d", seed)
+			due := false
+			for _, p := range c.points {
+				due = due || (p.pending && p.frame < present)
+			}
+			require.Equal(t, due, c.waiting(present), "seed %d", seed)
+			for _, p := range c.points {
+				if p.data != nil && !p.pending {
+					require.Equal(t, p.sum, xxhash.Sum64(p.data), "seed %d: frame %d", seed, p.frame)
+				}
+				if !p.pending && p.frame > c.settled && keep[p.frame] {
+					require.NotNil(t, p.data, "seed %d: frame %d let go before it was settled", seed, p.frame)
+				}
+			}
+		}
+		for i, s := range sink.finals {
+			require.Equal(t, xxhash.Sum64(last[s.f]), s.sum, "seed %d: frame %d", seed, s.f)
+			if i > 0 {
+				require.Greater(t, s.f, sink.finals[i-1].f, "seed %d", seed)
+			}
+		}
+	}
+}
+
+// TestChecksumsDetectOnNews: the comparison runs only when something that
+// can change its outcome came: a checksum of ours or a peer's, a peer
+// that left or came back. Checking every frame cost a pass over the
+// checkpoints and the peers on every Advance.
+func TestChecksumsDetectOnNews(t *testing.T) {
+	c := newChecksums(10, nil, 2, roomy)
+	assert.False(t, c.dirty)
+	for _, news := range []func(){
+		func() { c.remote(0, 10, 1) },
+		func() { c.checkpoint(20, []byte{1}); c.finals(21, 20, &sumSink{}) },
+		func() { c.forget(1) },
+		func() { c.resume(1) },
+	} {
+		news()
+		assert.True(t, c.dirty)
+		c.detect(2, &sumSink{})
+		assert.False(t, c.dirty)
+	}
+	assert.False(t, c.waiting(1000))
+	c.checkpoint(30, []byte{1})
+	assert.False(t, c.waiting(30))
+	assert.True(t, c.waiting(31))
 }

@@ -31,7 +31,7 @@ func (s *Session) play() {
 // rollback, which never saves).
 func (s *Session) step(resim bool) {
 	f := s.frame
-	if !resim && s.snaps.on && s.snaps.forced == 0 { // the anchor only when the policy may save
+	if !resim && s.snaps.saveDue(f) { // the anchor only when the policy may save
 		anchor, settled := s.anchors(f)
 		if slot := s.snaps.saveSlot(f, anchor, settled); slot >= 0 {
 			_ = s.save(slot, f)
@@ -69,7 +69,9 @@ func (s *Session) runFinal(f Frame, news bool) {
 // observer (observed), the sync-test check.
 func (s *Session) simulate(f Frame, resim, observed bool) {
 	s.sums.checkpoint(f, s.snaps.arena.Bytes())
-	s.noteJoinStates(f, s.snaps.arena.Bytes())
+	if s.proto.joins > 0 {
+		s.noteJoinStates(f, s.snaps.arena.Bytes())
+	}
 	if s.out.log != nil {
 		s.logStep(f, resim)
 	}
@@ -144,16 +146,41 @@ func (s *Session) anchor(next Frame) Frame {
 // settled statements (with three or more machines: a frame an equivocator
 // may yet be cut at), which no rollback ever goes before.
 func (s *Session) anchors(next Frame) (anchor, settled Frame) {
-	c := min(s.ConfirmedFrame(), s.snaps.forcedBound(next))
-	for x := range s.peers {
-		if s.peers[x].leave.agreed {
-			continue
-		}
-		for m := range s.peers {
-			if m != x && !s.peers[m].leave.disc {
-				c = min(c, s.floor(m, x))
+	c := s.inputs.confirmed()
+	if s.confirmedAnchor() {
+		return c, c
+	}
+	return s.bounded(c, next)
+}
+
+// confirmedAnchor reports whether the anchor and the settled frame are the
+// confirmed frame: two machines (no third machine's counts), no forced
+// mode, no statements.
+func (s *Session) confirmedAnchor() bool {
+	return s.snaps.forced == 0 && len(s.peers) <= 1 && s.stmts == nil
+}
+
+// bounded is anchors for three or more machines or a forced mode: the
+// confirmed frame c bounded by the other machines' counts, the forced
+// rollback and the settled statements.
+func (s *Session) bounded(c, next Frame) (anchor, settled Frame) {
+	if s.snaps.forced > 0 {
+		c = min(c, s.snaps.forcedBound(next))
+	}
+	if len(s.peers) > 1 { // the floors of third machines' counts
+		for x := range s.peers {
+			if s.peers[x].leave.agreed {
+				continue
+			}
+			for m := range s.peers {
+				if m != x && !s.peers[m].leave.disc {
+					c = min(c, s.floor(m, x))
+				}
 			}
 		}
+	}
+	if s.stmts == nil {
+		return c, c
 	}
 	return c, min(c, s.stmts.end())
 }
@@ -162,7 +189,12 @@ func (s *Session) anchors(next Frame) (anchor, settled Frame) {
 func (s *Session) ringLow() Frame {
 	// The next frame to simulate counts too: in lockstep every input of
 	// frames far ahead of it can be here (confirmed), waiting their turn.
-	low := min(s.frame, s.anchor(s.frame), s.snaps.low())
+	// The anchor is anchors' without its call: this runs twice a call.
+	anchor := s.inputs.confirmed()
+	if !s.confirmedAnchor() {
+		_, anchor = s.bounded(anchor, s.frame)
+	}
+	low := min(s.frame, anchor, s.snaps.low())
 	for i := range s.peers {
 		if !s.peers[i].leave.disc {
 			low = min(low, s.peers[i].progress.ack)
@@ -240,9 +272,19 @@ func (s *Session) blameRing(low Frame) int {
 }
 
 // record gives the Recorder every frame that has become final: simulated,
-// and before the anchor, so that no rollback can change its inputs.
+// and before the anchor, so that no rollback can change its inputs. It is
+// inlined where it is called: without a Recorder, a log or spectators it
+// costs no call.
 func (s *Session) record() {
-	if (s.out.rec == nil && s.out.log == nil && s.aud == nil) || s.out.recorded >= s.frame {
+	if s.out.rec == nil && s.out.log == nil && s.aud == nil {
+		return
+	}
+	s.recordFinal()
+}
+
+// recordFinal is record's work.
+func (s *Session) recordFinal() {
+	if s.out.recorded >= s.frame {
 		return
 	}
 	end := min(s.anchor(s.frame), s.frame)

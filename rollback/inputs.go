@@ -38,12 +38,14 @@ type inputRing struct {
 	pred    predict.Predictor
 	standIn func(Frame, PlayerID) Input // nil: the zero input
 
+	// The per-player state first, the rings after it: every call reads
+	// the first, and a frame's row of each ring.
+	next  [MaxPlayers]Frame // each player's first frame whose input is not here
+	last  [MaxPlayers]Input // each player's last input received (remote players)
+	ngaps [MaxPlayers]int
+	gaps  [MaxPlayers][maxGaps]gap // each player's absences, oldest first
 	in    [ringSize][MaxPlayers]Input
 	used  [ringSize][MaxPlayers]Input
-	next  [MaxPlayers]Frame        // each player's first frame whose input is not here
-	last  [MaxPlayers]Input        // each player's last input received (remote players)
-	gaps  [MaxPlayers][maxGaps]gap // each player's absences, oldest first
-	ngaps [MaxPlayers]int
 }
 
 // newInputRing returns a ring for players players of whom local are this

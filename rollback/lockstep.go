@@ -128,7 +128,9 @@ func (s *Session) advanceLockstep() (Result, error) {
 	} else {
 		s.resume()
 	}
-	return s.endTick(r)
+	err = s.endTick()
+	r.Events = s.events
+	return r, err
 }
 
 // lockstepWait reports whether s.frame lacks an input, and names the peer

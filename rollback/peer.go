@@ -31,15 +31,17 @@ type link struct {
 	replyQuality                    bool  // a ping waits for our reply
 	replyEcho                       int64 // the time its ping carried
 	rtt                             time.Duration
-	recent                          [rttRecent]time.Duration // the latest samples, for floor
-	samples                         int
-	pings                           [pingsKept]time.Duration // the times our last pings carried
-	nextPing                        int
 
 	winStart              time.Duration
 	winSent, winSentBytes int64
 	winRecv, winRecvBytes int64
 	winForged             int64 // datagrams that failed the MAC check
+
+	// Read once a second, after what every datagram touches.
+	recent   [rttRecent]time.Duration // the latest samples, for floor
+	samples  int
+	pings    [pingsKept]time.Duration // the times our last pings carried
+	nextPing int
 }
 
 // throttleAfter and throttleInterval: a peer not heard from for a second

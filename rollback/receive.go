@@ -153,7 +153,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	mis = s.frame
 	ps := &s.peers[i]
 	localNext := s.inputs.next[s.roster.local[0]]
-	h, err := wire.PeekInput(b, int32(localNext))
+	h, hend, err := s.roster.format.PeekInput(b, int32(localNext))
 	if err != nil {
 		return mis, false
 	}
@@ -183,7 +183,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 			}
 			pkt.Base = s.io.base[:len(ps.players)]
 		}
-		if err := wire.ParseInput(b, int32(localNext), s.roster.layout, len(ps.players), len(ps.gossip.order), pkt); err != nil {
+		if err := s.roster.format.ParseInputAfter(b, h, hend, len(ps.players), len(ps.gossip.order), pkt); err != nil {
 			return mis, false
 		}
 		if take, ok = s.checkInputs(first, want); !ok {
@@ -205,9 +205,12 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	pkt := &s.io.pkt
 	if !gap {
 		mis = s.takeInputs(ps, first, want, take)
-		adv, ok := s.gov.Peer(i)
 		for f := want; f < want+Frame(take); f++ {
-			ps.timing.input(s.now, f, &s.simmed, ps.link.rtt, ok && adv > 0)
+			if ps.timing.input(s.now, f, &s.simmed, ps.link.rtt) {
+				if adv, ok := s.gov.Peer(i); !ok || adv <= 0 {
+					ps.timing.late() // the governor does not wait for it
+				}
+			}
 		}
 	}
 	have := s.inputs.next[ps.players[0]]
@@ -233,7 +236,9 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	if ps.start.first < 0 && s.inputs.next[ps.players[0]] > 0 {
 		ps.start.first = s.now
 	}
-	s.handleGossip(i, pkt.Gossip)
+	if len(ps.gossip.order) > 0 { // third machines: three or more
+		s.handleGossip(i, pkt.Gossip)
+	}
 	if s.out.log != nil && take > 0 {
 		skip := int(want-first) * len(ps.players)
 		s.out.log.Recv(s.now, i, int(want), take, int(h.Ack), slices.Clone(pkt.Inputs[skip:skip+take*len(ps.players)]))
@@ -289,11 +294,13 @@ func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
 		k := int(f - first)
 		for j, p := range ps.players {
 			in := Input(pkt.Inputs[k*n+j])
-			if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
-				// Its own signed statement, which the others hold too, says
-				// otherwise: the statement wins.
-				in = signed
-				s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+			if s.stmts != nil {
+				if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
+					// Its own signed statement, which the others hold too,
+					// says otherwise: the statement wins.
+					in = signed
+					s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+				}
 			}
 			if s.inputs.receive(p, f, in, s.frame) {
 				mis = min(mis, f)
@@ -481,7 +488,7 @@ const doubtFor = 500 * time.Millisecond
 // from it, once doubtFor has passed without a proof that x equivocated.
 func (s *Session) judgeDoubts(x int) {
 	l := &s.peers[x].leave
-	for from, at := range l.doubt {
+	for from, at := range l.doubt[:len(s.peers)] { // by peer index
 		if at == 0 || s.now-at < doubtFor {
 			continue
 		}

@@ -60,8 +60,8 @@ func newCodec() codec {
 // trip (progress.first), the timing of a peer's acknowledgements and
 // inputs is checked against them (timing).
 type frameTimes struct {
-	at   [ringSize]time.Duration
 	high Frame // frames below this have a time
+	at   [ringSize]time.Duration
 }
 
 // of returns the time of frame f, if the ring still holds it.
@@ -128,9 +128,6 @@ func (s *Session) send() {
 // burst), the next frame we want from it, the gossip and our input lag.
 func (s *Session) sendInputs(i int, localNext Frame) {
 	ps, pkt, nLocal := &s.peers[i], &s.io.pkt, len(s.roster.local)
-	// Worst case bits per frame, to keep every datagram under maxDatagram.
-	perFrame := nLocal * (len(s.roster.layout) + s.roster.layout.Bits())
-	maxFrames := min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
 	want := s.inputs.next[ps.players[0]]
 	ack := ps.progress.ack
 	first, burst := ps.progress.first(s.now, s.sent.at[ring(ack)], ps.link.rtt, ack < s.sent.high, localNext, s.proto.redundant)
@@ -140,7 +137,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	if want-first > 255 {
 		first = want - 255 // it is hopelessly behind; keep the header encodable
 	}
-	end := min(localNext, min(want, first)+255, first+Frame(maxFrames))
+	end := min(localNext, min(want, first)+255, first+Frame(s.roster.maxFrames))
 	if s.proto.lie != nil {
 		end = max(first, s.lieEnd(end))
 	}
@@ -159,7 +156,10 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		}
 		pkt.Base = s.io.base[:nLocal]
 	}
-	pkt.Gossip = s.gossipFor(ps)
+	pkt.Gossip = s.io.gossip[:0]
+	if len(ps.gossip.order) > 0 { // third machines: three or more
+		pkt.Gossip = s.gossipFor(ps)
+	}
 	// localFrameLag, in input frames: how far our inputs run ahead of the
 	// first of its frames we lack (our next frame plus our input lag,
 	// minus that frame).
@@ -184,7 +184,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 // false when the packet did not encode.
 func (s *Session) sendInput(i int, pkt *wire.InputPacket) bool {
 	seal := s.peers[i].auth.seal
-	b, err := wire.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt, s.roster.layout)
+	b, err := s.roster.format.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt)
 	if err != nil {
 		s.stats.SendErrors++
 		return false
@@ -259,8 +259,10 @@ func (s *Session) sendProtocol(i int) {
 	if !ps.auth.keyed() || ps.leave.disc {
 		return
 	}
-	s.sendStart(i)
-	s.sendKeys(i)
+	if !s.proto.started { // both send only before the start
+		s.sendStart(i)
+		s.sendKeys(i)
+	}
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
 		s.sendControl(i, &s.io.qr)

@@ -91,20 +91,27 @@ func (sn *snapshots) save(slot int, f Frame) error {
 	return nil
 }
 
+// saveDue reports whether the policy may save the present before frame f
+// is simulated during play: the newest snapshot is interval frames old
+// (saveSlot then picks the slot, if any).
+func (sn *snapshots) saveDue(f Frame) bool {
+	if sn.forced > 0 || !sn.on {
+		return false // forced modes roll back every frame and never need it
+	}
+	newest := Frame(-1)
+	for i := range sn.slots {
+		if b := &sn.backups[i]; b.valid {
+			newest = max(newest, b.frame)
+		}
+	}
+	return f-newest >= sn.interval
+}
+
 // saveSlot applies the policy before frame f is simulated during play: it
 // returns the slot to save the present in, or -1. anchor and settled are
 // the anchor and settled frames (equal without statements).
 func (sn *snapshots) saveSlot(f, anchor, settled Frame) int {
-	if sn.forced > 0 || !sn.on {
-		return -1 // forced modes roll back every frame and never need it
-	}
-	newest := Frame(-1)
-	for _, b := range sn.backups[:sn.slots] {
-		if b.valid {
-			newest = max(newest, b.frame)
-		}
-	}
-	if f-newest < sn.interval {
+	if !sn.saveDue(f) {
 		return -1
 	}
 	keep, keepSettled := sn.newest(anchor), sn.newest(settled)
@@ -209,8 +216,8 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 // the inputs from there on may be read again.
 func (sn *snapshots) low() Frame {
 	low := noFrame
-	for _, b := range sn.backups[:sn.slots] {
-		if b.valid {
+	for i := range sn.slots {
+		if b := &sn.backups[i]; b.valid {
 			low = min(low, b.frame)
 		}
 	}

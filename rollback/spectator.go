@@ -112,6 +112,7 @@ type SpectatorStats struct {
 type Spectator struct {
 	players int
 	layout  wire.Layout
+	format  wire.Format // the layout, checked once
 	arena   *savestate.Arena
 	game    Game
 	obs     Observer
@@ -185,6 +186,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		game: cfg.Game, obs: cfg.Observer, tr: cfg.Transport, src: cfg.Source, clock: cfg.Clock,
 		session: cfg.SessionID, feed: newFeed(cfg.Players), catchUp: orDefault(cfg.CatchUp, DefaultCatchUp),
 		delay: cfg.Delay, events: make([]Event, 0, 4)}
+	s.format, _ = wire.NewFormat(s.layout) // checked above
 	if s.delay > 0 {
 		s.arrived = make([]time.Duration, feedFrames)
 	}
@@ -545,7 +547,7 @@ func (s *Spectator) takeFeed(body []byte) bool {
 		}
 		pkt.Base = s.io.base[:s.players]
 	}
-	if wire.ParseInput(body, int32(s.feed.high), s.layout, s.players, s.players, pkt) != nil {
+	if s.format.ParseInput(body, int32(s.feed.high), s.players, s.players, pkt) != nil {
 		return false
 	}
 	var mask uint8

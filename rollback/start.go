@@ -93,8 +93,13 @@ func newStarter(noDelay bool, lowest PlayerID, peers []peer) starter {
 // delay. It returns an error on timeout.
 func (s *Session) handshakeStep() error {
 	if s.proto.started {
-		return nil
+		return nil // inlined: no call once the match runs
 	}
+	return s.handshakeWait()
+}
+
+// handshakeWait is handshakeStep before the match runs.
+func (s *Session) handshakeWait() error {
 	all := true
 	for i := range s.peers {
 		if e := s.peers[i].auth.mismatch; e != nil {

@@ -57,17 +57,22 @@ func (t *timing) acked(now time.Duration, ack, localNext Frame, sent *frameTimes
 
 // input samples the arrival at now of the peer's first input for frame f,
 // against when we simulated f (not yet: it is early) and the round trip.
-// waited says the fairness governor measures the peer behind us, and so
-// has us wait for it: an honest peer that is late for that reason (a slow
-// clock, a start caught up) is not counted late. A peer that looks ahead
-// holds its inputs back and must acknowledge fewer of our frames than it
-// has for the governor not to wait for it (the lead would be gone).
-func (t *timing) input(now time.Duration, f Frame, simmed *frameTimes, rtt time.Duration, waited bool) {
+// It reports whether the input came later than that allows: the caller
+// then asks the fairness governor, and calls late unless it measures the
+// peer behind us, and so has us wait for it: an honest peer that is late
+// for that reason (a slow clock, a start caught up) is not counted late.
+// A peer that looks ahead holds its inputs back and must acknowledge fewer
+// of our frames than it has for the governor not to wait for it (the lead
+// would be gone).
+func (t *timing) input(now time.Duration, f Frame, simmed *frameTimes, rtt time.Duration) (late bool) {
 	t.inputs++
-	if at, ok := simmed.of(f); ok && !waited && now-at > rtt+lateSlack {
-		t.lateInputs++
-	}
+	at, ok := simmed.of(f)
+	return ok && now-at > rtt+lateSlack
 }
+
+// late counts an input that input found late and the governor did not
+// wait for.
+func (t *timing) late() { t.lateInputs++ }
 
 // roll closes the window: it reports whether, for ackWindows windows in a
 // row, even the peer's best acknowledgement lagged more than a round trip

@@ -135,6 +135,27 @@ func (l Layout) Mask() uint64 {
 	return 1<<n - 1
 }
 
+// Format is a Layout checked once, by NewFormat, with what every packet
+// needs of it: its methods encode and decode input packets without
+// checking the layout again. The zero Format has no layout: it encodes
+// and decodes nothing.
+type Format struct {
+	l    Layout
+	mask uint64
+}
+
+// NewFormat checks l and returns its Format. The Format keeps l: it must
+// not be changed after.
+func NewFormat(l Layout) (Format, error) {
+	if err := l.Check(); err != nil {
+		return Format{}, err
+	}
+	return Format{l: l, mask: l.Mask()}, nil
+}
+
+// Layout returns the format's layout.
+func (f *Format) Layout() Layout { return f.l }
+
 // InputPacket is the decoded form of an input packet. Inputs holds Count
 // frames of Players inputs each, frame-major: the input of player j (in the
 // sender's order) for frame First+i is Inputs[i*Players+j].
@@ -182,10 +203,22 @@ type InputHeader struct {
 	Ack, First, End int32
 }
 
-// AppendInput appends the encoding of p, kind byte included, to b.
+// AppendInput appends the encoding of p, kind byte included, to b. It
+// checks l first: a sender of many packets checks it once (NewFormat) and
+// calls Format.AppendInput.
 func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
-	if err := l.Check(); err != nil {
+	f, err := NewFormat(l)
+	if err != nil {
 		return b, err
+	}
+	return f.AppendInput(b, p)
+}
+
+// AppendInput appends the encoding of p, kind byte included, to b.
+func (f *Format) AppendInput(b []byte, p *InputPacket) ([]byte, error) {
+	l := f.l
+	if len(l) == 0 {
+		return b, fmt.Errorf("%w: no layout", ErrLayout)
 	}
 	if p.Players < 1 || p.Players > MaxPlayers {
 		return b, fmt.Errorf("%w: %d", ErrPlayers, p.Players)
@@ -198,7 +231,7 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.First-base > 255 || p.Count > 255 {
 		return b, fmt.Errorf("%w: ack %d, frames [%d,%d)", ErrRange, p.Ack, p.First, p.End())
 	}
-	mask := l.Mask()
+	mask := f.mask
 	for _, in := range p.Inputs[:p.Count*p.Players] {
 		if in&^mask != 0 {
 			return b, ErrInput
@@ -331,19 +364,64 @@ func peek(r *bitReader, ref int32) (InputHeader, error) {
 // is as for PeekInput. The caller sets p.Base (the receiver's inputs of
 // the sender's players for the packet's First-1, from PeekInput; nil for
 // zero). It reuses p.Inputs' and p.Gossip's storage. It rejects truncated
-// bodies and bodies with bytes or non-zero bits after the last field.
+// bodies and bodies with bytes or non-zero bits after the last field. It
+// checks l first: a receiver of many packets checks it once (NewFormat)
+// and calls Format.ParseInput.
 func ParseInput(b []byte, ref int32, l Layout, players, gossip int, p *InputPacket) error {
-	if err := l.Check(); err != nil {
+	f, err := NewFormat(l)
+	if err != nil {
 		return err
 	}
-	if players < 1 || players > MaxPlayers || gossip < 0 || gossip > MaxPlayers || (p.Base != nil && len(p.Base) < players) {
-		return fmt.Errorf("%w: %d players, %d gossip, %d base", ErrPlayers, players, gossip, len(p.Base))
+	return f.ParseInput(b, ref, players, gossip, p)
+}
+
+// ParseInput is the package's ParseInput with the format's layout, checked
+// once.
+func (f *Format) ParseInput(b []byte, ref int32, players, gossip int, p *InputPacket) error {
+	if err := f.checkParse(players, gossip, p); err != nil {
+		return err
 	}
 	r := bitReader{b: b}
 	h, err := peek(&r, ref)
 	if err != nil {
 		return err
 	}
+	return f.parseFrames(r, h, players, gossip, p)
+}
+
+// PeekInput is the package's PeekInput, and also returns the bit at which
+// the header ends, for ParseInputAfter.
+func (f *Format) PeekInput(b []byte, ref int32) (h InputHeader, end int, err error) {
+	r := bitReader{b: b}
+	h, err = peek(&r, ref)
+	return h, r.pos, err
+}
+
+// ParseInputAfter is ParseInput for a body whose header PeekInput already
+// decoded: h and end are what it returned for b (with the same ref). It
+// does not decode the header again.
+func (f *Format) ParseInputAfter(b []byte, h InputHeader, end, players, gossip int, p *InputPacket) error {
+	if err := f.checkParse(players, gossip, p); err != nil {
+		return err
+	}
+	return f.parseFrames(bitReader{b: b, pos: end}, h, players, gossip, p)
+}
+
+// checkParse checks the arguments of a parse.
+func (f *Format) checkParse(players, gossip int, p *InputPacket) error {
+	if len(f.l) == 0 {
+		return fmt.Errorf("%w: no layout", ErrLayout)
+	}
+	if players < 1 || players > MaxPlayers || gossip < 0 || gossip > MaxPlayers || (p.Base != nil && len(p.Base) < players) {
+		return fmt.Errorf("%w: %d players, %d gossip, %d base", ErrPlayers, players, gossip, len(p.Base))
+	}
+	return nil
+}
+
+// parseFrames decodes the rest of an input body, after its header h, from
+// r into p.
+func (f *Format) parseFrames(r bitReader, h InputHeader, players, gossip int, p *InputPacket) error {
+	l := f.l
 	p.Ack, p.First, p.Count, p.Players = h.Ack, h.First, int(h.End-h.First), players
 	p.Inputs = p.Inputs[:0]
 	for i := range p.Count {

@@ -111,10 +111,25 @@ func TestRoundTripRandom(t *testing.T) {
 		var err error
 		buf, err = wire.AppendInput(buf[:0], &p, l)
 		require.NoError(t, err)
+		// The Format, checked once, encodes the same bytes.
+		f, err := wire.NewFormat(l)
+		require.NoError(t, err)
+		again, err := f.AppendInput(nil, &p)
+		require.NoError(t, err)
+		require.Equal(t, buf, again)
 		back.Base = p.Base
 		// The receiver's reference frame: anywhere within 2^15 of the base.
 		ref := max(0, min(p.Ack, p.First)+r.Int32N(1<<16-600)-(1<<15-300))
-		require.NoError(t, wire.ParseInput(buf, ref, l, p.Players, len(p.Gossip), &back))
+		if i%2 == 1 { // the Format's decoder, after its own PeekInput
+			h, end, err := f.PeekInput(buf, ref)
+			require.NoError(t, err)
+			ph, err := wire.PeekInput(buf, ref)
+			require.NoError(t, err)
+			require.Equal(t, ph, h)
+			require.NoError(t, f.ParseInputAfter(buf, h, end, p.Players, len(p.Gossip), &back))
+		} else {
+			require.NoError(t, wire.ParseInput(buf, ref, l, p.Players, len(p.Gossip), &back))
+		}
 		require.Equal(t, p.Lag, back.Lag)
 		require.Equal(t, p.Ack, back.Ack)
 		require.Equal(t, p.First, back.First)
@@ -125,6 +140,26 @@ func TestRoundTripRandom(t *testing.T) {
 			require.Equal(t, p.Gossip[i], back.Gossip[i])
 		}
 	}
+}
+
+// TestFormat: NewFormat refuses what Layout.Check refuses, and the zero
+// Format encodes and decodes nothing.
+func TestFormat(t *testing.T) {
+	for _, l := range []wire.Layout{{}, {3, 0}, {64, 1}} {
+		_, err := wire.NewFormat(l)
+		assert.ErrorIs(t, err, wire.ErrLayout, "%v", l)
+	}
+	f, err := wire.NewFormat(inversus)
+	require.NoError(t, err)
+	assert.Equal(t, inversus, f.Layout())
+	var zero wire.Format
+	p := wire.InputPacket{Ack: 10, First: 10, Count: 1, Players: 1, Inputs: []uint64{1}}
+	b, err := zero.AppendInput([]byte{7}, &p)
+	assert.ErrorIs(t, err, wire.ErrLayout)
+	assert.Equal(t, []byte{7}, b, "nothing appended")
+	body, err := f.AppendInput(nil, &p)
+	require.NoError(t, err)
+	assert.ErrorIs(t, zero.ParseInput(body, 10, 1, 0, &wire.InputPacket{}), wire.ErrLayout)
 }
 
 func TestAppendErrors(t *testing.T) {
