@@ -9,6 +9,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/internal/memcopy"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
@@ -25,6 +26,17 @@ const (
 // checkpoints is how many checksum frames the session keeps track of: those
 // waiting to become final, and the latest final ones for the exchange.
 const checkpoints = 8
+
+// heldFinal bounds how long a final checkpoint keeps its state for a peer
+// whose checksum of it has not come: once the session simulates a frame
+// this many frames after it (3 s at 60 Hz), the buffer may go to a newer
+// checkpoint. A peer sends its checksum of a frame as soon as the frame is
+// final at its end, three times 250 ms apart, so an honest peer's has come
+// by then on any link a match survives; a peer that sends none (its
+// checksums off, or a liar) would otherwise keep the buffer until 8 newer
+// checksum frames of ours were final, and every checkpoint meanwhile be
+// hashed each time it is simulated (BenchmarkCheckpoints/rollback20).
+const heldFinal = 180
 
 // checkpoint is a checksum frame: its checksum, and while it is held, the
 // state at its start.
@@ -109,7 +121,7 @@ func (c *checksums) checkpoint(f Frame, state []byte) {
 		p.sum, p.hashed = xxhash.Sum64(c.buf), true
 	}
 	if c.hold(p, len(state)) {
-		copy(p.data, state)
+		memcopy.Copy(p.data, state) // in pieces, as a restore: 1 MiB in one copy bypasses the cache and was slower
 	} else if !p.hashed {
 		p.sum, p.hashed = xxhash.Sum64(state), true
 	}
@@ -170,13 +182,14 @@ func (c *checksums) seal(r *checkpoint) {
 
 // unneeded reports whether r's state is no longer needed while the
 // session simulates frame f: r is final and no desync can be reported at
-// it any more, or it is a later frame that this re-simulation will
-// simulate again (its state is hashed before it goes: it may not be).
+// it any more, or it has waited heldFinal frames for the peers' checksums;
+// or it is a later frame that this re-simulation will simulate again (its
+// state is hashed before it goes: it may not be).
 func (c *checksums) unneeded(r *checkpoint, f Frame) bool {
 	if r.pending {
 		return r.frame > f
 	}
-	return r.frame <= c.settled
+	return r.frame <= c.settled || f-r.frame > heldFinal
 }
 
 // waiting reports whether a checksum of a frame before simulated waits to

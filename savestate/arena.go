@@ -26,6 +26,7 @@ package savestate
 import (
 	"errors"
 	"fmt"
+	"github.com/rewindgg/rewind/internal/memcopy"
 	"reflect"
 	"unsafe"
 )
@@ -150,7 +151,7 @@ func (a *Arena) Fork() error {
 		a.scratch = make([]byte, a.size)
 	}
 	n := a.Used()
-	copyRegion(a.scratch[:n], a.mem[:n])
+	memcopy.Copy(a.scratch[:n], a.mem[:n])
 	a.reg = a.scratch
 	return nil
 }
@@ -183,7 +184,7 @@ func (a *Arena) Save(i int) error {
 		a.extra = make([]byte, a.size)
 	}
 	n := a.Used()
-	copyRegion(a.region(1 + i)[:n], a.mem[:n])
+	memcopy.Copy(a.region(1 + i)[:n], a.mem[:n])
 	a.saved[i] = true
 	return nil
 }
@@ -203,39 +204,8 @@ func (a *Arena) Restore(i int) error {
 	}
 	r := a.region(1 + i)
 	n := int(le32(r[4:]))
-	copyRegion(a.mem[:n], r[:n])
+	memcopy.Copy(a.mem[:n], r[:n])
 	return nil
-}
-
-// Regions are copied in pieces of copyPiece bytes when they are at most
-// copyPieces bytes long. Go's memmove (amd64) copies 1 MiB or more with
-// cache-bypassing stores: the live region a Restore writes is then out of
-// the cache when the re-simulation that follows reads it, and on some
-// machines those stores run at half speed unless the lines are all zero. A
-// 1 MiB restore of a state holding data took 30 µs in one piece and 22 µs
-// in 32 KiB to 1 MiB−64 pieces; a 4 MiB one 137 µs against 81 µs; at
-// 16 MiB and more (the source and the destination no longer fit a
-// last-level cache) the one copy is faster (docs/architecture.md,
-// "Measurements"; BenchmarkCopy). The limit is below the crossover (8 MiB
-// was still faster in pieces there, 171 against 235 µs): a machine with a
-// smaller last-level cache crosses over sooner.
-const (
-	copyPiece  = 512 << 10
-	copyPieces = 4 << 20
-)
-
-// copyRegion copies src to dst (of the same length): in pieces of
-// copyPiece bytes up to copyPieces, in one copy above.
-func copyRegion(dst, src []byte) {
-	if len(src) > copyPieces {
-		copy(dst, src)
-		return
-	}
-	for len(src) > copyPiece {
-		copy(dst[:copyPiece], src[:copyPiece])
-		dst, src = dst[copyPiece:], src[copyPiece:]
-	}
-	copy(dst, src)
 }
 
 // Handle refers to a value of type T allocated in an arena. It is a byte

@@ -14,7 +14,7 @@ import (
 //   - restore-1MiB: Arena.Restore of a state that holds data;
 //   - one-copy-1MiB: one copy of the same bytes between the same regions,
 //     which Go's memmove (amd64) does with cache-bypassing stores from
-//     1 MiB on. Restore copies in pieces below that (copyRegion) and
+//     1 MiB on. Restore copies in pieces below that (internal/memcopy) and
 //     should stay well under it on amd64 (0.75× here); a ratio near 1
 //     means the pieces are gone;
 //   - restore-1MiB-zeros, one-copy-1MiB-zeros: the same of a state that
