@@ -4,7 +4,6 @@ import (
 	"crypto/cipher"
 	"math/rand/v2"
 	"testing"
-	"time"
 	"unsafe"
 
 	"github.com/rewindgg/rewind/internal/match"
@@ -43,14 +42,7 @@ func newBenchGame[B any](b *testing.B, size int) *benchGame[B] {
 	// machines the cache-bypassing stores of a 1 MiB copy cost half as
 	// much when the lines are all zero).
 	st := h.Get(a)
-	blob := unsafe.Slice((*byte)(unsafe.Pointer(&st.Blob)), unsafe.Sizeof(st.Blob))
-	x := uint64(0x9e3779b97f4a7c15)
-	for i := range blob {
-		x ^= x << 13
-		x ^= x >> 7
-		x ^= x << 17
-		blob[i] = byte(x)
-	}
+	_, _ = rand.NewChaCha8([32]byte{1}).Read(unsafe.Slice((*byte)(unsafe.Pointer(&st.Blob)), unsafe.Sizeof(st.Blob)))
 	return &benchGame[B]{a: a, h: h}
 }
 
@@ -77,9 +69,9 @@ type (
 // change); one op is one frame of one peer (a peer-frame). netsim's own
 // work (its random draws, its delay queue) is included.
 //
-// steady-1KiB-plain: the same over plainLink, an in-memory link that only
-// copies each datagram to the other end: the session's own cost, to set
-// against BenchmarkFloor/steady-1KiB.
+// steady-1KiB-plain: the same over a fixedLink with no delay, an in-memory
+// link that only copies each datagram to the other end: the session's own
+// cost, to set against BenchmarkFloor/steady-1KiB.
 //
 // rollback20-*: one peer whose input for frame k arrives while frame k+19 is
 // simulated and always differs from the prediction, so every op corrects a
@@ -100,67 +92,15 @@ func benchSteady(mode rollback.Mode, plain bool) func(b *testing.B) {
 	return func(b *testing.B) { benchSteadyMode(b, mode, plain) }
 }
 
-// plainLink is a pair of in-memory Transports (plainEnd) and their Clock:
-// what one end sends the other receives at once, in order, copied into a
-// fixed ring of buffers; nothing is lost, delayed or drawn at random, and
-// nothing allocates.
-type plainLink struct {
-	now time.Duration
-	q   [2]plainQueue // q[i]: what end i receives
-}
-
-// plainQueue is a ring of datagrams; a datagram sent when it is full is
-// dropped, as a full socket buffer would drop it. Emptied, it starts
-// again at its first buffer: one datagram at a time uses one buffer.
-type plainQueue struct {
-	buf  [16][1280]byte
-	n    [16]int
-	head int
-	len  int
-}
-
-// plainEnd is end i of a plainLink; its only peer, index 0, is the other
-// end.
-type plainEnd struct {
-	l *plainLink
-	i int
-}
-
-func (l *plainLink) Now() time.Duration { return l.now }
-
-func (e plainEnd) Send(_ int, b []byte) error {
-	q := &e.l.q[1-e.i]
-	if q.len == len(q.buf) || len(b) > len(q.buf[0]) {
-		return nil
-	}
-	k := (q.head + q.len) % len(q.buf)
-	q.n[k] = copy(q.buf[k][:], b)
-	q.len++
-	return nil
-}
-
-func (e plainEnd) Receive(buf []byte) (n, peer int, ok bool) {
-	q := &e.l.q[e.i]
-	if q.len == 0 {
-		return 0, 0, false
-	}
-	n = copy(buf, q.buf[q.head][:q.n[q.head]])
-	q.head = (q.head + 1) % len(q.buf)
-	if q.len--; q.len == 0 {
-		q.head = 0
-	}
-	return n, 0, true
-}
-
 func benchSteadyMode(b *testing.B, mode rollback.Mode, plain bool) {
 	nw, err := netsim.New(2, 1, netsim.Profile{Latency: 1e6})
 	if err != nil {
 		b.Fatal(err)
 	}
-	link := &plainLink{}
+	link := &fixedLink{}
 	tick := func() { nw.Advance(match.Tick) }
 	if plain {
-		tick = func() { link.now += match.Tick }
+		tick = func() { link.Advance(match.Tick) }
 	}
 	var ss [2]*rollback.Session
 	for i := range ss {
@@ -170,7 +110,7 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode, plain bool) {
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i),
 			Clock: nw, Rand: match.SeededRand(1, i), Mode: mode}
 		if plain {
-			c.Transport, c.Clock = plainEnd{link, i}, link
+			c.Transport, c.Clock = link.end(i), link
 		}
 		if ss[i], err = rollback.NewSession(c); err != nil {
 			b.Fatal(err)
@@ -355,7 +295,7 @@ func benchFloorSteady(b *testing.B) {
 		b.Fatal(err)
 	}
 	type machine struct {
-		end    plainEnd
+		end    rollback.Transport
 		seal   *wire.Sealer
 		open   *wire.Opener
 		g      *benchGame[blob1KiB]
@@ -367,11 +307,11 @@ func benchFloorSteady(b *testing.B) {
 		recv   []byte
 		in     [2]rollback.PlayerInput
 	}
-	link := &plainLink{}
+	link := &fixedLink{}
 	var ms [2]*machine
 	send, recv := linkKeys(b)
 	for k := range ms {
-		m := &machine{end: plainEnd{link, k}, g: newBenchGame[blob1KiB](b, 1024),
+		m := &machine{end: link.end(k), g: newBenchGame[blob1KiB](b, 1024),
 			sendTo: make([]byte, 0, 1200), recv: make([]byte, 1201)}
 		m.out = wire.InputPacket{Players: 1, Inputs: make([]uint64, 0, 1), Base: m.local[:1]}
 		m.got = wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames), Base: m.base[:]}

@@ -189,12 +189,7 @@ func (s *Session) bounded(c, next Frame) (anchor, settled Frame) {
 func (s *Session) ringLow() Frame {
 	// The next frame to simulate counts too: in lockstep every input of
 	// frames far ahead of it can be here (confirmed), waiting their turn.
-	// The anchor is anchors' without its call: this runs twice a call.
-	anchor := s.inputs.confirmed()
-	if !s.confirmedAnchor() {
-		_, anchor = s.bounded(anchor, s.frame)
-	}
-	low := min(s.frame, anchor, s.snaps.low())
+	low := min(s.frame, s.anchor(s.frame), s.snaps.low())
 	for i := range s.peers {
 		if !s.peers[i].leave.disc {
 			low = min(low, s.peers[i].progress.ack)

@@ -1,6 +1,7 @@
 package savestate_test
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/rewindgg/rewind/savestate"
@@ -41,13 +42,7 @@ func benchCopy(data, oneCopy bool) func(b *testing.B) {
 		}
 		st := h.Get(a)
 		if data {
-			x := uint64(0x9e3779b97f4a7c15)
-			for i := range st {
-				x ^= x << 13
-				x ^= x >> 7
-				x ^= x << 17
-				st[i] = byte(x)
-			}
+			_, _ = rand.NewChaCha8([32]byte{1}).Read(st[:])
 		}
 		if err := a.Save(0); err != nil {
 			b.Fatal(err)
