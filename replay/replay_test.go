@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/examples/arena"
+	"github.com/rewindgg/rewind/internal/replaytest"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
@@ -82,33 +83,13 @@ func TestVerifyMismatch(t *testing.T) {
 	assert.Contains(t, err.Error(), "frame 130")
 }
 
-// rewrite records rp again through a Writer, each input passed through
-// change.
+// rewrite records rp again, each input passed through change
+// (replaytest.Rewrite).
 func rewrite(t *testing.T, rp *replay.Replay, change func(rollback.Frame, rollback.PlayerID, rollback.Input) rollback.Input) []byte {
 	t.Helper()
-	var file bytes.Buffer
-	w := replay.NewWriter(&file, rp.Game, rp.Params)
-	w.Begin(rollback.MatchInfo{Players: rp.Players, Layout: rp.Layout, SessionID: rp.SessionID,
-		ChecksumEvery: rp.ChecksumEvery, GameChecksum: rp.GameChecksum})
-	in := make([]rollback.PlayerInput, rp.Players)
-	sums := rp.Checksums
-	for f := range rollback.Frame(rp.Frames()) {
-		for ; len(sums) > 0 && sums[0].Frame == f; sums = sums[1:] {
-			w.Checksum(f, sums[0].Sum)
-		}
-		for p := range in {
-			in[p] = rollback.PlayerInput{Input: change(f, rollback.PlayerID(p), mustInput(t, rp, f, rollback.PlayerID(p))), Status: rollback.Confirmed}
-			if l := rp.Left[p]; l >= 0 && f >= l {
-				in[p] = rollback.PlayerInput{Status: rollback.Disconnected}
-			}
-		}
-		w.Confirmed(f, in)
-	}
-	for _, s := range sums {
-		w.Checksum(s.Frame, s.Sum)
-	}
-	require.NoError(t, w.Close())
-	return file.Bytes()
+	b, err := replaytest.Rewrite(rp, change)
+	require.NoError(t, err)
+	return b
 }
 
 func TestTruncated(t *testing.T) {

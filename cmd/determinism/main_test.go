@@ -14,6 +14,7 @@ import (
 
 	"github.com/rewindgg/rewind/cmd/determinism/floatgame"
 	"github.com/rewindgg/rewind/cmd/determinism/internal/check"
+	"github.com/rewindgg/rewind/internal/replaytest"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 )
@@ -176,32 +177,13 @@ func TestStatesDamaged(t *testing.T) {
 	assert.Equal(t, "(no reference states given)", r.Field)
 }
 
-// rewrite records rp again through a Writer, each input passed through
-// change, with its checksums.
+// rewrite records rp again, each input passed through change
+// (replaytest.Rewrite).
 func rewrite(t *testing.T, rp *replay.Replay, change func(rollback.Frame, rollback.PlayerID, rollback.Input) rollback.Input) []byte {
 	t.Helper()
-	var file bytes.Buffer
-	w := replay.NewWriter(&file, rp.Game, rp.Params)
-	w.Begin(rollback.MatchInfo{Players: rp.Players, Layout: rp.Layout, SessionID: rp.SessionID,
-		ChecksumEvery: rp.ChecksumEvery, GameChecksum: rp.GameChecksum})
-	in := make([]rollback.PlayerInput, rp.Players)
-	sums := rp.Checksums
-	for f := range rollback.Frame(rp.Frames()) {
-		for ; len(sums) > 0 && sums[0].Frame == f; sums = sums[1:] {
-			w.Checksum(f, sums[0].Sum)
-		}
-		for p := range in {
-			v, ok := rp.Input(f, rollback.PlayerID(p))
-			require.True(t, ok)
-			in[p] = rollback.PlayerInput{Input: change(f, rollback.PlayerID(p), v), Status: rollback.Confirmed}
-		}
-		w.Confirmed(f, in)
-	}
-	for _, s := range sums {
-		w.Checksum(s.Frame, s.Sum)
-	}
-	require.NoError(t, w.Close())
-	return file.Bytes()
+	b, err := replaytest.Rewrite(rp, change)
+	require.NoError(t, err)
+	return b
 }
 
 // When the float game verifies everywhere, the findings say so and list
