@@ -119,6 +119,8 @@ type Summary struct {
 	Hiccups               int              `json:"hiccups_per_minute"`
 	MeanAbsAdvantage      float64          `json:"mean_abs_advantage"`
 	MaxAbsAdvantage       float64          `json:"max_abs_advantage"`
+	MeanAbsFrameGap       float64          `json:"mean_abs_frame_gap"` // the ground truth: machines' frames apart at the same network instant (netsim)
+	MaxAbsFrameGap        float64          `json:"max_abs_frame_gap"`
 	EarlyAbsAdvantage     float64          `json:"early_abs_advantage"`
 	StallFramesPerMinute  float64          `json:"stall_frames_per_minute"`
 	AdvantageStallFrames  int64            `json:"advantage_stall_frames"`
@@ -557,7 +559,7 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 		{"verified", fmt.Sprintf("%d of %d (desyncs %d, errors %d)", s.Verified, s.Matches, s.Desyncs, s.Errors)},
 		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames), deepest %d frames, longest re-simulation %d", s.Rollbacks, s.RollbacksPer100Frames, s.MaxRollbackFrames, s.MaxResimulatedFrames)},
 		{"stalls", fmt.Sprintf("%.1f frames per minute per machine (starved %d, advantage %d, input lag %d)", s.StallFramesPerMinute, s.StallFrames, s.AdvantageStallFrames, s.InputLagStallFrames)},
-		{"fairness", fmt.Sprintf("mean |advantage| %.2f frames, max %.2f", s.MeanAbsAdvantage, s.MaxAbsAdvantage)},
+		{"fairness", fmt.Sprintf("mean |advantage| %.2f frames, max %.2f; frames apart %.2f, max %.2f", s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.MeanAbsFrameGap, s.MaxAbsFrameGap)},
 		{"bandwidth", fmt.Sprintf("%.0f B/s per peer, %.2f packets per peer per frame", s.BytesPerPeerPerSecond, s.PacketsPerPeerPerFrame)},
 		{"sound", fmt.Sprintf("%d true, %d duplicates, %d missed, %d/%d phantoms faded", s.Sound.TrueSounds, s.Sound.Duplicates, s.Sound.Missed, s.Sound.PhantomsFaded, s.Sound.Phantoms)},
 		{"verdict", map[bool]string{true: "PASS", false: "FAIL"}[s.Passed]},
@@ -758,7 +760,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	var snd match.SoundReport
 	var spec match.SpectatorReport
 	var rejoinMs, rejoinMax, lateMs, lateMax float64
-	var advSum, earlySum float64
+	var advSum, earlySum, gapSum float64
+	var gapN int
 	adv := newAdversaries(o)
 	s.SuspectsByKind = map[string]int64{}
 	for i, r := range rs {
@@ -863,6 +866,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		advSum += r.AdvantageSum
 		advN += r.AdvantageWindows
 		s.MaxAbsAdvantage = max(s.MaxAbsAdvantage, r.MaxAdvantage)
+		gapSum += r.FrameGapSum
+		gapN += r.FrameGapWindows
+		s.MaxAbsFrameGap = max(s.MaxAbsFrameGap, r.MaxFrameGap)
 		earlySum += r.EarlyAdvantage
 		s.PacketsInvalid += r.PacketsInvalid
 		s.TransportDrops += r.TransportDrops
@@ -878,6 +884,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s.SimulatedSeconds = float64(ticks) / 60
 	if advN > 0 {
 		s.MeanAbsAdvantage = advSum / float64(advN)
+	}
+	if gapN > 0 {
+		s.MeanAbsFrameGap = gapSum / float64(gapN)
 	}
 	s.EarlyAbsAdvantage = earlySum / float64(len(rs))
 	if ticks > 0 {
@@ -951,8 +960,8 @@ func printSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
 	if s.Mode != "lockstep" { // lockstep has neither frame-advantage stalls nor a dynamic input lag
-		fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
-			s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
+		fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f), frames apart %.2f (max %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
+			s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.MeanAbsFrameGap, s.MaxAbsFrameGap, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
 		fmt.Fprintf(w, "  input lag: frames at 0/1/2/3/4/5+: %d/%d/%d/%d/%d/%d\n", s.InputLagHistogram["0"], s.InputLagHistogram["1"],
 			s.InputLagHistogram["2"], s.InputLagHistogram["3"], s.InputLagHistogram["4"], s.InputLagHistogram["5+"])
 	}

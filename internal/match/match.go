@@ -198,6 +198,14 @@ type Result struct {
 	AdvantageSum     float64
 	AdvantageWindows int
 	MaxAdvantage     float64 // the largest |windowed input advantage| after the first 10 s
+	// FrameGapSum and FrameGapWindows are the ground truth the advantage
+	// estimate aims at (gap.go): per pair of machines, the mean frame
+	// difference at the same instant of network time over windows of
+	// advantage.Window ticks, after the first 10 s, its absolute values
+	// summed. MaxFrameGap is the largest window's. Netsim matches only.
+	FrameGapSum     float64
+	FrameGapWindows int
+	MaxFrameGap     float64
 	// EarlyAdvantage is |mean input advantage over the first 100 frames|,
 	// averaged over every peer pair (the start delay's claim).
 	EarlyAdvantage float64
@@ -323,11 +331,30 @@ type pendingInput struct {
 	ok bool
 }
 
-// advAcc averages one peer's instantaneous input advantage over a window.
+// advAcc averages one peer's instantaneous input advantage (or, in
+// frameGaps, one pair's frame gap) over a window.
 type advAcc struct {
 	sum float64
 	n   int
 }
+
+// window adds sample v; when that fills a window of advantage.Window
+// samples it returns the window's absolute mean and true, and starts the
+// next window.
+func (a *advAcc) window(v float64) (float64, bool) {
+	a.sum += v
+	a.n++
+	if a.n < advantage.Window {
+		return 0, false
+	}
+	mean := math.Abs(a.sum / float64(a.n))
+	*a = advAcc{}
+	return mean, true
+}
+
+// settleTicks is how many of its own ticks a machine runs before it is
+// measured for fairness: the first 10 s, while the start settles.
+const settleTicks = 600
 
 // Run plays and verifies one match over netsim, on a virtual clock.
 func Run(c Config) Result { return runNetsim(c, nil) }
@@ -378,7 +405,9 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	deadline := make([]time.Duration, machines)
 	limit := time.Duration(4*ticksFor(c, c.Frames)+3600)*Tick + 10*c.Profile.Latency + c.HandshakeTimeout
 	var detectedAt time.Duration
-	specTick := 0 // the next spectator tick
+	specTick := 0           // the next spectator tick
+	var gapAt time.Duration // the next frame-gap sample, in network time
+	frames := make([]rollback.Frame, machines)
 	for nw.Now() < limit {
 		if fg != nil {
 			fg.injectUntil(nw, nw.Now())
@@ -418,6 +447,13 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			}
 		}
 		done = done && rn.spectatorsDone()
+		for ; gapAt <= nw.Now(); gapAt += Tick {
+			target := rollback.Frame(rn.target.Load())
+			for i := range rn.ms {
+				frames[i] = rn.ms[i].counted(target)
+			}
+			rn.gaps.sample(frames)
+		}
 		if r.Detected != nil {
 			// The match is over; the machines keep exchanging their states
 			// until the report names the field, for up to 5 seconds.
@@ -506,6 +542,8 @@ type run struct {
 	script     *liar.Script
 	advErr     error
 	honestDone atomic.Int64
+
+	gaps frameGaps // netsim only: the loop that owns the network time samples it
 
 	advMu  sync.Mutex
 	advSum float64 // |windowed input advantage| summed over peer pairs and windows
@@ -821,7 +859,7 @@ func (rn *run) measure(m *machine, before rollback.Stats) {
 			}
 		}
 	}
-	if m.ticks < 600 {
+	if m.ticks < settleTicks {
 		return
 	}
 	if m.advWindow == nil {
@@ -832,17 +870,12 @@ func (rn *run) measure(m *machine, before rollback.Stats) {
 		if !ok || ps.Disconnected || !ps.Verified {
 			continue
 		}
-		w := &m.advWindow[j]
-		w.sum += float64(ps.LocalFrameLag - ps.RemoteFrameLag)
-		w.n++
-		if w.n == advantage.Window {
-			a := math.Abs(w.sum / float64(w.n))
+		if a, full := m.advWindow[j].window(float64(ps.LocalFrameLag - ps.RemoteFrameLag)); full {
 			rn.advMu.Lock()
 			rn.advSum += a
 			rn.advN++
 			rn.advMax = max(rn.advMax, a)
 			rn.advMu.Unlock()
-			*w = advAcc{}
 		}
 	}
 }
@@ -962,6 +995,7 @@ func (rn *run) finish(r *Result) {
 		r.StartTick = max(r.StartTick, ms[i].startTick)
 	}
 	r.AdvantageSum, r.AdvantageWindows, r.MaxAdvantage = rn.advSum, rn.advN, rn.advMax
+	r.FrameGapSum, r.FrameGapWindows, r.MaxFrameGap = rn.gaps.sum, rn.gaps.n, rn.gaps.max
 	var early advAcc
 	for i := range ms {
 		for _, e := range ms[i].early {
