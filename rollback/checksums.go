@@ -69,6 +69,7 @@ type checkpoint struct {
 // should show.
 type checksums struct {
 	every   Frame
+	lastAt  Frame               // the checksum frame wants last found at or before its frame
 	data    func([]byte) []byte // Config.ChecksumData
 	buf     []byte
 	points  [checkpoints]checkpoint
@@ -104,6 +105,22 @@ func newChecksums(every Frame, data func([]byte) []byte, peers, budget int) *che
 	return c
 }
 
+// wants reports whether checkpoint records frame f: not when f is final
+// already (its slot may hold a later frame now), is no checksum frame, or
+// after a desync. The session asks before it reads the state, on every
+// frame it simulates; between two checksum frames the answer takes no
+// division.
+func (c *checksums) wants(f Frame) bool {
+	if c == nil || c.err != nil || f <= c.final {
+		return false
+	}
+	if f > c.lastAt && f-c.lastAt < c.every {
+		return false
+	}
+	c.lastAt = f - f%c.every
+	return f == c.lastAt
+}
+
 // checkpoint records the state at the start of frame f when f is a
 // checksum frame; a re-simulation records it again. The state is copied
 // when the budget has room for it (hashed once the frame is final, so that
@@ -111,8 +128,8 @@ func newChecksums(every Frame, data func([]byte) []byte, peers, budget int) *che
 // hashed now when it has not; game-supplied checksum data is hashed now,
 // while the state is current.
 func (c *checksums) checkpoint(f Frame, state []byte) {
-	if c == nil || c.err != nil || f <= c.final || f%c.every != 0 {
-		return // final already (its slot may hold a later frame now), no checksum frame, or desynced
+	if !c.wants(f) {
+		return
 	}
 	p := &c.points[int(uint32(f/c.every)%checkpoints)]
 	p.frame, p.pending, p.hashed = f, true, false // a frame it held before (checkpoints×every older) is gone

@@ -880,3 +880,22 @@ func TestChecksumsDetectOnNews(t *testing.T) {
 	assert.False(t, c.waiting(30))
 	assert.True(t, c.waiting(31))
 }
+
+// TestChecksumsWants: wants, which skips the division between checksum
+// frames, answers as the division does on any walk of frames: forward a
+// frame at a time, and back by a rollback's depth.
+func TestChecksumsWants(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, every := range []Frame{1, 2, 7, 10, 60} {
+		c := newChecksums(every, nil, 0, roomy)
+		f := Frame(0)
+		for range 5000 {
+			if r.IntN(8) == 0 {
+				f = max(0, f-Frame(r.IntN(25)))
+			} else {
+				f++
+			}
+			assert.Equal(t, f > c.final && f%every == 0, c.wants(f), "every %d, frame %d", every, f)
+		}
+	}
+}

@@ -68,7 +68,9 @@ func (s *Session) runFinal(f Frame, news bool) {
 // everything that goes with every step: the desync checkpoint, the
 // observer (observed), the sync-test check.
 func (s *Session) simulate(f Frame, resim, observed bool) {
-	s.sums.checkpoint(f, s.snaps.arena.Bytes())
+	if s.sums.wants(f) {
+		s.sums.checkpoint(f, s.snaps.arena.Bytes())
+	}
 	if s.proto.joins > 0 {
 		s.noteJoinStates(f, s.snaps.arena.Bytes())
 	}
