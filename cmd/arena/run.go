@@ -174,13 +174,27 @@ type result struct {
 	Rollbacks      int64            `json:"rollbacks"`
 	Resimulated    int64            `json:"resimulated_frames"`
 	Stalls         int64            `json:"stall_frames"`    // Advance calls that waited for a peer's input (starved)
-	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave, by Transport index
+	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave before the match was over, by Transport index
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
 	Screenshot     string           `json:"screenshot,omitempty"`
 	Sounds         sound.Stats      `json:"sounds"`
 	Audio          audio.MixerStats `json:"audio"`
 	Err            string           `json:"error,omitempty"`
+}
+
+// peersGone is the Transport indexes of the peers s saw leave.
+func peersGone(s *rollback.Session) []int {
+	gone := []int{}
+	for i := 0; ; i++ {
+		ps, ok := s.PeerStats(i)
+		if !ok {
+			return gone
+		}
+		if ps.Disconnected {
+			gone = append(gone, i)
+		}
+	}
 }
 
 // result summarizes the run; err is playMatch's (the game's own error,
@@ -191,15 +205,9 @@ func (g *game) result(err error) result {
 		st := g.m.Session().Stats()
 		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
-			Sounds: g.m.Sounds(), Disconnected: []int{}}
-		for i := 0; ; i++ {
-			ps, ok := g.m.Session().PeerStats(i)
-			if !ok {
-				break
-			}
-			if ps.Disconnected {
-				r.Disconnected = append(r.Disconnected, i)
-			}
+			Sounds: g.m.Sounds(), Disconnected: g.gone}
+		if g.gone == nil {
+			r.Disconnected = peersGone(g.m.Session())
 		}
 	}
 	if g.mixer != nil {
