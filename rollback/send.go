@@ -94,8 +94,12 @@ func (s *Session) send() {
 		return
 	}
 	localNext := s.inputs.next[s.roster.local[0]]
+	quiet := false
 	if s.proto.started {
-		s.sent.note(localNext, s.now)
+		// A quiet tick sends no inputs: our frames went out when they do.
+		if quiet = s.quietTick(localNext); !quiet {
+			s.sent.note(localNext, s.now)
+		}
 		if s.stmts != nil {
 			s.signOwn()
 			s.settleStatements()
@@ -110,7 +114,7 @@ func (s *Session) send() {
 			continue
 		}
 		s.sendProtocol(i)
-		if !s.proto.started || !ps.auth.verified {
+		if !s.proto.started || !ps.auth.verified || quiet {
 			continue
 		}
 		if s.ls != nil && !ps.progress.lockstepDue(s.now, localNext) {

@@ -44,6 +44,7 @@ type Session struct {
 	join   *joiner     // nil: not joining a match in progress (Config.InProgress)
 	joined JoinStats   // how it joined, once it took over
 	proto  protocol
+	quiet  quiet // lazy sending
 	start  starter
 	io     codec
 	out    recording
@@ -111,6 +112,7 @@ func NewSession(cfg Config) (*Session, error) {
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
+	s.quiet.on = cfg.LazySend && cfg.Mode != LockstepMode
 	s.proto.lie = liarOf(cfg.Transport)
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With
@@ -289,6 +291,7 @@ func (s *Session) Stats() Stats {
 	}
 	st.InputLag, st.Advantage, st.QueuedStalls = s.lag.delay, s.gov.Advantage(), s.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
+	st.QuietTicks = s.quiet.ticks
 	if s.aud != nil {
 		st.Spectators, st.SpectatorPackets, st.SpectatorBytes = s.aud.served(), s.aud.sent, s.aud.sentBytes
 		st.PacketsSent += s.aud.sent

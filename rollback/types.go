@@ -178,6 +178,7 @@ type Stats struct {
 
 	PacketsSent     int64
 	BytesSent       int64 // datagram payload bytes
+	QuietTicks      int64 // sends that left the input packets out (Config.LazySend)
 	SendErrors      int64
 	PacketsReceived int64
 	BytesReceived   int64

@@ -1,0 +1,98 @@
+package rollback
+
+import "time"
+
+// This file is lazy sending (Config.LazySend): a machine whose inputs have
+// not changed since its last input packet may leave one tick's input
+// packets out. The peers lose nothing they need: repeat-last prediction is
+// right about every frame left out, so the gap costs no rollback; the next
+// packet confirms those frames, acknowledges theirs, and carries the same
+// redundancy as ever. What the gap costs is time: a peer confirms the frames
+// left out a tick later, and learns our acknowledgement a tick later.
+// quietFor bounds both: never two quiet ticks in a row, so the
+// acknowledgement ages a peer's loss detection and the timing checks
+// measure grow by at most one tick, within their margins (lostMargin,
+// ackSlack, lateSlack); and a tick is quiet only where a tick of delay
+// cannot stall a peer (quietAllowed).
+
+// quiet is the lazy sender's state: the session decides once per send,
+// for every peer at once, because the send times of our frames
+// (Session.sent) are shared by all of them.
+type quiet struct {
+	on      bool  // Config.LazySend
+	sentEnd Frame // our next local frame when input packets last went out; 0: none yet
+	last    bool  // the last send was quiet
+	ticks   int64 // quiet sends, for Stats.QuietTicks
+}
+
+// quietFor is the most consecutive sends a lazy session leaves input
+// packets out of.
+const quietFor = 1
+
+// tick decides whether this send leaves the input packets out, given
+// whether the inputs since the last packet are unchanged and the links
+// allow it, and records the decision.
+func (q *quiet) tick(localNext Frame, unchanged, allowed bool) (quietNow bool) {
+	quietNow = q.on && !q.last && q.sentEnd > 0 && unchanged && allowed
+	q.last = quietNow
+	if quietNow {
+		q.ticks++
+	} else {
+		q.sentEnd = localNext
+	}
+	return quietNow
+}
+
+// quietTick reports whether this send leaves the input packets out
+// (Config.LazySend): only when every local input since the last packet
+// repeats the last one sent and every link allows it.
+func (s *Session) quietTick(localNext Frame) bool {
+	q := &s.quiet
+	if !q.on {
+		return false
+	}
+	return q.tick(localNext, s.unchangedSince(q.sentEnd, localNext), s.quietAllowed())
+}
+
+// unchangedSince reports whether our inputs for frames from to end repeat
+// those of frame from-1 (the last frame the last packet carried).
+func (s *Session) unchangedSince(from, end Frame) bool {
+	if from <= 0 || end-from >= ringSize {
+		return false
+	}
+	for f := from; f < end; f++ {
+		for _, p := range s.roster.local {
+			if s.inputs.at(f, p) != s.inputs.at(from-1, p) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// quietAllowed reports whether every link allows a quiet tick: in
+// rollback mode, with no machine joining, and for every peer still in
+// the match a measured round trip, no loss burst being repaired (the
+// full resend of progress.first), and a link short enough that a tick's
+// delay cannot take the peer to MaxRollback frames past our last input:
+// its prediction of us runs about the one-way delay minus our input lag
+// ahead, and that must stay within half of MaxRollback.
+func (s *Session) quietAllowed() bool {
+	if s.ls != nil || s.proto.joins > 0 {
+		return false
+	}
+	for i := range s.peers {
+		ps := &s.peers[i]
+		if ps.leave.disc {
+			continue
+		}
+		if !ps.auth.verified || ps.late || ps.link.rtt == 0 || s.now < ps.progress.fullUntil {
+			return false
+		}
+		oneWay := Frame(ps.link.rtt / 2 / (time.Second / DefaultTickRate))
+		if oneWay-Frame(s.lag.delay) > s.snaps.reach/2 {
+			return false
+		}
+	}
+	return true
+}
