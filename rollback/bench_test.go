@@ -108,7 +108,11 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode, plain bool) {
 		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i),
-			Clock: nw, Rand: match.SeededRand(1, i), Mode: mode}
+			Clock: nw, Rand: match.SeededRand(1, i), Mode: mode,
+			// One input packet per peer-frame, as the floor sends: the
+			// held input would otherwise let lazy sending leave every
+			// other one out after 5 s.
+			SendEveryTick: true}
 		if plain {
 			c.Transport, c.Clock = link.end(i), link
 		}

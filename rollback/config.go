@@ -194,18 +194,18 @@ type Config struct {
 	// in rollback mode and -1 in lockstep; -1 resends every unacknowledged
 	// frame in every packet (INVERSUS, Gaffer).
 	RedundantFrames int
-	// LazySend lets a session whose local inputs have not changed since
-	// its last input packet leave the next tick's input packets out:
-	// about half the datagrams while the players hold still (or hold a
-	// direction), with no rollback added, since the peers' repeat-last
-	// predictions are right about every frame left out. Never two ticks
-	// in a row, and only while every link has a measured round trip,
-	// shows no loss burst, and is short enough that a tick's delay cannot
-	// stall a peer (one-way delay minus input lag within half of
-	// MaxRollback: not on an intercontinental link). Rollback mode only.
-	// Off by default: see docs/architecture.md, "Lazy sending", for what
-	// it saves and costs on each network profile.
-	LazySend bool
+	// SendEveryTick sends the local inputs on every tick. By default a
+	// session leaves a tick's input packets out when its local inputs
+	// have not changed since its last input packet (lazy sending): never
+	// two ticks in a row, and only once the match has run 5 s and every
+	// link has a measured round trip, lost no datagram in the last 5 s, and
+	// is short enough that a tick's delay cannot stall a peer (one-way
+	// delay minus input lag within half of MaxRollback). On a clean link
+	// that is up to half the datagrams while the players hold still (or
+	// hold a direction), with no rollback added: the peers' repeat-last
+	// predictions are right about every frame left out. Lossy and long
+	// links are sent every tick anyway. Rollback mode only.
+	SendEveryTick bool
 	// MaxSpectators is how many spectators this machine serves directly
 	// (a [Spectator] that names it as its source), at any time in the
 	// match; 0 means none. Spectators reach it through the Transport's

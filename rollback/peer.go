@@ -35,7 +35,10 @@ type link struct {
 	winStart              time.Duration
 	winSent, winSentBytes int64
 	winRecv, winRecvBytes int64
-	winForged             int64 // datagrams that failed the MAC check
+	winForged             int64         // datagrams that failed the MAC check
+	missed                uint64        // the opener's Lost at the last datagram
+	lost                  bool          // a datagram of the match went missing
+	lossAt                time.Duration // when one last did
 
 	// Read once a second, after what every datagram touches.
 	recent   [rttRecent]time.Duration // the latest samples, for floor
@@ -66,6 +69,22 @@ func (l *link) sent(now time.Duration, n int) {
 	l.lastSend = now
 	l.winSent++
 	l.winSentBytes += int64(n)
+}
+
+// missing takes the opener's count of lost datagrams (wire.Opener.Lost)
+// after a datagram: a rise after the start is a loss (before it, the
+// datagrams sent before we had the keys count).
+func (l *link) missing(now time.Duration, missed uint64, started bool) {
+	if missed > l.missed && started {
+		l.lost, l.lossAt = true, now
+	}
+	l.missed = missed
+}
+
+// lossWithin reports whether a datagram of the match went missing in the
+// last d.
+func (l *link) lossWithin(now, d time.Duration) bool {
+	return l.lost && now-l.lossAt < d
 }
 
 // throttled reports whether the peer, silent for a second, must wait.

@@ -2,7 +2,8 @@ package rollback
 
 import "time"
 
-// This file is lazy sending (Config.LazySend): a machine whose inputs have
+// This file is lazy sending (the default; Config.SendEveryTick turns it
+// off): a machine whose inputs have
 // not changed since its last input packet may leave one tick's input
 // packets out. The peers lose nothing they need: repeat-last prediction is
 // right about every frame left out, so the gap costs no rollback; the next
@@ -19,11 +20,19 @@ import "time"
 // for every peer at once, because the send times of our frames
 // (Session.sent) are shared by all of them.
 type quiet struct {
-	on      bool  // Config.LazySend
+	on      bool  // rollback mode without Config.SendEveryTick
 	sentEnd Frame // our next local frame when input packets last went out; 0: none yet
 	last    bool  // the last send was quiet
 	ticks   int64 // quiet sends, for Stats.QuietTicks
 }
+
+// quietAfterLoss is how long a link that lost a datagram gets every
+// tick's input packet again, and how long after the start no tick is
+// quiet: a link must prove itself clean first. A quiet tick doubles the
+// wait for the repair of a lost packet (the next one goes two ticks
+// later), and on the lossy profiles that cost stalls and rollbacks for
+// next to no datagrams saved (docs/architecture.md, "Lazy sending").
+const quietAfterLoss = 5 * time.Second
 
 // quietFor is the most consecutive sends a lazy session leaves input
 // packets out of.
@@ -43,8 +52,7 @@ func (q *quiet) tick(localNext Frame, unchanged, allowed bool) (quietNow bool) {
 	return quietNow
 }
 
-// quietTick reports whether this send leaves the input packets out
-// (Config.LazySend): only when every local input since the last packet
+// quietTick reports whether this send leaves the input packets out: only when every local input since the last packet
 // repeats the last one sent and every link allows it.
 func (s *Session) quietTick(localNext Frame) bool {
 	q := &s.quiet
@@ -71,14 +79,16 @@ func (s *Session) unchangedSince(from, end Frame) bool {
 }
 
 // quietAllowed reports whether every link allows a quiet tick: in
-// rollback mode, with no machine joining, and for every peer still in
+// rollback mode, with no machine joining, quietAfterLoss after the start,
+// and for every peer still in
 // the match a measured round trip, no loss burst being repaired (the
-// full resend of progress.first), and a link short enough that a tick's
+// full resend of progress.first), no datagram of its lost in the last
+// quietAfterLoss, and a link short enough that a tick's
 // delay cannot take the peer to MaxRollback frames past our last input:
 // its prediction of us runs about the one-way delay minus our input lag
 // ahead, and that must stay within half of MaxRollback.
 func (s *Session) quietAllowed() bool {
-	if s.ls != nil || s.proto.joins > 0 {
+	if s.ls != nil || s.proto.joins > 0 || s.now-s.proto.startedAt < quietAfterLoss {
 		return false
 	}
 	for i := range s.peers {
@@ -86,7 +96,7 @@ func (s *Session) quietAllowed() bool {
 		if ps.leave.disc {
 			continue
 		}
-		if !ps.auth.verified || ps.late || ps.link.rtt == 0 || s.now < ps.progress.fullUntil {
+		if !ps.auth.verified || ps.late || ps.link.rtt == 0 || s.now < ps.progress.fullUntil || ps.link.lossWithin(s.now, quietAfterLoss) {
 			return false
 		}
 		oneWay := Frame(ps.link.rtt / 2 / (time.Second / DefaultTickRate))

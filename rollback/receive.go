@@ -115,6 +115,7 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 		return s.frame, dropped
 	}
 	s.verify(i) // it holds the keys
+	s.peers[i].link.missing(s.now, a.open.Lost(), s.proto.started)
 	switch k := wire.SealedKind(b); k {
 	case wire.KindJoin:
 		f, ok := s.handleJoin(i, body)

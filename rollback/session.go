@@ -112,7 +112,7 @@ func NewSession(cfg Config) (*Session, error) {
 	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
-	s.quiet.on = cfg.LazySend && cfg.Mode != LockstepMode
+	s.quiet.on = !cfg.SendEveryTick && cfg.Mode != LockstepMode
 	s.proto.lie = liarOf(cfg.Transport)
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With

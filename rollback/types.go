@@ -178,7 +178,7 @@ type Stats struct {
 
 	PacketsSent     int64
 	BytesSent       int64 // datagram payload bytes
-	QuietTicks      int64 // sends that left the input packets out (Config.LazySend)
+	QuietTicks      int64 // sends that left the input packets out (lazy sending, Config.SendEveryTick)
 	SendErrors      int64
 	PacketsReceived int64
 	BytesReceived   int64

@@ -297,7 +297,7 @@ type options struct {
 	playout                                                          time.Duration
 	profileNames                                                     []string
 	args                                                             []string
-	fixedLag, noSmoothing, noStartDelay, extrapolate, lazy           bool
+	fixedLag, noSmoothing, noStartDelay, extrapolate, everyTick      bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
 	spectators                                                       int
@@ -344,7 +344,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
 	fs.StringVar(&o.logDir, "log", "", "every machine writes its detailed network log into DIR (match-SEED-machine-I.jsonl); cmd/netlog diffs two")
 	fs.StringVar(&o.record, "record", "", "every machine records a replay into DIR (match-SEED-machine-I.rwr), verified offline after the match; examples/arena/cmd/replay re-runs them")
-	fs.BoolVar(&o.lazy, "lazy", false, "Config.LazySend: a machine whose inputs did not change since its last input packet may leave a tick's input packets out")
+	fs.BoolVar(&o.everyTick, "every-tick", false, "Config.SendEveryTick: send the inputs every tick (no lazy sending)")
 	fs.IntVar(&o.redundant, "redundant", 0, "Config.RedundantFrames: the newest frames every input packet repeats (0 for 8, -1 for every unacknowledged frame)")
 	fs.DurationVar(&o.handshakeTimeout, "handshake-timeout", 0, "Config.HandshakeTimeout (0 for 10s; a 2 s one-way link needs more)")
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
@@ -484,7 +484,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
-					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, LazySend: o.lazy,
+					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
 					Forge: o.forge, Spectators: o.spectators}
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)

@@ -111,9 +111,9 @@ type Config struct {
 	Lockstep bool
 	TickRate int
 	Playout  time.Duration
-	// RedundantFrames and LazySend are the sessions' Config options.
+	// RedundantFrames and SendEveryTick are the sessions' Config options.
 	RedundantFrames int
-	LazySend        bool
+	SendEveryTick   bool
 	// Reliable makes every link the netsim TCP model (Network.Reliable).
 	Reliable bool
 	// Extrapolate renders every tick a fraction of a frame ahead
@@ -666,7 +666,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			mode = rollback.LockstepMode
 		}
 		m.cfg = rollback.Config{Recorder: rec, Log: lh,
-			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames, LazySend: c.LazySend,
+			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames, SendEveryTick: c.SendEveryTick,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,

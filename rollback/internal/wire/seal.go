@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"errors"
+	"math/bits"
 )
 
 // Sealed datagrams. Every datagram after the handshake starts with a
@@ -83,6 +84,7 @@ type Opener struct {
 	aead  cipher.AEAD
 	next  uint64 // one past the newest packet number taken
 	seen  uint64 // bit i: packet number next-1-i was taken
+	lost  uint64 // packet numbers that left the window untaken
 	nonce [12]byte
 	tag   [16]byte
 }
@@ -119,6 +121,31 @@ func (o *Opener) Open(b []byte) ([]byte, error) {
 	return b[SealedHeaderSize:n], nil
 }
 
+// Lost returns how many packet numbers left the replay window untaken:
+// the peer's datagrams lost on the way, or so late that they would be
+// refused. Only genuine datagrams move the window, so a peer can make its
+// link look lossy (by skipping numbers), never clean.
+func (o *Opener) Lost() uint64 { return o.lost }
+
+// lostOut counts the numbers that leave a window (seen, next) untaken when
+// it moves up by shift: those of its top shift bits that stand for a
+// number (below next) and are clear, and those jumped over that never
+// entered it.
+func lostOut(seen, next, shift uint64) uint64 {
+	out := min(shift, ReplayWindow)  // bits leaving: the top out
+	valid := min(next, ReplayWindow) // bits standing for numbers: the low valid
+	lo := ReplayWindow - out
+	n := uint64(0)
+	if valid > lo {
+		mask := (^uint64(0) >> (ReplayWindow - (valid - lo))) << lo
+		n = uint64(bits.OnesCount64(^seen & mask))
+	}
+	if shift > ReplayWindow {
+		n += shift - ReplayWindow
+	}
+	return n
+}
+
 // expand rebuilds a full packet number from its low 12 bits: the candidate
 // closest to the next one expected (RFC 9000, appendix A.3).
 func (o *Opener) expand(low uint64) uint64 {
@@ -150,6 +177,7 @@ func (o *Opener) take(pn uint64) {
 		return
 	}
 	shift := pn + 1 - o.next
+	o.lost += lostOut(o.seen, o.next, shift)
 	if shift >= 64 {
 		o.seen = 0
 	} else {

@@ -187,6 +187,45 @@ func TestSealPacketNumbersLast(t *testing.T) {
 	assert.Greater(t, aSeal.Sent(), uint64(1<<pnBitsForTest))
 }
 
+// TestSealLost: Lost counts the datagrams that never arrived once the
+// window has passed them (a jump past the whole window at once), and
+// none of those that arrived late, reordered within it.
+func TestSealLost(t *testing.T) {
+	aSeal, bOpen, _, _ := pair(t, nil, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	var held [][]byte
+	lost := uint64(0)
+	for i := range 5000 {
+		d := seal(aSeal, wire.KindInput, []byte{byte(i)})
+		switch r := rng.IntN(100); {
+		case r < 3:
+			lost++
+			continue
+		case r < 6:
+			held = append(held, d) // delivered after the next one
+			continue
+		case r == 6 && i < 4000:
+			n := 64 + rng.IntN(100) // a burst longer than the window
+			for range n {
+				aSeal.Begin(nil, wire.KindInput)
+			}
+			lost += uint64(n)
+		}
+		_, ok := open(bOpen, d)
+		require.True(t, ok, "datagram %d", i)
+		for _, h := range held {
+			_, ok := open(bOpen, h)
+			require.True(t, ok, "a reordered datagram")
+		}
+		held = held[:0]
+	}
+	for range wire.ReplayWindow { // the window moves past the last losses
+		_, ok := open(bOpen, seal(aSeal, wire.KindInput, nil))
+		require.True(t, ok)
+	}
+	assert.Equal(t, lost, bOpen.Lost())
+}
+
 const pnBitsForTest = 16 // well past several wraps of the 12 bits sent
 
 func TestSealDoesNotAllocate(t *testing.T) {
