@@ -7,6 +7,9 @@
 // the prediction, the session restores a snapshot of the game state from
 // before that frame and re-simulates up to the present, all inside one call,
 // so the player sees at most a small pop and never waits for the network.
+// On a clean link a machine whose inputs have not changed sends them only
+// every other tick: the peers' predictions are right meanwhile
+// (Config.SendEveryTick).
 //
 // A [Session] is a deterministic, single-threaded state machine driven by
 // the game loop, in the manner of etcd's raft.RawNode. Its I/O goes through
