@@ -3,18 +3,17 @@ package rollback
 import "time"
 
 // This file is lazy sending (the default; Config.SendEveryTick turns it
-// off): a machine whose inputs have
-// not changed since its last input packet may leave one tick's input
-// packets out. The peers lose nothing they need: repeat-last prediction is
-// right about every frame left out, so the gap costs no rollback; the next
-// packet confirms those frames, acknowledges theirs, and carries the same
-// redundancy as ever. What the gap costs is time: a peer confirms the frames
-// left out a tick later, and learns our acknowledgement a tick later.
-// quietFor bounds both: never two quiet ticks in a row, so the
-// acknowledgement ages a peer's loss detection and the timing checks
-// measure grow by at most one tick, within their margins (lostMargin,
-// ackSlack, lateSlack); and a tick is quiet only where a tick of delay
-// cannot stall a peer (quietAllowed).
+// off): a machine whose inputs have not changed since its last input
+// packet may leave one tick's input packets out. The peers lose nothing
+// they need: repeat-last prediction is right about every frame left out,
+// so the gap costs no rollback; the next packet confirms those frames,
+// acknowledges theirs, and carries the same redundancy as ever. What the
+// gap costs is time: a peer confirms the frames left out a tick later, and
+// learns our acknowledgement a tick later. Two bounds keep that small:
+// never two quiet ticks in a row, so the acknowledgement ages a peer's
+// loss detection and the timing checks measure grow by at most one tick,
+// within their margins (lostMargin, ackSlack, lateSlack); and a tick is
+// quiet only where the links allow it (quietAllowed).
 
 // quiet is the lazy sender's state: the session decides once per send,
 // for every peer at once, because the send times of our frames
@@ -34,10 +33,6 @@ type quiet struct {
 // next to no datagrams saved (docs/architecture.md, "Lazy sending").
 const quietAfterLoss = 5 * time.Second
 
-// quietFor is the most consecutive sends a lazy session leaves input
-// packets out of.
-const quietFor = 1
-
 // tick decides whether this send leaves the input packets out, given
 // whether the inputs since the last packet are unchanged and the links
 // allow it, and records the decision.
@@ -52,14 +47,17 @@ func (q *quiet) tick(localNext Frame, unchanged, allowed bool) (quietNow bool) {
 	return quietNow
 }
 
-// quietTick reports whether this send leaves the input packets out: only when every local input since the last packet
-// repeats the last one sent and every link allows it.
+// quietTick reports whether this send leaves the input packets out: only
+// when every local input since the last packet repeats the last one sent
+// and every link allows it. Neither is looked at when tick would refuse
+// anyway (right after a quiet send, before the first packet).
 func (s *Session) quietTick(localNext Frame) bool {
 	q := &s.quiet
 	if !q.on {
 		return false
 	}
-	return q.tick(localNext, s.unchangedSince(q.sentEnd, localNext), s.quietAllowed())
+	unchanged := !q.last && q.sentEnd > 0 && s.unchangedSince(q.sentEnd, localNext)
+	return q.tick(localNext, unchanged, unchanged && s.quietAllowed())
 }
 
 // unchangedSince reports whether our inputs for frames from to end repeat
@@ -78,17 +76,16 @@ func (s *Session) unchangedSince(from, end Frame) bool {
 	return true
 }
 
-// quietAllowed reports whether every link allows a quiet tick: in
-// rollback mode, with no machine joining, quietAfterLoss after the start,
-// and for every peer still in
-// the match a measured round trip, no loss burst being repaired (the
-// full resend of progress.first), no datagram of its lost in the last
-// quietAfterLoss, and a link short enough that a tick's
-// delay cannot take the peer to MaxRollback frames past our last input:
-// its prediction of us runs about the one-way delay minus our input lag
-// ahead, and that must stay within half of MaxRollback.
+// quietAllowed reports whether every link allows a quiet tick: with no
+// machine joining, quietAfterLoss after the start, and for every peer
+// still in the match a measured round trip, no loss burst being repaired
+// (the full resend of progress.first), no datagram of its lost in the
+// last quietAfterLoss, and a link short enough that a tick's delay cannot
+// take the peer to MaxRollback frames past our last input: its prediction
+// of us runs about the one-way delay minus our input lag ahead, and that
+// must stay within half of MaxRollback.
 func (s *Session) quietAllowed() bool {
-	if s.ls != nil || s.proto.joins > 0 || s.now-s.proto.startedAt < quietAfterLoss {
+	if s.proto.joins > 0 || s.now-s.proto.startedAt < quietAfterLoss {
 		return false
 	}
 	for i := range s.peers {
@@ -99,7 +96,7 @@ func (s *Session) quietAllowed() bool {
 		if !ps.auth.verified || ps.late || ps.link.rtt == 0 || s.now < ps.progress.fullUntil || ps.link.lossWithin(s.now, quietAfterLoss) {
 			return false
 		}
-		oneWay := Frame(ps.link.rtt / 2 / (time.Second / DefaultTickRate))
+		oneWay := Frame(ps.link.rtt / 2 / frameDuration)
 		if oneWay-Frame(s.lag.delay) > s.snaps.reach/2 {
 			return false
 		}
