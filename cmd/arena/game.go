@@ -30,12 +30,8 @@ const scale = float32(screenSize) / float32(arena.Size/fixed.One)
 type game struct {
 	// mu serializes the session's users: Update and Draw (on Ebitengine's
 	// goroutine) and keepAlive.
-	mu   sync.Mutex
-	left bool // keepAlive ended the match: the loop stood still too long, or Idle failed
-	// gone is the peers seen leave by the time the match was over (nil
-	// before): a peer that finishes first leaves while this machine
-	// closes, which is no departure from the match.
-	gone   []int
+	mu     sync.Mutex
+	left   bool // keepAlive ended the match: the loop stood still too long, or Idle failed
 	o      options
 	m      *play.Match
 	mixer  *audio.Mixer
@@ -78,7 +74,6 @@ func (g *game) Update() error {
 	g.last = time.Now()
 	showFrame(g.m.Frame())
 	if g.m.Done() {
-		g.gone = peersGone(g.m.Session())
 		return ebiten.Termination
 	}
 	return nil

@@ -183,20 +183,6 @@ type result struct {
 	Err            string           `json:"error,omitempty"`
 }
 
-// peersGone is the Transport indexes of the peers s saw leave.
-func peersGone(s *rollback.Session) []int {
-	gone := []int{}
-	for i := 0; ; i++ {
-		ps, ok := s.PeerStats(i)
-		if !ok {
-			return gone
-		}
-		if ps.Disconnected {
-			gone = append(gone, i)
-		}
-	}
-}
-
 // result summarizes the run; err is playMatch's (the game's own error,
 // if any, comes first). Before the match exists only the error is known.
 func (g *game) result(err error) result {
@@ -205,10 +191,7 @@ func (g *game) result(err error) result {
 		st := g.m.Session().Stats()
 		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
-			Sounds: g.m.Sounds(), Disconnected: g.gone}
-		if g.gone == nil {
-			r.Disconnected = peersGone(g.m.Session())
-		}
+			Sounds: g.m.Sounds(), Disconnected: g.m.Left()}
 	}
 	if g.mixer != nil {
 		r.Audio = g.mixer.Stats()

@@ -217,6 +217,23 @@ func (m *Match) Done() bool {
 	return true
 }
 
+// Left returns the indexes (in Config.Peers) of the peers that left
+// before the match was over: disconnected here, and not agreed to have
+// left at or after the last frame. A peer that finishes first closes
+// while this machine still plays its last frames; it left no frame of the
+// match to the default input, so it is not listed. A departure whose
+// frame is not agreed yet is listed: it may still cut the match short.
+func (m *Match) Left() []int {
+	left := []int{}
+	for i := range m.cfg.Peers {
+		st, _ := m.s.PeerStats(i)
+		if st.Disconnected && (m.end == 0 || !st.DisconnectAgreed || st.DisconnectFrame < m.end) {
+			left = append(left, i)
+		}
+	}
+	return left
+}
+
 // Hash is the xxhash of the whole game state: equal on every machine at
 // the same frame.
 func (m *Match) Hash() uint64 { return xxhash.Sum64(m.a.Bytes()) }

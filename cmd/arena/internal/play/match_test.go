@@ -142,3 +142,69 @@ func TestMatchAgainstBots(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeft: a peer that closes as soon as its match is over did not leave
+// the match, though this machine, still waiting for the peer's last
+// acknowledgement, sees it disconnect (and is Done because it left); a
+// peer that closes halfway did leave it. (CI's TestBrowserMatch failed
+// on the first: the page listed the native game that finished first.)
+func TestLeft(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		closeAt func(m *Match) bool // when machine 0 closes
+		left    bool
+	}{
+		{"finished first", (*Match).Done, false},
+		{"halfway", func(m *Match) bool { return m.Frame() >= 300 }, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nw, err := netsim.New(2, 5, netsim.Profile{Latency: 40 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			owners := [2][]rollback.PlayerID{{0}, {1}}
+			var ms [2]*Match
+			for i := range ms {
+				ms[i], err = New(Config{Players: 2, Local: owners[i], Peers: [][]rollback.PlayerID{owners[1-i]},
+					Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11, Frames: 600,
+					Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			closed, closedAt := false, 0
+			for tick := 0; !ms[1].Done(); tick++ {
+				if tick > 600+20*60 {
+					t.Fatalf("machine 1 not done after %d ticks: frame %d", tick, ms[1].Frame())
+				}
+				if !closed {
+					if err := ms[0].Tick(nil); err != nil {
+						t.Fatal(err)
+					}
+					if closed = tc.closeAt(ms[0]); closed {
+						closedAt = tick
+						if err := ms[0].Close(); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				// Machine 1 stands still for a few ticks when machine 0
+				// closes (a browser's hitch), so it hears of the leave
+				// before its own end.
+				if !closed || tick > closedAt+10 {
+					if err := ms[1].Tick(nil); err != nil {
+						t.Fatal(err)
+					}
+				}
+				nw.Advance(Tick)
+			}
+			if st, _ := ms[1].Session().PeerStats(0); !closed || !st.Disconnected {
+				t.Fatalf("machine 0 closed %v; machine 1 saw it leave %v: the test proves nothing", closed, st.Disconnected)
+			}
+			if got := ms[1].Left(); (len(got) == 1 && got[0] == 0) != tc.left || len(got) > 1 {
+				st, _ := ms[1].Session().PeerStats(0)
+				t.Fatalf("Left() = %v, want peer 0 listed: %v (disconnect frame %d, agreed %v)", got, tc.left, st.DisconnectFrame, st.DisconnectAgreed)
+			}
+		})
+	}
+}
