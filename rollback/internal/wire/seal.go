@@ -177,7 +177,11 @@ func (o *Opener) take(pn uint64) {
 		return
 	}
 	shift := pn + 1 - o.next
-	o.lost += lostOut(o.seen, o.next, shift)
+	if shift == 1 && o.next >= ReplayWindow { // the usual case: the next number, the window full
+		o.lost += ^o.seen >> (ReplayWindow - 1)
+	} else {
+		o.lost += lostOut(o.seen, o.next, shift)
+	}
 	if shift >= 64 {
 		o.seen = 0
 	} else {
