@@ -121,16 +121,13 @@ func (c *checksums) wants(f Frame) bool {
 	return f == c.lastAt
 }
 
-// checkpoint records the state at the start of frame f when f is a
-// checksum frame; a re-simulation records it again. The state is copied
-// when the budget has room for it (hashed once the frame is final, so that
-// a frame re-simulated many times costs a copy each time, not a hash), and
-// hashed now when it has not; game-supplied checksum data is hashed now,
-// while the state is current.
-func (c *checksums) checkpoint(f Frame, state []byte) {
-	if !c.wants(f) {
-		return
-	}
+// record records the state at the start of frame f, which wants: a
+// re-simulation records it again. The state is copied when the budget has
+// room for it (hashed once the frame is final, so that a frame
+// re-simulated many times costs a copy each time, not a hash), and hashed
+// now when it has not; game-supplied checksum data is hashed now, while
+// the state is current.
+func (c *checksums) record(f Frame, state []byte) {
 	p := &c.points[int(uint32(f/c.every)%checkpoints)]
 	p.frame, p.pending, p.hashed = f, true, false // a frame it held before (checkpoints×every older) is gone
 	if c.data != nil {

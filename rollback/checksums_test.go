@@ -19,6 +19,13 @@ import (
 	"github.com/rewindgg/rewind/savestate"
 )
 
+// checkpoint is what simulate does with a frame: records it if wanted.
+func (c *checksums) checkpoint(f Frame, state []byte) {
+	if c.wants(f) {
+		c.record(f, state)
+	}
+}
+
 // roomy is a budget that holds every state these tests keep.
 const roomy = 1 << 20
 

@@ -69,7 +69,7 @@ func (s *Session) runFinal(f Frame, news bool) {
 // observer (observed), the sync-test check.
 func (s *Session) simulate(f Frame, resim, observed bool) {
 	if s.sums.wants(f) {
-		s.sums.checkpoint(f, s.snaps.arena.Bytes())
+		s.sums.record(f, s.snaps.arena.Bytes())
 	}
 	if s.proto.joins > 0 {
 		s.noteJoinStates(f, s.snaps.arena.Bytes())
