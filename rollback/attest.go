@@ -258,6 +258,18 @@ func (s *Session) sendEcho(i int, all bool) {
 	m := &s.io.att
 	s.fillEcho(i, m, all)
 	m.HasStatement, m.Machine, m.Interval, m.Frames, m.Inputs, m.Sig = false, 0, 0, 0, m.Inputs[:0], m.Sig[:0]
+	s.sendAttestMsg(i, m)
+}
+
+// sendAttestMsg sends m to peer i, or holds it to ride in front of the
+// input packet (send): the first of a call's Attests to it.
+func (s *Session) sendAttestMsg(i int, m *wire.Attest) {
+	if s.io.carrying && len(s.io.carry) == 0 {
+		if b, err := wire.AppendControl(s.io.carry[:0], m); err == nil {
+			s.io.carry = b
+			return
+		}
+	}
 	s.sendControl(i, m)
 }
 
@@ -293,17 +305,39 @@ func (s *Session) sendStatement(i, x int, k int32, in []uint64, sig []byte, full
 	if !full {
 		m.Inputs = m.Inputs[:0]
 	}
-	s.sendControl(i, m)
+	s.sendAttestMsg(i, m)
 }
 
-// handleAttest takes peer i's Attest: its echo, and the statement it
-// carries. It returns the first frame the statement corrected or
+// handleAttest takes peer i's Attest datagram: the input packet riding
+// behind the Attest, if any, then its echo and the statement it carries.
+// It returns the first frame the inputs or the statement corrected or
 // revealed (s.frame for none).
 func (s *Session) handleAttest(i int, b []byte) (Frame, bool) {
-	m, st := &s.io.rx.att, s.stmts
-	if st == nil || wire.ParseControl(b, m) != nil {
+	m := &s.io.rx.att
+	if s.stmts == nil {
 		return s.frame, false
 	}
+	rest, err := wire.ParseControlPrefix(b, m)
+	if err != nil {
+		return s.frame, false
+	}
+	mis := s.frame
+	if len(rest) > 0 {
+		// An input packet rides behind it (send): its inputs go first, as
+		// the statement covers them. Each part is checked whole before it
+		// is applied; a bad Attest drops the datagram after its inputs.
+		var ok bool
+		if mis, ok = s.handleInput(i, rest); !ok {
+			return mis, false
+		}
+	}
+	f, ok := s.takeAttest(i, m)
+	return min(mis, f), ok
+}
+
+// takeAttest takes peer i's Attest m, parsed.
+func (s *Session) takeAttest(i int, m *wire.Attest) (Frame, bool) {
+	st := s.stmts
 	if !s.proto.started || s.peers[i].leave.disc {
 		return s.frame, true // nothing to check yet, or it left: what it sends no longer counts
 	}
@@ -324,8 +358,7 @@ func (s *Session) handleAttest(i int, b []byte) (Frame, bool) {
 			return s.frame, true
 		}
 	}
-	f, ok := s.takeStatement(i, x, k, in, m.Sig)
-	return f, ok
+	return s.takeStatement(i, x, k, in, m.Sig)
 }
 
 // takeStatement takes machine x's statement of interval k, from peer i,

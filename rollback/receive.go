@@ -464,8 +464,10 @@ func (s *Session) cut(x int) Frame {
 
 // countSlack is how far behind its own inputs an honest machine's count of
 // a third machine's frames can be (see Session.floor): the deepest
-// rollback, the largest input lag, and a few packets' staleness.
-const countSlack = MaxRollbackLimit + MaxInputLag + 2*gossipCountEvery
+// rollback, the largest input lag, and a few packets' staleness (a count
+// goes in every input packet, but packets are lost, and quiet ticks send
+// none).
+const countSlack = MaxRollbackLimit + MaxInputLag + 8
 
 // checkCounts names peer m when one of its counts of the other machines is
 // below what its own progress proves (Session.floor): it withholds them.

@@ -212,15 +212,28 @@ func ParseControl(b []byte, m Control) error {
 	if len(b) > MaxControlSize {
 		return errControlSize
 	}
+	rest, err := ParseControlPrefix(b, m)
+	if err == nil && len(rest) != 0 {
+		return errTrailing
+	}
+	return err
+}
+
+// ParseControlPrefix is ParseControl for a body that goes on after the
+// message: it decodes the message at the start of b into m and returns
+// what follows it (aliasing b). The message itself must be at most
+// MaxControlSize bytes. An Attest's datagram carries an input body after
+// it so (docs/protocol.md, "Statements").
+func ParseControlPrefix(b []byte, m Control) (rest []byte, err error) {
 	if len(b) == 0 || b[0]&0xf0 != 0x90 {
-		return errControlBody // every message is a msgpack fixarray
+		return nil, errControlBody // every message is a msgpack fixarray
 	}
 	r := m.parseBody(reader{b: b})
 	if r.err != nil {
-		return r.err
+		return nil, r.err
 	}
-	if len(r.b) != 0 {
-		return errTrailing
+	if len(b)-len(r.b) > MaxControlSize {
+		return nil, errControlSize
 	}
-	return nil
+	return r.b, nil
 }

@@ -132,8 +132,22 @@ func fuzzControl[T any, PT interface {
 	}
 	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
+		// ParseControlPrefix takes what ParseControl takes, and leaves
+		// what follows the message.
+		var mp T
+		rest, perr := wire.ParseControlPrefix(b, PT(&mp))
 		var m T
-		if err := wire.ParseControl(b, PT(&m)); err != nil {
+		err := wire.ParseControl(b, PT(&m))
+		if (err == nil) != (perr == nil && len(rest) == 0) {
+			t.Fatalf("ParseControl: %v; ParseControlPrefix: %v with %d bytes after", err, perr, len(rest))
+		}
+		if perr == nil && len(rest) > 0 {
+			var whole T
+			if err := wire.ParseControl(b[:len(b)-len(rest)], PT(&whole)); err != nil || !reflect.DeepEqual(whole, mp) {
+				t.Fatalf("the prefix alone: %v, %+v against %+v", err, whole, mp)
+			}
+		}
+		if err != nil {
 			return
 		}
 		enc, err := wire.AppendControl(nil, PT(&m))

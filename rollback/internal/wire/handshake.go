@@ -18,8 +18,9 @@ import (
 // key derived from the secret: without the secret nobody can make a
 // handshake that such a machine accepts.
 
-// Version is the protocol version every handshake carries.
-const Version = 2
+// Version is the protocol version every handshake carries. 3: an Attest
+// datagram may carry an input packet after the message.
+const Version = 3
 
 // HandshakeAuthSize is the size of the handshake's MAC with a secret.
 const HandshakeAuthSize = 16

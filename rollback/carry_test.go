@@ -1,0 +1,93 @@
+package rollback_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+// kindTally is a transport that counts, per peer, the sealed datagrams of
+// each kind sent since the last reset.
+type kindTally struct {
+	rollback.Transport
+	sent [][16]int
+}
+
+func (k *kindTally) Send(peer int, b []byte) error {
+	if len(b) > 0 && b[0]>>4 != 0 { // sealed: the kind in the high four bits
+		k.sent[peer][b[0]>>4]++
+	}
+	return k.Transport.Send(peer, b)
+}
+
+func (k *kindTally) reset() { clear(k.sent) }
+
+// TestStatementsRideInputs: with three machines, statements and echoes
+// (Attest) ride in the datagram of the input packet they go with, in front
+// of its inputs: a tick that sends a peer an input packet sends it no
+// Attest of its own but when two are due at once. It failed before they
+// rode so: every statement and every echo went in a datagram of its own,
+// one tick in three. The match ends in sync.
+func TestStatementsRideInputs(t *testing.T) {
+	const machines, frames = 3, 900
+	nw, err := netsim.New(machines, 1, netsim.Profile{Latency: 5e6})
+	require.NoError(t, err)
+	var ss [machines]*rollback.Session
+	var gs [machines]*counterGame
+	var tally [machines]*kindTally
+	for i := range ss {
+		var peers []rollback.Peer
+		for j := range machines {
+			if j != i {
+				peers = append(peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
+			}
+		}
+		gs[i] = newCounterGame(t, 4096, false)
+		tally[i] = &kindTally{Transport: nw.Endpoint(i), sent: make([][16]int, machines-1)}
+		ss[i], err = rollback.NewSession(rollback.Config{Players: machines, Local: []rollback.PlayerID{rollback.PlayerID(i)},
+			Peers: peers, Layout: rollback.Layout{4}, State: gs[i].Arena, Game: gs[i], Transport: tally[i],
+			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 78,
+			SendEveryTick: true}) // an input packet every tick for the Attests to ride in
+		require.NoError(t, err)
+	}
+	var attests, alone, sends int
+	for tick := 0; tick < frames+600; tick++ {
+		for i, s := range ss {
+			tally[i].reset()
+			if s.Frame() < frames {
+				_, err = s.AddLocalInput(rollback.PlayerID(i), rollback.Input((int(s.Frame())/7+i)%16))
+				require.NoError(t, err)
+				_, err = s.Advance()
+			} else {
+				_, err = s.Idle()
+			}
+			require.NoError(t, err)
+			for _, k := range tally[i].sent {
+				// An input packet goes alone (kind Input) or behind an
+				// Attest (kind Attest); every further datagram of the two
+				// kinds is an Attest that went alone.
+				attests += k[12]
+				if n := k[1] + k[12]; n > 0 {
+					sends++
+					alone += n - 1
+				}
+			}
+		}
+		nw.Advance(match.Tick)
+	}
+	for i, s := range ss {
+		require.Equal(t, rollback.Frame(frames), s.Frame(), "machine %d", i)
+		assert.True(t, bytes.Equal(gs[0].Arena.Bytes(), gs[i].Arena.Bytes()), "machine %d ends out of sync", i)
+	}
+	t.Logf("%d Attests, %d alone beside an input packet, %d sends of inputs", attests, alone, sends)
+	require.Greater(t, sends, machines*(machines-1)*frames)
+	// One statement per 16 frames to each peer, and echoes.
+	assert.Greater(t, attests, machines*(machines-1)*frames/16)
+	assert.Less(t, alone, sends/100, "Attests that went in datagrams of their own beside an input packet")
+}
