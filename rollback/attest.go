@@ -262,9 +262,10 @@ func (s *Session) sendEcho(i int, all bool) {
 }
 
 // sendAttestMsg sends m to peer i, or holds it to ride in front of the
-// input packet (send): the first of a call's Attests to it.
+// input packet that send sends it next: the first of a call's Attests to
+// it (send sends or flushes the carry before it turns to the next peer).
 func (s *Session) sendAttestMsg(i int, m *wire.Attest) {
-	if s.io.carrying && len(s.io.carry) == 0 {
+	if len(s.io.carry) == 0 {
 		if b, err := wire.AppendControl(s.io.carry[:0], m); err == nil {
 			s.io.carry = b
 			return

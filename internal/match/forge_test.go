@@ -23,8 +23,9 @@ import (
 // sends reshuffles it: when statements came to ride in the input packets,
 // intercontinental-4 (seed 401) went from 7 ticks earlier to 27 later,
 // while over seeds 401–420 (300 frames) the sum stayed put (−89 ticks
-// before, −92 after; from 29 earlier to 7 later either way). Four
-// retries (24 ticks) was inside that spread; five is the bound now.
+// before, −92 after; from 27 earlier to 7 later before, from 29 earlier
+// to 4 later after). Four retries (24 ticks) left seed 401 out; five is
+// the bound now.
 const handshakeRetryTicks = 6
 
 // TestForgery: an off-path attacker who knows every address and the
