@@ -187,9 +187,19 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// GET /v1/matches/{code}/signals[?wait=S]
+// GET /v1/matches/{code}/signals[?wait=S][&after=N]
 func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
+	var after uint64
+	ack := r.URL.Query().Has("after")
+	if ack {
+		n, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		if err != nil {
+			writeError(w, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "after must be a whole number"))
+			return
+		}
+		after = n
+	}
 	if v := r.URL.Query().Get("wait"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
@@ -208,7 +218,7 @@ func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 	} else if wait > 0 {
 		defer s.releaseWaiter()
 	}
-	batch, err := s.reg.receive(r.Context(), m, seat, bearer(r), wait)
+	batch, err := s.reg.receive(r.Context(), m, seat, bearer(r), wait, ack, after)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -63,6 +63,8 @@ func TestBadRequests(t *testing.T) {
 		{"signal before full", "POST", "/v1/matches/" + open.Code() + "/signals", open.Ticket().Token, `{"to":1,"kind":"offer","data":"x"}`, 409, lobby.CodeNotFull},
 		{"signals bad wait", "GET", m + "/signals?wait=-1", tok, "", 400, lobby.CodeBadRequest},
 		{"signals huge wait", "GET", m + "/signals?wait=99999999999999999999", tok, "", 400, lobby.CodeBadRequest},
+		{"signals bad after", "GET", m + "/signals?after=-1", tok, "", 400, lobby.CodeBadRequest},
+		{"signals empty after", "GET", m + "/signals?after=", tok, "", 400, lobby.CodeBadRequest},
 		{"signals with PUT", "PUT", m + "/signals", tok, "", 405, lobby.CodeMethodNotAllowed},
 		{"leave another seat", "DELETE", m + "/seats/1", tok, "", 403, lobby.CodeForbidden},
 		{"leave a non-number", "DELETE", m + "/seats/zero", tok, "", 403, lobby.CodeForbidden},

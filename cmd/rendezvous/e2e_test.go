@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -350,4 +352,78 @@ func TestLongPollEnds(t *testing.T) {
 	waitEvent(t, ctx, polling)
 	s2.drain()
 	wg.Wait()
+}
+
+// cutAnswers is a transport that loses the first n answers to a signal
+// poll that carry signals: it reads each whole (the server has sent it)
+// and reports a broken connection instead, as a mobile link that drops
+// mid-answer, or a Receive whose context ends while the answer is on the
+// wire, does.
+type cutAnswers struct {
+	mu  sync.Mutex
+	n   int
+	cut []string // the bodies lost
+}
+
+func (c *cutAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodGet || !strings.HasSuffix(r.URL.Path, "/signals") || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n > 0 && bytes.Contains(body, []byte(`"kind"`)) {
+		c.n--
+		c.cut = append(c.cut, string(body))
+		return nil, errors.New("connection reset by peer (cutAnswers)")
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// A batch of signals whose answer is lost on the wire comes again: the
+// server forgets a signal only once the seat's next poll shows that it
+// arrived. Every signal arrives once, in order.
+func TestReceiveLosesNoSignalWhenAnAnswerIsCut(t *testing.T) {
+	ctx := testCtx(t, 10*time.Second)
+	_, base := start(t, testConfig(newFakeClock()))
+	host, err := lobby.Create(ctx, base, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := &cutAnswers{n: 2}
+	guest, err := lobby.Join(ctx, base, host.Code(), &lobby.Options{HTTPClient: &http.Client{Transport: cut}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := host.Send(ctx, 1, lobby.KindCandidate, fmt.Sprint("c", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for range 3 {
+		_, _, data, err := guest.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after %q: %v (answers lost: %q)", got, err, cut.cut)
+		}
+		got = append(got, data)
+	}
+	if want := []string{"c0", "c1", "c2"}; !slices.Equal(got, want) {
+		t.Fatalf("received %q, want %q", got, want)
+	}
+	if len(cut.cut) != 2 {
+		t.Fatalf("%d answers cut, want 2: the test did not cut what it meant to", len(cut.cut))
+	}
+	// Nothing comes twice: the next poll finds the queue empty.
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, _, data, err := guest.Receive(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a fourth Receive: %q, %v; want the deadline", data, err)
+	}
 }

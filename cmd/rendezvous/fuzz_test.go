@@ -47,6 +47,7 @@ func FuzzHandler(f *testing.F) {
 	f.Add("GET", "/v1/matches/{code}?wait=1", "{token}", "")
 	f.Add("POST", "/v1/matches/{code}/signals", "{token}", `{"to":1,"kind":"offer","data":"v=0"}`)
 	f.Add("GET", "/v1/matches/{code}/signals?wait=25", "{token1}", "")
+	f.Add("GET", "/v1/matches/{code}/signals?wait=0&after=3", "{token1}", "")
 	f.Add("GET", "/healthz", "", "")
 	f.Add("GET", "/", "", "")
 	f.Add("DELETE", "/v1/matches/{code}/seats/1", "{token1}", "") // last: it revokes {token1}

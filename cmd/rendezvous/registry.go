@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,12 @@ const (
 	tokenBytes   = 16 // 128 bits
 	secretBytes  = 32
 	queueLen     = 64 // signals waiting for one seat
+	// ackGrace is how long signals answered to an acknowledging poll wait
+	// for the next poll to acknowledge them: a holder that stops polling
+	// once connected (or is gone) does not keep them for the match's life.
+	// A client whose answer was cut polls again within its retry pause
+	// (at most 5 s, lobby.Client).
+	ackGrace = time.Minute
 )
 
 // registry holds the matches: their seats and tokens, the signals waiting
@@ -58,11 +65,16 @@ type match struct {
 
 // seat is one seat of a match and the signals waiting for it.
 type seat struct {
-	token string // "" when free, or after its holder left a full match
-	left  bool   // its holder left after the match was full
-	queue []lobby.Signal
-	bytes int           // len(Data) summed over queue
-	wake  chan struct{} // closed (and replaced) when a signal arrives or the seat is freed
+	token string         // "" when free, or after its holder left a full match
+	left  bool           // its holder left after the match was full
+	queue []lobby.Signal // in Seq order; the last one's Seq is seq
+	seq   uint64         // the Seq given to the last signal queued; never reset
+	// The newest Seq answered to an acknowledging poll, and when: the
+	// sweep forgets the signals up to it once ackGrace has passed.
+	answered   uint64
+	answeredAt time.Time
+	bytes      int           // len(Data) summed over queue
+	wake       chan struct{} // closed (and replaced) when a signal arrives or the seat is freed
 }
 
 // apiError is an error with the HTTP status, code and message a client gets.
@@ -258,6 +270,8 @@ func (r *registry) send(m *match, sig lobby.Signal) error {
 		return errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable,
 			"the server's signal queues are full; try again later")
 	}
+	s.seq++
+	sig.Seq = s.seq
 	s.queue = append(s.queue, sig)
 	s.bytes += len(sig.Data)
 	r.queued += len(sig.Data)
@@ -265,10 +279,13 @@ func (r *registry) send(m *match, sig lobby.Signal) error {
 	return nil
 }
 
-// receive drains the signals queued for seat i of m, held by token. When
-// there are none it waits up to d for some; it returns an empty batch
-// when d passes or ctx or the registry ends.
-func (r *registry) receive(ctx context.Context, m *match, i int, token string, d time.Duration) ([]lobby.Signal, error) {
+// receive returns the signals queued for seat i of m, held by token. With
+// ack, the seat has every signal up to Seq after: those are forgotten and
+// the others are returned and kept until a later receive acknowledges
+// them; without, the returned signals are forgotten at once. When there
+// are none it waits up to d for some; it returns an empty batch when d
+// passes or ctx or the registry ends.
+func (r *registry) receive(ctx context.Context, m *match, i int, token string, d time.Duration, ack bool, after uint64) ([]lobby.Signal, error) {
 	var timeout <-chan time.Time
 	for {
 		r.mu.Lock()
@@ -281,9 +298,17 @@ func (r *registry) receive(ctx context.Context, m *match, i int, token string, d
 			r.mu.Unlock()
 			return nil, errExpired
 		}
+		if ack {
+			r.forget(s, after)
+		}
 		if len(s.queue) > 0 && ctx.Err() == nil {
 			batch := s.queue
-			s.queue, r.queued, s.bytes = nil, r.queued-s.bytes, 0
+			if ack {
+				batch = slices.Clone(s.queue)
+				s.answered, s.answeredAt = batch[len(batch)-1].Seq, r.now()
+			} else {
+				s.queue, r.queued, s.bytes = nil, r.queued-s.bytes, 0
+			}
 			r.mu.Unlock()
 			return batch, nil
 		}
@@ -310,6 +335,20 @@ func (r *registry) receive(ctx context.Context, m *match, i int, token string, d
 		case <-r.closing:
 			return []lobby.Signal{}, nil
 		}
+	}
+}
+
+// forget drops the signals of seat s up to Seq after: its holder has them.
+// The caller holds r.mu.
+func (r *registry) forget(s *seat, after uint64) {
+	n := 0
+	for n < len(s.queue) && s.queue[n].Seq <= after {
+		s.bytes -= len(s.queue[n].Data)
+		r.queued -= len(s.queue[n].Data)
+		n++
+	}
+	if n > 0 {
+		s.queue = append(s.queue[:0:0], s.queue[n:]...)
 	}
 }
 
@@ -340,7 +379,9 @@ func (r *registry) leave(m *match, i int) error {
 	return nil
 }
 
-// sweep removes the expired matches and returns how many.
+// sweep removes the expired matches, and forgets the signals answered
+// ackGrace ago or longer that no poll acknowledged; it returns how many
+// matches it removed.
 func (r *registry) sweep() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -353,6 +394,13 @@ func (r *registry) sweepLocked(now time.Time) int {
 		if r.expired(m, now) {
 			r.remove(m)
 			n++
+			continue
+		}
+		for i := range m.seats {
+			if s := &m.seats[i]; s.answered > 0 && now.Sub(s.answeredAt) >= ackGrace {
+				r.forget(s, s.answered)
+				s.answered = 0
+			}
 		}
 	}
 	return n

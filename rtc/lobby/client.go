@@ -39,6 +39,7 @@ type Client struct {
 
 	recv    chan struct{} // a token: held by the Receive that polls
 	pending []Signal      // signals fetched and not yet returned; held with recv
+	got     uint64        // the newest Seq fetched, acknowledged by the next poll; held with recv
 
 	mu   sync.Mutex
 	left bool
@@ -176,7 +177,10 @@ func (c *Client) Send(ctx context.Context, to int, kind, data string) error {
 // or ctx ends (then it returns ctx.Err()). One answer can carry several
 // signals: the others wait in the client for the next calls. Like Wait it
 // rides out "slow down" answers and dropped connections; other errors
-// (the match expired: ErrGone or ErrUnauthorized) end it.
+// (the match expired: ErrGone or ErrUnauthorized) end it. Each poll
+// acknowledges the signals the last one fetched, so an answer lost on the
+// wire, or to a Receive whose ctx ended, is answered again (to a Receive
+// within a minute of it): no signal is lost or returned twice.
 func (c *Client) Receive(ctx context.Context) (from int, kind, data string, err error) {
 	select {
 	case c.recv <- struct{}{}:
@@ -189,19 +193,31 @@ func (c *Client) Receive(ctx context.Context) (from int, kind, data string, err 
 			return 0, "", "", err
 		}
 		var batch []Signal
-		q := "/signals?wait=" + strconv.Itoa(int(MaxWait/time.Second))
+		q := "/signals?wait=" + strconv.Itoa(int(MaxWait/time.Second)) + "&after=" + strconv.FormatUint(c.got, 10)
 		err := c.retry(ctx, true, func() error {
 			return c.do(ctx, http.MethodGet, c.match+q, true, nil, &batch)
 		})
 		if err != nil {
 			return 0, "", "", c.ctxErr(ctx, fmt.Errorf("lobby: receive: %w", err))
 		}
-		c.pending = batch
+		c.take(batch)
 	}
 	s := c.pending[0]
 	c.pending[0] = Signal{}
 	c.pending = c.pending[1:]
 	return s.From, s.Kind, s.Data, nil
+}
+
+// take queues a fetched batch: the signals after the newest one fetched
+// (a server of the first version numbers none, and forgets what it
+// answered: those are all taken). The caller holds recv.
+func (c *Client) take(batch []Signal) {
+	for _, s := range batch {
+		if s.Seq == 0 || s.Seq > c.got {
+			c.pending = append(c.pending, s)
+			c.got = max(c.got, s.Seq)
+		}
+	}
 }
 
 // Leave gives up the seat. Before the match is full the seat is freed for
@@ -327,10 +343,16 @@ func (c *Client) do(ctx context.Context, method, path string, auth bool, body, o
 	}
 	dec := json.NewDecoder(io.LimitReader(resp.Body, maxAnswer))
 	if err := dec.Decode(out); err != nil {
-		if ctx.Err() != nil {
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case ctx.Err() != nil:
 			return ctx.Err()
+		case errors.As(err, &syntax) || errors.As(err, &typ):
+			return fmt.Errorf("decode the server's answer: %w", err)
+		default: // the answer was cut short: the connection broke
+			return &transportError{fmt.Errorf("read the server's answer: %w", err)}
 		}
-		return fmt.Errorf("decode the server's answer: %w", err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -333,5 +334,53 @@ func TestStatusErrorText(t *testing.T) {
 	e = &StatusError{Status: 502}
 	if got := e.Error(); !strings.Contains(got, "Bad Gateway") {
 		t.Fatal(got)
+	}
+}
+
+// Each poll acknowledges the newest signal fetched (after=N); a signal
+// answered again (Seq not after N) is not returned twice; a server of the
+// first version (no Seq) has every signal it answers taken; an answer cut
+// mid-body is a dropped connection, polled for again.
+func TestReceiveAcknowledges(t *testing.T) {
+	ctx := testCtx(t)
+	var n atomic.Int32
+	f, base := ticketServer(t, func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 1:
+			reply(w, 200, []Signal{{From: 1, Kind: KindOffer, Data: "a", Seq: 1}, {From: 1, Kind: KindCandidate, Data: "b", Seq: 2}})
+		case 2:
+			reply(w, 200, []Signal{{From: 1, Kind: KindCandidate, Data: "b", Seq: 2}, {From: 1, Kind: KindCandidate, Data: "c", Seq: 3}})
+		case 3:
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("Content-Length", "200")
+			w.Write([]byte(`[{"from":1,"kind":"candidate","data":"d","seq":4},`)) // then the connection drops
+		case 4:
+			reply(w, 200, []Signal{{From: 1, Kind: KindCandidate, Data: "d", Seq: 4}})
+		default:
+			reply(w, 200, []Signal{{From: 1, Kind: KindCandidate, Data: "e"}})
+		}
+	})
+	c, err := Create(ctx, base, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for range 5 {
+		_, _, data, err := c.Receive(ctx)
+		if err != nil {
+			t.Fatalf("after %q: %v", got, err)
+		}
+		got = append(got, data)
+	}
+	if want := []string{"a", "b", "c", "d", "e"}; !slices.Equal(got, want) {
+		t.Fatalf("received %q, want %q", got, want)
+	}
+	var afters []string
+	for _, req := range f.log()[1:] {
+		_, q, _ := strings.Cut(req, "after=")
+		afters = append(afters, strings.Fields(q)[0])
+	}
+	if want := []string{"0", "2", "3", "3", "4"}; !slices.Equal(afters, want) {
+		t.Fatalf("the polls acknowledged %q, want %q", afters, want)
 	}
 }

@@ -17,14 +17,19 @@
 //	POST   /v1/matches/{code}/seats                          201 Ticket (lowest free seat)
 //	GET    /v1/matches/{code}[?wait=1]   Bearer token        200 Match (long-polls until full)
 //	POST   /v1/matches/{code}/signals    Bearer token, Signal 202
-//	GET    /v1/matches/{code}/signals?wait=S  Bearer token   200 [Signal...] (drained; long-polls)
+//	GET    /v1/matches/{code}/signals?wait=S&after=N  Bearer token  200 [Signal...] (long-polls)
 //	DELETE /v1/matches/{code}/seats/{seat}    Bearer token   204
 //
-// Long polls last at most [MaxWait]. A batch of signals is removed from the
-// server when it is answered: a Receive whose context ends while the answer
-// is on the wire can lose that batch (the server does not drain a seat's
-// queue for a request it already knows is gone, which leaves only the time
-// the answer is in flight).
+// Long polls last at most [MaxWait]. The server numbers the signals queued
+// for a seat (Signal.Seq, from 1) and keeps each until the seat's next poll
+// says, with after=N, that every signal up to N arrived; it answers the
+// signals after N. An answer lost on the wire (a dropped connection, a
+// Receive whose context ended meanwhile) is therefore answered again, and
+// no signal is lost or given twice, as long as the seat polls again within
+// a minute of that answer (the server then forgets what it answered: a
+// seat that stops polling once connected holds nothing). A poll without
+// after gets the queued signals and the server forgets them at once (the
+// protocol's first version).
 //
 // The package uses only the standard library, so it builds for js/wasm,
 // where net/http's client is the browser's fetch.
@@ -89,6 +94,9 @@ type Signal struct {
 	To   int    `json:"to"`
 	Kind string `json:"kind"`
 	Data string `json:"data"`
+	// Seq is the server's number for the signal among those queued for
+	// its recipient, from 1; a sender leaves it 0 (the server sets it).
+	Seq uint64 `json:"seq,omitempty"`
 }
 
 // CreateRequest is the body of POST /v1/matches.
