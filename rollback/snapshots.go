@@ -48,12 +48,6 @@ type snapshots struct {
 	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
 	on       bool  // false: no snapshots at all (lockstep with two machines)
 
-	// The oldest and newest frames the valid slots hold, read every tick
-	// and changed only by a save, a restore or a catch-up: kept while
-	// indexed (every change of backups clears it).
-	indexed        bool
-	oldest, latest Frame // noFrame and -1 for none
-
 	saves int64 // snapshots copied from the live state
 	steps int64 // frames simulated inside a snapshot to move it forward
 }
@@ -93,7 +87,6 @@ func (sn *snapshots) save(slot int, f Frame) error {
 		return err
 	}
 	sn.backups[slot] = backup{frame: f, valid: true}
-	sn.indexed = false
 	sn.saves++
 	return nil
 }
@@ -105,22 +98,13 @@ func (sn *snapshots) saveDue(f Frame) bool {
 	if sn.forced > 0 || !sn.on {
 		return false // forced modes roll back every frame and never need it
 	}
-	sn.index()
-	return f-sn.latest >= sn.interval
-}
-
-// index brings oldest and latest up to date with the slots.
-func (sn *snapshots) index() {
-	if sn.indexed {
-		return
-	}
-	sn.oldest, sn.latest = noFrame, -1
+	newest := Frame(-1)
 	for i := range sn.slots {
 		if b := &sn.backups[i]; b.valid {
-			sn.oldest, sn.latest = min(sn.oldest, b.frame), max(sn.latest, b.frame)
+			newest = max(newest, b.frame)
 		}
 	}
-	sn.indexed = true
+	return f-newest >= sn.interval
 }
 
 // saveSlot applies the policy before frame f is simulated during play: it
@@ -151,7 +135,6 @@ func (sn *snapshots) saveSlot(f, anchor, settled Frame) int {
 // moves no further than it: the rollback then saves the live state at the
 // anchor as it passes it, into a free slot.
 func (sn *snapshots) restore(mis, anchor, settled Frame, run finalRunner) (restored, error) {
-	sn.indexed = false
 	for i, b := range sn.backups[:sn.slots] {
 		if b.valid && b.frame > mis {
 			sn.backups[i].valid = false
@@ -190,7 +173,6 @@ func (sn *snapshots) restore(mis, anchor, settled Frame, run finalRunner) (resto
 			}
 		}
 	}
-	sn.indexed = false // the runs above may have read it
 	return r, nil
 }
 
@@ -207,7 +189,6 @@ func (sn *snapshots) advance(slot int, to, mis Frame, run finalRunner) error {
 	sn.arena.Leave()
 	sn.steps += int64(to - sn.backups[slot].frame)
 	sn.backups[slot].frame = to
-	sn.indexed = false
 	return nil
 }
 
@@ -220,7 +201,6 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 	if keep < 0 {
 		return nil
 	}
-	sn.indexed = false
 	for i, b := range sn.backups[:sn.slots] {
 		if i != keep && b.valid && b.frame < sn.backups[keep].frame {
 			sn.backups[i].valid = false
@@ -235,6 +215,11 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 // low returns the oldest frame a valid snapshot holds (noFrame for none):
 // the inputs from there on may be read again.
 func (sn *snapshots) low() Frame {
-	sn.index()
-	return sn.oldest
+	low := noFrame
+	for i := range sn.slots {
+		if b := &sn.backups[i]; b.valid {
+			low = min(low, b.frame)
+		}
+	}
+	return low
 }
