@@ -129,15 +129,16 @@ func (s *Session) send() {
 		}
 		s.sendInputs(i, localNext)
 		if len(s.io.carry) > 0 { // the input packet did not go
-			s.sendCarry(i)
+			s.sendCarry(i, nil)
 		}
 	}
 }
 
-// sendCarry sends the carried Attest to peer i in a datagram of its own.
-func (s *Session) sendCarry(i int) {
+// sendCarry sends the carried Attest to peer i, with body behind it (an
+// encoded input packet, or nil: it goes alone), in one Attest datagram.
+func (s *Session) sendCarry(i int, body []byte) {
 	seal := s.peers[i].auth.seal
-	b := append(seal.Begin(s.io.sendBuf[:0], wire.KindAttest), s.io.carry...)
+	b := append(append(seal.Begin(s.io.sendBuf[:0], wire.KindAttest), s.io.carry...), body...)
 	s.io.carry = s.io.carry[:0]
 	s.transmit(i, seal.Seal(b))
 }
@@ -226,13 +227,10 @@ func (s *Session) sendCarried(i int, pkt *wire.InputPacket) bool {
 		return false // the carry goes alone
 	}
 	if wire.SealOverhead+len(s.io.carry)+len(body) > maxDatagram {
-		s.sendCarry(i)
+		s.sendCarry(i, nil)
 		return s.sendInput(i, pkt)
 	}
-	seal := s.peers[i].auth.seal
-	b := append(append(seal.Begin(s.io.sendBuf[:0], wire.KindAttest), s.io.carry...), body...)
-	s.io.carry = s.io.carry[:0]
-	s.transmit(i, seal.Seal(b))
+	s.sendCarry(i, body)
 	return true
 }
 

@@ -191,16 +191,17 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 	var wait time.Duration
 	var after uint64
-	ack := r.URL.Query().Has("after")
+	q := r.URL.Query()
+	ack := q.Has("after")
 	if ack {
-		n, err := strconv.ParseUint(r.URL.Query().Get("after"), 10, 64)
+		n, err := strconv.ParseUint(q.Get("after"), 10, 64)
 		if err != nil {
 			writeError(w, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "after must be a whole number"))
 			return
 		}
 		after = n
 	}
-	if v := r.URL.Query().Get("wait"); v != "" {
+	if v := q.Get("wait"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
 			writeError(w, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "wait must be a whole number of seconds"))
