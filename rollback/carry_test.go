@@ -91,3 +91,57 @@ func TestStatementsRideInputs(t *testing.T) {
 	assert.Greater(t, attests, machines*(machines-1)*frames/16)
 	assert.Less(t, alone, sends/100, "Attests that went in datagrams of their own beside an input packet")
 }
+
+// TestKeysBeforeStart: before the start each machine sends a peer its view
+// of the signing keys when it learns a key, and again every 100 ms (the
+// handshake's retry) while the peer may lack it, not every tick: on a link
+// 300 ms each way the peer's agreement takes a round trip to come back.
+// It failed when a machine sent every tick until the peer agreed: 46
+// Keys to each peer here, against 14 now; the match starts on the same
+// tick (138) either way.
+func TestKeysBeforeStart(t *testing.T) {
+	const machines = 3
+	nw, err := netsim.New(machines, 1, netsim.Profile{Latency: 300e6})
+	require.NoError(t, err)
+	var ss [machines]*rollback.Session
+	var tally [machines]*kindTally
+	for i := range ss {
+		var peers []rollback.Peer
+		for j := range machines {
+			if j != i {
+				peers = append(peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
+			}
+		}
+		g := newCounterGame(t, 4096, false)
+		tally[i] = &kindTally{Transport: nw.Endpoint(i), sent: make([][16]int, machines-1)}
+		ss[i], err = rollback.NewSession(rollback.Config{Players: machines, Local: []rollback.PlayerID{rollback.PlayerID(i)},
+			Peers: peers, Layout: rollback.Layout{4}, State: g.Arena, Game: g, Transport: tally[i],
+			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 79})
+		require.NoError(t, err)
+	}
+	ticks := 0
+	for ; ticks < 600; ticks++ {
+		started := 0
+		for i, s := range ss {
+			if s.Frame() > 0 {
+				started++
+			}
+			_, err = s.AddLocalInput(rollback.PlayerID(i), 1)
+			require.NoError(t, err)
+			_, err = s.Advance()
+			require.NoError(t, err)
+		}
+		if started == machines {
+			break
+		}
+		nw.Advance(match.Tick)
+	}
+	require.Less(t, ticks, 600, "the match did not start")
+	for i := range ss {
+		for j, k := range tally[i].sent {
+			assert.LessOrEqual(t, k[11], 16, "machine %d sent peer %d Keys %d times", i, j, k[11])
+			assert.Positive(t, k[11])
+		}
+	}
+	t.Logf("started after %d ticks; machine 0 sent %d and %d Keys", ticks, tally[0].sent[0][11], tally[0].sent[1][11])
+}
