@@ -28,6 +28,29 @@ func (k *kindTally) Send(peer int, b []byte) error {
 
 func (k *kindTally) reset() { clear(k.sent) }
 
+// tallied returns a match of machines sessions over nw, one player each,
+// each counting what it sends; cfg gives what they share beyond that.
+func tallied(t *testing.T, nw *netsim.Network, machines int, cfg rollback.Config) ([]*rollback.Session, []*counterGame, []*kindTally) {
+	t.Helper()
+	ss, gs, tally := make([]*rollback.Session, machines), make([]*counterGame, machines), make([]*kindTally, machines)
+	for i := range ss {
+		c := cfg
+		for j := range machines {
+			if j != i {
+				c.Peers = append(c.Peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
+			}
+		}
+		gs[i] = newCounterGame(t, 4096, false)
+		tally[i] = &kindTally{Transport: nw.Endpoint(i), sent: make([][16]int, machines-1)}
+		c.Players, c.Local, c.Layout = machines, []rollback.PlayerID{rollback.PlayerID(i)}, rollback.Layout{4}
+		c.State, c.Game, c.Transport, c.Clock, c.Rand = gs[i].Arena, gs[i], tally[i], nw, match.SeededRand(1, i)
+		s, err := rollback.NewSession(c)
+		require.NoError(t, err)
+		ss[i] = s
+	}
+	return ss, gs, tally
+}
+
 // TestStatementsRideInputs: with three machines, statements and echoes
 // (Attest) ride in the datagram of the input packet they go with, in front
 // of its inputs: a tick that sends a peer an input packet sends it no
@@ -38,24 +61,8 @@ func TestStatementsRideInputs(t *testing.T) {
 	const machines, frames = 3, 900
 	nw, err := netsim.New(machines, 1, netsim.Profile{Latency: 5e6})
 	require.NoError(t, err)
-	var ss [machines]*rollback.Session
-	var gs [machines]*counterGame
-	var tally [machines]*kindTally
-	for i := range ss {
-		var peers []rollback.Peer
-		for j := range machines {
-			if j != i {
-				peers = append(peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
-			}
-		}
-		gs[i] = newCounterGame(t, 4096, false)
-		tally[i] = &kindTally{Transport: nw.Endpoint(i), sent: make([][16]int, machines-1)}
-		ss[i], err = rollback.NewSession(rollback.Config{Players: machines, Local: []rollback.PlayerID{rollback.PlayerID(i)},
-			Peers: peers, Layout: rollback.Layout{4}, State: gs[i].Arena, Game: gs[i], Transport: tally[i],
-			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 78,
-			SendEveryTick: true}) // an input packet every tick for the Attests to ride in
-		require.NoError(t, err)
-	}
+	// An input packet every tick for the Attests to ride in.
+	ss, gs, tally := tallied(t, nw, machines, rollback.Config{SessionID: 78, SendEveryTick: true})
 	var attests, alone, sends int
 	for tick := 0; tick < frames+600; tick++ {
 		for i, s := range ss {
@@ -103,22 +110,7 @@ func TestKeysBeforeStart(t *testing.T) {
 	const machines = 3
 	nw, err := netsim.New(machines, 1, netsim.Profile{Latency: 300e6})
 	require.NoError(t, err)
-	var ss [machines]*rollback.Session
-	var tally [machines]*kindTally
-	for i := range ss {
-		var peers []rollback.Peer
-		for j := range machines {
-			if j != i {
-				peers = append(peers, rollback.Peer{Players: []rollback.PlayerID{rollback.PlayerID(j)}})
-			}
-		}
-		g := newCounterGame(t, 4096, false)
-		tally[i] = &kindTally{Transport: nw.Endpoint(i), sent: make([][16]int, machines-1)}
-		ss[i], err = rollback.NewSession(rollback.Config{Players: machines, Local: []rollback.PlayerID{rollback.PlayerID(i)},
-			Peers: peers, Layout: rollback.Layout{4}, State: g.Arena, Game: g, Transport: tally[i],
-			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 79})
-		require.NoError(t, err)
-	}
+	ss, _, tally := tallied(t, nw, machines, rollback.Config{SessionID: 79})
 	ticks := 0
 	for ; ticks < 600; ticks++ {
 		started := 0
