@@ -9,6 +9,7 @@ import (
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
@@ -79,8 +80,8 @@ func TestStatementsRideInputs(t *testing.T) {
 				// An input packet goes alone (kind Input) or behind an
 				// Attest (kind Attest); every further datagram of the two
 				// kinds is an Attest that went alone.
-				attests += k[12]
-				if n := k[1] + k[12]; n > 0 {
+				attests += k[wire.KindAttest]
+				if n := k[wire.KindInput] + k[wire.KindAttest]; n > 0 {
 					sends++
 					alone += n - 1
 				}
@@ -131,9 +132,10 @@ func TestKeysBeforeStart(t *testing.T) {
 	require.Less(t, ticks, 600, "the match did not start")
 	for i := range ss {
 		for j, k := range tally[i].sent {
-			assert.LessOrEqual(t, k[11], 16, "machine %d sent peer %d Keys %d times", i, j, k[11])
-			assert.Positive(t, k[11])
+			keys := k[wire.KindKeys]
+			assert.LessOrEqual(t, keys, 16, "machine %d sent peer %d Keys %d times", i, j, keys)
+			assert.Positive(t, keys)
 		}
 	}
-	t.Logf("started after %d ticks; machine 0 sent %d and %d Keys", ticks, tally[0].sent[0][11], tally[0].sent[1][11])
+	t.Logf("started after %d ticks; machine 0 sent %d and %d Keys", ticks, tally[0].sent[0][wire.KindKeys], tally[0].sent[1][wire.KindKeys])
 }
