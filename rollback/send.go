@@ -51,11 +51,13 @@ type codec struct {
 	join wire.Join
 }
 
-func newCodec() codec {
+// newCodec returns the scratch of a session of players players: no input
+// packet, sent or received, holds more than wire.MaxFrames frames of them.
+func newCodec(players int) codec {
 	return codec{
 		sendBuf: make([]byte, 0, maxDatagram),
 		recvBuf: make([]byte, maxDatagram+1),
-		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*wire.MaxPlayers), Gossip: make([]wire.Gossip, 0, MaxPlayers)},
+		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*players), Gossip: make([]wire.Gossip, 0, MaxPlayers)},
 		gossip:  make([]wire.Gossip, 0, MaxPlayers),
 	}
 }

@@ -93,7 +93,7 @@ func NewSession(cfg Config) (*Session, error) {
 		tr:         cfg.Transport,
 		clock:      cfg.Clock,
 		events:     make([]Event, 0, 2*len(cfg.Peers)+2),
-		io:         newCodec(),
+		io:         newCodec(cfg.Players),
 		frameLimit: MaxFrame,
 	}
 	if s.clock == nil {
