@@ -262,17 +262,8 @@ func (s *Session) sendEcho(i int, all bool) {
 }
 
 // sendAttestMsg sends m to peer i, or holds it to ride in front of the
-// input packet that send sends it next: the first of a call's Attests to
-// it (send sends or flushes the carry before it turns to the next peer).
-func (s *Session) sendAttestMsg(i int, m *wire.Attest) {
-	if len(s.io.carry) == 0 {
-		if b, err := wire.AppendControl(s.io.carry[:0], m); err == nil {
-			s.io.carry = b
-			return
-		}
-	}
-	s.sendControl(i, m)
-}
+// input packet that send sends it next (sendAttest runs only when one goes).
+func (s *Session) sendAttestMsg(i int, m *wire.Attest) { s.sendRiding(i, m, true) }
 
 // fillEcho puts into m our digests of the intervals peer i wants (all,
 // or only those after our last echo to it), and the first of ours it has

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -138,4 +139,70 @@ func TestKeysBeforeStart(t *testing.T) {
 		}
 	}
 	t.Logf("started after %d ticks; machine 0 sent %d and %d Keys", ticks, tally[0].sent[0][wire.KindKeys], tally[0].sent[1][wire.KindKeys])
+}
+
+// TestControlsRideInputs: a ping, its reply and a desync checksum ride in
+// the datagram of the input packet that goes to the peer in the same call,
+// in front of its inputs, as an Attest does: two machines send one
+// datagram a tick each. It failed when they went in datagrams of their
+// own: 172 of them beside the input packets of 900 frames here (every
+// second a ping and a reply each way, a checksum every 30 frames). They
+// still do their work: the round trip is measured, and a game that
+// diverges is caught by the carried checksums. Now 4 go alone: two due
+// in one call.
+func TestControlsRideInputs(t *testing.T) {
+	for _, diverge := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in sync", true: "diverged"}[diverge], func(t *testing.T) {
+			const machines, frames = 2, 900
+			nw, err := netsim.New(machines, 1, netsim.Profile{Latency: 5e6})
+			require.NoError(t, err)
+			ss, gs, tally := tallied(t, nw, machines, rollback.Config{SessionID: 80, SendEveryTick: true, ChecksumEvery: 30})
+			gs[1].Leak = diverge
+			var alone, sends, carriers int
+			var failed error
+			for tick := 0; tick < frames+100 && ss[1].Frame() < frames && failed == nil; tick++ {
+				for i, s := range ss {
+					tally[i].reset()
+					_, err = s.AddLocalInput(rollback.PlayerID(i), rollback.Input((int(s.Frame())/7+i)%16))
+					require.NoError(t, err)
+					if _, err = s.Advance(); err != nil {
+						failed = err
+						break
+					}
+					for _, k := range tally[i].sent {
+						// An input packet goes alone (kind Input) or behind
+						// the first message due (the message's kind); every
+						// further datagram of these kinds went alone.
+						n := k[wire.KindInput] + k[wire.KindQuality] + k[wire.KindQualityReply] + k[wire.KindChecksum]
+						carriers += n - k[wire.KindInput]
+						if n > 0 && s.Frame() > 0 {
+							sends++
+							alone += n - 1
+						}
+					}
+				}
+				nw.Advance(match.Tick)
+			}
+			if diverge {
+				var e *desync.Error
+				require.ErrorAs(t, failed, &e)
+				t.Logf("desync found at frame %d: %v", ss[0].Frame(), failed)
+				return
+			}
+			require.NoError(t, failed)
+			for i, s := range ss {
+				require.Equal(t, rollback.Frame(frames), s.Frame(), "machine %d", i)
+				assert.True(t, bytes.Equal(gs[0].Arena.Bytes(), gs[i].Arena.Bytes()), "machine %d ends out of sync", i)
+				st, ok := s.PeerStats(0)
+				require.True(t, ok)
+				// 10 ms, seen at the ticks (16.7 ms apart) that take the replies.
+				assert.InDelta(t, 2*float64(match.Tick), float64(st.RTT), float64(match.Tick), "machine %d's round trip", i)
+				assert.Zero(t, s.Stats().PacketsInvalid, "machine %d", i)
+			}
+			t.Logf("%d pings, replies and checksums; %d alone beside an input packet, %d sends of inputs", carriers, alone, sends)
+			require.Greater(t, sends, machines*(frames-100))
+			assert.Greater(t, carriers, machines*(2*frames/60+frames/30)*3/4)
+			assert.Less(t, alone, sends/100, "messages that went in datagrams of their own beside an input packet")
+		})
+	}
 }

@@ -203,3 +203,21 @@ func TestScriptReachesTheSession(t *testing.T) {
 		assert.Equal(t, every&0x80 != 0, s.ls != nil)
 	}
 }
+
+// TestScriptCarriedInputs: an input packet riding behind a ping, its reply
+// or a checksum reaches the session as one sent alone does, and so does
+// the message: the ping is answered.
+func TestScriptCarriedInputs(t *testing.T) {
+	pkt, err := wire.AppendInput(nil, &wire.InputPacket{Ack: 0, First: 0, Count: 3, Players: 1,
+		Inputs: []uint64{1, 2, 3}, Gossip: []wire.Gossip{{Frame: 0}}}, wire.Layout{3, 8, 8})
+	require.NoError(t, err)
+	q, err := wire.AppendControl(nil, &wire.Quality{Sent: 1, Frame: 0})
+	require.NoError(t, err)
+	data := append(append([]byte{0x80, byte(1 + len(q) + len(pkt)), byte(wire.KindQuality)}, q...), pkt...)
+	for _, every := range []uint8{15, 0x80 | 15} {
+		s := playScript(t, data, every)
+		assert.Equal(t, Frame(3), s.inputs.next[1], "the peer's three inputs were accepted")
+		assert.Zero(t, s.stats.PacketsInvalid)
+		assert.Equal(t, int64(1), s.peers[0].link.replyEcho, "the ping was taken")
+	}
+}

@@ -134,9 +134,76 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 	case wire.KindAttest:
 		f, ok := s.handleAttest(i, body)
 		return f, verdictOf(ok)
+	case wire.KindQuality, wire.KindQualityReply, wire.KindChecksum:
+		f, ok := s.handleCarrier(i, k, body)
+		return f, verdictOf(ok)
 	default:
 		return s.frame, verdictOf(s.handleControl(i, k, body))
 	}
+}
+
+// handleCarrier takes a ping, reply or checksum (kind k) from peer i, with
+// the input packet that may ride behind it (send): the inputs first, as
+// behind an Attest. Each part is checked whole before it is applied; a bad
+// message drops the datagram after its inputs.
+func (s *Session) handleCarrier(i int, k wire.Kind, b []byte) (Frame, bool) {
+	rx := &s.io.rx
+	var m wire.Control = &rx.sum
+	switch k {
+	case wire.KindQuality:
+		m = &rx.q
+	case wire.KindQualityReply:
+		m = &rx.qr
+	}
+	rest, err := wire.ParseControlPrefix(b, m)
+	if err != nil {
+		return s.frame, false
+	}
+	mis := s.frame
+	if len(rest) > 0 {
+		var ok bool
+		if mis, ok = s.handleInput(i, rest); !ok {
+			return mis, false
+		}
+	}
+	return mis, s.takeCarrier(i, k)
+}
+
+// takeCarrier takes peer i's ping, reply or checksum (kind k), parsed into
+// s.io.rx.
+func (s *Session) takeCarrier(i int, k wire.Kind) bool {
+	ps := &s.peers[i]
+	rx := &s.io.rx
+	switch k {
+	case wire.KindQuality:
+		ps.link.replyQuality, ps.link.replyEcho = true, rx.q.Sent
+		return true
+	case wire.KindQualityReply:
+		if !ps.link.echoes(time.Duration(rx.qr.Echo)) {
+			s.suspect(i, SuspectTiming) // a reply to a ping we never sent
+			return false
+		}
+		if !ps.link.sample(s.now - time.Duration(rx.qr.Echo)) {
+			return false
+		}
+		s.gov.Bound(i, linkLagBound(ps.link.floor()))
+		return true
+	}
+	c := &rx.sum
+	if c.Frame <= 0 {
+		return false
+	}
+	if !s.sums.plausible(Frame(c.Frame), s.inputs.next[s.roster.local[0]]) {
+		// Not a checksum frame, or one it cannot have finished: the
+		// state at its start needs every input before it, ours too.
+		s.suspect(i, SuspectChecksum)
+		return false
+	}
+	s.sums.remote(i, c.Frame, c.Sum)
+	if s.out.log != nil {
+		s.out.log.Checksum(s.now, int(c.Frame), c.Sum, i)
+	}
+	return true
 }
 
 func verdictOf(ok bool) verdict {
@@ -314,48 +381,12 @@ func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
 // handleControl processes the body of a control datagram of kind k from
 // peer i. It reports whether the datagram was acceptable.
 func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
-	ps := &s.peers[i]
 	rx := &s.io.rx
 	switch k {
-	case wire.KindQuality:
-		if err := wire.ParseControl(b, &rx.q); err != nil {
-			return false
-		}
-		ps.link.replyQuality, ps.link.replyEcho = true, rx.q.Sent
-		return true
-	case wire.KindQualityReply:
-		if err := wire.ParseControl(b, &rx.qr); err != nil {
-			return false
-		}
-		if !ps.link.echoes(time.Duration(rx.qr.Echo)) {
-			s.suspect(i, SuspectTiming) // a reply to a ping we never sent
-			return false
-		}
-		if !ps.link.sample(s.now - time.Duration(rx.qr.Echo)) {
-			return false
-		}
-		s.gov.Bound(i, linkLagBound(ps.link.floor()))
-		return true
 	case wire.KindReady, wire.KindStart, wire.KindGo:
 		return s.handleStart(i, k, b)
 	case wire.KindKeys:
 		return s.handleKeys(i, b)
-	case wire.KindChecksum:
-		c := &rx.sum
-		if err := wire.ParseControl(b, c); err != nil || c.Frame <= 0 {
-			return false
-		}
-		if !s.sums.plausible(Frame(c.Frame), s.inputs.next[s.roster.local[0]]) {
-			// Not a checksum frame, or one it cannot have finished: the
-			// state at its start needs every input before it, ours too.
-			s.suspect(i, SuspectChecksum)
-			return false
-		}
-		s.sums.remote(i, c.Frame, c.Sum)
-		if s.out.log != nil {
-			s.out.log.Checksum(s.now, int(c.Frame), c.Sum, i)
-		}
-		return true
 	case wire.KindState:
 		if err := wire.ParseControl(b, &rx.state); err != nil {
 			return false

@@ -16,17 +16,18 @@ import (
 type codec struct {
 	sendBuf []byte
 	recvBuf []byte
-	// carry is the Attest body that rides in front of this call's input
-	// packet to a peer: the first Attest sendAttest makes for it. It and
-	// inBody have room only with statements (three or more machines).
-	carry  []byte
-	inBody []byte // scratch: an input body, encoded before it is sealed with the carry
-	pkt    wire.InputPacket
-	base   [MaxPlayers]uint64
-	local  []uint8 // scratch for a handshake's Local
-	gossip []wire.Gossip
-	stepIn [MaxPlayers]PlayerInput // the inputs of the frame being simulated
-	floor  [MaxPlayers]Frame       // Session.floors
+	// carry is the control message that rides in front of this call's
+	// input packet to a peer (of kind carryKind): the first ping, reply,
+	// checksum or Attest due to it.
+	carry     []byte
+	carryKind wire.Kind
+	inBody    []byte // scratch: an input body, encoded before it is sealed with the carry
+	pkt       wire.InputPacket
+	base      [MaxPlayers]uint64
+	local     []uint8 // scratch for a handshake's Local
+	gossip    []wire.Gossip
+	stepIn    [MaxPlayers]PlayerInput // the inputs of the frame being simulated
+	floor     [MaxPlayers]Frame       // Session.floors
 
 	rx struct { // received control messages
 		hs    wire.Handshake
@@ -57,6 +58,8 @@ func newCodec(players int) codec {
 	return codec{
 		sendBuf: make([]byte, 0, maxDatagram),
 		recvBuf: make([]byte, maxDatagram+1),
+		carry:   make([]byte, 0, maxDatagram),
+		inBody:  make([]byte, 0, maxDatagram),
 		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*players), Gossip: make([]wire.Gossip, 0, MaxPlayers)},
 		gossip:  make([]wire.Gossip, 0, MaxPlayers),
 	}
@@ -116,18 +119,17 @@ func (s *Session) send() {
 		if ps.leave.disc || ps.link.throttled(s.now) {
 			continue
 		}
-		s.sendProtocol(i)
-		if !s.proto.started || !ps.auth.verified || quiet {
-			continue
-		}
-		if s.ls != nil && !ps.progress.lockstepDue(s.now, localNext) {
+		// Whether an input packet goes to it in this call: the first
+		// message due rides in its datagram, in front of the inputs (the
+		// receiver takes them first): one datagram's header and seal less.
+		inputs := s.proto.started && ps.auth.verified && !quiet &&
+			(s.ls == nil || ps.progress.lockstepDue(s.now, localNext))
+		s.sendProtocol(i, inputs)
+		if !inputs {
 			continue
 		}
 		if s.stmts != nil {
-			// The first Attest due rides in the input packet's datagram,
-			// in front of the inputs its statement covers (the receiver
-			// takes them first): one datagram's header and seal less.
-			s.sendAttest(i)
+			s.sendAttest(i) // a statement covers the inputs it rides with
 		}
 		s.sendInputs(i, localNext)
 		if len(s.io.carry) > 0 { // the input packet did not go
@@ -136,11 +138,12 @@ func (s *Session) send() {
 	}
 }
 
-// sendCarry sends the carried Attest to peer i, with body behind it (an
-// encoded input packet, or nil: it goes alone), in one Attest datagram.
+// sendCarry sends the carried message to peer i, with body behind it (an
+// encoded input packet, or nil: it goes alone), in one datagram of the
+// message's kind.
 func (s *Session) sendCarry(i int, body []byte) {
 	seal := s.peers[i].auth.seal
-	b := append(append(seal.Begin(s.io.sendBuf[:0], wire.KindAttest), s.io.carry...), body...)
+	b := append(append(seal.Begin(s.io.sendBuf[:0], s.io.carryKind), s.io.carry...), body...)
 	s.io.carry = s.io.carry[:0]
 	s.transmit(i, seal.Seal(b))
 }
@@ -218,8 +221,8 @@ func (s *Session) sendInput(i int, pkt *wire.InputPacket) bool {
 	return true
 }
 
-// sendCarried sends input packet pkt to peer i behind the carried Attest,
-// in one Attest datagram; or the two apart, if together they would not
+// sendCarried sends input packet pkt to peer i behind the carried
+// message, in one datagram; or the two apart, if together they would not
 // fit in one.
 func (s *Session) sendCarried(i int, pkt *wire.InputPacket) bool {
 	body, err := s.roster.format.AppendInput(s.io.inBody[:0], pkt)
@@ -279,6 +282,20 @@ func (s *Session) transmit(i int, b []byte) {
 	s.stats.BytesSent += int64(len(b))
 }
 
+// sendRiding sends control message m to peer i, or, when an input packet
+// goes to it in this call (inputs), holds it to ride in front of that
+// packet if nothing rides there yet (send sends or flushes the carry before
+// it turns to the next peer).
+func (s *Session) sendRiding(i int, m wire.Control, inputs bool) {
+	if inputs && len(s.io.carry) == 0 {
+		if b, err := wire.AppendControl(s.io.carry[:0], m); err == nil {
+			s.io.carry, s.io.carryKind = b, m.Kind()
+			return
+		}
+	}
+	s.sendControl(i, m)
+}
+
 // sendControl seals a control message to peer i (the link is keyed) and
 // sends it.
 func (s *Session) sendControl(i int, msg wire.Control) {
@@ -292,8 +309,9 @@ func (s *Session) sendControl(i int, msg wire.Control) {
 }
 
 // sendProtocol sends the handshake, start, quality, checksum and state
-// messages due to peer i.
-func (s *Session) sendProtocol(i int) {
+// messages due to peer i; a ping, reply or checksum rides with the input
+// packet when one goes to it in this call (inputs).
+func (s *Session) sendProtocol(i int, inputs bool) {
 	ps := &s.peers[i]
 	l := &ps.link
 	if ps.auth.handshakeDue(s.now) && (!ps.late || ps.auth.replyHS) {
@@ -310,12 +328,12 @@ func (s *Session) sendProtocol(i int) {
 	}
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
-		s.sendControl(i, &s.io.qr)
+		s.sendRiding(i, &s.io.qr, inputs)
 		l.replyQuality = false
 	}
 	if f, sum, ok := s.sums.latest(); ok && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.sendControl(i, &s.io.sum)
+		s.sendRiding(i, &s.io.sum, inputs)
 		if s.proto.lie != nil {
 			s.lieChecksum(i, f, sum)
 		}
@@ -328,7 +346,7 @@ func (s *Session) sendProtocol(i int) {
 	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
 		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
-		s.sendControl(i, &s.io.q)
+		s.sendRiding(i, &s.io.q, inputs)
 	}
 }
 

@@ -158,7 +158,6 @@ func NewSession(cfg Config) (*Session, error) {
 			if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
 				return nil, err
 			}
-			s.io.carry, s.io.inBody = make([]byte, 0, maxDatagram), make([]byte, 0, maxDatagram)
 			s.snaps.slots = savestate.Slots // one kept at the settled frame
 		}
 		s.proto.transferRate = cfg.TransferRate

@@ -222,8 +222,9 @@ func ParseControl(b []byte, m Control) error {
 // ParseControlPrefix is ParseControl for a body that goes on after the
 // message: it decodes the message at the start of b into m and returns
 // what follows it (aliasing b). The message itself must be at most
-// MaxControlSize bytes. An Attest's datagram carries an input body after
-// it so (docs/protocol.md, "Statements").
+// MaxControlSize bytes. The datagram of an Attest, a Quality, a
+// QualityReply or a Checksum may carry an input body after the message so
+// (docs/protocol.md, "Sizes").
 func ParseControlPrefix(b []byte, m Control) (rest []byte, err error) {
 	if len(b) == 0 || b[0]&0xf0 != 0x90 {
 		return nil, errControlBody // every message is a msgpack fixarray

@@ -19,8 +19,9 @@ import (
 // handshake that such a machine accepts.
 
 // Version is the protocol version every handshake carries. 3: an Attest
-// datagram may carry an input packet after the message.
-const Version = 3
+// datagram may carry an input packet after the message. 4: so may a ping
+// (Quality), a reply (QualityReply) and a Checksum.
+const Version = 4
 
 // HandshakeAuthSize is the size of the handshake's MAC with a secret.
 const HandshakeAuthSize = 16
