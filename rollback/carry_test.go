@@ -146,36 +146,46 @@ func TestKeysBeforeStart(t *testing.T) {
 // in front of its inputs, as an Attest does: two machines send one
 // datagram a tick each. It failed when they went in datagrams of their
 // own: 172 of them beside the input packets of 900 frames here (every
-// second a ping and a reply each way, a checksum every 30 frames). They
-// still do their work: the round trip is measured, and a game that
-// diverges is caught by the carried checksums. Now 4 go alone: two due
-// in one call.
+// second a ping and a reply each way, a checksum every 30 frames); now 4
+// go alone (two due in one call). With lazy sending a quiet tick holds a
+// ping and a checksum back for the next tick's packet (it failed before:
+// 54 went alone on quiet ticks); a reply goes at once. They still do
+// their work: the round trip is measured, and a game that diverges is
+// caught by the carried checksums.
 func TestControlsRideInputs(t *testing.T) {
-	for _, diverge := range []bool{false, true} {
-		t.Run(map[bool]string{false: "in sync", true: "diverged"}[diverge], func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		lazy, diverge bool
+	}{{"every tick", false, false}, {"lazy", true, false}, {"diverged", false, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			const machines, frames = 2, 900
 			nw, err := netsim.New(machines, 1, netsim.Profile{Latency: 5e6})
 			require.NoError(t, err)
-			ss, gs, tally := tallied(t, nw, machines, rollback.Config{SessionID: 80, SendEveryTick: true, ChecksumEvery: 30})
-			gs[1].Leak = diverge
-			var alone, sends, carriers int
+			ss, gs, tally := tallied(t, nw, machines, rollback.Config{SessionID: 80, SendEveryTick: !tc.lazy, ChecksumEvery: 30})
+			gs[1].Leak = tc.diverge
+			var alone, sends, carriers, held int
 			var failed error
 			for tick := 0; tick < frames+100 && ss[1].Frame() < frames && failed == nil; tick++ {
 				for i, s := range ss {
 					tally[i].reset()
+					quiet := s.Stats().QuietTicks
 					_, err = s.AddLocalInput(rollback.PlayerID(i), rollback.Input((int(s.Frame())/7+i)%16))
 					require.NoError(t, err)
 					if _, err = s.Advance(); err != nil {
 						failed = err
 						break
 					}
+					quiet = s.Stats().QuietTicks - quiet
 					for _, k := range tally[i].sent {
 						// An input packet goes alone (kind Input) or behind
 						// the first message due (the message's kind); every
 						// further datagram of these kinds went alone.
 						n := k[wire.KindInput] + k[wire.KindQuality] + k[wire.KindQualityReply] + k[wire.KindChecksum]
 						carriers += n - k[wire.KindInput]
-						if n > 0 && s.Frame() > 0 {
+						switch {
+						case quiet > 0:
+							held += k[wire.KindQuality] + k[wire.KindChecksum]
+						case n > 0 && s.Frame() > 0:
 							sends++
 							alone += n - 1
 						}
@@ -183,7 +193,7 @@ func TestControlsRideInputs(t *testing.T) {
 				}
 				nw.Advance(match.Tick)
 			}
-			if diverge {
+			if tc.diverge {
 				var e *desync.Error
 				require.ErrorAs(t, failed, &e)
 				t.Logf("desync found at frame %d: %v", ss[0].Frame(), failed)
@@ -198,11 +208,17 @@ func TestControlsRideInputs(t *testing.T) {
 				// 10 ms, seen at the ticks (16.7 ms apart) that take the replies.
 				assert.InDelta(t, 2*float64(match.Tick), float64(st.RTT), float64(match.Tick), "machine %d's round trip", i)
 				assert.Zero(t, s.Stats().PacketsInvalid, "machine %d", i)
+				if tc.lazy {
+					assert.Greater(t, s.Stats().QuietTicks, int64(frames/4), "machine %d", i)
+				}
 			}
-			t.Logf("%d pings, replies and checksums; %d alone beside an input packet, %d sends of inputs", carriers, alone, sends)
-			require.Greater(t, sends, machines*(frames-100))
+			t.Logf("%d pings, replies and checksums; %d alone beside an input packet, %d sends of inputs; %d pings and checksums on quiet ticks", carriers, alone, sends, held)
+			if !tc.lazy {
+				require.Greater(t, sends, machines*(frames-100))
+			}
 			assert.Greater(t, carriers, machines*(2*frames/60+frames/30)*3/4)
 			assert.Less(t, alone, sends/100, "messages that went in datagrams of their own beside an input packet")
+			assert.Zero(t, held, "pings and checksums sent on quiet ticks")
 		})
 	}
 }

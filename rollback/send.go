@@ -124,7 +124,7 @@ func (s *Session) send() {
 		// receiver takes them first): one datagram's header and seal less.
 		inputs := s.proto.started && ps.auth.verified && !quiet &&
 			(s.ls == nil || ps.progress.lockstepDue(s.now, localNext))
-		s.sendProtocol(i, inputs)
+		s.sendProtocol(i, inputs, quiet)
 		if !inputs {
 			continue
 		}
@@ -310,8 +310,11 @@ func (s *Session) sendControl(i int, msg wire.Control) {
 
 // sendProtocol sends the handshake, start, quality, checksum and state
 // messages due to peer i; a ping, reply or checksum rides with the input
-// packet when one goes to it in this call (inputs).
-func (s *Session) sendProtocol(i int, inputs bool) {
+// packet when one goes to it in this call (inputs). A quiet tick holds a
+// ping and a checksum back to ride in the next tick's input packet (quiet
+// ticks never come two in a row; a ping's round trip is timed from when it
+// goes); a reply goes at once, as its delay would count in the round trip.
+func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	ps := &s.peers[i]
 	l := &ps.link
 	if ps.auth.handshakeDue(s.now) && (!ps.late || ps.auth.replyHS) {
@@ -331,7 +334,7 @@ func (s *Session) sendProtocol(i int, inputs bool) {
 		s.sendRiding(i, &s.io.qr, inputs)
 		l.replyQuality = false
 	}
-	if f, sum, ok := s.sums.latest(); ok && ps.sums.due(s.now, f) {
+	if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 		s.sendRiding(i, &s.io.sum, inputs)
 		if s.proto.lie != nil {
@@ -343,7 +346,7 @@ func (s *Session) sendProtocol(i int, inputs bool) {
 	}
 	// Before the match starts, ping every 100 ms: the start delay needs the
 	// round trip, and the link-lag bound the least of several samples.
-	if s.now-l.lastQuality >= s.proto.qualityEvery || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
+	if (s.now-l.lastQuality >= s.proto.qualityEvery && !quiet) || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
 		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.sendRiding(i, &s.io.q, inputs)
