@@ -309,19 +309,10 @@ func (s *Session) handleAttest(i int, b []byte) (Frame, bool) {
 	if s.stmts == nil {
 		return s.frame, false
 	}
-	rest, err := wire.ParseControlPrefix(b, m)
-	if err != nil {
-		return s.frame, false
-	}
-	mis := s.frame
-	if len(rest) > 0 {
-		// An input packet rides behind it (send): its inputs go first, as
-		// the statement covers them. Each part is checked whole before it
-		// is applied; a bad Attest drops the datagram after its inputs.
-		var ok bool
-		if mis, ok = s.handleInput(i, rest); !ok {
-			return mis, false
-		}
+	// The inputs riding behind it go first, as the statement covers them.
+	mis, ok := s.handleRiding(i, b, m)
+	if !ok {
+		return mis, false
 	}
 	f, ok := s.takeAttest(i, m)
 	return min(mis, f), ok

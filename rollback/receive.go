@@ -144,8 +144,7 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 
 // handleCarrier takes a ping, reply or checksum (kind k) from peer i, with
 // the input packet that may ride behind it (send): the inputs first, as
-// behind an Attest. Each part is checked whole before it is applied; a bad
-// message drops the datagram after its inputs.
+// behind an Attest.
 func (s *Session) handleCarrier(i int, k wire.Kind, b []byte) (Frame, bool) {
 	rx := &s.io.rx
 	var m wire.Control = &rx.sum
@@ -155,18 +154,28 @@ func (s *Session) handleCarrier(i int, k wire.Kind, b []byte) (Frame, bool) {
 	case wire.KindQualityReply:
 		m = &rx.qr
 	}
+	mis, ok := s.handleRiding(i, b, m)
+	if !ok {
+		return mis, false
+	}
+	return mis, s.takeCarrier(i, k)
+}
+
+// handleRiding parses into m the message at the start of the body b of a
+// datagram from peer i, and takes the input packet riding behind it, if
+// any (send). It returns the first mispredicted frame the inputs revealed
+// (s.frame for none) and whether both parts were acceptable. Each part is
+// checked whole before it is applied; the caller takes the message after
+// the inputs, and a bad one drops the datagram after them.
+func (s *Session) handleRiding(i int, b []byte, m wire.Control) (Frame, bool) {
 	rest, err := wire.ParseControlPrefix(b, m)
 	if err != nil {
 		return s.frame, false
 	}
-	mis := s.frame
-	if len(rest) > 0 {
-		var ok bool
-		if mis, ok = s.handleInput(i, rest); !ok {
-			return mis, false
-		}
+	if len(rest) == 0 {
+		return s.frame, true
 	}
-	return mis, s.takeCarrier(i, k)
+	return s.handleInput(i, rest)
 }
 
 // takeCarrier takes peer i's ping, reply or checksum (kind k), parsed into
