@@ -63,8 +63,10 @@ func pair(t *testing.T, p netsim.Profile, frames int, held rollback.Input) ([2]*
 }
 
 // TestMatchOverWifi: two machines end on the same state, at the same
-// frame, with the human's held input in it; rollbacks happened, the
-// overlay counted them and ghosts were shown; every kind of sound played.
+// frame, with the human's held input in it; rollbacks happened and the
+// overlay counted them; every kind of sound played. (Ghosts are
+// TestGhosts': over wifi the prediction is rarely far enough off to show
+// one, and in 4 networks of 12 none was.)
 func TestMatchOverWifi(t *testing.T) {
 	wifi, err := netsim.ParseProfile("wifi")
 	if err != nil {
@@ -109,14 +111,26 @@ func TestMatchOverWifi(t *testing.T) {
 	if repeats == 0 {
 		t.Error("no sound was asked for twice: the rollbacks re-simulated no sound")
 	}
-	if ghosts == 0 {
-		t.Error("no ghost was shown in a match with rollbacks")
-	}
 	t.Logf("%d ghosts, %d repeated sound requests, %d rollbacks on machine 1", ghosts, repeats, ms[1].Session().Stats().Rollbacks)
 	// Ship 0 held thrust to the right the whole match: its speed is the
 	// steady state of thrust and drag, to the right.
 	if s := ms[1].World().Ships[0]; s.Alive && (s.VX <= 0 || s.VY != 0) {
 		t.Errorf("ship 0 (held right) has velocity %v, %v", s.VX, s.VY)
+	}
+}
+
+// TestGhosts: over a link 150 ms each way the remote ships are predicted
+// about 5 frames ahead (9 frames away, input lag 4), so a bot's turn is
+// corrected late and far enough for the overlay to show where the
+// prediction had drawn the ship.
+func TestGhosts(t *testing.T) {
+	ms, _ := pair(t, netsim.Profile{Latency: 150 * time.Millisecond}, 900, Keys{Right: true}.Input())
+	for i, m := range ms {
+		st := m.Session().Stats()
+		t.Logf("machine %d: %d ghosts, %d rollbacks, deepest %d frames", i, m.ghost.seen, st.Rollbacks, st.MaxRollbackFrames)
+		if m.ghost.seen == 0 {
+			t.Errorf("machine %d showed no ghost in %d rollbacks up to %d frames deep", i, st.Rollbacks, st.MaxRollbackFrames)
+		}
 	}
 }
 
