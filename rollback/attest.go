@@ -258,12 +258,8 @@ func (s *Session) sendEcho(i int, all bool) {
 	m := &s.io.att
 	s.fillEcho(i, m, all)
 	m.HasStatement, m.Machine, m.Interval, m.Frames, m.Inputs, m.Sig = false, 0, 0, 0, m.Inputs[:0], m.Sig[:0]
-	s.sendAttestMsg(i, m)
+	s.sendRiding(i, m, true) // sendAttest runs only when an input packet goes
 }
-
-// sendAttestMsg sends m to peer i, or holds it to ride in front of the
-// input packet that send sends it next (sendAttest runs only when one goes).
-func (s *Session) sendAttestMsg(i int, m *wire.Attest) { s.sendRiding(i, m, true) }
 
 // fillEcho puts into m our digests of the intervals peer i wants (all,
 // or only those after our last echo to it), and the first of ours it has
@@ -297,7 +293,7 @@ func (s *Session) sendStatement(i, x int, k int32, in []uint64, sig []byte, full
 	if !full {
 		m.Inputs = m.Inputs[:0]
 	}
-	s.sendAttestMsg(i, m)
+	s.sendRiding(i, m, true) // sendAttest runs only when an input packet goes
 }
 
 // handleAttest takes peer i's Attest datagram: the input packet riding

@@ -134,31 +134,20 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 	case wire.KindAttest:
 		f, ok := s.handleAttest(i, body)
 		return f, verdictOf(ok)
-	case wire.KindQuality, wire.KindQualityReply, wire.KindChecksum:
-		f, ok := s.handleCarrier(i, k, body)
-		return f, verdictOf(ok)
+	// A ping, a reply and a checksum may carry an input packet, as an
+	// Attest does: its inputs are taken first.
+	case wire.KindQuality:
+		f, ok := s.handleRiding(i, body, &s.io.rx.q)
+		return f, verdictOf(ok && s.takePing(i))
+	case wire.KindQualityReply:
+		f, ok := s.handleRiding(i, body, &s.io.rx.qr)
+		return f, verdictOf(ok && s.takeReply(i))
+	case wire.KindChecksum:
+		f, ok := s.handleRiding(i, body, &s.io.rx.sum)
+		return f, verdictOf(ok && s.takeChecksum(i))
 	default:
 		return s.frame, verdictOf(s.handleControl(i, k, body))
 	}
-}
-
-// handleCarrier takes a ping, reply or checksum (kind k) from peer i, with
-// the input packet that may ride behind it (send): the inputs first, as
-// behind an Attest.
-func (s *Session) handleCarrier(i int, k wire.Kind, b []byte) (Frame, bool) {
-	rx := &s.io.rx
-	var m wire.Control = &rx.sum
-	switch k {
-	case wire.KindQuality:
-		m = &rx.q
-	case wire.KindQualityReply:
-		m = &rx.qr
-	}
-	mis, ok := s.handleRiding(i, b, m)
-	if !ok {
-		return mis, false
-	}
-	return mis, s.takeCarrier(i, k)
 }
 
 // handleRiding parses into m the message at the start of the body b of a
@@ -178,27 +167,32 @@ func (s *Session) handleRiding(i int, b []byte, m wire.Control) (Frame, bool) {
 	return s.handleInput(i, rest)
 }
 
-// takeCarrier takes peer i's ping, reply or checksum (kind k), parsed into
-// s.io.rx.
-func (s *Session) takeCarrier(i int, k wire.Kind) bool {
-	ps := &s.peers[i]
-	rx := &s.io.rx
-	switch k {
-	case wire.KindQuality:
-		ps.link.replyQuality, ps.link.replyEcho = true, rx.q.Sent
-		return true
-	case wire.KindQualityReply:
-		if !ps.link.echoes(time.Duration(rx.qr.Echo)) {
-			s.suspect(i, SuspectTiming) // a reply to a ping we never sent
-			return false
-		}
-		if !ps.link.sample(s.now - time.Duration(rx.qr.Echo)) {
-			return false
-		}
-		s.gov.Bound(i, linkLagBound(ps.link.floor()))
-		return true
+// takePing takes peer i's ping, parsed into s.io.rx.q: send answers it.
+func (s *Session) takePing(i int) bool {
+	l := &s.peers[i].link
+	l.replyQuality, l.replyEcho = true, s.io.rx.q.Sent
+	return true
+}
+
+// takeReply takes peer i's reply to a ping, parsed into s.io.rx.qr: a
+// round-trip sample.
+func (s *Session) takeReply(i int) bool {
+	l, echo := &s.peers[i].link, time.Duration(s.io.rx.qr.Echo)
+	if !l.echoes(echo) {
+		s.suspect(i, SuspectTiming) // a reply to a ping we never sent
+		return false
 	}
-	c := &rx.sum
+	if !l.sample(s.now - echo) {
+		return false
+	}
+	s.gov.Bound(i, linkLagBound(l.floor()))
+	return true
+}
+
+// takeChecksum takes peer i's checksum of a final frame, parsed into
+// s.io.rx.sum.
+func (s *Session) takeChecksum(i int) bool {
+	c := &s.io.rx.sum
 	if c.Frame <= 0 {
 		return false
 	}
