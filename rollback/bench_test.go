@@ -78,6 +78,7 @@ type (
 // 20-frame-deep misprediction: the snapshot is moved forward one frame in
 // place, restored (one copy of the arena) and 20 frames are simulated.
 func BenchmarkAdvance(b *testing.B) {
+	rollback.NoLowFloorCheck(b)
 	b.Run("steady-1KiB", benchSteady(rollback.RollbackMode, false))
 	b.Run("steady-1KiB-plain", benchSteady(rollback.RollbackMode, true))
 	b.Run("steady-lockstep-1KiB", benchSteady(rollback.LockstepMode, false))
@@ -258,6 +259,7 @@ func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 // "ring-save-every-frame" is the GGPO alternative: a restore, then 20 steps
 // each followed by a save.
 func BenchmarkFloor(b *testing.B) {
+	rollback.NoLowFloorCheck(b)
 	b.Run("steady-1KiB", benchFloorSteady)
 	b.Run("rollback20-64KiB", benchFloor[blob64KiB](64<<10, false))
 	b.Run("rollback20-1MiB", benchFloor[blob1MiB](1<<20, false))
@@ -399,6 +401,7 @@ func (g *benchGame[B]) StepPartial(f rollback.Frame, in []rollback.PlayerInput, 
 // copy into the scratch region and a partial step), against the article's
 // back up, step and restore (two copies).
 func BenchmarkExtrapolate(b *testing.B) {
+	rollback.NoLowFloorCheck(b)
 	b.Run("fork-1MiB", func(b *testing.B) {
 		g := newBenchGame[blob1MiB](b, 1<<20)
 		s, err := rollback.NewSession(rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{8}, State: g.a, Game: g})
@@ -436,6 +439,7 @@ func BenchmarkExtrapolate(b *testing.B) {
 // packets and nothing else. The sealing of the next op's packets is not
 // timed.
 func BenchmarkFlood(b *testing.B) {
+	rollback.NoLowFloorCheck(b)
 	layout := wire.Layout{3, 8, 8}
 	pkt := wire.InputPacket{Count: wire.MaxFrames, Players: 1, Gossip: []wire.Gossip{}}
 	for f := range wire.MaxFrames {

@@ -27,6 +27,7 @@ import (
 // 20-frame-deep misprediction: each checksum frame is simulated 20
 // times), with a peer that sends no checksums.
 func BenchmarkCheckpoints(b *testing.B) {
+	rollback.NoLowFloorCheck(b)
 	for _, every := range []int{10, -1} {
 		name := "-every10"
 		if every < 0 {

@@ -1,6 +1,8 @@
 package rollback
 
 import (
+	"fmt"
+
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/inputlag"
@@ -187,7 +189,8 @@ func (s *Session) bounded(c, next Frame) (anchor, settled Frame) {
 	return c, min(c, s.stmts.end())
 }
 
-// ringLow returns the oldest frame whose inputs the session may still read.
+// ringLow returns the oldest frame whose inputs the session may still read,
+// and keeps it as s.lowFloor.
 func (s *Session) ringLow() Frame {
 	// The next frame to simulate counts too: in lockstep every input of
 	// frames far ahead of it can be here (confirmed), waiting their turn.
@@ -200,8 +203,39 @@ func (s *Session) ringLow() Frame {
 	if s.out.rec != nil || s.aud != nil {
 		low = min(low, s.out.recorded) // frames not yet given to the Recorder or the spectators
 	}
+	s.lowFloor = low
 	return low
 }
+
+// ringRoom reports whether end-ringLow() <= ringSize (the inputs of every
+// frame before end fit in the ring beside those the session may still
+// read), as far as s.lowFloor tells. It is a lower bound of ringLow, which
+// never decreases: each frame it takes the minimum of only moves up (the
+// live frame outside a rollback, the confirmed frame and the floors that
+// bound the anchor, the oldest snapshot, the acknowledgements, the frame
+// recorded), and a peer taken back or a machine that joins starts from a
+// frame not before them. A false report is not a full ring: ringLow,
+// computed again, answers then. This package's tests check the bound
+// (verifyLowFloor); the checks of a steady Advance cost ~25 ns without it.
+func (s *Session) ringRoom(end Frame) bool {
+	ok := end-s.lowFloor <= ringSize
+	if ok && verifyLowFloor {
+		s.verifyLowFloor()
+	}
+	return ok
+}
+
+// verifyLowFloor panics if ringLow has gone below s.lowFloor.
+func (s *Session) verifyLowFloor() {
+	if held := s.lowFloor; s.ringLow() < held {
+		panic(fmt.Sprintf("rollback: ringLow went down from %d to %d", held, s.lowFloor))
+	}
+}
+
+// verifyLowFloor makes ringRoom check, each time it answers from
+// s.lowFloor, that ringLow has not gone below it. Set only by this
+// package's tests.
+var verifyLowFloor = false
 
 // mustStall reports whether simulating s.frame would let a future rollback
 // reach back further than MaxRollback, or would overwrite inputs the session
@@ -214,6 +248,9 @@ func (s *Session) mustStall() (int, bool) {
 		if s.frame-s.inputs.next[p] >= s.snaps.reach {
 			return s.roster.owner[p], true
 		}
+	}
+	if s.ringRoom(s.frame + Frame(s.lag.delay) + 2) { // the test below, from the floor
+		return 0, false
 	}
 	low := s.ringLow()
 	if s.frame+Frame(s.lag.delay)+1-low >= ringSize && s.snaps.on && low == s.snaps.low() {

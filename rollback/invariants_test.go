@@ -14,6 +14,18 @@ import (
 	"github.com/rewindgg/rewind/savestate"
 )
 
+// Every test of this package checks that ringLow never goes below
+// s.lowFloor, the bound the ring checks answer from.
+func init() { verifyLowFloor = true }
+
+// NoLowFloorCheck turns that check off for benchmark b: the benchmarks
+// measure the session as games run it. (Benchmarks run one at a time,
+// after the tests.)
+func NoLowFloorCheck(b *testing.B) {
+	verifyLowFloor = false
+	b.Cleanup(func() { verifyLowFloor = true })
+}
+
 // checkInvariants asserts the snapshot invariants of docs/architecture.md.
 func (s *Session) checkInvariants(t *testing.T) {
 	t.Helper()

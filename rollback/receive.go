@@ -325,6 +325,9 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 // reads only the layout's bits, so every input is within the layout.
 func (s *Session) checkInputs(first, want Frame) (int, bool) {
 	end := first + Frame(s.io.pkt.Count)
+	if s.ringRoom(end) {
+		return int(max(end-want, 0)), true
+	}
 	if limit := s.ringLow() + ringSize; end > limit {
 		if s.ls == nil && s.stmts == nil {
 			return 0, false // further ahead than any honest peer can be

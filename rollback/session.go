@@ -31,6 +31,10 @@ type Session struct {
 	clock  Clock
 	now    time.Duration // the clock, read once per call
 	frame  Frame         // the next frame to simulate
+	// lowFloor is ringLow's value when last computed: ringLow never
+	// decreases, so it is a lower bound of it, and most calls learn from
+	// it alone that the ring has room (frames.go).
+	lowFloor Frame
 
 	snaps  snapshots
 	peers  []peer
@@ -95,6 +99,7 @@ func NewSession(cfg Config) (*Session, error) {
 		events:     make([]Event, 0, 2*len(cfg.Peers)+2),
 		io:         newCodec(cfg.Players),
 		frameLimit: MaxFrame,
+		lowFloor:   -ringSize, // no bound yet: the first ring check computes ringLow
 	}
 	if s.clock == nil {
 		s.clock = RealClock()
