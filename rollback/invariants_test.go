@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -16,14 +17,20 @@ import (
 
 // Every test of this package checks that ringLow never goes below
 // s.lowFloor, the bound the ring checks answer from.
-func init() { verifyLowFloor = true }
+func init() { lowFloorCheck = checkLowFloor }
+
+func checkLowFloor(floor, low Frame) {
+	if low < floor {
+		panic(fmt.Sprintf("ringLow went down from %d to %d", floor, low))
+	}
+}
 
 // NoLowFloorCheck turns that check off for benchmark b: the benchmarks
 // measure the session as games run it. (Benchmarks run one at a time,
 // after the tests.)
 func NoLowFloorCheck(b *testing.B) {
-	verifyLowFloor = false
-	b.Cleanup(func() { verifyLowFloor = true })
+	lowFloorCheck = nil
+	b.Cleanup(func() { lowFloorCheck = checkLowFloor })
 }
 
 // checkInvariants asserts the snapshot invariants of docs/architecture.md.
