@@ -39,7 +39,7 @@ import (
 
 	"github.com/pion/webrtc/v4"
 
-	"github.com/rewindgg/rewind/internal/inbox"
+	"github.com/rewindgg/rewind/rtc/internal/inbox"
 	"github.com/rewindgg/rewind/rtc/lobby"
 )
 

@@ -6,19 +6,17 @@ import (
 	"errors"
 	"net"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rewindgg/rewind/rtc"
-	"github.com/rewindgg/rewind/rtc/relay"
 )
 
 // dialAll dials every machine of a match at once and fails the test
 // unless all connect within the deadline.
-func dialAll(t testing.TB, machines int, servers []rtc.ICEServer, relayOnly bool) []*rtc.Transport {
+func dialAll(t testing.TB, machines int) []*rtc.Transport {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -28,7 +26,7 @@ func dialAll(t testing.TB, machines int, servers []rtc.ICEServer, relayOnly bool
 	var wg sync.WaitGroup
 	for m := range machines {
 		wg.Go(func() {
-			trs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: m, Machines: machines, ICEServers: servers, Relay: relayOnly, Loopback: true}, sigs[m])
+			trs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: m, Machines: machines, Loopback: true}, sigs[m])
 		})
 	}
 	wg.Wait()
@@ -71,7 +69,7 @@ func receive(t testing.TB, tr *rtc.Transport, want int) map[int][][]byte {
 // arrives from the right peer index (peer p is machine p, or p+1 from p
 // on).
 func TestMesh(t *testing.T) {
-	trs := dialAll(t, 3, nil, false)
+	trs := dialAll(t, 3)
 	for m, tr := range trs {
 		for p := range 2 {
 			to := p
@@ -97,70 +95,6 @@ func TestMesh(t *testing.T) {
 		if r := tr.Route(0); r != "host-host" {
 			t.Errorf("machine %d route %q, want host-host", m, r)
 		}
-	}
-}
-
-// TestRelay: with Relay set every connection goes through the TURN relay,
-// whose socket carries the datagrams (and more: the relay adds a header
-// and a second hop).
-func TestRelay(t *testing.T) {
-	srv, err := relay.Listen(relay.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	user, pass, err := srv.Credentials(time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, turnURL := srv.URLs("")
-	trs := dialAll(t, 2, []rtc.ICEServer{{URLs: []string{turnURL}, Username: user, Credential: pass}}, true)
-	before := srv.Stats()
-	payload := bytes.Repeat([]byte{7}, 200)
-	for range 50 {
-		if err := trs[0].Send(0, payload); err != nil {
-			t.Fatal(err)
-		}
-	}
-	receive(t, trs[1], 50)
-	after := srv.Stats()
-	if r := trs[0].Route(0); r != "relay-relay" {
-		t.Errorf("route %q, want relay-relay", r)
-	}
-	if in := after.BytesIn - before.BytesIn; in < 50*200 {
-		t.Errorf("the relay read %d bytes for 50 datagrams of 200", in)
-	}
-}
-
-// TestRelayRefusesWrongCredentials: a relay-only machine whose
-// credentials are wrong cannot connect, and Dial says which machine it
-// could not reach.
-func TestRelayRefusesWrongCredentials(t *testing.T) {
-	srv, err := relay.Listen(relay.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	user, _, _ := srv.Credentials(time.Hour)
-	_, turnURL := srv.URLs("")
-	servers := []rtc.ICEServer{{URLs: []string{turnURL}, Username: user, Credential: "wrong"}}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	sigs := rtc.MemorySignalers(2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for m := range 2 {
-		wg.Go(func() {
-			tr, err := rtc.Dial(ctx, rtc.Config{Machine: m, Machines: 2, ICEServers: servers, Relay: true, Loopback: true}, sigs[m])
-			if tr != nil {
-				tr.Close()
-			}
-			errs[m] = err
-		})
-	}
-	wg.Wait()
-	if errs[0] == nil || !strings.Contains(errs[0].Error(), "machines [1] not connected") {
-		t.Fatalf("Dial = %v, want machine 1 not connected", errs[0])
 	}
 }
 
@@ -215,7 +149,7 @@ func TestDialChecksItsConfig(t *testing.T) {
 }
 
 func TestSendChecksItsArguments(t *testing.T) {
-	trs := dialAll(t, 2, nil, false)
+	trs := dialAll(t, 2)
 	if err := trs[0].Send(1, []byte{1}); !errors.Is(err, rtc.ErrPeer) {
 		t.Errorf("Send to peer 1 of 1 = %v", err)
 	}
@@ -232,24 +166,10 @@ func TestSendChecksItsArguments(t *testing.T) {
 }
 
 // BenchmarkRoundTrip measures a datagram's round trip over the data
-// channel on loopback (ns/op is one round trip); BenchmarkRoundTripRelay
-// the same through the TURN relay.
-func BenchmarkRoundTrip(b *testing.B)      { roundTrip(b, false) }
-func BenchmarkRoundTripRelay(b *testing.B) { roundTrip(b, true) }
-
-func roundTrip(b *testing.B, viaRelay bool) {
-	var servers []rtc.ICEServer
-	if viaRelay {
-		srv, err := relay.Listen(relay.Config{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer srv.Close()
-		user, pass, _ := srv.Credentials(time.Hour)
-		_, turnURL := srv.URLs("")
-		servers = []rtc.ICEServer{{URLs: []string{turnURL}, Username: user, Credential: pass}}
-	}
-	trs := dialAll(b, 2, servers, viaRelay)
+// channel on loopback (ns/op is one round trip). The same through the
+// TURN relay is package relay's (cmd/rendezvous/relay).
+func BenchmarkRoundTrip(b *testing.B) {
+	trs := dialAll(b, 2)
 	msg := make([]byte, 100)
 	buf := make([]byte, rtc.MaxDatagram)
 	wait := func(tr *rtc.Transport) {

@@ -10,7 +10,7 @@ import (
 	"github.com/pion/logging"
 
 	"github.com/rewindgg/rewind/rtc/lobby"
-	"github.com/rewindgg/rewind/rtc/relay"
+	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
 // turnCredential is how long the credentials in a Match stay valid.

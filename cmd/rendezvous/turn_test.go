@@ -10,7 +10,7 @@ import (
 	"github.com/pion/turn/v4"
 
 	"github.com/rewindgg/rewind/rtc/lobby"
-	"github.com/rewindgg/rewind/rtc/relay"
+	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
 // A full match's ICE servers name the relay; a pion/turn client on

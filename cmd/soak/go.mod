@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/rewindgg/rewind v0.0.0-00010101000000-000000000000
+	github.com/rewindgg/rewind/cmd/rendezvous v0.0.0-00010101000000-000000000000
 	github.com/rewindgg/rewind/rtc v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	gonum.org/v1/plot v0.17.0
@@ -53,3 +54,5 @@ require (
 replace github.com/rewindgg/rewind => ../..
 
 replace github.com/rewindgg/rewind/rtc => ../../rtc
+
+replace github.com/rewindgg/rewind/cmd/rendezvous => ../rendezvous

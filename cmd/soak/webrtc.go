@@ -13,7 +13,7 @@ import (
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/rtc"
-	"github.com/rewindgg/rewind/rtc/relay"
+	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
 // WebRTCJSON reports -transport webrtc: how long the machines of a match
