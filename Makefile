@@ -1,22 +1,23 @@
 # Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
 GO       ?= go
 FUZZTIME ?= 30s
-# make test covers three of the modules tied by go.work: the library (the
+# make test covers four of the modules tied by go.work: the library (the
 # root), the soak with its gonum/plot report and WebRTC runner
-# (cmd/soak), and the determinism analyzer with golang.org/x/tools
-# (cmd/rewindvet). In workspace mode ./... stops at a nested module's go.mod,
+# (cmd/soak), the determinism analyzer with golang.org/x/tools
+# (cmd/rewindvet), and the module proxy writer of make module-check
+# (cmd/modcheck, golang.org/x/mod). In workspace mode ./... stops at a nested module's go.mod,
 # so its packages are named explicitly. The others have targets of their
 # own: the arena demo (play-test), the WebRTC transport rtc and the
 # rendezvous server (web-test).
-MODULES  := . ./cmd/soak ./cmd/rewindvet
-PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/...
+MODULES  := . ./cmd/soak ./cmd/rewindvet ./cmd/modcheck
+PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
 # The library: what a game imports. Its module graph must not hold the tools'
 # heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
 # these import (the wire codecs through ./rollback).
 LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
+.PHONY: module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -59,6 +60,10 @@ rendezvous: web
 ## web-test: the WebRTC transport (rtc), the rendezvous server (cmd/rendezvous) and the game in a browser, on loopback inside a network namespace of their own (cmd/rendezvous/web-test.sh; unshare -n needs root). Installs its Debian packages when missing.
 web-test:
 	cmd/rendezvous/web-test.sh
+
+## module-check: a program outside the repository that imports rtc, rtc/lobby, rollback and rollback/udp is built against a file:// module proxy written from this checkout (cmd/modcheck/module-check.sh), as a game's module gets them: no replace, no other module's internal/.
+module-check:
+	cmd/modcheck/module-check.sh
 
 ## determinism: the determinism matrix (cmd/determinism/determinism.sh): replays of the arena example and of a floating-point test game recorded here, re-simulated on amd64 GOAMD64=v1 and v3, 386 (SSE2 and softfloat, under qemu-user-static), arm64 (qemu-user-static) and js/wasm (Node); a table of verified or the first divergent frame and field. Fails unless the arena verifies everywhere. Installs qemu-user-static and nodejs when missing.
 determinism:
