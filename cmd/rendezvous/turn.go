@@ -9,8 +9,8 @@ import (
 
 	"github.com/pion/logging"
 
-	"github.com/rewindgg/rewind/rtc/lobby"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
+	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
 // turnCredential is how long the credentials in a Match stay valid.

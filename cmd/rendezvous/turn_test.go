@@ -9,8 +9,8 @@ import (
 
 	"github.com/pion/turn/v4"
 
-	"github.com/rewindgg/rewind/rtc/lobby"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
+	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
 // A full match's ICE servers name the relay; a pion/turn client on

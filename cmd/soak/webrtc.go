@@ -9,11 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/rtc"
-	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
 // WebRTCJSON reports -transport webrtc: how long the machines of a match
