@@ -304,7 +304,7 @@ func TestRunFlags(t *testing.T) {
 		{"-web", "/no/such/dir"},
 		{"extra"},
 	} {
-		if err := run(args); err == nil {
+		if err := run(args, noEnv); err == nil {
 			t.Fatalf("run %q: no error", args)
 		}
 	}

@@ -12,6 +12,10 @@
 // (-turn-allocs), rate-limit buckets (-max-ips). Matches that do not fill
 // expire after 10 minutes, full ones 30 minutes after they filled.
 //
+// Every flag can also come from the environment (RENDEZVOUS_MAX_MATCHES
+// for -max-matches) or a config file (-config), in that order after the
+// command line; docs/deployment.md has the details.
+//
 //	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7
 package main
 
@@ -32,13 +36,15 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.LookupEnv); err != nil {
 		fmt.Fprintln(os.Stderr, "rendezvous:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+// run serves until SIGINT or SIGTERM, configured by args, the
+// environment (lookupEnv) and the config file they name (applySettings).
+func run(args []string, lookupEnv func(string) (string, bool)) error {
 	cfg := defaultConfig()
 	fl := flag.NewFlagSet("rendezvous", flag.ContinueOnError)
 	httpAddr := fl.String("http", ":8080", "HTTP `address` of the lobby, signaling and static files")
@@ -56,7 +62,19 @@ func run(args []string) error {
 	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "requests a client IP may make at once")
 	fl.IntVar(&cfg.MaxIPs, "max-ips", cfg.MaxIPs, "client IPs with a rate-limit bucket of their own (the others share one)")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
+	configFile := fl.String("config", "", "read settings from this `file`: a flag's name and value a line (\"max-matches 5000\"); the command line, then RENDEZVOUS_<FLAG> environment variables (RENDEZVOUS_TURN_SECRET_FILE), come first")
+	showVersion := fl.Bool("version", false, "print the version and exit")
 	if err := fl.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h: the usage is printed; asking for it is no failure
+		}
+		return err
+	}
+	if *showVersion {
+		fmt.Println(version())
+		return nil
+	}
+	if err := applySettings(fl, *configFile, lookupEnv); err != nil {
 		return err
 	}
 	for p := range strings.SplitSeq(*proxies, ",") {
@@ -114,6 +132,10 @@ func run(args []string) error {
 		attrs = append(attrs, "turn", srv.relay.addr().String(), "public_ip", cfg.PublicIP)
 	}
 	log.Info("rendezvous listening", attrs...)
+	if srv.relay != nil && relayUnreachable(srv.relay.addr(), cfg.PublicIP) {
+		log.Warn("the TURN relay listens on every address but advertises a loopback -public-ip: no machine but this one can use it; give -public-ip the address players reach this host at",
+			"public_ip", cfg.PublicIP)
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
