@@ -21,10 +21,10 @@ var (
 	errInternal = errorf(http.StatusInternalServerError, "internal", "internal error")
 )
 
-// ServeHTTP routes a request: /healthz, the API under /v1/, and the static
+// serve routes a request: /healthz, the API under /v1/, and the static
 // files for everything else. Every request but /healthz's counts against
-// its client IP's rate limit.
-func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// its client IP's rate limit. ServeHTTP (metrics.go) counts what it answers.
+func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -386,6 +386,9 @@ func writeError(w http.ResponseWriter, err error) {
 	var e *apiError
 	if !errors.As(err, &e) {
 		e = errInternal
+	}
+	if rec, ok := w.(interface{ refused(code string) }); ok {
+		rec.refused(e.code)
 	}
 	if e.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="rewind"`)

@@ -50,6 +50,8 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	httpAddr := fl.String("http", ":8080", "HTTP `address` of the lobby, signaling and static files")
 	webDir := fl.String("web", "", "serve the static files from this `directory` instead of the embedded ones")
 	debug := fl.Bool("debug", false, "log at debug level (pion's logs included)")
+	metricsAddr := fl.String("metrics", "", "serve the Prometheus metrics on this `address` at /metrics (e.g. 127.0.0.1:9090; keep it off the public internet); empty: none")
+	fl.BoolVar(&cfg.AccessLog, "access-log", false, "log every request: method, route, status, size, time, client IP")
 	fl.StringVar(&cfg.TURNAddr, "turn", cfg.TURNAddr, "UDP `address` of the STUN/TURN server; empty disables it")
 	fl.StringVar(&cfg.TURNSecret, "turn-secret", "", "shared `secret` of the TURN credentials; random when empty")
 	fl.StringVar(&cfg.PublicIP, "public-ip", cfg.PublicIP, "IPv4 `address` the TURN relay advertises, and the ICE servers' host")
@@ -140,6 +142,19 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go sweepEvery(ctx, srv, 10*time.Second)
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", srv.metrics.handler())
+		ms := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		go ms.Serve(mln)
+		defer ms.Close()
+		log.Info("metrics listening", "metrics", mln.Addr().String())
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {

@@ -36,6 +36,8 @@ type config struct {
 	// terminator) whose X-Forwarded-For names the client; none by default.
 	TrustedProxies []netip.Prefix
 
+	AccessLog bool // log every request (method, route, status, size, time, client IP) at Info
+
 	Now    func() time.Time // the clock of expiry and rate limits; nil means time.Now
 	Logger *slog.Logger     // nil means a JSON handler on stderr
 }
@@ -94,6 +96,7 @@ type server struct {
 	limit   *ipLimiter // nil when there is no rate limit
 	relay   *turnRelay // nil when TURN is disabled
 	static  *static
+	metrics *metrics
 	waiters chan struct{} // a token per long poll held
 	started time.Time
 }
@@ -130,6 +133,7 @@ func newServer(cfg config) (*server, error) {
 		}
 		s.relay = r
 	}
+	s.metrics = newMetrics(s)
 	return s, nil
 }
 
