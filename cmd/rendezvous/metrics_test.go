@@ -45,7 +45,7 @@ func TestMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	call(t, base, "POST", "/v1/matches/"+strings.Repeat("Z", len(c.Code()))+"/seats", "", nil) // 404
-	for range 5 { // the bucket of 6 holds the create, the join and 4 of these
+	for range 5 {                                                                              // the bucket of 6 holds the create, the join and 4 of these
 		call(t, base, "GET", "/no-such-file", "", nil)
 	}
 	text := scrape(t, s)
