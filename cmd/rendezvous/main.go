@@ -45,10 +45,15 @@ func run(args []string) error {
 	webDir := fl.String("web", "", "serve the static files from this `directory` instead of the embedded ones")
 	debug := fl.Bool("debug", false, "log at debug level (pion's logs included)")
 	fl.StringVar(&cfg.TURNAddr, "turn", cfg.TURNAddr, "UDP `address` of the STUN/TURN server; empty disables it")
-	fl.StringVar(&cfg.TURNSecret, "turn-secret", "", "shared `secret` of the TURN credentials; random when empty")
+	fl.StringVar(&cfg.TURNSecret, "turn-secret", "", "shared `secret` of the TURN credentials; random when empty (ps shows it: prefer -turn-secret-file)")
+	fl.StringVar(&cfg.TURNSecretFile, "turn-secret-file", "", "`file` of TURN secrets, one a line: the first signs, all verify; re-read on SIGHUP and when it changes")
 	fl.StringVar(&cfg.PublicIP, "public-ip", cfg.PublicIP, "IPv4 `address` the TURN relay advertises, and the ICE servers' host")
 	fl.StringVar(&cfg.PublicHost, "public-host", "", "`host` name in the ICE servers' URLs, when not -public-ip")
 	fl.IntVar(&cfg.TURNAllocs, "turn-allocs", cfg.TURNAllocs, "most TURN allocations at once")
+	fl.IntVar(&cfg.TURNSeatAllocs, "turn-seat-allocs", cfg.TURNSeatAllocs, "most TURN allocations of one seat's credentials")
+	fl.IntVar(&cfg.TURNBandwidth, "turn-bandwidth", cfg.TURNBandwidth, "`bytes` a second one TURN allocation may send (beyond, datagrams are dropped)")
+	fl.DurationVar(&cfg.TURNCredentialTTL, "turn-ttl", cfg.TURNCredentialTTL, "how long a seat's TURN credentials allow new allocations (each GET of the match gives fresh ones)")
+	allowPeers := fl.String("turn-allow-peers", "", "comma-separated `prefixes` the relay may reach although loopback, private, link-local... or its own (e.g. 10.0.0.0/8 for a LAN's players)")
 	fl.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "most matches held at once (503 beyond)")
 	fl.IntVar(&cfg.MaxQueuedBytes, "max-queued", cfg.MaxQueuedBytes, "most `bytes` of signal data queued over all seats (503 beyond)")
 	fl.IntVar(&cfg.MaxWaiters, "max-polls", cfg.MaxWaiters, "most long polls held at once (beyond, polls are answered at once)")
@@ -59,15 +64,12 @@ func run(args []string) error {
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
-	for p := range strings.SplitSeq(*proxies, ",") {
-		if p = strings.TrimSpace(p); p == "" {
-			continue
-		}
-		prefix, err := netip.ParsePrefix(p)
-		if err != nil {
-			return fmt.Errorf("-trusted-proxy: %w", err)
-		}
-		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
+	var err error
+	if cfg.TrustedProxies, err = parsePrefixes(*proxies); err != nil {
+		return fmt.Errorf("-trusted-proxy: %w", err)
+	}
+	if cfg.TURNAllowPeers, err = parsePrefixes(*allowPeers); err != nil {
+		return fmt.Errorf("-turn-allow-peers: %w", err)
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
@@ -118,6 +120,12 @@ func run(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go sweepEvery(ctx, srv, 10*time.Second)
+	if srv.secrets != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go srv.secrets.watch(ctx, hup, secretCheck)
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -135,6 +143,22 @@ func run(args []string) error {
 		return err
 	}
 	return nil // the deferred srv.Close stops the TURN relay
+}
+
+// parsePrefixes parses comma-separated prefixes.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var prefixes []netip.Prefix
+	for p := range strings.SplitSeq(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, err
+		}
+		prefixes = append(prefixes, prefix.Masked())
+	}
+	return prefixes, nil
 }
 
 // sweepEvery removes expired matches every period until ctx ends.
