@@ -3,16 +3,22 @@
 // signaling relay between the seats of a match (the protocol and its
 // client are package github.com/rewindgg/rewind/rtc/lobby), a STUN server
 // and TURN relay (pion/turn) whose short-lived credentials the lobby hands
-// to a full match's seats, and the static files of the browser build
-// (web/, embedded; -web serves a directory instead).
+// to each seat of a full match (valid while the seat is held; secrets from
+// -turn-secret-file, re-read on SIGHUP), and the static files of the
+// browser build (web/, embedded; -web serves a directory instead). The
+// relay reaches only the internet: not the host's loopback, private or
+// link-local networks, nor its own addresses (-turn-allow-peers names
+// exceptions).
 //
 // Everything a client can make it hold is bounded by the flags: matches
 // (-max-matches; each at most 8 seats of 64 queued signals), queued signal
 // bytes (-max-queued), long polls (-max-polls), TURN allocations
-// (-turn-allocs), rate-limit buckets (-max-ips). Matches that do not fill
-// expire after 10 minutes, full ones 30 minutes after they filled.
+// (-turn-allocs; -turn-seat-allocs per seat, each sending at most
+// -turn-bandwidth bytes a second), rate-limit buckets (-max-ips). Matches
+// that do not fill expire after 10 minutes, full ones 30 minutes after
+// they filled.
 //
-//	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7
+//	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7 -turn-secret-file /etc/rendezvous/turn-secrets
 package main
 
 import (

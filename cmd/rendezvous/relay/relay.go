@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -133,7 +134,7 @@ type counters struct {
 
 // Server is a running STUN and TURN server.
 type Server struct {
-	srv      *turn.Server
+	srv      atomic.Pointer[turn.Server] // set once turn.NewServer returns (its read loop runs before)
 	conn     *listenConn
 	addr     netip.AddrPort
 	public   netip.Addr
@@ -203,14 +204,14 @@ func Listen(c Config) (*Server, error) {
 		refusals: newRefusalLog(c.Log, c.Now),
 		log:      c.Log,
 	}
-	s.secrets.Store(&c.Secrets)
-	var running atomic.Pointer[turn.Server] // set once NewServer returns
+	secrets := slices.Clone(c.Secrets)
+	s.secrets.Store(&secrets)
 	srv, err := turn.NewServer(turn.ServerConfig{
 		Realm:         Realm,
 		AuthHandler:   s.authenticate,
 		LoggerFactory: logger,
 		QuotaHandler: func(username, _ string, src net.Addr) bool {
-			srv := running.Load()
+			srv := s.srv.Load()
 			return srv != nil && s.quota(username, src, srv.AllocationCount())
 		},
 		EventHandler: turn.EventHandler{
@@ -230,8 +231,7 @@ func Listen(c Config) (*Server, error) {
 		_ = pc.Close()
 		return nil, fmt.Errorf("relay: %w", err)
 	}
-	running.Store(srv)
-	s.srv = srv
+	s.srv.Store(srv)
 	return s, nil
 }
 
@@ -251,7 +251,7 @@ func (s *Server) SetSecrets(secrets []string) error {
 	if err := checkSecrets(secrets); err != nil {
 		return err
 	}
-	list := append([]string(nil), secrets...)
+	list := slices.Clone(secrets)
 	s.secrets.Store(&list)
 	return nil
 }
@@ -416,7 +416,12 @@ func (s *Server) Stats() Stats {
 }
 
 // Allocations is how many allocations exist now.
-func (s *Server) Allocations() int { return s.srv.AllocationCount() }
+func (s *Server) Allocations() int {
+	if srv := s.srv.Load(); srv != nil {
+		return srv.AllocationCount()
+	}
+	return 0
+}
 
 // Close stops the server and closes its sockets.
-func (s *Server) Close() error { return s.srv.Close() }
+func (s *Server) Close() error { return s.srv.Load().Close() }
