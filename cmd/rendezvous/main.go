@@ -70,13 +70,21 @@ func run(args []string) error {
 	if err := fl.Parse(args); err != nil {
 		return err
 	}
-	var err error
-	if cfg.TrustedProxies, err = parsePrefixes(*proxies); err != nil {
-		return fmt.Errorf("-trusted-proxy: %w", err)
+	for p := range strings.SplitSeq(*proxies, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return fmt.Errorf("-trusted-proxy: %w", err)
+		}
+		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
 	}
-	if cfg.TURNAllowPeers, err = parsePrefixes(*allowPeers); err != nil {
+	allowed, err := parsePrefixes(*allowPeers)
+	if err != nil {
 		return fmt.Errorf("-turn-allow-peers: %w", err)
 	}
+	cfg.TURNAllowPeers = allowed
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}

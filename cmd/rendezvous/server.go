@@ -15,13 +15,13 @@ import (
 
 // config is everything the server is built from; main fills it from flags.
 type config struct {
-	TURNAddr       string // UDP address of the STUN/TURN server; "" disables it
-	TURNSecret     string // shared secret of the TURN credentials; random when "" (and no TURNSecretFile)
-	TURNSecretFile string // a file of TURN secrets, one a line, the first signs; re-read when it changes
-	PublicIP       string // the relay's advertised IPv4 address, and the ICE servers' host
-	PublicHost     string // the ICE servers' host, when not PublicIP
-	TURNAllocs     int    // most TURN allocations at once
+	TURNAddr   string // UDP address of the STUN/TURN server; "" disables it
+	TURNSecret string // shared secret of the TURN credentials; random when "" (and no TURNSecretFile)
+	PublicIP   string // the relay's advertised IPv4 address, and the ICE servers' host
+	PublicHost string // the ICE servers' host, when not PublicIP
+	TURNAllocs int    // most TURN allocations at once
 
+	TURNSecretFile    string         // a file of TURN secrets, one a line, the first signs; re-read when it changes
 	TURNSeatAllocs    int            // most TURN allocations of one seat (0: relay.DefaultMaxPerCredential)
 	TURNBandwidth     int            // bytes a second one TURN allocation may send (0: relay.DefaultBandwidth)
 	TURNCredentialTTL time.Duration  // how long a seat's TURN credentials allow new allocations (0: relay.DefaultCredentialTTL)
@@ -51,21 +51,22 @@ type config struct {
 // defaultConfig is the binary's configuration without flags.
 func defaultConfig() config {
 	return config{
-		TURNAddr:          ":3478",
-		PublicIP:          "127.0.0.1",
-		TURNAllocs:        relay.DefaultMaxAllocations,
+		TURNAddr:       ":3478",
+		PublicIP:       "127.0.0.1",
+		TURNAllocs:     1000,
+		MaxMatches:     10000,
+		MaxQueuedBytes: 64 << 20,
+		MaxWaiters:     20000,
+		MaxWait:        25 * time.Second,
+		OpenTTL:        10 * time.Minute,
+		FullTTL:        30 * time.Minute,
+		Rate:           20,
+		Burst:          60,
+		MaxIPs:         100000,
+
 		TURNSeatAllocs:    relay.DefaultMaxPerCredential,
 		TURNBandwidth:     relay.DefaultBandwidth,
 		TURNCredentialTTL: relay.DefaultCredentialTTL,
-		MaxMatches:        10000,
-		MaxQueuedBytes:    64 << 20,
-		MaxWaiters:        20000,
-		MaxWait:           25 * time.Second,
-		OpenTTL:           10 * time.Minute,
-		FullTTL:           30 * time.Minute,
-		Rate:              20,
-		Burst:             60,
-		MaxIPs:            100000,
 	}
 }
 
@@ -106,12 +107,13 @@ type server struct {
 	cfg     config
 	log     *slog.Logger
 	reg     *registry
-	limit   *ipLimiter  // nil when there is no rate limit
-	relay   *turnRelay  // nil when TURN is disabled
-	secrets *secretFile // nil without config.TURNSecretFile
+	limit   *ipLimiter // nil when there is no rate limit
+	relay   *turnRelay // nil when TURN is disabled
 	static  *static
 	waiters chan struct{} // a token per long poll held
 	started time.Time
+
+	secrets *secretFile // the TURN secrets' file; nil without config.TURNSecretFile
 }
 
 // newServer builds the server and starts the TURN relay; Close stops it.

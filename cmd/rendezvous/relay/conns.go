@@ -42,7 +42,7 @@ func (c *listenConn) WriteTo(b []byte, a net.Addr) (int, error) {
 	return n, err
 }
 
-// lastFrom returns the datagram being handled if it came from a.
+// datagramFrom returns the datagram being handled if it came from a.
 func (c *listenConn) datagramFrom(a net.Addr) []byte {
 	if c.lastFrom == nil || a == nil || c.lastFrom.String() != a.String() {
 		return nil
