@@ -141,7 +141,7 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = b
 	}
-	m, _, err := s.authorize(r)
+	m, seat, err := s.authorize(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -156,7 +156,7 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 	}
 	st := s.reg.state(m)
 	if st.Full && s.relay != nil {
-		ice, err := s.relay.iceServers()
+		ice, err := s.relay.iceServers(m.code, seat)
 		if err != nil {
 			s.log.Error("TURN credentials", "err", err)
 			writeError(w, errInternal)

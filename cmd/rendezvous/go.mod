@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/pion/logging v0.2.4
+	github.com/pion/stun/v3 v3.0.1
 	github.com/pion/turn/v4 v4.1.4
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rewindgg/rewind v0.0.0-00010101000000-000000000000
@@ -31,7 +32,6 @@ require (
 	github.com/pion/sctp v1.12.0 // indirect
 	github.com/pion/sdp/v3 v3.0.20 // indirect
 	github.com/pion/srtp/v3 v3.1.3 // indirect
-	github.com/pion/stun/v3 v3.0.1 // indirect
 	github.com/pion/stun/v4 v4.0.1 // indirect
 	github.com/pion/transport/v3 v3.0.8 // indirect
 	github.com/pion/transport/v4 v4.0.1 // indirect

@@ -3,20 +3,26 @@
 // signaling relay between the seats of a match (the protocol and its
 // client are package github.com/rewindgg/rewind/rtc/lobby), a STUN server
 // and TURN relay (pion/turn) whose short-lived credentials the lobby hands
-// to a full match's seats, and the static files of the browser build
-// (web/, embedded; -web serves a directory instead).
+// to each seat of a full match (valid while the seat is held; secrets from
+// -turn-secret-file, re-read on SIGHUP), and the static files of the
+// browser build (web/, embedded; -web serves a directory instead). The
+// relay reaches only the internet: not the host's loopback, private or
+// link-local networks, nor its own addresses (-turn-allow-peers names
+// exceptions).
 //
 // Everything a client can make it hold is bounded by the flags: matches
 // (-max-matches; each at most 8 seats of 64 queued signals), queued signal
 // bytes (-max-queued), long polls (-max-polls), TURN allocations
-// (-turn-allocs), rate-limit buckets (-max-ips). Matches that do not fill
-// expire after 10 minutes, full ones 30 minutes after they filled.
+// (-turn-allocs; -turn-seat-allocs per seat, each sending at most
+// -turn-bandwidth bytes a second), rate-limit buckets (-max-ips). Matches
+// that do not fill expire after 10 minutes, full ones 30 minutes after
+// they filled.
 //
 // Every flag can also come from the environment (RENDEZVOUS_MAX_MATCHES
 // for -max-matches) or a config file (-config), in that order after the
 // command line; docs/deployment.md has the details.
 //
-//	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7
+//	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7 -turn-secret-file /etc/rendezvous/turn-secrets
 package main
 
 import (
@@ -53,10 +59,15 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	metricsAddr := fl.String("metrics", "", "serve the Prometheus metrics on this `address` at /metrics (e.g. 127.0.0.1:9090; keep it off the public internet); empty: none")
 	fl.BoolVar(&cfg.AccessLog, "access-log", false, "log every request: method, route, status, size, time, client IP")
 	fl.StringVar(&cfg.TURNAddr, "turn", cfg.TURNAddr, "UDP `address` of the STUN/TURN server; empty disables it")
-	fl.StringVar(&cfg.TURNSecret, "turn-secret", "", "shared `secret` of the TURN credentials; random when empty")
+	fl.StringVar(&cfg.TURNSecret, "turn-secret", "", "shared `secret` of the TURN credentials; random when empty (ps shows it: prefer -turn-secret-file)")
+	fl.StringVar(&cfg.TURNSecretFile, "turn-secret-file", "", "`file` of TURN secrets, one a line: the first signs, all verify; re-read on SIGHUP and when it changes")
 	fl.StringVar(&cfg.PublicIP, "public-ip", cfg.PublicIP, "IPv4 `address` the TURN relay advertises, and the ICE servers' host")
 	fl.StringVar(&cfg.PublicHost, "public-host", "", "`host` name in the ICE servers' URLs, when not -public-ip")
 	fl.IntVar(&cfg.TURNAllocs, "turn-allocs", cfg.TURNAllocs, "most TURN allocations at once")
+	fl.IntVar(&cfg.TURNSeatAllocs, "turn-seat-allocs", cfg.TURNSeatAllocs, "most TURN allocations of one seat's credentials")
+	fl.IntVar(&cfg.TURNBandwidth, "turn-bandwidth", cfg.TURNBandwidth, "`bytes` a second one TURN allocation may send (beyond, datagrams are dropped)")
+	fl.DurationVar(&cfg.TURNCredentialTTL, "turn-ttl", cfg.TURNCredentialTTL, "how long a seat's TURN credentials allow new allocations (each GET of the match gives fresh ones)")
+	allowPeers := fl.String("turn-allow-peers", "", "comma-separated `prefixes` the relay may reach although loopback, private, link-local... or its own (e.g. 10.0.0.0/8 for a LAN's players)")
 	fl.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "most matches held at once (503 beyond)")
 	fl.IntVar(&cfg.MaxQueuedBytes, "max-queued", cfg.MaxQueuedBytes, "most `bytes` of signal data queued over all seats (503 beyond)")
 	fl.IntVar(&cfg.MaxWaiters, "max-polls", cfg.MaxWaiters, "most long polls held at once (beyond, polls are answered at once)")
@@ -89,6 +100,11 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
 	}
+	allowed, err := parsePrefixes(*allowPeers)
+	if err != nil {
+		return fmt.Errorf("-turn-allow-peers: %w", err)
+	}
+	cfg.TURNAllowPeers = allowed
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
@@ -155,6 +171,12 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		defer ms.Close()
 		log.Info("metrics listening", "metrics", mln.Addr().String())
 	}
+	if srv.secrets != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go srv.secrets.watch(ctx, hup, secretCheck)
+	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	select {
@@ -172,6 +194,22 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		return err
 	}
 	return nil // the deferred srv.Close stops the TURN relay
+}
+
+// parsePrefixes parses comma-separated prefixes.
+func parsePrefixes(list string) ([]netip.Prefix, error) {
+	var prefixes []netip.Prefix
+	for p := range strings.SplitSeq(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		prefix, err := netip.ParsePrefix(p)
+		if err != nil {
+			return nil, err
+		}
+		prefixes = append(prefixes, prefix.Masked())
+	}
+	return prefixes, nil
 }
 
 // sweepEvery removes expired matches every period until ctx ends.

@@ -494,3 +494,15 @@ func randomSessionID() uint64 {
 		}
 	}
 }
+
+// seatHeld reports whether the match with code exists, and whether its
+// seat i is held (taken, and not left): the TURN relay asks it.
+func (r *registry) seatHeld(code string, i int) (exists, held bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.lookup(code, r.now())
+	if m == nil {
+		return false, false
+	}
+	return true, i >= 0 && i < len(m.seats) && m.seats[i].token != ""
+}

@@ -9,15 +9,23 @@ import (
 	"net/netip"
 	"os"
 	"time"
+
+	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
 // config is everything the server is built from; main fills it from flags.
 type config struct {
 	TURNAddr   string // UDP address of the STUN/TURN server; "" disables it
-	TURNSecret string // shared secret of the TURN credentials; random when ""
+	TURNSecret string // shared secret of the TURN credentials; random when "" (and no TURNSecretFile)
 	PublicIP   string // the relay's advertised IPv4 address, and the ICE servers' host
 	PublicHost string // the ICE servers' host, when not PublicIP
 	TURNAllocs int    // most TURN allocations at once
+
+	TURNSecretFile    string         // a file of TURN secrets, one a line, the first signs; re-read when it changes
+	TURNSeatAllocs    int            // most TURN allocations of one seat (0: relay.DefaultMaxPerCredential)
+	TURNBandwidth     int            // bytes a second one TURN allocation may send (0: relay.DefaultBandwidth)
+	TURNCredentialTTL time.Duration  // how long a seat's TURN credentials allow new allocations (0: relay.DefaultCredentialTTL)
+	TURNAllowPeers    []netip.Prefix // peers the relay may reach although private, loopback, its own... (none by default)
 
 	Web fs.FS // the static files; nil means the embedded ones
 
@@ -57,6 +65,10 @@ func defaultConfig() config {
 		Rate:           20,
 		Burst:          60,
 		MaxIPs:         100000,
+
+		TURNSeatAllocs:    relay.DefaultMaxPerCredential,
+		TURNBandwidth:     relay.DefaultBandwidth,
+		TURNCredentialTTL: relay.DefaultCredentialTTL,
 	}
 }
 
@@ -80,6 +92,10 @@ func (c *config) check() error {
 		return errors.New("the tracked IPs cap must be at least 1")
 	case c.TURNAddr != "" && c.TURNAllocs < 1:
 		return errors.New("the TURN allocations cap must be at least 1")
+	case c.TURNSeatAllocs < 0 || c.TURNBandwidth < 0 || c.TURNCredentialTTL < 0:
+		return errors.New("the TURN per-seat allocations, bandwidth and credential lifetime must not be negative")
+	case c.TURNSecret != "" && c.TURNSecretFile != "":
+		return errors.New("give the TURN secret or a file of them, not both")
 	}
 	if ip := net.ParseIP(c.PublicIP); ip == nil || ip.To4() == nil {
 		return fmt.Errorf("public IP %q is not an IPv4 address", c.PublicIP)
@@ -99,6 +115,8 @@ type server struct {
 	metrics *metrics
 	waiters chan struct{} // a token per long poll held
 	started time.Time
+
+	secrets *secretFile // the TURN secrets' file; nil without config.TURNSecretFile
 }
 
 // newServer builds the server and starts the TURN relay; Close stops it.
@@ -127,14 +145,40 @@ func newServer(cfg config) (*server, error) {
 		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
 	}
 	if cfg.TURNAddr != "" {
-		r, err := newRelay(cfg.TURNAddr, cfg.PublicIP, cfg.PublicHost, cfg.TURNSecret, cfg.TURNAllocs, cfg.Logger)
+		var secrets []string
+		if cfg.TURNSecret != "" {
+			secrets = []string{cfg.TURNSecret}
+		}
+		if cfg.TURNSecretFile != "" {
+			s.secrets = &secretFile{path: cfg.TURNSecretFile, log: cfg.Logger}
+			list, err := s.secrets.read()
+			if err != nil {
+				return nil, err
+			}
+			secrets = list
+		}
+		r, err := newRelay(&cfg, secrets, s.seatState, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
 		s.relay = r
+		if s.secrets != nil {
+			s.secrets.apply = r.SetSecrets
+		}
 	}
 	s.metrics = newMetrics(s)
 	return s, nil
+}
+
+// seatState is what the TURN relay asks of a credential's seat.
+func (s *server) seatState(code string, i int) relay.SeatState {
+	switch exists, held := s.reg.seatHeld(code, i); {
+	case held:
+		return relay.SeatHeld
+	case exists:
+		return relay.SeatLeft
+	}
+	return relay.MatchGone
 }
 
 // sweep removes expired matches and idle rate-limit buckets; main calls

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/pion/logging"
 
@@ -13,42 +12,54 @@ import (
 	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
-// turnCredential is how long the credentials in a Match stay valid.
-const turnCredential = time.Hour
-
 // turnRelay is the STUN server and TURN relay (package relay, pion/turn)
-// and the host its URLs name.
+// and the host its URLs name (its public IP when empty).
 type turnRelay struct {
 	*relay.Server
 	host string
 }
 
-// newRelay listens on addr (UDP) and relays from publicIP: the address
-// the relay's allocations advertise. host names the server in the ICE
-// servers' URLs (publicIP when empty). A random secret is made when
-// secret is empty. At most maxAllocs allocations exist at once.
-func newRelay(addr, publicIP, host, secret string, maxAllocs int, log *slog.Logger) (*turnRelay, error) {
-	ip, err := netip.ParseAddr(publicIP)
+// newRelay starts the relay cfg describes (TURNAddr and the TURN fields),
+// signing with secrets (a random one when there are none). seat says
+// whether a match's seat is still held: every authenticated TURN request
+// needs one that is.
+func newRelay(cfg *config, secrets []string, seat func(code string, i int) relay.SeatState, log *slog.Logger) (*turnRelay, error) {
+	ip, err := netip.ParseAddr(cfg.PublicIP)
 	if err != nil || !ip.Is4() {
-		return nil, fmt.Errorf("public IP %q is not an IPv4 address", publicIP)
+		return nil, fmt.Errorf("public IP %q is not an IPv4 address", cfg.PublicIP)
 	}
+	addr := cfg.TURNAddr
 	if h, _, err := net.SplitHostPort(addr); err != nil {
 		return nil, fmt.Errorf("TURN address %q: %w", addr, err)
 	} else if h == "" {
 		addr = "0.0.0.0" + addr
 	}
-	srv, err := relay.Listen(relay.Config{Listen: addr, PublicIP: ip, Secret: secret, MaxAllocations: maxAllocs,
-		Logger: slogFactory{log: log.With("component", "turn")}})
+	log = log.With("component", "turn")
+	srv, err := relay.Listen(relay.Config{
+		Listen:           addr,
+		PublicIP:         ip,
+		Secrets:          secrets,
+		MaxAllocations:   cfg.TURNAllocs,
+		MaxPerCredential: cfg.TURNSeatAllocs,
+		Bandwidth:        cfg.TURNBandwidth,
+		CredentialTTL:    cfg.TURNCredentialTTL,
+		AllowPeers:       cfg.TURNAllowPeers,
+		Seat:             seat,
+		Now:              cfg.Now,
+		Log:              log,
+		Logger:           slogFactory{log: log},
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &turnRelay{Server: srv, host: host}, nil
+	return &turnRelay{Server: srv, host: cfg.PublicHost}, nil
 }
 
 // iceServers lists the STUN server and the TURN relay, with credentials
-// valid for an hour.
-func (r *turnRelay) iceServers() ([]lobby.ICEServer, error) {
-	user, pass, err := r.Credentials(turnCredential)
+// for seat of the match with code, fresh on every call (valid for
+// config.TURNCredentialTTL for a new allocation).
+func (r *turnRelay) iceServers(code string, seat int) ([]lobby.ICEServer, error) {
+	user, pass, err := r.SeatCredentials(code, seat)
 	if err != nil {
 		return nil, err
 	}

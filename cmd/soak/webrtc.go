@@ -46,8 +46,9 @@ type WebRTCJSON struct {
 // webrtcRun plays the matches of one profile over WebRTC data channels on
 // loopback, in process, and gathers what WebRTCJSON reports.
 type webrtcRun struct {
-	relay *relay.Server // with -relay
-	start relay.Stats
+	relay  *relay.Server // with -relay
+	start  relay.Stats
+	played atomic.Int64 // matches begun: each has its own seats' credentials
 
 	mu                     sync.Mutex
 	connectSum, connectMax time.Duration
@@ -59,7 +60,7 @@ type webrtcRun struct {
 func newWebRTCRun(relayOnly bool) (*webrtcRun, error) {
 	w := &webrtcRun{routes: map[string]int{}}
 	if relayOnly {
-		srv, err := relay.Listen(relay.Config{})
+		srv, err := relay.Listen(relay.Config{CredentialTTL: time.Hour})
 		if err != nil {
 			return nil, err
 		}
@@ -81,14 +82,19 @@ func (w *webrtcRun) play(c match.Config, prof netsim.Profile) match.Result {
 	if machines == 0 {
 		machines = c.Players
 	}
-	var servers []rtc.ICEServer
+	// Each machine has its seat's credentials, as from the lobby: the
+	// relay bounds the allocations of each (one per peer).
+	servers := make([][]rtc.ICEServer, machines)
 	if w.relay != nil {
-		user, pass, err := w.relay.Credentials(time.Hour)
-		if err != nil {
-			return match.Result{Err: err}
-		}
+		code := fmt.Sprintf("soak%d", w.played.Add(1))
 		_, turnURL := w.relay.URLs("")
-		servers = []rtc.ICEServer{{URLs: []string{turnURL}, Username: user, Credential: pass}}
+		for m := range servers {
+			user, pass, err := w.relay.SeatCredentials(code, m)
+			if err != nil {
+				return match.Result{Err: err}
+			}
+			servers[m] = []rtc.ICEServer{{URLs: []string{turnURL}, Username: user, Credential: pass}}
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -119,7 +125,7 @@ func (w *webrtcRun) play(c match.Config, prof netsim.Profile) match.Result {
 	var wg sync.WaitGroup
 	for m := range machines {
 		wg.Go(func() {
-			c := rtc.Config{Machine: m, Machines: machines, ICEServers: servers, Relay: w.relay != nil, Loopback: true}
+			c := rtc.Config{Machine: m, Machines: machines, ICEServers: servers[m], Relay: w.relay != nil, Loopback: true}
 			if conns[m] != nil {
 				c.Conn = conns[m]
 			}
