@@ -74,7 +74,11 @@ func (r *turnRelay) addr() net.Addr { return net.UDPAddrFromAddrPort(r.Addr()) }
 
 func (r *turnRelay) allocations() int { return r.Allocations() }
 
-// slogFactory sends pion's logs to slog. Trace goes to Debug.
+// slogFactory sends pion's logs to slog, every one at Debug with pion's
+// own level beside it (pion_level): its Info lines are many (one per
+// allocation, permission and refresh) and its errors include clients'
+// mistakes (a wrong credential), which the relay itself logs and counts.
+// -debug shows them.
 type slogFactory struct{ log *slog.Logger }
 
 func (f slogFactory) NewLogger(scope string) logging.LeveledLogger {
@@ -83,13 +87,15 @@ func (f slogFactory) NewLogger(scope string) logging.LeveledLogger {
 
 type slogLogger struct{ log *slog.Logger }
 
-func (l slogLogger) Trace(msg string)                  { l.log.Debug(msg) }
-func (l slogLogger) Tracef(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }
-func (l slogLogger) Debug(msg string)                  { l.log.Debug(msg) }
-func (l slogLogger) Debugf(format string, args ...any) { l.log.Debug(fmt.Sprintf(format, args...)) }
-func (l slogLogger) Info(msg string)                   { l.log.Info(msg) }
-func (l slogLogger) Infof(format string, args ...any)  { l.log.Info(fmt.Sprintf(format, args...)) }
-func (l slogLogger) Warn(msg string)                   { l.log.Warn(msg) }
-func (l slogLogger) Warnf(format string, args ...any)  { l.log.Warn(fmt.Sprintf(format, args...)) }
-func (l slogLogger) Error(msg string)                  { l.log.Error(msg) }
-func (l slogLogger) Errorf(format string, args ...any) { l.log.Error(fmt.Sprintf(format, args...)) }
+func (l slogLogger) at(level, msg string) { l.log.Debug(msg, "pion_level", level) }
+
+func (l slogLogger) Trace(msg string)                  { l.at("trace", msg) }
+func (l slogLogger) Tracef(format string, args ...any) { l.at("trace", fmt.Sprintf(format, args...)) }
+func (l slogLogger) Debug(msg string)                  { l.at("debug", msg) }
+func (l slogLogger) Debugf(format string, args ...any) { l.at("debug", fmt.Sprintf(format, args...)) }
+func (l slogLogger) Info(msg string)                   { l.at("info", msg) }
+func (l slogLogger) Infof(format string, args ...any)  { l.at("info", fmt.Sprintf(format, args...)) }
+func (l slogLogger) Warn(msg string)                   { l.at("warn", msg) }
+func (l slogLogger) Warnf(format string, args ...any)  { l.at("warn", fmt.Sprintf(format, args...)) }
+func (l slogLogger) Error(msg string)                  { l.at("error", msg) }
+func (l slogLogger) Errorf(format string, args ...any) { l.at("error", fmt.Sprintf(format, args...)) }

@@ -526,3 +526,23 @@ func newTURNClient(t *testing.T, addr, user, pass string) (*turn.Client, error) 
 	}
 	return c, nil
 }
+
+// TestPionLogsAtDebug: pion's lines, whatever their level, are written at
+// Debug: an Info log shows none of them, a Debug log shows each with
+// pion's level.
+func TestPionLogsAtDebug(t *testing.T) {
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelDebug} {
+		var buf strings.Builder
+		l := slogFactory{log: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: level}))}.NewLogger("turn")
+		l.Info("allocation made")
+		l.Warnf("refresh %d", 2)
+		l.Error("wrong credential")
+		got := buf.String()
+		if level == slog.LevelInfo && got != "" {
+			t.Errorf("at Info, pion wrote %q", got)
+		}
+		if level == slog.LevelDebug && (strings.Count(got, "level=DEBUG") != 3 || !strings.Contains(got, `msg="wrong credential" scope=turn pion_level=error`)) {
+			t.Errorf("at Debug, pion wrote %q", got)
+		}
+	}
+}
