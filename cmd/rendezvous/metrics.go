@@ -42,9 +42,6 @@ func newMetrics(s *server) *metrics {
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
-	counter := func(name, help string, f func() float64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f)
-	}
 	m.registry.MustRegister(m.responses, m.refusals, m.latency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		gauge("rendezvous_matches", "Matches held, full or not.", func() float64 {
@@ -64,11 +61,46 @@ func newMetrics(s *server) *metrics {
 	if s.relay != nil {
 		m.registry.MustRegister(
 			gauge("rendezvous_turn_allocations", "TURN allocations now.", func() float64 { return float64(s.relay.allocations()) }),
-			counter("rendezvous_turn_bytes_in_total", "Bytes the TURN server's socket read from its clients.", func() float64 { return float64(s.relay.Stats().BytesIn) }),
-			counter("rendezvous_turn_bytes_out_total", "Bytes the TURN server's socket sent to its clients.", func() float64 { return float64(s.relay.Stats().BytesOut) }),
-		)
+			turnCollector{s.relay})
 	}
 	return m
+}
+
+// turnCollector reads the TURN relay's counters (relay.Stats) when scraped.
+type turnCollector struct{ relay *turnRelay }
+
+var (
+	turnBytes       = prometheus.NewDesc("rendezvous_turn_bytes_total", "Bytes on the TURN server's listening socket, by direction (in: from its clients).", []string{"direction"}, nil)
+	turnAllocations = prometheus.NewDesc("rendezvous_turn_allocations_total", "TURN allocations made and deleted.", []string{"event"}, nil)
+	turnRefusals    = prometheus.NewDesc("rendezvous_turn_refusals_total", "TURN requests refused, by reason: bad_mac, expired, match_gone, seat_left, unscoped, username (credentials); quota (per seat), capacity (server-wide); peer (a permission for a refused address).", []string{"reason"}, nil)
+	turnDrops       = prometheus.NewDesc("rendezvous_turn_dropped_total", "Datagrams a TURN allocation dropped, by reason: peer (a refused address or port), seat (no longer held), bandwidth (over -turn-bandwidth).", []string{"reason"}, nil)
+)
+
+func (turnCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- turnBytes
+	ch <- turnAllocations
+	ch <- turnRefusals
+	ch <- turnDrops
+}
+
+func (c turnCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.relay.Stats()
+	for _, v := range []struct {
+		desc  *prometheus.Desc
+		label string
+		n     int64
+	}{
+		{turnBytes, "in", st.BytesIn}, {turnBytes, "out", st.BytesOut},
+		{turnAllocations, "created", st.AllocationsCreated}, {turnAllocations, "deleted", st.AllocationsDeleted},
+		{turnRefusals, "bad_mac", st.RefusedBadMAC}, {turnRefusals, "expired", st.RefusedExpired},
+		{turnRefusals, "match_gone", st.RefusedMatchGone}, {turnRefusals, "seat_left", st.RefusedSeatLeft},
+		{turnRefusals, "unscoped", st.RefusedUnscoped}, {turnRefusals, "username", st.RefusedUsername},
+		{turnRefusals, "quota", st.RefusedQuota}, {turnRefusals, "capacity", st.RefusedCapacity},
+		{turnRefusals, "peer", st.RefusedPermissions},
+		{turnDrops, "peer", st.DroppedPeer}, {turnDrops, "seat", st.DroppedSeat}, {turnDrops, "bandwidth", st.DroppedBandwidth},
+	} {
+		ch <- prometheus.MustNewConstMetric(v.desc, prometheus.CounterValue, float64(v.n), v.label)
+	}
 }
 
 // handler serves the metrics in the Prometheus text format.

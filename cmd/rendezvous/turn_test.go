@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -210,6 +211,12 @@ func TestTURNCredentials(t *testing.T) {
 	refused("no such match", gone, pass, func(st relay.Stats) int64 { return st.RefusedMatchGone })
 	plain, pass, _ := s.relay.Credentials(time.Hour)
 	refused("no seat", plain, pass, func(st relay.Stats) int64 { return st.RefusedUnscoped })
+	text := scrape(t, s)
+	for _, reason := range []string{"bad_mac", "match_gone", "unscoped"} {
+		if !regexp.MustCompile(`(?m)^rendezvous_turn_refusals_total\{reason="` + reason + `"\} [1-9]`).MatchString(text) {
+			t.Errorf("the metrics count no %s refusal:\n%s", reason, text)
+		}
+	}
 
 	// Made in time, seat 0's allocation outlives its credential.
 	conn0, c0 := allocate(t, addr, ice0.Username, ice0.Credential)
