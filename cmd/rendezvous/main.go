@@ -89,6 +89,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if note := srv.static.check(); note != "" {
+		log.Warn("no browser game to serve", "why", note)
+	}
 	defer func() {
 		if err := srv.Close(); err != nil {
 			log.Warn("closing the TURN relay", "err", err)
