@@ -55,6 +55,7 @@ func run(args []string) error {
 	fl.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second per client IP; 0 disables the limit")
 	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "requests a client IP may make at once")
 	fl.IntVar(&cfg.MaxIPs, "max-ips", cfg.MaxIPs, "client IPs with a rate-limit bucket of their own (the others share one)")
+	corsList := fl.String("cors", "", "comma-separated `origins` (e.g. https://games.example.com) whose pages may call the API; none by default")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -68,6 +69,10 @@ func run(args []string) error {
 			return fmt.Errorf("-trusted-proxy: %w", err)
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
+	}
+	origins, err := parseOrigins(*corsList)
+	if err != nil {
+		return fmt.Errorf("-cors: %w", err)
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
@@ -103,7 +108,7 @@ func run(args []string) error {
 		return err
 	}
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           withCORS(srv, origins),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      cfg.MaxWait + 30*time.Second,
