@@ -199,9 +199,11 @@ func (s *static) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A plain name of the game's files is its hashed file, revalidated
 	// each time: for pages that load the plain names.
-	if files, _ := s.build(); files[name] != "" && files[name] != name {
-		s.serveFile(w, r, files[name], cacheOther)
-		return
+	if slices.Contains(gameFiles, name) {
+		if files, _ := s.build(); files[name] != "" && files[name] != name {
+			s.serveFile(w, r, files[name], cacheOther)
+			return
+		}
 	}
 	writeError(w, errNotFound)
 }
