@@ -249,7 +249,7 @@ func TestStaticFiles(t *testing.T) {
 	cfg := testConfig(newFakeClock())
 	_, base := start(t, cfg) // the embedded files
 	ans := call(t, base, "GET", "/", "", nil)
-	if ans.status != 200 || !strings.Contains(string(ans.body), `fetch("arena.wasm")`) || !strings.HasPrefix(ans.header.Get("Content-Type"), "text/html") {
+	if ans.status != 200 || !strings.Contains(string(ans.body), filesMarker[:40]) || !strings.HasPrefix(ans.header.Get("Content-Type"), "text/html") {
 		t.Fatalf("/: %d %s %q", ans.status, ans.header.Get("Content-Type"), ans.body)
 	}
 	if ans := call(t, base, "HEAD", "/index.html", "", nil); ans.status != 301 && ans.status != 200 {

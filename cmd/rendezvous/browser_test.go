@@ -9,7 +9,6 @@ import (
 	"image"
 	"image/png"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -142,8 +141,8 @@ func newBrowserMatch(t *testing.T) *browserMatch {
 	if arena == "" {
 		t.Skip("REWIND_ARENA is not set: make web-test runs this test (with the native arena and Chromium)")
 	}
-	if _, err := fs.Stat(webFS(), "arena.wasm"); err != nil {
-		t.Fatalf("the embedded page has no arena.wasm (run make web before building this test): %v", err)
+	if note := newStatic(webFS()).check(); note != "" {
+		t.Fatalf("the embedded page cannot load the game (run make web before building this test): %s", note)
 	}
 	if os.Getenv("DISPLAY") == "" {
 		t.Fatal("no DISPLAY: the native arena opens a window (make web-test runs the tests under xvfb-run)")

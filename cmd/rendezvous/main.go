@@ -74,6 +74,7 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second per client IP; 0 disables the limit")
 	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "requests a client IP may make at once")
 	fl.IntVar(&cfg.MaxIPs, "max-ips", cfg.MaxIPs, "client IPs with a rate-limit bucket of their own (the others share one)")
+	corsList := fl.String("cors", "", "comma-separated `origins` (e.g. https://games.example.com) whose pages may call the API; none by default")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
 	configFile := fl.String("config", "", "read settings from this `file`: a flag's name and value a line (\"max-matches 5000\"); the command line, then RENDEZVOUS_<FLAG> environment variables (RENDEZVOUS_TURN_SECRET_FILE), come first")
 	showVersion := fl.Bool("version", false, "print the version and exit")
@@ -105,6 +106,10 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		return fmt.Errorf("-turn-allow-peers: %w", err)
 	}
 	cfg.TURNAllowPeers = allowed
+	origins, err := parseOrigins(*corsList)
+	if err != nil {
+		return fmt.Errorf("-cors: %w", err)
+	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
 	}
@@ -125,6 +130,9 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	if err != nil {
 		return err
 	}
+	if note := srv.static.check(); note != "" {
+		log.Warn("no browser game to serve", "why", note)
+	}
 	defer func() {
 		if err := srv.Close(); err != nil {
 			log.Warn("closing the TURN relay", "err", err)
@@ -136,7 +144,7 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		return err
 	}
 	hs := &http.Server{
-		Handler:           srv,
+		Handler:           withCORS(srv, origins),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      cfg.MaxWait + 30*time.Second,
