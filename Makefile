@@ -49,7 +49,7 @@ play:
 play-test:
 	cmd/arena/play-test.sh
 
-## web: the arena's browser build (cmd/arena/web-build.sh): arena.wasm and wasm_exec.js into cmd/rendezvous/web/, which the rendezvous embeds when built after it.
+## web: the arena's browser build (cmd/arena/web-build.sh): arena.<hash>.wasm and wasm_exec.<hash>.js, each with .br and .gz copies, and files.json naming them, into cmd/rendezvous/web/, which the rendezvous embeds when built after it (or serves with -web).
 web:
 	cmd/arena/web-build.sh
 
