@@ -40,6 +40,9 @@ func newPolicy(c Config) (policy, error) {
 		if !pr.IsValid() {
 			return policy{}, fmt.Errorf("%w: AllowCandidates has an invalid prefix %v", ErrConfig, pr)
 		}
+		if pr.Addr().Is4In6() && pr.Bits() >= 96 { // addresses are judged unmapped
+			pr = netip.PrefixFrom(pr.Addr().Unmap(), pr.Bits()-96)
+		}
 		p.allow = append(p.allow, pr.Masked())
 	}
 	return p, nil

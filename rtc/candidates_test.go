@@ -124,6 +124,7 @@ func TestAllowCandidates(t *testing.T) {
 		{Config{Loopback: true, AllowCandidates: pfx("127.0.0.1/32")}, map[string]bool{"8.8.8.8": true, "127.0.0.1": true, "::ffff:127.0.0.1": true, "127.0.0.2": false, "::1": false}},
 		{Config{AllowCandidates: pfx("192.168.1.0/24", "fd00::/8")}, map[string]bool{"192.168.1.2": true, "192.168.2.1": false, "fd00::2": true, "fc00::2": false, "10.0.0.1": false, "127.0.0.1": false}},
 		{Config{AllowCandidates: pfx("192.168.1.7/24")}, map[string]bool{"192.168.1.2": true}}, // masked
+		{Config{AllowCandidates: pfx("::ffff:10.0.0.0/104")}, map[string]bool{"10.1.2.3": true, "::ffff:10.1.2.3": true, "11.0.0.1": true, "192.168.0.1": false}},
 		{Config{AllowCandidates: pfx("0.0.0.0/0", "::/0")}, map[string]bool{"127.0.0.1": true, "10.0.0.1": true, "ff02::1": true, "fe80::1": true, "::ffff:10.0.0.1": true}},
 	} {
 		p, err := newPolicy(c.config)

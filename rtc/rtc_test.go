@@ -142,7 +142,8 @@ func TestStrangeSignals(t *testing.T) {
 func TestDialChecksItsConfig(t *testing.T) {
 	ctx := context.Background()
 	sig := rtc.MemorySignalers(2)[0]
-	for _, c := range []rtc.Config{{Machines: 1}, {Machines: 9}, {Machine: 2, Machines: 2}, {Machine: -1, Machines: 2}} {
+	for _, c := range []rtc.Config{{Machines: 1}, {Machines: 9}, {Machine: 2, Machines: 2}, {Machine: -1, Machines: 2},
+		{Machines: 2, AllowCandidates: []netip.Prefix{{}}}} {
 		if _, err := rtc.Dial(ctx, c, sig); !errors.Is(err, rtc.ErrConfig) {
 			t.Errorf("Dial(%+v) = %v, want ErrConfig", c, err)
 		}
