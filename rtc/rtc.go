@@ -22,6 +22,12 @@
 // connection starts on the first pair that works instead of waiting for
 // every server to answer.
 //
+// A peer's candidates are claims like anything else it sends: each names
+// an address this machine will send ICE's checks to. Dial hands ICE only
+// those at addresses reachable across the internet, browsers' mDNS names
+// and what Config.AllowCandidates names, at most MaxCandidates from each
+// peer, and counts the others (Stats).
+//
 // A Transport's peer p is machine p when p < Config.Machine and machine
 // p+1 otherwise: the other machines in order, as a session's Config.Peers
 // lists them.
@@ -34,6 +40,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 
@@ -84,7 +91,8 @@ type Config struct {
 	// many machines play (2 to MaxMachines).
 	Machine, Machines int
 	// ICEServers are the STUN and TURN servers to gather candidates from.
-	// None means host candidates only (a LAN, or one machine).
+	// None means host candidates only (a LAN, which AllowCandidates must
+	// then name, or one machine with Loopback).
 	ICEServers []ICEServer
 	// Relay uses only the TURN relay's candidates (ICE policy "relay"):
 	// every datagram goes through the relay. For testing the relay, and
@@ -92,8 +100,9 @@ type Config struct {
 	Relay bool
 	// Loopback gathers candidates on the loopback interface only and turns
 	// off mDNS, as a test or an in-process soak needs inside a network
-	// namespace that has nothing else. Native builds only (a browser
-	// decides its own candidates).
+	// namespace that has nothing else (native builds only: a browser
+	// decides its own candidates), and, unless AllowCandidates is set,
+	// accepts the peers' candidates at loopback addresses.
 	Loopback bool
 	// Conn, if set, is the one UDP socket every connection's host
 	// candidates share (one known port, for a firewall rule or a port
@@ -101,6 +110,28 @@ type Config struct {
 	// after the transport. Native builds only. nil: each connection
 	// gathers on ports of its own.
 	Conn net.PacketConn
+	// AllowCandidates lists the prefixes, among the addresses refused by
+	// default, at which this machine accepts its peers' ICE candidates.
+	// A candidate tells ICE where to send connectivity checks, so a peer
+	// that lied could aim this machine's checks at any address it reaches
+	// (RFC 8445 section 19.5.1). By default a candidate at a loopback,
+	// private (10/8, 172.16/12, 192.168/16, IPv6 fc00::/7 and fec0::/10),
+	// shared (carrier-grade NAT, 100.64/10), link-local, multicast,
+	// unspecified or reserved (240/4) address, an IPv4-mapped or NAT64
+	// address judged as its IPv4 address, or at a host name, is dropped
+	// and counted (Stats.CandidatesRefused). Addresses reachable across
+	// the internet are accepted, and so are the random mDNS names a
+	// browser gives its host addresses (<uuid>.local): only the host that
+	// made one up answers for it. A non-empty list replaces Loopback's
+	// default; 0.0.0.0/0 and ::/0 accept every IP address. Every peer's
+	// candidates are also bounded (MaxCandidates).
+	//
+	// Two machines on one network then meet through their servers'
+	// candidates: the STUN server's view of their addresses (if their
+	// router forwards from its public address to itself) or the TURN
+	// relay. A game played on a LAN without servers lists that network
+	// here, for example 192.168.0.0/16 (or every private prefix).
+	AllowCandidates []netip.Prefix
 }
 
 // Stats counts what the transport dropped or failed to send.
@@ -109,6 +140,10 @@ type Stats struct {
 	QueueFull  int64 // datagrams dropped because their peer's queue was full
 	SendErrors int64 // sends to a channel that was not open, or that failed
 	Malformed  int64 // signaling messages that were not understood
+	// Remote ICE candidates dropped: at an address Config does not allow
+	// (Config.AllowCandidates), and past MaxCandidates from one peer.
+	CandidatesRefused int64
+	CandidatesExcess  int64
 }
 
 // link is the connection to one peer.
@@ -119,8 +154,12 @@ type link struct {
 	rw      atomic.Pointer[channel] // the detached channel, once open
 	open    chan struct{}           // closed when rw is set
 	once    sync.Once
-	remote  bool     // the remote description is set (the dial goroutine only)
-	pending []string // candidates that arrived before it
+	// The dial goroutine's: the remote description is set; the
+	// candidates admitted (at most MaxCandidates); those that arrived
+	// before the remote description, to be handed to ICE after it.
+	remote     bool
+	candidates int
+	pending    []webrtc.ICECandidateInit
 }
 
 // Transport implements rollback.Transport over one data channel per peer.
@@ -129,8 +168,10 @@ type Transport struct {
 	links   []*link // by peer index
 	in      *inbox.Inbox
 	mux     io.Closer // Config.Conn's, or nil
+	policy  policy    // which remote candidates ICE gets
 
 	oversized, sendErrs, malformed atomic.Int64
+	refused, excess                atomic.Int64
 	closed                         atomic.Bool
 	readers                        sync.WaitGroup
 }
@@ -156,6 +197,10 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	case sig == nil:
 		return nil, fmt.Errorf("%w: no signaler", ErrConfig)
 	}
+	pol, err := newPolicy(c)
+	if err != nil {
+		return nil, err
+	}
 	api, mux := newAPI(c)
 	conf := webrtc.Configuration{}
 	for _, s := range c.ICEServers {
@@ -164,7 +209,7 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	if c.Relay {
 		conf.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
-	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram), mux: mux}
+	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram), mux: mux, policy: pol}
 	ctx, cancel := context.WithCancel(ctx)
 	out := newOutbox(ctx, sig)
 	signals := make(chan error, 1) // the signal loop's end, once started
@@ -304,12 +349,19 @@ func (t *Transport) signal(ctx context.Context, sig Signaler, out *outbox) error
 	}
 }
 
-// apply applies one signaling message from l's machine.
+// apply applies one signaling message from l's machine. The candidates
+// in an offer or an answer are taken out of it and admitted like
+// trickled ones.
 func (t *Transport) apply(l *link, kind, data string, out *outbox) error {
+	var cands []webrtc.ICECandidateInit
+	var err error
 	switch kind {
 	case KindOffer:
 		if l.machine > t.machine || l.remote {
 			return fmt.Errorf("rtc: unexpected offer from machine %d", l.machine)
+		}
+		if data, cands, err = sdpCandidates(data); err != nil {
+			return err
 		}
 		if err := l.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: data}); err != nil {
 			return err
@@ -326,36 +378,59 @@ func (t *Transport) apply(l *link, kind, data string, out *outbox) error {
 		if l.machine < t.machine || l.remote {
 			return fmt.Errorf("rtc: unexpected answer from machine %d", l.machine)
 		}
+		if data, cands, err = sdpCandidates(data); err != nil {
+			return err
+		}
 		if err := l.pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: data}); err != nil {
 			return err
 		}
 	case KindCandidate:
-		if !l.remote {
-			if len(l.pending) >= 64 {
-				return errors.New("rtc: too many early candidates")
-			}
-			l.pending = append(l.pending, data)
-			return nil
+		var c webrtc.ICECandidateInit
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return err
 		}
-		return addCandidate(l.pc, data)
+		return t.admit(l, c)
 	default:
 		return fmt.Errorf("rtc: unknown signal kind %q", kind)
 	}
-	l.remote = true
 	var errs []error
+	for _, c := range cands {
+		errs = append(errs, t.admit(l, c))
+	}
+	l.remote = true
 	for _, c := range l.pending {
-		errs = append(errs, addCandidate(l.pc, c))
+		errs = append(errs, l.pc.AddICECandidate(c))
 	}
 	l.pending = nil
 	return errors.Join(errs...)
 }
 
-func addCandidate(pc *webrtc.PeerConnection, data string) error {
-	var c webrtc.ICECandidateInit
-	if err := json.Unmarshal([]byte(data), &c); err != nil {
-		return err
+// admit hands one of l's candidates to ICE (or keeps it until the remote
+// description is set) if the policy allows its address and l has taken
+// fewer than MaxCandidates; it counts the candidates it drops. An empty
+// candidate (the end of candidates) is dropped: ICE needs none.
+func (t *Transport) admit(l *link, c webrtc.ICECandidateInit) error {
+	if c.Candidate == "" {
+		return nil
 	}
-	return pc.AddICECandidate(c)
+	line, ok, err := t.policy.admit(c.Candidate)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		t.refused.Add(1)
+		return nil
+	case l.candidates >= MaxCandidates:
+		t.excess.Add(1)
+		return nil
+	}
+	l.candidates++
+	c.Candidate, c.UsernameFragment = line, nil
+	if !l.remote {
+		l.pending = append(l.pending, c)
+		return nil
+	}
+	return l.pc.AddICECandidate(c)
 }
 
 // read moves peer's datagrams into the inbox until the channel closes.
@@ -415,7 +490,8 @@ func (t *Transport) Arrived() <-chan struct{} { return t.in.Ready() }
 
 // Stats returns the transport's counters.
 func (t *Transport) Stats() Stats {
-	return Stats{Oversized: t.oversized.Load(), QueueFull: t.in.Full(), SendErrors: t.sendErrs.Load(), Malformed: t.malformed.Load()}
+	return Stats{Oversized: t.oversized.Load(), QueueFull: t.in.Full(), SendErrors: t.sendErrs.Load(), Malformed: t.malformed.Load(),
+		CandidatesRefused: t.refused.Load(), CandidatesExcess: t.excess.Load()}
 }
 
 // Route describes how the datagrams to peer travel: the local and remote
