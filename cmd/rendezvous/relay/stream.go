@@ -283,8 +283,8 @@ func (c *streamConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 func (c *streamConn) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
+		c.srv.conns.remove(c) // first: once the client sees it closed, its place is free
 		err = c.raw.Close()
-		c.srv.conns.remove(c)
 	})
 	return err
 }
