@@ -8,6 +8,7 @@ require (
 	github.com/pion/logging v0.2.4
 	github.com/pion/stun/v3 v3.0.1
 	github.com/pion/turn/v4 v4.1.4
+	github.com/pion/turn/v5 v5.1.3
 	github.com/prometheus/client_golang v1.25.0
 	github.com/rewindgg/rewind v0.0.0-00010101000000-000000000000
 	github.com/rewindgg/rewind/rtc v0.0.0-00010101000000-000000000000
@@ -36,7 +37,6 @@ require (
 	github.com/pion/transport/v3 v3.0.8 // indirect
 	github.com/pion/transport/v4 v4.0.1 // indirect
 	github.com/pion/transport/v5 v5.1.4 // indirect
-	github.com/pion/turn/v5 v5.1.3 // indirect
 	github.com/pion/webrtc/v4 v4.2.26 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect

@@ -8,13 +8,16 @@
 // browser build (web/, embedded; -web serves a directory instead). The
 // relay reaches only the internet: not the host's loopback, private or
 // link-local networks, nor its own addresses (-turn-allow-peers names
-// exceptions).
+// exceptions). Clients reach the relay over UDP, over TCP (-turn-tcp; on
+// -turn's port by default) and over TLS (-turn-tls, -turn-cert,
+// -turn-key), for networks that block UDP, and over IPv6 (-public-ip6).
 //
 // Everything a client can make it hold is bounded by the flags: matches
 // (-max-matches; each at most 8 seats of 64 queued signals), queued signal
 // bytes (-max-queued), long polls (-max-polls), TURN allocations
 // (-turn-allocs; -turn-seat-allocs per seat, each sending at most
-// -turn-bandwidth bytes a second), rate-limit buckets (-max-ips). Matches
+// -turn-bandwidth bytes a second), TURN connections over TCP and TLS
+// (-turn-conns, -turn-conns-per-ip), rate-limit buckets (-max-ips). Matches
 // that do not fill expire after 10 minutes, full ones 30 minutes after
 // they filled.
 //
@@ -64,9 +67,16 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.StringVar(&cfg.PublicIP, "public-ip", cfg.PublicIP, "IPv4 `address` the TURN relay advertises, and the ICE servers' host")
 	fl.StringVar(&cfg.PublicHost, "public-host", "", "`host` name in the ICE servers' URLs, when not -public-ip")
 	fl.IntVar(&cfg.TURNAllocs, "turn-allocs", cfg.TURNAllocs, "most TURN allocations at once")
-	fl.IntVar(&cfg.TURNSeatAllocs, "turn-seat-allocs", cfg.TURNSeatAllocs, "most TURN allocations of one seat's credentials")
+	fl.IntVar(&cfg.TURNSeatAllocs, "turn-seat-allocs", cfg.TURNSeatAllocs, "most TURN allocations of one seat's credentials; 0: 8 for each TURN URL handed out (a machine allocates over each, for each peer)")
 	fl.IntVar(&cfg.TURNBandwidth, "turn-bandwidth", cfg.TURNBandwidth, "`bytes` a second one TURN allocation may send (beyond, datagrams are dropped)")
 	fl.DurationVar(&cfg.TURNCredentialTTL, "turn-ttl", cfg.TURNCredentialTTL, "how long a seat's TURN credentials allow new allocations (each GET of the match gives fresh ones)")
+	fl.StringVar(&cfg.TURNTCPAddr, "turn-tcp", "", "TCP `address` of TURN over TCP; empty: -turn's, on TCP; \"off\": none")
+	fl.StringVar(&cfg.TURNTLSAddr, "turn-tls", "", "TCP `address` of TURN over TLS (e.g. :5349, or :443 where only HTTPS passes); empty: none. Needs -turn-cert and -turn-key")
+	fl.StringVar(&cfg.TURNCertFile, "turn-cert", "", "`file` of the TLS certificate of -turn-tls (PEM, chain after it), naming -public-host; re-read on SIGHUP and when it changes")
+	fl.StringVar(&cfg.TURNKeyFile, "turn-key", "", "`file` of the private key of -turn-cert (PEM)")
+	fl.StringVar(&cfg.PublicIP6, "public-ip6", "", "IPv6 `address` of the TURN relay: IPv6 clients reach it over UDP at -turn's port, and may ask for IPv6 relayed addresses; empty: none")
+	fl.IntVar(&cfg.TURNConns, "turn-conns", 0, "most TCP and TLS connections to the TURN relay; 0: 1000")
+	fl.IntVar(&cfg.TURNConnsPerIP, "turn-conns-per-ip", 0, "most TCP and TLS connections to the TURN relay of one IPv4 address or IPv6 /64; 0: 32")
 	allowPeers := fl.String("turn-allow-peers", "", "comma-separated `prefixes` the relay may reach although loopback, private, link-local... or its own (e.g. 10.0.0.0/8 for a LAN's players)")
 	fl.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "most matches held at once (503 beyond)")
 	fl.IntVar(&cfg.MaxQueuedBytes, "max-queued", cfg.MaxQueuedBytes, "most `bytes` of signal data queued over all seats (503 beyond)")
@@ -156,6 +166,11 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	attrs := []any{"http", ln.Addr().String()}
 	if srv.relay != nil {
 		attrs = append(attrs, "turn", srv.relay.addr().String(), "public_ip", cfg.PublicIP)
+		for name, a := range map[string]netip.AddrPort{"turn6": srv.relay.Addr6(), "turn_tcp": srv.relay.TCPAddr(), "turn_tls": srv.relay.TLSAddr()} {
+			if a.IsValid() {
+				attrs = append(attrs, name, a.String())
+			}
+		}
 	}
 	log.Info("rendezvous listening", attrs...)
 	if srv.relay != nil && relayUnreachable(srv.relay.addr(), cfg.PublicIP) {
@@ -184,6 +199,12 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
 		go srv.secrets.watch(ctx, hup, secretCheck)
+	}
+	if srv.relay != nil && srv.relay.cert != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go srv.relay.cert.watch(ctx, hup, secretCheck)
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

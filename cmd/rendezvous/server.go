@@ -22,10 +22,18 @@ type config struct {
 	TURNAllocs int    // most TURN allocations at once
 
 	TURNSecretFile    string         // a file of TURN secrets, one a line, the first signs; re-read when it changes
-	TURNSeatAllocs    int            // most TURN allocations of one seat (0: relay.DefaultMaxPerCredential)
+	TURNSeatAllocs    int            // most TURN allocations of one seat (0: relay.DefaultMaxPerCredential for each TURN URL handed out)
 	TURNBandwidth     int            // bytes a second one TURN allocation may send (0: relay.DefaultBandwidth)
 	TURNCredentialTTL time.Duration  // how long a seat's TURN credentials allow new allocations (0: relay.DefaultCredentialTTL)
 	TURNAllowPeers    []netip.Prefix // peers the relay may reach although private, loopback, its own... (none by default)
+
+	TURNTCPAddr    string // TCP address of TURN over TCP: "" means TURNAddr's, "off" none
+	TURNTLSAddr    string // TCP address of TURN over TLS ("" none), with TURNCertFile and TURNKeyFile
+	TURNCertFile   string // the TLS certificate (PEM, its chain after it); re-read when it changes
+	TURNKeyFile    string // the TLS certificate's private key (PEM)
+	PublicIP6      string // the relay's IPv6 address: IPv6 clients reach it over UDP at TURNAddr's port, and IPv6 relayed addresses; "" none
+	TURNConns      int    // most TCP and TLS connections (0: relay.DefaultMaxConnections)
+	TURNConnsPerIP int    // most TCP and TLS connections of one IPv4 address or IPv6 /64 (0: relay.DefaultMaxConnectionsPerAddr)
 
 	Web fs.FS // the static files; nil means the embedded ones
 
@@ -66,7 +74,6 @@ func defaultConfig() config {
 		Burst:          60,
 		MaxIPs:         100000,
 
-		TURNSeatAllocs:    relay.DefaultMaxPerCredential,
 		TURNBandwidth:     relay.DefaultBandwidth,
 		TURNCredentialTTL: relay.DefaultCredentialTTL,
 	}
@@ -96,6 +103,17 @@ func (c *config) check() error {
 		return errors.New("the TURN per-seat allocations, bandwidth and credential lifetime must not be negative")
 	case c.TURNSecret != "" && c.TURNSecretFile != "":
 		return errors.New("give the TURN secret or a file of them, not both")
+	case c.TURNConns < 0 || c.TURNConnsPerIP < 0:
+		return errors.New("the TURN connection caps must not be negative")
+	case c.TURNTLSAddr != "" && (c.TURNCertFile == "" || c.TURNKeyFile == ""):
+		return errors.New("TURN over TLS needs a certificate and its key")
+	case c.TURNTLSAddr == "" && (c.TURNCertFile != "" || c.TURNKeyFile != ""):
+		return errors.New("a TURN certificate without a TLS address to serve it on")
+	}
+	if c.PublicIP6 != "" {
+		if ip, err := netip.ParseAddr(c.PublicIP6); err != nil || !ip.Is6() || ip.Is4In6() || ip.Zone() != "" {
+			return fmt.Errorf("public IPv6 address %q is not an IPv6 address", c.PublicIP6)
+		}
 	}
 	if ip := net.ParseIP(c.PublicIP); ip == nil || ip.To4() == nil {
 		return fmt.Errorf("public IP %q is not an IPv4 address", c.PublicIP)

@@ -278,7 +278,7 @@ func TestTURNCredentials(t *testing.T) {
 }
 
 // One seat's credentials (whatever their expiry: each GET mints new ones)
-// hold at most TURNSeatAllocs allocations; another seat's, and another
+// hold at most TURNSeatAllocs allocations (by default 8 for each TURN URL); another seat's, and another
 // match's, still allocate. Before, one match's credentials took all 50
 // allocations of the server and another match got error 486.
 func TestTURNSeatQuota(t *testing.T) {
@@ -289,20 +289,26 @@ func TestTURNSeatQuota(t *testing.T) {
 	s, base := start(t, cfg)
 	addr := s.relay.addr().String()
 	a, b := fullMatch(t, ctx, base, 2), fullMatch(t, ctx, base, 2)
-	for range relay.DefaultMaxPerCredential {
+	// 8 for each TURN URL handed out: UDP, and TCP (on by default).
+	urls := iceOf(t, ctx, a[0]).URLs
+	quota := relay.DefaultMaxPerCredential * len(urls)
+	if len(urls) != 2 || !strings.HasSuffix(urls[1], "?transport=tcp") {
+		t.Fatalf("TURN URLs %q, want UDP and TCP", urls)
+	}
+	for range quota {
 		ice := iceOf(t, ctx, a[0])
 		allocate(t, addr, ice.Username, ice.Credential)
 		clock.Advance(time.Second) // the next GET's credential has another username
 	}
 	ice := iceOf(t, ctx, a[0])
 	if _, err := tryAllocate(t, addr, ice.Username, ice.Credential); err == nil || !strings.Contains(err.Error(), "486") {
-		t.Fatalf("allocation %d of one seat: %v, want error 486", relay.DefaultMaxPerCredential+1, err)
+		t.Fatalf("allocation %d of one seat: %v, want error 486", quota+1, err)
 	}
 	for _, c := range []*lobby.Client{a[1], b[0]} {
 		ice := iceOf(t, ctx, c)
 		allocate(t, addr, ice.Username, ice.Credential)
 	}
-	if st := s.relay.Stats(); st.RefusedQuota < 1 || st.AllocationsCreated != int64(relay.DefaultMaxPerCredential)+2 {
+	if st := s.relay.Stats(); st.RefusedQuota < 1 || st.AllocationsCreated != int64(quota)+2 {
 		t.Fatalf("stats %+v", st)
 	}
 }
@@ -402,6 +408,11 @@ func TestTURNFlags(t *testing.T) {
 		{"-turn-secret-file", empty, "-turn", "127.0.0.1:0", "-http", "127.0.0.1:0"},
 		{"-turn-secret-file", "/no/such/file", "-turn", "127.0.0.1:0", "-http", "127.0.0.1:0"},
 		{"-turn-bandwidth", "-1", "-http", "127.0.0.1:0"},
+		{"-turn-tls", "127.0.0.1:0", "-turn", "127.0.0.1:0", "-http", "127.0.0.1:0"},
+		{"-turn-cert", empty, "-turn-key", empty, "-turn", "127.0.0.1:0", "-http", "127.0.0.1:0"},
+		{"-turn-tls", "127.0.0.1:0", "-turn-cert", empty, "-turn-key", empty, "-turn", "127.0.0.1:0", "-http", "127.0.0.1:0"},
+		{"-public-ip6", "192.0.2.1", "-turn", "127.0.0.1:0", "-http", "127.0.0.1:0"},
+		{"-turn-conns", "-1", "-http", "127.0.0.1:0"},
 	} {
 		if err := run(args, noEnv); err == nil {
 			t.Fatalf("run %q: no error", args)

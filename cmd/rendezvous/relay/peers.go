@@ -60,20 +60,26 @@ func Class(a netip.Addr) string {
 
 // policy decides which peers an allocation may send to: not the classes
 // Class names nor the server's own addresses, unless the allow-list names
-// them; at the public address, only ports of live allocations (two
-// clients of the relay are each other's peers there).
+// them; at a public address (IPv4 or IPv6), only ports of live
+// allocations (two clients of the relay are each other's peers there).
 type policy struct {
 	allow  []netip.Prefix
-	public netip.Addr
+	public map[netip.Addr]bool // the relayed addresses' addresses
 	own    map[netip.Addr]bool // the server's addresses, public included
 
 	mu    sync.Mutex
-	ports map[uint16]bool // the live allocations' ports
+	ports map[netip.AddrPort]bool // the live allocations' relayed addresses
 }
 
-func newPolicy(allow []netip.Prefix, public netip.Addr, own []netip.Addr) *policy {
-	p := &policy{allow: allow, public: public.Unmap(), own: map[netip.Addr]bool{public.Unmap(): true},
-		ports: make(map[uint16]bool)}
+func newPolicy(allow []netip.Prefix, public, own []netip.Addr) *policy {
+	p := &policy{allow: allow, public: make(map[netip.Addr]bool), own: make(map[netip.Addr]bool),
+		ports: make(map[netip.AddrPort]bool)}
+	for _, a := range public {
+		if a.IsValid() {
+			p.public[a.Unmap()] = true
+			p.own[a.Unmap()] = true
+		}
+	}
 	for _, a := range own {
 		p.own[a.Unmap()] = true
 	}
@@ -86,7 +92,7 @@ func (p *policy) allowed(a netip.Addr) (ok bool, why string) {
 	if p.listed(a) {
 		return true, ""
 	}
-	if a == p.public {
+	if p.public[a] {
 		return true, "" // each port is checked by send
 	}
 	if p.own[a] {
@@ -108,18 +114,18 @@ func (p *policy) permit(ip net.IP) (ok bool, why string) {
 }
 
 // send says whether a datagram may go to ap: an allowed address, and at
-// the public address (unless the allow-list names it) a live allocation's
+// a public address (unless the allow-list names it) a live allocation's
 // port.
 func (p *policy) send(ap netip.AddrPort) (ok bool, why string) {
 	a := ap.Addr().Unmap()
 	if ok, why := p.allowed(a); !ok {
 		return false, why
 	}
-	if a != p.public || p.listed(a) {
+	if !p.public[a] || p.listed(a) {
 		return true, ""
 	}
 	p.mu.Lock()
-	live := p.ports[ap.Port()]
+	live := p.ports[netip.AddrPortFrom(a, ap.Port())]
 	p.mu.Unlock()
 	if !live {
 		return false, "own address"
@@ -136,15 +142,15 @@ func (p *policy) listed(a netip.Addr) bool {
 	return false
 }
 
-func (p *policy) addPort(port uint16) {
+func (p *policy) addPort(ap netip.AddrPort) {
 	p.mu.Lock()
-	p.ports[port] = true
+	p.ports[ap] = true
 	p.mu.Unlock()
 }
 
-func (p *policy) removePort(port uint16) {
+func (p *policy) removePort(ap netip.AddrPort) {
 	p.mu.Lock()
-	delete(p.ports, port)
+	delete(p.ports, ap)
 	p.mu.Unlock()
 }
 

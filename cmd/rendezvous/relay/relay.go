@@ -7,12 +7,16 @@
 // credentials out never shares the secret. It relays only to peers on the
 // internet: not to the host's loopback, private or link-local networks,
 // nor to its own addresses (other than to its own allocations), and each
-// seat's allocations and each allocation's bandwidth are bounded. The
-// rendezvous server runs one; the soak runs one in process for -relay.
+// seat's allocations and each allocation's bandwidth are bounded. Clients
+// reach it over UDP and, when asked, over TCP and TLS (RFC 5766 §2.1; the
+// relayed side stays UDP), and over IPv6; it relays from IPv6 addresses
+// too when given one (RFC 6156). The rendezvous server runs one; the soak
+// runs one in process for -relay.
 package relay
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,6 +24,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +43,12 @@ const (
 	DefaultMaxPerCredential = 8 // a seat of an 8-seat match connects to 7 peers
 	DefaultBandwidth        = 64 << 10
 	DefaultCredentialTTL    = 10 * time.Minute
+
+	DefaultMaxConnections        = 1000
+	DefaultMaxConnectionsPerAddr = 32 // a seat of an 8-seat match makes 7 over each of TCP and TLS
+	DefaultFirstMessageTimeout   = 10 * time.Second
+	DefaultIdleTimeout           = time.Minute
+	DefaultWriteTimeout          = 10 * time.Second
 )
 
 // SeatState is what Config.Seat answers.
@@ -49,16 +61,48 @@ const (
 )
 
 // Config configures Listen. The zero value listens on 127.0.0.1 on a
-// free port with a random secret, and relays for credentials of any
+// free UDP port with a random secret, and relays for credentials of any
 // seat or none.
 type Config struct {
-	// Listen is the UDP address to listen on ("" means 127.0.0.1:0).
+	// Listen is the UDP address to listen on for IPv4 clients ("" means
+	// 127.0.0.1:0).
 	Listen string
 	// PublicIP is the address the relay's allocations are reachable at
 	// (the zero value means the listening address's). They bind to the
 	// listening address's host, so a public IP that a cloud's NAT maps to
 	// the machine works.
 	PublicIP netip.Addr
+	// Listen6 is the UDP address to listen on for IPv6 clients ("" means
+	// none; port 0 means Listen's port). Its clients get IPv4 relayed
+	// addresses unless they ask for IPv6 ones.
+	Listen6 string
+	// PublicIP6 is the address of IPv6 relayed addresses, which a client
+	// asks for with REQUESTED-ADDRESS-FAMILY (RFC 6156); the zero value
+	// means Listen6's host when it names one, and otherwise no IPv6
+	// relayed addresses (such a request gets error 508). They bind to
+	// Listen6's host, or to :: when it names none.
+	PublicIP6 netip.Addr
+	// ListenTCP is a TCP address to take TURN over TCP on, and ListenTLS
+	// one to take it over TLS on, with TLS's certificate ("" means none).
+	// The relayed side stays UDP. Each connection carries one client's
+	// requests (at most one allocation), bounded by the limits below.
+	ListenTCP, ListenTLS string
+	// TLS configures ListenTLS: its Certificates or GetCertificate (which
+	// lets the caller replace the certificate while the server runs).
+	// Versions before TLS 1.2 are refused.
+	TLS *tls.Config
+	// MaxConnections bounds the open TCP and TLS connections (0 means
+	// 1000), MaxConnectionsPerAddr those of one client IPv4 address or
+	// IPv6 /64 (0 means 32). Beyond, and for a second connection from the
+	// same address and port, a new connection is closed at once.
+	MaxConnections, MaxConnectionsPerAddr int
+	// FirstMessageTimeout bounds the TLS handshake and the first whole
+	// TURN message of a connection (0 means 10 s), IdleTimeout the time
+	// between two messages of a connection that holds no allocation (0
+	// means a minute; with one, the allocation's lifetime rules), and
+	// WriteTimeout a write to a client that does not read (0 means 10
+	// s). Each closes the connection.
+	FirstMessageTimeout, IdleTimeout, WriteTimeout time.Duration
 	// MaxAllocations bounds the allocations at once (0 means 1000): each
 	// holds a socket.
 	MaxAllocations int
@@ -99,8 +143,9 @@ type Config struct {
 }
 
 // Stats counts the datagrams between the relay and its clients (the
-// listening socket; not the relayed sockets' side), the allocations, and
-// what the relay refused.
+// UDP listening sockets' datagrams and the TCP and TLS connections' TURN
+// messages; not the relayed sockets' side), the allocations, the
+// connections, and what the relay refused.
 type Stats struct {
 	PacketsIn, PacketsOut int64
 	BytesIn, BytesOut     int64
@@ -122,33 +167,51 @@ type Stats struct {
 	// refuses (a port of the server's own that is no allocation's), of a
 	// seat no longer held, over the bandwidth.
 	DroppedPeer, DroppedSeat, DroppedBandwidth int64
+
+	// TCP and TLS connections: accepted; refused by MaxConnections,
+	// MaxConnectionsPerAddr or for another open from the same address
+	// and port; closed by FirstMessageTimeout, IdleTimeout or
+	// WriteTimeout; closed for a stream that is not TURN messages or a
+	// TLS handshake that failed.
+	ConnectionsAccepted, RefusedConnections, ConnectionTimeouts, BadStreams int64
 }
 
-// counters are Stats' atomic counterparts (but the listening socket's).
+// counters are Stats' atomic counterparts.
 type counters struct {
+	packetsIn, packetsOut, bytesIn, bytesOut                 atomic.Int64
 	allocsCreated, allocsDeleted                             atomic.Int64
 	badMAC, expired, matchGone, seatLeft, unscoped, username atomic.Int64
 	quota, capacity, permissions                             atomic.Int64
 	droppedPeer, droppedSeat, droppedBandwidth               atomic.Int64
+	accepted, refusedConns, timeouts, badStreams             atomic.Int64
 }
 
 // Server is a running STUN and TURN server.
 type Server struct {
-	srv      atomic.Pointer[turn.Server] // set once turn.NewServer returns (its read loop runs before)
-	conn     *listenConn
-	addr     netip.AddrPort
-	public   netip.Addr
 	cfg      Config
+	logger   logging.LoggerFactory
+	udp      []*turn.Server    // the UDP listening sockets' (IPv4, then IPv6)
+	streams  []*streamListener // TCP, then TLS
+	addr     netip.AddrPort    // UDP, IPv4
+	addr6    netip.AddrPort    // UDP, IPv6; zero when none
+	tcpAddr  netip.AddrPort    // zero when none
+	tlsAddr  netip.AddrPort    // zero when none
+	public   netip.Addr
+	public6  netip.Addr // zero: no IPv6 relayed addresses
+	bind4    string     // the host IPv4 relayed sockets bind to
+	bind6    string     // the host IPv6 relayed sockets bind to
 	secrets  atomic.Pointer[[]string]
 	policy   *policy
 	allocs   *allocTable
+	conns    *connTable
 	stats    counters
 	refusals *refusalLog
 	log      *slog.Logger
+	wg       sync.WaitGroup // the streams' accept loops and connections
 }
 
 // Listen starts a server.
-func Listen(c Config) (*Server, error) {
+func Listen(c Config) (s *Server, err error) {
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
 	}
@@ -160,10 +223,18 @@ func Listen(c Config) (*Server, error) {
 	if err := checkSecrets(c.Secrets); err != nil {
 		return nil, err
 	}
+	if c.ListenTLS != "" && c.TLS == nil {
+		return nil, errors.New("relay: ListenTLS without a TLS configuration")
+	}
 	c.MaxAllocations = orDefault(c.MaxAllocations, DefaultMaxAllocations)
 	c.MaxPerCredential = orDefault(c.MaxPerCredential, DefaultMaxPerCredential)
 	c.Bandwidth = orDefault(c.Bandwidth, DefaultBandwidth)
 	c.CredentialTTL = orDefault(c.CredentialTTL, DefaultCredentialTTL)
+	c.MaxConnections = orDefault(c.MaxConnections, DefaultMaxConnections)
+	c.MaxConnectionsPerAddr = orDefault(c.MaxConnectionsPerAddr, DefaultMaxConnectionsPerAddr)
+	c.FirstMessageTimeout = orDefault(c.FirstMessageTimeout, DefaultFirstMessageTimeout)
+	c.IdleTimeout = orDefault(c.IdleTimeout, DefaultIdleTimeout)
+	c.WriteTimeout = orDefault(c.WriteTimeout, DefaultWriteTimeout)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -176,63 +247,177 @@ func Listen(c Config) (*Server, error) {
 		lf.DefaultLogLevel = logging.LogLevelDisabled
 		logger = lf
 	}
-	pc, err := net.ListenPacket("udp4", c.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-	addr := pc.LocalAddr().(*net.UDPAddr).AddrPort()
-	listenIP := addr.Addr().Unmap()
-	public := c.PublicIP.Unmap()
-	if !public.IsValid() {
-		public = listenIP
-		if public.IsUnspecified() {
-			_ = pc.Close()
-			return nil, errors.New("relay: listening on every address: give PublicIP")
-		}
-	}
-	own := []netip.Addr{listenIP}
-	if listenIP.IsUnspecified() {
-		own = ownAddrs()
-	}
-	s := &Server{
-		conn:     &listenConn{PacketConn: pc},
-		addr:     addr,
-		public:   public,
-		cfg:      c,
-		policy:   newPolicy(c.AllowPeers, public, own),
-		allocs:   newAllocTable(),
-		refusals: newRefusalLog(c.Log, c.Now),
-		log:      c.Log,
-	}
+	s = &Server{cfg: c, logger: logger, allocs: newAllocTable(), refusals: newRefusalLog(c.Log, c.Now), log: c.Log}
+	s.conns = newConnTable(c.MaxConnections, c.MaxConnectionsPerAddr)
 	secrets := slices.Clone(c.Secrets)
 	s.secrets.Store(&secrets)
-	srv, err := turn.NewServer(turn.ServerConfig{
+	// Whatever fails below closes what was opened before.
+	var sockets []interface{ Close() error }
+	defer func() {
+		if err != nil {
+			for _, c := range sockets {
+				_ = c.Close()
+			}
+			err = fmt.Errorf("relay: %w", err)
+		}
+	}()
+
+	pc, err := net.ListenPacket("udp4", c.Listen)
+	if err != nil {
+		return nil, err
+	}
+	sockets = append(sockets, pc)
+	s.addr = pc.LocalAddr().(*net.UDPAddr).AddrPort()
+	listenIP := s.addr.Addr().Unmap()
+	s.public = c.PublicIP.Unmap()
+	if !s.public.IsValid() {
+		s.public = listenIP
+		if s.public.IsUnspecified() {
+			return nil, errors.New("listening on every address: give PublicIP")
+		}
+	}
+	if !s.public.Is4() {
+		return nil, fmt.Errorf("PublicIP %s is not an IPv4 address", s.public)
+	}
+	s.bind4 = listenIP.String()
+	own := []netip.Addr{listenIP, s.public}
+
+	var pc6 net.PacketConn
+	s.bind6 = "::"
+	if c.Listen6 != "" {
+		host, port, err := net.SplitHostPort(c.Listen6)
+		if err != nil {
+			return nil, err
+		}
+		if port == "0" || port == "" {
+			port = strconv.Itoa(int(s.addr.Port()))
+		}
+		if pc6, err = net.ListenPacket("udp6", net.JoinHostPort(host, port)); err != nil {
+			return nil, err
+		}
+		sockets = append(sockets, pc6)
+		s.addr6 = pc6.LocalAddr().(*net.UDPAddr).AddrPort()
+		if ip := s.addr6.Addr(); !ip.IsUnspecified() {
+			s.bind6 = ip.String()
+			own = append(own, ip)
+		}
+	}
+	s.public6 = c.PublicIP6
+	if !s.public6.IsValid() && s.bind6 != "::" {
+		s.public6 = s.addr6.Addr()
+	}
+	if s.public6.IsValid() {
+		if !s.public6.Is6() || s.public6.Is4In6() {
+			return nil, fmt.Errorf("PublicIP6 %s is not an IPv6 address", s.public6)
+		}
+		own = append(own, s.public6)
+	}
+
+	var lns []*streamListener
+	for _, a := range []struct {
+		addr string
+		tls  bool
+		to   *netip.AddrPort
+	}{{c.ListenTCP, false, &s.tcpAddr}, {c.ListenTLS, true, &s.tlsAddr}} {
+		if a.addr == "" {
+			continue
+		}
+		ln, err := net.Listen("tcp", a.addr)
+		if err != nil {
+			return nil, err
+		}
+		sockets = append(sockets, ln)
+		*a.to = ln.Addr().(*net.TCPAddr).AddrPort()
+		own = append(own, a.to.Addr().Unmap())
+		sl := &streamListener{Listener: ln}
+		if a.tls {
+			sl.tls = tlsConfig(c.TLS)
+		}
+		lns = append(lns, sl)
+	}
+	for _, a := range own {
+		if a.IsUnspecified() {
+			own = append(own, ownAddrs()...)
+			break
+		}
+	}
+	s.policy = newPolicy(c.AllowPeers, []netip.Addr{s.public, s.public6}, own)
+
+	for _, pc := range []net.PacketConn{pc, pc6} {
+		if pc == nil {
+			continue
+		}
+		srv, err := s.newTURN(&listenConn{PacketConn: pc, srv: s})
+		if err != nil {
+			return nil, err
+		}
+		s.udp = append(s.udp, srv)
+	}
+	s.streams = lns
+	for _, ln := range lns {
+		s.wg.Add(1)
+		go s.accept(ln)
+	}
+	return s, nil
+}
+
+// A front is a socket pion reads TURN requests from and answers on: a
+// UDP listening socket, or one client's TCP or TLS connection. Each has a
+// pion server of its own, whose handlers know their front's request: the
+// one pion is handling (pion reads the next only once it has handled it,
+// and calls the handlers from the goroutine that read it).
+type front interface {
+	net.PacketConn
+	request() *request
+}
+
+// request is the TURN message a front's pion server is handling, and the
+// allocation its Allocate reserved (quota), until the allocation is made
+// or the next request is read.
+type request struct {
+	raw      []byte // pion's buffer: valid until the next ReadFrom
+	from     net.Addr
+	reserved bool
+	quotaKey string
+	stream   *streamConn // the front, when it is a connection
+}
+
+// set records the request read, releasing the previous one's reservation.
+func (r *request) set(s *Server, raw []byte, from net.Addr) {
+	s.allocs.release(r)
+	r.raw, r.from = raw, from
+}
+
+// of returns the request being handled if it came from a.
+func (r *request) of(a net.Addr) []byte {
+	if r.from == nil || a == nil || r.from.String() != a.String() {
+		return nil
+	}
+	return r.raw
+}
+
+// newTURN starts a pion server on f, whose handlers see f's request.
+func (s *Server) newTURN(f front) (*turn.Server, error) {
+	req := f.request()
+	return turn.NewServer(turn.ServerConfig{
 		Realm:         Realm,
-		AuthHandler:   s.authenticate,
-		LoggerFactory: logger,
-		QuotaHandler: func(username, _ string, src net.Addr) bool {
-			srv := s.srv.Load()
-			return srv != nil && s.quota(username, src, srv.AllocationCount())
+		LoggerFactory: s.logger,
+		AuthHandler: func(username, realm string, src net.Addr) ([]byte, bool) {
+			return s.authenticate(username, realm, src, req.of(src))
 		},
+		QuotaHandler: func(username, _ string, src net.Addr) bool { return s.quota(username, src, req) },
 		EventHandler: turn.EventHandler{
-			OnAllocationCreated: s.allocationCreated,
-			OnAllocationDeleted: s.allocationDeleted,
+			OnAllocationCreated: func(src, _ net.Addr, _, username, _ string, relayAddr net.Addr, _ int) {
+				s.allocationCreated(src, username, relayAddr, req)
+			},
+			OnAllocationDeleted: func(src, _ net.Addr, _, username, _ string) { s.allocationDeleted(src, username) },
 		},
 		PacketConnConfigs: []turn.PacketConnConfig{{
-			PacketConn: s.conn,
-			RelayAddressGenerator: &generator{srv: s, RelayAddressGeneratorStatic: turn.RelayAddressGeneratorStatic{
-				RelayAddress: net.IP(public.AsSlice()),
-				Address:      listenIP.String(),
-			}},
-			PermissionHandler: s.permit,
+			PacketConn:            f,
+			RelayAddressGenerator: &generator{srv: s, req: req},
+			PermissionHandler:     s.permit,
 		}},
 	})
-	if err != nil {
-		_ = pc.Close()
-		return nil, fmt.Errorf("relay: %w", err)
-	}
-	s.srv.Store(srv)
-	return s, nil
 }
 
 func orDefault[T int | time.Duration](v, def T) T {
@@ -258,9 +443,8 @@ func (s *Server) SetSecrets(secrets []string) error {
 
 // authenticate is pion's AuthHandler: it returns the key of the secret
 // whose MAC the request carries, when its credential may make the
-// request. It sees the request itself (listenConn keeps it).
-func (s *Server) authenticate(username, realm string, src net.Addr) ([]byte, bool) {
-	raw := s.conn.datagramFrom(src)
+// request. It sees the request itself (raw, which its front keeps).
+func (s *Server) authenticate(username, realm string, src net.Addr, raw []byte) ([]byte, bool) {
 	msg := &stun.Message{Raw: append([]byte(nil), raw...)}
 	if raw == nil || msg.Decode() != nil {
 		s.refuse(&s.stats.username, "username", "TURN request not found for its credential", src, username)
@@ -269,7 +453,7 @@ func (s *Server) authenticate(username, realm string, src net.Addr) ([]byte, boo
 	var key []byte
 	for _, secret := range *s.secrets.Load() {
 		k := authKey(username, realm, secret)
-		if stun.MessageIntegrity(k).Check(msg) == nil {
+		if stun.MessageIntegrity(k).Check(msg) == nil { // hmac.Equal inside
 			key = k
 			break
 		}
@@ -326,14 +510,16 @@ func (s *Server) refuse(n *atomic.Int64, kind, msg string, src net.Addr, usernam
 }
 
 // quota is pion's QuotaHandler (after authenticate): the credential's
-// allocations and the server's are bounded.
-func (s *Server) quota(username string, src net.Addr, allocations int) bool {
+// allocations and the server's are bounded. An allocation it lets
+// through is reserved in req until it is made or the next request is
+// read, so that two connections cannot both take the last one.
+func (s *Server) quota(username string, src net.Addr, req *request) bool {
 	cred, _ := parseUsername(username)
-	if n := s.allocs.held(cred); n >= s.cfg.MaxPerCredential {
+	switch s.allocs.reserve(req, cred, s.cfg.MaxPerCredential, s.cfg.MaxAllocations) {
+	case reserveQuota:
 		s.refuse(&s.stats.quota, "quota", "TURN allocation over the credential's quota refused", src, username)
 		return false
-	}
-	if allocations >= s.cfg.MaxAllocations {
+	case reserveCapacity:
 		s.refuse(&s.stats.capacity, "capacity", "TURN allocation over the server's cap refused", src, username)
 		return false
 	}
@@ -352,36 +538,96 @@ func (s *Server) permit(client net.Addr, peer net.IP) bool {
 	return ok
 }
 
-func (s *Server) allocationCreated(src, _ net.Addr, _, username, _ string, relayAddr net.Addr, _ int) {
+func (s *Server) allocationCreated(src net.Addr, username string, relayAddr net.Addr, req *request) {
 	cred, _ := parseUsername(username)
-	port := -1
-	if ua, ok := relayAddr.(*net.UDPAddr); ok {
-		port = ua.Port
-	}
-	s.allocs.created(src, cred, port)
+	ap, _ := addrPort(relayAddr)
+	s.allocs.created(req, src, cred, ap)
 	s.stats.allocsCreated.Add(1)
-	s.log.Info("TURN allocation created", "client", src.String(), "relay", relayAddr.String(),
-		"match", cred.match, "seat", cred.seat, "allocations", s.Allocations())
+	s.log.Info("TURN allocation created", "client", src.String(), "transport", transport(req),
+		"relay", relayAddr.String(), "match", cred.match, "seat", cred.seat, "allocations", s.Allocations())
 }
 
-func (s *Server) allocationDeleted(src, _ net.Addr, _, username, _ string) {
+func (s *Server) allocationDeleted(src net.Addr, username string) {
+	if _, ok := s.allocs.deleted(src); !ok {
+		return
+	}
 	cred, _ := parseUsername(username)
-	s.allocs.deleted(src)
 	s.stats.allocsDeleted.Add(1)
 	s.log.Info("TURN allocation deleted", "client", src.String(), "match", cred.match, "seat", cred.seat)
 }
 
-// Addr is the address the server listens on.
+// transport names the transport of req's front.
+func transport(req *request) string {
+	switch {
+	case req.stream == nil:
+		return "udp"
+	case req.stream.tls:
+		return "tls"
+	}
+	return "tcp"
+}
+
+// Addr is the UDP address the server listens on for IPv4 clients.
 func (s *Server) Addr() netip.AddrPort { return s.addr }
 
-// URLs are the server's STUN and TURN URLs, at host (empty: its public
-// IP) and its port.
+// Addr6 is the UDP address the server listens on for IPv6 clients (the
+// zero value when none).
+func (s *Server) Addr6() netip.AddrPort { return s.addr6 }
+
+// TCPAddr and TLSAddr are the addresses the server takes TURN over TCP
+// and over TLS on (the zero value when none).
+func (s *Server) TCPAddr() netip.AddrPort { return s.tcpAddr }
+
+// TLSAddr is the address the server takes TURN over TLS on.
+func (s *Server) TLSAddr() netip.AddrPort { return s.tlsAddr }
+
+// URLs are the server's STUN URL and its TURN URL over UDP, at host
+// (empty: its public IP) and its port.
 func (s *Server) URLs(host string) (stun, turn string) {
 	if host == "" {
 		host = s.public.String()
 	}
 	hp := net.JoinHostPort(host, fmt.Sprint(s.addr.Port()))
 	return "stun:" + hp, "turn:" + hp + "?transport=udp"
+}
+
+// TURNURLs are the server's TURN URLs at host (empty: its public IP):
+// over UDP, then over TCP and TLS ("turns:") when it listens on them. A
+// TLS client checks that the certificate names host. With no host, and
+// an IPv6 address that IPv6 clients reach it at (PublicIP6, or Listen6's
+// host), the URLs over UDP and over TCP (when it listens on IPv6) at that
+// address follow; with a host name, its AAAA record does that, at the
+// same ports.
+func (s *Server) TURNURLs(host string) []string {
+	h := host
+	if h == "" {
+		h = s.public.String()
+	}
+	_, udp := s.URLs(host)
+	urls := []string{udp}
+	if s.tcpAddr.IsValid() {
+		urls = append(urls, "turn:"+net.JoinHostPort(h, fmt.Sprint(s.tcpAddr.Port()))+"?transport=tcp")
+	}
+	if s.tlsAddr.IsValid() {
+		urls = append(urls, "turns:"+net.JoinHostPort(h, fmt.Sprint(s.tlsAddr.Port()))+"?transport=tcp")
+	}
+	if host != "" {
+		return urls
+	}
+	six := s.public6
+	if s.addr6.IsValid() && !s.addr6.Addr().IsUnspecified() {
+		six = s.addr6.Addr()
+	}
+	if !six.IsValid() {
+		return urls
+	}
+	if s.addr6.IsValid() {
+		urls = append(urls, "turn:"+netip.AddrPortFrom(six, s.addr6.Port()).String()+"?transport=udp")
+	}
+	if s.tcpAddr.IsValid() && (s.tcpAddr.Addr().IsUnspecified() || s.tcpAddr.Addr() == six) {
+		urls = append(urls, "turn:"+netip.AddrPortFrom(six, s.tcpAddr.Port()).String()+"?transport=tcp")
+	}
+	return urls
 }
 
 // Credentials returns a username and password for the relay valid for
@@ -403,8 +649,8 @@ func (s *Server) SeatCredentials(match string, seat int) (username, password str
 // Stats returns the counters.
 func (s *Server) Stats() Stats {
 	c := &s.stats
-	return Stats{PacketsIn: s.conn.packetsIn.Load(), PacketsOut: s.conn.packetsOut.Load(),
-		BytesIn: s.conn.bytesIn.Load(), BytesOut: s.conn.bytesOut.Load(),
+	return Stats{PacketsIn: c.packetsIn.Load(), PacketsOut: c.packetsOut.Load(),
+		BytesIn: c.bytesIn.Load(), BytesOut: c.bytesOut.Load(),
 		AllocationsCreated: c.allocsCreated.Load(), AllocationsDeleted: c.allocsDeleted.Load(),
 		RefusedBadMAC: c.badMAC.Load(), RefusedExpired: c.expired.Load(),
 		RefusedMatchGone: c.matchGone.Load(), RefusedSeatLeft: c.seatLeft.Load(),
@@ -412,16 +658,28 @@ func (s *Server) Stats() Stats {
 		RefusedQuota: c.quota.Load(), RefusedCapacity: c.capacity.Load(),
 		RefusedPermissions: c.permissions.Load(),
 		DroppedPeer:        c.droppedPeer.Load(), DroppedSeat: c.droppedSeat.Load(), DroppedBandwidth: c.droppedBandwidth.Load(),
+		ConnectionsAccepted: c.accepted.Load(), RefusedConnections: c.refusedConns.Load(),
+		ConnectionTimeouts: c.timeouts.Load(), BadStreams: c.badStreams.Load(),
 	}
 }
 
 // Allocations is how many allocations exist now.
-func (s *Server) Allocations() int {
-	if srv := s.srv.Load(); srv != nil {
-		return srv.AllocationCount()
-	}
-	return 0
-}
+func (s *Server) Allocations() int { return s.allocs.count() }
 
-// Close stops the server and closes its sockets.
-func (s *Server) Close() error { return s.srv.Load().Close() }
+// Connections is how many TCP and TLS connections are open now.
+func (s *Server) Connections() int { return s.conns.count() }
+
+// Close stops the server: it closes its sockets and connections, and
+// returns once every connection's goroutine has ended.
+func (s *Server) Close() error {
+	var errs []error
+	for _, srv := range s.udp {
+		errs = append(errs, srv.Close())
+	}
+	for _, ln := range s.streams {
+		errs = append(errs, ln.Close())
+	}
+	s.conns.closeAll()
+	s.wg.Wait()
+	return errors.Join(errs...)
+}

@@ -19,7 +19,14 @@ import (
 func dialRelayed(t testing.TB, srv *relay.Server, user, pass string, timeout time.Duration) ([]*rtc.Transport, []error) {
 	t.Helper()
 	_, turnURL := srv.URLs("")
-	servers := []rtc.ICEServer{{URLs: []string{turnURL}, Username: user, Credential: pass}}
+	return dialRelayedURL(t, turnURL, user, pass, timeout)
+}
+
+// dialRelayedURL connects two machines of a match through the TURN
+// server at url only.
+func dialRelayedURL(t testing.TB, url, user, pass string, timeout time.Duration) ([]*rtc.Transport, []error) {
+	t.Helper()
+	servers := []rtc.ICEServer{{URLs: []string{url}, Username: user, Credential: pass}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	sigs := rtc.MemorySignalers(2)
@@ -98,6 +105,38 @@ func TestRelay(t *testing.T) {
 	}
 	if in := after.BytesIn - before.BytesIn; in < 50*200 {
 		t.Errorf("the relay read %d bytes for 50 datagrams of 200", in)
+	}
+}
+
+// TestRelayOverTCP: two machines whose only ICE server is the relay over
+// TCP connect relay-relay through it (pion's ICE dials TCP). TLS is
+// tested with pion/turn's client only: pion's ICE checks the certificate
+// against the system's roots, and rtc has no option to skip that.
+func TestRelayOverTCP(t *testing.T) {
+	srv := listen(t, relay.Config{ListenTCP: "127.0.0.1:0"})
+	user, pass, err := srv.Credentials(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := srv.TURNURLs("")
+	if len(urls) != 2 || !strings.HasSuffix(urls[1], "?transport=tcp") {
+		t.Fatalf("TURN URLs %q", urls)
+	}
+	trs, errs := dialRelayedURL(t, urls[1], user, pass, 20*time.Second)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		if err := trs[0].Send(0, []byte("over TCP")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receive(t, trs[1], 20)
+	if r := trs[0].Route(0); r != "relay-relay" {
+		t.Errorf("route %q, want relay-relay", r)
+	}
+	if st := srv.Stats(); st.ConnectionsAccepted < 2 || st.AllocationsCreated < 2 {
+		t.Errorf("stats %+v: not over TCP", st)
 	}
 }
 
