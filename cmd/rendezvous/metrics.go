@@ -61,6 +61,7 @@ func newMetrics(s *server) *metrics {
 	if s.relay != nil {
 		m.registry.MustRegister(
 			gauge("rendezvous_turn_allocations", "TURN allocations now.", func() float64 { return float64(s.relay.allocations()) }),
+			gauge("rendezvous_turn_connections", "TURN clients' TCP and TLS connections open now.", func() float64 { return float64(s.relay.Connections()) }),
 			turnCollector{s.relay})
 	}
 	return m
@@ -73,6 +74,7 @@ var (
 	turnBytes       = prometheus.NewDesc("rendezvous_turn_bytes_total", "Bytes on the TURN server's listening socket, by direction (in: from its clients).", []string{"direction"}, nil)
 	turnAllocations = prometheus.NewDesc("rendezvous_turn_allocations_total", "TURN allocations made and deleted.", []string{"event"}, nil)
 	turnRefusals    = prometheus.NewDesc("rendezvous_turn_refusals_total", "TURN requests refused, by reason: bad_mac, expired, match_gone, seat_left, unscoped, username (credentials); quota (per seat), capacity (server-wide); peer (a permission for a refused address).", []string{"reason"}, nil)
+	turnConns       = prometheus.NewDesc("rendezvous_turn_connection_events_total", "TURN clients' TCP and TLS connections: accepted; refused (a cap, or a second from one address and port); timeout (first message, idle or write); bad_stream (not TURN, or a failed TLS handshake).", []string{"event"}, nil)
 	turnDrops       = prometheus.NewDesc("rendezvous_turn_dropped_total", "Datagrams a TURN allocation dropped, by reason: peer (a refused address or port), seat (no longer held), bandwidth (over -turn-bandwidth).", []string{"reason"}, nil)
 )
 
@@ -81,6 +83,7 @@ func (turnCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- turnAllocations
 	ch <- turnRefusals
 	ch <- turnDrops
+	ch <- turnConns
 }
 
 func (c turnCollector) Collect(ch chan<- prometheus.Metric) {
@@ -98,6 +101,8 @@ func (c turnCollector) Collect(ch chan<- prometheus.Metric) {
 		{turnRefusals, "quota", st.RefusedQuota}, {turnRefusals, "capacity", st.RefusedCapacity},
 		{turnRefusals, "peer", st.RefusedPermissions},
 		{turnDrops, "peer", st.DroppedPeer}, {turnDrops, "seat", st.DroppedSeat}, {turnDrops, "bandwidth", st.DroppedBandwidth},
+		{turnConns, "accepted", st.ConnectionsAccepted}, {turnConns, "refused", st.RefusedConnections},
+		{turnConns, "timeout", st.ConnectionTimeouts}, {turnConns, "bad_stream", st.BadStreams},
 	} {
 		ch <- prometheus.MustNewConstMetric(v.desc, prometheus.CounterValue, float64(v.n), v.label)
 	}

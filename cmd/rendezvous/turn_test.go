@@ -217,6 +217,11 @@ func TestTURNCredentials(t *testing.T) {
 			t.Errorf("the metrics count no %s refusal:\n%s", reason, text)
 		}
 	}
+	for _, want := range []string{"rendezvous_turn_connections ", `rendezvous_turn_connection_events_total{event="accepted"} `, `rendezvous_turn_allocations_total{event="created"} `} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the metrics lack %q", want)
+		}
+	}
 
 	// Made in time, seat 0's allocation outlives its credential.
 	conn0, c0 := allocate(t, addr, ice0.Username, ice0.Credential)
