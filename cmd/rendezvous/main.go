@@ -9,8 +9,12 @@
 // Everything a client can make it hold is bounded by the flags: matches
 // (-max-matches; each at most 8 seats of 64 queued signals), queued signal
 // bytes (-max-queued), long polls (-max-polls), TURN allocations
-// (-turn-allocs), rate-limit buckets (-max-ips). Matches that do not fill
-// expire after 10 minutes, full ones 30 minutes after they filled.
+// (-turn-allocs), rate-limit buckets (-max-ips); and per client address
+// (an IPv6 client is its /64): matches (-max-matches-per-ip), queued
+// signal bytes (-max-queued-per-ip), failed guesses (-guess-rate,
+// -guess-burst). Matches that do not fill expire after 10 minutes, full
+// ones 30 minutes after they filled. docs/security.md has the threat
+// model and the arithmetic of each limit.
 //
 //	rendezvous -http :8080 -turn :3478 -public-ip 203.0.113.7
 package main
@@ -55,6 +59,13 @@ func run(args []string) error {
 	fl.Float64Var(&cfg.Rate, "rate", cfg.Rate, "requests per second per client IP; 0 disables the limit")
 	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "requests a client IP may make at once")
 	fl.IntVar(&cfg.MaxIPs, "max-ips", cfg.MaxIPs, "client IPs with a rate-limit bucket of their own (the others share one)")
+	fl.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "`bits` of an IPv6 address that make one client, for the rate limits and quotas")
+	fl.IntVar(&cfg.MaxMatchesPerIP, "max-matches-per-ip", cfg.MaxMatchesPerIP, "most matches one client address holds (429 \"quota\" beyond)")
+	fl.IntVar(&cfg.MaxQueuedPerIP, "max-queued-per-ip", cfg.MaxQueuedPerIP, "most `bytes` of signals one client address sent still waiting for their recipients (429 \"quota\" beyond)")
+	fl.Float64Var(&cfg.GuessRate, "guess-rate", cfg.GuessRate, "failed guesses (joins of unknown codes, wrong tokens) a minute per client address")
+	fl.IntVar(&cfg.GuessBurst, "guess-burst", cfg.GuessBurst, "failed guesses a client address may make at once (then its joins and wrong tokens get 429)")
+	fl.IntVar(&cfg.LockAfter, "lock-after", cfg.LockAfter, "wrong tokens against one match before it refuses joins for -lock-for; 0 never")
+	fl.DurationVar(&cfg.LockFor, "lock-for", cfg.LockFor, "how long a match refuses joins after -lock-after wrong tokens")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
 	if err := fl.Parse(args); err != nil {
 		return err
