@@ -306,6 +306,8 @@ func TestRunFlags(t *testing.T) {
 		{"-guess-rate", "0", "-turn", ""},
 		{"-lock-after", "-1", "-turn", ""},
 		{"-ipv6-prefix", "129", "-turn", ""},
+		{"-max-conns", "0", "-turn", ""},
+		{"-read-header-timeout", "0s", "-turn", ""},
 		{"-web", "/no/such/dir"},
 		{"extra"},
 	} {

@@ -8,7 +8,8 @@
 //
 // Everything a client can make it hold is bounded by the flags: matches
 // (-max-matches; each at most 8 seats of 64 queued signals), queued signal
-// bytes (-max-queued), long polls (-max-polls), TURN allocations
+// bytes (-max-queued), long polls (-max-polls), connections (-max-conns;
+// -max-conns-per-ip from one address), TURN allocations
 // (-turn-allocs), rate-limit buckets (-max-ips); and per client address
 // (an IPv6 client is its /64): matches (-max-matches-per-ip), queued
 // signal bytes (-max-queued-per-ip), failed guesses (-guess-rate,
@@ -24,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -66,6 +68,10 @@ func run(args []string) error {
 	fl.IntVar(&cfg.GuessBurst, "guess-burst", cfg.GuessBurst, "failed guesses a client address may make at once (then its joins and wrong tokens get 429)")
 	fl.IntVar(&cfg.LockAfter, "lock-after", cfg.LockAfter, "wrong tokens against one match before it refuses joins for -lock-for; 0 never")
 	fl.DurationVar(&cfg.LockFor, "lock-for", cfg.LockFor, "how long a match refuses joins after -lock-after wrong tokens")
+	fl.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "most open HTTP connections (beyond, new ones are closed at once)")
+	fl.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", cfg.MaxConnsPerIP, "most open HTTP connections from one client address (trusted proxies: -max-conns only)")
+	fl.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time a connection has to send a request's headers")
+	fl.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "most `bytes` of a request's headers (431 beyond)")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
 	if err := fl.Parse(args); err != nil {
 		return err
@@ -90,10 +96,11 @@ func run(args []string) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
 	if *webDir != "" {
-		if info, err := os.Stat(*webDir); err != nil || !info.IsDir() {
-			return fmt.Errorf("-web %s: not a directory", *webDir)
+		fsys, err := webDirFS(*webDir)
+		if err != nil {
+			return err
 		}
-		cfg.Web = os.DirFS(*webDir)
+		cfg.Web = fsys
 	}
 
 	srv, err := newServer(cfg)
@@ -106,20 +113,11 @@ func run(args []string) error {
 		}
 		log.Info("stopped")
 	}()
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := listen(*httpAddr, srv)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           srv,
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      cfg.MaxWait + 30*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	hs.RegisterOnShutdown(srv.drain)
+	hs := newHTTPServer(srv)
 	attrs := []any{"http", ln.Addr().String()}
 	if srv.relay != nil {
 		attrs = append(attrs, "turn", srv.relay.addr().String(), "public_ip", cfg.PublicIP)
@@ -146,6 +144,46 @@ func run(args []string) error {
 		return err
 	}
 	return nil // the deferred srv.Close stops the TURN relay
+}
+
+// webDirFS is the file system of -web dir: an os.Root, so that a symbolic
+// link inside the directory to a file outside it is refused (os.DirFS
+// follows it).
+func webDirFS(dir string) (fs.FS, error) {
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("-web %s: not a directory", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("-web: %w", err)
+	}
+	return root.FS(), nil // the root stays open while the process runs
+}
+
+// listen opens the HTTP listener, within the server's connection caps.
+func listen(addr string, srv *server) (*connLimiter, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newConnLimiter(ln, &srv.cfg), nil
+}
+
+// newHTTPServer is the http.Server that serves srv: the time a connection
+// has to send a request's headers, their size, the other timeouts, and
+// the long polls ended at shutdown.
+func newHTTPServer(srv *server) *http.Server {
+	hs := &http.Server{
+		Handler:           srv,
+		ReadHeaderTimeout: srv.cfg.ReadHeaderTimeout,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      srv.cfg.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    srv.cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(srv.log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(srv.drain)
+	return hs
 }
 
 // sweepEvery removes expired matches every period until ctx ends.
