@@ -158,6 +158,10 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wait && s.holdWaiter() {
+		if conn := s.park(w, r); conn != nil {
+			go s.parkMatch(conn, m, s.cfg.MaxWait)
+			return
+		}
 		gone := s.reg.waitFull(r.Context(), m, s.cfg.MaxWait)
 		s.releaseWaiter()
 		if gone {
@@ -165,6 +169,11 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.writeMatch(w, m)
+}
+
+// writeMatch answers m's state, with the ICE servers once it is full.
+func (s *server) writeMatch(w http.ResponseWriter, m *match) {
 	st := s.reg.state(m)
 	if st.Full && s.relay != nil {
 		ice, err := s.relay.iceServers()
@@ -225,12 +234,29 @@ func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	token := bearer(r)
 	if wait > 0 && !s.holdWaiter() {
 		wait = 0
 	} else if wait > 0 {
+		// A poll that has signals to answer is answered here; one that
+		// has to wait is parked if it can be.
+		batch, wake, err := s.reg.take(m, seat, token, ack, after, true)
+		if err != nil || len(batch) > 0 {
+			s.releaseWaiter()
+			if err != nil {
+				writeError(w, err)
+			} else {
+				writeJSON(w, http.StatusOK, batch)
+			}
+			return
+		}
+		if conn := s.park(w, r); conn != nil {
+			go s.parkSignals(conn, m, seat, token, wait, ack, after, wake)
+			return
+		}
 		defer s.releaseWaiter()
 	}
-	batch, err := s.reg.receive(r.Context(), m, seat, bearer(r), wait, ack, after)
+	batch, err := s.reg.receive(r.Context(), m, seat, token, wait, ack, after)
 	if err != nil {
 		writeError(w, err)
 		return

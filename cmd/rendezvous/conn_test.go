@@ -22,7 +22,7 @@ func serveMain(t *testing.T, s *server) (addr string, states <-chan http.ConnSta
 		t.Fatal(err)
 	}
 	hs := newHTTPServer(s)
-	ch := make(chan http.ConnState, 256)
+	ch := make(chan http.ConnState, 8192) // never full in these tests: a full one would stop Serve
 	hs.ConnState = func(_ net.Conn, st http.ConnState) { ch <- st }
 	go hs.Serve(ln)
 	t.Cleanup(func() { hs.Close() })

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/rewindgg/rewind/rtc/lobby"
@@ -150,7 +151,10 @@ type server struct {
 	guesses *ipLimiter // failed guesses per address
 	relay   *turnRelay // nil when TURN is disabled
 	static  *static
-	waiters chan struct{} // a token per long poll held
+	waiters chan struct{}  // a token per long poll held
+	parked  sync.WaitGroup // the long polls taken out of net/http (poll.go)
+	parkMu  sync.Mutex     // guards closed against parked.Add
+	closed  bool           // Close has begun: no poll is parked any more
 	started time.Time
 }
 
@@ -205,9 +209,14 @@ func (s *server) sweep() {
 // drain ends every long poll: http.Server.Shutdown waits for the handlers.
 func (s *server) drain() { s.reg.close() }
 
-// Close ends the long polls and stops the TURN relay.
+// Close ends the long polls (and waits for the parked ones to be
+// answered) and stops the TURN relay.
 func (s *server) Close() error {
+	s.parkMu.Lock()
+	s.closed = true
+	s.parkMu.Unlock()
 	s.drain()
+	s.parked.Wait()
 	if s.relay != nil {
 		return s.relay.Close()
 	}
