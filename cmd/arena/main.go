@@ -15,8 +15,8 @@
 // behind NATs meet by a match code, and browsers (the same game built for
 // js/wasm, served by the rendezvous) play native machines.
 //
-//	arena -rendezvous https://example.com -machines 2 -frames 3600  # create a match: prints its code
-//	arena -rendezvous https://example.com -code K7QX2M -frames 3600 # join it
+//	arena -rendezvous https://example.com -machines 2 -frames 3600      # create a match: prints its code
+//	arena -rendezvous https://example.com -code K7QX2MPL4Z -frames 3600 # join it
 //
 // With -rendezvous every machine flies one ship (-humans 0 for a bot, 1
 // for you; player p is seat p), the seed is derived from the match's

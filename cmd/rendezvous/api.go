@@ -22,8 +22,8 @@ var (
 )
 
 // serve routes a request: /healthz, the API under /v1/, and the static
-// files for everything else. Every request but /healthz's counts against
-// its client IP's rate limit. ServeHTTP (metrics.go) counts what it answers.
+// files for everything else. Every request counts against its client
+// address's rate limit. ServeHTTP (metrics.go) counts what it answers.
 func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -34,16 +34,16 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, errInternal)
 		}
 	}()
-	if r.URL.Path == "/healthz" {
-		s.health(w, r)
-		return
-	}
 	if s.limit != nil {
-		if ok, wait := s.limit.allow(s.clientIP(r)); !ok {
+		if ok, wait := s.limit.allow(s.clientKey(r)); !ok {
 			writeError(w, &apiError{status: http.StatusTooManyRequests, code: lobby.CodeRateLimited,
 				msg: "too many requests from this address", retryAfter: wait})
 			return
 		}
+	}
+	if r.URL.Path == "/healthz" {
+		s.health(w, r)
+		return
 	}
 	if r.URL.Path == "/v1" || strings.HasPrefix(r.URL.Path, "/v1/") {
 		s.api(w, r)
@@ -110,7 +110,7 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	t, err := s.reg.create(req.Seats)
+	t, err := s.reg.create(req.Seats, s.clientKey(r))
 	if err != nil {
 		writeError(w, err)
 		return
@@ -120,8 +120,19 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 }
 
 // POST /v1/matches/{code}/seats
+//
+// An address that has used up its failed guesses is refused before the
+// code is looked at: whether the code exists is what it would learn.
 func (s *server) join(w http.ResponseWriter, r *http.Request) {
+	key := s.clientKey(r)
+	if ok, wait := s.guesses.ready(key); !ok {
+		writeError(w, guessesSpent(wait))
+		return
+	}
 	t, err := s.reg.join(pathSegment(r, 2))
+	if isGuess(err) {
+		s.guesses.allow(key)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
@@ -147,6 +158,10 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if wait && s.holdWaiter() {
+		if conn := s.park(w, r); conn != nil {
+			go s.parkMatch(conn, m, seat, s.cfg.MaxWait)
+			return
+		}
 		gone := s.reg.waitFull(r.Context(), m, s.cfg.MaxWait)
 		s.releaseWaiter()
 		if gone {
@@ -154,6 +169,12 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	s.writeMatch(w, m, seat)
+}
+
+// writeMatch answers m's state, with the ICE servers (and seat's TURN
+// credentials) once it is full.
+func (s *server) writeMatch(w http.ResponseWriter, m *match, seat int) {
 	st := s.reg.state(m)
 	if st.Full && s.relay != nil {
 		ice, err := s.relay.iceServers(m.code, seat)
@@ -180,7 +201,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sig.From = seat
-	if err := s.reg.send(m, sig); err != nil {
+	if err := s.reg.send(m, sig, s.clientKey(r)); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -214,12 +235,29 @@ func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	token := bearer(r)
 	if wait > 0 && !s.holdWaiter() {
 		wait = 0
 	} else if wait > 0 {
+		// A poll that has signals to answer is answered here; one that
+		// has to wait is parked if it can be.
+		batch, wake, err := s.reg.take(m, seat, token, ack, after, true)
+		if err != nil || len(batch) > 0 {
+			s.releaseWaiter()
+			if err != nil {
+				writeError(w, err)
+			} else {
+				writeJSON(w, http.StatusOK, batch)
+			}
+			return
+		}
+		if conn := s.park(w, r); conn != nil {
+			go s.parkSignals(conn, m, seat, token, wait, ack, after, wake)
+			return
+		}
 		defer s.releaseWaiter()
 	}
-	batch, err := s.reg.receive(r.Context(), m, seat, bearer(r), wait, ack, after)
+	batch, err := s.reg.receive(r.Context(), m, seat, token, wait, ack, after)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -272,9 +310,28 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// authorize checks the bearer token against the match in the path.
+// authorize checks the bearer token against the match in the path. A
+// wrong (or missing) token is a failed guess of the client's address:
+// once it has used them up, it gets 429 in place of 401 until a guess is
+// back. A right token passes whatever the address's guesses (tokens are
+// 128 random bits: there is nothing to slow down, and a player behind the
+// same address as a guesser keeps playing).
 func (s *server) authorize(r *http.Request) (*match, int, error) {
-	return s.reg.authorize(pathSegment(r, 2), bearer(r))
+	m, seat, err := s.reg.authorize(pathSegment(r, 2), bearer(r))
+	if isGuess(err) {
+		if ok, wait := s.guesses.allow(s.clientKey(r)); !ok {
+			return nil, 0, guessesSpent(wait)
+		}
+	}
+	return m, seat, err
+}
+
+// guessesSpent is the answer to an address that has used up its failed
+// guesses.
+func guessesSpent(wait time.Duration) *apiError {
+	return &apiError{status: http.StatusTooManyRequests, code: lobby.CodeRateLimited,
+		msg:        "too many failed guesses (unknown match codes, wrong tokens) from this address; try again later",
+		retryAfter: wait}
 }
 
 // holdWaiter takes a long-poll slot; false when all are taken (the
@@ -299,8 +356,12 @@ func bearer(r *http.Request) string {
 	return strings.TrimSpace(token)
 }
 
-// clientIP is the address the request came from (no proxy headers are
-// trusted).
+// clientKey is the key of the request's client address for the limits
+// and quotas (addrKey: an IPv6 client by its /IPv6Prefix).
+func (s *server) clientKey(r *http.Request) string {
+	return addrKey(s.clientIP(r), s.cfg.IPv6Prefix)
+}
+
 // clientIP is the address a request came from: its connection's, or,
 // when that is a trusted proxy's (config.TrustedProxies), the rightmost
 // address in X-Forwarded-For that is not a trusted proxy's (what the

@@ -107,7 +107,7 @@ func TestBadRequests(t *testing.T) {
 }
 
 // Each client IP has a token bucket; beyond it, 429 with Retry-After.
-// /healthz is not limited.
+// /healthz is limited too.
 func TestRateLimit(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig(clock)
@@ -125,7 +125,7 @@ func TestRateLimit(t *testing.T) {
 	if n, _, _ := s.reg.counts(); n != 3 {
 		t.Fatalf("%d matches: the refused request made one", n)
 	}
-	if ans := call(t, base, "GET", "/healthz", "", nil); ans.status != 200 {
+	if ans := call(t, base, "GET", "/healthz", "", nil); ans.status != 429 {
 		t.Fatalf("healthz when limited: %d", ans.status)
 	}
 	if ans := call(t, base, "GET", "/", "", nil); ans.status != 429 {
@@ -301,6 +301,13 @@ func TestRunFlags(t *testing.T) {
 		{"-no-such-flag"},
 		{"-public-ip", "example.com", "-turn", ""},
 		{"-max-matches", "0", "-turn", ""},
+		{"-max-matches-per-ip", "0", "-turn", ""},
+		{"-max-queued-per-ip", "100", "-turn", ""},
+		{"-guess-rate", "0", "-turn", ""},
+		{"-lock-after", "-1", "-turn", ""},
+		{"-ipv6-prefix", "129", "-turn", ""},
+		{"-max-conns", "0", "-turn", ""},
+		{"-read-header-timeout", "0s", "-turn", ""},
 		{"-web", "/no/such/dir"},
 		{"extra"},
 	} {

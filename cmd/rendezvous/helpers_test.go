@@ -39,11 +39,16 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // testConfig is a server without TURN or rate limit, on a fake clock,
 // logging nowhere, whose long polls last 2 s at most (every test waits
-// for events, so no test waits that long unless it fails).
+// for events, so no test waits that long unless it fails). Every client
+// of a test is on loopback, one address: its quotas per address are the
+// server's whole caps, and its failed guesses are many (the tests of
+// those limits set their own).
 func testConfig(clock *fakeClock) config {
 	cfg := defaultConfig()
 	cfg.TURNAddr = ""
 	cfg.Rate = 0
+	cfg.MaxMatchesPerIP, cfg.MaxQueuedPerIP = cfg.MaxMatches, cfg.MaxQueuedBytes
+	cfg.GuessBurst = 1000
 	cfg.MaxWait = 2 * time.Second
 	cfg.Now = clock.Now
 	cfg.Logger = slog.New(slog.DiscardHandler)

@@ -14,12 +14,16 @@
 //
 // Everything a client can make it hold is bounded by the flags: matches
 // (-max-matches; each at most 8 seats of 64 queued signals), queued signal
-// bytes (-max-queued), long polls (-max-polls), TURN allocations
-// (-turn-allocs; -turn-seat-allocs per seat, each sending at most
-// -turn-bandwidth bytes a second), TURN connections over TCP and TLS
-// (-turn-conns, -turn-conns-per-ip), rate-limit buckets (-max-ips). Matches
-// that do not fill expire after 10 minutes, full ones 30 minutes after
-// they filled.
+// bytes (-max-queued), long polls (-max-polls), connections (-max-conns;
+// -max-conns-per-ip from one address), TURN allocations (-turn-allocs;
+// -turn-seat-allocs per seat, each sending at most -turn-bandwidth bytes a
+// second), TURN connections over TCP and TLS (-turn-conns,
+// -turn-conns-per-ip), rate-limit buckets (-max-ips); and per client
+// address (an IPv6 client is its /64): matches (-max-matches-per-ip),
+// queued signal bytes (-max-queued-per-ip), failed guesses (-guess-rate,
+// -guess-burst). Matches that do not fill expire after 10 minutes, full
+// ones 30 minutes after they filled. docs/security.md has the threat
+// model and the arithmetic of each limit.
 //
 // Every flag can also come from the environment (RENDEZVOUS_MAX_MATCHES
 // for -max-matches) or a config file (-config), in that order after the
@@ -33,6 +37,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -85,6 +90,17 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.IntVar(&cfg.Burst, "burst", cfg.Burst, "requests a client IP may make at once")
 	fl.IntVar(&cfg.MaxIPs, "max-ips", cfg.MaxIPs, "client IPs with a rate-limit bucket of their own (the others share one)")
 	corsList := fl.String("cors", "", "comma-separated `origins` (e.g. https://games.example.com) whose pages may call the API; none by default")
+	fl.IntVar(&cfg.IPv6Prefix, "ipv6-prefix", cfg.IPv6Prefix, "`bits` of an IPv6 address that make one client, for the rate limits and quotas")
+	fl.IntVar(&cfg.MaxMatchesPerIP, "max-matches-per-ip", cfg.MaxMatchesPerIP, "most matches one client address holds (429 \"quota\" beyond)")
+	fl.IntVar(&cfg.MaxQueuedPerIP, "max-queued-per-ip", cfg.MaxQueuedPerIP, "most `bytes` of signals one client address sent still waiting for their recipients (429 \"quota\" beyond)")
+	fl.Float64Var(&cfg.GuessRate, "guess-rate", cfg.GuessRate, "failed guesses (joins of unknown codes, wrong tokens) a minute per client address")
+	fl.IntVar(&cfg.GuessBurst, "guess-burst", cfg.GuessBurst, "failed guesses a client address may make at once (then its joins and wrong tokens get 429)")
+	fl.IntVar(&cfg.LockAfter, "lock-after", cfg.LockAfter, "wrong tokens against one match before it refuses joins for -lock-for; 0 never")
+	fl.DurationVar(&cfg.LockFor, "lock-for", cfg.LockFor, "how long a match refuses joins after -lock-after wrong tokens")
+	fl.IntVar(&cfg.MaxConns, "max-conns", cfg.MaxConns, "most open HTTP connections (beyond, new ones are closed at once)")
+	fl.IntVar(&cfg.MaxConnsPerIP, "max-conns-per-ip", cfg.MaxConnsPerIP, "most open HTTP connections from one client address (trusted proxies: -max-conns only)")
+	fl.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time a connection has to send a request's headers")
+	fl.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "most `bytes` of a request's headers (431 beyond)")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
 	configFile := fl.String("config", "", "read settings from this `file`: a flag's name and value a line (\"max-matches 5000\"); the command line, then RENDEZVOUS_<FLAG> environment variables (RENDEZVOUS_TURN_SECRET_FILE), come first")
 	showVersion := fl.Bool("version", false, "print the version and exit")
@@ -130,10 +146,11 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	cfg.Logger = log
 	if *webDir != "" {
-		if info, err := os.Stat(*webDir); err != nil || !info.IsDir() {
-			return fmt.Errorf("-web %s: not a directory", *webDir)
+		fsys, err := webDirFS(*webDir)
+		if err != nil {
+			return err
 		}
-		cfg.Web = os.DirFS(*webDir)
+		cfg.Web = fsys
 	}
 
 	srv, err := newServer(cfg)
@@ -149,20 +166,11 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		}
 		log.Info("stopped")
 	}()
-	ln, err := net.Listen("tcp", *httpAddr)
+	ln, err := listen(*httpAddr, srv)
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{
-		Handler:           withCORS(srv, origins),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      cfg.MaxWait + 30*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	hs.RegisterOnShutdown(srv.drain)
+	hs := newHTTPServer(srv, origins)
 	attrs := []any{"http", ln.Addr().String()}
 	if srv.relay != nil {
 		attrs = append(attrs, "turn", srv.relay.addr().String(), "public_ip", cfg.PublicIP)
@@ -239,6 +247,47 @@ func parsePrefixes(list string) ([]netip.Prefix, error) {
 		prefixes = append(prefixes, prefix.Masked())
 	}
 	return prefixes, nil
+}
+
+// webDirFS is the file system of -web dir: an os.Root, so that a symbolic
+// link inside the directory to a file outside it is refused (os.DirFS
+// follows it).
+func webDirFS(dir string) (fs.FS, error) {
+	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+		return nil, fmt.Errorf("-web %s: not a directory", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, fmt.Errorf("-web: %w", err)
+	}
+	return root.FS(), nil // the root stays open while the process runs
+}
+
+// listen opens the HTTP listener, within the server's connection caps.
+func listen(addr string, srv *server) (*connLimiter, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return newConnLimiter(ln, &srv.cfg), nil
+}
+
+// newHTTPServer is the http.Server that serves srv (to the pages of
+// origins too, withCORS): the time a connection has to send a request's
+// headers, their size, the other timeouts, and the long polls ended at
+// shutdown.
+func newHTTPServer(srv *server, origins []string) *http.Server {
+	hs := &http.Server{
+		Handler:           withCORS(srv, origins),
+		ReadHeaderTimeout: srv.cfg.ReadHeaderTimeout,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      srv.cfg.MaxWait + 30*time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    srv.cfg.MaxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(srv.log.Handler(), slog.LevelWarn),
+	}
+	hs.RegisterOnShutdown(srv.drain)
+	return hs
 }
 
 // sweepEvery removes expired matches every period until ctx ends.

@@ -29,7 +29,7 @@ func newMetrics(s *server) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		responses: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "rendezvous_http_responses_total", Help: "Requests answered, by route and HTTP status.",
+			Name: "rendezvous_http_responses_total", Help: "Requests answered, by route and HTTP status (parked: a long poll that waits outside net/http and answers later).",
 		}, []string{"route", "status"}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "rendezvous_refusals_total", Help: "Requests refused, by the error code the client got (rate_limited, quota, queue_full, unavailable, not_found, unauthorized…).",
@@ -120,15 +120,18 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	s.serve(rec, r)
 	took := time.Since(start)
-	name := routeName(r)
-	s.metrics.responses.WithLabelValues(name, strconv.Itoa(rec.status)).Inc()
+	name, status := routeName(r), strconv.Itoa(rec.status)
+	if !rec.wrote {
+		status = "parked" // a long poll taken out of net/http (poll.go) answers later on its own
+	}
+	s.metrics.responses.WithLabelValues(name, status).Inc()
 	s.metrics.latency.WithLabelValues(name).Observe(took.Seconds())
 	if rec.code != "" {
 		s.metrics.refusals.WithLabelValues(rec.code).Inc()
 	}
 	if s.cfg.AccessLog {
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", slog.String("method", r.Method),
-			slog.String("route", name), slog.Int("status", rec.status), slog.Int64("bytes", rec.bytes),
+			slog.String("route", name), slog.String("status", status), slog.Int64("bytes", rec.bytes),
 			slog.Duration("took", took), slog.String("ip", s.clientIP(r)), slog.String("error", rec.code))
 	}
 }

@@ -8,9 +8,11 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// ipLimiter is a token bucket per client IP. It tracks at most maxIPs
-// addresses; while that many are tracked, new ones share one overflow
-// bucket, so its memory is bounded whatever the number of addresses.
+// ipLimiter is a token bucket per client address (its addrKey). It tracks
+// at most maxIPs addresses; while that many are tracked, new ones share
+// one overflow bucket, so its memory is bounded whatever the number of
+// addresses. The server has two: one for every request, one for failed
+// guesses (joins of codes that do not exist, wrong tokens).
 type ipLimiter struct {
 	limit  rate.Limit
 	burst  int
@@ -39,28 +41,58 @@ func (l *ipLimiter) allow(ip string) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := l.now()
-	lim := l.ips[ip]
-	if lim == nil {
-		if len(l.ips) >= l.maxIPs {
-			l.sweepLocked(now)
-		}
-		if len(l.ips) >= l.maxIPs {
-			lim = l.overflow
-		} else {
-			lim = rate.NewLimiter(l.limit, l.burst)
-			l.ips[ip] = lim
-		}
-	}
+	lim := l.bucket(ip, now)
 	if lim.AllowN(now, 1) {
 		return true, 0
 	}
-	wait := time.Second
-	if l.limit > 0 {
-		// The time until a whole token is back.
-		missing := 1 - lim.TokensAt(now)
-		wait = time.Duration(math.Ceil(missing / float64(l.limit) * float64(time.Second)))
+	return false, l.wait(lim, now)
+}
+
+// ready reports whether ip's bucket holds a token, without taking it;
+// when not, how long until it does. An address never seen has a full
+// bucket (and is not tracked for asking).
+func (l *ipLimiter) ready(ip string) (bool, time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	lim := l.ips[ip]
+	if lim == nil && len(l.ips) < l.maxIPs {
+		return true, 0
 	}
-	return false, wait
+	if lim == nil {
+		lim = l.overflow
+	}
+	if lim.TokensAt(now) >= 1 {
+		return true, 0
+	}
+	return false, l.wait(lim, now)
+}
+
+// bucket is ip's bucket, made if it has none; the overflow bucket when
+// maxIPs others are tracked. The caller holds l.mu.
+func (l *ipLimiter) bucket(ip string, now time.Time) *rate.Limiter {
+	lim := l.ips[ip]
+	if lim != nil {
+		return lim
+	}
+	if len(l.ips) >= l.maxIPs {
+		l.sweepLocked(now)
+	}
+	if len(l.ips) >= l.maxIPs {
+		return l.overflow
+	}
+	lim = rate.NewLimiter(l.limit, l.burst)
+	l.ips[ip] = lim
+	return lim
+}
+
+// wait is the time until lim holds a whole token again.
+func (l *ipLimiter) wait(lim *rate.Limiter, now time.Time) time.Duration {
+	if l.limit <= 0 {
+		return time.Second
+	}
+	missing := 1 - lim.TokensAt(now)
+	return time.Duration(math.Ceil(missing / float64(l.limit) * float64(time.Second)))
 }
 
 // sweep forgets the addresses whose buckets are full again: they are as

@@ -6,20 +6,22 @@ import (
 	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"net/http"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
-// Match codes: 6 letters and digits without the ambiguous ones (0/O, 1/I),
-// about 10⁹ codes, read aloud or typed by hand.
+// Match codes: 10 letters and digits without the ambiguous ones (0/O,
+// 1/I), 2⁵⁰ codes, read aloud or typed by hand (in any case, with dashes
+// or spaces between groups if the player likes: lobby.NormalizeCode).
+// docs/security.md says why 10: guessing one of 10,000 open matches takes
+// years at the failed-guess budget.
 const (
 	codeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789" // 32 symbols: a random byte&31 is unbiased
-	codeLen      = 6
+	codeLen      = 10
 	tokenBytes   = 16 // 128 bits
 	secretBytes  = 32
 	queueLen     = 64 // signals waiting for one seat
@@ -29,30 +31,53 @@ const (
 	// A client whose answer was cut polls again within its retry pause
 	// (at most 5 s, lobby.Client).
 	ackGrace = time.Minute
+	// capSweepInterval is how often at most a create that finds the
+	// registry at its match cap sweeps it for expired matches (a walk of
+	// every match under the lock); between, such creates are refused at
+	// once. main's periodic sweep runs besides.
+	capSweepInterval = time.Second
 )
 
 // registry holds the matches: their seats and tokens, the signals waiting
 // for each seat, the bounds (how many matches, how many bytes of queued
-// signals) and the expiry. One mutex guards all of it: every operation
-// under it is a few map and slice accesses; the long polls wait outside it.
+// signals, in all and per client address) and the expiry. One mutex
+// guards all of it: every operation under it is a few map and slice
+// accesses (but the sweep, at most once per capSweepInterval, or when
+// main calls it); the long polls wait outside it.
 type registry struct {
 	now        func() time.Time
 	maxMatches int
 	maxQueued  int           // bytes of signal data queued over all seats
+	perAddr    usage         // most matches held and bytes queued per client address
 	openTTL    time.Duration // a match that is not full expires this long after its creation
 	fullTTL    time.Duration // a full match expires this long after it filled
+	lockAfter  int           // wrong tokens against a match before it refuses joins (0: never)
+	lockFor    time.Duration // how long it refuses them
 	closing    chan struct{} // closed by close: every long poll returns
 	closeOnce  sync.Once
 	onPoll     func() // tests: called when a long poll starts to wait
 
-	mu      sync.Mutex
-	matches map[string]*match
-	queued  int // bytes of signal data queued
+	mu        sync.Mutex
+	matches   map[string]*match
+	queued    int               // bytes of signal data queued
+	full      int               // matches that are full
+	usage     map[string]*usage // by client address (addrKey); an address that holds nothing has no entry
+	lastSweep time.Time
+	walks     int // sweeps of every match so far (tests)
+}
+
+// usage is what one client address holds: the matches it created that
+// are not removed yet, and the bytes of the signals it sent that are
+// still queued.
+type usage struct {
+	matches int
+	bytes   int
 }
 
 // match is one match's state. Its fields are guarded by the registry's mutex.
 type match struct {
 	code      string
+	owner     string // the creator's address (addrKey), charged for the match
 	seats     []seat
 	taken     int // seats held; once it reaches len(seats) the match is full for good (leaving does not free a seat then)
 	created   time.Time
@@ -61,20 +86,32 @@ type match struct {
 	secret    []byte
 	full      chan struct{} // closed when the last seat is taken
 	gone      chan struct{} // closed when the match is removed
+	// Wrong tokens tried against the match: how many since the last one
+	// lockFor ago or longer, and until when it refuses joins.
+	fails       int
+	failedAt    time.Time
+	lockedUntil time.Time
 }
 
 // seat is one seat of a match and the signals waiting for it.
 type seat struct {
-	token string         // "" when free, or after its holder left a full match
-	left  bool           // its holder left after the match was full
-	queue []lobby.Signal // in Seq order; the last one's Seq is seq
-	seq   uint64         // the Seq given to the last signal queued; never reset
+	token string   // "" when free, or after its holder left a full match
+	left  bool     // its holder left after the match was full
+	queue []queued // in Seq order; the last one's Seq is seq
+	seq   uint64   // the Seq given to the last signal queued; never reset
 	// The newest Seq answered to an acknowledging poll, and when: the
 	// sweep forgets the signals up to it once ackGrace has passed.
 	answered   uint64
 	answeredAt time.Time
 	bytes      int           // len(Data) summed over queue
 	wake       chan struct{} // closed (and replaced) when a signal arrives or the seat is freed
+}
+
+// queued is a signal waiting for its recipient, and who sent it: the
+// sender's address is charged its bytes until it is forgotten.
+type queued struct {
+	lobby.Signal
+	by string // addrKey of the request that sent it
 }
 
 // apiError is an error with the HTTP status, code and message a client gets.
@@ -98,23 +135,32 @@ var (
 	errExpired      = errorf(http.StatusGone, lobby.CodeGone, "the match has expired")
 )
 
+// isGuess reports whether err answers a request that guessed wrong: a
+// join of a code that does not exist, a token that is not the match's.
+func isGuess(err error) bool { return err == errNoMatch || err == errUnauthorized }
+
 func newRegistry(cfg *config) *registry {
 	return &registry{
 		now:        cfg.Now,
 		maxMatches: cfg.MaxMatches,
 		maxQueued:  cfg.MaxQueuedBytes,
+		perAddr:    usage{matches: cfg.MaxMatchesPerIP, bytes: cfg.MaxQueuedPerIP},
 		openTTL:    cfg.OpenTTL,
 		fullTTL:    cfg.FullTTL,
+		lockAfter:  cfg.LockAfter,
+		lockFor:    cfg.LockFor,
 		closing:    make(chan struct{}),
 		matches:    make(map[string]*match),
+		usage:      make(map[string]*usage),
 	}
 }
 
 // close ends every long poll now and makes new ones return at once.
 func (r *registry) close() { r.closeOnce.Do(func() { close(r.closing) }) }
 
-// create makes a match of n seats and gives its creator seat 0.
-func (r *registry) create(n int) (lobby.Ticket, error) {
+// create makes a match of n seats and gives its creator, from client
+// address owner (an addrKey), seat 0.
+func (r *registry) create(n int, owner string) (lobby.Ticket, error) {
 	if n < lobby.MinSeats || n > lobby.MaxSeats {
 		return lobby.Ticket{}, errorf(http.StatusBadRequest, lobby.CodeBadRequest,
 			"seats must be from 2 to 8")
@@ -133,11 +179,17 @@ func (r *registry) create(n int) (lobby.Ticket, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
+	if u := r.usage[owner]; u != nil && u.matches >= r.perAddr.matches {
+		return lobby.Ticket{}, errorf(http.StatusTooManyRequests, lobby.CodeQuota,
+			fmt.Sprintf("this address holds %d matches, as many as one address may; leave one (or let it expire) first", u.matches))
+	}
 	if len(r.matches) >= r.maxMatches {
-		r.sweepLocked(now)
+		if now.Sub(r.lastSweep) >= capSweepInterval {
+			r.sweepLocked(now)
+		}
 		if len(r.matches) >= r.maxMatches {
-			return lobby.Ticket{}, errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable,
-				"the server holds as many matches as it may; try again later")
+			return lobby.Ticket{}, &apiError{status: http.StatusServiceUnavailable, code: lobby.CodeUnavailable,
+				msg: "the server holds as many matches as it may; try again later", retryAfter: capSweepInterval}
 		}
 	}
 	for {
@@ -147,7 +199,9 @@ func (r *registry) create(n int) (lobby.Ticket, error) {
 		}
 	}
 	m.created = now
+	m.owner = owner
 	r.matches[m.code] = m
+	r.charge(owner).matches++
 	return r.takeSeat(m, 0, now), nil
 }
 
@@ -159,6 +213,11 @@ func (r *registry) join(code string) (lobby.Ticket, error) {
 	m := r.lookup(code, now)
 	if m == nil {
 		return lobby.Ticket{}, errNoMatch
+	}
+	if now.Before(m.lockedUntil) {
+		return lobby.Ticket{}, &apiError{status: http.StatusTooManyRequests, code: lobby.CodeLocked,
+			msg:        "this match refuses joins for a while: wrong tokens were tried against it",
+			retryAfter: m.lockedUntil.Sub(now)}
 	}
 	if m.isFull() {
 		return lobby.Ticket{}, errMatchFull
@@ -177,17 +236,21 @@ func (r *registry) takeSeat(m *match, i int, now time.Time) lobby.Ticket {
 	m.taken++
 	if m.taken == len(m.seats) {
 		m.filled = now
+		r.full++
 		close(m.full)
 	}
 	return lobby.Ticket{Code: m.code, Seat: i, Token: m.seats[i].token}
 }
 
 // authorize returns the match and the seat whose token it is. Whether the
-// code exists is not told apart from a wrong token.
+// code exists is not told apart from a wrong token. A wrong token (not a
+// missing one) counts against the match: after lockAfter of them, none
+// more than lockFor after the one before, it refuses joins for lockFor.
 func (r *registry) authorize(code, token string) (*match, int, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	m := r.lookup(code, r.now())
+	now := r.now()
+	m := r.lookup(code, now)
 	if m == nil || token == "" {
 		return nil, 0, errUnauthorized
 	}
@@ -200,9 +263,27 @@ func (r *registry) authorize(code, token string) (*match, int, error) {
 		}
 	}
 	if found < 0 {
+		r.failed(m, now)
 		return nil, 0, errUnauthorized
 	}
 	return m, found, nil
+}
+
+// failed counts a wrong token against m, and locks it once there were
+// lockAfter of them. The caller holds r.mu.
+func (r *registry) failed(m *match, now time.Time) {
+	if r.lockAfter <= 0 {
+		return
+	}
+	if now.Sub(m.failedAt) >= r.lockFor {
+		m.fails = 0
+	}
+	m.fails++
+	m.failedAt = now
+	if m.fails >= r.lockAfter {
+		m.lockedUntil = now.Add(r.lockFor)
+		m.fails = 0
+	}
 }
 
 // state is the match as seat holders see it (without the ICE servers).
@@ -236,8 +317,9 @@ func (r *registry) waitFull(ctx context.Context, m *match, d time.Duration) (gon
 	return false
 }
 
-// send queues sig (its From already set from the token) for its recipient.
-func (r *registry) send(m *match, sig lobby.Signal) error {
+// send queues sig (its From already set from the token) for its recipient,
+// charging its bytes to the sender's address (an addrKey).
+func (r *registry) send(m *match, sig lobby.Signal, sender string) error {
 	if sig.To < 0 || sig.To >= len(m.seats) {
 		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "to is not a seat of this match")
 	}
@@ -266,15 +348,21 @@ func (r *registry) send(m *match, sig lobby.Signal) error {
 		return &apiError{status: http.StatusTooManyRequests, code: lobby.CodeQueueFull,
 			msg: "the recipient's signal queue is full", retryAfter: time.Second}
 	}
+	if u := r.usage[sender]; u != nil && u.bytes+len(sig.Data) > r.perAddr.bytes {
+		return &apiError{status: http.StatusTooManyRequests, code: lobby.CodeQuota,
+			msg:        fmt.Sprintf("this address has %d bytes of signals waiting for their recipients, as many as one address may", u.bytes),
+			retryAfter: time.Second}
+	}
 	if r.queued+len(sig.Data) > r.maxQueued {
 		return errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable,
 			"the server's signal queues are full; try again later")
 	}
 	s.seq++
 	sig.Seq = s.seq
-	s.queue = append(s.queue, sig)
+	s.queue = append(s.queue, queued{Signal: sig, by: sender})
 	s.bytes += len(sig.Data)
 	r.queued += len(sig.Data)
+	r.charge(sender).bytes += len(sig.Data)
 	s.wakeUp()
 	return nil
 }
@@ -288,33 +376,11 @@ func (r *registry) send(m *match, sig lobby.Signal) error {
 func (r *registry) receive(ctx context.Context, m *match, i int, token string, d time.Duration, ack bool, after uint64) ([]lobby.Signal, error) {
 	var timeout <-chan time.Time
 	for {
-		r.mu.Lock()
-		s := &m.seats[i]
-		if s.token != token { // the holder left meanwhile (with another request)
-			r.mu.Unlock()
-			return nil, errUnauthorized
+		batch, wake, err := r.take(m, i, token, ack, after, ctx.Err() == nil)
+		if err != nil || len(batch) > 0 {
+			return batch, err
 		}
-		if r.removed(m) {
-			r.mu.Unlock()
-			return nil, errExpired
-		}
-		if ack {
-			r.forget(s, after)
-		}
-		if len(s.queue) > 0 && ctx.Err() == nil {
-			batch := s.queue
-			if ack {
-				batch = slices.Clone(s.queue)
-				s.answered, s.answeredAt = batch[len(batch)-1].Seq, r.now()
-			} else {
-				s.queue, r.queued, s.bytes = nil, r.queued-s.bytes, 0
-			}
-			r.mu.Unlock()
-			return batch, nil
-		}
-		wake := s.wake
-		r.mu.Unlock()
-		if d <= 0 {
+		if d <= 0 || ctx.Err() != nil {
 			return []lobby.Signal{}, nil
 		}
 		if timeout == nil {
@@ -338,18 +404,98 @@ func (r *registry) receive(ctx context.Context, m *match, i int, token string, d
 	}
 }
 
+// take is one look at seat i's queue for receive, without waiting: the
+// checks and the acknowledgement, then the batch to answer if there is
+// one (and deliver is true: the poll's client is still there), or the
+// channel that is closed when the seat's queue changes.
+func (r *registry) take(m *match, i int, token string, ack bool, after uint64, deliver bool) ([]lobby.Signal, <-chan struct{}, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := &m.seats[i]
+	if s.token != token { // the holder left meanwhile (with another request)
+		return nil, nil, errUnauthorized
+	}
+	if r.removed(m) {
+		return nil, nil, errExpired
+	}
+	if ack {
+		r.forget(s, after)
+	}
+	if len(s.queue) == 0 || !deliver {
+		return nil, s.wake, nil
+	}
+	batch := make([]lobby.Signal, len(s.queue))
+	for k := range s.queue {
+		batch[k] = s.queue[k].Signal
+	}
+	if ack {
+		s.answered, s.answeredAt = batch[len(batch)-1].Seq, r.now()
+	} else {
+		r.drop(s, len(s.queue))
+	}
+	return batch, nil, nil
+}
+
 // forget drops the signals of seat s up to Seq after: its holder has them.
 // The caller holds r.mu.
 func (r *registry) forget(s *seat, after uint64) {
 	n := 0
 	for n < len(s.queue) && s.queue[n].Seq <= after {
-		s.bytes -= len(s.queue[n].Data)
-		r.queued -= len(s.queue[n].Data)
 		n++
 	}
-	if n > 0 {
+	r.drop(s, n)
+}
+
+// drop forgets the first n signals queued for seat s, and uncharges
+// their senders. The caller holds r.mu.
+func (r *registry) drop(s *seat, n int) {
+	if n == 0 {
+		return
+	}
+	for _, q := range s.queue[:n] {
+		s.bytes -= len(q.Data)
+		r.queued -= len(q.Data)
+		r.uncharge(q.by, 0, len(q.Data))
+	}
+	if n == len(s.queue) {
+		s.queue = nil
+	} else {
 		s.queue = append(s.queue[:0:0], s.queue[n:]...)
 	}
+}
+
+// charge is addr's usage, made if it has none. The caller holds r.mu.
+func (r *registry) charge(addr string) *usage {
+	u := r.usage[addr]
+	if u == nil {
+		u = &usage{}
+		r.usage[addr] = u
+	}
+	return u
+}
+
+// uncharge takes matches and bytes off addr's usage, and forgets an
+// address that holds nothing. The caller holds r.mu.
+func (r *registry) uncharge(addr string, matches, bytes int) {
+	u := r.usage[addr]
+	if u == nil {
+		return
+	}
+	u.matches -= matches
+	u.bytes -= bytes
+	if u.matches <= 0 && u.bytes <= 0 {
+		delete(r.usage, addr)
+	}
+}
+
+// used is what addr holds now (tests).
+func (r *registry) used(addr string) usage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if u := r.usage[addr]; u != nil {
+		return *u
+	}
+	return usage{}
 }
 
 // leave gives up seat i of m. Before the match is full the seat is freed;
@@ -362,8 +508,8 @@ func (r *registry) leave(m *match, i int) error {
 		return errExpired
 	}
 	s := &m.seats[i]
-	r.queued -= s.bytes
-	s.queue, s.bytes, s.token = nil, 0, ""
+	r.drop(s, len(s.queue))
+	s.token = ""
 	s.wakeUp()
 	if m.isFull() {
 		s.left = true
@@ -389,6 +535,8 @@ func (r *registry) sweep() int {
 }
 
 func (r *registry) sweepLocked(now time.Time) int {
+	r.lastSweep = now
+	r.walks++
 	n := 0
 	for _, m := range r.matches {
 		if r.expired(m, now) {
@@ -407,24 +555,25 @@ func (r *registry) sweepLocked(now time.Time) int {
 }
 
 // counts returns the number of matches, of full ones, and the bytes of
-// signal data queued.
+// signal data queued: counters kept as they change, so it costs the
+// same whatever the number of matches.
 func (r *registry) counts() (matches, full, queued int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, m := range r.matches {
-		if m.isFull() {
-			full++
-		}
-	}
-	return len(r.matches), full, r.queued
+	return len(r.matches), r.full, r.queued
 }
 
-// lookup finds a match by code (any case), removing it if it has expired.
+// lookup finds a match by code (any case, dashes and spaces ignored),
+// removing it if it has expired.
 func (r *registry) lookup(code string, now time.Time) *match {
+	if len(code) > 2*codeLen { // not worth normalizing
+		return nil
+	}
+	code = lobby.NormalizeCode(code)
 	if len(code) != codeLen {
 		return nil
 	}
-	m := r.matches[strings.ToUpper(code)]
+	m := r.matches[code]
 	if m != nil && r.expired(m, now) {
 		r.remove(m)
 		return nil
@@ -444,9 +593,12 @@ func (r *registry) remove(m *match) {
 		return
 	}
 	delete(r.matches, m.code)
+	if m.isFull() {
+		r.full--
+	}
+	r.uncharge(m.owner, 1, 0)
 	for i := range m.seats {
-		r.queued -= m.seats[i].bytes
-		m.seats[i].queue, m.seats[i].bytes = nil, 0
+		r.drop(&m.seats[i], len(m.seats[i].queue))
 	}
 	close(m.gone)
 }

@@ -8,9 +8,11 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
+	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
 // config is everything the server is built from; main fills it from flags.
@@ -48,6 +50,30 @@ type config struct {
 	Burst  int     // the rate limit's bucket size
 	MaxIPs int     // client IPs with a bucket of their own (the others share one)
 
+	// What one client address may hold. An address is an IPv4 address,
+	// or an IPv6 address's /IPv6Prefix; behind TrustedProxies, the one
+	// X-Forwarded-For names. The rate limits count the same way.
+	IPv6Prefix      int // bits of an IPv6 address that make one client
+	MaxMatchesPerIP int // matches created and not yet removed (429 "quota" beyond)
+	MaxQueuedPerIP  int // bytes of signal data sent and still queued (429 "quota" beyond)
+
+	// Failed guesses: a join of a code that does not exist, a request with
+	// a token that is not the match's. Each address has a bucket of
+	// GuessBurst, refilled at GuessRate a minute; once it is empty its
+	// joins are refused (429, before the code is looked at) and so are its
+	// wrong tokens, until a guess is back. A match against which LockAfter
+	// wrong tokens were tried refuses joins for LockFor.
+	GuessRate  float64       // failed guesses a minute per address, refilled
+	GuessBurst int           // failed guesses an address may make at once
+	LockAfter  int           // wrong tokens against one match before it refuses joins; 0 never
+	LockFor    time.Duration // how long such a match refuses joins
+
+	// The HTTP server's connections (main's listener and http.Server).
+	MaxConns          int           // open connections at once; beyond, new ones are closed at once
+	MaxConnsPerIP     int           // open connections at once from one address (trusted proxies: no limit but MaxConns)
+	ReadHeaderTimeout time.Duration // a connection must send a request's headers within this
+	MaxHeaderBytes    int           // most bytes of a request's headers (431 beyond)
+
 	// TrustedProxies are the addresses of reverse proxies (a TLS
 	// terminator) whose X-Forwarded-For names the client; none by default.
 	TrustedProxies []netip.Prefix
@@ -76,6 +102,19 @@ func defaultConfig() config {
 
 		TURNBandwidth:     relay.DefaultBandwidth,
 		TURNCredentialTTL: relay.DefaultCredentialTTL,
+
+		IPv6Prefix:      64,
+		MaxMatchesPerIP: 20,
+		MaxQueuedPerIP:  256 << 10,
+		GuessRate:       6,
+		GuessBurst:      10,
+		LockAfter:       5,
+		LockFor:         time.Minute,
+
+		MaxConns:          25000,
+		MaxConnsPerIP:     64,
+		ReadHeaderTimeout: 10 * time.Second,
+		MaxHeaderBytes:    16 << 10,
 	}
 }
 
@@ -97,6 +136,22 @@ func (c *config) check() error {
 		return errors.New("the rate limit's burst must be at least 1")
 	case c.MaxIPs < 1:
 		return errors.New("the tracked IPs cap must be at least 1")
+	case c.IPv6Prefix < 1 || c.IPv6Prefix > 128:
+		return errors.New("the IPv6 prefix must be from 1 to 128 bits")
+	case c.MaxMatchesPerIP < 1:
+		return errors.New("the matches per address quota must be at least 1")
+	case c.MaxQueuedPerIP < lobby.MaxSignalData:
+		return fmt.Errorf("the queued bytes per address quota must be at least a signal's %d bytes", lobby.MaxSignalData)
+	case c.GuessRate <= 0 || c.GuessBurst < 1:
+		return errors.New("the failed guesses' rate must be positive and their burst at least 1")
+	case c.LockAfter < 0 || (c.LockAfter > 0 && c.LockFor <= 0):
+		return errors.New("the lock after wrong tokens must not be negative, nor last no time")
+	case c.MaxConns < 1 || c.MaxConnsPerIP < 1:
+		return errors.New("the connection caps must be at least 1")
+	case c.ReadHeaderTimeout <= 0:
+		return errors.New("the read header timeout must be positive")
+	case c.MaxHeaderBytes < 1<<10:
+		return errors.New("the header bytes cap must be at least 1 KiB")
 	case c.TURNAddr != "" && c.TURNAllocs < 1:
 		return errors.New("the TURN allocations cap must be at least 1")
 	case c.TURNSeatAllocs < 0 || c.TURNBandwidth < 0 || c.TURNCredentialTTL < 0:
@@ -128,10 +183,14 @@ type server struct {
 	log     *slog.Logger
 	reg     *registry
 	limit   *ipLimiter // nil when there is no rate limit
+	guesses *ipLimiter // failed guesses per address
 	relay   *turnRelay // nil when TURN is disabled
 	static  *static
 	metrics *metrics
-	waiters chan struct{} // a token per long poll held
+	waiters chan struct{}  // a token per long poll held
+	parked  sync.WaitGroup // the long polls taken out of net/http (poll.go)
+	parkMu  sync.Mutex     // guards closed against parked.Add
+	closed  bool           // Close has begun: no poll is parked any more
 	started time.Time
 
 	secrets *secretFile // the TURN secrets' file; nil without config.TURNSecretFile
@@ -158,6 +217,7 @@ func newServer(cfg config) (*server, error) {
 		static:  newStatic(cfg.Web),
 		waiters: make(chan struct{}, cfg.MaxWaiters),
 		started: cfg.Now(),
+		guesses: newIPLimiter(cfg.GuessRate/60, cfg.GuessBurst, cfg.MaxIPs, cfg.Now),
 	}
 	if cfg.Rate > 0 {
 		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
@@ -208,14 +268,20 @@ func (s *server) sweep() {
 	if s.limit != nil {
 		s.limit.sweep()
 	}
+	s.guesses.sweep()
 }
 
 // drain ends every long poll: http.Server.Shutdown waits for the handlers.
 func (s *server) drain() { s.reg.close() }
 
-// Close ends the long polls and stops the TURN relay.
+// Close ends the long polls (and waits for the parked ones to be
+// answered) and stops the TURN relay.
 func (s *server) Close() error {
+	s.parkMu.Lock()
+	s.closed = true
+	s.parkMu.Unlock()
 	s.drain()
+	s.parked.Wait()
 	if s.relay != nil {
 		return s.relay.Close()
 	}

@@ -60,12 +60,16 @@ func Create(ctx context.Context, base string, seats int, o *Options) (*Client, e
 	return c, nil
 }
 
-// Join takes the lowest free seat of the match with the given code.
-// Errors match ErrNotFound when there is no such match and ErrFull when
-// every seat is taken.
+// Join takes the lowest free seat of the match with the given code (in
+// any case, with or without spaces and dashes between its groups).
+// Errors match ErrNotFound when there is no such match, ErrFull when
+// every seat is taken, ErrLocked when the match refuses joins for a while
+// (wrong tokens were tried against it), and ErrRateLimited when this
+// address has used up its failed guesses for now (the error's RetryAfter
+// says for how long).
 func Join(ctx context.Context, base, code string, o *Options) (*Client, error) {
 	c := newClient(base, o)
-	code = strings.TrimSpace(code)
+	code = NormalizeCode(code)
 	if code == "" {
 		return nil, fmt.Errorf("lobby: join: empty match code: %w", ErrBadRequest)
 	}
@@ -148,8 +152,9 @@ func (c *Client) State(ctx context.Context) (Match, error) {
 
 // Send relays one signal to seat to. kind is KindOffer, KindAnswer or
 // KindCandidate; data is at most MaxSignalData bytes. When the server
-// answers "slow down" (rate limited, the recipient's queue full, the
-// server at its limits) Send tries again after the server's Retry-After,
+// answers "slow down" (rate limited, the recipient's queue full, this
+// address's queued signal bytes at their quota, the server at its limits)
+// Send tries again after the server's Retry-After,
 // until ctx ends; a request that got no answer is not repeated (the
 // server may have queued it).
 func (c *Client) Send(ctx context.Context, to int, kind, data string) error {
@@ -252,8 +257,8 @@ func (e *transportError) Unwrap() error { return e.err }
 
 // retry calls f until it succeeds, ctx ends, or it fails with an error
 // that is not worth another attempt. The server's "slow down" answers
-// (rate limited, the recipient's queue full, the server at its limits) are
-// retried after their Retry-After; with network true, so are requests
+// (rate limited, the recipient's queue full, a quota reached, the server
+// at its limits) are retried after their Retry-After; with network true, so are requests
 // that got no answer (with a doubling pause), which only requests that
 // can be repeated (the long polls) ask for.
 func (c *Client) retry(ctx context.Context, network bool, f func() error) error {
@@ -267,7 +272,7 @@ func (c *Client) retry(ctx context.Context, network bool, f func() error) error 
 		var se *StatusError
 		var te *transportError
 		switch {
-		case errors.As(err, &se) && (se.Code == CodeRateLimited || se.Code == CodeQueueFull || se.Code == CodeUnavailable):
+		case errors.As(err, &se) && (se.Code == CodeRateLimited || se.Code == CodeQueueFull || se.Code == CodeUnavailable || se.Code == CodeQuota):
 			wait = se.RetryAfter
 		case network && errors.As(err, &te):
 		default:

@@ -97,7 +97,7 @@ func TestCreateJoinAndErrors(t *testing.T) {
 	if c.Seat() != 0 || c.Code() != "ABCDEF" {
 		t.Fatalf("creator: seat %d code %q", c.Seat(), c.Code())
 	}
-	j, err := Join(ctx, base, " ABCDEF ", &Options{HTTPClient: &http.Client{}})
+	j, err := Join(ctx, base, " abc-def ", &Options{HTTPClient: &http.Client{}}) // typed as a player may
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +320,47 @@ func TestConcurrentReceives(t *testing.T) {
 	wg.Wait()
 	if len(seen) != 20 {
 		t.Fatalf("20 receives saw %d distinct signals: %v", len(seen), seen)
+	}
+}
+
+func TestNormalizeCode(t *testing.T) {
+	for in, want := range map[string]string{
+		"K7QX2MPL4Z":    "K7QX2MPL4Z",
+		"k7qx2-mpl4z":   "K7QX2MPL4Z",
+		" K7QX2 MPL4Z ": "K7QX2MPL4Z",
+		"k7qx2--mpl4z":  "K7QX2MPL4Z",
+		"":              "",
+		"é":             "é", // not a code: left for the server to refuse
+	} {
+		if got := NormalizeCode(in); got != want {
+			t.Errorf("NormalizeCode(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Send waits out a quota on this address's queued bytes (the recipient
+// drains them), as it does a rate limit.
+func TestSendRetriesQuota(t *testing.T) {
+	ctx := testCtx(t)
+	var n atomic.Int32
+	_, base := ticketServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			reply(w, 429, ErrorBody{Error: "queued bytes quota", Code: CodeQuota})
+			return
+		}
+		w.WriteHeader(http.StatusAccepted)
+	})
+	c, err := Create(ctx, base, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Send(ctx, 1, KindOffer, "o"); err != nil || n.Load() != 2 {
+		t.Fatalf("send after a quota answer: %v, %d requests", err, n.Load())
+	}
+	e := &StatusError{Status: 429, Code: CodeLocked}
+	if !errors.Is(e, ErrLocked) || errors.Is(e, ErrRateLimited) || !errors.Is(&StatusError{Status: 429, Code: CodeQuota}, ErrQuota) {
+		t.Fatal("Is does not follow the quota and locked codes")
 	}
 }
 

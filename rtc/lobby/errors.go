@@ -22,6 +22,8 @@ var (
 	ErrRateLimited      = errors.New("lobby: too many requests")
 	ErrQueueFull        = errors.New("lobby: the recipient's signal queue is full")
 	ErrUnavailable      = errors.New("lobby: the server is at its limits")
+	ErrQuota            = errors.New("lobby: this address holds as much as the server allows one address")
+	ErrLocked           = errors.New("lobby: the match refuses joins for a while")
 
 	// ErrLeft is returned by a Client's methods after its Leave.
 	ErrLeft = errors.New("lobby: the client has left the match")
@@ -40,6 +42,8 @@ var sentinels = map[string]error{
 	CodeRateLimited:      ErrRateLimited,
 	CodeQueueFull:        ErrQueueFull,
 	CodeUnavailable:      ErrUnavailable,
+	CodeQuota:            ErrQuota,
+	CodeLocked:           ErrLocked,
 }
 
 // codeOfStatus is the code of an answer that carried none (a proxy's).

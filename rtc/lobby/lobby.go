@@ -124,4 +124,24 @@ const (
 	CodeRateLimited      = "rate_limited"
 	CodeQueueFull        = "queue_full"
 	CodeUnavailable      = "unavailable"
+	CodeQuota            = "quota"  // the client's address holds as many matches, or queued signal bytes, as it may
+	CodeLocked           = "locked" // the match refuses joins for a while after wrong tokens were tried against it
 )
+
+// NormalizeCode is a match code as the server spells it: in upper case,
+// without the spaces and dashes a player may type between its groups.
+// The server accepts a code either way; Join normalizes it.
+func NormalizeCode(code string) string {
+	b := make([]byte, 0, len(code))
+	for i := 0; i < len(code); i++ {
+		c := code[i]
+		switch {
+		case c == ' ' || c == '-' || c == '\t':
+			continue
+		case 'a' <= c && c <= 'z':
+			c -= 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}

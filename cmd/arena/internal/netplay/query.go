@@ -13,7 +13,8 @@ import (
 // Query is what the browser build reads from its page's URL, in place of
 // the native build's flags:
 //
-//	?code=XXXXXX   join that match (without it: create one and show its code)
+//	?code=XXXXXXXXXX join that match (without it: create one and show its
+//	               code); any case, dashes or spaces between groups allowed
 //	&seats=2       creating: machines in the match, 2 to 8 (default 2)
 //	&frames=1200   end the match after that many frames (default 0: endless);
 //	               the same on every machine, so the link a creator shares carries it
@@ -56,7 +57,7 @@ func ParseQuery(raw string) (Query, error) {
 		return Query{}, fmt.Errorf("the page's URL: %w", err)
 	}
 	if v.Has("code") {
-		c := strings.ToUpper(strings.TrimSpace(v.Get("code")))
+		c := rdv.NormalizeCode(v.Get("code"))
 		if c != "" && !validCode(c) {
 			return Query{}, fmt.Errorf("code %q: want the match's letters and digits", v.Get("code"))
 		}
@@ -105,10 +106,10 @@ func ParseQuery(raw string) (Query, error) {
 	return q, nil
 }
 
-// validCode reports whether c can be a match's code: 1 to 16 letters and
-// digits (the server's codes are 6 of them; it answers "no such match"
-// for the others, but a code that is not even that is a typo best
-// reported here).
+// validCode reports whether c (normalized) can be a match's code: 1 to 16
+// letters and digits (the server's codes are 10 of them; it answers "no
+// such match" for the others, but a code that is not even that is a typo
+// best reported here).
 func validCode(c string) bool {
 	if len(c) > 16 {
 		return false

@@ -16,6 +16,7 @@ func TestParseQuery(t *testing.T) {
 		{"", def},
 		{"?", def},
 		{"?code=k7qx2m", Query{Code: "K7QX2M", Seats: 2, Humans: 1, Timeout: 5 * time.Minute}},
+		{"?code=k7qx2-mpl4z", Query{Code: "K7QX2MPL4Z", Seats: 2, Humans: 1, Timeout: 5 * time.Minute}}, // as a player groups it
 		{"code=%20AB12%20&frames=1200&humans=0", Query{Code: "AB12", Seats: 2, Frames: 1200, Timeout: 5 * time.Minute}},
 		{"?seats=8&relay=1&mute=true&overlay", Query{Seats: 8, Humans: 1, Relay: true, Mute: true, Overlay: true, Timeout: 5 * time.Minute}},
 		{"?relay=0&mute=off&timeout=90s", Query{Seats: 2, Humans: 1, Timeout: 90 * time.Second}},
@@ -35,7 +36,7 @@ func TestParseQuery(t *testing.T) {
 
 func TestParseQueryErrors(t *testing.T) {
 	for _, raw := range []string{
-		"?code=AB-12", "?code=" + strings.Repeat("A", 17), "?code=%zz",
+		"?code=AB_12", "?code=" + strings.Repeat("A", 17), "?code=%zz",
 		"?frames=-1", "?frames=x", "?frames=1e3", "?frames=99999999999",
 		"?humans=2", "?humans=-1", "?seats=1", "?seats=9", "?seats=",
 		"?relay=maybe", "?mute=2", "?timeout=0s", "?timeout=soon",
