@@ -176,8 +176,8 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 // credentials) once it is full.
 func (s *server) writeMatch(w http.ResponseWriter, m *match, seat int) {
 	st := s.reg.state(m)
-	if st.Full && s.relay != nil {
-		ice, err := s.relay.iceServers(m.code, seat)
+	if st.Full && s.ice != nil {
+		ice, err := s.ice.iceServers(m.code, seat)
 		if err != nil {
 			s.log.Error("TURN credentials", "err", err)
 			writeError(w, errInternal)

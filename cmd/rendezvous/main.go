@@ -82,6 +82,7 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.StringVar(&cfg.PublicIP6, "public-ip6", "", "IPv6 `address` of the TURN relay: IPv6 clients reach it over UDP at -turn's port, and may ask for IPv6 relayed addresses; empty: none")
 	fl.IntVar(&cfg.TURNConns, "turn-conns", 0, "most TCP and TLS connections to the TURN relay; 0: 1000")
 	fl.IntVar(&cfg.TURNConnsPerIP, "turn-conns-per-ip", 0, "most TCP and TLS connections to the TURN relay of one IPv4 address or IPv6 /64; 0: 32")
+	external := fl.String("turn-external", "", "comma-separated turn: and turns: `URLs` of TURN servers you run (coturn with use-auth-secret and the same secret as -turn-secret-file): the seats get them with credentials minted here, and the embedded relay does not start")
 	allowPeers := fl.String("turn-allow-peers", "", "comma-separated `prefixes` the relay may reach although loopback, private, link-local... or its own (e.g. 10.0.0.0/8 for a LAN's players)")
 	fl.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "most matches held at once (503 beyond)")
 	fl.IntVar(&cfg.MaxQueuedBytes, "max-queued", cfg.MaxQueuedBytes, "most `bytes` of signal data queued over all seats (503 beyond)")
@@ -126,6 +127,11 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 			return fmt.Errorf("-trusted-proxy: %w", err)
 		}
 		cfg.TrustedProxies = append(cfg.TrustedProxies, prefix)
+	}
+	for u := range strings.SplitSeq(*external, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			cfg.TURNExternal = append(cfg.TURNExternal, u)
+		}
 	}
 	allowed, err := parsePrefixes(*allowPeers)
 	if err != nil {
@@ -172,6 +178,9 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	}
 	hs := newHTTPServer(srv, origins)
 	attrs := []any{"http", ln.Addr().String()}
+	if len(cfg.TURNExternal) > 0 {
+		attrs = append(attrs, "turn_external", strings.Join(cfg.TURNExternal, ","))
+	}
 	if srv.relay != nil {
 		attrs = append(attrs, "turn", srv.relay.addr().String(), "public_ip", cfg.PublicIP)
 		for name, a := range map[string]netip.AddrPort{"turn6": srv.relay.Addr6(), "turn_tcp": srv.relay.TCPAddr(), "turn_tls": srv.relay.TLSAddr()} {

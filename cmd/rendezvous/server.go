@@ -37,6 +37,12 @@ type config struct {
 	TURNConns      int    // most TCP and TLS connections (0: relay.DefaultMaxConnections)
 	TURNConnsPerIP int    // most TCP and TLS connections of one IPv4 address or IPv6 /64 (0: relay.DefaultMaxConnectionsPerAddr)
 
+	// TURNExternal are the turn: and turns: URLs of TURN servers the
+	// operator runs (coturn with use-auth-secret) with TURNSecret's or
+	// TURNSecretFile's secret: the seats get them, with credentials
+	// minted here, and the embedded relay does not start.
+	TURNExternal []string
+
 	Web fs.FS // the static files; nil means the embedded ones
 
 	MaxMatches     int           // most matches held at once (503 beyond)
@@ -184,7 +190,8 @@ type server struct {
 	reg     *registry
 	limit   *ipLimiter // nil when there is no rate limit
 	guesses *ipLimiter // failed guesses per address
-	relay   *turnRelay // nil when TURN is disabled
+	relay   *turnRelay // the embedded TURN relay; nil when disabled or external
+	ice     iceSource  // the relay or the external TURN servers; nil when TURN is disabled
 	static  *static
 	metrics *metrics
 	waiters chan struct{}  // a token per long poll held
@@ -222,30 +229,49 @@ func newServer(cfg config) (*server, error) {
 	if cfg.Rate > 0 {
 		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
 	}
-	if cfg.TURNAddr != "" {
-		var secrets []string
-		if cfg.TURNSecret != "" {
-			secrets = []string{cfg.TURNSecret}
+	if cfg.TURNAddr == "" && len(cfg.TURNExternal) == 0 {
+		s.metrics = newMetrics(s)
+		return s, nil
+	}
+	var secrets []string
+	if cfg.TURNSecret != "" {
+		secrets = []string{cfg.TURNSecret}
+	}
+	if cfg.TURNSecretFile != "" {
+		s.secrets = &secretFile{path: cfg.TURNSecretFile, log: cfg.Logger}
+		list, err := s.secrets.read()
+		if err != nil {
+			return nil, err
 		}
-		if cfg.TURNSecretFile != "" {
-			s.secrets = &secretFile{path: cfg.TURNSecretFile, log: cfg.Logger}
-			list, err := s.secrets.read()
-			if err != nil {
-				return nil, err
-			}
-			secrets = list
+		secrets = list
+	}
+	if len(cfg.TURNExternal) > 0 {
+		e, err := newExternalTURN(cfg.TURNExternal, secrets, cfg.TURNCredentialTTL, cfg.Now)
+		if err != nil {
+			return nil, err
 		}
+		s.ice = e
+		if s.secrets != nil {
+			s.secrets.apply = e.setSecrets
+		}
+	} else {
 		r, err := newRelay(&cfg, secrets, s.seatState, cfg.Logger)
 		if err != nil {
 			return nil, err
 		}
-		s.relay = r
+		s.relay, s.ice = r, r
 		if s.secrets != nil {
 			s.secrets.apply = r.SetSecrets
 		}
 	}
 	s.metrics = newMetrics(s)
 	return s, nil
+}
+
+// iceSource hands a full match's seat its ICE servers: the embedded relay
+// (turnRelay) or the operator's TURN servers (externalTURN).
+type iceSource interface {
+	iceServers(code string, seat int) ([]lobby.ICEServer, error)
 }
 
 // seatState is what the TURN relay asks of a credential's seat.

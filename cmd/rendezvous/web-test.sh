@@ -17,7 +17,7 @@ GO=${GO:-go}
 export GOWORK=off
 
 source cmd/arena/debian.sh
-install_missing iproute2 util-linux chromium xvfb xauth "${arena_build_packages[@]}"
+install_missing iproute2 util-linux chromium xvfb xauth coturn "${arena_build_packages[@]}"
 
 MODS=(rtc cmd/rendezvous)
 for m in "${MODS[@]}"; do
