@@ -17,13 +17,14 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 )
 
 // The game in a browser against the game on this machine, through this
@@ -130,10 +131,10 @@ type browserMatch struct {
 	tab    context.Context
 	native *exec.Cmd
 	exited chan error
-	output *syncBuffer // the native game's stdout and stderr
-	result string      // its -result file
-	logs   *syncBuffer // the page's console and the server's log
-	code   chan string // the code the native game prints when it creates the match
+	output *nettest.SyncBuffer // the native game's stdout and stderr
+	result string              // its -result file
+	logs   *nettest.SyncBuffer // the page's console and the server's log
+	code   chan string         // the code the native game prints when it creates the match
 }
 
 func newBrowserMatch(t *testing.T) *browserMatch {
@@ -160,7 +161,7 @@ func newBrowserMatch(t *testing.T) *browserMatch {
 	} else if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	m := &browserMatch{t: t, arena: arena, out: out, output: &syncBuffer{}, logs: &syncBuffer{},
+	m := &browserMatch{t: t, arena: arena, out: out, output: &nettest.SyncBuffer{}, logs: &nettest.SyncBuffer{},
 		result: filepath.Join(t.TempDir(), "native.json"), code: make(chan string, 1)}
 
 	cfg := defaultConfig()
@@ -479,22 +480,4 @@ func (m *browserMatch) nativeResult() (r arenaResult) {
 		m.t.Fatalf("the native game's result %q: %v", b, err)
 	}
 	return r
-}
-
-// syncBuffer is a bytes.Buffer for several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/rtc"
 	"github.com/rewindgg/rewind/rtc/lobby"
 )
@@ -75,7 +76,7 @@ func coturn(t *testing.T, secret string) string {
 		"--use-auth-secret", "--static-auth-secret="+secret, "--allow-loopback-peers",
 		"--pidfile="+filepath.Join(dir, "turnserver.pid"), "--userdb="+filepath.Join(dir, "turndb"),
 		"--log-file=stdout", "--simple-log")
-	var out syncBuffer
+	var out nettest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -141,8 +142,8 @@ func TestExternalTURN(t *testing.T) {
 
 	// coturn takes the minted credential and relays to a peer.
 	relayConn, _ := allocate(t, addr, ice[0].Username, ice[0].Credential)
-	peer := newEcho(t, "127.0.0.1")
-	if _, err := relayConn.WriteTo([]byte("through coturn"), peer.conn.LocalAddr()); err != nil {
+	peer := nettest.NewEcho(t, "127.0.0.1")
+	if _, err := relayConn.WriteTo([]byte("through coturn"), peer.Conn.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
 	relayConn.SetReadDeadline(time.Now().Add(5 * time.Second))

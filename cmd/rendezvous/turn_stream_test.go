@@ -23,6 +23,7 @@ import (
 	"github.com/pion/stun/v3"
 	"github.com/pion/turn/v4"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
@@ -124,7 +125,7 @@ func TestTURNOverTCPAndTLS(t *testing.T) {
 		}
 		return conn, r.TCPAddr().String()
 	}
-	peer := newEcho(t, "127.0.0.2")
+	peer := nettest.NewEcho(t, "127.0.0.2")
 	for _, tr := range []string{"tcp", "tls"} {
 		conn, addr := dial(tr, pool)
 		rc, err := streamClient(t, conn, addr, ice.Username, ice.Credential).Allocate()
@@ -132,7 +133,7 @@ func TestTURNOverTCPAndTLS(t *testing.T) {
 			t.Fatalf("over %s: %v", tr, err)
 		}
 		defer rc.Close()
-		if _, err := rc.WriteTo([]byte("over "+tr), peer.conn.LocalAddr()); err != nil {
+		if _, err := rc.WriteTo([]byte("over "+tr), peer.Conn.LocalAddr()); err != nil {
 			t.Fatal(err)
 		}
 		if got := readRelayed(t, rc); got != "over "+tr {

@@ -11,13 +11,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pion/turn/v4"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 	"github.com/rewindgg/rewind/rtc/lobby"
 )
@@ -145,13 +145,13 @@ func TestTURNRefusesTheHost(t *testing.T) {
 			}
 			s, base := start(t, cfg)
 			ice := iceOf(t, ctx, fullMatch(t, ctx, base, 2)[1])
-			own, other := newEcho(t, "127.0.0.1"), newEcho(t, "127.0.0.2")
+			own, other := nettest.NewEcho(t, "127.0.0.1"), nettest.NewEcho(t, "127.0.0.2")
 			rc, _ := allocate(t, s.relay.addr().String(), ice.Username, ice.Credential)
 
-			if _, err := rc.WriteTo([]byte("attack"), own.conn.LocalAddr()); err != nil {
+			if _, err := rc.WriteTo([]byte("attack"), own.Conn.LocalAddr()); err != nil {
 				t.Fatal(err)
 			}
-			_, errOther := rc.WriteTo([]byte("attack"), other.conn.LocalAddr())
+			_, errOther := rc.WriteTo([]byte("attack"), other.Conn.LocalAddr())
 			if allow {
 				if errOther != nil {
 					t.Fatal(errOther)
@@ -161,8 +161,8 @@ func TestTURNRefusesTheHost(t *testing.T) {
 						t.Fatalf("read %q", got)
 					}
 				}
-				if own.got.Load() != 1 || other.got.Load() != 1 {
-					t.Fatalf("the services got %d and %d datagrams, want 1 each", own.got.Load(), other.got.Load())
+				if own.Got.Load() != 1 || other.Got.Load() != 1 {
+					t.Fatalf("the services got %d and %d datagrams, want 1 each", own.Got.Load(), other.Got.Load())
 				}
 				return
 			}
@@ -173,8 +173,8 @@ func TestTURNRefusesTheHost(t *testing.T) {
 			if st := s.relay.Stats(); st.RefusedPermissions < 1 {
 				t.Fatalf("%d permissions refused, want 1", st.RefusedPermissions)
 			}
-			if own.got.Load() != 0 || other.got.Load() != 0 {
-				t.Fatalf("the services on loopback got %d and %d datagrams through the relay", own.got.Load(), other.got.Load())
+			if own.Got.Load() != 0 || other.Got.Load() != 0 {
+				t.Fatalf("the services on loopback got %d and %d datagrams through the relay", own.Got.Load(), other.Got.Load())
 			}
 		})
 	}
@@ -436,35 +436,6 @@ func iceOf(t *testing.T, ctx context.Context, c *lobby.Client) lobby.ICEServer {
 		t.Fatalf("ICE servers %+v", m.ICEServers)
 	}
 	return m.ICEServers[1]
-}
-
-// echo is a UDP service on a loopback address that answers every
-// datagram with itself and counts them.
-type echo struct {
-	conn net.PacketConn
-	got  atomic.Int64
-}
-
-func newEcho(t *testing.T, ip string) *echo {
-	t.Helper()
-	conn, err := net.ListenPacket("udp4", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &echo{conn: conn}
-	t.Cleanup(func() { conn.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			e.got.Add(1)
-			conn.WriteTo(buf[:n], from)
-		}
-	}()
-	return e
 }
 
 // readRelayed reads a datagram from rc within 5 s.

@@ -15,6 +15,7 @@ import (
 	"github.com/pion/logging"
 	"github.com/pion/turn/v4"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
@@ -120,35 +121,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 	}
 }
 
-// echo is a UDP service on a loopback address that answers every
-// datagram with itself and counts them.
-type echo struct {
-	conn net.PacketConn
-	got  atomic.Int64
-}
-
-func newEcho(t testing.TB, ip string) *echo {
-	t.Helper()
-	conn, err := net.ListenPacket("udp4", ip+":0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &echo{conn: conn}
-	t.Cleanup(func() { conn.Close() })
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			n, from, err := conn.ReadFrom(buf)
-			if err != nil {
-				return
-			}
-			e.got.Add(1)
-			conn.WriteTo(buf[:n], from)
-		}
-	}()
-	return e
-}
-
 // read reads a datagram from rc within 5 s.
 func read(t testing.TB, rc net.PacketConn) (string, net.Addr) {
 	t.Helper()
@@ -181,14 +153,14 @@ func TestRelayRefusesTheHost(t *testing.T) {
 			srv := listen(t, c)
 			user, pass, _ := srv.Credentials(time.Hour)
 			rc := allocate(t, srv, user, pass)
-			own, other := newEcho(t, "127.0.0.1"), newEcho(t, "127.0.0.2")
+			own, other := nettest.NewEcho(t, "127.0.0.1"), nettest.NewEcho(t, "127.0.0.2")
 
-			_, err := rc.WriteTo([]byte("to another loopback address"), other.conn.LocalAddr())
+			_, err := rc.WriteTo([]byte("to another loopback address"), other.Conn.LocalAddr())
 			if allow {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if got, from := read(t, rc); got != "to another loopback address" || from.String() != other.conn.LocalAddr().String() {
+				if got, from := read(t, rc); got != "to another loopback address" || from.String() != other.Conn.LocalAddr().String() {
 					t.Fatalf("read %q from %v", got, from)
 				}
 			} else {
@@ -200,22 +172,22 @@ func TestRelayRefusesTheHost(t *testing.T) {
 				}
 			}
 
-			if _, err := rc.WriteTo([]byte("to the relay's own address"), own.conn.LocalAddr()); err != nil {
+			if _, err := rc.WriteTo([]byte("to the relay's own address"), own.Conn.LocalAddr()); err != nil {
 				t.Fatal(err)
 			}
 			if allow {
 				if got, _ := read(t, rc); got != "to the relay's own address" {
 					t.Fatalf("read %q", got)
 				}
-				if own.got.Load() != 1 || other.got.Load() != 1 {
-					t.Fatalf("the services got %d and %d datagrams, want 1 each", own.got.Load(), other.got.Load())
+				if own.Got.Load() != 1 || other.Got.Load() != 1 {
+					t.Fatalf("the services got %d and %d datagrams, want 1 each", own.Got.Load(), other.Got.Load())
 				}
 				return
 			}
 			waitFor(t, "the datagram to a port of the relay's own address to be dropped",
 				func() bool { return srv.Stats().DroppedPeer == 1 })
-			if own.got.Load() != 0 || other.got.Load() != 0 {
-				t.Fatalf("the services on loopback got %d and %d datagrams through the relay", own.got.Load(), other.got.Load())
+			if own.Got.Load() != 0 || other.Got.Load() != 0 {
+				t.Fatalf("the services on loopback got %d and %d datagrams through the relay", own.Got.Load(), other.Got.Load())
 			}
 		})
 	}
@@ -242,17 +214,17 @@ func TestRelayOwnAddressPorts(t *testing.T) {
 		t.Fatalf("b read %q from %v", got, from)
 	}
 
-	victim := newEcho(t, "127.0.0.1")
-	if _, err := a.WriteTo([]byte("x"), victim.conn.LocalAddr()); err != nil {
+	victim := nettest.NewEcho(t, "127.0.0.1")
+	if _, err := a.WriteTo([]byte("x"), victim.Conn.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a datagram to a port that is no allocation's to be dropped", func() bool { return srv.Stats().DroppedPeer == 1 })
 	// From that port to a, which has a permission for the address.
-	if _, err := victim.conn.WriteTo([]byte("from a port that is no allocation's"), a.LocalAddr()); err != nil {
+	if _, err := victim.Conn.WriteTo([]byte("from a port that is no allocation's"), a.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "a datagram from it to be dropped", func() bool { return srv.Stats().DroppedPeer == 2 })
-	if n := victim.got.Load(); n != 0 {
+	if n := victim.Got.Load(); n != 0 {
 		t.Fatalf("the service got %d datagrams", n)
 	}
 	// Nor the relay's own listening port.
@@ -367,7 +339,7 @@ func TestRelaySecrets(t *testing.T) {
 // A flood of refusals writes a line per kind per 10 s, and counts them all
 // (at least 21 here: a request the client sends again is refused again).
 func TestRelayRefusalLog(t *testing.T) {
-	var out syncBuffer
+	var out nettest.SyncBuffer
 	clk := newClock()
 	srv := listen(t, relay.Config{Logger: quiet(), Now: clk.Now, Log: slog.New(slog.NewTextHandler(&out, nil))})
 	user, pass, _ := srv.Credentials(time.Hour)
@@ -394,21 +366,4 @@ func TestRelayRefusalLog(t *testing.T) {
 	if !strings.Contains(out.String(), "TURN allocation created") {
 		t.Fatalf("the allocation was not logged:\n%s", out.String())
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/pion/stun/v3"
 	"github.com/pion/turn/v4"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
@@ -150,14 +151,14 @@ func TestRelayTransports(t *testing.T) {
 			if err != nil {
 				t.Fatalf("allocating: %v", err)
 			}
-			allowed, refused := newEcho(t, "127.0.0.2"), newEcho(t, "127.0.0.3")
-			if _, err := rc.WriteTo([]byte("over "+tr), allowed.conn.LocalAddr()); err != nil {
+			allowed, refused := nettest.NewEcho(t, "127.0.0.2"), nettest.NewEcho(t, "127.0.0.3")
+			if _, err := rc.WriteTo([]byte("over "+tr), allowed.Conn.LocalAddr()); err != nil {
 				t.Fatal(err)
 			}
-			if got, from := read(t, rc); got != "over "+tr || from.String() != allowed.conn.LocalAddr().String() {
+			if got, from := read(t, rc); got != "over "+tr || from.String() != allowed.Conn.LocalAddr().String() {
 				t.Fatalf("read %q from %v", got, from)
 			}
-			if _, err := rc.WriteTo([]byte("x"), refused.conn.LocalAddr()); err == nil {
+			if _, err := rc.WriteTo([]byte("x"), refused.Conn.LocalAddr()); err == nil {
 				t.Fatal("a permission for 127.0.0.3")
 			}
 
@@ -332,8 +333,8 @@ func TestRelayConnectionLimits(t *testing.T) {
 	if d := closed(t, idler, sent); d < idle {
 		t.Fatalf("an idle connection was closed after %v, before IdleTimeout %v", d, idle)
 	}
-	peer := newEcho(t, "127.0.0.2")
-	if _, err := rc.WriteTo([]byte("still here"), peer.conn.LocalAddr()); err != nil {
+	peer := nettest.NewEcho(t, "127.0.0.2")
+	if _, err := rc.WriteTo([]byte("still here"), peer.Conn.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := read(t, rc); got != "still here" {
