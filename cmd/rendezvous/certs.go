@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -98,23 +97,4 @@ func (f *certFile) changed() bool {
 		}
 	}
 	return false
-}
-
-// watch reloads the pair on every value from hup (SIGHUP) and when it
-// changed, looked at every period, until ctx ends.
-func (f *certFile) watch(ctx context.Context, hup <-chan os.Signal, every time.Duration) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-hup:
-			f.reload("SIGHUP")
-		case <-t.C:
-			if f.changed() {
-				f.reload("modified")
-			}
-		}
-	}
 }

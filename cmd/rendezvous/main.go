@@ -215,13 +215,13 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
-		go srv.secrets.watch(ctx, hup, secretCheck)
+		go watch(ctx, srv.secrets, hup, secretCheck)
 	}
 	if srv.relay != nil && srv.relay.cert != nil {
 		hup := make(chan os.Signal, 1)
 		signal.Notify(hup, syscall.SIGHUP)
 		defer signal.Stop(hup)
-		go srv.relay.cert.watch(ctx, hup, secretCheck)
+		go watch(ctx, srv.relay.cert, hup, secretCheck)
 	}
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()

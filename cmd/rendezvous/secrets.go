@@ -108,9 +108,16 @@ func (f *secretFile) changed() bool {
 	return !info.ModTime().Equal(f.mod) || info.Size() != f.size
 }
 
-// watch reloads the file on every value from hup (SIGHUP) and when it
-// changed, looked at every secretCheck, until ctx ends.
-func (f *secretFile) watch(ctx context.Context, hup <-chan os.Signal, every time.Duration) {
+// watched is a file the server reads again when told (SIGHUP) or when
+// it changed: the TURN secrets (secretFile) and certificate (certFile).
+type watched interface {
+	changed() bool     // the file's time or size is not what was read
+	reload(why string) // read it again, keeping what is in use on failure
+}
+
+// watch reloads f on every value from hup (SIGHUP) and when it changed,
+// looked at every period, until ctx ends.
+func watch(ctx context.Context, f watched, hup <-chan os.Signal, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

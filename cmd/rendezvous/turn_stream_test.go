@@ -155,7 +155,7 @@ func TestTURNOverTCPAndTLS(t *testing.T) {
 	hup := make(chan os.Signal, 1)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go r.cert.watch(wctx, hup, time.Hour)
+	go watch(wctx, r.cert, hup, time.Hour)
 	pool2 := writeCert(t, certPath, keyPath, "second")
 	hup <- syscall.SIGHUP
 	select {

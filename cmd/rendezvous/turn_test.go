@@ -348,7 +348,7 @@ func TestTURNSecretFile(t *testing.T) {
 	defer signal.Stop(hup)
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
-	go s.secrets.watch(wctx, hup, 5*time.Millisecond)
+	go watch(wctx, s.secrets, hup, 5*time.Millisecond)
 	reloaded := func(how string) {
 		t.Helper()
 		select {
