@@ -2,15 +2,9 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/netip"
 	"os"
@@ -26,46 +20,6 @@ import (
 	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
-
-// writeCert writes a self-signed certificate for localhost and
-// 127.0.0.1, named name, and its key, and returns a pool that trusts it.
-func writeCert(t *testing.T, certPath, keyPath, name string) *x509.CertPool {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: name},
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkcs8, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: pkcs8}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	leaf, _ := x509.ParseCertificate(der)
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return pool
-}
 
 // streamClient is a pion/turn client over conn, a TCP or TLS connection
 // to the relay at addr.
@@ -94,7 +48,7 @@ func TestTURNOverTCPAndTLS(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 	dir := t.TempDir()
 	certPath, keyPath := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	pool := writeCert(t, certPath, keyPath, "first")
+	pool := nettest.WriteSelfSigned(t, certPath, keyPath, "first")
 	cfg := testConfig(newFakeClock())
 	cfg.TURNAddr, cfg.PublicIP, cfg.PublicHost = "127.0.0.1:0", "127.0.0.1", "localhost"
 	cfg.TURNTLSAddr, cfg.TURNCertFile, cfg.TURNKeyFile = "127.0.0.1:0", certPath, keyPath
@@ -156,7 +110,7 @@ func TestTURNOverTCPAndTLS(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	defer stop()
 	go watch(wctx, r.cert, hup, time.Hour)
-	pool2 := writeCert(t, certPath, keyPath, "second")
+	pool2 := nettest.WriteSelfSigned(t, certPath, keyPath, "second")
 	hup <- syscall.SIGHUP
 	select {
 	case <-loaded:

@@ -1,15 +1,10 @@
 package relay_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/netip"
 	"strings"
@@ -24,39 +19,6 @@ import (
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
-// selfSigned is a certificate for localhost, 127.0.0.1 and ::1, and a
-// pool that trusts it.
-func selfSigned(t testing.TB) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(time.Now().UnixNano()),
-		Subject:               pkix.Name{CommonName: "localhost"},
-		DNSNames:              []string{"localhost"},
-		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}
-
 // The transports a client reaches the relay over.
 var transports = []string{"udp", "tcp", "tls"}
 
@@ -64,7 +26,7 @@ var transports = []string{"udp", "tcp", "tls"}
 // and the pool that trusts the TLS certificate.
 func streams(t testing.TB, c relay.Config) (relay.Config, *x509.CertPool) {
 	t.Helper()
-	cert, pool := selfSigned(t)
+	cert, pool := nettest.SelfSigned(t, "localhost")
 	c.ListenTCP, c.ListenTLS = "127.0.0.1:0", "127.0.0.1:0"
 	c.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
 	return c, pool
