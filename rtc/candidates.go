@@ -3,6 +3,7 @@ package rtc
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -32,10 +33,11 @@ const maxCandidateLine = 512
 type policy struct {
 	allow    []netip.Prefix // Config.AllowCandidates, masked
 	loopback bool           // Config.Loopback with no AllowCandidates
+	servers  []netip.Addr   // the ICE servers' addresses (their URLs' IP literals)
 }
 
 func newPolicy(c Config) (policy, error) {
-	p := policy{loopback: c.Loopback && len(c.AllowCandidates) == 0}
+	p := policy{loopback: c.Loopback && len(c.AllowCandidates) == 0, servers: serverAddrs(c.ICEServers)}
 	for _, pr := range c.AllowCandidates {
 		if !pr.IsValid() {
 			return policy{}, fmt.Errorf("%w: AllowCandidates has an invalid prefix %v", ErrConfig, pr)
@@ -68,7 +70,7 @@ func (p policy) admit(raw string) (line string, ok bool, err error) {
 		return "", false, nil
 	}
 	a := c.addr.Unmap()
-	if addrClass(a) == "" || p.loopback && a.IsLoopback() {
+	if addrClass(a) == "" || p.loopback && a.IsLoopback() || slices.Contains(p.servers, a) {
 		return c.String(), true, nil
 	}
 	for _, pr := range p.allow {
@@ -318,3 +320,30 @@ func sdpCandidates(s string) (string, []webrtc.ICECandidateInit, error) {
 }
 
 func isCandidate(a sdp.Attribute) bool { return strings.EqualFold(a.Key, "candidate") }
+
+// serverAddrs are the IP addresses that ICE servers' URLs name
+// (turn:203.0.113.7:3478?transport=udp, stun:[2001:db8::1]): a peer's
+// relayed candidates are there, and this machine sends to them anyway,
+// so a candidate at one aims its checks nowhere new, even when the
+// server is on a private or loopback address (a LAN's or a developer's
+// own rendezvous). Host names are not looked up.
+func serverAddrs(servers []ICEServer) []netip.Addr {
+	var addrs []netip.Addr
+	for _, s := range servers {
+		for _, u := range s.URLs {
+			_, rest, ok := strings.Cut(u, ":")
+			if !ok {
+				continue
+			}
+			rest, _, _ = strings.Cut(rest, "?")
+			host := rest
+			if h, _, err := net.SplitHostPort(rest); err == nil {
+				host = h
+			}
+			if a, err := netip.ParseAddr(strings.Trim(host, "[]")); err == nil {
+				addrs = append(addrs, a.Unmap())
+			}
+		}
+	}
+	return addrs
+}

@@ -126,6 +126,11 @@ func TestAllowCandidates(t *testing.T) {
 		{Config{AllowCandidates: pfx("192.168.1.7/24")}, map[string]bool{"192.168.1.2": true}}, // masked
 		{Config{AllowCandidates: pfx("::ffff:10.0.0.0/104")}, map[string]bool{"10.1.2.3": true, "::ffff:10.1.2.3": true, "11.0.0.1": true, "192.168.0.1": false}},
 		{Config{AllowCandidates: pfx("0.0.0.0/0", "::/0")}, map[string]bool{"127.0.0.1": true, "10.0.0.1": true, "ff02::1": true, "fe80::1": true, "::ffff:10.0.0.1": true}},
+		// The ICE servers' own addresses: a developer's rendezvous on
+		// loopback, a LAN's on a private address (the peers' relayed
+		// candidates are there); their host names are not looked up.
+		{Config{ICEServers: []ICEServer{{URLs: []string{"stun:127.0.0.1:3478", "turn:10.1.2.3:3478?transport=udp"}}, {URLs: []string{"turns:[fd00::7]:5349?transport=tcp", "turn:turn.example.com"}}}},
+			map[string]bool{"127.0.0.1": true, "::ffff:127.0.0.1": true, "127.0.0.2": false, "10.1.2.3": true, "10.1.2.4": false, "fd00::7": true, "fd00::8": false, "8.8.8.8": true}},
 	} {
 		p, err := newPolicy(c.config)
 		if err != nil {

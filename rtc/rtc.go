@@ -122,7 +122,10 @@ type Config struct {
 	// and counted (Stats.CandidatesRefused). Addresses reachable across
 	// the internet are accepted, and so are the random mDNS names a
 	// browser gives its host addresses (<uuid>.local): only the host that
-	// made one up answers for it. A non-empty list replaces Loopback's
+	// made one up answers for it, and so are the addresses of the ICE
+	// servers' URLs (a peer's relayed candidates are at its TURN server,
+	// which this machine uses too, even on a private or loopback
+	// address). A non-empty list replaces Loopback's
 	// default; 0.0.0.0/0 and ::/0 accept every IP address. Every peer's
 	// candidates are also bounded (MaxCandidates).
 	//

@@ -19,12 +19,12 @@ import (
 func dialRelayed(t testing.TB, srv *relay.Server, user, pass string, timeout time.Duration) ([]*rtc.Transport, []error) {
 	t.Helper()
 	_, turnURL := srv.URLs("")
-	return dialRelayedURL(t, turnURL, user, pass, timeout)
+	return dialRelayedURL(t, turnURL, user, pass, timeout, true)
 }
 
 // dialRelayedURL connects two machines of a match through the TURN
-// server at url only.
-func dialRelayedURL(t testing.TB, url, user, pass string, timeout time.Duration) ([]*rtc.Transport, []error) {
+// server at url only; loopback is rtc.Config.Loopback.
+func dialRelayedURL(t testing.TB, url, user, pass string, timeout time.Duration, loopback bool) ([]*rtc.Transport, []error) {
 	t.Helper()
 	servers := []rtc.ICEServer{{URLs: []string{url}, Username: user, Credential: pass}}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -35,7 +35,7 @@ func dialRelayedURL(t testing.TB, url, user, pass string, timeout time.Duration)
 	var wg sync.WaitGroup
 	for m := range 2 {
 		wg.Go(func() {
-			trs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: m, Machines: 2, ICEServers: servers, Relay: true, Loopback: true}, sigs[m])
+			trs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: m, Machines: 2, ICEServers: servers, Relay: true, Loopback: loopback}, sigs[m])
 		})
 	}
 	wg.Wait()
@@ -122,7 +122,7 @@ func TestRelayOverTCP(t *testing.T) {
 	if len(urls) != 2 || !strings.HasSuffix(urls[1], "?transport=tcp") {
 		t.Fatalf("TURN URLs %q", urls)
 	}
-	trs, errs := dialRelayedURL(t, urls[1], user, pass, 20*time.Second)
+	trs, errs := dialRelayedURL(t, urls[1], user, pass, 20*time.Second, true)
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
@@ -137,6 +137,30 @@ func TestRelayOverTCP(t *testing.T) {
 	}
 	if st := srv.Stats(); st.ConnectionsAccepted < 2 || st.AllocationsCreated < 2 {
 		t.Errorf("stats %+v: not over TCP", st)
+	}
+}
+
+// TestRelayOnAPrivateAddress: a relay on a loopback (or private) address,
+// as a developer's own rendezvous or a LAN's: two machines that accept
+// no loopback candidates (rtc's default) still take each other's relayed
+// candidates, which are at the relay's address they use themselves.
+func TestRelayOnAPrivateAddress(t *testing.T) {
+	srv := listen(t, relay.Config{})
+	user, pass, err := srv.Credentials(time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, turnURL := srv.URLs("")
+	trs, errs := dialRelayedURL(t, turnURL, user, pass, 20*time.Second, false)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := trs[0].Send(0, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	receive(t, trs[1], 1)
+	if st := trs[1].Stats(); st.CandidatesRefused != 0 {
+		t.Errorf("%d relayed candidates refused", st.CandidatesRefused)
 	}
 }
 
