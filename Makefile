@@ -17,7 +17,7 @@ PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
 LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
+.PHONY: scale-test module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -60,6 +60,10 @@ rendezvous: web
 ## web-test: the WebRTC transport (rtc), the rendezvous server (cmd/rendezvous) and the game in a browser, on loopback inside a network namespace of their own (cmd/rendezvous/web-test.sh; unshare -n needs root). Installs its Debian packages when missing.
 web-test:
 	cmd/rendezvous/web-test.sh
+
+## scale-test: the rendezvous scaled out (cmd/rendezvous/scale-test.sh, package cmd/rendezvous/scaletest) in a network namespace: a 3-node NATS cluster, 3 instances behind a load balancer, coturn; a match across instances, through coturn, past a dead instance and a dead NATS node; a load of 20,000 matches (REWIND_SCALE_MATCHES) whose latencies and memory land in scale-test-out/load.json. Installs coturn when missing.
+scale-test:
+	cmd/rendezvous/scale-test.sh
 
 ## module-check: a program outside the repository that imports rtc, rtc/lobby, rollback and rollback/udp is built against a file:// module proxy written from this checkout (cmd/modcheck/module-check.sh), as a game's module gets them: no replace, no other module's internal/.
 module-check:

@@ -16,6 +16,6 @@ install_missing() {
 	[ ${#missing[@]} -gt 0 ] || return 0
 	echo "installing: ${missing[*]}"
 	[ "$(id -u)" -eq 0 ] || sudo="sudo"
-	$sudo apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	$sudo apt-get -o DPkg::Lock::Timeout=300 update -qq
+	DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=300 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
