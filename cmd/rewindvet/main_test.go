@@ -36,6 +36,7 @@ var trapWants = map[string]string{
 	"unsafe":     "use of package unsafe",
 	"crosspkg":   "calls wallclock.Seconds, which calls time.Now at wallclock.go:",
 	"allow":      "//rewind:allow without a reason",
+	"layout":     "traps.Score.Points is at byte 4 (4 bytes) on 386 and arm, but at byte 8 (8 bytes) on amd64, arm64 and wasm",
 }
 
 var (

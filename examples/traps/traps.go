@@ -16,6 +16,7 @@ import (
 
 	"github.com/rewindgg/rewind/examples/traps/wallclock"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/savestate"
 )
 
 // World is the game state.
@@ -71,3 +72,15 @@ func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
 }
 
 func (g *Game) spawn() { g.W.Tick++ }
+
+// Score is a state whose layout differs between 32- and 64-bit
+// platforms: an int is 4 bytes on 386 and arm, 8 elsewhere.
+type Score struct {
+	Round  int32
+	Points int
+}
+
+// NewScore allocates a Score in the arena.
+func NewScore(a *savestate.Arena) (savestate.Handle[Score], error) {
+	return savestate.Alloc[Score](a) // trap: layout
+}

@@ -52,6 +52,14 @@
 //     in that package (a VarFact);
 //   - any use of package unsafe.
 //
+// Wherever it is in the package, it also reports a savestate.Alloc[T]
+// whose T is laid out differently on 386, arm, amd64, arm64 or wasm
+// (go/types' gc sizes): the first field, in memory order, whose offset or
+// size differs (an int, or a 64-bit field that 32-bit platforms align on
+// 4 bytes), or else T's size, with each platform's layout. The arena's
+// bytes are what the machines checksum and send to a late joiner, so
+// such a state desyncs players of different platforms (layout.go).
+//
 // Each diagnostic says why the construct breaks determinism and what to
 // do instead. A comment //rewind:allow <reason> on the line of a finding,
 // or alone on the line above it, silences it; a //rewind:allow without a
@@ -244,6 +252,7 @@ func run(pass *analysis.Pass) (any, error) {
 	c.summarise()
 	c.exportFacts()
 	c.report(c.roots())
+	c.checkLayouts()
 	return nil, nil
 }
 

@@ -12,7 +12,7 @@ import (
 // of each trap, reachable and not, silenced and not; example.com/lib is the
 // library it calls (cross-package facts); the rollback package is a stub.
 func TestAnalyzer(t *testing.T) {
-	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "example.com/game", "example.com/lib")
+	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "example.com/game", "example.com/lib", "example.com/layout")
 }
 
 // TestSuggestedFix checks that the fix for a fusable multiply-add converts
