@@ -33,7 +33,7 @@ func deploy(t *testing.T) *deployment {
 	var bases []string
 	for i := range 3 {
 		in := rendezvous(t, fmt.Sprintf("rendezvous-%d", i), fmt.Sprintf("127.0.0.%d", 11+i),
-			"-nats", natsURLs(d.nats), "-turn-external", turn, "-turn-secret", turnSecret)
+			"-nats", natsURLs(d.nats), "-nats-replicas", "3", "-turn-external", turn, "-turn-secret", turnSecret)
 		d.instances = append(d.instances, in)
 		bases = append(bases, in.base)
 	}
