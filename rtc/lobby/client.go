@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,11 +48,16 @@ type Client struct {
 
 // Create creates a match of seats seats (MinSeats..MaxSeats) on the server
 // at base (such as "https://example.com") and returns the client of its
-// seat 0.
+// seat 0. An "unavailable" answer (503: the server's store is out of
+// reach for a moment, or the server is full) is tried again after its
+// Retry-After until ctx ends; other errors are returned at once.
 func Create(ctx context.Context, base string, seats int, o *Options) (*Client, error) {
 	c := newClient(base, o)
 	var t Ticket
-	if err := c.do(ctx, http.MethodPost, "/v1/matches", false, CreateRequest{Seats: seats}, &t); err != nil {
+	err := c.retryOn(ctx, false, unavailable, func() error {
+		return c.do(ctx, http.MethodPost, "/v1/matches", false, CreateRequest{Seats: seats}, &t)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("lobby: create a match: %w", err)
 	}
 	if err := c.setTicket(t); err != nil {
@@ -66,7 +72,7 @@ func Create(ctx context.Context, base string, seats int, o *Options) (*Client, e
 // every seat is taken, ErrLocked when the match refuses joins for a while
 // (wrong tokens were tried against it), and ErrRateLimited when this
 // address has used up its failed guesses for now (the error's RetryAfter
-// says for how long).
+// says for how long). An "unavailable" answer is tried again, as Create's.
 func Join(ctx context.Context, base, code string, o *Options) (*Client, error) {
 	c := newClient(base, o)
 	code = NormalizeCode(code)
@@ -74,7 +80,10 @@ func Join(ctx context.Context, base, code string, o *Options) (*Client, error) {
 		return nil, fmt.Errorf("lobby: join: empty match code: %w", ErrBadRequest)
 	}
 	var t Ticket
-	if err := c.do(ctx, http.MethodPost, "/v1/matches/"+url.PathEscape(code)+"/seats", false, nil, &t); err != nil {
+	err := c.retryOn(ctx, false, unavailable, func() error {
+		return c.do(ctx, http.MethodPost, "/v1/matches/"+url.PathEscape(code)+"/seats", false, nil, &t)
+	})
+	if err != nil {
 		return nil, fmt.Errorf("lobby: join match %q: %w", code, err)
 	}
 	if err := c.setTicket(t); err != nil {
@@ -262,6 +271,20 @@ func (e *transportError) Unwrap() error { return e.err }
 // that got no answer (with a doubling pause), which only requests that
 // can be repeated (the long polls) ask for.
 func (c *Client) retry(ctx context.Context, network bool, f func() error) error {
+	return c.retryOn(ctx, network, slowDown, f)
+}
+
+// The answers worth another attempt: every "slow down" for the requests
+// of a seat; for Create and Join only the server's "unavailable" (its
+// store is out of reach for a moment, or it is at its limits), since
+// their rate limits and quotas are the caller's to hear at once.
+var (
+	slowDown    = []string{CodeRateLimited, CodeQueueFull, CodeUnavailable, CodeQuota}
+	unavailable = []string{CodeUnavailable}
+)
+
+// retryOn is retry for the answers whose codes are listed.
+func (c *Client) retryOn(ctx context.Context, network bool, codes []string, f func() error) error {
 	backoff := firstBackoff
 	for {
 		err := f()
@@ -272,7 +295,7 @@ func (c *Client) retry(ctx context.Context, network bool, f func() error) error 
 		var se *StatusError
 		var te *transportError
 		switch {
-		case errors.As(err, &se) && (se.Code == CodeRateLimited || se.Code == CodeQueueFull || se.Code == CodeUnavailable || se.Code == CodeQuota):
+		case errors.As(err, &se) && slices.Contains(codes, se.Code):
 			wait = se.RetryAfter
 		case network && errors.As(err, &te):
 		default:

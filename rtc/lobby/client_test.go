@@ -425,3 +425,40 @@ func TestReceiveAcknowledges(t *testing.T) {
 		t.Fatalf("the polls acknowledged %q, want %q", afters, want)
 	}
 }
+
+// TestCreateJoinWaitOutUnavailable: Create and Join try again after a 503
+// "unavailable" (a scaled-out server whose store elects a new leader);
+// the ctx bounds them.
+func TestCreateJoinWaitOutUnavailable(t *testing.T) {
+	ctx := testCtx(t)
+	var refused atomic.Int32
+	_, base := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		if refused.Add(1)%3 != 0 { // two of three answers
+			w.Header().Set("Retry-After", "0")
+			reply(w, 503, ErrorBody{Error: "the server's store is unavailable", Code: CodeUnavailable})
+			return
+		}
+		if r.URL.Path == "/v1/matches" {
+			reply(w, 201, Ticket{Code: "ABCDEF", Seat: 0, Token: "t0"})
+			return
+		}
+		reply(w, 201, Ticket{Code: "ABCDEF", Seat: 1, Token: "t1"})
+	})
+	if c, err := Create(ctx, base, 2, nil); err != nil || c.Seat() != 0 {
+		t.Fatalf("create through two 503s: %v", err)
+	}
+	if j, err := Join(ctx, base, "ABCDEF", nil); err != nil || j.Seat() != 1 {
+		t.Fatalf("join through two 503s: %v", err)
+	}
+	if got := refused.Load(); got != 6 {
+		t.Errorf("%d requests, want 6", got)
+	}
+	_, always := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		reply(w, 503, ErrorBody{Error: "the server's store is unavailable", Code: CodeUnavailable})
+	})
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := Create(short, always, 2, nil); !errors.Is(err, ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("create against a server that stays unavailable: %v", err)
+	}
+}
