@@ -135,3 +135,19 @@ func fullMatch(t testing.TB, ctx context.Context, base string, n int) []*lobby.C
 	}
 	return cs
 }
+
+// storeStats is what a store tells the tests of its quotas and sweeps.
+type storeStats interface {
+	used(addr string) usage // what addr holds now
+	charged() int           // addresses that hold something
+	walks() int             // sweeps of every match so far
+}
+
+func usedBy(t testing.TB, s *server, addr string) usage {
+	t.Helper()
+	return s.reg.(storeStats).used(addr)
+}
+
+func addressesCharged(s *server) int { return s.reg.(storeStats).charged() }
+
+func sweeps(s *server) int { return s.reg.(storeStats).walks() }

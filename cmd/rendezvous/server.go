@@ -181,7 +181,7 @@ func (c *config) check() error {
 type server struct {
 	cfg     config
 	log     *slog.Logger
-	reg     *registry
+	reg     store
 	limit   *ipLimiter // nil when there is no rate limit
 	guesses *ipLimiter // failed guesses per address
 	relay   *turnRelay // nil when TURN is disabled
@@ -192,6 +192,10 @@ type server struct {
 	parkMu  sync.Mutex     // guards closed against parked.Add
 	closed  bool           // Close has begun: no poll is parked any more
 	started time.Time
+
+	closing   chan struct{} // closed by drain: every long poll returns
+	closeOnce sync.Once
+	onPoll    func() // tests: called when a long poll starts to wait
 
 	secrets *secretFile // the TURN secrets' file; nil without config.TURNSecretFile
 }
@@ -213,12 +217,17 @@ func newServer(cfg config) (*server, error) {
 	s := &server{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		reg:     newRegistry(&cfg),
+		closing: make(chan struct{}),
 		static:  newStatic(cfg.Web),
 		waiters: make(chan struct{}, cfg.MaxWaiters),
 		started: cfg.Now(),
 		guesses: newIPLimiter(cfg.GuessRate/60, cfg.GuessBurst, cfg.MaxIPs, cfg.Now),
 	}
+	reg, err := openStore(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.reg = reg
 	if cfg.Rate > 0 {
 		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
 	}
@@ -231,12 +240,14 @@ func newServer(cfg config) (*server, error) {
 			s.secrets = &secretFile{path: cfg.TURNSecretFile, log: cfg.Logger}
 			list, err := s.secrets.read()
 			if err != nil {
+				s.reg.close()
 				return nil, err
 			}
 			secrets = list
 		}
 		r, err := newRelay(&cfg, secrets, s.seatState, cfg.Logger)
 		if err != nil {
+			s.reg.close()
 			return nil, err
 		}
 		s.relay = r
@@ -271,19 +282,21 @@ func (s *server) sweep() {
 	s.guesses.sweep()
 }
 
-// drain ends every long poll: http.Server.Shutdown waits for the handlers.
-func (s *server) drain() { s.reg.close() }
+// drain ends every long poll now and makes new ones return at once:
+// http.Server.Shutdown waits for the handlers.
+func (s *server) drain() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Close ends the long polls (and waits for the parked ones to be
-// answered) and stops the TURN relay.
+// answered), stops the TURN relay and lets go of the store.
 func (s *server) Close() error {
 	s.parkMu.Lock()
 	s.closed = true
 	s.parkMu.Unlock()
 	s.drain()
 	s.parked.Wait()
+	var err error
 	if s.relay != nil {
-		return s.relay.Close()
+		err = s.relay.Close()
 	}
-	return nil
+	return errors.Join(err, s.reg.close())
 }
