@@ -39,6 +39,15 @@ type config struct {
 
 	Web fs.FS // the static files; nil means the embedded ones
 
+	// Where the lobby's state is kept (store.go): storeMemory, this
+	// process's memory (the default); storeNATS, NATS JetStream, shared by
+	// every instance that uses the same NATS servers: those at NATSURL, or
+	// a server embedded in this process when it is empty.
+	Store        string
+	NATSURL      string // comma-separated nats:// URLs of an external cluster
+	NATSDir      string // the embedded server's JetStream files; "" keeps its state in memory
+	NATSReplicas int    // replicas of the buckets and the stream in an external cluster (0: 1)
+
 	MaxMatches     int           // most matches held at once (503 beyond)
 	MaxQueuedBytes int           // most bytes of signal data queued over all seats (503 beyond)
 	MaxWaiters     int           // most long polls held at once; beyond, polls answer at once
@@ -158,6 +167,14 @@ func (c *config) check() error {
 		return errors.New("the TURN per-seat allocations, bandwidth and credential lifetime must not be negative")
 	case c.TURNSecret != "" && c.TURNSecretFile != "":
 		return errors.New("give the TURN secret or a file of them, not both")
+	case c.Store != "" && c.Store != storeMemory && c.Store != storeNATS:
+		return fmt.Errorf("unknown store %q: %s or %s", c.Store, storeMemory, storeNATS)
+	case c.Store != storeNATS && (c.NATSURL != "" || c.NATSDir != ""):
+		return errors.New("a NATS URL or directory for a store that is not NATS")
+	case c.NATSURL != "" && c.NATSDir != "":
+		return errors.New("a NATS directory is for the embedded server, not an external cluster")
+	case c.NATSReplicas < 0 || c.NATSReplicas > 5:
+		return errors.New("NATS replicas must be from 1 to 5")
 	case c.TURNConns < 0 || c.TURNConnsPerIP < 0:
 		return errors.New("the TURN connection caps must not be negative")
 	case c.TURNTLSAddr != "" && (c.TURNCertFile == "" || c.TURNKeyFile == ""):
@@ -210,6 +227,9 @@ func newServer(cfg config) (*server, error) {
 	}
 	if cfg.Web == nil {
 		cfg.Web = webFS()
+	}
+	if cfg.Store == "" && (cfg.NATSURL != "" || cfg.NATSDir != "") {
+		cfg.Store = storeNATS
 	}
 	if err := cfg.check(); err != nil {
 		return nil, err

@@ -99,6 +99,17 @@ var closedChan = func() chan struct{} {
 	return c
 }()
 
+// The stores config.Store names.
+const (
+	storeMemory = "memory"
+	storeNATS   = "nats"
+)
+
 // openStore is the store cfg asks for: the registry in this process's
-// memory.
-func openStore(cfg *config) (store, error) { return newRegistry(cfg), nil }
+// memory, or NATS (an embedded server, or the cluster at cfg.NATSURL).
+func openStore(cfg *config) (store, error) {
+	if cfg.Store == storeNATS {
+		return openNATSStore(cfg)
+	}
+	return newRegistry(cfg), nil
+}
