@@ -116,6 +116,7 @@ type natsStore struct {
 	sub     *nats.Subscription
 	waiters *waiters
 	embed   *embeddedNATS // nil with an external cluster
+	events  chan bool     // tests: false when the connection is lost, true once it is back and the buckets are there
 
 	mu        sync.Mutex // guards what follows
 	matches   *bucket
@@ -156,6 +157,7 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		storage:    jetstream.FileStorage,
 		replicas:   max(cfg.NATSReplicas, 1),
 		waiters:    newWaiters(),
+		events:     make(chan bool, 8),
 		answered:   make(map[seatKey]answeredAt),
 	}
 	opts := []nats.Option{
@@ -166,11 +168,19 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		nats.Timeout(natsOpTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			n.log.Warn("NATS disconnected", "err", err)
+			n.event(false)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			n.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
-			n.waiters.all() // changes may have been missed meanwhile
-			go n.ensure()   // a server that lost its state (memory storage) gets the buckets back
+			go func() {
+				// A server that lost its state (memory storage) gets the
+				// buckets back.
+				if err := n.ensure(); err != nil {
+					n.log.Warn("NATS: the buckets after a reconnection", "err", err)
+				}
+				n.waiters.all() // changes may have been missed meanwhile
+				n.event(true)
+			}()
 		}),
 	}
 	url := cfg.NATSURL
@@ -204,6 +214,14 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		return nil, fmt.Errorf("NATS: %w", err)
 	}
 	return n, nil
+}
+
+// event reports a connection event to a test that listens, if any.
+func (n *natsStore) event(up bool) {
+	select {
+	case n.events <- up:
+	default:
+	}
 }
 
 // ensure makes (or updates) the buckets and the stream.
