@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -26,12 +27,16 @@ import (
 //
 //   - KV bucket rdv_matches: key <CODE>, the match (natsMatch, JSON):
 //     seats and tokens, times, session id and secret, the wrong-token
-//     count and lock. Changed by compare-and-set on its revision.
+//     count and lock. Changed by compare-and-set on its revision. At most
+//     MaxMatches keys (the 503 of a full server).
 //   - KV bucket rdv_full: key <CODE> while the match is full; its size is
 //     the number of full matches.
-//   - KV bucket rdv_addrs: key o.<addr>.<CODE> for each match an address
-//     created (its matches quota: they are counted), key q.<addr> the
-//     bytes of its signals still queued (its bytes quota).
+//   - KV bucket rdv_addrs: key q.<addr>, the bytes of the address's
+//     signals still queued (its bytes quota), changed by compare-and-set.
+//   - Stream RDV_OWNERS: subject rdv.own.<addr>, one message for each
+//     match the address created and that is not removed yet (the match
+//     keeps its sequence). At most MaxMatchesPerIP a subject: the stream
+//     refuses the one beyond (429 quota), atomically for every instance.
 //   - Stream RDV_SIGNALS: subject rdv.sig.<CODE>.<seat>, one message a
 //     signal (header Rdv-By: the sender's address), its stream sequence the
 //     signal's Seq. At most queueLen messages a subject (the 429 of a full
@@ -49,7 +54,9 @@ const (
 	natsFull    = "rdv_full"
 	natsAddrs   = "rdv_addrs"
 	natsSignals = "RDV_SIGNALS"
+	natsOwners  = "RDV_OWNERS"
 	sigPrefix   = "rdv.sig."
+	ownPrefix   = "rdv.own."
 	wakePrefix  = "rdv.wake."
 	headerBy    = "Rdv-By"
 	// natsOpTimeout bounds each exchange with NATS.
@@ -70,7 +77,8 @@ type natsMatch struct {
 	Filled      int64      `json:"filled,omitempty"`
 	SessionID   uint64     `json:"session"`
 	Secret      []byte     `json:"secret"`
-	Owner       string     `json:"owner"` // the creator's address, as in rdv_addrs' keys
+	Owner       string     `json:"owner"`     // the creator's address, as in rdv_addrs' keys and RDV_OWNERS' subjects
+	OwnerSeq    uint64     `json:"owner_seq"` // its mark's sequence in RDV_OWNERS
 	Fails       int        `json:"fails,omitempty"`
 	FailedAt    int64      `json:"failed_at,omitempty"`
 	LockedUntil int64      `json:"locked_until,omitempty"`
@@ -117,12 +125,18 @@ type natsStore struct {
 	waiters *waiters
 	embed   *embeddedNATS // nil with an external cluster
 	events  chan bool     // tests: false when the connection is lost, true once it is back and the buckets are there
+	// The changes of one address's queued bytes from this instance are
+	// made one at a time (a lock per stripe of addresses): many players
+	// behind one address would otherwise lose most compare-and-sets to
+	// each other. Other instances' changes still race (and retry).
+	chargeMu [64]sync.Mutex
 
 	mu        sync.Mutex // guards what follows
 	matches   *bucket
 	full      *bucket
 	addrs     *bucket
 	signals   jetstream.Stream
+	owners    jetstream.Stream
 	answered  map[seatKey]answeredAt // signals answered to acknowledging polls of this instance, not acknowledged yet
 	lastSweep time.Time
 	swept     int
@@ -167,7 +181,9 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		nats.ReconnectBufSize(-1), // while disconnected, fail at once (503) rather than buffer
 		nats.Timeout(natsOpTimeout),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			n.log.Warn("NATS disconnected", "err", err)
+			if err != nil { // nil: closed by close
+				n.log.Warn("NATS disconnected", "err", err)
+			}
 			n.event(false)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
@@ -235,12 +251,12 @@ func (n *natsStore) ensure() error {
 	// but for deletes: a key is removed by deleting its message (no
 	// marker left), which KV streams refuse by default and which a
 	// stream's update cannot allow afterwards.
-	kv := func(name string, maxBytes int64) (*bucket, error) {
+	kv := func(name string, maxKeys int) (*bucket, error) {
 		st, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: "KV_" + name, Subjects: []string{"$KV." + name + ".>"},
-			MaxMsgsPerSubject: 1, MaxBytes: maxBytes, MaxAge: life, MaxMsgSize: matchValueMax,
+			MaxMsgsPerSubject: 1, MaxMsgs: int64(maxKeys), MaxAge: life, MaxMsgSize: matchValueMax,
 			Storage: n.storage, Replicas: n.replicas, AllowRollup: true, Duplicates: 2 * time.Minute,
-			MaxMsgs: -1, MaxConsumers: -1, AllowDirect: true, Discard: jetstream.DiscardNew,
+			MaxConsumers: -1, AllowDirect: true, Discard: jetstream.DiscardNew,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", name, err)
@@ -251,20 +267,36 @@ func (n *natsStore) ensure() error {
 		}
 		return &bucket{kv: b, stream: st}, nil
 	}
-	// Each key's stored size is its value, its subject and about 100
-	// bytes more.
-	perMatch := int64(matchValueMax + 256)
-	matches, err := kv(natsMatches, int64(n.maxMatches)*perMatch)
+	// A value is at most matchValueMax bytes: the buckets' sizes follow
+	// from their numbers of keys. An address with queued bytes has sent
+	// signals into a full match, of which there are at most maxMatches,
+	// each of at most 8 seats.
+	matches, err := kv(natsMatches, n.maxMatches)
 	if err != nil {
 		return err
 	}
-	full, err := kv(natsFull, int64(n.maxMatches)*256)
+	full, err := kv(natsFull, n.maxMatches)
 	if err != nil {
 		return err
 	}
-	addrs, err := kv(natsAddrs, int64(n.maxMatches)*2*256)
+	addrs, err := kv(natsAddrs, lobby.MaxSeats*n.maxMatches)
 	if err != nil {
 		return err
+	}
+	owners, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:                 natsOwners,
+		Subjects:             []string{ownPrefix + "*"},
+		MaxMsgsPerSubject:    int64(n.perAddr.matches),
+		MaxMsgs:              2 * int64(n.maxMatches), // one a match, and those of creates under way
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+		MaxAge:               life,
+		MaxMsgSize:           64,
+		Storage:              n.storage,
+		Replicas:             n.replicas,
+	})
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", natsOwners, err)
 	}
 	signals, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:                 natsSignals,
@@ -283,7 +315,7 @@ func (n *natsStore) ensure() error {
 		return fmt.Errorf("stream %s: %w", natsSignals, err)
 	}
 	n.mu.Lock()
-	n.matches, n.full, n.addrs, n.signals = matches, full, addrs, signals
+	n.matches, n.full, n.addrs, n.signals, n.owners = matches, full, addrs, signals, owners
 	n.mu.Unlock()
 	return nil
 }
@@ -413,7 +445,7 @@ func (n *natsStore) wake(code string) {
 // remove deletes the match read as e (errChanged if it changed since),
 // its owner's and full marks, and its seats' signals.
 func (n *natsStore) remove(ctx context.Context, code string, e *entry) error {
-	matches, full, addrs, _ := n.handles()
+	matches, full, _, _ := n.handles()
 	if err := matches.stream.DeleteMsg(ctx, e.rev); err != nil {
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return errChanged
@@ -421,7 +453,7 @@ func (n *natsStore) remove(ctx context.Context, code string, e *entry) error {
 		return err
 	}
 	var errs []error
-	errs = append(errs, deleteKey(ctx, addrs, "o."+e.m.Owner+"."+code))
+	errs = append(errs, n.unown(ctx, e.m.Owner, e.m.OwnerSeq))
 	if e.m.full() {
 		errs = append(errs, deleteKey(ctx, full, code))
 	}
@@ -467,41 +499,21 @@ func (n *natsStore) create(seats int, owner string) (lobby.Ticket, error) {
 }
 
 func (n *natsStore) createIn(ctx context.Context, seats int, owner string) (lobby.Ticket, error) {
-	matches, _, addrs, _ := n.handles()
-	held, err := countSubjects(ctx, addrs, "o."+owner+".*")
+	matches, _, _, _ := n.handles()
+	// The owner's mark first: the stream refuses one beyond the quota.
+	ack, err := n.js.Publish(ctx, ownPrefix+owner, nil)
 	if err != nil {
+		switch s := err.Error(); {
+		case strings.Contains(s, "maximum messages per subject"):
+			return lobby.Ticket{}, errorf(http.StatusTooManyRequests, lobby.CodeQuota,
+				fmt.Sprintf("this address holds %d matches, as many as one address may; leave one (or let it expire) first", n.perAddr.matches))
+		case strings.Contains(s, "maximum messages exceeded"):
+			return lobby.Ticket{}, errServerFull
+		}
 		return lobby.Ticket{}, err
-	}
-	if held >= n.perAddr.matches {
-		return lobby.Ticket{}, errorf(http.StatusTooManyRequests, lobby.CodeQuota,
-			fmt.Sprintf("this address holds %d matches, as many as one address may; leave one (or let it expire) first", held))
-	}
-	count := func() (int, error) {
-		st, err := matches.kv.Status(ctx)
-		if err != nil {
-			return 0, err
-		}
-		return int(st.Values()), nil
-	}
-	if held, err := count(); err != nil {
-		return lobby.Ticket{}, err
-	} else if held >= n.maxMatches {
-		n.mu.Lock()
-		sweep := n.now().Sub(n.lastSweep) >= capSweepInterval
-		n.mu.Unlock()
-		if sweep {
-			n.sweepIn(ctx)
-		}
-		if held, err = count(); err != nil {
-			return lobby.Ticket{}, err
-		}
-		if held >= n.maxMatches {
-			return lobby.Ticket{}, &apiError{status: http.StatusServiceUnavailable, code: lobby.CodeUnavailable,
-				msg: "the server holds as many matches as it may; try again later", retryAfter: capSweepInterval}
-		}
 	}
 	m := natsMatch{Seats: make([]natsSeat, seats), SessionID: randomSessionID(), Secret: make([]byte, secretBytes),
-		Owner: owner, Created: n.now().UnixNano()}
+		Owner: owner, OwnerSeq: ack.Sequence, Created: n.now().UnixNano()}
 	rand.Read(m.Secret)
 	m.Seats[0].Token = randomToken()
 	m.Taken = 1
@@ -509,31 +521,58 @@ func (n *natsStore) createIn(ctx context.Context, seats int, owner string) (lobb
 	if err != nil {
 		return lobby.Ticket{}, err
 	}
+	swept := false
 	for range natsRetries {
 		code := randomCode()
-		rev, err := matches.kv.Create(ctx, code, b)
-		if errors.Is(err, jetstream.ErrKeyExists) {
+		_, err := matches.kv.Create(ctx, code, b)
+		switch {
+		case err == nil:
+			return lobby.Ticket{Code: code, Seat: 0, Token: m.Seats[0].Token}, nil
+		case errors.Is(err, jetstream.ErrKeyExists):
 			continue
+		case strings.Contains(err.Error(), "maximum messages exceeded") && !swept:
+			// The bucket holds maxMatches: sweep (at most once a
+			// capSweepInterval) and try again.
+			swept = true
+			n.mu.Lock()
+			sweep := n.now().Sub(n.lastSweep) >= capSweepInterval
+			n.mu.Unlock()
+			if sweep {
+				n.sweepIn(ctx)
+				continue
+			}
 		}
-		if err != nil {
-			return lobby.Ticket{}, err
+		n.unown(ctx, owner, m.OwnerSeq)
+		if strings.Contains(err.Error(), "maximum messages exceeded") {
+			return lobby.Ticket{}, errServerFull
 		}
-		if _, err := addrs.kv.Put(ctx, "o."+owner+"."+code, nil); err != nil {
-			n.remove(ctx, code, &entry{m: m, rev: rev}) // best effort: the age limits end it otherwise
-			return lobby.Ticket{}, err
-		}
-		return lobby.Ticket{Code: code, Seat: 0, Token: m.Seats[0].Token}, nil
+		return lobby.Ticket{}, err
 	}
+	n.unown(ctx, owner, m.OwnerSeq)
 	return lobby.Ticket{}, errors.New("no free match code")
 }
 
-// countSubjects is the number of keys of b that match filter.
-func countSubjects(ctx context.Context, b *bucket, filter string) (int, error) {
-	info, err := b.stream.Info(ctx, jetstream.WithSubjectFilter("$KV."+b.kv.Bucket()+"."+filter))
+// unown deletes an owner's mark.
+func (n *natsStore) unown(ctx context.Context, owner string, seq uint64) error {
+	n.mu.Lock()
+	owners := n.owners
+	n.mu.Unlock()
+	if err := owners.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return err
+	}
+	return nil
+}
+
+// owned is the number of matches owner's marks count.
+func (n *natsStore) owned(ctx context.Context, owner string) (int, error) {
+	n.mu.Lock()
+	owners := n.owners
+	n.mu.Unlock()
+	info, err := owners.Info(ctx, jetstream.WithSubjectFilter(ownPrefix+owner))
 	if err != nil {
 		return 0, err
 	}
-	return len(info.State.Subjects), nil
+	return int(info.State.Subjects[ownPrefix+owner]), nil
 }
 
 // normalCode is code as stored, or "" when it cannot be one.
@@ -754,6 +793,11 @@ func seatSubject(code string, seat int) string { return sigPrefix + code + "." +
 // charge adds delta bytes to the queued bytes of address by, unless that
 // would take them beyond limit (delta > 0); it reports whether it did.
 func (n *natsStore) charge(ctx context.Context, by string, delta, limit int) (bool, error) {
+	h := fnv.New32a()
+	h.Write([]byte(by))
+	mu := &n.chargeMu[h.Sum32()%uint32(len(n.chargeMu))]
+	mu.Lock()
+	defer mu.Unlock()
 	_, _, addrs, _ := n.handles()
 	key := "q." + by
 	for range natsRetries {
@@ -1104,9 +1148,8 @@ func (n *natsStore) used(addr string) usage {
 		return usage{}
 	}
 	defer cancel()
-	_, _, addrs, _ := n.handles()
 	by := addrToken(addr)
-	held, _ := countSubjects(ctx, addrs, "o."+by+".*")
+	held, _ := n.owned(ctx, by)
 	bytes, _ := n.queuedBy(ctx, by)
 	return usage{matches: held, bytes: bytes}
 }
@@ -1119,15 +1162,20 @@ func (n *natsStore) charged() int {
 	}
 	defer cancel()
 	_, _, addrs, _ := n.handles()
-	info, err := addrs.stream.Info(ctx, jetstream.WithSubjectFilter("$KV."+natsAddrs+".>"))
-	if err != nil {
-		return 0
-	}
+	n.mu.Lock()
+	owners := n.owners
+	n.mu.Unlock()
 	seen := map[string]bool{}
-	for subj := range info.State.Subjects {
-		parts := strings.Split(strings.TrimPrefix(subj, "$KV."+natsAddrs+"."), ".")
-		if len(parts) >= 2 {
-			seen[parts[1]] = true
+	for _, f := range []struct {
+		st     jetstream.Stream
+		prefix string
+	}{{addrs.stream, "$KV." + natsAddrs + ".q."}, {owners, ownPrefix}} {
+		info, err := f.st.Info(ctx, jetstream.WithSubjectFilter(f.prefix+"*"))
+		if err != nil {
+			return -1
+		}
+		for subj := range info.State.Subjects {
+			seen[strings.TrimPrefix(subj, f.prefix)] = true
 		}
 	}
 	return len(seen)

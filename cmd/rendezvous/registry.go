@@ -203,8 +203,7 @@ func (r *registry) create(n int, owner string) (lobby.Ticket, error) {
 			r.sweepLocked(now)
 		}
 		if len(r.matches) >= r.maxMatches {
-			return lobby.Ticket{}, &apiError{status: http.StatusServiceUnavailable, code: lobby.CodeUnavailable,
-				msg: "the server holds as many matches as it may; try again later", retryAfter: capSweepInterval}
+			return lobby.Ticket{}, errServerFull
 		}
 	}
 	for {

@@ -92,6 +92,11 @@ func (w wake) release() {
 var errStoreDown = &apiError{status: http.StatusServiceUnavailable, code: lobby.CodeUnavailable,
 	msg: "the server's store is unavailable; try again shortly", retryAfter: 2 * time.Second}
 
+// errServerFull answers a create when the server holds as many matches
+// as it may.
+var errServerFull = &apiError{status: http.StatusServiceUnavailable, code: lobby.CodeUnavailable,
+	msg: "the server holds as many matches as it may; try again later", retryAfter: capSweepInterval}
+
 // closedChan is a channel that is closed: a wake that fires at once.
 var closedChan = func() chan struct{} {
 	c := make(chan struct{})
