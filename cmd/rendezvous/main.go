@@ -25,6 +25,11 @@
 // ones 30 minutes after they filled. docs/security.md has the threat
 // model and the arithmetic of each limit.
 //
+// The matches and signals live in this process's memory (-store memory),
+// or in NATS JetStream (-store nats): a NATS server embedded in the
+// process (-nats-dir keeps its state in files), or an external cluster
+// (-nats URLs) that several instances share behind a load balancer.
+//
 // Every flag can also come from the environment (RENDEZVOUS_MAX_MATCHES
 // for -max-matches) or a config file (-config), in that order after the
 // command line; docs/deployment.md has the details.
