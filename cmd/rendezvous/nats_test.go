@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -207,6 +208,35 @@ func TestNATSInstances(t *testing.T) {
 	}
 	if n, full, _ := c.s.reg.counts(); n != 1 || full != 1 {
 		t.Fatalf("c sees %d matches, %d full", n, full)
+	}
+	if m := scrape(t, c.s); !strings.Contains(m, "\nrendezvous_nats_rtt_seconds ") || strings.Contains(m, "\nrendezvous_nats_rtt_seconds -1") {
+		t.Fatalf("no NATS round-trip time in the metrics")
+	}
+}
+
+// The embedded NATS server keeps its state in -nats-dir: a match made
+// before a restart of the (single) instance is joined after it.
+func TestNATSEmbeddedDir(t *testing.T) {
+	ctx := testCtx(t, 10*time.Second)
+	clock := newFakeClock()
+	cfg := testConfig(clock)
+	cfg.Store, cfg.NATSDir = storeNATS, t.TempDir()
+	s, err := newServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0, err := s.reg.create(2, "192.0.2.1")
+	s.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, base := start(t, cfg)
+	guest, err := lobby.Join(ctx, base, t0.Code, nil)
+	if err != nil {
+		t.Fatalf("joining a match made before the restart: %v", err)
+	}
+	if m, err := guest.Wait(ctx); err != nil || !m.Full {
+		t.Fatalf("after the restart: %+v %v", m, err)
 	}
 }
 

@@ -186,6 +186,13 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 			}
 			n.event(false)
 		}),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				// Wake-ups were dropped: every poll looks again.
+				n.waiters.all()
+			}
+			n.log.Warn("NATS", "err", err)
+		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			n.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
 			go func() {
@@ -1114,9 +1121,14 @@ func (n *natsStore) sweepIn(ctx context.Context) int {
 		e    entry
 	}
 	var expired []found
-	for u := range w.Updates() {
+	for {
+		var u jetstream.KeyValueEntry
+		select {
+		case u = <-w.Updates():
+		case <-ctx.Done():
+		}
 		if u == nil {
-			break // every current value has come
+			break // every current value has come (or the time is up)
 		}
 		var m natsMatch
 		if err := json.Unmarshal(u.Value(), &m); err != nil || len(m.Seats) == 0 {
