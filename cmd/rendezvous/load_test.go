@@ -217,7 +217,7 @@ func held(s *server) bool {
 // way), with the p50 and p99 of each step, and the memory each full
 // match holds (heap and stacks after a collection, with its signals
 // answered; clients and, with REWIND_STORE=nats, the embedded NATS server
-// in the same process). Each match's clients come from an address of
+// in the same process), and how long a sweep of them takes. Each match's clients come from an address of
 // their own (X-Forwarded-For from a trusted proxy), so that the quotas
 // per address are the default ones. docs/deployment.md has the figures.
 func TestLoadFigures(t *testing.T) {
@@ -328,6 +328,11 @@ func TestLoadFigures(t *testing.T) {
 		t.Logf("  %s: p50 %v, p99 %v", f.what, pct(f.ds, .5), pct(f.ds, .99))
 	}
 	t.Logf("  memory per full match (heap and stacks, clients included): %.0f bytes", float64(int64(h1+s1)-int64(h0+s0))/float64(n))
+	sweep, _ := timed(func() error {
+		s.sweep()
+		return nil
+	})
+	t.Logf("  a sweep of the %d matches (none expired): %v", n, sweep.Round(10*time.Microsecond))
 }
 
 // forwarded is a transport whose requests say they come from addr, as a
