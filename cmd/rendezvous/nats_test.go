@@ -311,3 +311,97 @@ func waitConn(t *testing.T, ctx context.Context, events <-chan bool, up bool) {
 		}
 	}
 }
+
+// freePort is a loopback TCP port that nothing listens on now.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// A cluster of three NATS servers, the store's buckets and streams
+// replicated on all three: a match made and signaled through an instance
+// connected to the cluster survives the loss of any one server (here the
+// one the instance is connected to, which also makes it reconnect to
+// another). The client's requests during the failover are retried after
+// their 503s.
+func TestNATSClusterLosesANode(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	routes := make([]int, 3)
+	for i := range routes {
+		routes[i] = freePort(t)
+	}
+	var nodes []*natsserver.Server
+	var urls []string
+	for i := range 3 {
+		var peers []string
+		for j, p := range routes {
+			if j != i {
+				peers = append(peers, fmt.Sprintf("nats://127.0.0.1:%d", p))
+			}
+		}
+		ns, err := natsserver.NewServer(&natsserver.Options{
+			ServerName: fmt.Sprint("n", i), Host: "127.0.0.1", Port: -1, JetStream: true,
+			StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+			Cluster: natsserver.ClusterOpts{Name: "rendezvous", Host: "127.0.0.1", Port: routes[i]},
+			Routes:  natsserver.RoutesFromStr(strings.Join(peers, ",")),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ns.Start()
+		t.Cleanup(ns.Shutdown)
+		nodes = append(nodes, ns)
+	}
+	for _, ns := range nodes {
+		if !ns.ReadyForConnections(10 * time.Second) {
+			t.Fatal("a NATS node did not start")
+		}
+		urls = append(urls, ns.ClientURL())
+	}
+	// The store waits for the cluster to elect its JetStream leader.
+	clock := newFakeClock()
+	cfg := testConfig(clock)
+	cfg.Store, cfg.NATSURL, cfg.NATSReplicas = storeNATS, strings.Join(urls, ","), 3
+	s, err := newServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(func() {
+		s.Close()
+		hs.Close()
+	})
+	cs := fullMatch(t, ctx, hs.URL, 2)
+	if err := cs[0].Send(ctx, 1, lobby.KindOffer, "before"); err != nil {
+		t.Fatal(err)
+	}
+	receiveAll(t, ctx, cs[1], 0, "before")
+
+	n := s.reg.(*natsStore)
+	connected := n.nc.ConnectedServerName()
+	for _, ns := range nodes {
+		if ns.Name() == connected {
+			ns.Shutdown()
+			ns.WaitForShutdown()
+		}
+	}
+	waitConn(t, ctx, n.events, false)
+	waitConn(t, ctx, n.events, true)
+	if err := cs[0].Send(ctx, 1, lobby.KindCandidate, "after"); err != nil {
+		t.Fatal(err)
+	}
+	receiveAll(t, ctx, cs[1], 0, "after")
+	if err := cs[1].Send(ctx, 0, lobby.KindAnswer, "back"); err != nil {
+		t.Fatal(err)
+	}
+	receiveAll(t, ctx, cs[0], 1, "back")
+	if m, err := cs[0].State(ctx); err != nil || !m.Full {
+		t.Fatalf("the match after a node was lost: %+v %v", m, err)
+	}
+	fullMatch(t, ctx, hs.URL, 2)
+}

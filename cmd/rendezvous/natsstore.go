@@ -247,10 +247,39 @@ func (n *natsStore) event(up bool) {
 	}
 }
 
-// ensure makes (or updates) the buckets and the stream.
+// ensure makes (or updates) the buckets and the streams. A cluster that
+// is starting (no JetStream leader elected yet) is given up to 20 s.
 func (n *natsStore) ensure() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*natsOpTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	for {
+		// Each try has a time of its own: a request that no server
+		// answers yet waits for nothing.
+		try, stop := context.WithTimeout(ctx, 2*time.Second)
+		err := n.ensureIn(try)
+		stop()
+		if err == nil || !(notReady(err) || errors.Is(err, context.DeadlineExceeded)) {
+			return err
+		}
+		t := time.NewTimer(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// notReady reports whether err says that JetStream cannot answer yet:
+// no leader, no responders.
+func notReady(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		(errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable)
+}
+
+func (n *natsStore) ensureIn(ctx context.Context) error {
 	// Nothing outlives a match's longest life by much: the age limits
 	// are only a bound on what a crash leaves behind.
 	life := n.openTTL + n.fullTTL + ackGrace + time.Minute
