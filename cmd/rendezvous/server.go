@@ -175,6 +175,8 @@ func (c *config) check() error {
 		return errors.New("a NATS directory is for the embedded server, not an external cluster")
 	case c.NATSReplicas < 0 || c.NATSReplicas > 5:
 		return errors.New("NATS replicas must be from 1 to 5")
+	case c.NATSReplicas > 1 && c.NATSURL == "":
+		return errors.New("NATS replicas are for an external cluster: the embedded server is one")
 	case c.TURNConns < 0 || c.TURNConnsPerIP < 0:
 		return errors.New("the TURN connection caps must not be negative")
 	case c.TURNTLSAddr != "" && (c.TURNCertFile == "" || c.TURNKeyFile == ""):
