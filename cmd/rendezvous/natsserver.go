@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"time"
 
@@ -41,7 +42,6 @@ func startEmbeddedNATS(cfg *config) (*embeddedNATS, error) {
 		JetStreamMaxMemory: limit,
 		JetStreamMaxStore:  limit,
 		NoSigs:             true,
-		NoLog:              true,
 	}
 	srv, err := natsserver.NewServer(opts)
 	if err != nil {
@@ -49,6 +49,7 @@ func startEmbeddedNATS(cfg *config) (*embeddedNATS, error) {
 		return nil, fmt.Errorf("the embedded NATS server: %w", err)
 	}
 	e.srv = srv
+	srv.SetLoggerV2(natsLog{cfg.Logger}, false, false, false)
 	srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		e.stop()
@@ -70,3 +71,22 @@ func (e *embeddedNATS) stop() {
 		os.RemoveAll(e.tmp)
 	}
 }
+
+// natsLog is the embedded server's logger: its warnings and errors go to
+// the rendezvous's log, its notices at debug level.
+type natsLog struct{ log *slog.Logger }
+
+func (l natsLog) Noticef(format string, v ...any) {
+	l.log.Debug("NATS server: " + fmt.Sprintf(format, v...))
+}
+func (l natsLog) Warnf(format string, v ...any) {
+	l.log.Warn("NATS server: " + fmt.Sprintf(format, v...))
+}
+func (l natsLog) Errorf(format string, v ...any) {
+	l.log.Error("NATS server: " + fmt.Sprintf(format, v...))
+}
+func (l natsLog) Fatalf(format string, v ...any) {
+	l.log.Error("NATS server: " + fmt.Sprintf(format, v...))
+}
+func (l natsLog) Debugf(string, ...any) {}
+func (l natsLog) Tracef(string, ...any) {}
