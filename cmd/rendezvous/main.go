@@ -308,7 +308,7 @@ func sweepEvery(ctx context.Context, srv *server, period time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			srv.sweep()
+			srv.sweepPeriodic(period)
 		}
 	}
 }

@@ -405,3 +405,37 @@ func TestNATSClusterLosesANode(t *testing.T) {
 	}
 	fullMatch(t, ctx, hs.URL, 2)
 }
+
+// Instances sharing NATS walk the matches in turn: each period, main's
+// sweep on every instance walks them from one only (the lease), while
+// each still forgets the signals it answered and that were not
+// acknowledged. An expired match is removed by whichever walks.
+func TestNATSSweepLease(t *testing.T) {
+	ctx := testCtx(t, 10*time.Second)
+	clock := newFakeClock()
+	ns := startNATS(t, t.TempDir(), -1)
+	a := startInstance(t, clock, ns.ClientURL())
+	b := startInstance(t, clock, ns.ClientURL())
+	open, err := lobby.Create(ctx, a.base, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walks := func() int { return sweeps(a.s) + sweeps(b.s) }
+	const period = 10 * time.Second
+	for round := 1; round <= 3; round++ {
+		a.s.sweepPeriodic(period)
+		b.s.sweepPeriodic(period)
+		if n := walks(); n != round {
+			t.Fatalf("round %d: %d walks in all, want %d", round, n, round)
+		}
+		clock.Advance(period)
+	}
+	clock.Advance(10 * time.Minute)
+	b.s.sweepPeriodic(period)
+	if n, _, _ := a.s.reg.counts(); n != 0 {
+		t.Fatalf("%d matches after the open one expired", n)
+	}
+	if _, err := lobby.Join(ctx, a.base, open.Code(), nil); !errors.Is(err, lobby.ErrNotFound) {
+		t.Fatalf("joining the expired match: %v", err)
+	}
+}

@@ -1120,14 +1120,58 @@ func (n *natsStore) sweep() int {
 	return n.sweepIn(ctx)
 }
 
-// sweepIn walks every match (a watch of the bucket: one pass over its
-// values), removing the expired ones, then forgets the signals this
-// instance answered ackGrace ago or longer that no poll acknowledged.
+// sweepIn forgets the signals this instance answered ackGrace ago or
+// longer that no poll acknowledged, then walks every match (walk).
 func (n *natsStore) sweepIn(ctx context.Context) int {
 	now := n.now()
+	n.forgetAnswered(ctx, now)
+	return n.walk(ctx, now)
+}
+
+// sweepLeased is main's periodic sweep: every instance forgets what it
+// answered, but only one walks every match each period (the one that
+// takes the lease, key "sweep" of rdv_addrs: the time of the last walk,
+// changed by compare-and-set), so that N instances do not walk the
+// matches N times.
+func (n *natsStore) sweepLeased(period time.Duration) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*natsOpTimeout)
+	defer cancel()
+	if n.healthy() != nil {
+		return 0
+	}
+	now := n.now()
+	n.forgetAnswered(ctx, now)
+	if !n.lease(ctx, now, period-period/10) {
+		return 0
+	}
+	return n.walk(ctx, now)
+}
+
+// lease takes the sweep's lease unless an instance took it less than d
+// ago; it reports whether this one did.
+func (n *natsStore) lease(ctx context.Context, now time.Time, d time.Duration) bool {
+	_, _, addrs, _ := n.handles()
+	stamp := []byte(strconv.FormatInt(now.UnixNano(), 10))
+	e, err := addrs.kv.Get(ctx, "sweep")
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound):
+		_, err = addrs.kv.Create(ctx, "sweep", stamp)
+	case err != nil:
+		return false
+	default:
+		last, _ := strconv.ParseInt(string(e.Value()), 10, 64)
+		if now.Sub(time.Unix(0, last)) < d {
+			return false
+		}
+		_, err = addrs.kv.Update(ctx, "sweep", stamp, e.Revision())
+	}
+	return err == nil
+}
+
+// forgetAnswered forgets the signals this instance answered ackGrace ago
+// or longer that no poll acknowledged.
+func (n *natsStore) forgetAnswered(ctx context.Context, now time.Time) {
 	n.mu.Lock()
-	n.lastSweep = now
-	n.swept++
 	var stale []seatKey
 	var upTo []uint64
 	for k, a := range n.answered {
@@ -1137,6 +1181,20 @@ func (n *natsStore) sweepIn(ctx context.Context) int {
 			delete(n.answered, k)
 		}
 	}
+	n.mu.Unlock()
+	for i, k := range stale {
+		if err := n.drop(ctx, k.code, k.seat, upTo[i]); err != nil {
+			n.log.Warn("NATS sweep: forgetting answered signals", "err", err)
+		}
+	}
+}
+
+// walk goes over every match (a watch of the bucket: one pass over its
+// values) and removes the expired ones; it returns how many.
+func (n *natsStore) walk(ctx context.Context, now time.Time) int {
+	n.mu.Lock()
+	n.lastSweep = now
+	n.swept++
 	n.mu.Unlock()
 	removed := 0
 	matches, _, _, _ := n.handles()
@@ -1172,11 +1230,6 @@ func (n *natsStore) sweepIn(ctx context.Context) int {
 	for _, f := range expired {
 		if err := n.remove(ctx, f.code, &f.e); err == nil {
 			removed++
-		}
-	}
-	for i, k := range stale {
-		if err := n.drop(ctx, k.code, k.seat, upTo[i]); err != nil {
-			n.log.Warn("NATS sweep: forgetting answered signals", "err", err)
 		}
 	}
 	return removed

@@ -304,6 +304,22 @@ func (s *server) sweep() {
 	s.guesses.sweep()
 }
 
+// sweepPeriodic is main's sweep every period: a store that many
+// instances share walks its matches from one of them each period.
+func (s *server) sweepPeriodic(period time.Duration) {
+	if l, ok := s.reg.(interface{ sweepLeased(time.Duration) int }); ok {
+		if n := l.sweepLeased(period); n > 0 {
+			s.log.Info("matches expired", "count", n)
+		}
+		if s.limit != nil {
+			s.limit.sweep()
+		}
+		s.guesses.sweep()
+		return
+	}
+	s.sweep()
+}
+
 // drain ends every long poll now and makes new ones return at once:
 // http.Server.Shutdown waits for the handlers.
 func (s *server) drain() { s.closeOnce.Do(func() { close(s.closing) }) }
