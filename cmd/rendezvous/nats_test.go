@@ -439,3 +439,28 @@ func TestNATSSweepLease(t *testing.T) {
 		t.Fatalf("joining the expired match: %v", err)
 	}
 }
+
+// An instance whose NATS cannot be reached when it starts still starts:
+// it answers 503 with Retry-After, and serves once NATS is up, with no
+// restart.
+func TestNATSStartsFirst(t *testing.T) {
+	ctx := testCtx(t, 20*time.Second)
+	port := freePort(t)
+	in := startInstance(t, newFakeClock(), fmt.Sprintf("nats://127.0.0.1:%d", port))
+	for _, r := range []struct{ method, path, body string }{
+		{"GET", "/healthz", ""},
+		{"POST", "/v1/matches", `{"seats":2}`},
+	} {
+		ans := call(t, in.base, r.method, r.path, "", []byte(r.body))
+		if ans.status != http.StatusServiceUnavailable || ans.header.Get("Retry-After") != "2" {
+			t.Fatalf("%s %s before NATS is up: %d %s", r.method, r.path, ans.status, ans.body)
+		}
+	}
+	startNATS(t, t.TempDir(), port)
+	waitConn(t, ctx, in.s.reg.(*natsStore).events, true)
+	cs := fullMatch(t, ctx, in.base, 2)
+	if err := cs[0].Send(ctx, 1, lobby.KindOffer, "o"); err != nil {
+		t.Fatal(err)
+	}
+	receiveAll(t, ctx, cs[1], 0, "o")
+}

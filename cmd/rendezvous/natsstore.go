@@ -125,6 +125,10 @@ type natsStore struct {
 	waiters *waiters
 	embed   *embeddedNATS // nil with an external cluster
 	events  chan bool     // tests: false when the connection is lost, true once it is back and the buckets are there
+	opened  chan struct{} // closed once openNATSStore has set nc, js, sub and upAtOpen: the connection's callbacks wait for it
+	// upAtOpen: the first connection was made by openNATSStore itself,
+	// which makes the buckets then (ConnectHandler has nothing to do).
+	upAtOpen bool
 	// The changes of one address's queued bytes from this instance are
 	// made one at a time (a lock per stripe of addresses): many players
 	// behind one address would otherwise lose most compare-and-sets to
@@ -172,6 +176,7 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		replicas:   max(cfg.NATSReplicas, 1),
 		waiters:    newWaiters(),
 		events:     make(chan bool, 8),
+		opened:     make(chan struct{}),
 		answered:   make(map[seatKey]answeredAt),
 	}
 	opts := []nats.Option{
@@ -195,15 +200,7 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			n.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
-			go func() {
-				// A server that lost its state (memory storage) gets the
-				// buckets back.
-				if err := n.ensure(); err != nil {
-					n.log.Warn("NATS: the buckets after a reconnection", "err", err)
-				}
-				n.waiters.all() // changes may have been missed meanwhile
-				n.event(true)
-			}()
+			go n.connected()
 		}),
 	}
 	url := cfg.NATSURL
@@ -217,6 +214,17 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 			n.storage = jetstream.MemoryStorage
 		}
 		opts = append(opts, nats.InProcessServer(e.srv))
+	} else {
+		// An external cluster that cannot be reached yet: the instance
+		// starts, answers 503 and makes the buckets once it connects.
+		opts = append(opts, nats.RetryOnFailedConnect(true), nats.ConnectHandler(func(nc *nats.Conn) {
+			n.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
+			go func() {
+				if <-n.opened; !n.upAtOpen {
+					n.connected()
+				}
+			}()
+		}))
 	}
 	nc, err := nats.Connect(url, opts...)
 	if err != nil {
@@ -224,19 +232,39 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		return nil, fmt.Errorf("connecting to NATS: %w", err)
 	}
 	n.nc = nc
-	if n.js, err = jetstream.New(nc); err == nil {
-		err = n.ensure()
-	}
+	n.js, err = jetstream.New(nc)
 	if err == nil {
 		n.sub, err = nc.Subscribe(wakePrefix+"*", func(m *nats.Msg) {
 			n.waiters.changed(strings.TrimPrefix(m.Subject, wakePrefix))
 		})
+	}
+	n.upAtOpen = nc.IsConnected()
+	close(n.opened)
+	if err == nil && n.upAtOpen {
+		err = n.ensure() // a bad setting (replicas the cluster has not) stops the start
+	} else if err == nil {
+		n.log.Warn("NATS cannot be reached yet: requests answer 503 until it can", "url", url)
 	}
 	if err != nil {
 		n.close()
 		return nil, fmt.Errorf("NATS: %w", err)
 	}
 	return n, nil
+}
+
+// connected makes the buckets and streams (again: a server that lost its
+// state, memory storage, gets them back) once the connection is up, and
+// wakes every poll (changes may have been missed meanwhile).
+func (n *natsStore) connected() {
+	<-n.opened
+	if n.js == nil || n.sub == nil {
+		return // the store did not open
+	}
+	if err := n.ensure(); err != nil {
+		n.log.Warn("NATS: the buckets and streams", "err", err)
+	}
+	n.waiters.all()
+	n.event(true)
 }
 
 // event reports a connection event to a test that listens, if any.
@@ -374,8 +402,13 @@ func (n *natsStore) close() error {
 	return nil
 }
 
+// healthy is nil when the store is connected to NATS and has its
+// buckets and streams.
 func (n *natsStore) healthy() error {
-	if n.nc == nil || !n.nc.IsConnected() {
+	n.mu.Lock()
+	ready := n.matches != nil
+	n.mu.Unlock()
+	if !ready || n.nc == nil || !n.nc.IsConnected() {
 		return errStoreDown
 	}
 	return nil
