@@ -196,11 +196,12 @@ func (c *config) check() error {
 }
 
 // server is the rendezvous server: the lobby and signaling API over the
-// registry, the rate limit, the static files, and the STUN/TURN relay.
+// store (memory or NATS), the rate limit, the static files, and the
+// STUN/TURN relay.
 type server struct {
 	cfg     config
 	log     *slog.Logger
-	reg     store
+	reg     store      // the lobby's state (store.go)
 	limit   *ipLimiter // nil when there is no rate limit
 	guesses *ipLimiter // failed guesses per address
 	relay   *turnRelay // nil when TURN is disabled
