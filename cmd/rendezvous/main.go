@@ -91,7 +91,7 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.StringVar(&cfg.Store, "store", "", "where the matches and signals are kept: \"memory\" (this process) or \"nats\" (NATS JetStream: a server embedded in this process, or the cluster of -nats, shared by every instance); empty: nats with -nats or -nats-dir, memory otherwise")
 	fl.StringVar(&cfg.NATSURL, "nats", "", "comma-separated `URLs` (nats://host:4222) of an external NATS cluster with JetStream for -store nats; empty: a server embedded in this process")
 	fl.StringVar(&cfg.NATSDir, "nats-dir", "", "`directory` of the embedded NATS server's JetStream files (the matches outlive a restart); empty: in memory")
-	fl.IntVar(&cfg.NATSReplicas, "nats-replicas", 1, "replicas of the NATS buckets and stream in an external cluster (3 for a cluster of 3)")
+	fl.IntVar(&cfg.NATSReplicas, "nats-replicas", 0, "replicas of the NATS buckets and streams in an external cluster; 0: 3 when the server is in a cluster (1 if it cannot place 3), else 1")
 	fl.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "most matches held at once (503 beyond)")
 	fl.IntVar(&cfg.MaxQueuedBytes, "max-queued", cfg.MaxQueuedBytes, "most `bytes` of signal data queued over all seats (503 beyond)")
 	fl.IntVar(&cfg.MaxWaiters, "max-polls", cfg.MaxWaiters, "most long polls held at once (beyond, polls are answered at once)")

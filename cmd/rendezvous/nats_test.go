@@ -324,7 +324,7 @@ func freePort(t *testing.T) int {
 }
 
 // A cluster of three NATS servers, the store's buckets and streams
-// replicated on all three: a match made and signaled through an instance
+// replicated on all three (the default in a cluster): a match made and signaled through an instance
 // connected to the cluster survives the loss of any one server (here the
 // one the instance is connected to, which also makes it reconnect to
 // another). The client's requests during the failover are retried after
@@ -366,7 +366,7 @@ func TestNATSClusterLosesANode(t *testing.T) {
 	// The store waits for the cluster to elect its JetStream leader.
 	clock := newFakeClock()
 	cfg := testConfig(clock)
-	cfg.Store, cfg.NATSURL, cfg.NATSReplicas = storeNATS, strings.Join(urls, ","), 3
+	cfg.Store, cfg.NATSURL = storeNATS, strings.Join(urls, ",") // 3 replicas: the server is in a cluster
 	s, err := newServer(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -383,6 +383,10 @@ func TestNATSClusterLosesANode(t *testing.T) {
 	receiveAll(t, ctx, cs[1], 0, "before")
 
 	n := s.reg.(*natsStore)
+	matches, _, _, signals := n.handles()
+	if r1, r2 := matches.stream.CachedInfo().Config.Replicas, signals.CachedInfo().Config.Replicas; r1 != 3 || r2 != 3 {
+		t.Fatalf("replicas in a cluster of 3: %d and %d, want 3", r1, r2)
+	}
 	connected := n.nc.ConnectedServerName()
 	for _, ns := range nodes {
 		if ns.Name() == connected {

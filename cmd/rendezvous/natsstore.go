@@ -117,7 +117,7 @@ type natsStore struct {
 	lockAfter  int
 	lockFor    time.Duration
 	storage    jetstream.StorageType
-	replicas   int
+	replicas   int // of the buckets and streams; 0: 3 in a cluster, else 1
 
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -173,7 +173,7 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		lockAfter:  cfg.LockAfter,
 		lockFor:    cfg.LockFor,
 		storage:    jetstream.FileStorage,
-		replicas:   max(cfg.NATSReplicas, 1),
+		replicas:   cfg.NATSReplicas,
 		waiters:    newWaiters(),
 		events:     make(chan bool, 8),
 		opened:     make(chan struct{}),
@@ -307,7 +307,26 @@ func notReady(err error) bool {
 		(errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable)
 }
 
+// ensureIn makes them with the replicas asked for, or, when none were
+// asked for, 3 in a cluster (falling back to 1 with a warning when the
+// cluster cannot place 3) and 1 on a lone server.
 func (n *natsStore) ensureIn(ctx context.Context) error {
+	r := n.replicas
+	if r == 0 {
+		r = 1
+		if n.nc.ConnectedClusterName() != "" {
+			r = 3
+		}
+	}
+	err := n.ensureWith(ctx, r)
+	if err != nil && n.replicas == 0 && r > 1 && strings.Contains(err.Error(), "insufficient resources") {
+		n.log.Warn("NATS: the cluster cannot place 3 replicas; the buckets and streams get 1", "err", err)
+		err = n.ensureWith(ctx, 1)
+	}
+	return err
+}
+
+func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 	// Nothing outlives a match's longest life by much: the age limits
 	// are only a bound on what a crash leaves behind.
 	life := n.openTTL + n.fullTTL + ackGrace + time.Minute
@@ -319,7 +338,7 @@ func (n *natsStore) ensureIn(ctx context.Context) error {
 		st, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: "KV_" + name, Subjects: []string{"$KV." + name + ".>"},
 			MaxMsgsPerSubject: 1, MaxMsgs: int64(maxKeys), MaxAge: life, MaxMsgSize: matchValueMax,
-			Storage: n.storage, Replicas: n.replicas, AllowRollup: true, Duplicates: 2 * time.Minute,
+			Storage: n.storage, Replicas: replicas, AllowRollup: true, Duplicates: 2 * time.Minute,
 			MaxConsumers: -1, AllowDirect: true, Discard: jetstream.DiscardNew,
 		})
 		if err != nil {
@@ -357,7 +376,7 @@ func (n *natsStore) ensureIn(ctx context.Context) error {
 		MaxAge:               life,
 		MaxMsgSize:           64,
 		Storage:              n.storage,
-		Replicas:             n.replicas,
+		Replicas:             replicas,
 	})
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", natsOwners, err)
@@ -372,7 +391,7 @@ func (n *natsStore) ensureIn(ctx context.Context) error {
 		MaxAge:               life,
 		MaxMsgSize:           lobby.MaxSignalData + 1024,
 		Storage:              n.storage,
-		Replicas:             n.replicas,
+		Replicas:             replicas,
 		AllowDirect:          true,
 	})
 	if err != nil {

@@ -46,7 +46,7 @@ type config struct {
 	Store        string
 	NATSURL      string // comma-separated nats:// URLs of an external cluster
 	NATSDir      string // the embedded server's JetStream files; "" keeps its state in memory
-	NATSReplicas int    // replicas of the buckets and the stream in an external cluster (0: 1)
+	NATSReplicas int    // replicas of the buckets and streams in an external cluster (0: 3 in a cluster, else 1)
 
 	MaxMatches     int           // most matches held at once (503 beyond)
 	MaxQueuedBytes int           // most bytes of signal data queued over all seats (503 beyond)
