@@ -152,32 +152,42 @@ func (s *server) match(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = b
 	}
-	m, seat, err := s.authorize(r)
+	ref, err := s.authorize(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	if wait && s.holdWaiter() {
+		// A match that is full is answered here; one that has to wait is
+		// parked if it can be.
+		st, wk, err := s.lookMatch(ref)
+		if err != nil || st.Full {
+			s.releaseWaiter()
+			s.writeMatch(w, ref, st, err)
+			return
+		}
 		if conn := s.park(w, r); conn != nil {
-			go s.parkMatch(conn, m, seat, s.cfg.MaxWait)
+			go s.parkMatch(conn, ref, s.cfg.MaxWait, wk)
 			return
 		}
-		gone := s.reg.waitFull(r.Context(), m, s.cfg.MaxWait)
+		st, err = s.waitFull(r.Context(), ref, s.cfg.MaxWait, wk)
 		s.releaseWaiter()
-		if gone {
-			writeError(w, errExpired)
-			return
-		}
+		s.writeMatch(w, ref, st, err)
+		return
 	}
-	s.writeMatch(w, m, seat)
+	st, err := s.reg.state(ref)
+	s.writeMatch(w, ref, st, err)
 }
 
-// writeMatch answers m's state, with the ICE servers (and seat's TURN
-// credentials) once it is full.
-func (s *server) writeMatch(w http.ResponseWriter, m *match, seat int) {
-	st := s.reg.state(m)
+// writeMatch answers the match's state st (or err), with the ICE servers
+// (and the seat's TURN credentials) once it is full.
+func (s *server) writeMatch(w http.ResponseWriter, ref seatRef, st lobby.Match, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if st.Full && s.ice != nil {
-		ice, err := s.ice.iceServers(m.code, seat)
+		ice, err := s.ice.iceServers(ref.code, ref.seat)
 		if err != nil {
 			s.log.Error("TURN credentials", "err", err)
 			writeError(w, errInternal)
@@ -190,7 +200,7 @@ func (s *server) writeMatch(w http.ResponseWriter, m *match, seat int) {
 
 // POST /v1/matches/{code}/signals Signal
 func (s *server) send(w http.ResponseWriter, r *http.Request) {
-	m, seat, err := s.authorize(r)
+	ref, err := s.authorize(r)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -200,8 +210,8 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	sig.From = seat
-	if err := s.reg.send(m, sig, s.clientKey(r)); err != nil {
+	sig.From = ref.seat
+	if err := s.reg.send(ref, sig, s.clientKey(r)); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -230,18 +240,17 @@ func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(time.Duration(min(n, 3600))*time.Second, s.cfg.MaxWait)
 	}
-	m, seat, err := s.authorize(r)
+	ref, err := s.authorize(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	token := bearer(r)
 	if wait > 0 && !s.holdWaiter() {
 		wait = 0
 	} else if wait > 0 {
 		// A poll that has signals to answer is answered here; one that
 		// has to wait is parked if it can be.
-		batch, wake, err := s.reg.take(m, seat, token, ack, after, true)
+		batch, wk, err := s.lookSignals(ref, ack, after, true)
 		if err != nil || len(batch) > 0 {
 			s.releaseWaiter()
 			if err != nil {
@@ -252,12 +261,13 @@ func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if conn := s.park(w, r); conn != nil {
-			go s.parkSignals(conn, m, seat, token, wait, ack, after, wake)
+			go s.parkSignals(conn, ref, wait, ack, after, wk)
 			return
 		}
+		wk.release()
 		defer s.releaseWaiter()
 	}
-	batch, err := s.reg.receive(r.Context(), m, seat, token, wait, ack, after)
+	batch, err := s.receiveWait(r.Context(), ref, wait, ack, after)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -267,20 +277,20 @@ func (s *server) receive(w http.ResponseWriter, r *http.Request) {
 
 // DELETE /v1/matches/{code}/seats/{seat}
 func (s *server) leave(w http.ResponseWriter, r *http.Request) {
-	m, seat, err := s.authorize(r)
+	ref, err := s.authorize(r)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if n, err := strconv.Atoi(pathSegment(r, 4)); err != nil || n != seat {
+	if n, err := strconv.Atoi(pathSegment(r, 4)); err != nil || n != ref.seat {
 		writeError(w, errorf(http.StatusForbidden, lobby.CodeForbidden, "a token can only leave its own seat"))
 		return
 	}
-	if err := s.reg.leave(m, seat); err != nil {
+	if err := s.reg.leave(ref); err != nil {
 		writeError(w, err)
 		return
 	}
-	s.log.Info("seat left", "code", m.code, "seat", seat)
+	s.log.Info("seat left", "code", ref.code, "seat", ref.seat)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -289,6 +299,10 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		writeError(w, errorf(http.StatusMethodNotAllowed, lobby.CodeMethodNotAllowed, "only GET and HEAD here"))
+		return
+	}
+	if err := s.reg.healthy(); err != nil {
+		writeError(w, errStoreDown)
 		return
 	}
 	matches, full, queued := s.reg.counts()
@@ -316,14 +330,14 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 // back. A right token passes whatever the address's guesses (tokens are
 // 128 random bits: there is nothing to slow down, and a player behind the
 // same address as a guesser keeps playing).
-func (s *server) authorize(r *http.Request) (*match, int, error) {
-	m, seat, err := s.reg.authorize(pathSegment(r, 2), bearer(r))
+func (s *server) authorize(r *http.Request) (seatRef, error) {
+	ref, err := s.reg.authorize(pathSegment(r, 2), bearer(r))
 	if isGuess(err) {
 		if ok, wait := s.guesses.allow(s.clientKey(r)); !ok {
-			return nil, 0, guessesSpent(wait)
+			return seatRef{}, guessesSpent(wait)
 		}
 	}
-	return m, seat, err
+	return ref, err
 }
 
 // guessesSpent is the answer to an address that has used up its failed

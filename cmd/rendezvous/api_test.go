@@ -204,11 +204,14 @@ func TestMatchCap(t *testing.T) {
 }
 
 // A seat's queue holds 64 signals (429 beyond); all queues together hold
-// MaxQueuedBytes of data (503 beyond); draining frees both.
+// MaxQueuedBytes of data (503 beyond); draining frees both. (On NATS the
+// bytes are what the stream stores, a signal's data and its overhead:
+// queuedCost measures it.)
 func TestQueueBounds(t *testing.T) {
 	ctx := testCtx(t, 10*time.Second)
 	cfg := testConfig(newFakeClock())
-	cfg.MaxQueuedBytes = 100*queueLen + 50
+	cost := queuedCost(t, cfg)
+	cfg.MaxQueuedBytes = cost(100)*queueLen + cost(50)
 	s, base := start(t, cfg)
 	a := fullMatch(t, ctx, base, 2)
 	data := strings.Repeat("c", 100)
@@ -237,8 +240,8 @@ func TestQueueBounds(t *testing.T) {
 	if err := json.Unmarshal(ans.body, &batch); err != nil || len(batch) != queueLen {
 		t.Fatalf("drain: %d signals, %v", len(batch), err)
 	}
-	if _, _, q := s.reg.counts(); q != 50 {
-		t.Fatalf("%d bytes queued after the drain, want 50", q)
+	if _, _, q := s.reg.counts(); q != cost(50) {
+		t.Fatalf("%d bytes queued after the drain, want %d", q, cost(50))
 	}
 	if err := b[0].Send(ctx, 1, lobby.KindCandidate, "x"); err != nil {
 		t.Fatalf("a signal after the drain: %v", err)

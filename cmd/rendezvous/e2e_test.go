@@ -202,13 +202,18 @@ func TestLeaveBeforeFull(t *testing.T) {
 }
 
 // A leave wakes the holder's own pending poll (another request of the same
-// token), which then answers 401, not someone else's signals.
+// token), which then answers 401, not someone else's signals. (Another
+// seat is held: a leave that empties the match removes it, and the poll
+// answers 410 then.)
 func TestLeaveEndsOwnPoll(t *testing.T) {
 	ctx := testCtx(t, 5*time.Second)
 	s, base := start(t, testConfig(newFakeClock()))
 	polling := pollEvents(s)
-	host, err := lobby.Create(ctx, base, 2, nil)
+	host, err := lobby.Create(ctx, base, 3, nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lobby.Join(ctx, base, host.Code(), nil); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -286,7 +291,7 @@ func TestExpiry(t *testing.T) {
 // pollEvents reports each long poll of s that starts to wait.
 func pollEvents(s *server) <-chan struct{} {
 	ch := make(chan struct{}, 64)
-	s.reg.onPoll = func() { ch <- struct{}{} }
+	s.onPoll = func() { ch <- struct{}{} }
 	return ch
 }
 

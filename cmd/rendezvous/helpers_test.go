@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -52,7 +53,27 @@ func testConfig(clock *fakeClock) config {
 	cfg.MaxWait = 2 * time.Second
 	cfg.Now = clock.Now
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.Store = testStore()
+	if os.Getenv("REWIND_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
 	return cfg
+}
+
+// testStore is the store the tests' servers use: REWIND_STORE=nats runs
+// them on NATS (a server embedded in each), memory otherwise.
+func testStore() string {
+	if os.Getenv("REWIND_STORE") == storeNATS {
+		return storeNATS
+	}
+	return storeMemory
+}
+
+// onNATS reports whether s keeps its state in NATS: a few figures differ
+// (the queued bytes count NATS's own bytes, Seqs are the stream's).
+func onNATS(s *server) bool {
+	_, ok := s.reg.(*natsStore)
+	return ok
 }
 
 // start runs a server built from cfg behind an httptest server.
@@ -134,4 +155,38 @@ func fullMatch(t testing.TB, ctx context.Context, base string, n int) []*lobby.C
 		cs = append(cs, j)
 	}
 	return cs
+}
+
+// storeStats is what a store tells the tests of its quotas and sweeps.
+type storeStats interface {
+	used(addr string) usage // what addr holds now
+	charged() int           // addresses that hold something
+	walks() int             // sweeps of every match so far
+}
+
+func usedBy(t testing.TB, s *server, addr string) usage {
+	t.Helper()
+	return s.reg.(storeStats).used(addr)
+}
+
+func addressesCharged(s *server) int { return s.reg.(storeStats).charged() }
+
+func sweeps(s *server) int { return s.reg.(storeStats).walks() }
+
+// queuedCost is what a signal of n bytes of data from seat 0 to seat 1
+// counts in the queued bytes of a server built from cfg: n in memory; on
+// NATS, what the stream stores (measured on a server of its own).
+func queuedCost(t testing.TB, cfg config) func(n int) int {
+	t.Helper()
+	if cfg.Store != storeNATS {
+		return func(n int) int { return n }
+	}
+	ctx := testCtx(t, 5*time.Second)
+	s, base := start(t, cfg)
+	cs := fullMatch(t, ctx, base, 2)
+	if err := cs[0].Send(ctx, 1, lobby.KindCandidate, "x"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, q := s.reg.counts()
+	return func(n int) int { return q - 1 + n }
 }

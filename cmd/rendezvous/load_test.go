@@ -3,10 +3,14 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,4 +208,142 @@ func mib(b uint64) float64 { return float64(b) / (1 << 20) }
 func held(s *server) bool {
 	_, _, queued := s.reg.counts()
 	return queued > 0
+}
+
+// TestLoadFigures measures, when REWIND_LOAD gives a number of matches
+// (it is skipped otherwise): that many matches of 2 created, then
+// joined, 32 requests at a time, then a signal round trip in each (seat
+// 1's poll waits, seat 0 sends, seat 1's poll answers; then the other
+// way), with the p50 and p99 of each step, and the memory each full
+// match holds (heap and stacks after a collection, with its signals
+// answered; clients and, with REWIND_STORE=nats, the embedded NATS server
+// in the same process), and how long a sweep of them takes. Each match's clients come from an address of
+// their own (X-Forwarded-For from a trusted proxy), so that the quotas
+// per address are the default ones. docs/deployment.md has the figures.
+func TestLoadFigures(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("REWIND_LOAD"))
+	if n <= 0 {
+		t.Skip("REWIND_LOAD=<matches> runs it")
+	}
+	const parallel = 32
+	ctx := testCtx(t, 10*time.Minute)
+	cfg := testConfig(newFakeClock())
+	cfg.MaxWait = time.Minute
+	cfg.MaxMatches = 2 * n
+	def := defaultConfig()
+	cfg.MaxMatchesPerIP, cfg.MaxQueuedPerIP = def.MaxMatchesPerIP, def.MaxQueuedPerIP
+	cfg.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	s, base := start(t, cfg)
+	tr := &http.Transport{MaxIdleConnsPerHost: 4 * parallel, IdleConnTimeout: time.Minute}
+	t.Cleanup(tr.CloseIdleConnections)
+	optsOf := func(i int) *lobby.Options {
+		addr := netip.AddrFrom4([4]byte{10, byte(i >> 16), byte(i >> 8), byte(i)})
+		return &lobby.Options{HTTPClient: &http.Client{Transport: forwarded{addr.String(), tr}}}
+	}
+	h0, s0, _ := memFootprint()
+
+	// each runs f for every match, parallel at a time, and returns the
+	// times f reports.
+	each := func(f func(i int) (time.Duration, error)) []time.Duration {
+		took := make([]time.Duration, n)
+		next := atomic.Int64{}
+		var wg sync.WaitGroup
+		for range parallel {
+			wg.Go(func() {
+				for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
+					d, err := f(i)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					took[i] = d
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		return took
+	}
+	timed := func(f func() error) (time.Duration, error) {
+		start := time.Now()
+		err := f()
+		return time.Since(start), err
+	}
+	pairs := make([][2]*lobby.Client, n)
+	creates := each(func(i int) (d time.Duration, err error) {
+		return timed(func() error {
+			pairs[i][0], err = lobby.Create(ctx, base, 2, optsOf(i))
+			return err
+		})
+	})
+	joins := each(func(i int) (d time.Duration, err error) {
+		return timed(func() error {
+			pairs[i][1], err = lobby.Join(ctx, base, pairs[i][0].Code(), optsOf(i))
+			return err
+		})
+	})
+	roundTrip := func(from, to *lobby.Client, data string) (time.Duration, error) {
+		got := make(chan error, 1)
+		polling := make(chan struct{})
+		go func() {
+			close(polling)
+			_, _, d, err := to.Receive(ctx)
+			if err == nil && d != data {
+				err = fmt.Errorf("got %q, want %q", d, data)
+			}
+			got <- err
+		}()
+		<-polling
+		return timed(func() error {
+			if err := from.Send(ctx, to.Seat(), lobby.KindOffer, data); err != nil {
+				return err
+			}
+			return <-got
+		})
+	}
+	signals := each(func(i int) (time.Duration, error) {
+		d0, err := roundTrip(pairs[i][0], pairs[i][1], fmt.Sprint("offer ", i))
+		if err != nil {
+			return 0, err
+		}
+		d1, err := roundTrip(pairs[i][1], pairs[i][0], fmt.Sprint("answer ", i))
+		return (d0 + d1) / 2, err
+	})
+	h1, s1, _ := memFootprint()
+	if m, full, _ := s.reg.counts(); m != n || full != n {
+		t.Fatalf("%d matches, %d full; want %d", m, full, n)
+	}
+	pct := func(ds []time.Duration, p float64) time.Duration {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return ds[min(len(ds)-1, int(float64(len(ds))*p))].Round(10 * time.Microsecond)
+	}
+	t.Logf("store %s, %d matches of 2, %d requests at a time:", cfg.Store, n, parallel)
+	for _, f := range []struct {
+		what string
+		ds   []time.Duration
+	}{{"create", creates}, {"join", joins}, {"signal round trip", signals}} {
+		t.Logf("  %s: p50 %v, p99 %v", f.what, pct(f.ds, .5), pct(f.ds, .99))
+	}
+	t.Logf("  memory per full match (heap and stacks, clients included): %.0f bytes", float64(int64(h1+s1)-int64(h0+s0))/float64(n))
+	sweep, _ := timed(func() error {
+		s.sweep()
+		return nil
+	})
+	t.Logf("  a sweep of the %d matches (none expired): %v", n, sweep.Round(10*time.Microsecond))
+}
+
+// forwarded is a transport whose requests say they come from addr, as a
+// trusted proxy's X-Forwarded-For would.
+type forwarded struct {
+	addr string
+	next http.RoundTripper
+}
+
+func (f forwarded) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Forwarded-For", f.addr)
+	return f.next.RoundTrip(r)
 }

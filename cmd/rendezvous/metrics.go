@@ -58,6 +58,15 @@ func newMetrics(s *server) *metrics {
 		}),
 		gauge("rendezvous_long_polls", "Long polls held now.", func() float64 { return float64(len(s.waiters)) }),
 	)
+	if n, ok := s.reg.(*natsStore); ok {
+		m.registry.MustRegister(gauge("rendezvous_nats_rtt_seconds", "Round-trip time to the NATS server (-store nats); -1 while it cannot be reached.", func() float64 {
+			rtt, err := n.rtt()
+			if err != nil {
+				return -1
+			}
+			return rtt.Seconds()
+		}))
+	}
 	if s.relay != nil {
 		m.registry.MustRegister(
 			gauge("rendezvous_turn_allocations", "TURN allocations now.", func() float64 { return float64(s.relay.allocations()) }),

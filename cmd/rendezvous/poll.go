@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -49,28 +50,120 @@ func (s *server) park(w http.ResponseWriter, r *http.Request) net.Conn {
 	return conn
 }
 
-// parkSignals waits, parked, for signals for seat i of m, up to d, then
-// answers them on conn (as receive's handler would) and closes it. wake is
-// the seat's channel from the handler's look at its queue, which found
+// lookSignals is one look at the seat's queue (store.take), the wait for
+// a change registered first: when there is nothing to answer, the wake
+// it returns fires on any change after the look; otherwise it holds none.
+func (s *server) lookSignals(ref seatRef, ack bool, after uint64, deliver bool) ([]lobby.Signal, wake, error) {
+	wk := s.reg.watch(ref.code)
+	batch, err := s.reg.take(ref, ack, after, deliver)
+	if err != nil || len(batch) > 0 {
+		wk.release()
+		return batch, wake{}, err
+	}
+	return nil, wk, nil
+}
+
+// lookMatch is one look at the match's state, the wait for a change
+// registered first: the wake it returns is held only when the match is
+// not full yet.
+func (s *server) lookMatch(ref seatRef) (lobby.Match, wake, error) {
+	wk := s.reg.watch(ref.code)
+	st, err := s.reg.state(ref)
+	if err != nil || st.Full {
+		wk.release()
+		return st, wake{}, err
+	}
+	return st, wk, nil
+}
+
+// receiveWait returns the signals queued for the seat (store.take). When
+// there are none it waits up to d for some; it returns an empty batch when
+// d passes or ctx or the server ends.
+func (s *server) receiveWait(ctx context.Context, ref seatRef, d time.Duration, ack bool, after uint64) ([]lobby.Signal, error) {
+	var timeout <-chan time.Time
+	for {
+		batch, wk, err := s.lookSignals(ref, ack, after, ctx.Err() == nil)
+		if err != nil || len(batch) > 0 {
+			return batch, err
+		}
+		if d <= 0 || ctx.Err() != nil {
+			wk.release()
+			return []lobby.Signal{}, nil
+		}
+		if timeout == nil {
+			t := time.NewTimer(d)
+			defer t.Stop()
+			timeout = t.C
+			s.pollWaits()
+		}
+		select {
+		case <-wk.C:
+			wk.release()
+			continue
+		case <-timeout:
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		wk.release()
+		return []lobby.Signal{}, nil
+	}
+}
+
+// waitFull waits until the match is full, or removed, or d has passed, or
+// ctx or the server ends, and returns its state then. wk is the wake of
+// the look (lookMatch) that found it not full.
+func (s *server) waitFull(ctx context.Context, ref seatRef, d time.Duration, wk wake) (lobby.Match, error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	s.pollWaits()
+	for {
+		select {
+		case <-wk.C:
+			wk.release()
+			st, next, err := s.lookMatch(ref)
+			if err != nil || st.Full {
+				return st, err
+			}
+			wk = next
+			continue
+		case <-t.C:
+		case <-ctx.Done():
+		case <-s.closing:
+		}
+		wk.release()
+		return s.reg.state(ref)
+	}
+}
+
+// pollWaits tells a test that a long poll starts to wait.
+func (s *server) pollWaits() {
+	if s.onPoll != nil {
+		s.onPoll()
+	}
+}
+
+// parkSignals waits, parked, for signals for the seat, up to d, then
+// answers them on conn (as receive's handler would) and closes it. wk is
+// the wake of the handler's look at the seat's queue, which found
 // nothing: the goroutine waits before it does anything else, so that its
 // stack stays at its first 2 KiB while it waits. It holds a long-poll
 // slot, which it releases.
-func (s *server) parkSignals(conn net.Conn, m *match, i int, token string, d time.Duration, ack bool, after uint64, wake <-chan struct{}) {
+func (s *server) parkSignals(conn net.Conn, ref seatRef, d time.Duration, ack bool, after uint64, wk wake) {
 	defer s.parked.Done()
 	defer s.releaseWaiter()
 	t := time.NewTimer(d)
 	defer t.Stop()
-	if s.reg.onPoll != nil {
-		s.reg.onPoll()
-	}
+	s.pollWaits()
 	for {
 		select {
-		case <-wake:
-		case <-m.gone:
+		case <-wk.C:
+			wk.release()
 		case <-t.C:
+			wk.release()
 			s.answerParked(conn, func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, []lobby.Signal{}) })
 			return
-		case <-s.reg.closing:
+		case <-s.closing:
+			wk.release()
 			s.answerParked(conn, func(w http.ResponseWriter) { writeJSON(w, http.StatusOK, []lobby.Signal{}) })
 			return
 		}
@@ -82,7 +175,7 @@ func (s *server) parkSignals(conn net.Conn, m *match, i int, token string, d tim
 		}
 		var batch []lobby.Signal
 		var err error
-		batch, wake, err = s.reg.take(m, i, token, ack, after, true)
+		batch, wk, err = s.lookSignals(ref, ack, after, true)
 		if err != nil || len(batch) > 0 {
 			s.answerParked(conn, func(w http.ResponseWriter) {
 				if err != nil {
@@ -96,31 +189,14 @@ func (s *server) parkSignals(conn net.Conn, m *match, i int, token string, d tim
 	}
 }
 
-// parkMatch waits, parked, until m is full, or removed, or d has passed,
-// then answers its state on conn (as match's handler would) and closes it.
-func (s *server) parkMatch(conn net.Conn, m *match, seat int, d time.Duration) {
+// parkMatch waits, parked, until the match is full, or removed, or d has
+// passed, then answers its state on conn (as match's handler would) and
+// closes it. wk is the wake of the handler's look, which found it not full.
+func (s *server) parkMatch(conn net.Conn, ref seatRef, d time.Duration, wk wake) {
 	defer s.parked.Done()
 	defer s.releaseWaiter()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	if s.reg.onPoll != nil {
-		s.reg.onPoll()
-	}
-	gone := false
-	select {
-	case <-m.full:
-	case <-m.gone:
-		gone = true
-	case <-t.C:
-	case <-s.reg.closing:
-	}
-	s.answerParked(conn, func(w http.ResponseWriter) {
-		if gone {
-			writeError(w, errExpired)
-			return
-		}
-		s.writeMatch(w, m, seat)
-	})
+	st, err := s.waitFull(context.Background(), ref, d, wk)
+	s.answerParked(conn, func(w http.ResponseWriter) { s.writeMatch(w, ref, st, err) })
 }
 
 // answerParked writes the answer that write makes to conn, with

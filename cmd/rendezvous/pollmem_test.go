@@ -106,7 +106,7 @@ func TestLongPollMemory(t *testing.T) {
 	}()
 	s := newTestServer(t, cfg)
 	polling := make(chan struct{}, n)
-	s.reg.onPoll = func() { polling <- struct{}{} }
+	s.onPoll = func() { polling <- struct{}{} }
 	addr, states := serveMain(t, s)
 	// Warm up: one poll, so that what is allocated once is not counted.
 	seats := seatTickets(t, s, n+1)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
@@ -38,12 +37,13 @@ const (
 	capSweepInterval = time.Second
 )
 
-// registry holds the matches: their seats and tokens, the signals waiting
-// for each seat, the bounds (how many matches, how many bytes of queued
-// signals, in all and per client address) and the expiry. One mutex
-// guards all of it: every operation under it is a few map and slice
-// accesses (but the sweep, at most once per capSweepInterval, or when
-// main calls it); the long polls wait outside it.
+// registry is the store of one process (store.go): it holds the matches,
+// their seats and tokens, the signals waiting for each seat, the bounds
+// (how many matches, how many bytes of queued signals, in all and per
+// client address) and the expiry, in memory. One mutex guards all of it:
+// every operation under it is a few map and slice accesses (but the
+// sweep, at most once per capSweepInterval, or when main calls it); the
+// long polls wait outside it.
 type registry struct {
 	now        func() time.Time
 	maxMatches int
@@ -53,9 +53,6 @@ type registry struct {
 	fullTTL    time.Duration // a full match expires this long after it filled
 	lockAfter  int           // wrong tokens against a match before it refuses joins (0: never)
 	lockFor    time.Duration // how long it refuses them
-	closing    chan struct{} // closed by close: every long poll returns
-	closeOnce  sync.Once
-	onPoll     func() // tests: called when a long poll starts to wait
 
 	mu        sync.Mutex
 	matches   map[string]*match
@@ -63,7 +60,7 @@ type registry struct {
 	full      int               // matches that are full
 	usage     map[string]*usage // by client address (addrKey); an address that holds nothing has no entry
 	lastSweep time.Time
-	walks     int // sweeps of every match so far (tests)
+	swept     int // sweeps of every match so far (tests)
 }
 
 // usage is what one client address holds: the matches it created that
@@ -84,8 +81,7 @@ type match struct {
 	filled    time.Time // zero until full
 	sessionID uint64
 	secret    []byte
-	full      chan struct{} // closed when the last seat is taken
-	gone      chan struct{} // closed when the match is removed
+	changed   chan struct{} // closed (and replaced) when a signal arrives, a seat is taken or left, or the match is removed
 	// Wrong tokens tried against the match: how many since the last one
 	// lockFor ago or longer, and until when it refuses joins.
 	fails       int
@@ -103,8 +99,7 @@ type seat struct {
 	// sweep forgets the signals up to it once ackGrace has passed.
 	answered   uint64
 	answeredAt time.Time
-	bytes      int           // len(Data) summed over queue
-	wake       chan struct{} // closed (and replaced) when a signal arrives or the seat is freed
+	bytes      int // len(Data) summed over queue
 }
 
 // queued is a signal waiting for its recipient, and who sent it: the
@@ -149,14 +144,38 @@ func newRegistry(cfg *config) *registry {
 		fullTTL:    cfg.FullTTL,
 		lockAfter:  cfg.LockAfter,
 		lockFor:    cfg.LockFor,
-		closing:    make(chan struct{}),
 		matches:    make(map[string]*match),
 		usage:      make(map[string]*usage),
 	}
 }
 
-// close ends every long poll now and makes new ones return at once.
-func (r *registry) close() { r.closeOnce.Do(func() { close(r.closing) }) }
+// close does nothing: the registry holds nothing outside the process.
+func (r *registry) close() error { return nil }
+
+// healthy is nil: the registry is always there.
+func (r *registry) healthy() error { return nil }
+
+// watch is the match's changed channel, or a closed one when there is no
+// such match (the look it guards says why).
+func (r *registry) watch(code string) wake {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.matches[code]; m != nil {
+		return wake{C: m.changed}
+	}
+	return wake{C: closedChan}
+}
+
+// get is the match of a seatRef, nil when it was removed (or has
+// expired: it is removed now). The caller holds r.mu.
+func (r *registry) get(ref seatRef) *match {
+	m := r.matches[ref.code]
+	if m != nil && r.expired(m, r.now()) {
+		r.remove(m)
+		return nil
+	}
+	return m
+}
 
 // create makes a match of n seats and gives its creator, from client
 // address owner (an addrKey), seat 0.
@@ -169,13 +188,9 @@ func (r *registry) create(n int, owner string) (lobby.Ticket, error) {
 		seats:     make([]seat, n),
 		sessionID: randomSessionID(),
 		secret:    make([]byte, secretBytes),
-		full:      make(chan struct{}),
-		gone:      make(chan struct{}),
+		changed:   make(chan struct{}),
 	}
 	rand.Read(m.secret)
-	for i := range m.seats {
-		m.seats[i].wake = make(chan struct{})
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
@@ -188,8 +203,7 @@ func (r *registry) create(n int, owner string) (lobby.Ticket, error) {
 			r.sweepLocked(now)
 		}
 		if len(r.matches) >= r.maxMatches {
-			return lobby.Ticket{}, &apiError{status: http.StatusServiceUnavailable, code: lobby.CodeUnavailable,
-				msg: "the server holds as many matches as it may; try again later", retryAfter: capSweepInterval}
+			return lobby.Ticket{}, errServerFull
 		}
 	}
 	for {
@@ -237,22 +251,22 @@ func (r *registry) takeSeat(m *match, i int, now time.Time) lobby.Ticket {
 	if m.taken == len(m.seats) {
 		m.filled = now
 		r.full++
-		close(m.full)
 	}
+	m.wakeUp()
 	return lobby.Ticket{Code: m.code, Seat: i, Token: m.seats[i].token}
 }
 
-// authorize returns the match and the seat whose token it is. Whether the
-// code exists is not told apart from a wrong token. A wrong token (not a
-// missing one) counts against the match: after lockAfter of them, none
-// more than lockFor after the one before, it refuses joins for lockFor.
-func (r *registry) authorize(code, token string) (*match, int, error) {
+// authorize returns the seat whose token it is. Whether the code exists
+// is not told apart from a wrong token. A wrong token (not a missing one)
+// counts against the match: after lockAfter of them, none more than
+// lockFor after the one before, it refuses joins for lockFor.
+func (r *registry) authorize(code, token string) (seatRef, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
 	m := r.lookup(code, now)
 	if m == nil || token == "" {
-		return nil, 0, errUnauthorized
+		return seatRef{}, errUnauthorized
 	}
 	found := -1
 	for i := range m.seats {
@@ -264,9 +278,9 @@ func (r *registry) authorize(code, token string) (*match, int, error) {
 	}
 	if found < 0 {
 		r.failed(m, now)
-		return nil, 0, errUnauthorized
+		return seatRef{}, errUnauthorized
 	}
-	return m, found, nil
+	return seatRef{code: m.code, seat: found, token: token}, nil
 }
 
 // failed counts a wrong token against m, and locks it once there were
@@ -287,55 +301,38 @@ func (r *registry) failed(m *match, now time.Time) {
 }
 
 // state is the match as seat holders see it (without the ICE servers).
-func (r *registry) state(m *match) lobby.Match {
+func (r *registry) state(ref seatRef) (lobby.Match, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st := lobby.Match{Code: m.code, Seats: len(m.seats), Taken: m.taken, Full: m.isFull()}
+	m := r.get(ref)
+	if m == nil {
+		return lobby.Match{}, errExpired
+	}
+	return matchState(m.code, len(m.seats), m.taken, m.sessionID, m.secret), nil
+}
+
+// matchState is what a seat holder is told of a match: its session id
+// and secret once it is full.
+func matchState(code string, seats, taken int, sessionID uint64, secret []byte) lobby.Match {
+	st := lobby.Match{Code: code, Seats: seats, Taken: taken, Full: taken == seats}
 	if st.Full {
-		st.SessionID = m.sessionID
-		st.Secret = append([]byte(nil), m.secret...)
+		st.SessionID = sessionID
+		st.Secret = append([]byte(nil), secret...)
 	}
 	return st
 }
 
-// waitFull waits until the match is full, or removed, or d has passed, or
-// ctx or the registry ends. It reports whether the match was removed.
-func (r *registry) waitFull(ctx context.Context, m *match, d time.Duration) (gone bool) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	if r.onPoll != nil {
-		r.onPoll()
-	}
-	select {
-	case <-m.full:
-	case <-m.gone:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
-	case <-r.closing:
-	}
-	return false
-}
-
 // send queues sig (its From already set from the token) for its recipient,
 // charging its bytes to the sender's address (an addrKey).
-func (r *registry) send(m *match, sig lobby.Signal, sender string) error {
-	if sig.To < 0 || sig.To >= len(m.seats) {
-		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "to is not a seat of this match")
-	}
-	if sig.To == sig.From {
-		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "a seat cannot signal itself")
-	}
-	if !lobby.ValidKind(sig.Kind) {
-		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, `kind must be "offer", "answer" or "candidate"`)
-	}
-	if len(sig.Data) > lobby.MaxSignalData {
-		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "data is longer than 8192 bytes")
-	}
+func (r *registry) send(ref seatRef, sig lobby.Signal, sender string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.removed(m) {
+	m := r.get(ref)
+	if m == nil {
 		return errExpired
+	}
+	if err := checkSignal(sig, len(m.seats)); err != nil {
+		return err
 	}
 	if !m.isFull() {
 		return errorf(http.StatusConflict, lobby.CodeNotFull, "the match is not full yet")
@@ -363,66 +360,43 @@ func (r *registry) send(m *match, sig lobby.Signal, sender string) error {
 	s.bytes += len(sig.Data)
 	r.queued += len(sig.Data)
 	r.charge(sender).bytes += len(sig.Data)
-	s.wakeUp()
+	m.wakeUp()
 	return nil
 }
 
-// receive returns the signals queued for seat i of m, held by token. With
-// ack, the seat has every signal up to Seq after: those are forgotten and
-// the others are returned and kept until a later receive acknowledges
-// them; without, the returned signals are forgotten at once. When there
-// are none it waits up to d for some; it returns an empty batch when d
-// passes or ctx or the registry ends.
-func (r *registry) receive(ctx context.Context, m *match, i int, token string, d time.Duration, ack bool, after uint64) ([]lobby.Signal, error) {
-	var timeout <-chan time.Time
-	for {
-		batch, wake, err := r.take(m, i, token, ack, after, ctx.Err() == nil)
-		if err != nil || len(batch) > 0 {
-			return batch, err
-		}
-		if d <= 0 || ctx.Err() != nil {
-			return []lobby.Signal{}, nil
-		}
-		if timeout == nil {
-			t := time.NewTimer(d)
-			defer t.Stop()
-			timeout = t.C
-			if r.onPoll != nil {
-				r.onPoll()
-			}
-		}
-		select {
-		case <-wake:
-		case <-m.gone:
-		case <-timeout:
-			return []lobby.Signal{}, nil
-		case <-ctx.Done():
-			return []lobby.Signal{}, nil
-		case <-r.closing:
-			return []lobby.Signal{}, nil
-		}
+// checkSignal refuses a signal that is not one a seat of a match of
+// seats seats may send.
+func checkSignal(sig lobby.Signal, seats int) error {
+	switch {
+	case sig.To < 0 || sig.To >= seats:
+		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "to is not a seat of this match")
+	case sig.To == sig.From:
+		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "a seat cannot signal itself")
+	case !lobby.ValidKind(sig.Kind):
+		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, `kind must be "offer", "answer" or "candidate"`)
+	case len(sig.Data) > lobby.MaxSignalData:
+		return errorf(http.StatusBadRequest, lobby.CodeBadRequest, "data is longer than 8192 bytes")
 	}
+	return nil
 }
 
-// take is one look at seat i's queue for receive, without waiting: the
-// checks and the acknowledgement, then the batch to answer if there is
-// one (and deliver is true: the poll's client is still there), or the
-// channel that is closed when the seat's queue changes.
-func (r *registry) take(m *match, i int, token string, ack bool, after uint64, deliver bool) ([]lobby.Signal, <-chan struct{}, error) {
+// take is one look at the seat's queue (store.take).
+func (r *registry) take(ref seatRef, ack bool, after uint64, deliver bool) ([]lobby.Signal, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s := &m.seats[i]
-	if s.token != token { // the holder left meanwhile (with another request)
-		return nil, nil, errUnauthorized
+	m := r.get(ref)
+	if m == nil {
+		return nil, errExpired
 	}
-	if r.removed(m) {
-		return nil, nil, errExpired
+	s := &m.seats[ref.seat]
+	if s.token != ref.token { // the holder left meanwhile (with another request)
+		return nil, errUnauthorized
 	}
 	if ack {
 		r.forget(s, after)
 	}
 	if len(s.queue) == 0 || !deliver {
-		return nil, s.wake, nil
+		return nil, nil
 	}
 	batch := make([]lobby.Signal, len(s.queue))
 	for k := range s.queue {
@@ -433,7 +407,7 @@ func (r *registry) take(m *match, i int, token string, ack bool, after uint64, d
 	} else {
 		r.drop(s, len(s.queue))
 	}
-	return batch, nil, nil
+	return batch, nil
 }
 
 // forget drops the signals of seat s up to Seq after: its holder has them.
@@ -498,19 +472,35 @@ func (r *registry) used(addr string) usage {
 	return usage{}
 }
 
-// leave gives up seat i of m. Before the match is full the seat is freed;
-// after, it is marked left and its token revoked. A match nobody holds a
-// seat of is removed.
-func (r *registry) leave(m *match, i int) error {
+// charged is the number of addresses that hold something (tests).
+func (r *registry) charged() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.removed(m) {
+	return len(r.usage)
+}
+
+// walks is the number of sweeps of every match so far (tests).
+func (r *registry) walks() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.swept
+}
+
+// leave gives up the seat (store.leave).
+func (r *registry) leave(ref seatRef) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.get(ref)
+	if m == nil {
 		return errExpired
 	}
-	s := &m.seats[i]
+	s := &m.seats[ref.seat]
+	if s.token != ref.token {
+		return errUnauthorized
+	}
 	r.drop(s, len(s.queue))
 	s.token = ""
-	s.wakeUp()
+	m.wakeUp()
 	if m.isFull() {
 		s.left = true
 		for j := range m.seats {
@@ -536,7 +526,7 @@ func (r *registry) sweep() int {
 
 func (r *registry) sweepLocked(now time.Time) int {
 	r.lastSweep = now
-	r.walks++
+	r.swept++
 	n := 0
 	for _, m := range r.matches {
 		if r.expired(m, now) {
@@ -600,25 +590,14 @@ func (r *registry) remove(m *match) {
 	for i := range m.seats {
 		r.drop(&m.seats[i], len(m.seats[i].queue))
 	}
-	close(m.gone)
-}
-
-// removed reports whether m is no longer in the registry (the caller
-// authorized it before it expired).
-func (r *registry) removed(m *match) bool {
-	select {
-	case <-m.gone:
-		return true
-	default:
-		return false
-	}
+	m.wakeUp()
 }
 
 func (m *match) isFull() bool { return m.taken == len(m.seats) }
 
-func (s *seat) wakeUp() {
-	close(s.wake)
-	s.wake = make(chan struct{})
+func (m *match) wakeUp() {
+	close(m.changed)
+	m.changed = make(chan struct{})
 }
 
 func randomCode() string {

@@ -45,6 +45,15 @@ type config struct {
 
 	Web fs.FS // the static files; nil means the embedded ones
 
+	// Where the lobby's state is kept (store.go): storeMemory, this
+	// process's memory (the default); storeNATS, NATS JetStream, shared by
+	// every instance that uses the same NATS servers: those at NATSURL, or
+	// a server embedded in this process when it is empty.
+	Store        string
+	NATSURL      string // comma-separated nats:// URLs of an external cluster
+	NATSDir      string // the embedded server's JetStream files; "" keeps its state in memory
+	NATSReplicas int    // replicas of the buckets and streams in an external cluster (0: 3 in a cluster, else 1)
+
 	MaxMatches     int           // most matches held at once (503 beyond)
 	MaxQueuedBytes int           // most bytes of signal data queued over all seats (503 beyond)
 	MaxWaiters     int           // most long polls held at once; beyond, polls answer at once
@@ -164,6 +173,16 @@ func (c *config) check() error {
 		return errors.New("the TURN per-seat allocations, bandwidth and credential lifetime must not be negative")
 	case c.TURNSecret != "" && c.TURNSecretFile != "":
 		return errors.New("give the TURN secret or a file of them, not both")
+	case c.Store != "" && c.Store != storeMemory && c.Store != storeNATS:
+		return fmt.Errorf("unknown store %q: %s or %s", c.Store, storeMemory, storeNATS)
+	case c.Store != storeNATS && (c.NATSURL != "" || c.NATSDir != ""):
+		return errors.New("a NATS URL or directory for a store that is not NATS")
+	case c.NATSURL != "" && c.NATSDir != "":
+		return errors.New("a NATS directory is for the embedded server, not an external cluster")
+	case c.NATSReplicas < 0 || c.NATSReplicas > 5:
+		return errors.New("NATS replicas must be from 1 to 5")
+	case c.NATSReplicas > 1 && c.NATSURL == "":
+		return errors.New("NATS replicas are for an external cluster: the embedded server is one")
 	case c.TURNConns < 0 || c.TURNConnsPerIP < 0:
 		return errors.New("the TURN connection caps must not be negative")
 	case c.TURNTLSAddr != "" && (c.TURNCertFile == "" || c.TURNKeyFile == ""):
@@ -183,11 +202,12 @@ func (c *config) check() error {
 }
 
 // server is the rendezvous server: the lobby and signaling API over the
-// registry, the rate limit, the static files, and the STUN/TURN relay.
+// store (memory or NATS), the rate limit, the static files, and the
+// STUN/TURN relay.
 type server struct {
 	cfg     config
 	log     *slog.Logger
-	reg     *registry
+	reg     store      // the lobby's state (store.go)
 	limit   *ipLimiter // nil when there is no rate limit
 	guesses *ipLimiter // failed guesses per address
 	relay   *turnRelay // the embedded TURN relay; nil when disabled or external
@@ -199,6 +219,10 @@ type server struct {
 	parkMu  sync.Mutex     // guards closed against parked.Add
 	closed  bool           // Close has begun: no poll is parked any more
 	started time.Time
+
+	closing   chan struct{} // closed by drain: every long poll returns
+	closeOnce sync.Once
+	onPoll    func() // tests: called when a long poll starts to wait
 
 	secrets *secretFile // the TURN secrets' file; nil without config.TURNSecretFile
 }
@@ -214,24 +238,44 @@ func newServer(cfg config) (*server, error) {
 	if cfg.Web == nil {
 		cfg.Web = webFS()
 	}
+	if cfg.Store == "" && (cfg.NATSURL != "" || cfg.NATSDir != "") {
+		cfg.Store = storeNATS
+	}
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
 	s := &server{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		reg:     newRegistry(&cfg),
+		closing: make(chan struct{}),
 		static:  newStatic(cfg.Web),
 		waiters: make(chan struct{}, cfg.MaxWaiters),
 		started: cfg.Now(),
 		guesses: newIPLimiter(cfg.GuessRate/60, cfg.GuessBurst, cfg.MaxIPs, cfg.Now),
 	}
+	reg, err := openStore(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.reg = reg
 	if cfg.Rate > 0 {
 		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
 	}
+	if err := s.startTURN(); err != nil {
+		s.reg.close()
+		return nil, err
+	}
+	s.metrics = newMetrics(s)
+	return s, nil
+}
+
+// startTURN starts the embedded TURN relay, or readies the external TURN
+// servers' credentials (config.TURNExternal), or neither when TURN is
+// disabled.
+func (s *server) startTURN() error {
+	cfg := &s.cfg
 	if cfg.TURNAddr == "" && len(cfg.TURNExternal) == 0 {
-		s.metrics = newMetrics(s)
-		return s, nil
+		return nil
 	}
 	var secrets []string
 	if cfg.TURNSecret != "" {
@@ -241,31 +285,30 @@ func newServer(cfg config) (*server, error) {
 		s.secrets = &secretFile{path: cfg.TURNSecretFile, log: cfg.Logger}
 		list, err := s.secrets.read()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		secrets = list
 	}
 	if len(cfg.TURNExternal) > 0 {
 		e, err := newExternalTURN(cfg.TURNExternal, secrets, cfg.TURNCredentialTTL, cfg.Now)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.ice = e
 		if s.secrets != nil {
 			s.secrets.apply = e.setSecrets
 		}
-	} else {
-		r, err := newRelay(&cfg, secrets, s.seatState, cfg.Logger)
-		if err != nil {
-			return nil, err
-		}
-		s.relay, s.ice = r, r
-		if s.secrets != nil {
-			s.secrets.apply = r.SetSecrets
-		}
+		return nil
 	}
-	s.metrics = newMetrics(s)
-	return s, nil
+	r, err := newRelay(cfg, secrets, s.seatState, cfg.Logger)
+	if err != nil {
+		return err
+	}
+	s.relay, s.ice = r, r
+	if s.secrets != nil {
+		s.secrets.apply = r.SetSecrets
+	}
+	return nil
 }
 
 // iceSource hands a full match's seat its ICE servers: the embedded relay
@@ -297,19 +340,37 @@ func (s *server) sweep() {
 	s.guesses.sweep()
 }
 
-// drain ends every long poll: http.Server.Shutdown waits for the handlers.
-func (s *server) drain() { s.reg.close() }
+// sweepPeriodic is main's sweep every period: a store that many
+// instances share walks its matches from one of them each period.
+func (s *server) sweepPeriodic(period time.Duration) {
+	if l, ok := s.reg.(interface{ sweepLeased(time.Duration) int }); ok {
+		if n := l.sweepLeased(period); n > 0 {
+			s.log.Info("matches expired", "count", n)
+		}
+		if s.limit != nil {
+			s.limit.sweep()
+		}
+		s.guesses.sweep()
+		return
+	}
+	s.sweep()
+}
+
+// drain ends every long poll now and makes new ones return at once:
+// http.Server.Shutdown waits for the handlers.
+func (s *server) drain() { s.closeOnce.Do(func() { close(s.closing) }) }
 
 // Close ends the long polls (and waits for the parked ones to be
-// answered) and stops the TURN relay.
+// answered), stops the TURN relay and lets go of the store.
 func (s *server) Close() error {
 	s.parkMu.Lock()
 	s.closed = true
 	s.parkMu.Unlock()
 	s.drain()
 	s.parked.Wait()
+	var err error
 	if s.relay != nil {
-		return s.relay.Close()
+		err = s.relay.Close()
 	}
-	return nil
+	return errors.Join(err, s.reg.close())
 }

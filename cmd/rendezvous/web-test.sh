@@ -2,7 +2,9 @@
 # make web-test: the WebRTC transport (rtc), the rendezvous server and the
 # game in a browser, tested on this machine's loopback inside a network
 # namespace of their own (unshare -n, as root), so that nothing the tests
-# send can leave it. The rendezvous's browser tests (browser_test.go) play
+# send can leave it. The rendezvous's tests run twice: on the store in
+# its memory, and on NATS (REWIND_STORE=nats: a NATS server embedded in
+# each test's server). The rendezvous's browser tests (browser_test.go) play
 # the page in headless Chromium, driven with chromedp, against the native
 # arena under Xvfb; their screenshots land in web-test-out/. Installs what
 # it needs from Debian's packages when it is missing. Modules are
@@ -42,6 +44,7 @@ export REWIND_ARENA="$bin/arena" REWIND_WEB_OUT="$root/web-test-out"
 inside='ip link set lo up &&
 	(cd rtc && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m ./...) &&
 	(cd cmd/rendezvous && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m -skip "^TestBrowser" ./...) &&
+	(cd cmd/rendezvous && REWIND_STORE=nats GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m -skip "^TestBrowser" .) &&
 	(cd cmd/rendezvous && GOPROXY=off xvfb-run -a -s "-screen 0 1024x768x24" '"$GO"' test -race -count=1 -timeout 15m -v -run "^TestBrowser" .)'
 if [ "${WEB_TEST_NETNS:-1}" = 0 ]; then
 	echo "WEB_TEST_NETNS=0: running on the host's loopback, not in a namespace"

@@ -48,9 +48,11 @@ type Client struct {
 
 // Create creates a match of seats seats (MinSeats..MaxSeats) on the server
 // at base (such as "https://example.com") and returns the client of its
-// seat 0. An "unavailable" answer (503: the server's store is out of
-// reach for a moment, or the server is full) is tried again after its
-// Retry-After until ctx ends; other errors are returned at once.
+// seat 0. A "store_down" answer (503: the server's store is out of reach
+// for a moment, as while a NATS cluster elects a leader) is tried again
+// after its Retry-After until ctx ends; other errors, the server's
+// "unavailable" (it holds as many matches as it may) included, are
+// returned at once.
 func Create(ctx context.Context, base string, seats int, o *Options) (*Client, error) {
 	c := newClient(base, o)
 	var t Ticket
@@ -72,7 +74,7 @@ func Create(ctx context.Context, base string, seats int, o *Options) (*Client, e
 // every seat is taken, ErrLocked when the match refuses joins for a while
 // (wrong tokens were tried against it), and ErrRateLimited when this
 // address has used up its failed guesses for now (the error's RetryAfter
-// says for how long). An "unavailable" answer is tried again, as Create's.
+// says for how long). A "store_down" answer is tried again, as Create's.
 func Join(ctx context.Context, base, code string, o *Options) (*Client, error) {
 	c := newClient(base, o)
 	code = NormalizeCode(code)
@@ -275,12 +277,12 @@ func (c *Client) retry(ctx context.Context, network bool, f func() error) error 
 }
 
 // The answers worth another attempt: every "slow down" for the requests
-// of a seat; for Create and Join only the server's "unavailable" (its
-// store is out of reach for a moment, or it is at its limits), since
-// their rate limits and quotas are the caller's to hear at once.
+// of a seat; for Create and Join only "store_down" (the server's store
+// is out of reach for a moment), since their rate limits, quotas and the
+// server's being full are the caller's to hear at once.
 var (
-	slowDown    = []string{CodeRateLimited, CodeQueueFull, CodeUnavailable, CodeQuota}
-	unavailable = []string{CodeUnavailable}
+	slowDown    = []string{CodeRateLimited, CodeQueueFull, CodeUnavailable, CodeQuota, CodeStoreDown}
+	unavailable = []string{CodeStoreDown}
 )
 
 // retryOn is retry for the answers whose codes are listed.

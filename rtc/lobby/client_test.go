@@ -426,16 +426,17 @@ func TestReceiveAcknowledges(t *testing.T) {
 	}
 }
 
-// TestCreateJoinWaitOutUnavailable: Create and Join try again after a 503
-// "unavailable" (a scaled-out server whose store elects a new leader);
-// the ctx bounds them.
-func TestCreateJoinWaitOutUnavailable(t *testing.T) {
+// TestCreateJoinWaitOutStoreDown: Create and Join try again after a 503
+// "store_down" (a scaled-out server whose store elects a new leader);
+// the ctx bounds them; a 503 "unavailable" (the server is full) is
+// returned at once.
+func TestCreateJoinWaitOutStoreDown(t *testing.T) {
 	ctx := testCtx(t)
 	var refused atomic.Int32
 	_, base := serve(t, func(w http.ResponseWriter, r *http.Request) {
 		if refused.Add(1)%3 != 0 { // two of three answers
 			w.Header().Set("Retry-After", "0")
-			reply(w, 503, ErrorBody{Error: "the server's store is unavailable", Code: CodeUnavailable})
+			reply(w, 503, ErrorBody{Error: "the server's store is unavailable", Code: CodeStoreDown})
 			return
 		}
 		if r.URL.Path == "/v1/matches" {
@@ -454,11 +455,20 @@ func TestCreateJoinWaitOutUnavailable(t *testing.T) {
 		t.Errorf("%d requests, want 6", got)
 	}
 	_, always := serve(t, func(w http.ResponseWriter, r *http.Request) {
-		reply(w, 503, ErrorBody{Error: "the server's store is unavailable", Code: CodeUnavailable})
+		reply(w, 503, ErrorBody{Error: "the server's store is unavailable", Code: CodeStoreDown})
 	})
 	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
-	if _, err := Create(short, always, 2, nil); !errors.Is(err, ErrUnavailable) && !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("create against a server that stays unavailable: %v", err)
+	if _, err := Create(short, always, 2, nil); !errors.Is(err, ErrStoreDown) && !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("create against a server whose store stays down: %v", err)
+	}
+	var full atomic.Int32
+	_, fullServer := serve(t, func(w http.ResponseWriter, r *http.Request) {
+		full.Add(1)
+		w.Header().Set("Retry-After", "1")
+		reply(w, 503, ErrorBody{Error: "the server holds as many matches as it may", Code: CodeUnavailable})
+	})
+	if _, err := Create(ctx, fullServer, 2, nil); !errors.Is(err, ErrUnavailable) || full.Load() != 1 {
+		t.Fatalf("create on a full server: %v after %d requests, want ErrUnavailable after 1", err, full.Load())
 	}
 }

@@ -24,6 +24,7 @@ var (
 	ErrUnavailable      = errors.New("lobby: the server is at its limits")
 	ErrQuota            = errors.New("lobby: this address holds as much as the server allows one address")
 	ErrLocked           = errors.New("lobby: the match refuses joins for a while")
+	ErrStoreDown        = errors.New("lobby: the server's store is out of reach for a moment")
 
 	// ErrLeft is returned by a Client's methods after its Leave.
 	ErrLeft = errors.New("lobby: the client has left the match")
@@ -44,6 +45,7 @@ var sentinels = map[string]error{
 	CodeUnavailable:      ErrUnavailable,
 	CodeQuota:            ErrQuota,
 	CodeLocked:           ErrLocked,
+	CodeStoreDown:        ErrStoreDown,
 }
 
 // codeOfStatus is the code of an answer that carried none (a proxy's).

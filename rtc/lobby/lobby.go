@@ -124,8 +124,9 @@ const (
 	CodeRateLimited      = "rate_limited"
 	CodeQueueFull        = "queue_full"
 	CodeUnavailable      = "unavailable"
-	CodeQuota            = "quota"  // the client's address holds as many matches, or queued signal bytes, as it may
-	CodeLocked           = "locked" // the match refuses joins for a while after wrong tokens were tried against it
+	CodeQuota            = "quota"      // the client's address holds as many matches, or queued signal bytes, as it may
+	CodeLocked           = "locked"     // the match refuses joins for a while after wrong tokens were tried against it
+	CodeStoreDown        = "store_down" // the server's store is out of reach for a moment (503): the same request works after Retry-After
 )
 
 // NormalizeCode is a match code as the server spells it: in upper case,

@@ -43,8 +43,13 @@ func dialTransport(t testing.TB, srv *relay.Server, transport string, pool *x509
 		var conn net.Conn
 		var err error
 		if transport == "tls" {
+			// From another loopback address than TCP's: the kernel may
+			// give a TCP and a TLS connection the same source port (their
+			// destinations differ), and the relay refuses a second
+			// connection from one address and port.
 			addr = srv.TLSAddr().String()
-			conn, err = tls.Dial("tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost"})
+			d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 3)}}
+			conn, err = tls.DialWithDialer(d, "tcp", addr, &tls.Config{RootCAs: pool, ServerName: "localhost"})
 		} else {
 			conn, err = net.Dial("tcp", addr)
 		}
