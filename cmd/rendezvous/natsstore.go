@@ -333,13 +333,17 @@ func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 	// The buckets' streams are made here, as nats.go would make them,
 	// but for deletes: a key is removed by deleting its message (no
 	// marker left), which KV streams refuse by default and which a
-	// stream's update cannot allow afterwards.
+	// stream's update cannot allow afterwards. And without direct gets:
+	// those may be answered by a replica that has not yet stored the
+	// latest write, so a match created through one instance was not
+	// found by another in a 3-node cluster (make scale-test: 84 of 2,000
+	// joins answered 404); reads go to each stream's leader.
 	kv := func(name string, maxKeys int) (*bucket, error) {
 		st, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: "KV_" + name, Subjects: []string{"$KV." + name + ".>"},
 			MaxMsgsPerSubject: 1, MaxMsgs: int64(maxKeys), MaxAge: life, MaxMsgSize: matchValueMax,
 			Storage: n.storage, Replicas: replicas, AllowRollup: true, Duplicates: 2 * time.Minute,
-			MaxConsumers: -1, AllowDirect: true, Discard: jetstream.DiscardNew,
+			MaxConsumers: -1, AllowDirect: false, Discard: jetstream.DiscardNew,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("bucket %s: %w", name, err)
@@ -392,7 +396,7 @@ func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 		MaxMsgSize:           lobby.MaxSignalData + 1024,
 		Storage:              n.storage,
 		Replicas:             replicas,
-		AllowDirect:          true,
+		AllowDirect:          false, // a signal woken for is read from the leader, which has it (as the buckets)
 	})
 	if err != nil {
 		return fmt.Errorf("stream %s: %w", natsSignals, err)

@@ -271,7 +271,8 @@ func (e *transportError) Unwrap() error { return e.err }
 // (rate limited, the recipient's queue full, a quota reached, the server
 // at its limits) are retried after their Retry-After; with network true, so are requests
 // that got no answer (with a doubling pause), which only requests that
-// can be repeated (the long polls) ask for.
+// can be repeated (the long polls) ask for, and so are a proxy's 502
+// and 504 to them (the instance behind it died mid-request).
 func (c *Client) retry(ctx context.Context, network bool, f func() error) error {
 	return c.retryOn(ctx, network, slowDown, f)
 }
@@ -300,6 +301,10 @@ func (c *Client) retryOn(ctx context.Context, network bool, codes []string, f fu
 		case errors.As(err, &se) && slices.Contains(codes, se.Code):
 			wait = se.RetryAfter
 		case network && errors.As(err, &te):
+		case network && errors.As(err, &se) && (se.Status == http.StatusBadGateway || se.Status == http.StatusGatewayTimeout):
+			// A proxy's word that the server behind it went away
+			// mid-request (a rendezvous instance that died): the same
+			// as no answer.
 		default:
 			return err
 		}

@@ -254,8 +254,9 @@ func TestReceiveEndsWithContext(t *testing.T) {
 	}
 }
 
-// Receive waits out a rate limit (Retry-After) and a dropped connection,
-// and returns at once on an error that another attempt cannot fix.
+// Receive waits out a rate limit (Retry-After), a dropped connection and
+// a proxy's 502 and 504 (the instance behind it died), and returns at
+// once on an error that another attempt cannot fix.
 func TestReceiveRetries(t *testing.T) {
 	ctx := testCtx(t)
 	var n atomic.Int32
@@ -267,6 +268,10 @@ func TestReceiveRetries(t *testing.T) {
 		case 2:
 			panic(http.ErrAbortHandler) // the connection drops without an answer
 		case 3:
+			http.Error(w, "upstream reset", http.StatusBadGateway) // as a proxy says it
+		case 4:
+			http.Error(w, "upstream timed out", http.StatusGatewayTimeout)
+		case 5:
 			reply(w, 200, []Signal{{From: 1, Kind: KindOffer, Data: "o"}})
 		default:
 			reply(w, 401, ErrorBody{Error: "expired", Code: CodeUnauthorized})
@@ -279,8 +284,8 @@ func TestReceiveRetries(t *testing.T) {
 	if _, kind, _, err := c.Receive(ctx); err != nil || kind != KindOffer {
 		t.Fatalf("receive: %q %v", kind, err)
 	}
-	if n.Load() != 3 {
-		t.Fatalf("%d requests, want 3", n.Load())
+	if n.Load() != 5 {
+		t.Fatalf("%d requests, want 5", n.Load())
 	}
 	if _, _, _, err := c.Receive(ctx); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("receive with a dead token: %v", err)

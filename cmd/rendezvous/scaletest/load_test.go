@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -35,14 +36,22 @@ func quantile(d []time.Duration, q float64) float64 {
 }
 
 // load creates, joins and signals n matches across the instances, n
-// given by REWIND_SCALE_MATCHES (20,000 by default), with 64 at once;
-// then holds polls long polls on one instance.
+// given by REWIND_SCALE_MATCHES (20,000 by default), with 64 at once
+// from 64 client addresses; then holds polls long polls on one
+// instance.
 func load(t *testing.T, ctx context.Context, d *deployment, polls int) loadReport {
 	n := 20000
 	if v := os.Getenv("REWIND_SCALE_MATCHES"); v != "" {
 		n, _ = strconv.Atoi(v)
 	}
-	opts := &lobby.Options{HTTPClient: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	// Each worker is a client address of its own (127.1.0.1 to
+	// 127.1.0.64), as players are: the per-address quotas and counters
+	// are not one hot key.
+	from := func(w int) *lobby.Options {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 1, 0, byte(w+1))}}
+		return &lobby.Options{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: d.DialContext, MaxIdleConnsPerHost: 4}}}
+	}
+	opts := from(100)
 	memory := func() (nats, instances int64) {
 		for _, node := range d.nats {
 			nats += node.rss(t)
@@ -60,7 +69,8 @@ func load(t *testing.T, ctx context.Context, d *deployment, polls int) loadRepor
 	work := make(chan int)
 	var wg sync.WaitGroup
 	begin := time.Now()
-	for range 64 {
+	for w := range 64 {
+		opts := from(w)
 		wg.Go(func() {
 			for i := range work {
 				a, b := d.instances[i%3].base, d.instances[(i+1)%3].base
