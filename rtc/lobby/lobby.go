@@ -21,7 +21,9 @@
 //	DELETE /v1/matches/{code}/seats/{seat}    Bearer token   204
 //
 // Long polls last at most [MaxWait]. The server numbers the signals queued
-// for a seat (Signal.Seq, from 1) and keeps each until the seat's next poll
+// for a seat (Signal.Seq: increasing, from 1 on a server that keeps its
+// state in memory; on a NATS store, the stream's numbers, neither from 1
+// nor consecutive) and keeps each until the seat's next poll
 // says, with after=N, that every signal up to N arrived; it answers the
 // signals after N. An answer lost on the wire (a dropped connection, a
 // Receive whose context ended meanwhile) is therefore answered again, and
@@ -95,7 +97,8 @@ type Signal struct {
 	Kind string `json:"kind"`
 	Data string `json:"data"`
 	// Seq is the server's number for the signal among those queued for
-	// its recipient, from 1; a sender leaves it 0 (the server sets it).
+	// its recipient, increasing (not always from 1, nor consecutive); a
+	// sender leaves it 0 (the server sets it).
 	Seq uint64 `json:"seq,omitempty"`
 }
 
