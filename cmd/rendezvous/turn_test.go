@@ -169,7 +169,7 @@ func TestTURNRefusesTheHost(t *testing.T) {
 			if errOther == nil {
 				t.Fatal("a permission for 127.0.0.2")
 			}
-			waitFor(t, "the datagram to 127.0.0.1 to be dropped", func() bool { return s.relay.Stats().DroppedPeer == 1 })
+			nettest.WaitFor(t, "the datagram to 127.0.0.1 to be dropped", func() bool { return s.relay.Stats().DroppedPeer == 1 })
 			if st := s.relay.Stats(); st.RefusedPermissions < 1 {
 				t.Fatalf("%d permissions refused, want 1", st.RefusedPermissions)
 			}
@@ -257,7 +257,7 @@ func TestTURNCredentials(t *testing.T) {
 	if _, err := conn1.WriteTo([]byte("from a left seat"), conn0.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the left seat's datagram to be dropped", func() bool { return s.relay.Stats().DroppedSeat == 1 })
+	nettest.WaitFor(t, "the left seat's datagram to be dropped", func() bool { return s.relay.Stats().DroppedSeat == 1 })
 	if err := c1.CreatePermission(&net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 9}); err == nil {
 		t.Fatal("a left seat's allocation made a permission")
 	}
@@ -448,20 +448,6 @@ func readRelayed(t *testing.T, rc net.PacketConn) string {
 		t.Fatalf("reading through the relay: %v", err)
 	}
 	return string(buf[:n])
-}
-
-// waitFor waits until cond holds, for 5 s at most.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
 }
 
 func allocate(t *testing.T, addr, user, pass string) (net.PacketConn, *turn.Client) {

@@ -10,6 +10,7 @@ import (
 	"github.com/pion/stun/v3"
 	turn5 "github.com/pion/turn/v5"
 
+	"github.com/rewindgg/rewind/cmd/rendezvous/internal/nettest"
 	"github.com/rewindgg/rewind/cmd/rendezvous/relay"
 )
 
@@ -147,7 +148,7 @@ func TestRelayIPv6(t *testing.T) {
 		if _, err := a.WriteTo([]byte("to a service"), victim.LocalAddr()); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "the datagram to a port of ::1 that is no allocation's to be dropped",
+		nettest.WaitFor(t, "the datagram to a port of ::1 that is no allocation's to be dropped",
 			func() bool { return srv.Stats().DroppedPeer >= 1 })
 		if got.Load() != 0 {
 			t.Fatalf("the service on ::1 got %d datagrams", got.Load())

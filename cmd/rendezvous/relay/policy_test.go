@@ -107,20 +107,6 @@ func pair(t testing.TB, srv *relay.Server, user, pass string) (a, b net.PacketCo
 	return a, b
 }
 
-// waitFor waits until cond holds, for 5 s at most.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // read reads a datagram from rc within 5 s.
 func read(t testing.TB, rc net.PacketConn) (string, net.Addr) {
 	t.Helper()
@@ -184,7 +170,7 @@ func TestRelayRefusesTheHost(t *testing.T) {
 				}
 				return
 			}
-			waitFor(t, "the datagram to a port of the relay's own address to be dropped",
+			nettest.WaitFor(t, "the datagram to a port of the relay's own address to be dropped",
 				func() bool { return srv.Stats().DroppedPeer == 1 })
 			if own.Got.Load() != 0 || other.Got.Load() != 0 {
 				t.Fatalf("the services on loopback got %d and %d datagrams through the relay", own.Got.Load(), other.Got.Load())
@@ -218,12 +204,12 @@ func TestRelayOwnAddressPorts(t *testing.T) {
 	if _, err := a.WriteTo([]byte("x"), victim.Conn.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a datagram to a port that is no allocation's to be dropped", func() bool { return srv.Stats().DroppedPeer == 1 })
+	nettest.WaitFor(t, "a datagram to a port that is no allocation's to be dropped", func() bool { return srv.Stats().DroppedPeer == 1 })
 	// From that port to a, which has a permission for the address.
 	if _, err := victim.Conn.WriteTo([]byte("from a port that is no allocation's"), a.LocalAddr()); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a datagram from it to be dropped", func() bool { return srv.Stats().DroppedPeer == 2 })
+	nettest.WaitFor(t, "a datagram from it to be dropped", func() bool { return srv.Stats().DroppedPeer == 2 })
 	if n := victim.Got.Load(); n != 0 {
 		t.Fatalf("the service got %d datagrams", n)
 	}
@@ -231,7 +217,7 @@ func TestRelayOwnAddressPorts(t *testing.T) {
 	if _, err := a.WriteTo([]byte("TURN to itself"), net.UDPAddrFromAddrPort(srv.Addr())); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "a datagram to the relay's listening port to be dropped", func() bool { return srv.Stats().DroppedPeer == 3 })
+	nettest.WaitFor(t, "a datagram to the relay's listening port to be dropped", func() bool { return srv.Stats().DroppedPeer == 3 })
 	// Still relay-relay.
 	if _, err := a.WriteTo([]byte("again"), b.LocalAddr()); err != nil {
 		t.Fatal(err)
@@ -267,7 +253,7 @@ func TestRelayBandwidth(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, "every datagram received or dropped", func() bool {
+		nettest.WaitFor(t, "every datagram received or dropped", func() bool {
 			return received.Load()+srv.Stats().DroppedBandwidth == sent
 		})
 	}

@@ -252,7 +252,7 @@ func TestRelayConnectionLimits(t *testing.T) {
 	refused := stats(func(st relay.Stats) int64 { return st.RefusedConnections })
 	wait := func(what string, f func() int64, want int64) {
 		t.Helper()
-		waitFor(t, what, func() bool { return f() == want })
+		nettest.WaitFor(t, what, func() bool { return f() == want })
 	}
 
 	start := time.Now()
@@ -274,7 +274,7 @@ func TestRelayConnectionLimits(t *testing.T) {
 		}
 	}
 	wait("3 timeouts", stats(func(st relay.Stats) int64 { return st.ConnectionTimeouts }), 3)
-	waitFor(t, "no connection open", func() bool { return srv.Connections() == 0 })
+	nettest.WaitFor(t, "no connection open", func() bool { return srv.Connections() == 0 })
 
 	// An allocation over TCP, then a connection that asks one binding and
 	// stays idle: once it is closed, the allocation's, idle as long, is

@@ -1,6 +1,6 @@
 // Package nettest has the test doubles the rendezvous's and its relay's
 // tests share: a counting UDP echo service, a buffer that several
-// goroutines may write, and self-signed certificates.
+// goroutines may write, self-signed certificates, and a bounded wait.
 package nettest
 
 import (
@@ -119,4 +119,19 @@ func WriteSelfSigned(t testing.TB, certPath, keyPath, name string) *x509.CertPoo
 		t.Fatal(err)
 	}
 	return pool
+}
+
+// WaitFor waits until cond holds, looking every 2 ms, for 5 s at most,
+// and fails the test with what it waited for then.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
 }
