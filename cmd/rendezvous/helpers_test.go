@@ -127,7 +127,13 @@ func call(t testing.TB, base, method, path, token string, body []byte) answer {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return roundTrip(t, http.DefaultClient, req)
+}
+
+// roundTrip sends req with client and reads the whole answer.
+func roundTrip(t testing.TB, client *http.Client, req *http.Request) answer {
+	t.Helper()
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -367,16 +367,8 @@ func TestNATSClusterLosesANode(t *testing.T) {
 	clock := newFakeClock()
 	cfg := testConfig(clock)
 	cfg.Store, cfg.NATSURL = storeNATS, strings.Join(urls, ",") // 3 replicas: the server is in a cluster
-	s, err := newServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	t.Cleanup(func() {
-		s.Close()
-		hs.Close()
-	})
-	cs := fullMatch(t, ctx, hs.URL, 2)
+	s, base := start(t, cfg)
+	cs := fullMatch(t, ctx, base, 2)
 	if err := cs[0].Send(ctx, 1, lobby.KindOffer, "before"); err != nil {
 		t.Fatal(err)
 	}
@@ -407,7 +399,7 @@ func TestNATSClusterLosesANode(t *testing.T) {
 	if m, err := cs[0].State(ctx); err != nil || !m.Full {
 		t.Fatalf("the match after a node was lost: %+v %v", m, err)
 	}
-	fullMatch(t, ctx, hs.URL, 2)
+	fullMatch(t, ctx, base, 2)
 }
 
 // Instances sharing NATS walk the matches in turn: each period, main's

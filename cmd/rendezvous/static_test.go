@@ -119,16 +119,7 @@ func fetchBody(t testing.TB, base, method, path string, body []byte, headers ...
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(k, strings.TrimSpace(v))
 	}
-	resp, err := rawClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return answer{status: resp.StatusCode, header: resp.Header, body: b}
+	return roundTrip(t, rawClient, req)
 }
 
 // TestStaticEncodings: a hashed file is sent as its brotli copy to a
