@@ -308,6 +308,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 	matches, full, queued := s.reg.counts()
 	h := struct {
 		Status      string  `json:"status"`
+		Store       string  `json:"store"`
 		Matches     int     `json:"matches"`
 		Full        int     `json:"full"`
 		QueuedBytes int     `json:"queued_bytes"`
@@ -315,7 +316,7 @@ func (s *server) health(w http.ResponseWriter, r *http.Request) {
 		Allocations int     `json:"turn_allocations"`
 		Uptime      float64 `json:"uptime_seconds"`
 	}{
-		Status: "ok", Matches: matches, Full: full, QueuedBytes: queued,
+		Status: "ok", Store: s.cfg.storeName(), Matches: matches, Full: full, QueuedBytes: queued,
 		LongPolls: len(s.waiters), Uptime: s.cfg.Now().Sub(s.started).Seconds(),
 	}
 	if s.relay != nil {

@@ -25,10 +25,12 @@
 // ones 30 minutes after they filled. docs/security.md has the threat
 // model and the arithmetic of each limit.
 //
-// The matches and signals live in this process's memory (-store memory),
-// or in NATS JetStream (-store nats): a NATS server embedded in the
-// process (-nats-dir keeps its state in files), or an external cluster
-// (-nats URLs) that several instances share behind a load balancer.
+// The matches and signals live in NATS JetStream (-store nats, the
+// default): a NATS server embedded in the process, so that the binary
+// alone needs no other service (-nats-dir keeps its state in files), or
+// an external cluster (-nats URLs) that several instances share behind
+// a load balancer. -store memory keeps them in this process's memory
+// alone.
 //
 // Every flag can also come from the environment (RENDEZVOUS_MAX_MATCHES
 // for -max-matches) or a config file (-config), in that order after the
@@ -89,7 +91,7 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.IntVar(&cfg.TURNConnsPerIP, "turn-conns-per-ip", 0, "most TCP and TLS connections to the TURN relay of one IPv4 address or IPv6 /64; 0: 32")
 	external := fl.String("turn-external", "", "comma-separated turn: and turns: `URLs` of TURN servers you run (coturn with use-auth-secret and the same secret as -turn-secret-file): the seats get them with credentials minted here, and the embedded relay does not start")
 	allowPeers := fl.String("turn-allow-peers", "", "comma-separated `prefixes` the relay may reach although loopback, private, link-local... or its own (e.g. 10.0.0.0/8 for a LAN's players)")
-	fl.StringVar(&cfg.Store, "store", "", "where the matches and signals are kept: \"memory\" (this process) or \"nats\" (NATS JetStream: a server embedded in this process, or the cluster of -nats, shared by every instance); empty: nats with -nats or -nats-dir, memory otherwise")
+	fl.StringVar(&cfg.Store, "store", storeNATS, "where the matches and signals are kept: \"nats\" (NATS JetStream: a server embedded in this process, or the cluster of -nats, shared by every instance) or \"memory\" (this process alone)")
 	fl.StringVar(&cfg.NATSURL, "nats", "", "comma-separated `URLs` (nats://host:4222) of an external NATS cluster with JetStream for -store nats; empty: a server embedded in this process")
 	fl.StringVar(&cfg.NATSDir, "nats-dir", "", "`directory` of the embedded NATS server's JetStream files (the matches outlive a restart); empty: in memory")
 	fl.IntVar(&cfg.NATSReplicas, "nats-replicas", 0, "replicas of the NATS buckets and streams in an external cluster; 0: 3 when the server is in a cluster (1 if it cannot place 3), else 1")
@@ -186,7 +188,7 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 		return err
 	}
 	hs := newHTTPServer(srv, origins)
-	attrs := []any{"http", ln.Addr().String()}
+	attrs := []any{"http", ln.Addr().String(), "store", srv.cfg.storeName()}
 	if len(cfg.TURNExternal) > 0 {
 		attrs = append(attrs, "turn_external", strings.Join(cfg.TURNExternal, ","))
 	}

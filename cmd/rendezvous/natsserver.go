@@ -11,7 +11,7 @@ import (
 )
 
 // embeddedNATS is the NATS server that runs inside the rendezvous when
-// -store nats is given without -nats: JetStream on, no listener (the
+// the store is NATS (the default) without -nats: JetStream on, no listener (the
 // store connects in process), so that the single binary needs no other
 // service. Its JetStream state is in memory (the buckets and the stream
 // are made with memory storage), or in -nats-dir's files.

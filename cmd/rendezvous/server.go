@@ -45,10 +45,11 @@ type config struct {
 
 	Web fs.FS // the static files; nil means the embedded ones
 
-	// Where the lobby's state is kept (store.go): storeMemory, this
-	// process's memory (the default); storeNATS, NATS JetStream, shared by
-	// every instance that uses the same NATS servers: those at NATSURL, or
-	// a server embedded in this process when it is empty.
+	// Where the lobby's state is kept (store.go): storeNATS (the default,
+	// ""), NATS JetStream, shared by every instance that uses the same NATS
+	// servers: those at NATSURL, or a server embedded in this process when
+	// it is empty; storeMemory, this process's memory alone (one instance,
+	// nothing outlives it; the smallest footprint).
 	Store        string
 	NATSURL      string // comma-separated nats:// URLs of an external cluster
 	NATSDir      string // the embedded server's JetStream files; "" keeps its state in memory
@@ -238,7 +239,7 @@ func newServer(cfg config) (*server, error) {
 	if cfg.Web == nil {
 		cfg.Web = webFS()
 	}
-	if cfg.Store == "" && (cfg.NATSURL != "" || cfg.NATSDir != "") {
+	if cfg.Store == "" {
 		cfg.Store = storeNATS
 	}
 	if err := cfg.check(); err != nil {

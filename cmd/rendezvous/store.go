@@ -110,6 +110,18 @@ const (
 	storeNATS   = "nats"
 )
 
+// storeName says which store c names, as /healthz and the start's log
+// line do: "memory", "nats" (an external cluster) or "nats-embedded".
+func (c *config) storeName() string {
+	switch {
+	case c.Store != storeNATS:
+		return storeMemory
+	case c.NATSURL != "":
+		return storeNATS
+	}
+	return storeNATS + "-embedded"
+}
+
 // openStore is the store cfg asks for: the registry in this process's
 // memory, or NATS (an embedded server, or the cluster at cfg.NATSURL).
 func openStore(cfg *config) (store, error) {
