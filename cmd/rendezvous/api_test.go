@@ -291,10 +291,12 @@ func TestHealth(t *testing.T) {
 	ans := call(t, base, "GET", "/healthz", "", nil)
 	var h struct {
 		Status  string `json:"status"`
+		Store   string `json:"store"`
 		Matches int    `json:"matches"`
 		Full    int    `json:"full"`
 	}
-	if err := json.Unmarshal(ans.body, &h); err != nil || ans.status != 200 || h.Status != "ok" || h.Matches != 2 || h.Full != 1 {
+	store := map[string]string{storeMemory: "memory", storeNATS: "nats-embedded"}[testStore()]
+	if err := json.Unmarshal(ans.body, &h); err != nil || ans.status != 200 || h.Status != "ok" || h.Store != store || h.Matches != 2 || h.Full != 1 {
 		t.Fatalf("healthz: %d %s (%v)", ans.status, ans.body, err)
 	}
 }

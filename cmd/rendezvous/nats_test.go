@@ -460,3 +460,19 @@ func TestNATSStartsFirst(t *testing.T) {
 	}
 	receiveAll(t, ctx, cs[1], 0, "o")
 }
+
+// TestDefaultStoreIsEmbeddedNATS: with no store named, the server runs
+// NATS inside itself (the single binary needs no other service).
+func TestDefaultStoreIsEmbeddedNATS(t *testing.T) {
+	cfg := testConfig(newFakeClock())
+	cfg.Store = ""
+	s, err := newServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	n, ok := s.reg.(*natsStore)
+	if !ok || n.embed == nil || s.cfg.storeName() != "nats-embedded" {
+		t.Fatalf("store %T (%s), want the embedded NATS", s.reg, s.cfg.storeName())
+	}
+}
