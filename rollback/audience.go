@@ -199,10 +199,11 @@ func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 		h.Terms.Players != a.keys.terms.Players || !slices.Equal(h.Terms.Layout, a.keys.terms.Layout) {
 		return false
 	}
-	if h.Echo != a.keys.nonce {
+	ours := a.ours(idx, k)
+	if h.Echo != ours {
 		switch {
 		case k < 0 || a.guests[k].auth.nonce == 0:
-			a.sendHandshake(idx, h.Nonce, now) // if it is the spectator's, it can now prove itself
+			a.sendHandshake(idx, ours, h.Nonce, now) // if it is the spectator's, it can now prove itself
 		case h.Nonce == a.guests[k].auth.nonce:
 			a.guests[k].auth.replyHS = !a.guests[k].auth.verified
 		}
@@ -213,22 +214,38 @@ func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 		if h.Nonce == g.auth.nonce || (g.auth.verified && now-g.lastRecv < a.interr) {
 			return false // nothing new, or another machine at a live spectator's index
 		}
-		a.guests = slices.Delete(a.guests, k, k+1) // it restarted, or the index went to another
+		if now-g.auth.keyedAt < handshakeRetry {
+			return false // re-keyed a moment ago: one derivation per retry period
+		}
 	}
-	if idx >= a.peers && a.spectators() == a.max {
+	if k < 0 && idx >= a.peers && a.spectators() == a.max {
 		return false // full: it is not answered, and its handshake times out
 	}
-	seal, open, err := a.keys.link(a.session, h.Nonce, h.Key)
+	seal, open, err := a.keys.relink(a.session, ours, h.Nonce, h.Key)
 	if err != nil {
-		return false
+		return false // a bad key, or this call's derivations are spent: it repeats its handshake
+	}
+	if k >= 0 {
+		a.guests = slices.Delete(a.guests, k, k+1) // it restarted, or the index went to another
 	}
 	a.guests = append(a.guests, guest{idx: idx, lastRecv: now, since: now, watch: wire.Watch{State: -1, Next: -1},
-		auth: peerAuth{nonce: h.Nonce, seal: seal, open: open, replyHS: true}})
+		auth: peerAuth{ours: ours, nonce: h.Nonce, seal: seal, open: open, replyHS: true, keyedAt: now}})
+	if ad, ok := a.tr.(interface{ Admit(peer int) }); ok && idx >= a.peers {
+		ad.Admit(idx) // it receives at its address: the transport keeps its slot
+	}
 	return true
 }
 
-func (a *audience) sendHandshake(idx int, echo uint64, now time.Duration) {
-	b, err := a.keys.appendHandshake(a.io.buf[:0], &a.io.hs, a.session, echo)
+// ours is our nonce on the link to transport index idx (guest k, or -1).
+func (a *audience) ours(idx, k int) uint64 {
+	if k >= 0 {
+		return a.guests[k].auth.ours
+	}
+	return a.keys.nonceFor(linkGuest | uint64(uint32(idx)))
+}
+
+func (a *audience) sendHandshake(idx int, ours, echo uint64, now time.Duration) {
+	b, err := a.keys.appendHandshake(a.io.buf[:0], &a.io.hs, a.session, ours, echo)
 	if err == nil {
 		a.transmit(idx, b, now)
 	}
@@ -314,7 +331,7 @@ func (a *audience) send(now time.Duration, host stateSource) {
 			continue
 		}
 		if g.auth.handshakeDue(now) {
-			a.sendHandshake(g.idx, g.auth.nonce, now)
+			a.sendHandshake(g.idx, g.auth.ours, g.auth.nonce, now)
 			g.auth.sentHS, g.auth.lastHS, g.auth.replyHS = true, now, false
 		}
 		if !g.auth.verified {

@@ -1,6 +1,9 @@
 package rollback
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -12,13 +15,18 @@ import (
 )
 
 // This file is the handshake (docs/protocol.md, "Handshake"; the threat
-// model is docs/security.md). Every machine draws a fresh 64-bit nonce and
-// an X25519 key pair per match. A peer's nonce and key are pinned only from
-// a handshake that echoes our nonce — proof that its sender receives at the
-// peer's address, which an off-path stranger cannot give — and the link's
-// keys are derived from them. Any other handshake is answered (echoing its
-// nonce, so that the real peer can prove itself) and changes nothing. A
-// peer is verified once a datagram it sealed opens: it holds the keys too.
+// model is docs/security.md). Every machine draws a fresh secret 64-bit
+// seed and an X25519 key pair per match; its nonce on each link (a peer,
+// a spectator's address, the source a spectator watches) is an HMAC of the
+// seed and the link, so what one party learns from our handshakes is
+// worth nothing on another link. A peer's nonce and key are pinned only
+// from a handshake that echoes our nonce on its link — proof that its
+// sender receives at the peer's address, which an off-path stranger (or
+// a spectator, who hears only its own link's nonce) cannot give — and the
+// link's keys are derived from them. Any other handshake is answered
+// (echoing its nonce, so that the real peer can prove itself) and changes
+// nothing. A peer is verified once a datagram it sealed opens: it holds
+// the keys too.
 
 // handshakeRetry is how often an unanswered handshake is repeated.
 const handshakeRetry = 100 * time.Millisecond
@@ -28,22 +36,56 @@ const handshakeRetry = 100 * time.Millisecond
 // if some are lost, and it fails too.
 const mismatchCopies = 3
 
+// rekeyPerCall bounds the keys derived in one call for guests and for
+// machines coming back (each an X25519 and an HKDF, ~66 µs): a crowd of
+// spectators re-keying costs a call at most this many. A peer's first
+// key is not counted: there is one per peer in a match.
+const rekeyPerCall = 4
+
+// Links, for keyring.nonceFor: a peer's index, a guest's transport index
+// and the source a spectator watches are each a link of their own.
+const (
+	linkPeer   = 0 << 32
+	linkGuest  = 1 << 32
+	linkSource = 2 << 32
+)
+
 // keyring is the session's side of every link's key agreement.
 type keyring struct {
-	nonce  uint64 // ours, fresh per match; never 0
+	seed   uint64 // fresh per match, secret: every link's nonce derives from it
 	share  *wire.KeyShare
 	terms  wire.Terms // what every machine must agree on
 	local  []uint8    // our players: who we are
 	digest [wire.DigestSize]byte
 	secret []byte
 	auth   *wire.HandshakeAuth // nil without Config.Secret
+
+	derived int64 // keys derived, in all
+	spent   int   // rekeyPerCall's this call
+}
+
+// newCall starts a call's budget of derivations.
+func (k *keyring) newCall() { k.spent = 0 }
+
+// nonceFor is our nonce on link: never 0, the same for the whole match,
+// and unpredictable from our nonces on other links.
+func (k *keyring) nonceFor(link uint64) uint64 {
+	var key, msg [8]byte
+	binary.BigEndian.PutUint64(key[:], k.seed)
+	binary.BigEndian.PutUint64(msg[:], link)
+	m := hmac.New(sha256.New, key[:])
+	m.Write(msg[:])
+	if n := binary.BigEndian.Uint64(m.Sum(nil)); n != 0 {
+		return n
+	}
+	return 1 // 0 is no nonce
 }
 
 // newKeyring draws the nonce and key pair from r.
 func newKeyring(r io.Reader, secret []byte, terms wire.Terms) (keyring, error) {
 	k := keyring{terms: terms, digest: terms.Digest(), secret: slices.Clone(secret)}
 	var err error
-	if k.nonce, err = readNonce(r); err != nil {
+	if k.seed, err = readNonce(r); err != nil {
 		return k, err
 	}
 	if k.share, err = wire.NewKeyShare(r); err != nil {
@@ -94,11 +136,13 @@ func (s *Session) terms(cfg *Config) wire.Terms {
 
 // peerAuth is the peer's side of the handshake and the keys of the link.
 type peerAuth struct {
-	nonce    uint64       // its nonce, pinned from a handshake that echoed ours; 0 until then
-	seal     *wire.Sealer // our datagrams to it; nil until pinned
-	open     *wire.Opener // its datagrams to us
-	verified bool         // a datagram it sealed opened: it holds the keys
-	replyHS  bool         // send it our handshake on the next send
+	ours     uint64        // our nonce on this link (keyring.nonceFor)
+	nonce    uint64        // its nonce, pinned from a handshake that echoed ours; 0 until then
+	keyedAt  time.Duration // when the link's keys were last derived
+	seal     *wire.Sealer  // our datagrams to it; nil until pinned
+	open     *wire.Opener  // its datagrams to us
+	verified bool          // a datagram it sealed opened: it holds the keys
+	replyHS  bool          // send it our handshake on the next send
 	sentHS   bool
 	lastHS   time.Duration
 	mismatch *TermsError // its terms differ from ours: the handshake fails
@@ -148,7 +192,7 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		// still play with it, what it sent before is all we will get, and
 		// it is disconnected now rather than after the timeout.
 		switch {
-		case h.Echo != s.proto.keys.nonce:
+		case h.Echo != a.ours:
 			// Answered, but it proves nothing yet: dropped and counted, as
 			// a stranger's would be.
 			s.sendHandshake(i, h.Nonce)
@@ -160,7 +204,7 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		}
 		return answered
 	}
-	if h.Echo != s.proto.keys.nonce {
+	if h.Echo != a.ours {
 		// Its sender has not shown that it receives at the peer's address:
 		// anyone could have sent it. It pins nothing.
 		switch {
@@ -194,29 +238,31 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		}
 		return taken
 	}
-	seal, open, err := s.proto.keys.link(s.proto.sessionID, h.Nonce, h.Key)
+	seal, open, err := s.proto.keys.link(s.proto.sessionID, a.ours, h.Nonce, h.Key)
 	if err != nil {
 		return dropped // a key no honest peer sends
 	}
-	a.nonce, a.seal, a.open = h.Nonce, seal, open
+	a.nonce, a.seal, a.open, a.keyedAt = h.Nonce, seal, open, s.now
 	a.replyHS = true // it needs our echo of its nonce to pin us
 	l := &s.peers[i].link
 	l.lastQuality = s.now - s.proto.qualityEvery // ping at once: the start delay needs the round trip
 	return taken
 }
 
-// appendHandshake appends our handshake for session, echoing echo, to
-// b; m is its scratch.
-func (k *keyring) appendHandshake(b []byte, m *wire.Handshake, session, echo uint64) ([]byte, error) {
-	*m = wire.Handshake{Version: wire.Version, SessionID: session, Nonce: k.nonce, Echo: echo,
+// appendHandshake appends our handshake for session on the link where
+// our nonce is ours, echoing echo, to b; m is its scratch.
+func (k *keyring) appendHandshake(b []byte, m *wire.Handshake, session, ours, echo uint64) ([]byte, error) {
+	*m = wire.Handshake{Version: wire.Version, SessionID: session, Nonce: ours, Echo: echo,
 		Key: k.share.Public(), Terms: k.terms, Local: k.local}
 	return wire.AppendHandshake(b, m, k.auth)
 }
 
-// link derives the keys of our link with the machine whose handshake for
-// session carried nonce and key, under our terms' digest.
-func (k *keyring) link(session, nonce uint64, key [wire.KeySize]byte) (*wire.Sealer, *wire.Opener, error) {
-	send, recv, err := k.share.Keys(wire.Link{Session: session, Ours: k.nonce, Theirs: nonce,
+// link derives the keys of the link where our nonce is ours with the
+// machine whose handshake for session carried nonce and key, under our
+// terms' digest.
+func (k *keyring) link(session, ours, nonce uint64, key [wire.KeySize]byte) (*wire.Sealer, *wire.Opener, error) {
+	k.derived++
+	send, recv, err := k.share.Keys(wire.Link{Session: session, Ours: ours, Theirs: nonce,
 		TheirKey: key, Digest: k.digest, Secret: k.secret})
 	if err != nil {
 		return nil, nil, err
@@ -224,14 +270,28 @@ func (k *keyring) link(session, nonce uint64, key [wire.KeySize]byte) (*wire.Sea
 	return wire.NewSealer(send), wire.NewOpener(recv), nil
 }
 
+// errRekeyBudget is relink's refusal: this call's derivations are spent
+// (the handshake is repeated and judged again in a later call).
+var errRekeyBudget = errors.New("rollback: the call's key derivations are spent")
+
+// relink is link for a guest or a machine coming back: at most
+// rekeyPerCall a call.
+func (k *keyring) relink(session, ours, nonce uint64, key [wire.KeySize]byte) (*wire.Sealer, *wire.Opener, error) {
+	if k.spent >= rekeyPerCall {
+		return nil, nil, errRekeyBudget
+	}
+	k.spent++
+	return k.link(session, ours, nonce, key)
+}
+
 // sendHandshake sends peer i our handshake, echoing echo.
 func (s *Session) sendHandshake(i int, echo uint64) {
-	b, err := s.proto.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.proto.sessionID, echo)
+	a := &s.peers[i].auth
+	b, err := s.proto.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.proto.sessionID, a.ours, echo)
 	if err != nil {
 		s.stats.SendErrors++
 		return
 	}
-	a := &s.peers[i].auth
 	a.sentHS, a.lastHS = true, s.now
 	s.transmit(i, b)
 }

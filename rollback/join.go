@@ -232,7 +232,7 @@ func (s *Session) receiveJoin() {
 func (s *Session) forWatch(w *Spectator, b []byte) bool {
 	if wire.Kind(b[0]) == wire.KindHandshake {
 		h := &s.io.rx.hs
-		if wire.ParseHandshake(b, h, s.proto.keys.auth) != nil || h.Echo != w.keys.nonce {
+		if wire.ParseHandshake(b, h, s.proto.keys.auth) != nil || h.Echo != w.up.ours {
 			return false
 		}
 		w.up.heard = true

@@ -26,6 +26,7 @@ func (s *Session) receive() Frame {
 	}
 	buf := s.io.recvBuf
 	var judged [MaxPlayers]int
+	s.proto.keys.newCall()
 	if s.stmts != nil {
 		s.stmts.newCall()
 	}

@@ -105,14 +105,17 @@ func (s *Session) rekey(i int, h *wire.Handshake) verdict {
 	if ps.join.take != 0 {
 		return dropped // one join at a time: the last one times out first
 	}
+	if ps.auth.keyedAt != 0 && s.now-ps.auth.keyedAt < handshakeRetry {
+		return dropped // re-keyed a moment ago: one derivation per retry period
+	}
 	if s.compareTerms(i, h) != nil {
 		return dropped
 	}
-	seal, open, err := s.proto.keys.link(s.proto.sessionID, h.Nonce, h.Key)
+	seal, open, err := s.proto.keys.relink(s.proto.sessionID, ps.auth.ours, h.Nonce, h.Key)
 	if err != nil {
 		return dropped
 	}
-	ps.auth = peerAuth{nonce: h.Nonce, seal: seal, open: open, replyHS: true, heard: true}
+	ps.auth = peerAuth{ours: ps.auth.ours, nonce: h.Nonce, seal: seal, open: open, replyHS: true, heard: true, keyedAt: max(s.now, 1)}
 	ps.join.keyed = true
 	return taken // its silence counts from here (link.heard)
 }

@@ -154,6 +154,9 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 		s.proto.keys.local = slices.Clone(s.io.wantLocal(s.roster.local))
+		for i := range s.peers {
+			s.peers[i].auth.ours = s.proto.keys.nonceFor(linkPeer | uint64(i))
+		}
 		if _, unsigned := cfg.Transport.(interface{ Unsigned() testhook.Unsigned }); len(s.peers) >= 2 && s.ls == nil && !unsigned {
 			var np, peerOf [MaxPlayers]int
 			np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1

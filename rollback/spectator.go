@@ -209,6 +209,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		return nil, err
 	}
 	s.keys.local = []uint8{}
+	s.up.ours = s.keys.nonceFor(linkSource | uint64(s.src))
 	s.io.sendBuf, s.io.recvBuf = make([]byte, 0, maxDatagram), make([]byte, maxDatagram+1)
 	s.io.pkt.Inputs = make([]uint64, 0, wire.MaxFrames*MaxPlayers)
 	s.io.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
@@ -359,6 +360,7 @@ func (s *Spectator) sourceLeft() {
 // receive takes every waiting datagram: the source's, and those of the
 // spectators we relay to.
 func (s *Spectator) receive() {
+	s.keys.newCall()
 	if s.aud != nil {
 		s.aud.newCall()
 	}
@@ -443,7 +445,7 @@ func (s *Spectator) handshake(b []byte) bool {
 	if h.Nonce == 0 {
 		return false
 	}
-	if h.Echo != s.keys.nonce {
+	if h.Echo != a.ours {
 		if a.nonce == 0 {
 			s.sendHandshake(h.Nonce)
 		}
@@ -470,16 +472,16 @@ func (s *Spectator) handshake(b []byte) bool {
 	s.keys.terms = wire.Terms{Players: h.Terms.Players, Owners: slices.Clone(h.Terms.Owners), Layout: slices.Clone(h.Terms.Layout),
 		Mode: h.Terms.Mode, TickRate: h.Terms.TickRate, ChecksumEvery: h.Terms.ChecksumEvery, StartDelay: h.Terms.StartDelay}
 	s.keys.digest = s.keys.terms.Digest()
-	seal, open, err := s.keys.link(s.session, h.Nonce, h.Key)
+	seal, open, err := s.keys.link(s.session, a.ours, h.Nonce, h.Key)
 	if err != nil {
 		return false
 	}
-	a.nonce, a.seal, a.open, a.replyHS = h.Nonce, seal, open, true
+	a.nonce, a.seal, a.open, a.replyHS, a.keyedAt = h.Nonce, seal, open, true, s.now
 	return true
 }
 
 func (s *Spectator) sendHandshake(echo uint64) {
-	b, err := s.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.session, echo)
+	b, err := s.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.session, s.up.ours, echo)
 	if err == nil {
 		s.up.sentHS, s.up.lastHS = true, s.now
 		s.transmit(b)

@@ -132,6 +132,14 @@ func (sh *Shaper) Release(peer int) {
 	}
 }
 
+// Admit forwards to the wrapped transport's Admit, when it has one
+// (udp.Transport's guest slots).
+func (sh *Shaper) Admit(peer int) {
+	if a, ok := sh.t.(interface{ Admit(peer int) }); ok {
+		a.Admit(peer)
+	}
+}
+
 // Receive is the wrapped transport's Receive.
 func (sh *Shaper) Receive(buf []byte) (n, peer int, ok bool) { return sh.t.Receive(buf) }
 

@@ -20,10 +20,15 @@
 // is len(peers)+k: Receive returns its datagrams with that index, from a
 // queue of its own like a peer's, and Send to the index answers that
 // address. The transport does not judge guests (anyone can send from any
-// address): the session does, and gives back a slot it has dropped with
+// address): the session does. It admits a guest with [Transport.Admit]
+// once the guest has shown it receives at its address (its handshake
+// echoed the session's answer), and gives back a slot it has dropped with
 // [Transport.Release]. When every slot is taken, a new address takes the
-// slot silent longest, once it has been silent for [GuestIdle]; until then
-// new addresses are dropped and counted as unknown.
+// slot that has waited longest without being admitted — an address that
+// has proved nothing holds nothing, so a stranger's junk cannot keep a
+// spectator out — or, when every slot is admitted, the slot silent
+// longest once it has been silent for [GuestIdle]; until then new
+// addresses are dropped and counted as unknown.
 //
 // To impair the traffic of a test or soak on loopback, wrap the transport
 // in a netsim.Shaper.
@@ -78,9 +83,11 @@ type Stats struct {
 
 // slot is one guest slot.
 type slot struct {
-	addr netip.AddrPort // the guest's (unmapped) address, while used
-	last time.Time      // when its newest datagram was queued
-	used bool
+	addr     netip.AddrPort // the guest's (unmapped) address, while used
+	since    time.Time      // when the address took the slot
+	last     time.Time      // when its newest datagram was queued
+	used     bool
+	admitted bool // the session vouched for the address (Admit)
 }
 
 // Transport implements rollback.Transport over a net.PacketConn.
@@ -165,6 +172,19 @@ func (t *Transport) Release(peer int) {
 	defer t.mu.Unlock()
 	if k := peer - len(t.peers); k >= 0 && k < len(t.slots) {
 		t.release(k)
+	}
+}
+
+// Admit marks guest slot peer (an index from len(peers) on) as the
+// session's: the address has shown it receives there. A slot not admitted
+// goes to the next new address when every slot is taken; an admitted one
+// only after GuestIdle of silence. It does nothing for a peer's index or
+// a free slot.
+func (t *Transport) Admit(peer int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if k := peer - len(t.peers); k >= 0 && k < len(t.slots) && t.slots[k].used {
+		t.slots[k].admitted = true
 	}
 }
 
@@ -258,10 +278,11 @@ func (t *Transport) read() {
 }
 
 // guest queues a datagram from addr, which is not a peer's, in the guest
-// slot addr holds, or in one it takes: the lowest free slot, or when none
-// is free the slot silent longest if that has been silent for GuestIdle.
-// Otherwise it drops it as from an unknown address. An oversized datagram
-// takes no slot.
+// slot addr holds, or in one it takes: the lowest free slot; when none is
+// free, the slot not admitted that the longest-standing address holds;
+// when all are admitted, the slot silent longest if that has been silent
+// for GuestIdle. Otherwise it drops it as from an unknown address. An
+// oversized datagram takes no slot.
 func (t *Transport) guest(b []byte, addr netip.AddrPort) {
 	if t.nslots.Load() == 0 {
 		t.unknown.Add(1)
@@ -274,7 +295,7 @@ func (t *Transport) guest(b []byte, addr netip.AddrPort) {
 		return
 	}
 	now := t.now()
-	held, free, oldest := -1, -1, -1
+	held, free, oldest, unproved := -1, -1, -1, -1
 	for k := range t.slots {
 		s := &t.slots[k]
 		switch {
@@ -284,6 +305,10 @@ func (t *Transport) guest(b []byte, addr netip.AddrPort) {
 			}
 		case s.addr == addr:
 			held = k
+		case !s.admitted:
+			if unproved < 0 || s.since.Before(t.slots[unproved].since) {
+				unproved = k
+			}
 		case oldest < 0 || s.last.Before(t.slots[oldest].last):
 			oldest = k
 		}
@@ -296,6 +321,8 @@ func (t *Transport) guest(b []byte, addr netip.AddrPort) {
 	case k >= 0:
 	case free >= 0:
 		k = free
+	case unproved >= 0:
+		k = unproved
 	case now.Sub(t.slots[oldest].last) >= GuestIdle:
 		k = oldest
 	default:
@@ -308,7 +335,7 @@ func (t *Transport) guest(b []byte, addr netip.AddrPort) {
 	}
 	if k != held {
 		t.release(k) // a slot taken over: the old address's datagrams go
-		t.slots[k] = slot{addr: addr, used: true}
+		t.slots[k] = slot{addr: addr, used: true, since: now}
 	}
 	t.slots[k].last = now
 	t.in.Put(len(t.peers)+k, b)

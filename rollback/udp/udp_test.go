@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -515,6 +516,7 @@ func TestGuestSlotsFull(t *testing.T) {
 	g := newGuests(t, 1)
 	g1, g2 := g.socket(), g.socket()
 	g.send(g1, []byte("a"))
+	g.tr.Admit(1)
 	g.send(g2, []byte("b"))
 	g.send(g2, make([]byte, udp.MaxDatagram+1))
 	g.send(g1, []byte("c"))
@@ -551,6 +553,7 @@ func TestReleaseFreesAGuestSlot(t *testing.T) {
 	g.send(g2, []byte("b"))
 	assert.Equal(t, []string{"0:p", "1:b"}, g.receive(), "the peer's datagram stays; a new address takes the slot")
 	assert.Equal(t, "to b", g.answer(1, "to b", g2))
+	g.tr.Admit(1)
 	g.send(g1, []byte("c"))
 	assert.Equal(t, udp.Stats{UnknownAddress: 1, Guests: 1}, g.tr.Stats(), "the released address is a stranger again")
 }
@@ -586,6 +589,8 @@ func TestGuestIdleTakeover(t *testing.T) {
 	g.send(g1, []byte("1a")) // slot 0 (index 1), heard at 0
 	at(time.Second)
 	g.send(g2, []byte("2a")) // slot 1 (index 2), heard at 1 s
+	g.tr.Admit(1)
+	g.tr.Admit(2)
 	at(2 * time.Second)
 	g.send(g1, []byte("1b")) // slot 0 heard at 2 s: slot 1 is the oldest
 	at(time.Second + udp.GuestIdle - 1)
@@ -596,6 +601,7 @@ func TestGuestIdleTakeover(t *testing.T) {
 	assert.Equal(t, udp.Stats{UnknownAddress: 1, Waiting: 3, Guests: 2}, g.tr.Stats())
 	assert.ElementsMatch(t, []string{"1:1a", "1:1b", "2:3b"}, g.receive(), "the oldest slot taken over; its old datagram dropped")
 	assert.Equal(t, "to 3", g.answer(2, "to 3", g3), "the index answers its new address")
+	g.tr.Admit(2)
 
 	g.send(g2, []byte("2b")) // slot 0 silent 9 s, slot 1 just heard
 	assert.Equal(t, int64(2), g.tr.Stats().UnknownAddress)
@@ -603,8 +609,43 @@ func TestGuestIdleTakeover(t *testing.T) {
 	g.send(g2, []byte("2c"))
 	assert.Equal(t, []string{"1:2c"}, g.receive(), "now slot 0 is silent for GuestIdle and the oldest")
 	assert.Equal(t, "to 2", g.answer(1, "to 2", g2))
+	g.tr.Admit(1)
 	g.send(g1, []byte("1c"))
 	assert.Equal(t, udp.Stats{UnknownAddress: 3, Guests: 2}, g.tr.Stats(), "the address that lost its slot is a stranger")
+}
+
+// TestStrangersCannotHoldGuestSlots: strangers that send a junk byte
+// from each of their addresses every 2 s hold every guest slot; a
+// spectator's address still gets one (the slot held longest without being
+// admitted), and once the session admits it, no stranger takes it. (Before,
+// a slot went to a new address only after 10 s of silence, so the junk
+// kept every spectator out.)
+func TestStrangersCannotHoldGuestSlots(t *testing.T) {
+	g := newGuests(t, 2)
+	var clock atomic.Int64
+	base := time.Now()
+	udp.SetClock(g.tr, func() time.Time { return base.Add(time.Duration(clock.Load())) })
+	junk1, junk2, spectator, junk3 := g.socket(), g.socket(), g.socket(), g.socket()
+	for s := range 5 {
+		clock.Store(int64(2 * time.Duration(s) * time.Second))
+		g.send(junk1, []byte("x"))
+		g.send(junk2, []byte("y"))
+	}
+	g.receive()
+	g.send(spectator, []byte("hello"))
+	assert.Equal(t, []string{"1:hello"}, g.receive(), "the spectator takes the slot held longest by an address not admitted")
+	assert.Equal(t, "answer", g.answer(1, "answer", spectator))
+	g.tr.Admit(1)
+	for _, c := range []*net.UDPConn{junk1, junk3, junk2, junk1} {
+		g.send(c, []byte("z"))
+	}
+	g.send(spectator, []byte("watch"))
+	got := g.receive()
+	assert.Contains(t, got, "1:watch", "the admitted spectator keeps its slot")
+	for _, d := range got {
+		assert.True(t, d == "1:watch" || strings.HasPrefix(d, "2:"), "strangers share the slot not admitted: %s", d)
+	}
+	assert.Equal(t, int64(2), g.tr.Stats().Guests)
 }
 
 // TestGuestNoAllocationPerPacket: a round trip between a guest and the
