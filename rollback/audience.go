@@ -190,29 +190,32 @@ func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSourc
 	return false
 }
 
-// handshake takes a handshake from idx (guest k, or -1): the same rules
-// as a peer's (handleHandshake), for a spectator's terms.
+// handshake takes a handshake from idx (guest k, or -1): judged as a
+// peer's (keyring.judge), for a spectator's terms.
 func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 	h := &a.io.rxhs
-	if wire.ParseHandshake(b, h, a.keys.auth) != nil || h.SessionID != a.session || h.Nonce == 0 ||
-		h.Version != wire.Version || len(h.Local) != 0 ||
+	link := &peerAuth{ours: a.ours(idx, k)} // a stranger's: nothing pinned
+	if k >= 0 {
+		link = &a.guests[k].auth
+	}
+	v := a.keys.judge(b, h, a.session, link)
+	if v == hsDrop || h.Version != wire.Version || len(h.Local) != 0 ||
 		h.Terms.Players != a.keys.terms.Players || !slices.Equal(h.Terms.Layout, a.keys.terms.Layout) {
 		return false
 	}
-	ours := a.ours(idx, k)
-	if h.Echo != ours {
-		switch {
-		case k < 0 || a.guests[k].auth.nonce == 0:
-			a.sendHandshake(idx, ours, h.Nonce, now) // if it is the spectator's, it can now prove itself
-		case h.Nonce == a.guests[k].auth.nonce:
-			a.guests[k].auth.replyHS = !a.guests[k].auth.verified
-		}
+	switch v {
+	case hsAnswer:
+		a.sendHandshake(idx, link.ours, h.Nonce, now) // if it is the spectator's, it can now prove itself
 		return false
-	}
-	if k >= 0 {
+	case hsRemind:
+		link.replyHS = !link.verified
+		return false
+	case hsReplay, hsStray:
+		return false
+	case hsRenew:
 		g := &a.guests[k]
-		if h.Nonce == g.auth.nonce || (g.auth.verified && now-g.lastRecv < a.interr) {
-			return false // nothing new, or another machine at a live spectator's index
+		if g.auth.verified && now-g.lastRecv < a.interr {
+			return false // another machine at a live spectator's index
 		}
 		if now-g.auth.keyedAt < handshakeRetry {
 			return false // re-keyed a moment ago: one derivation per retry period
@@ -221,6 +224,7 @@ func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 	if k < 0 && idx >= a.peers && a.spectators() == a.max {
 		return false // full: it is not answered, and its handshake times out
 	}
+	ours := link.ours
 	seal, open, err := a.keys.relink(a.session, ours, h.Nonce, h.Key)
 	if err != nil {
 		return false // a bad key, or this call's derivations are spent: it repeats its handshake

@@ -156,6 +156,52 @@ type peerAuth struct {
 // keyed reports whether the link has keys: we may seal datagrams to it.
 func (a *peerAuth) keyed() bool { return a.seal != nil }
 
+// hsVerdict is the handshaker's judgement of one handshake on one link,
+// whatever the link's role (a peer, a guest, the source a spectator
+// watches): what the role then does with it is its own.
+type hsVerdict uint8
+
+const (
+	hsDrop   hsVerdict = iota // invalid: it does not parse, fails the Secret, names another session or nonce 0
+	hsAnswer                  // no echo of ours on a link not pinned: answered, echoing its nonce, it pins nothing
+	hsPin                     // echoes ours on a link not pinned: its sender receives at the address; pin and derive
+	hsRemind                  // the pinned nonce without our echo: it may lack our answer
+	hsReplay                  // the pinned nonce echoing ours: nothing new (unsealed: no sign of life)
+	hsRenew                   // a new nonce echoing ours on a pinned link: the machine restarted, or another took the address
+	hsStray                   // a new nonce without our echo on a pinned link: proves nothing
+)
+
+// judge parses b into h and judges it for link a of session. What the
+// address sent that did not count is noted in a, for the timeout's hints.
+// It is the one place every handshake of every role is judged; it
+// changes nothing else.
+func (k *keyring) judge(b []byte, h *wire.Handshake, session uint64, a *peerAuth) hsVerdict {
+	if err := wire.ParseHandshake(b, h, k.auth); err != nil {
+		a.authFailed = a.authFailed || errors.Is(err, wire.ErrAuth)
+		return hsDrop
+	}
+	if h.SessionID != session {
+		a.otherSession = h.SessionID // a hint for the timeout error, not a fact
+		return hsDrop
+	}
+	echoed := h.Echo == a.ours
+	switch {
+	case h.Nonce == 0:
+		return hsDrop
+	case a.nonce == 0 && echoed:
+		return hsPin
+	case a.nonce == 0:
+		return hsAnswer
+	case h.Nonce == a.nonce && echoed:
+		return hsReplay
+	case h.Nonce == a.nonce:
+		return hsRemind
+	case echoed:
+		return hsRenew
+	}
+	return hsStray
+}
+
 // verdict is what receive makes of a datagram.
 type verdict uint8
 
@@ -168,15 +214,8 @@ const (
 // handleHandshake takes a handshake from peer i's address.
 func (s *Session) handleHandshake(i int, b []byte) verdict {
 	h, a := &s.io.rx.hs, &s.peers[i].auth
-	if err := wire.ParseHandshake(b, h, s.proto.keys.auth); err != nil {
-		a.authFailed = a.authFailed || errors.Is(err, wire.ErrAuth)
-		return dropped
-	}
-	if h.SessionID != s.proto.sessionID {
-		a.otherSession = h.SessionID // a hint for the timeout error, not a fact
-		return dropped
-	}
-	if h.Nonce == 0 {
+	v := s.proto.keys.judge(b, h, s.proto.sessionID, a)
+	if v == hsDrop {
 		return dropped
 	}
 	late := s.peers[i].late
@@ -204,30 +243,24 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		}
 		return answered
 	}
-	if h.Echo != a.ours {
+	switch v {
+	case hsAnswer:
 		// Its sender has not shown that it receives at the peer's address:
-		// anyone could have sent it. It pins nothing.
-		switch {
-		case a.nonce == 0:
-			// Answer it, echoing its nonce: if it is the peer's, the peer
-			// can now prove itself.
-			s.sendHandshake(i, h.Nonce)
-			return answered
-		case h.Nonce == a.nonce:
-			// Its older handshake, overtaken by the one we pinned (or a
-			// replay of it): it may still lack our echo.
-			a.replyHS = !a.verified
-			return answered
-		}
-		return dropped
-	}
-	if a.nonce != 0 {
-		if h.Nonce != a.nonce {
-			return dropped // the first nonce to echo ours stays
-		}
+		// anyone could have sent it. Answer it, echoing its nonce: if it is
+		// the peer's, the peer can now prove itself.
+		s.sendHandshake(i, h.Nonce)
+		return answered
+	case hsRemind:
+		// Its older handshake, overtaken by the one we pinned (or a replay
+		// of it): it may still lack our echo.
+		a.replyHS = !a.verified
+		return answered
+	case hsReplay:
 		// Nothing new: it is unsealed, so anyone on the path could have
 		// replayed it; it is not a sign of life (only sealed datagrams are).
 		return answered
+	case hsRenew, hsStray:
+		return dropped // the first nonce to echo ours stays
 	}
 	if e := s.compareTerms(i, h); e != nil {
 		if a.mismatch == nil {

@@ -434,24 +434,12 @@ func (s *Spectator) sealed(b, body []byte) bool {
 // keys bind.
 func (s *Spectator) handshake(b []byte) bool {
 	h, a := &s.io.rxhs, &s.up
-	if err := wire.ParseHandshake(b, h, s.keys.auth); err != nil {
-		a.authFailed = a.authFailed || errors.Is(err, wire.ErrAuth)
+	switch s.keys.judge(b, h, s.session, a) {
+	case hsAnswer:
+		s.sendHandshake(h.Nonce)
 		return false
-	}
-	if h.SessionID != s.session {
-		a.otherSession = h.SessionID
-		return false
-	}
-	if h.Nonce == 0 {
-		return false
-	}
-	if h.Echo != a.ours {
-		if a.nonce == 0 {
-			s.sendHandshake(h.Nonce)
-		}
-		return false
-	}
-	if a.nonce != 0 {
+	case hsPin:
+	default:
 		return false
 	}
 	var e *TermsError
