@@ -96,6 +96,9 @@ type Summary struct {
 	ResimulatedFrames      int64   `json:"resimulated_frames"`
 	MaxRollbackFrames      int     `json:"max_rollback_frames"`
 	MaxResimulatedFrames   int     `json:"max_resimulated_frames"`
+	RollbacksPer100Frames  float64 `json:"rollbacks_per_100_frames"`
+	MatchesWithoutRollback int     `json:"matches_without_rollback"`
+	StallFrames            int64   `json:"stall_frames"`
 	// The misprediction depth of a rollback is how many frames before the
 	// present its first mispredicted frame was (max_rollback_frames is the
 	// sessions' deepest); a rollback re-simulates from a snapshot at or
@@ -106,9 +109,6 @@ type Summary struct {
 	MispredictionDepthMax  int     `json:"misprediction_depth_max"`
 	ResimulatedMean        float64 `json:"resimulated_per_rollback_mean"`
 	ResimulatedP95         int     `json:"resimulated_per_rollback_p95"`
-	RollbacksPer100Frames  float64 `json:"rollbacks_per_100_frames"`
-	MatchesWithoutRollback int     `json:"matches_without_rollback"`
-	StallFrames            int64   `json:"stall_frames"`
 	// Hitches counts, in lockstep mode, the render frames (60 Hz ticks)
 	// that ended with a frame due on the playout schedule still missing an
 	// input; HitchesPerMinute is per machine.

@@ -182,7 +182,7 @@ var (
 	meanColour = color.RGBA{R: 20, G: 60, B: 140, A: 255}
 	p95Colour  = color.RGBA{R: 220, G: 120, B: 0, A: 255}
 	maxColour  = color.RGBA{R: 190, G: 30, B: 30, A: 255}
-	bandColour = color.RGBA{R: 190, G: 30, B: 30, A: 45}
+	bandColour = color.NRGBA{R: 190, G: 30, B: 30, A: 50}
 )
 
 func mispredictionDepths(p *plot.Plot, rs []match.Result) error {
@@ -240,9 +240,13 @@ func histogram(p *plot.Plot, h []int64) error {
 	}
 	niceAxis(&p.X, true, true)
 	p.X.Min = max(p.X.Min, -0.5) // bar 0 is centred on 0
+	p.Y.Max *= legendRoom
 	niceAxis(&p.Y, true, true)
 	return nil
 }
+
+// legendRoom makes room above the data for the legend.
+const legendRoom = 1.3
 
 // spread is, for each second, the mean, 95th percentile and maximum of v
 // over every machine of every match that reached it.
@@ -311,6 +315,7 @@ func overTime(p *plot.Plot, rs []match.Result, title, unit string, v func(match.
 		p.Legend.Add("95th percentile", pl)
 		p.Legend.Add("maximum (band from the 95th percentile)", band, top)
 		p.Legend.Top = true
+		p.Y.Max += (p.Y.Max - min(0, p.Y.Min)) * (legendRoom - 1)
 	}
 	niceAxis(&p.X, true, true)
 	niceAxis(&p.Y, integer, nonNegative)
