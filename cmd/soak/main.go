@@ -6,7 +6,14 @@
 // 60 Hz clock, with bots as players, until every input is confirmed on every
 // machine; then each machine's arena must equal, byte for byte, an offline
 // replay of the inputs the bots really gave. Match i uses seed+i, so any
-// failure is reproduced with -seed and -matches 1.
+// failure is reproduced with -seed and -matches 1 and the run's other
+// flags: the summary prints that command under each failed match.
+//
+// With -report DIR the soak writes DIR/index.html: where the run came from
+// (date, commit, command, machine), a table across the profiles of
+// -profiles, and per profile a table, the failed matches and plots
+// (docs/soak.md). On a terminal a progress bar is drawn on stderr;
+// elsewhere a plain progress line is written every few seconds.
 //
 //	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
@@ -58,6 +65,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
@@ -442,11 +450,13 @@ func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) 
 		sums = append(sums, s)
 		runs = append(runs, reportRun(po, &s, results))
 	}
+	var table *report.Table
+	if len(sums) > 1 {
+		table = profileTable(sums, runs)
+		printTable(human, table)
+	}
 	if o.reportDir != "" {
-		page := report.Page{Title: "Rewind soak report", Header: provenance(o, began), Runs: runs}
-		if len(sums) > 1 {
-			page.Summary = profileTable(sums, runs)
-		}
+		page := report.Page{Title: "Rewind soak report", Header: provenance(o, began), Summary: table, Runs: runs}
 		if err := report.Write(o.reportDir, page); err != nil {
 			fmt.Fprintf(stderr, "soak: -report: %v\n", err)
 			return 1
@@ -699,6 +709,17 @@ func profileTable(sums []Summary, runs []report.Run) *report.Table {
 			report.FormatFloat(s.BytesPerPeerPerSecond, 0), rtt})
 	}
 	return t
+}
+
+// printTable prints t with its columns aligned, under "profiles:".
+func printTable(w io.Writer, t *report.Table) {
+	fmt.Fprintln(w, "profiles:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+strings.Join(t.Columns, "\t"))
+	for _, r := range t.Rows {
+		fmt.Fprintln(tw, "  "+strings.Join(r, "\t"))
+	}
+	tw.Flush()
 }
 
 // provenance is the report's header: when, from which commit, by which

@@ -402,6 +402,7 @@ func TestMatrixAndParallelism(t *testing.T) {
 		var out, errs bytes.Buffer
 		args := append([]string{"-profiles", "lan,latency=30ms,loss=5%", "-matches", "3", "-frames", "600", "-parallel", parallel, "-json", "-"}, extra...)
 		require.Equal(t, 0, run(args, &out, &errs), errs.String())
+		assert.Regexp(t, `\nprofiles:\n  profile +verdict +verified .*\n  lan +PASS +3/3 +0 .*\n  latency=30ms,loss=5% +PASS +3/3 +0 `, errs.String())
 		var m Matrix
 		require.NoError(t, json.Unmarshal(out.Bytes(), &m))
 		for i := range m.Profiles {
