@@ -6,6 +6,7 @@ import (
 	"image/color"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -239,7 +240,9 @@ func TestReport(t *testing.T) {
 		assert.Contains(t, html, want)
 	}
 	assert.NotContains(t, html, "<h2>Profiles</h2>", "one profile: no table across profiles")
-	assert.NotContains(t, html, "<th>commit</th><td>unknown", "run in a checkout, the commit is known")
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		assert.Contains(t, html, "<th>commit</th><td>"+strings.TrimSpace(string(head)), "in a checkout: its HEAD")
+	}
 	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
 	require.NoError(t, err)
 	require.Len(t, pngs, report.Plots())

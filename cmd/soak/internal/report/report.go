@@ -202,7 +202,7 @@ func resimulated(p *plot.Plot, rs []match.Result) error {
 func histogram(p *plot.Plot, h []int64) error {
 	p.Y.Label.Text = "rollbacks"
 	d := Histogram(h)
-	values := make(plotter.Values, d.Max+2)
+	values := make(plotter.Values, min(d.Max+2, len(h)))
 	top := 0.0
 	for v := range values {
 		values[v] = float64(h[v])

@@ -2,10 +2,15 @@ package report
 
 import (
 	"math"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/rewindgg/rewind/internal/match"
 )
 
 func TestFormatFloat(t *testing.T) {
@@ -80,4 +85,24 @@ func TestHistogram(t *testing.T) {
 	h := []int64{0, 10, 8, 0, 0, 1, 0, 0, 0, 1}
 	assert.Equal(t, Dist{N: 20, Mean: (10 + 16 + 5 + 9) / 20.0, P95: 5, Max: 9}, Histogram(h))
 	assert.Equal(t, Dist{N: 1, Mean: 3, P95: 3, Max: 3}, Histogram([]int64{0, 0, 0, 1}))
+}
+
+// TestHistogramPlot: a histogram whose deepest bucket is the last one
+// (that many or more) plots whole, its axis reaching that bucket; one
+// without rollbacks says so.
+func TestHistogramPlot(t *testing.T) {
+	t.Parallel()
+	h := make([]int64, match.DepthBuckets)
+	h[1], h[match.DepthBuckets-1] = 30, 1
+	p := plot.New()
+	require.NoError(t, histogram(p, h))
+	assert.GreaterOrEqual(t, p.X.Max, float64(match.DepthBuckets-1))
+	assert.Equal(t, 0.0, p.Y.Min)
+	require.NoError(t, p.Save(10*vg.Centimeter, 5*vg.Centimeter, filepath.Join(t.TempDir(), "h.png")))
+
+	empty := plot.New()
+	empty.Title.Text = "Misprediction depth"
+	require.NoError(t, histogram(empty, make([]int64, match.DepthBuckets)))
+	assert.Equal(t, "Misprediction depth (no rollbacks)", empty.Title.Text)
+	require.NoError(t, empty.Save(10*vg.Centimeter, 5*vg.Centimeter, filepath.Join(t.TempDir(), "e.png")))
 }
