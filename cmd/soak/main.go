@@ -646,7 +646,7 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 		{"network", fmt.Sprintf("%s over %s", s.Profile, s.Transport)},
 		{"verified", fmt.Sprintf("%d of %d (desyncs %d, errors %d)", s.Verified, s.Matches, s.Desyncs, s.Errors)},
 		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames)", s.Rollbacks, s.RollbacksPer100Frames)},
-		{"misprediction depth", fmt.Sprintf("mean %s, 95th percentile %d, deepest %d frames back", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MaxRollbackFrames)},
+		{"misprediction depth", fmt.Sprintf("mean %s, 95th percentile %d, deepest %d frames back", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MispredictionDepthMax)},
 		{"frames re-simulated", fmt.Sprintf("%d; per rollback mean %s, 95th percentile %d, longest %d", s.ResimulatedFrames, report.FormatFloat(s.ResimulatedMean, 2), s.ResimulatedP95, s.MaxResimulatedFrames)},
 		{"stalls", fmt.Sprintf("%.1f frames per minute per machine (starved %d, advantage %d, input lag %d)", s.StallFramesPerMinute, s.StallFrames, s.AdvantageStallFrames, s.InputLagStallFrames)},
 		{"fairness", fmt.Sprintf("mean |advantage| %.2f frames, max %.2f; frames apart %.2f, max %.2f", s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.MeanAbsFrameGap, s.MaxAbsFrameGap)},
@@ -703,7 +703,7 @@ func profileTable(sums []Summary, runs []report.Run) *report.Table {
 		t.Rows = append(t.Rows, []string{s.Profile, map[bool]string{true: "PASS", false: "FAIL"}[s.Passed],
 			fmt.Sprintf("%d/%d", s.Verified, s.Matches), strconv.Itoa(failed),
 			report.FormatFloat(s.RollbacksPer100Frames, 2),
-			fmt.Sprintf("%s / %d / %d", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MaxRollbackFrames),
+			fmt.Sprintf("%s / %d / %d", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MispredictionDepthMax),
 			fmt.Sprintf("%s / %d / %d", report.FormatFloat(s.ResimulatedMean, 2), s.ResimulatedP95, s.MaxResimulatedFrames),
 			report.FormatFloat(s.StallFramesPerMinute, 1), report.FormatFloat(s.MeanAbsAdvantage, 2),
 			report.FormatFloat(s.BytesPerPeerPerSecond, 0), rtt})
@@ -1219,7 +1219,7 @@ func printSummary(w io.Writer, s *Summary) {
 			s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute, s.HitchSpells, s.HitchSpellMeanMs)
 	}
 	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   misprediction depth mean %s, p95 %d, deepest %d   re-simulated %d frames (per rollback mean %s, p95 %d, longest %d)   stalled %d frames\n",
-		s.Rollbacks, s.RollbacksPer100Frames, report.FormatFloat(s.MispredictionDepthMean, 1), s.MispredictionDepthP95, s.MaxRollbackFrames,
+		s.Rollbacks, s.RollbacksPer100Frames, report.FormatFloat(s.MispredictionDepthMean, 1), s.MispredictionDepthP95, s.MispredictionDepthMax,
 		s.ResimulatedFrames, report.FormatFloat(s.ResimulatedMean, 1), s.ResimulatedP95, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
