@@ -81,14 +81,6 @@ func machineName(m int) string {
 	return "machine " + strconv.Itoa(m)
 }
 
-// prefixed is s after a space, or nothing.
-func prefixed(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " " + s
-}
-
 // counts prints a count per name, in name order.
 func counts(m map[string]int64) string {
 	var names []string

@@ -6,7 +6,14 @@
 // 60 Hz clock, with bots as players, until every input is confirmed on every
 // machine; then each machine's arena must equal, byte for byte, an offline
 // replay of the inputs the bots really gave. Match i uses seed+i, so any
-// failure is reproduced with -seed and -matches 1.
+// failure is reproduced with -seed and -matches 1 and the run's other
+// flags: the summary prints that command under each failed match.
+//
+// With -report DIR the soak writes DIR/index.html: where the run came from
+// (date, commit, command, machine), a table across the profiles of
+// -profiles, and per profile a table, the failed matches and plots
+// (docs/soak.md). On a terminal a progress bar is drawn on stderr;
+// elsewhere a plain progress line is written every few seconds.
 //
 //	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
@@ -41,6 +48,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -49,11 +57,15 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"text/tabwriter"
 	"time"
 
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
@@ -95,6 +107,16 @@ type Summary struct {
 	RollbacksPer100Frames  float64 `json:"rollbacks_per_100_frames"`
 	MatchesWithoutRollback int     `json:"matches_without_rollback"`
 	StallFrames            int64   `json:"stall_frames"`
+	// The misprediction depth of a rollback is how many frames before the
+	// present its first mispredicted frame was (max_rollback_frames is the
+	// sessions' deepest); a rollback re-simulates from a snapshot at or
+	// before that frame. Means and 95th percentiles over the rollbacks;
+	// the maximum depth the probe measured (internal/match).
+	MispredictionDepthMean float64 `json:"misprediction_depth_mean"`
+	MispredictionDepthP95  int     `json:"misprediction_depth_p95"`
+	MispredictionDepthMax  int     `json:"misprediction_depth_max"`
+	ResimulatedMean        float64 `json:"resimulated_per_rollback_mean"`
+	ResimulatedP95         int     `json:"resimulated_per_rollback_p95"`
 	// Hitches counts, in lockstep mode, the render frames (60 Hz ticks)
 	// that ended with a frame due on the playout schedule still missing an
 	// input; HitchesPerMinute is per machine.
@@ -206,6 +228,9 @@ type Fail struct {
 	// Flags are what reproduces the match besides -seed and -matches 1
 	// (-adversary: its kind and machine).
 	Flags string `json:"flags,omitempty"`
+	// Reproduce is the command that plays the match again alone, with
+	// every flag of the run that the match depends on.
+	Reproduce string `json:"reproduce,omitempty"`
 }
 
 // AdversaryJSON summarizes the matches with an adversary (-adversary).
@@ -297,6 +322,7 @@ type options struct {
 	playout                                                          time.Duration
 	profileNames                                                     []string
 	args                                                             []string
+	matchFlags                                                       []flagWords // the flags set that a match depends on (reproduce)
 	fixedLag, noSmoothing, noStartDelay, extrapolate, everyTick      bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
@@ -312,6 +338,21 @@ type options struct {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
+	fs := newFlagSet(&o)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fs.PrintDefaults()
+			return 2
+		}
+		fmt.Fprintf(stderr, "soak: %v\n", err)
+		return 2
+	}
+	return o.run(fs, args, stdout, stderr)
+}
+
+// newFlagSet is the command's flags, each setting its field of o.
+func newFlagSet(o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("soak", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	fs.IntVar(&o.matches, "matches", 20, "matches to play")
@@ -328,14 +369,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&o.fixedLag, "fixed-lag", false, "keep the input lag at -delay (Config.FixedInputLag)")
 	fs.BoolVar(&o.noSmoothing, "no-smoothing", false, "turn frame-advantage stalls and the start delay off (Config.NoFrameAdvantage)")
 	fs.BoolVar(&o.noStartDelay, "no-start-delay", false, "start without the start-of-match wait (Config.NoStartDelay)")
-	fs.Func("skew", "the last machine's clock runs this much slow, e.g. 3% or 0.03", func(v string) error {
-		f, err := parsePercent(v)
-		if err == nil && (f < 0 || f >= 0.5) {
-			err = errors.New("want 0 to 50%")
+	fs.Var(&percentFlag{v: &o.skew, check: func(f float64) error {
+		if f < 0 || f >= 0.5 {
+			return errors.New("want 0 to 50%")
 		}
-		o.skew = f
-		return err
-	})
+		return nil
+	}}, "skew", "the last machine's clock runs this much slow, e.g. 3% or 0.03")
 	fs.IntVar(&o.hiccups, "hiccups", 0, "with -transport netsim: every machine freezes for 200 ms this many times a minute")
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
@@ -360,15 +399,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.rejoin, "rejoin", 0, "K (0 or 1) player machines crash at a random frame and restart 1 to 10 s later (a fresh session joining in progress: rollback.Config.InProgress), taking their players back from a stand-in that reads the state; each match must verify with the absence as agreed")
 	fs.IntVar(&o.spectators, "spectators", 0, "N spectators watch every match: a quarter join at the start, a quarter in the last second, the rest at random moments; a quarter leave early (half crash); each player machine serves "+strconv.Itoa(match.SpectatorsPerMachine)+" directly, the rest join through spectators that relay. Each must end with the offline re-simulation's state")
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(stderr)
-			fs.PrintDefaults()
-			return 2
-		}
-		fmt.Fprintf(stderr, "soak: %v\n", err)
-		return 2
-	}
+	return fs
+}
+
+// run plays the soak o's flags (parsed from args by fs) describe.
+func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) int {
 	profs, policy, err := o.check(fs.NArg())
 	if err != nil {
 		fmt.Fprintf(stderr, "soak: %v\n", err)
@@ -384,14 +419,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	o.args = args
+	o.matchFlags = matchFlags(fs)
 	human := stdout
 	if o.jsonPath == "-" {
 		human = stderr
 	}
-	var bar *progress
-	if f, ok := stderr.(*os.File); ok && isTerminal(f) {
-		bar = &progress{w: stderr, total: o.matches * len(profs)}
-	}
+	began := time.Now()
+	bar := newProgress(stderr, o.matches*len(profs), len(profs) > 1)
 	var sums []Summary
 	var runs []report.Run
 	for k, prof := range profs {
@@ -416,8 +450,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		sums = append(sums, s)
 		runs = append(runs, reportRun(po, &s, results))
 	}
+	var table *report.Table
+	if len(sums) > 1 {
+		table = profileTable(sums, runs)
+		printTable(human, table)
+	}
 	if o.reportDir != "" {
-		if err := report.Write(o.reportDir, "Rewind soak report", runs); err != nil {
+		page := report.Page{Title: "Rewind soak report", Header: provenance(o, began), Summary: table, Runs: runs}
+		if err := report.Write(o.reportDir, page); err != nil {
 			fmt.Fprintf(stderr, "soak: -report: %v\n", err)
 			return 1
 		}
@@ -510,7 +550,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 						results[i].Err = err
 					}
 				}
-				bar.tick(o.profile)
+				bar.tick(o.profile, failReason(o, &results[i]) != "")
 			}
 		})
 	}
@@ -522,27 +562,74 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 	return results
 }
 
-// progress draws a progress bar on a terminal; a nil *progress draws nothing.
+// progress shows how far the soak is on stderr: on a terminal a bar
+// redrawn in place; elsewhere (piped, in a log) a plain line every
+// progressEvery and one when the last match is done:
+//
+//	soak: 120/1000 matches, 0 failed, 34 s
+//
+// A nil *progress shows nothing.
 type progress struct {
-	mu       sync.Mutex
-	w        io.Writer
-	total, n int
+	mu        sync.Mutex
+	w         io.Writer
+	bar       bool // a terminal
+	profiles  bool // several profiles: the line names the current one
+	total, n  int
+	failed    int
+	every     time.Duration
+	now       func() time.Time
+	start     time.Time
+	lastShown time.Time
 }
 
-func (p *progress) tick(profile string) {
+// progressEvery is how often a plain progress line is written.
+const progressEvery = 5 * time.Second
+
+func newProgress(w io.Writer, total int, profiles bool) *progress {
+	f, ok := w.(*os.File)
+	p := &progress{w: w, bar: ok && isTerminal(f), profiles: profiles, total: total, every: progressEvery, now: time.Now}
+	p.start = p.now()
+	p.lastShown = p.start
+	return p
+}
+
+// tick counts a match of profile done (failed: it failed).
+func (p *progress) tick(profile string, failed bool) {
 	if p == nil {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.n++
-	const width = 30
-	n := width * p.n / p.total
-	fmt.Fprintf(p.w, "\r%-18s [%s%s] %d/%d matches", profile, strings.Repeat("#", n), strings.Repeat(" ", width-n), p.n, p.total)
+	if failed {
+		p.failed++
+	}
+	if p.bar {
+		const width = 30
+		n := width * p.n / p.total
+		fmt.Fprintf(p.w, "\r%-18s [%s%s] %d/%d matches", profile, strings.Repeat("#", n), strings.Repeat(" ", width-n), p.n, p.total)
+		return
+	}
+	now := p.now()
+	if p.n < p.total && now.Sub(p.lastShown) < p.every {
+		return
+	}
+	p.lastShown = now
+	fmt.Fprintln(p.w, p.line(profile, now))
 }
 
+// line is the plain progress line at now.
+func (p *progress) line(profile string, now time.Time) string {
+	l := fmt.Sprintf("soak: %d/%d matches, %d failed, %.0f s", p.n, p.total, p.failed, now.Sub(p.start).Seconds())
+	if p.profiles {
+		l += " (profile " + profile + ")"
+	}
+	return l
+}
+
+// clear takes the bar off the terminal before a summary is printed.
 func (p *progress) clear() {
-	if p != nil {
+	if p != nil && p.bar {
 		fmt.Fprintf(p.w, "\r%s\r", strings.Repeat(" ", 70))
 	}
 }
@@ -558,7 +645,9 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 		{"matches", fmt.Sprintf("%d × %d players on %d machines × %d frames, seed %d", s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Seed)},
 		{"network", fmt.Sprintf("%s over %s", s.Profile, s.Transport)},
 		{"verified", fmt.Sprintf("%d of %d (desyncs %d, errors %d)", s.Verified, s.Matches, s.Desyncs, s.Errors)},
-		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames), deepest %d frames, longest re-simulation %d", s.Rollbacks, s.RollbacksPer100Frames, s.MaxRollbackFrames, s.MaxResimulatedFrames)},
+		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames)", s.Rollbacks, s.RollbacksPer100Frames)},
+		{"misprediction depth", fmt.Sprintf("mean %s, 95th percentile %d, deepest %d frames back", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MispredictionDepthMax)},
+		{"frames re-simulated", fmt.Sprintf("%d; per rollback mean %s, 95th percentile %d, longest %d", s.ResimulatedFrames, report.FormatFloat(s.ResimulatedMean, 2), s.ResimulatedP95, s.MaxResimulatedFrames)},
 		{"stalls", fmt.Sprintf("%.1f frames per minute per machine (starved %d, advantage %d, input lag %d)", s.StallFramesPerMinute, s.StallFrames, s.AdvantageStallFrames, s.InputLagStallFrames)},
 		{"fairness", fmt.Sprintf("mean |advantage| %.2f frames, max %.2f; frames apart %.2f, max %.2f", s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.MeanAbsFrameGap, s.MaxAbsFrameGap)},
 		{"bandwidth", fmt.Sprintf("%.0f B/s per peer, %.2f packets per peer per frame", s.BytesPerPeerPerSecond, s.PacketsPerPeerPerFrame)},
@@ -580,42 +669,202 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
-			run.Failures = append(run.Failures, report.Failure{Seed: f.Seed, Reason: f.Reason, Repro: reproduce(o.args, o.profile, f.Seed, f.Flags)})
+			run.Failures = append(run.Failures, report.Failure{Match: f.Match, Seed: f.Seed, Reason: f.Reason, Repro: f.Reproduce})
 		}
 	}
 	return run
 }
 
-// reproduce is the command line that replays one match of a soak: the
-// same flags, with -seed and -matches 1, and without the outputs; flags,
-// when not empty, replace -adversary and -adversary-machine (the match's
-// own kind and machine).
-func reproduce(args []string, profile string, seed uint64, flags string) string {
-	out := []string{"go", "run", "./cmd/soak"}
-	skip := false
-	for _, a := range args {
-		if skip {
-			skip = false
-			continue
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch name {
-		case "seed", "matches", "report", "json", "record", "log", "parallel", "profile", "profiles":
-			skip = !hasValue // "-seed 5" takes the next argument; "-seed=5" does not
-			continue
-		case "adversary", "adversary-machine":
-			if flags != "" {
-				skip = !hasValue
-				continue
+// profileTable compares the profiles of a -profiles run, one row each.
+func profileTable(sums []Summary, runs []report.Run) *report.Table {
+	t := &report.Table{Columns: []string{"profile", "verdict", "verified", "failed", "rollbacks per 100 peer-frames",
+		"misprediction depth mean / p95 / max", "re-simulated per rollback mean / p95 / max", "stalled frames per minute",
+		"mean |advantage|", "bytes/s per peer", "RTT p95 (ms)"}}
+	for k, s := range sums {
+		var rtts []float64
+		for _, r := range runs[k].Results {
+			for _, smp := range r.Timeline {
+				if smp.RTT > 0 {
+					rtts = append(rtts, smp.RTT)
+				}
 			}
 		}
-		out = append(out, a)
+		rtt := "–"
+		if len(rtts) > 0 {
+			slices.Sort(rtts)
+			rtt = report.FormatFloat(rtts[int(math.Ceil(0.95*float64(len(rtts))))-1], 0)
+		}
+		failed := 0
+		for _, f := range s.Failures {
+			if f.Match >= 0 {
+				failed++
+			}
+		}
+		t.Rows = append(t.Rows, []string{s.Profile, map[bool]string{true: "PASS", false: "FAIL"}[s.Passed],
+			fmt.Sprintf("%d/%d", s.Verified, s.Matches), strconv.Itoa(failed),
+			report.FormatFloat(s.RollbacksPer100Frames, 2),
+			fmt.Sprintf("%s / %d / %d", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MispredictionDepthMax),
+			fmt.Sprintf("%s / %d / %d", report.FormatFloat(s.ResimulatedMean, 2), s.ResimulatedP95, s.MaxResimulatedFrames),
+			report.FormatFloat(s.StallFramesPerMinute, 1), report.FormatFloat(s.MeanAbsAdvantage, 2),
+			report.FormatFloat(s.BytesPerPeerPerSecond, 0), rtt})
 	}
-	out = append(out, "-profile", profile, "-seed", strconv.FormatUint(seed, 10), "-matches", "1")
+	return t
+}
+
+// printTable prints t with its columns aligned, under "profiles:".
+func printTable(w io.Writer, t *report.Table) {
+	fmt.Fprintln(w, "profiles:")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  "+strings.Join(t.Columns, "\t"))
+	for _, r := range t.Rows {
+		fmt.Fprintln(tw, "  "+strings.Join(r, "\t"))
+	}
+	tw.Flush()
+}
+
+// provenance is the report's header: when, from which commit, by which
+// command, on which machine.
+func provenance(o options, began time.Time) [][2]string {
+	cmd := append([]string{"go", "run", "./cmd/soak"}, quoteAll(o.args)...)
+	return [][2]string{
+		{"date", began.UTC().Format("2006-01-02 15:04:05 UTC")},
+		{"commit", commit()},
+		{"command", strings.Join(cmd, " ")},
+		{"machine", fmt.Sprintf("%s/%s, %d CPUs (GOMAXPROCS %d, -parallel %d), %s", runtime.GOOS, runtime.GOARCH,
+			runtime.NumCPU(), runtime.GOMAXPROCS(0), o.parallel, runtime.Version())},
+		{"took", fmt.Sprintf("%.1f s", time.Since(began).Seconds())},
+	}
+}
+
+// commit is the commit the soak was built from: the build's VCS stamp
+// (go build in a checkout), else git's HEAD in the working directory
+// (go run and go test do not stamp one), with a note when the tree had
+// uncommitted changes.
+func commit() string {
+	const dirty = " (with uncommitted changes)"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, modified string
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				rev = kv.Value
+			case "vcs.modified":
+				modified = kv.Value
+			}
+		}
+		if rev != "" {
+			if modified == "true" {
+				rev += dirty
+			}
+			return rev
+		}
+	}
+	out, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		return "unknown (no VCS stamp in the build, and no git checkout here)"
+	}
+	rev := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(bytes.TrimSpace(st)) > 0 {
+		rev += dirty
+	}
+	return rev
+}
+
+// flagWords is one flag as the reproduce command gives it.
+type flagWords struct {
+	name  string
+	words []string
+}
+
+// notForMatch are the flags that change nothing in a match, or that the
+// reproduce command gives itself (-profile, -seed, -matches 1).
+var notForMatch = map[string]bool{"matches": true, "seed": true, "profile": true, "profiles": true,
+	"json": true, "report": true, "parallel": true}
+
+// matchFlags is every flag given on fs's command line that a match
+// depends on, as the reproduce command writes it (by name: -name value,
+// a boolean as -name or -name=false), with its value as parsed.
+func matchFlags(fs *flag.FlagSet) []flagWords {
+	var out []flagWords
+	fs.Visit(func(f *flag.Flag) {
+		if notForMatch[f.Name] {
+			return
+		}
+		v := f.Value.String()
+		if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+			w := "-" + f.Name
+			if v != "true" {
+				w += "=" + v
+			}
+			out = append(out, flagWords{f.Name, []string{w}})
+			return
+		}
+		out = append(out, flagWords{f.Name, []string{"-" + f.Name, shellQuote(v)}})
+	})
+	return out
+}
+
+// reproduce is the command line that plays one match of a soak again
+// alone: every flag of the run that the match depends on, -profile (the
+// match's, from -profiles too), -seed (the match's) and -matches 1; the
+// outputs (-json, -report) and -parallel are left out. flags, when not
+// empty, replace -adversary and -adversary-machine (the match's own kind
+// and machine, with -adversary all or a rotating machine).
+func reproduce(set []flagWords, profile string, seed uint64, flags string) string {
+	out := []string{"go", "run", "./cmd/soak"}
+	for _, f := range set {
+		if flags != "" && (f.name == "adversary" || f.name == "adversary-machine") {
+			continue
+		}
+		out = append(out, f.words...)
+	}
+	out = append(out, "-profile", shellQuote(profile), "-seed", strconv.FormatUint(seed, 10), "-matches", "1")
 	if flags != "" {
 		out = append(out, flags)
 	}
 	return strings.Join(out, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_=,.%:/+@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = shellQuote(a)
+	}
+	return out
+}
+
+// percentFlag is a fraction given as 3% or 0.03; String gives it back as
+// it was given.
+type percentFlag struct {
+	v     *float64
+	raw   string
+	check func(float64) error
+}
+
+func (p *percentFlag) String() string {
+	if p == nil {
+		return ""
+	}
+	return p.raw
+}
+
+func (p *percentFlag) Set(s string) error {
+	f, err := parsePercent(s)
+	if err == nil {
+		err = p.check(f)
+	}
+	*p.v, p.raw = f, s
+	return err
 }
 
 // save writes one match's files (replays, logs) into dir, one per machine.
@@ -767,47 +1016,25 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s.SuspectsByKind = map[string]int64{}
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
-		var reason string
-		switch a := r.Adversary; {
+		switch {
 		case r.Detected != nil:
 			s.DesyncsDetected++
 			s.Desyncs++
 			d := r.Detected
 			s.DesyncReports = append(s.DesyncReports, DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field})
-			reason = fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, d)
 		case r.Err != nil:
 			s.Errors++
-			reason = r.Err.Error()
-		case !r.Completed:
-			reason = fmt.Sprintf("did not finish in %d ticks", r.Ticks)
-		case !r.Verified:
+		case r.Completed && !r.Verified:
 			s.Desyncs++
-			reason = "desync: " + r.Desync
-		case r.ForgedAccepted > 0:
-			reason = fmt.Sprintf("%d forged datagrams taken as valid", r.ForgedAccepted)
-		case a.HonestDisconnected:
-			reason = "an honest machine disconnected another"
-		case a.SuspectedHonest > 0:
-			reason = fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
-		case o.rejoin > 0 && !r.Rejoin.Verified:
-			reason = "the machine that crashed did not come back verified"
-		case o.lateJoin > 0 && !lateVerified(r.Late, o.lateJoin):
-			reason = "a machine that joined late did not verify"
-		case r.Spectators.Verified < r.Spectators.Joined:
-			reason = fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
-		case r.ReplayErr != nil:
-			reason = "replay: " + r.ReplayErr.Error()
-		case !r.Sound.Clean():
-			reason = fmt.Sprintf("sound: %d duplicates, %d missed, %d of %d phantoms not faded",
-				r.Sound.Duplicates, r.Sound.Missed, r.Sound.Phantoms-r.Sound.PhantomsFaded, r.Sound.Phantoms)
 		}
-		if reason != "" {
+		if reason := failReason(o, &r); reason != "" {
 			f := Fail{Match: i, Seed: seed, Reason: reason}
 			if o.adversary != "" {
 				k, m := o.adversaryOf(i)
 				f.Reason = fmt.Sprintf("adversary %v on machine %d: %s", k, m, reason)
 				f.Flags = adversaryFlags(k, m)
 			}
+			f.Reproduce = reproduce(o.matchFlags, o.profile, seed, f.Flags)
 			s.Failures = append(s.Failures, f)
 		}
 		s.Suspects += r.Suspects
@@ -903,6 +1130,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.machines) / s.SimulatedSeconds
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
 	}
+	mis, resim := report.MispredictionDepths(rs), report.Resimulated(rs)
+	s.MispredictionDepthMean, s.MispredictionDepthP95, s.MispredictionDepthMax = round2(mis.Mean), mis.P95, mis.Max
+	s.ResimulatedMean, s.ResimulatedP95 = round2(resim.Mean), resim.P95
 	s.Sound = soundJSON(snd)
 	s.Adversary = adv.json()
 	s.Spectators, s.SpectatorsVerified, s.SpectatorsRelayed, s.SpectatorsLeft = spec.Joined, spec.Verified, spec.Relayed, spec.Left+spec.Crashed
@@ -927,6 +1157,38 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	}
 	s.Passed = s.Verified == s.Matches && snd.Clean() && len(s.Failures) == 0
 	return s
+}
+
+// failReason says why match r failed, or "" when it passed.
+func failReason(o options, r *match.Result) string {
+	switch a := r.Adversary; {
+	case r.Detected != nil:
+		return fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, r.Detected)
+	case r.Err != nil:
+		return r.Err.Error()
+	case !r.Completed:
+		return fmt.Sprintf("did not finish in %d ticks", r.Ticks)
+	case !r.Verified:
+		return "desync: " + r.Desync
+	case r.ForgedAccepted > 0:
+		return fmt.Sprintf("%d forged datagrams taken as valid", r.ForgedAccepted)
+	case a.HonestDisconnected:
+		return "an honest machine disconnected another"
+	case a.SuspectedHonest > 0:
+		return fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
+	case o.rejoin > 0 && !r.Rejoin.Verified:
+		return "the machine that crashed did not come back verified"
+	case o.lateJoin > 0 && !lateVerified(r.Late, o.lateJoin):
+		return "a machine that joined late did not verify"
+	case r.Spectators.Verified < r.Spectators.Joined:
+		return fmt.Sprintf("%d of %d spectators did not verify: %v", r.Spectators.Joined-r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Failures)
+	case r.ReplayErr != nil:
+		return "replay: " + r.ReplayErr.Error()
+	case !r.Sound.Clean():
+		return fmt.Sprintf("sound: %d duplicates, %d missed, %d of %d phantoms not faded",
+			r.Sound.Duplicates, r.Sound.Missed, r.Sound.Phantoms-r.Sound.PhantomsFaded, r.Sound.Phantoms)
+	}
+	return ""
 }
 
 // playoutMs is the lockstep playout delay in effect, in milliseconds (-1
@@ -956,8 +1218,9 @@ func printSummary(w io.Writer, s *Summary) {
 		fmt.Fprintf(w, "  lockstep at %d Hz, playout delay %d ms: hitches %d (%.2f per minute per machine) in %d waits of %.0f ms on average\n",
 			s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute, s.HitchSpells, s.HitchSpellMeanMs)
 	}
-	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   re-simulated %d frames   deepest %d   longest re-simulation %d   stalled %d frames\n",
-		s.Rollbacks, s.RollbacksPer100Frames, s.ResimulatedFrames, s.MaxRollbackFrames, s.MaxResimulatedFrames, s.StallFrames)
+	fmt.Fprintf(w, "  rollbacks %d (%.1f per 100 peer-frames)   misprediction depth mean %s, p95 %d, deepest %d   re-simulated %d frames (per rollback mean %s, p95 %d, longest %d)   stalled %d frames\n",
+		s.Rollbacks, s.RollbacksPer100Frames, report.FormatFloat(s.MispredictionDepthMean, 1), s.MispredictionDepthP95, s.MispredictionDepthMax,
+		s.ResimulatedFrames, report.FormatFloat(s.ResimulatedMean, 1), s.ResimulatedP95, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
 	if s.Mode != "lockstep" { // lockstep has neither frame-advantage stalls nor a dynamic input lag
@@ -1003,7 +1266,7 @@ func printSummary(w io.Writer, s *Summary) {
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
-			fmt.Fprintf(w, "  FAILED match %d (reproduce: -seed %d -matches 1%s): %s\n", f.Match, f.Seed, prefixed(f.Flags), f.Reason)
+			fmt.Fprintf(w, "  FAILED match %d (seed %d): %s\n    reproduce: %s\n", f.Match, f.Seed, f.Reason, f.Reproduce)
 		} else {
 			fmt.Fprintf(w, "  FAILED: %s\n", f.Reason)
 		}

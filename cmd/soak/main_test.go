@@ -6,13 +6,18 @@ import (
 	"image/color"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/rewindgg/rewind/cmd/soak/internal/report"
 	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
@@ -202,25 +207,45 @@ func TestInjectDesync(t *testing.T) {
 	assert.Contains(t, errOut.String(), "desync detected at frame")
 }
 
-// TestReport: -report writes a page with a table, the failing matches
-// with a command that reproduces each, and plots that decode as PNG
-// images drawn from the run's data; the page loads nothing from elsewhere.
+// TestReport: -report writes a page that says where it came from (date,
+// commit, command, machine), a table, the failing matches with a command
+// that reproduces each, and plots that decode as PNG images drawn from the
+// run's data (misprediction depth and frames re-simulated apart, stalls
+// apart from rollbacks); the page loads nothing from elsewhere.
 func TestReport(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var out, errs bytes.Buffer
-	code := run([]string{"-matches", "2", "-frames", "900", "-inject-desync", "300", "-checksum-every=100", "-report", dir}, &out, &errs)
+	args := []string{"-matches", "2", "-frames", "900", "-inject-desync", "300", "-checksum-every=100", "-report", dir}
+	code := run(args, &out, &errs)
 	require.Equal(t, 1, code, errs.String())
 	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
 	require.NoError(t, err)
 	html := string(page)
 	assert.Contains(t, html, "Profile wifi")
-	assert.Contains(t, html, "go run ./cmd/soak -frames 900 -inject-desync 300 -checksum-every=100 -profile wifi -seed 2 -matches 1")
+	assert.Contains(t, html, "match 1, seed 2: desync detected at frame")
+	assert.Contains(t, html, "go run ./cmd/soak -checksum-every 100 -frames 900 -inject-desync 300 -profile wifi -seed 2 -matches 1")
 	assert.NotContains(t, html, "<script")
 	assert.NotContains(t, html, "http")
+	for _, want := range []string{
+		"<th>date</th><td>" + time.Now().UTC().Format("2006-01-02"),
+		"<th>commit</th><td>",
+		"<th>command</th><td>go run ./cmd/soak -matches 2 -frames 900 -inject-desync 300 -checksum-every=100 -report " + dir + "</td>",
+		"<th>machine</th><td>" + runtime.GOOS + "/" + runtime.GOARCH + ", " + strconv.Itoa(runtime.NumCPU()) + " CPUs",
+		runtime.Version(),
+		"<th>misprediction depth</th><td>mean ",
+		"<th>frames re-simulated</th><td>",
+		"-mispredictions.png", "-resimulated.png", "-rollbacks.png", "-stalls.png", "-inputlag.png",
+	} {
+		assert.Contains(t, html, want)
+	}
+	assert.NotContains(t, html, "<h2>Profiles</h2>", "one profile: no table across profiles")
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		assert.Contains(t, html, "<th>commit</th><td>"+strings.TrimSpace(string(head)), "in a checkout: its HEAD")
+	}
 	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
 	require.NoError(t, err)
-	require.Len(t, pngs, 5)
+	require.Len(t, pngs, report.Plots())
 	for _, name := range pngs {
 		f, err := os.Open(name)
 		require.NoError(t, err)
@@ -240,22 +265,135 @@ func TestReport(t *testing.T) {
 	}
 }
 
+// TestReproduce: the reproduce command has every flag of the run that a
+// match depends on, as parsed (whatever the spelling), the match's profile
+// and seed and -matches 1, and leaves out the outputs and -parallel.
 func TestReproduce(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		args []string
-		want string
+		args  []string
+		flags string // the match's adversary flags
+		want  string
 	}{
-		{nil, "go run ./cmd/soak -profile hell -seed 7 -matches 1"},
-		{[]string{"-matches", "200", "-profile", "hell", "-json", "-", "-seed=3"}, "go run ./cmd/soak -profile hell -seed 7 -matches 1"},
-		{[]string{"-report", "out", "-players", "4", "--record=rec", "-log", "logs", "-fixed-lag", "-profiles=lan,hell"}, "go run ./cmd/soak -players 4 -fixed-lag -profile hell -seed 7 -matches 1"},
+		{nil, "", "go run ./cmd/soak -profile hell -seed 7 -matches 1"},
+		{[]string{"-matches", "200", "-profile", "hell", "-json", "-", "-seed=3", "-parallel", "5"}, "",
+			"go run ./cmd/soak -profile hell -seed 7 -matches 1"},
+		{[]string{"-report", "out", "-players", "4", "--record=rec", "-log", "logs", "-fixed-lag", "-profiles=lan,hell"}, "",
+			"go run ./cmd/soak -fixed-lag -log logs -players 4 -record rec -profile hell -seed 7 -matches 1"},
+		{[]string{"-frames=900", "-delay", "2", "-maxrollback", "12", "-skew", "3%", "-hiccups", "4", "-start-spread", "1500ms",
+			"-extrapolate=false", "-snapshots", "constant-cost", "-checksum-every", "10", "-inject-desync", "300", "-machines", "2", "-players", "3"}, "",
+			"go run ./cmd/soak -checksum-every 10 -delay 2 -extrapolate=false -frames 900 -hiccups 4 -inject-desync 300 -machines 2 -maxrollback 12 -players 3 -skew 3% -snapshots constant-cost -start-spread 1.5s -profile hell -seed 7 -matches 1"},
+		{[]string{"-mode", "lockstep", "-tick", "30", "-playout", "250ms", "-transport", "tcp-model", "-handshake-timeout", "1m", "-redundant", "-1", "-every-tick", "-forge", "600", "-spectators", "3", "-rejoin", "1", "-late-join", "1", "-no-smoothing", "-no-start-delay"}, "",
+			"go run ./cmd/soak -every-tick -forge 600 -handshake-timeout 1m0s -late-join 1 -mode lockstep -no-smoothing -no-start-delay -playout 250ms -redundant -1 -rejoin 1 -spectators 3 -tick 30 -transport tcp-model -profile hell -seed 7 -matches 1"},
+		{[]string{"-record", "my replays"}, "", "go run ./cmd/soak -record 'my replays' -profile hell -seed 7 -matches 1"},
+		// A rotating adversary: the match's own kind and machine replace the flags.
+		{[]string{"-adversary", "all", "-players", "3", "-adversary-machine=-1"}, adversaryFlags(liar.Lookahead, 2),
+			"go run ./cmd/soak -players 3 -profile hell -seed 7 -matches 1 -adversary lookahead -adversary-machine 2"},
 	} {
-		assert.Equal(t, tc.want, reproduce(tc.args, "hell", 7, ""))
+		var o options
+		fs := newFlagSet(&o)
+		require.NoError(t, fs.Parse(tc.args))
+		assert.Equal(t, tc.want, reproduce(matchFlags(fs), "hell", 7, tc.flags), "%q", tc.args)
 	}
-	// A rotating adversary: the match's own kind and machine replace the flags.
-	assert.Equal(t, "go run ./cmd/soak -players 3 -profile hell -seed 7 -matches 1 -adversary lookahead -adversary-machine 2",
-		reproduce([]string{"-adversary", "all", "-players", "3", "-adversary-machine=-1"}, "hell", 7, adversaryFlags(liar.Lookahead, 2)))
+	assert.Equal(t, "go run ./cmd/soak -profile 'latency=80ms,loss=2%,jitter=5ms (x)' -seed 1 -matches 1",
+		reproduce(nil, "latency=80ms,loss=2%,jitter=5ms (x)", 1, ""))
 	assert.Equal(t, []string{"lan", "latency=80ms,loss=2%", "far"}, splitProfiles("lan,latency=80ms,loss=2%,far"))
+	for in, want := range map[string]string{"wifi": "wifi", "latency=80ms,loss=2%": "latency=80ms,loss=2%", "": "''", "a b": "'a b'", "it's": `'it'\''s'`} {
+		assert.Equal(t, want, shellQuote(in))
+	}
+}
+
+// TestReproduceFailsTheSameWay: a soak whose matches fail (a desync
+// injected) prints each failed match with its reproduce command; run as
+// printed, that command plays the same match (its seed, as match 0) and
+// fails it the same way: the same reason, word for word (the frame the
+// desync was detected at, the checksums, the field). Without the run's
+// flags the same seed passes.
+func TestReproduceFailsTheSameWay(t *testing.T) {
+	t.Parallel()
+	var out, errs bytes.Buffer
+	args := []string{"-matches", "3", "-players", "3", "-frames", "600", "-profile", "hell", "-inject-desync", "200",
+		"-checksum-every=50", "-skew", "2%", "-seed", "11", "-parallel", "2", "-json", filepath.Join(t.TempDir(), "soak.json")}
+	require.Equal(t, 1, run(args, &out, &errs), errs.String())
+	lines := strings.Split(out.String(), "\n")
+	var failed, repro []string
+	for i, l := range lines {
+		if strings.HasPrefix(l, "  FAILED match ") {
+			failed = append(failed, l)
+			require.Less(t, i+1, len(lines))
+			cmd, ok := strings.CutPrefix(lines[i+1], "    reproduce: ")
+			require.True(t, ok, "the line after %q: %q", l, lines[i+1])
+			repro = append(repro, cmd)
+		}
+	}
+	require.Len(t, failed, 3, out.String())
+	assert.NotEqual(t, strings.SplitN(failed[1], ": ", 2)[1], strings.SplitN(failed[2], ": ", 2)[1], "each match fails its own way")
+
+	// The last match: seed 13.
+	assert.Equal(t, "go run ./cmd/soak -checksum-every 50 -frames 600 -inject-desync 200 -players 3 -skew 2% -profile hell -seed 13 -matches 1", repro[2])
+	words := strings.Fields(repro[2])
+	require.Equal(t, []string{"go", "run", "./cmd/soak"}, words[:3])
+	var again, againErrs bytes.Buffer
+	require.Equal(t, 1, run(append(words[3:], "-json", "-"), &again, &againErrs), againErrs.String())
+	var s Summary
+	require.NoError(t, json.Unmarshal(again.Bytes(), &s))
+	require.Len(t, s.Failures, 1)
+	assert.Equal(t, 0, s.Failures[0].Match)
+	assert.Equal(t, uint64(13), s.Failures[0].Seed)
+	assert.Equal(t, strings.TrimPrefix(failed[2], "  FAILED match 2 (seed 13): "), s.Failures[0].Reason)
+	assert.Equal(t, repro[2], s.Failures[0].Reproduce, "and it reproduces itself")
+	assert.Contains(t, againErrs.String(), "  FAILED match 0 (seed 13): "+s.Failures[0].Reason+"\n    reproduce: "+repro[2]+"\n")
+
+	// The old line (-seed, -matches 1, the profile) plays a match that passes.
+	var bare, bareErrs bytes.Buffer
+	assert.Equal(t, 0, run([]string{"-profile", "hell", "-seed", "13", "-matches", "1", "-players", "3", "-frames", "600", "-json", "-"}, &bare, &bareErrs), bareErrs.String())
+}
+
+// TestProgress: away from a terminal the soak writes a plain progress
+// line every progressEvery and when the last match is done, with the
+// matches failed so far; on a terminal, the bar.
+func TestProgress(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	p := newProgress(&buf, 5, false)
+	require.False(t, p.bar, "a buffer is no terminal")
+	clock := p.start
+	p.now = func() time.Time { return clock }
+	for i, step := range []struct {
+		after  time.Duration
+		failed bool
+		want   string
+	}{
+		{time.Second, false, ""},
+		{3 * time.Second, true, ""},
+		{1500 * time.Millisecond, false, "soak: 3/5 matches, 1 failed, 6 s\n"}, // 5 s since the start
+		{time.Second, false, ""},
+		{time.Second, true, "soak: 5/5 matches, 2 failed, 8 s\n"}, // the last
+	} {
+		clock = clock.Add(step.after)
+		buf.Reset()
+		p.tick("wifi", step.failed)
+		assert.Equal(t, step.want, buf.String(), "match %d", i)
+	}
+	p.clear()
+	assert.Empty(t, buf.String()[len("soak: 5/5 matches, 2 failed, 8 s\n"):], "nothing to clear")
+
+	several := newProgress(&buf, 2, true)
+	buf.Reset()
+	several.tick("lan", false)
+	several.tick("hell", false)
+	assert.Equal(t, "soak: 2/2 matches, 0 failed, 0 s (profile hell)\n", buf.String())
+
+	var bar bytes.Buffer
+	term := &progress{w: &bar, bar: true, total: 4, every: progressEvery, now: time.Now}
+	term.tick("wifi", false)
+	assert.Equal(t, "\rwifi               [#######                       ] 1/4 matches", bar.String())
+
+	// A whole soak, piped: the progress line on stderr, the summary on stdout.
+	var out, errs bytes.Buffer
+	require.Equal(t, 0, run([]string{"-matches", "3", "-frames", "300", "-profile", "hell"}, &out, &errs), errs.String())
+	assert.Regexp(t, `^soak: 3/3 matches, 0 failed, \d+ s\n$`, errs.String())
+	assert.Contains(t, out.String(), "soak PASS")
 }
 
 // TestMatrixAndParallelism: -profiles runs each profile in turn (JSON
@@ -267,6 +405,7 @@ func TestMatrixAndParallelism(t *testing.T) {
 		var out, errs bytes.Buffer
 		args := append([]string{"-profiles", "lan,latency=30ms,loss=5%", "-matches", "3", "-frames", "600", "-parallel", parallel, "-json", "-"}, extra...)
 		require.Equal(t, 0, run(args, &out, &errs), errs.String())
+		assert.Regexp(t, `\nprofiles:\n  profile +verdict +verified .*\n  lan +PASS +3/3 +0 .*\n  latency=30ms,loss=5% +PASS +3/3 +0 `, errs.String())
 		var m Matrix
 		require.NoError(t, json.Unmarshal(out.Bytes(), &m))
 		for i := range m.Profiles {
@@ -284,7 +423,14 @@ func TestMatrixAndParallelism(t *testing.T) {
 	assert.Equal(t, one, soak("2"), "the same results whatever the parallelism")
 	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
 	require.NoError(t, err)
-	assert.Len(t, pngs, 10)
+	assert.Len(t, pngs, 2*report.Plots())
+	page, err := os.ReadFile(filepath.Join(dir, "index.html"))
+	require.NoError(t, err)
+	html := string(page)
+	assert.Contains(t, html, "<h2>Profiles</h2>")
+	for _, s := range one.Profiles {
+		assert.Contains(t, html, "<tr><td>"+s.Profile+"</td><td>PASS</td><td>3/3</td><td>0</td><td>"+report.FormatFloat(s.RollbacksPer100Frames, 2)+"</td>")
+	}
 }
 
 // TestLockstepSoak: a lockstep soak passes with no rollback, reports its

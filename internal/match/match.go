@@ -228,9 +228,15 @@ type Result struct {
 	Logs [][]byte
 	// Timeline has every machine's per-second samples, machine by machine;
 	// RollbackDepths counts the rollbacks by frames re-simulated (the last
-	// bucket: that many or more).
-	Timeline       []Sample
-	RollbackDepths [DepthBuckets]int64
+	// bucket: that many or more), MispredictionDepths by misprediction
+	// depth: how many frames before the present the first mispredicted
+	// frame was (mispredict.go; Stats.MaxRollbackFrames is the deepest).
+	// RollbacksWithoutMisprediction counts the rollbacks that changed no
+	// input (forced: Config.Snapshots ConstantCost).
+	Timeline                      []Sample
+	RollbackDepths                [DepthBuckets]int64
+	MispredictionDepths           [DepthBuckets]int64
+	RollbacksWithoutMisprediction int64
 	// DisconnectFrame is the frame from which the dropped machine's players
 	// played the default input, as every remaining machine agreed; -1 when
 	// nothing was dropped.
@@ -307,7 +313,8 @@ type machine struct {
 	file bytes.Buffer
 	log  bytes.Buffer
 
-	tl timeline
+	tl  timeline
+	mis *mispredictions // the misprediction depth of every rollback (mispredict.go)
 
 	ledger *sound.Ledger
 	voices *voiceLog
@@ -652,6 +659,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			m.used = make([]rollback.PlayerInput, len(rn.truth))
 			game = usedInputs{Game: m.g, step: game, players: c.Players, used: m.used}
 		}
+		m.mis = newMispredictions(c.Players)
+		game = probedGame{Game: m.g, step: game, p: m.mis}
 		var rec rollback.Recorder
 		if c.Record {
 			m.rec = replay.NewWriter(&m.file, arena.ReplayName, arena.ReplayParams(c.Seed))
@@ -670,7 +679,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
-			Clock: clock(i), Rand: rnd(i), Observer: m.ledger, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
+			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c),
 		}
@@ -982,6 +991,13 @@ func (rn *run) finish(r *Result) {
 		r.Timeline = append(r.Timeline, ms[i].tl.samples...)
 		for d, n := range ms[i].tl.depths {
 			r.RollbackDepths[d] += n
+		}
+		if p := ms[i].mis; p != nil {
+			p.flush()
+			for d, n := range p.depths {
+				r.MispredictionDepths[d] += n
+			}
+			r.RollbacksWithoutMisprediction += p.none
 		}
 	}
 	r.Hits = ms[alive].g.World().Hits

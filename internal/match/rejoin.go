@@ -98,7 +98,8 @@ func (rn *run) restart(i int) (bool, error) {
 		return false, err
 	}
 	cfg := m.cfg
-	cfg.State, cfg.Game, cfg.Observer, cfg.Recorder, cfg.Log = a, g, nil, nil, nil
+	m.mis.restart()
+	cfg.State, cfg.Game, cfg.Observer, cfg.Recorder, cfg.Log = a, probedGame{Game: g, step: g, p: m.mis}, probedObserver{p: m.mis}, nil, nil
 	cfg.Rand = seededRand(rn.c.Seed, rn.c.randSalt+1, i)
 	cfg.InProgress = true
 	if rn.c.StandIn {
