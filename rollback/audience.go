@@ -62,7 +62,8 @@ type audience struct {
 	feed    *feed
 	guests  []guest
 	offer   offer
-	judged  int // stranger datagrams this call
+	prev    offered // the offer before it: a guest may acknowledge it once it is replaced
+	judged  int     // stranger datagrams this call
 
 	sent, sentBytes int64 // to spectators, also in the host's totals
 
@@ -92,6 +93,25 @@ type guest struct {
 	since    time.Duration // when it first proved its handshake
 	stateAt  time.Duration // when it acknowledged the whole state (0: not yet)
 	size     int           // the compressed state it acknowledged
+}
+
+// offered is an offer's frame and compressed size, kept once it is
+// replaced.
+type offered struct {
+	frame Frame
+	size  int
+}
+
+// offered returns the compressed size of the state of frame f that the
+// audience offered (the offer, or the one before it).
+func (a *audience) offered(f Frame) (int, bool) {
+	switch {
+	case a.offer.done && f == a.offer.frame:
+		return len(a.offer.data), true
+	case a.prev.size > 0 && f == a.prev.frame:
+		return a.prev.size, true
+	}
+	return 0, false
 }
 
 // offer is the state the audience serves joiners: copied from the host
@@ -175,8 +195,10 @@ func (a *audience) receive(idx int, b []byte, now time.Duration, host stateSourc
 		if w.State != g.watch.State {
 			g.cursor, g.wrapAt = int(w.Have), now
 		}
-		if g.watch.Next < 0 && w.Next >= 0 && g.stateAt == 0 && Frame(w.State) == a.offer.frame {
-			g.stateAt, g.size = max(now, 1), len(a.offer.data)
+		if g.watch.Next < 0 && w.Next >= 0 && g.stateAt == 0 {
+			if size, ok := a.offered(Frame(w.State)); ok {
+				g.stateAt, g.size = max(now, 1), size
+			}
 		}
 		g.watch = *w
 		return true
@@ -366,6 +388,9 @@ func (a *audience) offerFor(now time.Duration, host stateSource) bool {
 	o := &a.offer
 	stale := o.on && (o.frame < a.feed.low || (o.done && a.feed.high-o.frame > offerFresh && !a.receiving()))
 	if !o.on || stale {
+		if o.done {
+			a.prev = offered{frame: o.frame, size: len(o.data)}
+		}
 		f, raw, ok := host.joinState(o.raw[:0])
 		if !ok {
 			return false

@@ -1061,7 +1061,7 @@ func (rn *run) finish(r *Result) {
 	}
 	r.Want = xxhash.Sum64(want.Bytes())
 	if len(rn.watchers) > 0 {
-		rn.spectatorReport(c, r, truth, disc)
+		rn.spectatorReport(c, r, truth, disc, backAt)
 	}
 	if c.Record {
 		rn.checkReplays(r)

@@ -74,7 +74,9 @@ type watcher struct {
 // quarter leave early (half of those crash), and whom each joins through:
 // a player machine with a free slot, else an earlier spectator that stays
 // to the end with a free slot (so a spectator that leaves never strands
-// another).
+// another). The machine that drops (c.DropMachine) serves none: its
+// spectators would lose their source, which is ErrSourceLeft, not a
+// failure of the match.
 func planSpectators(c Config, machines int) []watcher {
 	r := rand.New(rand.NewPCG(c.Seed, 0x5bec7a70))
 	ticks := ticksFor(c, c.Frames)
@@ -98,6 +100,9 @@ func planSpectators(c Config, machines int) []watcher {
 	slices.SortStableFunc(order, func(x, y int) int { return ws[x].join - ws[y].join })
 	leavers := len(ws) / 4
 	children := make([]int, machines+len(ws))
+	if c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines {
+		children[c.DropMachine] = SpectatorsPerMachine // full from the start
+	}
 	for n, k := range order {
 		w := &ws[k]
 		w.parent = -1
@@ -199,8 +204,10 @@ func (rn *run) spectatorsDone() bool {
 }
 
 // spectatorReport verifies every spectator's state at the last frame it
-// reached against the offline re-simulation with the true inputs.
-func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc []rollback.Frame) {
+// reached against the offline re-simulation with the true inputs, the
+// disconnections and the machines that came back (backAt), as the
+// players' is.
+func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc, backAt []rollback.Frame) {
 	rep := &r.Spectators
 	want := map[rollback.Frame]uint64{}
 	for k := range rn.watchers {
@@ -208,7 +215,7 @@ func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc
 			want[w.s.Frame()] = 0
 		}
 	}
-	if err := offlineHashes(c, rn.size, truth, disc, want); err != nil {
+	if err := offlineHashes(c, rn.size, truth, disc, backAt, want); err != nil {
 		r.Err = err
 		return
 	}
@@ -261,8 +268,8 @@ func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc
 
 // offlineHashes sets want[f], for every frame f it holds, to the xxhash
 // of the offline re-simulation's state at the start of frame f.
-func offlineHashes(c Config, size int, truth []rollback.Input, discFrom []rollback.Frame, want map[rollback.Frame]uint64) error {
-	_, err := offline(c, size, truth, discFrom, nil, nil, func(f rollback.Frame, a *savestate.Arena) {
+func offlineHashes(c Config, size int, truth []rollback.Input, discFrom, backAt []rollback.Frame, want map[rollback.Frame]uint64) error {
+	_, err := offline(c, size, truth, discFrom, backAt, nil, func(f rollback.Frame, a *savestate.Arena) {
 		if _, ok := want[f]; ok {
 			want[f] = xxhash.Sum64(a.Bytes())
 		}
