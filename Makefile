@@ -117,6 +117,7 @@ fuzz:
 	for f in FuzzHandshake FuzzQuality FuzzQualityReply FuzzDisconnect FuzzReady FuzzStart FuzzGo FuzzChecksum FuzzState FuzzOpen; do $(GO) test ./rollback/internal/wire -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME)
