@@ -99,7 +99,7 @@ func (w *writer) typeName(obj *types.TypeName) {
 		}
 	case *types.Interface:
 		if !u.IsMethodSet() { // a constraint: its type set is its API
-			w.emit("type %s interface %s", decl, types.TypeString(u, w.qualifier))
+			w.emit("type %s %s", decl, w.typ(u))
 		}
 		var names []string
 		unexported := false
@@ -253,6 +253,27 @@ func (w *writer) typ(t types.Type) string {
 			}
 		}
 		return "struct{ " + strings.Join(parts, "; ") + " }"
+	case *types.Interface:
+		if t.NumExplicitMethods()+t.NumEmbeddeds() == 0 {
+			return "interface{}"
+		}
+		var parts []string
+		for i := range t.NumEmbeddeds() {
+			parts = append(parts, w.typ(t.EmbeddedType(i)))
+		}
+		for m := range t.ExplicitMethods() {
+			parts = append(parts, m.Name()+w.signature(m.Type().(*types.Signature)))
+		}
+		return "interface{ " + strings.Join(parts, "; ") + " }"
+	case *types.Union:
+		parts := make([]string, t.Len())
+		for i := range t.Len() {
+			parts[i] = w.typ(t.Term(i).Type())
+			if t.Term(i).Tilde() {
+				parts[i] = "~" + parts[i]
+			}
+		}
+		return strings.Join(parts, " | ")
 	}
 	return types.TypeString(t, w.qualifier)
 }
