@@ -13,7 +13,8 @@
 // A fragment (the last two) may start with import declarations; the
 // packages it uses without importing them are imported for it, as
 // goimports would: the package of this repository or of the standard
-// library whose name it uses. The variables, types and functions a fragment
+// library whose name it uses (where two share a name, math/rand and
+// crypto/rand, the fragment imports the one it means). The variables, types and functions a fragment
 // assumes (a game, a transport, a match id) are declared in an HTML
 // comment just before its fence, which Markdown does not render:
 //
