@@ -17,7 +17,7 @@ func Example() {
 	vx, vy := fixed.Cos(angle).Mul(speed), fixed.Sin(angle).Mul(speed)
 	var x, y fixed.Num
 	frames := 0
-	for y >= 0 {
+	for y.Sign() >= 0 {
 		vy = vy.Add(g.Mul(dt))
 		x, y = x.Add(vx.Mul(dt)), y.Add(vy.Mul(dt))
 		frames++
