@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/examples/arena"
-	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 	"github.com/rewindgg/rewind/sound"
@@ -93,8 +92,10 @@ func TestShipsMoveShootAndDie(t *testing.T) {
 	for _, s := range w.Ships {
 		deaths += s.Deaths
 		score += s.Score
-		assert.GreaterOrEqual(t, s.X, fixed.Num(0))
-		assert.Less(t, s.X, arena.Size)
+		assert.GreaterOrEqual(t, s.X.Sign(), 0, "x = %v", s.X)
+		assert.True(t, s.X.Less(arena.Size), "x = %v", s.X)
+		assert.GreaterOrEqual(t, s.Y.Sign(), 0, "y = %v", s.Y)
+		assert.True(t, s.Y.Less(arena.Size), "y = %v", s.Y)
 	}
 	assert.Equal(t, w.Hits, deaths)
 	assert.Equal(t, w.Hits, score)
@@ -196,11 +197,11 @@ func TestStepPartial(t *testing.T) {
 	g.Step(24, in)
 	full := *g.World()
 	for i := range 2 {
-		dx := full.Ships[i].X - before.Ships[i].X
-		hx := half.Ships[i].X - before.Ships[i].X
+		dx := full.Ships[i].X.Sub(before.Ships[i].X).Raw() // in ulps
+		hx := half.Ships[i].X.Sub(before.Ships[i].X).Raw() // in ulps
 		assert.InDelta(t, float64(dx)/2, float64(hx), 2, "ship %d moves half as far in x", i)
-		dy := full.Ships[i].Y - before.Ships[i].Y
-		hy := half.Ships[i].Y - before.Ships[i].Y
+		dy := full.Ships[i].Y.Sub(before.Ships[i].Y).Raw() // in ulps
+		hy := half.Ships[i].Y.Sub(before.Ships[i].Y).Raw() // in ulps
 		assert.InDelta(t, float64(dy)/2, float64(hy), 2, "ship %d moves half as far in y", i)
 	}
 	live := func(w arena.World) (n int) {
