@@ -177,12 +177,12 @@ func Turns(rad Num) Num {
 // saturates). A rounding boundary is a half-integer h/2 (h odd), and
 // |m×α - h/2| = |m×2α - h|/2 is at least half the distance of m×2α from
 // the nearest integer, which for m up to N is smallest at the largest
-// continued-fraction convergent denominator of 2α not above N: 2⁻⁶⁸·⁸
-// for 1/π and m ≤ 2⁶³, 2⁻⁶⁵·² for 4π and m ≤ 2⁶³/2π (TestRadiansTurns
-// computes both from π). The computed product therefore lies on the same
+// continued-fraction convergent denominator of 2α not above N: the
+// bound is 2^-68.84 ulp for 1/π and m ≤ 2⁶³, and 2^-65.19 for 4π and
+// m ≤ 2⁶³/2π (TestRadiansTurnsProof computes both from π). The computed product therefore lies on the same
 // side of every boundary as the exact one, and rounding it rounds m×α
-// (ties cannot happen: α is irrational, and the product is 2⁻⁶⁵ or more
-// from a tie).
+// (a tie cannot happen: the computed product is more than 2⁻⁶⁶ from
+// every boundary).
 func mul192(m, ch, cm, cl uint64) (hi, mid uint64) {
 	h0, _ := bits.Mul64(m, cl)
 	h1, l1 := bits.Mul64(m, cm)
