@@ -3,6 +3,7 @@ package arena_test
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
@@ -83,6 +84,29 @@ func TestRestoreReplays(t *testing.T) {
 	}
 	assert.Equal(t, first, xxhash.Sum64(a.Bytes()))
 	assert.Equal(t, world, *g.World())
+}
+
+// TestGoldenWorld pins the world after three bot matches, bit for bit:
+// a change to the simulation's arithmetic changes these hashes, and every
+// peer and replay of an older build would desync. The hashes were taken
+// before fixed.Num became a struct and are unchanged by it; update them
+// only for a deliberate change of the game's rules.
+func TestGoldenWorld(t *testing.T) {
+	for _, c := range []struct {
+		players, frames int
+		seed            uint64
+		hash            uint64
+		hits            int32
+	}{
+		{4, 3000, 9, 0x21eb953f316d3612, 10},
+		{8, 3600, 1, 0x5ea4d09f13f46a52, 61},
+		{2, 5000, 77, 0x5aa6f9a74b0b1756, 4},
+	} {
+		_, w := play(t, c.players, c.frames, c.seed)
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w))
+		assert.Equal(t, c.hash, xxhash.Sum64(b), "%d players, seed %d: the world's hash after %d frames", c.players, c.seed, c.frames)
+		assert.Equal(t, c.hits, w.Hits)
+	}
 }
 
 func TestShipsMoveShootAndDie(t *testing.T) {
