@@ -272,10 +272,11 @@ func (x Num) Mul(y Num) Num {
 }
 
 // MulInt returns x×n, exact or saturated to [Min] or [Max]. It is
-// x.Mul(FromInt(n)) without FromInt's limit on n.
-func (x Num) MulInt(n int) Num {
+// x.Mul(FromInt(n)) without FromInt's limit on n (an int64, not an int,
+// whose width would depend on the platform).
+func (x Num) MulInt(n int64) Num {
 	neg := (x.v < 0) != (n < 0)
-	hi, lo := bits.Mul64(mag(x), magInt(int64(n)))
+	hi, lo := bits.Mul64(mag(x), magInt(n))
 	if hi != 0 {
 		return saturate(neg)
 	}
@@ -307,14 +308,14 @@ func (x Num) Div(y Num) Num {
 
 // DivInt returns x/n rounded to the nearest Num (ties to even), saturated
 // to [Min] or [Max] (only Min.DivInt(-1) is beyond the range). It is
-// x.Div(FromInt(n)) without FromInt's limit on n; x.DivInt(0) saturates as
-// x.Div of 0 does.
-func (x Num) DivInt(n int) Num {
+// x.Div(FromInt(n)) without FromInt's limit on n (an int64, as for
+// MulInt); x.DivInt(0) saturates as x.Div of 0 does.
+func (x Num) DivInt(n int64) Num {
 	if n == 0 {
 		return divZero(x)
 	}
 	neg := (x.v < 0) != (n < 0)
-	a, b := mag(x), magInt(int64(n))
+	a, b := mag(x), magInt(n)
 	q, r := a/b, a%b
 	if r > b-r || r == b-r && q&1 != 0 {
 		q++
