@@ -18,8 +18,8 @@
 // 71582788/2³² and the timer is off by 14 µs an hour, that velocity keeps
 // 22 bits, and Sin, Cos and Atan2 are accurate to that step (below). The
 // price of the precision is the range of products: the square of a length
-// above 46,340.95 does not fit (see Range), where Q48.16 would square
-// lengths up to 11,863,283.
+// above 46,340.95 does not fit (see Range and overflow), where Q48.16 would
+// square lengths up to 11,863,283.
 //
 // Both 64-bit formats cost the same: a product needs the 128-bit
 // intermediate of math/bits.Mul64 and a quotient bits.Div64, one
@@ -55,8 +55,8 @@
 // # Range and overflow
 //
 // Every operation either is exact, or rounds its result to the nearest
-// Num, ties to even (Mul, MulInt, Div, DivInt, [Ratio], [FromFloat], [Sqrt],
-// [Hypot], [Radians], [Turns]); Round rounds halves away from zero, as
+// Num, ties to even (Mul, Div, DivInt, [Ratio], [FromFloat], [Sqrt], [Hypot],
+// [Radians], [Turns]); Round rounds halves away from zero, as
 // math.Round does. Nothing in this package panics, whatever its arguments,
 // and no operation allocates.
 //
