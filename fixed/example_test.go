@@ -17,7 +17,7 @@ func Example() {
 	vx, vy := fixed.Cos(angle).Mul(speed), fixed.Sin(angle).Mul(speed)
 	var x, y fixed.Num
 	frames := 0
-	for y >= 0 {
+	for y.Sign() >= 0 {
 		vy = vy.Add(g.Mul(dt))
 		x, y = x.Add(vx.Mul(dt)), y.Add(vy.Mul(dt))
 		frames++
@@ -29,4 +29,22 @@ func Example() {
 	// landed after 113 frames, at x = 16
 	// heading -45 degrees
 	// √2 = 1.4142135624
+}
+
+// Nothing wraps: a sum beyond the range stays at Max, and a square beyond
+// 46,340.95 saturates, where Hypot does not.
+func ExampleNum_Add() {
+	fmt.Println(fixed.Max.Add(fixed.One) == fixed.Max)
+	big := fixed.FromInt(50000)
+	fmt.Println(big.Mul(big) == fixed.Max, fixed.Hypot(big, big))
+	// Output:
+	// true
+	// true 70710.6781186548
+}
+
+// Mod wraps a position into a world of a given size, always into [0, size).
+func ExampleNum_Mod() {
+	size := fixed.FromInt(1024)
+	fmt.Println(fixed.FromInt(-3).Mod(size), fixed.FromInt(1030).Mod(size), fixed.FromInt(-3).Rem(size))
+	// Output: 1021 6 -3
 }

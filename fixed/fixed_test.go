@@ -4,8 +4,10 @@ import (
 	"math"
 	"math/big"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,14 +23,34 @@ var (
 	two32    = new(big.Int).Lsh(big.NewInt(1), 32)
 	bigMax   = big.NewInt(math.MaxInt64)
 	bigMin   = big.NewInt(math.MinInt64)
-	specials = []fixed.Num{0, 1, -1, 2, -2, 3, fixed.Half, -fixed.Half, fixed.Half + 1, fixed.Half - 1,
-		fixed.One, -fixed.One, fixed.One + 1, fixed.One - 1, -fixed.One + 1, -fixed.One - 1,
-		2 * fixed.One, -2 * fixed.One, 3 * fixed.One, 46340 * fixed.One, 46341 * fixed.One,
-		fixed.Max, fixed.Min, fixed.Max - 1, fixed.Min + 1, fixed.Max / 2, fixed.Min / 2,
-		fixed.Pi, -fixed.Pi, fixed.Max - fixed.Half, fixed.Max - fixed.Half + 1, fixed.Min + fixed.Half}
+	specials = rawNums(0, 1, -1, 2, -2, 3, half, -half, half+1, half-1,
+		one, -one, one+1, one-1, -one+1, -one-1,
+		2*one, -2*one, 3*one, 46340*one, 46341*one,
+		maxRaw, minRaw, maxRaw-1, minRaw+1, maxRaw/2, minRaw/2,
+		piRaw, -piRaw, maxRaw-half, maxRaw-half+1, minRaw+half)
 )
 
-func raw(x fixed.Num) *big.Int { return big.NewInt(int64(x)) }
+// Raw values, for writing tests in them.
+const (
+	one    = int64(1) << 32
+	half   = one / 2
+	maxRaw = int64(math.MaxInt64)
+	minRaw = int64(math.MinInt64)
+	piRaw  = 13493037705
+)
+
+// num returns the Num of raw value r, and rawNums those of raw values rs.
+func num(r int64) fixed.Num { return fixed.FromRaw(r) }
+
+func rawNums(rs ...int64) []fixed.Num {
+	ns := make([]fixed.Num, len(rs))
+	for i, r := range rs {
+		ns[i] = num(r)
+	}
+	return ns
+}
+
+func raw(x fixed.Num) *big.Int { return big.NewInt(x.Raw()) }
 
 // nearest returns the integer nearest to n/d (d ≠ 0), ties to even,
 // clamped to the int64 range, as a Num.
@@ -51,7 +73,7 @@ func clamp(q *big.Int) fixed.Num {
 	case q.Cmp(bigMin) < 0:
 		return fixed.Min
 	}
-	return fixed.Num(q.Int64())
+	return num(q.Int64())
 }
 
 // sample returns a Num from a mixture that covers the whole range, small
@@ -60,17 +82,17 @@ func clamp(q *big.Int) fixed.Num {
 func sample(r *rand.Rand) fixed.Num {
 	switch r.IntN(7) {
 	case 0:
-		return fixed.Num(r.Uint64())
+		return num(int64(r.Uint64()))
 	case 1:
-		return fixed.Num(int64(r.Uint64()) >> r.IntN(64))
+		return num(int64(r.Uint64()) >> r.IntN(64))
 	case 2:
-		return fixed.Num(r.Int64N(1<<40) - 1<<39) // |x| < 128
+		return num(r.Int64N(1<<40) - 1<<39) // |x| < 128
 	case 3:
-		return fixed.FromInt(r.IntN(2001)-1000) + fixed.Num(r.IntN(5)-2)
+		return fixed.FromInt(r.IntN(2001) - 1000).Add(num(int64(r.IntN(5) - 2)))
 	case 4:
-		return fixed.Num(r.Int64N(1<<20)-1<<19) << r.IntN(44)
+		return num((r.Int64N(1<<20) - 1<<19) << r.IntN(44))
 	case 5:
-		return fixed.Num(r.IntN(64) - 32)
+		return num(int64(r.IntN(64) - 32))
 	}
 	return specials[r.IntN(len(specials))]
 }
@@ -117,8 +139,8 @@ func TestDiv(t *testing.T) {
 	ties := 0
 	pairs(100000, func(x, y fixed.Num) {
 		got := x.Div(y)
-		if y == 0 {
-			want := map[int]fixed.Num{1: fixed.Max, -1: fixed.Min, 0: 0}[x.Sign()]
+		if y.Sign() == 0 {
+			want := map[int]fixed.Num{1: fixed.Max, -1: fixed.Min, 0: {}}[x.Sign()]
 			if got != want {
 				t.Fatalf("%d.Div(0) = %d, want %d", x, got, want)
 			}
@@ -144,15 +166,15 @@ func TestRatio(t *testing.T) {
 		}
 		got := fixed.Ratio(n, d)
 		if d == 0 {
-			assert.Equal(t, fixed.Num(0).Div(0)+fixed.Num(n).Div(0), got)
+			assert.Equal(t, num(n).Div(fixed.Num{}), got)
 			continue
 		}
 		if want := nearest(new(big.Int).Lsh(big.NewInt(n), 32), big.NewInt(d)); got != want {
 			t.Fatalf("Ratio(%d, %d) = %d, want %d", n, d, got, want)
 		}
 	}
-	assert.Equal(t, fixed.Num(71582788), fixed.Ratio(1, 60)) // 2³²/60 = 71582788.27
-	assert.Equal(t, fixed.One/256*3, fixed.Ratio(3, 256))
+	assert.Equal(t, num(71582788), fixed.Ratio(1, 60)) // 2³²/60 = 71582788.27
+	assert.Equal(t, num(3<<24), fixed.Ratio(3, 256))
 }
 
 func TestNegAbsCmpSign(t *testing.T) {
@@ -166,7 +188,7 @@ func TestNegAbsCmpSign(t *testing.T) {
 
 func TestIntConversions(t *testing.T) {
 	for _, i := range []int{0, 1, -1, 7, -7, math.MaxInt32, math.MinInt32} {
-		assert.Equal(t, fixed.Num(int64(i)<<32), fixed.FromInt(i))
+		assert.Equal(t, num(int64(i)<<32), fixed.FromInt(i))
 		assert.Equal(t, i, fixed.FromInt(i).Int())
 	}
 	if math.MaxInt > math.MaxInt32 { // 64-bit int: beyond the range saturates
@@ -203,14 +225,14 @@ func TestFloorCeilRoundTrunc(t *testing.T) {
 		// Round, halves away from zero: ⌊|x| + 1/2⌋ with x's sign.
 		round := new(big.Int).Add(new(big.Int).Abs(raw(x)), big.NewInt(1<<31))
 		round.Mul(round.Quo(round, two32), two32)
-		if x < 0 {
+		if x.Sign() < 0 {
 			round.Neg(round)
 		}
 		require.Equal(t, clamp(floor), x.Floor(), "Floor(%d)", x)
 		require.Equal(t, clamp(ceil), x.Ceil(), "Ceil(%d)", x)
 		require.Equal(t, clamp(trunc), x.Trunc(), "Trunc(%d)", x)
 		require.Equal(t, clamp(round), x.Round(), "Round(%d)", x)
-		require.Equal(t, fixed.Num(m.Int64()), x.Frac(), "Frac(%d)", x)
+		require.Equal(t, num(m.Int64()), x.Frac(), "Frac(%v)", x)
 	}
 }
 
@@ -226,7 +248,7 @@ func TestFloatConversions(t *testing.T) {
 		var want fixed.Num
 		switch {
 		case math.IsNaN(f):
-			want = 0
+			want = fixed.Num{}
 		case math.IsInf(f, 1):
 			want = fixed.Max
 		case math.IsInf(f, -1):
@@ -242,7 +264,7 @@ func TestFloatConversions(t *testing.T) {
 		x := sample(r)
 		want, _ := new(big.Rat).SetFrac(raw(x), two32).Float64() // the nearest float64
 		require.Equal(t, want, x.Float(), "%d", x)
-		if x > -fixed.One<<20 && x < fixed.One<<20 { // 52 bits: exact both ways
+		if x.Raw() > -one<<20 && x.Raw() < one<<20 { // 52 bits: exact both ways
 			require.Equal(t, x, fixed.FromFloat(x.Float()))
 		}
 	}
@@ -260,8 +282,8 @@ func sqrtRef(n *big.Int) *big.Int {
 
 func TestSqrt(t *testing.T) {
 	check := func(x fixed.Num) {
-		want := fixed.Num(0)
-		if x > 0 {
+		var want fixed.Num
+		if x.Sign() > 0 {
 			want = clamp(sqrtRef(new(big.Int).Lsh(raw(x), 32)))
 		}
 		if got := fixed.Sqrt(x); got != want {
@@ -276,14 +298,14 @@ func TestSqrt(t *testing.T) {
 		check(sample(r))
 	}
 	for i := range 100000 { // small values, and squares and their neighbours
-		check(fixed.Num(i))
+		check(num(int64(i)))
 		s := int64(r.Int64N(1 << 47))
-		check(fixed.Num(s * s >> 32))
-		check(fixed.Num(s*s>>32 + 1))
-		check(fixed.Num(s*s>>32 - 1))
+		check(num(s * s >> 32))
+		check(num(s*s>>32 + 1))
+		check(num(s*s>>32 - 1))
 	}
 	assert.Equal(t, fixed.FromInt(3), fixed.Sqrt(fixed.FromInt(9)))
-	assert.Equal(t, fixed.Num(1<<16), fixed.Sqrt(fixed.Ulp), "√2⁻³² = 2⁻¹⁶")
+	assert.Equal(t, num(1<<16), fixed.Sqrt(fixed.Ulp), "√2⁻³² = 2⁻¹⁶")
 }
 
 func TestHypot(t *testing.T) {
@@ -301,8 +323,8 @@ func TestHypot(t *testing.T) {
 
 func TestString(t *testing.T) {
 	known := map[fixed.Num]string{
-		0: "0", fixed.One: "1", -fixed.One: "-1", fixed.Half: "0.5", -fixed.One / 4: "-0.25",
-		fixed.FromInt(1000) + fixed.One/8: "1000.125", fixed.Ulp: "0.0000000002", -fixed.Ulp: "-0.0000000002",
+		{}: "0", fixed.One: "1", num(-one): "-1", fixed.Half: "0.5", num(-one / 4): "-0.25",
+		num(1000*one + one/8): "1000.125", fixed.Ulp: "0.0000000002", num(-1): "-0.0000000002",
 		fixed.Min: "-2147483648", fixed.Max: "2147483647.9999999998", fixed.Pi: "3.1415926537",
 	}
 	for x, want := range known {
@@ -341,64 +363,192 @@ func TestString(t *testing.T) {
 // TestEdges pins the saturation, zero and one-ulp behaviours the package
 // comment documents.
 func TestEdges(t *testing.T) {
-	const ulp = fixed.Ulp
+	ulp, zero := fixed.Ulp, fixed.Num{}
+	mulp := num(-1)
 	for _, c := range []struct {
 		name      string
 		got, want fixed.Num
 	}{
 		{"Max+ulp", fixed.Max.Add(ulp), fixed.Max},
 		{"Min-ulp", fixed.Min.Sub(ulp), fixed.Min},
-		{"Min+(-ulp)", fixed.Min.Add(-ulp), fixed.Min},
-		{"Max-(-ulp)", fixed.Max.Sub(-ulp), fixed.Max},
+		{"Min+(-ulp)", fixed.Min.Add(mulp), fixed.Min},
+		{"Max-(-ulp)", fixed.Max.Sub(mulp), fixed.Max},
+		{"Max+Max", fixed.Max.Add(fixed.Max), fixed.Max},
+		{"Min+Min", fixed.Min.Add(fixed.Min), fixed.Min},
+		{"Max+Min", fixed.Max.Add(fixed.Min), mulp},
+		{"Min-Max", fixed.Min.Sub(fixed.Max), fixed.Min},
+		{"(Max+1)-1 (not associative)", fixed.Max.Add(fixed.One).Sub(fixed.One), num(maxRaw - one)},
 		{"-Min", fixed.Min.Neg(), fixed.Max},
+		{"-Max", fixed.Max.Neg(), num(minRaw + 1)},
 		{"|Min|", fixed.Min.Abs(), fixed.Max},
-		{"|-ulp|", (-ulp).Abs(), ulp},
+		{"|-ulp|", mulp.Abs(), ulp},
 		{"Max×Max", fixed.Max.Mul(fixed.Max), fixed.Max},
 		{"Min×Min", fixed.Min.Mul(fixed.Min), fixed.Max},
 		{"Min×Max", fixed.Min.Mul(fixed.Max), fixed.Min},
-		{"Min×-1", fixed.Min.Mul(-fixed.One), fixed.Max},
+		{"Min×-1", fixed.Min.Mul(num(-one)), fixed.Max},
 		{"Min×1", fixed.Min.Mul(fixed.One), fixed.Min},
-		{"Min/-1", fixed.Min.Div(-fixed.One), fixed.Max},
+		{"Min/-1", fixed.Min.Div(num(-one)), fixed.Max},
 		{"Min/1", fixed.Min.Div(fixed.One), fixed.Min},
-		{"1/0", fixed.One.Div(0), fixed.Max},
-		{"-ulp/0", (-ulp).Div(0), fixed.Min},
-		{"0/0", fixed.Num(0).Div(0), 0},
-		{"ulp/Max", ulp.Div(fixed.Max), 0},
+		{"1/0", fixed.One.Div(zero), fixed.Max},
+		{"-ulp/0", mulp.Div(zero), fixed.Min},
+		{"0/0", zero.Div(zero), zero},
+		{"ulp/Max", ulp.Div(fixed.Max), zero},
 		{"Max/ulp", fixed.Max.Div(ulp), fixed.Max},
-		{"-ulp×1/2 (a tie, to even 0)", (-ulp).Mul(fixed.Half), 0},
-		{"3ulp×1/2 (a tie, to even 2ulp)", (3 * ulp).Mul(fixed.Half), 2 * ulp},
-		{"-3ulp/2 (a tie, to even -2ulp)", (-3 * ulp).Div(2 * fixed.One), -2 * ulp},
-		{"⌊-ulp⌋", (-ulp).Floor(), -fixed.One},
-		{"⌈-ulp⌉", (-ulp).Ceil(), 0},
-		{"round(-ulp)", (-ulp).Round(), 0},
-		{"trunc(-ulp)", (-ulp).Trunc(), 0},
-		{"round(-1/2)", (-fixed.Half).Round(), -fixed.One},
+		{"1/(2ulp) = 2³¹ saturates", fixed.One.Div(num(2)), fixed.Max},
+		{"1/(3ulp) fits", fixed.One.Div(num(3)), num(6148914691236517205)}, // 2⁶⁴/3, rounded
+		{"-1/(2ulp) = -2³¹ fits", num(-one).Div(num(2)), fixed.Min},
+		{"-ulp×1/2 (a tie, to even 0)", mulp.Mul(fixed.Half), zero},
+		{"3ulp×1/2 (a tie, to even 2ulp)", num(3).Mul(fixed.Half), num(2)},
+		{"-3ulp/2 (a tie, to even -2ulp)", num(-3).Div(num(2 * one)), num(-2)},
+		{"Max×2", fixed.Max.MulInt(2), fixed.Max},
+		{"Min×-1 (int)", fixed.Min.MulInt(-1), fixed.Max},
+		{"ulp×MinInt64", ulp.MulInt(math.MinInt64), fixed.Min},
+		{"-ulp×MinInt64", mulp.MulInt(math.MinInt64), fixed.Max},
+		{"Max/-1", fixed.Max.DivInt(-1), num(-maxRaw)},
+		{"Min/-1 (int)", fixed.Min.DivInt(-1), fixed.Max},
+		{"1/0 (int)", fixed.One.DivInt(0), fixed.Max},
+		{"-ulp/0 (int)", mulp.DivInt(0), fixed.Min},
+		{"3ulp/2 (a tie, to even 2ulp)", num(3).DivInt(2), num(2)},
+		{"5ulp/2 (a tie, to even 2ulp)", num(5).DivInt(2), num(2)},
+		{"-5ulp/2 (a tie, to even -2ulp)", num(-5).DivInt(2), num(-2)},
+		{"7ulp/-4 (-1.75: -2ulp)", num(7).DivInt(-4), num(-2)},
+		{"Min rem -ulp", fixed.Min.Rem(mulp), zero},
+		{"Min mod -ulp", fixed.Min.Mod(mulp), zero},
+		{"Min rem Max", fixed.Min.Rem(fixed.Max), mulp},
+		{"Min mod Max", fixed.Min.Mod(fixed.Max), num(maxRaw - 1)},
+		{"x rem 0", fixed.Pi.Rem(zero), zero},
+		{"x mod 0", fixed.Pi.Mod(zero), zero},
+		{"-1 mod 10", fixed.FromInt(-1).Mod(fixed.FromInt(10)), fixed.FromInt(9)},
+		{"-1 mod -10", fixed.FromInt(-1).Mod(fixed.FromInt(-10)), fixed.FromInt(9)},
+		{"-1 rem 10", fixed.FromInt(-1).Rem(fixed.FromInt(10)), fixed.FromInt(-1)},
+		{"-ulp mod 1", mulp.Mod(fixed.One), num(one - 1)},
+		{"⌊-ulp⌋", mulp.Floor(), num(-one)},
+		{"⌈-ulp⌉", mulp.Ceil(), zero},
+		{"round(-ulp)", mulp.Round(), zero},
+		{"trunc(-ulp)", mulp.Trunc(), zero},
+		{"round(-1/2)", num(-half).Round(), num(-one)},
 		{"round(1/2)", fixed.Half.Round(), fixed.One},
 		{"⌈Max⌉", fixed.Max.Ceil(), fixed.Max},
 		{"round(Max)", fixed.Max.Round(), fixed.Max},
 		{"⌊Min⌋", fixed.Min.Floor(), fixed.Min},
 		{"round(Min)", fixed.Min.Round(), fixed.Min},
-		{"√-ulp", fixed.Sqrt(-ulp), 0},
-		{"√Min", fixed.Sqrt(fixed.Min), 0},
-		{"√0", fixed.Sqrt(0), 0},
+		{"√-ulp", fixed.Sqrt(mulp), zero},
+		{"√Min", fixed.Sqrt(fixed.Min), zero},
+		{"√0", fixed.Sqrt(zero), zero},
 		{"hypot(Min, Min)", fixed.Hypot(fixed.Min, fixed.Min), fixed.Max},
-		{"hypot(0, -ulp)", fixed.Hypot(0, -ulp), ulp},
-		{"FromFloat(-0.5ulp)", fixed.FromFloat(-0x1p-33), 0},
+		{"hypot(0, -ulp)", fixed.Hypot(zero, mulp), ulp},
+		{"FromFloat(-0.5ulp)", fixed.FromFloat(-0x1p-33), zero},
+		{"FromFloat(2³¹)", fixed.FromFloat(0x1p31), fixed.Max},
+		{"FromInt(-2³¹)", fixed.FromInt(-1 << 31), fixed.Min}, // beyond: TestIntConversions, on 64-bit platforms
+		{"Ratio(1, 0)", fixed.Ratio(1, 0), fixed.Max},
+		{"Ratio(MinInt64, -1)", fixed.Ratio(math.MinInt64, -1), fixed.Max},
 	} {
 		assert.Equal(t, c.want, c.got, c.name)
 	}
-	assert.Equal(t, 0, (-ulp).Int())
-	assert.Equal(t, -1, (-fixed.One - ulp).Int())
+	assert.Equal(t, 0, mulp.Int())
+	assert.Equal(t, -1, num(-one-1).Int())
 	assert.Equal(t, math.MinInt32, fixed.Min.Int())
 	assert.Equal(t, math.MaxInt32, fixed.Max.Int())
+}
+
+// TestRange pins the range the package comment gives a game developer:
+// the largest square, Radians' limit, and the constants.
+func TestRange(t *testing.T) {
+	// The largest Num whose square fits: 46340.9500118 (raw 199032864766430).
+	sq := num(199032864766430)
+	assert.NotEqual(t, fixed.Max, sq.Mul(sq))
+	assert.NotEqual(t, fixed.Max, sq.Neg().Mul(sq.Neg()))
+	assert.Equal(t, fixed.Max, sq.Add(fixed.Ulp).Mul(sq.Add(fixed.Ulp)))
+	assert.Equal(t, fixed.Min, sq.Add(fixed.Ulp).Mul(sq.Add(fixed.Ulp).Neg()))
+	assert.Equal(t, "46340.9500118415", sq.String())
+	assert.Equal(t, fixed.FromInt(46340*46340), fixed.FromInt(46340).Mul(fixed.FromInt(46340)))
+	assert.Equal(t, fixed.Max, fixed.FromInt(46341).Mul(fixed.FromInt(46341)))
+	assert.Equal(t, fixed.FromInt(46341), fixed.Hypot(fixed.FromInt(46341), fixed.Num{}), "Hypot has no such limit")
+	// Radians fits up to Max/2π turns, 341,782,637.78.
+	limit := fixed.FromFloat(341782637.78)
+	assert.NotEqual(t, fixed.Max, fixed.Radians(limit))
+	assert.NotEqual(t, fixed.Min, fixed.Radians(limit.Neg()))
+	assert.Equal(t, fixed.Max, fixed.Radians(fixed.FromFloat(341782637.79)))
+	assert.Equal(t, fixed.Min, fixed.Radians(fixed.FromFloat(-341782637.79)))
+	// Turns never saturates.
+	assert.Equal(t, fixed.FromFloat(-math.Ldexp(1, 31)/(2*math.Pi)).Round(), fixed.Turns(fixed.Min).Round())
+	// The constants.
+	assert.Equal(t, maxRaw, fixed.Max.Raw())
+	assert.Equal(t, minRaw, fixed.Min.Raw())
+	assert.Equal(t, one, fixed.One.Raw())
+	assert.Equal(t, half, fixed.Half.Raw())
+	assert.Equal(t, int64(1), fixed.Ulp.Raw())
+	assert.Equal(t, "2147483647.9999999998", fixed.Max.String())
+	assert.Equal(t, 32, fixed.FracBits)
+}
+
+// TestNoOperators: a Num is a struct, on which Go's arithmetic and
+// ordering operators do not compile, with the size and alignment of the
+// int64 it holds (a game's state laid out with int64s keeps its layout).
+func TestNoOperators(t *testing.T) {
+	typ := reflect.TypeFor[fixed.Num]()
+	require.Equal(t, reflect.Struct, typ.Kind(), "x*y and x+y compile on a Num of kind %v", typ.Kind())
+	require.Equal(t, 1, typ.NumField())
+	assert.Equal(t, reflect.Int64, typ.Field(0).Type.Kind())
+	assert.False(t, typ.Field(0).IsExported(), "the raw value is reachable without Raw")
+	assert.Equal(t, unsafe.Sizeof(int64(0)), unsafe.Sizeof(fixed.Num{}))
+	assert.Equal(t, unsafe.Alignof(int64(0)), unsafe.Alignof(fixed.Num{}))
+	assert.True(t, typ.Comparable(), "== compiles")
+}
+
+// TestMethods checks the methods that replace the operators against the
+// raw arithmetic they stand for: MulInt and DivInt against exact products
+// and rounded quotients, Rem and Mod against Go's % on the raw values, and
+// the comparisons against < on them.
+func TestMethods(t *testing.T) {
+	r := rand.New(rand.NewPCG(15, 16))
+	ints := []int64{0, 1, -1, 2, -2, 3, 7, -7, 60, 256, 1 << 20, math.MaxInt32, math.MinInt32,
+		math.MaxInt64, math.MinInt64, 1 << 40, -1 << 40}
+	pairs(50000, func(x, y fixed.Num) {
+		n := ints[r.IntN(len(ints))]
+		if r.IntN(2) == 0 {
+			n = int64(r.Uint64()) >> r.IntN(64)
+		}
+		if got, want := x.MulInt(n), clamp(new(big.Int).Mul(raw(x), big.NewInt(n))); got != want {
+			t.Fatalf("%d.MulInt(%d) = %d, want %d", x.Raw(), n, got.Raw(), want.Raw())
+		}
+		if n != 0 {
+			if got, want := x.DivInt(n), nearest(raw(x), big.NewInt(n)); got != want {
+				t.Fatalf("%d.DivInt(%d) = %d, want %d", x.Raw(), n, got.Raw(), want.Raw())
+			}
+		}
+		if n >= math.MinInt32 && n <= math.MaxInt32 {
+			if x.MulInt(n) != x.Mul(fixed.FromInt(int(n))) || x.DivInt(n) != x.Div(fixed.FromInt(int(n))) {
+				t.Fatalf("%d: MulInt or DivInt(%d) differ from Mul or Div of FromInt", x.Raw(), n)
+			}
+		}
+		if y.Sign() != 0 {
+			rem := new(big.Int).Rem(raw(x), raw(y)) // truncated, as Go's %
+			if got := x.Rem(y); got.Raw() != rem.Int64() {
+				t.Fatalf("%d.Rem(%d) = %d, want %v", x.Raw(), y.Raw(), got.Raw(), rem)
+			}
+			mod := new(big.Int).Mod(raw(x), raw(y)) // Euclidean
+			if got := x.Mod(y); got.Raw() != mod.Int64() {
+				t.Fatalf("%d.Mod(%d) = %d, want %v", x.Raw(), y.Raw(), got.Raw(), mod)
+			}
+		}
+		c := raw(x).Cmp(raw(y))
+		if x.Less(y) != (c < 0) || x.LessEq(y) != (c <= 0) || x.Greater(y) != (c > 0) || x.GreaterEq(y) != (c >= 0) || (x == y) != (c == 0) {
+			t.Fatalf("the comparisons of %d and %d", x.Raw(), y.Raw())
+		}
+		if fixed.FromRaw(x.Raw()) != x {
+			t.Fatalf("FromRaw(%d.Raw())", x.Raw())
+		}
+	})
 }
 
 func TestAllocs(t *testing.T) {
 	x, y := fixed.Pi, fixed.FromInt(-3)
 	var sink fixed.Num
 	n := testing.AllocsPerRun(100, func() {
-		sink += x.Mul(y) + x.Div(y) + x.Add(y) + fixed.Sqrt(x) + fixed.Hypot(x, y) +
-			fixed.Sin(x) + fixed.Cos(y) + fixed.Atan2(y, x) + x.Round() + fixed.Radians(x) + fixed.Turns(y)
+		sink = sink.Add(x.Mul(y)).Add(x.Div(y)).Add(x.Add(y)).Add(fixed.Sqrt(x)).Add(fixed.Hypot(x, y)).
+			Add(fixed.Sin(x)).Add(fixed.Cos(y)).Add(fixed.Atan2(y, x)).Add(x.Round()).Add(fixed.Radians(x)).
+			Add(fixed.Turns(y)).Add(x.MulInt(3)).Add(x.DivInt(7)).Add(x.Mod(y)).Add(x.Rem(y))
 	})
 	assert.Zero(t, n)
 	_ = sink

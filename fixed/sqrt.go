@@ -6,17 +6,17 @@ import "math/bits"
 // exact: the result is the Num nearest to the true root). The square root
 // of a negative number is 0.
 func Sqrt(x Num) Num {
-	if x <= 0 {
-		return 0
+	if x.v <= 0 {
+		return Num{}
 	}
 	// √(r×2⁻³²) = √(r×2³²)×2⁻³²: the root of the raw value shifted by 32.
-	return Num(sqrtRound(uint64(x)>>(64-FracBits), uint64(x)<<FracBits)) // < 2⁴⁸: no overflow
+	return Num{int64(sqrtRound(uint64(x.v)>>(64-FracBits), uint64(x.v)<<FracBits))} // < 2⁴⁸: no overflow
 }
 
 // Hypot returns √(x²+y²), the length of the vector (x, y), rounded to the
 // nearest Num and saturated to [Max]. The squares are computed in 128 bits,
-// so it is exact where x.Mul(x).Add(y.Mul(y)) would overflow (for lengths
-// above 46,340).
+// so it is exact where x.Mul(x).Add(y.Mul(y)) would saturate (for lengths
+// above 46,340.95).
 func Hypot(x, y Num) Num {
 	a, b := mag(x), mag(y)
 	h1, l1 := bits.Mul64(a, a)

@@ -30,11 +30,15 @@ var atanTurns = [17]uint64{
 	0x2000000000000000,
 }
 
-// invTwoPi is 1/(2π) in Q64 (radians to turns), and twoPi 2π in Q61
-// (turns to radians).
+// invTwoPi is 1/(2π) in Q64 (radians to turns), as Atan2 uses it.
+const invTwoPi = 0x28be60db9391054a
+
+// The constants of Radians and Turns, 192 bits each (three words, the
+// most significant first): invTwoPi192 is 1/(2π) in Q192 and twoPi192 2π
+// in Q189, both rounded to nearest.
 const (
-	invTwoPi = 0x28be60db9391054a
-	twoPi    = 0xc90fdaa22168c235
+	invTwoPi192h, invTwoPi192m, invTwoPi192l = 0x28be60db9391054a, 0x7f09d5f47d4d3770, 0x36d8a5664f10e410
+	twoPi192h, twoPi192m, twoPi192l          = 0xc90fdaa22168c234, 0xc4c6628b80dc1cd1, 0x29024e088a67cc74
 )
 
 // The Taylor series of atan near 0, in Q63.
@@ -54,10 +58,10 @@ func mul63(a, b uint64) uint64 {
 // the true value: half an ulp and a 128th (TestSinCosAccuracy measures
 // it). Only the fraction of t matters: Sin(t+n) == Sin(t) for an integer
 // n, and Sin(-t) == -Sin(t), Sin(1/2-t) == Sin(t) exactly.
-func Sin(t Num) Num { return sinTurn(uint32(t)) }
+func Sin(t Num) Num { return sinTurn(uint32(t.v)) }
 
 // Cos returns the cosine of t turns: Sin(t + 1/4), exactly.
-func Cos(t Num) Num { return sinTurn(uint32(t) + 1<<30) }
+func Cos(t Num) Num { return sinTurn(uint32(t.v) + 1<<30) }
 
 // sinTurn returns sin(2π×u/2³²).
 func sinTurn(u uint32) Num {
@@ -81,11 +85,11 @@ func sinTurn(u uint32) Num {
 		}
 		v = mul63(z, v)
 	}
-	r := Num((v + 1<<30) >> 31) // Q63 to Q32.32, rounded
+	r := int64((v + 1<<30) >> 31) // Q63 to Q32.32, rounded
 	if quadrant >= 2 {
-		return -r
+		return Num{-r}
 	}
-	return r
+	return Num{r}
 }
 
 // Atan2 returns the angle of the vector (x, y) in turns, in [-1/2, 1/2]:
@@ -96,7 +100,7 @@ func sinTurn(u uint32) Num {
 func Atan2(y, x Num) Num {
 	a, b := mag(x), mag(y)
 	if a == 0 && b == 0 {
-		return 0
+		return Num{}
 	}
 	// θ in the first octant: atan(r) for r = min/max ∈ [0, 1].
 	swap := b > a
@@ -130,40 +134,60 @@ func Atan2(y, x Num) Num {
 	if swap {
 		theta = 1<<62 - theta // a quarter turn minus it
 	}
-	if x < 0 {
+	if x.v < 0 {
 		theta = 1<<63 - theta // a half turn minus it
 	}
-	res := Num((theta + 1<<31) >> 32) // Q64 turns to Q32.32, rounded
-	if y < 0 {
-		return -res
+	res := int64((theta + 1<<31) >> 32) // Q64 turns to Q32.32, rounded
+	if y.v < 0 {
+		return Num{-res}
 	}
-	return res
+	return Num{res}
 }
 
-// Radians returns t turns in radians, t×2π, rounded to the nearest Num
-// and saturated to [Min] or [Max].
-func Radians(t Num) Num { return mulConst(t, twoPi, 61) }
+// Radians returns t turns in radians, t×2π, correctly rounded (the Num
+// nearest to the exact product) and saturated to [Min] or [Max] beyond
+// |t| = 341,782,637.78 turns.
+func Radians(t Num) Num {
+	hi, mid := mul192(mag(t), twoPi192h, twoPi192m, twoPi192l)
+	if hi >= 1<<60 { // the product >> 189 is 2⁶³ or more: Max, or Min (exact or saturated)
+		return saturate(t.v < 0)
+	}
+	q := hi<<3 | mid>>61 // the product >> 189: at most 2⁶³ - 1
+	q += mid >> 60 & 1   // rounded to nearest (never a tie: see mul192)
+	return fromMag(q, t.v < 0)
+}
 
-// Turns returns rad radians in turns, rad/(2π), rounded to the nearest Num.
-func Turns(rad Num) Num { return mulConst(rad, invTwoPi, 64) }
+// Turns returns rad radians in turns, rad/(2π), correctly rounded (the
+// Num nearest to the exact quotient).
+func Turns(rad Num) Num {
+	hi, mid := mul192(mag(rad), invTwoPi192h, invTwoPi192m, invTwoPi192l)
+	q := hi + mid>>63 // the product >> 192 (below 2⁶¹), rounded to nearest
+	return fromMag(q, rad.v < 0)
+}
 
-// mulConst returns x×c/2ˢʰⁱᶠᵗ rounded to the nearest Num (ties to even) and
-// saturated, for a shift from 1 to 64.
-func mulConst(x Num, c uint64, shift uint) Num {
-	hi, lo := bits.Mul64(mag(x), c)
-	if hi>>(shift-1) > 1 { // the quotient is 2⁶⁴ or more
-		return saturate(x < 0)
-	}
-	// q = the product >> shift, r the bits shifted out, half the tie.
-	q, r, half := hi, lo, uint64(1)<<63
-	if shift < 64 {
-		q, r, half = hi<<(64-shift)|lo>>shift, lo&(1<<shift-1), 1<<(shift-1)
-	}
-	if q > half64 {
-		return saturate(x < 0)
-	}
-	if r > half || r == half && q&1 != 0 {
-		q++
-	}
-	return fromMag(q, x < 0)
+// mul192 returns the top two words of the 256-bit product of m and the
+// 192-bit constant c = ch×2¹²⁸ + cm×2⁶⁴ + cl.
+//
+// Radians and Turns are correctly rounded because the constant's error is
+// far smaller than the closest any exact result comes to a rounding
+// boundary. The raw result is m×α for α = 2π or 1/(2π) and the raw input
+// m; its constant, c/2ˢ, is within 2⁻ˢ⁻¹ of α, so the computed product is
+// within m×2⁻ˢ⁻¹ ulp of m×α: below 2⁻¹²⁹ ulp for every m ≤ 2⁶³ (s = 192
+// for 1/(2π), and 189 for 2π with m ≤ 2⁶³/2π, beyond which Radians
+// saturates). A rounding boundary is a half-integer h/2 (h odd), and
+// |m×α - h/2| = |m×2α - h|/2 is at least half the distance of m×2α from
+// the nearest integer, which for m up to N is smallest at the largest
+// continued-fraction convergent denominator of 2α not above N: the
+// bound is 2^-68.84 ulp for 1/π and m ≤ 2⁶³, and 2^-65.19 for 4π and
+// m ≤ 2⁶³/2π (TestRadiansTurnsProof computes both from π). The computed product therefore lies on the same
+// side of every boundary as the exact one, and rounding it rounds m×α
+// (a tie cannot happen: the computed product is more than 2⁻⁶⁶ from
+// every boundary).
+func mul192(m, ch, cm, cl uint64) (hi, mid uint64) {
+	h0, _ := bits.Mul64(m, cl)
+	h1, l1 := bits.Mul64(m, cm)
+	h2, l2 := bits.Mul64(m, ch)
+	_, c := bits.Add64(h0, l1, 0)
+	mid, c = bits.Add64(h1, l2, c)
+	return h2 + c, mid
 }

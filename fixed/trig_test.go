@@ -21,17 +21,17 @@ const bound = 0.5 + 1.0/128
 func TestSinCosAccuracy(t *testing.T) {
 	var worstSin, worstCos float64
 	check := func(x fixed.Num) {
-		frac := float64(uint32(x)) / (1 << 32) // the fraction of the turn, exactly
+		frac := float64(uint32(x.Raw())) / (1 << 32) // the fraction of the turn, exactly
 		s := math.Abs(fixed.Sin(x).Float()-math.Sin(2*math.Pi*frac)) * (1 << 32)
 		c := math.Abs(fixed.Cos(x).Float()-math.Cos(2*math.Pi*frac)) * (1 << 32)
 		worstSin, worstCos = max(worstSin, s), max(worstCos, c)
 	}
 	for u := range 1 << 20 { // every 4096th angle of the circle
-		check(fixed.Num(u << 12))
+		check(num(int64(u) << 12))
 	}
 	r := rand.New(rand.NewPCG(21, 22))
 	for range 1 << 20 { // and random ones, with random whole turns
-		check(fixed.Num(r.Uint64()))
+		check(num(int64(r.Uint64())))
 	}
 	t.Logf("worst error: Sin %.7f ulp, Cos %.7f ulp", worstSin, worstCos)
 	assert.LessOrEqual(t, worstSin, bound)
@@ -40,25 +40,27 @@ func TestSinCosAccuracy(t *testing.T) {
 
 // TestSinCosExact: the values and symmetries that hold exactly in turns.
 func TestSinCosExact(t *testing.T) {
-	q := fixed.One / 4
-	assert.Equal(t, fixed.Num(0), fixed.Sin(0))
+	q, zero, mone := num(one/4), fixed.Num{}, num(-one)
+	assert.Equal(t, zero, fixed.Sin(zero))
 	assert.Equal(t, fixed.One, fixed.Sin(q))
-	assert.Equal(t, fixed.Num(0), fixed.Sin(2*q))
-	assert.Equal(t, -fixed.One, fixed.Sin(3*q))
-	assert.Equal(t, fixed.One, fixed.Cos(0))
-	assert.Equal(t, -fixed.One, fixed.Cos(fixed.Half))
-	assert.Equal(t, fixed.Sin(fixed.One/8), fixed.Cos(fixed.One/8))
+	assert.Equal(t, zero, fixed.Sin(num(2*one/4)))
+	assert.Equal(t, mone, fixed.Sin(num(3*one/4)))
+	assert.Equal(t, fixed.One, fixed.Cos(zero))
+	assert.Equal(t, mone, fixed.Cos(fixed.Half))
+	assert.Equal(t, fixed.Sin(num(one/8)), fixed.Cos(num(one/8)))
 	r := rand.New(rand.NewPCG(23, 24))
 	for range 100000 {
-		x := fixed.Num(r.Uint64())
-		n := fixed.FromInt(r.IntN(1<<20) - 1<<19)
+		// The raw arithmetic wraps, as an angle may: only its fraction counts.
+		xr := int64(r.Uint64())
+		x := num(xr)
+		n := int64(r.IntN(1<<20)-1<<19) << 32
 		s := fixed.Sin(x)
-		if fixed.Sin(x+n) != s || fixed.Sin(-x) != -s || fixed.Sin(fixed.Half-x) != s ||
-			fixed.Cos(x) != fixed.Sin(x+q) || fixed.Cos(-x) != fixed.Cos(x) {
-			t.Fatalf("a symmetry fails at %d", x)
+		if fixed.Sin(num(xr+n)) != s || fixed.Sin(num(-xr)) != num(-s.Raw()) || fixed.Sin(num(half-xr)) != s ||
+			fixed.Cos(x) != fixed.Sin(num(xr+one/4)) || fixed.Cos(num(-xr)) != fixed.Cos(x) {
+			t.Fatalf("a symmetry fails at %d", xr)
 		}
-		if s > fixed.One || s < -fixed.One {
-			t.Fatalf("Sin(%d) = %v", x, s)
+		if s.Greater(fixed.One) || s.Less(mone) {
+			t.Fatalf("Sin(%d) = %v", xr, s)
 		}
 	}
 }
@@ -67,12 +69,12 @@ func TestAtan2Accuracy(t *testing.T) {
 	var worst float64
 	check := func(y, x fixed.Num) {
 		got := fixed.Atan2(y, x)
-		want := math.Atan2(float64(y), float64(x)) / (2 * math.Pi)
-		if x == 0 && y == 0 {
+		want := math.Atan2(float64(y.Raw()), float64(x.Raw())) / (2 * math.Pi)
+		if x.Sign() == 0 && y.Sign() == 0 {
 			want = 0
 		}
-		if got < -fixed.Half || got > fixed.Half || got == -fixed.Half && y >= 0 {
-			t.Fatalf("Atan2(%d, %d) = %v, outside [-1/2, 1/2]", y, x, got)
+		if got.Raw() < -half || got.Raw() > half || got.Raw() == -half && y.Sign() >= 0 {
+			t.Fatalf("Atan2(%v, %v) = %v, outside [-1/2, 1/2]", y, x, got)
 		}
 		worst = max(worst, math.Abs(got.Float()-want)*(1<<32))
 	}
@@ -88,35 +90,34 @@ func TestAtan2Accuracy(t *testing.T) {
 	for range 1 << 20 { // vectors at every angle, of every length
 		a := r.Float64() * 2 * math.Pi
 		l := math.Ldexp(1, r.IntN(60))
-		check(fixed.Num(l*math.Sin(a)), fixed.Num(l*math.Cos(a)))
+		check(num(int64(l*math.Sin(a))), num(int64(l*math.Cos(a))))
 	}
 	t.Logf("worst error: Atan2 %.7f ulp", worst)
 	assert.LessOrEqual(t, worst, bound)
 }
 
 func TestAtan2Exact(t *testing.T) {
-	one := fixed.One
-	for _, c := range []struct{ y, x, want fixed.Num }{
+	for _, c := range []struct{ y, x, want int64 }{ // raw values
 		{0, 0, 0}, {0, one, 0}, {one, 0, one / 4}, {0, -one, one / 2}, {-one, 0, -one / 4},
 		{one, one, one / 8}, {one, -one, 3 * one / 8}, {-one, -one, -3 * one / 8}, {-one, one, -one / 8},
-		{fixed.Min, fixed.Min, -3 * one / 8}, {fixed.Max, fixed.Max, one / 8}, {0, fixed.Min, one / 2},
-		{fixed.Ulp, 0, one / 4}, {0, -fixed.Ulp, one / 2},
+		{minRaw, minRaw, -3 * one / 8}, {maxRaw, maxRaw, one / 8}, {0, minRaw, one / 2},
+		{1, 0, one / 4}, {0, -1, one / 2},
 	} {
-		assert.Equal(t, c.want, fixed.Atan2(c.y, c.x), "Atan2(%v, %v)", c.y, c.x)
+		assert.Equal(t, num(c.want), fixed.Atan2(num(c.y), num(c.x)), "Atan2(%d, %d)", c.y, c.x)
 	}
 	// The angle of a point on the circle is its angle, to an ulp or two
 	// (each coordinate is itself rounded).
 	r := rand.New(rand.NewPCG(27, 28))
 	for range 100000 {
-		a := fixed.Num(r.Int64N(int64(fixed.One))) - fixed.Half + 1 // (-1/2, 1/2)
+		a := num(r.Int64N(one) - half + 1) // (-1/2, 1/2)
 		l := fixed.FromInt(1 + r.IntN(1000))
 		got := fixed.Atan2(fixed.Sin(a).Mul(l), fixed.Cos(a).Mul(l))
-		if d := got - a; d > 3 || d < -3 {
-			t.Fatalf("Atan2 of the point at %d turns = %d", a, got)
+		if d := got.Sub(a).Raw(); d > 3 || d < -3 {
+			t.Fatalf("Atan2 of the point at %v turns = %v", a, got)
 		}
-		y, x := fixed.Num(r.Uint64()), fixed.Num(r.Uint64())
-		if y != fixed.Min && y != 0 && fixed.Atan2(-y, x) != -fixed.Atan2(y, x) {
-			t.Fatalf("Atan2(-y, x) != -Atan2(y, x) at %d, %d", y, x)
+		y, x := num(int64(r.Uint64())), num(int64(r.Uint64()))
+		if y != fixed.Min && y.Sign() != 0 && fixed.Atan2(y.Neg(), x) != fixed.Atan2(y, x).Neg() {
+			t.Fatalf("Atan2(-y, x) != -Atan2(y, x) at %v, %v", y, x)
 		}
 	}
 }

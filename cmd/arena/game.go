@@ -23,7 +23,9 @@ import (
 // scaled into it.
 const screenSize = 768
 
-const scale = float32(screenSize) / float32(arena.Size/fixed.One)
+// scale is pixels per unit (a variable: arena.Size is a fixed.Num, not a
+// constant).
+var scale = float32(screenSize) / float32(arena.Size.Int())
 
 // game is the Ebitengine side: Update runs the match at 60 Hz, Draw
 // renders it at the display's rate.
@@ -210,7 +212,7 @@ var (
 	}
 )
 
-const shipRadius = 12 * scale
+var shipRadius = 12 * scale
 
 func px(v fixed.Num) float32 { return float32(v.Float()) * scale }
 

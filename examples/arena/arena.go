@@ -50,19 +50,24 @@ const (
 // Game constants. Lengths are in units (the arena is 1024 units wide), and
 // speeds per frame.
 const (
-	MaxShips           = 8
-	MaxShots           = 64
-	Size     fixed.Num = 1024 * fixed.One // the arena is Size×Size, wrapping for ships
-	shipR    fixed.Num = 12 * fixed.One   // hit radius
-	shotV    fixed.Num = 10 * fixed.One   // shot speed per frame
-	shotTTL            = 90
-	cooldown           = 12
-	respawn            = 60
+	MaxShips = 8
+	MaxShots = 64
+	shotTTL  = 90
+	cooldown = 12
+	respawn  = 60
+)
+
+// The game's fixed-point constants (variables: Go has no constants of
+// struct types; never assigned).
+var (
+	Size  = fixed.FromInt(1024) // the arena is Size×Size, wrapping for ships
+	shipR = fixed.FromInt(12)   // hit radius
+	shotV = fixed.FromInt(10)   // shot speed per frame
 	// thrust is the acceleration per step of the thrust magnitude, in units
 	// per frame²: full thrust (255) accelerates 255×96/65536 ≈ 0.37.
-	thrust fixed.Num = 96 * fixed.One / 65536
+	thrust = fixed.Ratio(96, 65536)
 	// drag is what a velocity keeps each frame.
-	drag fixed.Num = fixed.One - fixed.One/16
+	drag = fixed.Ratio(15, 16)
 )
 
 // Sounds. A ship's sounds add its index to the base, so two ships' shots on
@@ -201,8 +206,8 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.N
 		}
 		fire, angle, mag := Unpack(in[i].Input)
 		s.VX, s.VY = accelerate(s.VX, s.VY, angle, mag)
-		s.X = wrap(s.X.Add(s.VX.Mul(part)))
-		s.Y = wrap(s.Y.Add(s.VY.Mul(part)))
+		s.X = s.X.Add(s.VX.Mul(part)).Mod(Size) // wrapped into [0, Size)
+		s.Y = s.Y.Add(s.VY.Mul(part)).Mod(Size)
 		g.engine(w, f, i, mag)
 		if s.Cooldown > 0 {
 			s.Cooldown--
@@ -220,13 +225,13 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.N
 		}
 		sh.X = sh.X.Add(sh.VX.Mul(part))
 		sh.Y = sh.Y.Add(sh.VY.Mul(part))
-		if sh.TTL--; sh.TTL == 0 || sh.X < 0 || sh.Y < 0 || sh.X >= Size || sh.Y >= Size {
+		if sh.TTL--; sh.TTL == 0 || sh.X.Sign() < 0 || sh.Y.Sign() < 0 || sh.X.GreaterEq(Size) || sh.Y.GreaterEq(Size) {
 			sh.Live = false
 			continue
 		}
 		for i := range int(w.Players) {
 			s := &w.Ships[i]
-			if i == int(sh.Owner) || !s.Alive || s.X.Sub(sh.X).Abs() > shipR || s.Y.Sub(sh.Y).Abs() > shipR {
+			if i == int(sh.Owner) || !s.Alive || s.X.Sub(sh.X).Abs().Greater(shipR) || s.Y.Sub(sh.Y).Abs().Greater(shipR) {
 				continue
 			}
 			s.Alive, s.RespawnIn = false, respawn
@@ -278,11 +283,11 @@ func (g *Game) shoot(w *World, owner int, dir uint8) {
 		*sh = Shot{X: s.X, Y: s.Y, TTL: shotTTL, Owner: int8(owner), Live: true}
 		switch dir {
 		case FireLeft:
-			sh.VX = -shotV
+			sh.VX = shotV.Neg()
 		case FireRight:
 			sh.VX = shotV
 		case FireUp:
-			sh.VY = -shotV
+			sh.VY = shotV.Neg()
 		case FireDown:
 			sh.VY = shotV
 		}
@@ -292,17 +297,12 @@ func (g *Game) shoot(w *World, owner int, dir uint8) {
 
 func (g *Game) spawn(s *Ship) {
 	w := g.World()
-	*s = Ship{Score: s.Score, Deaths: s.Deaths, Alive: true,
-		X: fixed.Num(w.Rand.Uint64N(uint64(Size))), Y: fixed.Num(w.Rand.Uint64N(uint64(Size)))}
+	*s = Ship{Score: s.Score, Deaths: s.Deaths, Alive: true, X: randomPos(w), Y: randomPos(w)}
 }
 
-// wrap returns v modulo Size, in [0, Size).
-func wrap(v fixed.Num) fixed.Num {
-	v %= Size
-	if v < 0 {
-		v += Size
-	}
-	return v
+// randomPos returns a position in [0, Size), uniform over its raw values.
+func randomPos(w *World) fixed.Num {
+	return fixed.FromRaw(int64(w.Rand.Uint64N(uint64(Size.Raw()))))
 }
 
 // ReplayName is the game name the arena example records in replays.

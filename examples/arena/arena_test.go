@@ -3,13 +3,13 @@ package arena_test
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/examples/arena"
-	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 	"github.com/rewindgg/rewind/sound"
@@ -86,6 +86,29 @@ func TestRestoreReplays(t *testing.T) {
 	assert.Equal(t, world, *g.World())
 }
 
+// TestGoldenWorld pins the world after three bot matches, bit for bit:
+// a change to the simulation's arithmetic changes these hashes, and every
+// peer and replay of an older build would desync. The hashes were taken
+// before fixed.Num became a struct and are unchanged by it; update them
+// only for a deliberate change of the game's rules.
+func TestGoldenWorld(t *testing.T) {
+	for _, c := range []struct {
+		players, frames int
+		seed            uint64
+		hash            uint64
+		hits            int32
+	}{
+		{4, 3000, 9, 0x21eb953f316d3612, 10},
+		{8, 3600, 1, 0x5ea4d09f13f46a52, 61},
+		{2, 5000, 77, 0x5aa6f9a74b0b1756, 4},
+	} {
+		_, w := play(t, c.players, c.frames, c.seed)
+		b := unsafe.Slice((*byte)(unsafe.Pointer(&w)), unsafe.Sizeof(w))
+		assert.Equal(t, c.hash, xxhash.Sum64(b), "%d players, seed %d: the world's hash after %d frames", c.players, c.seed, c.frames)
+		assert.Equal(t, c.hits, w.Hits)
+	}
+}
+
 func TestShipsMoveShootAndDie(t *testing.T) {
 	_, w := play(t, 8, 3600, 1)
 	assert.Positive(t, w.Hits, "ships hit each other in a minute of play")
@@ -93,8 +116,10 @@ func TestShipsMoveShootAndDie(t *testing.T) {
 	for _, s := range w.Ships {
 		deaths += s.Deaths
 		score += s.Score
-		assert.GreaterOrEqual(t, s.X, fixed.Num(0))
-		assert.Less(t, s.X, arena.Size)
+		assert.GreaterOrEqual(t, s.X.Sign(), 0, "x = %v", s.X)
+		assert.True(t, s.X.Less(arena.Size), "x = %v", s.X)
+		assert.GreaterOrEqual(t, s.Y.Sign(), 0, "y = %v", s.Y)
+		assert.True(t, s.Y.Less(arena.Size), "y = %v", s.Y)
 	}
 	assert.Equal(t, w.Hits, deaths)
 	assert.Equal(t, w.Hits, score)
@@ -196,11 +221,11 @@ func TestStepPartial(t *testing.T) {
 	g.Step(24, in)
 	full := *g.World()
 	for i := range 2 {
-		dx := full.Ships[i].X - before.Ships[i].X
-		hx := half.Ships[i].X - before.Ships[i].X
+		dx := full.Ships[i].X.Sub(before.Ships[i].X).Raw() // in ulps
+		hx := half.Ships[i].X.Sub(before.Ships[i].X).Raw() // in ulps
 		assert.InDelta(t, float64(dx)/2, float64(hx), 2, "ship %d moves half as far in x", i)
-		dy := full.Ships[i].Y - before.Ships[i].Y
-		hy := half.Ships[i].Y - before.Ships[i].Y
+		dy := full.Ships[i].Y.Sub(before.Ships[i].Y).Raw() // in ulps
+		hy := half.Ships[i].Y.Sub(before.Ships[i].Y).Raw() // in ulps
 		assert.InDelta(t, float64(dy)/2, float64(hy), 2, "ship %d moves half as far in y", i)
 	}
 	live := func(w arena.World) (n int) {

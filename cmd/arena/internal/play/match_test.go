@@ -114,7 +114,7 @@ func TestMatchOverWifi(t *testing.T) {
 	t.Logf("%d ghosts, %d repeated sound requests, %d rollbacks on machine 1", ghosts, repeats, ms[1].Session().Stats().Rollbacks)
 	// Ship 0 held thrust to the right the whole match: its speed is the
 	// steady state of thrust and drag, to the right.
-	if s := ms[1].World().Ships[0]; s.Alive && (s.VX <= 0 || s.VY != 0) {
+	if s := ms[1].World().Ships[0]; s.Alive && (s.VX.Sign() <= 0 || s.VY.Sign() != 0) {
 		t.Errorf("ship 0 (held right) has velocity %v, %v", s.VX, s.VY)
 	}
 }

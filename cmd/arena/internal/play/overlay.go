@@ -117,7 +117,7 @@ func (gh *ghosts) before(w *arena.World, local []rollback.PlayerID) {
 		e := &gh.expect[i]
 		s := &w.Ships[i]
 		e.ok = i < int(w.Players) && s.Alive && !slices.Contains(local, rollback.PlayerID(i))
-		e.x, e.y = s.X+s.VX, s.Y+s.VY
+		e.x, e.y = s.X.Add(s.VX), s.Y.Add(s.VY)
 	}
 }
 
@@ -138,7 +138,7 @@ func (gh *ghosts) after(w *arena.World, res rollback.Result) {
 		if !e.ok || !s.Alive {
 			continue
 		}
-		dx, dy := wrapDelta(s.X-e.x).Float(), wrapDelta(s.Y-e.y).Float()
+		dx, dy := wrapDelta(s.X.Sub(e.x)).Float(), wrapDelta(s.Y.Sub(e.y)).Float()
 		if dx*dx+dy*dy >= GhostDistance*GhostDistance {
 			gh.seen++
 			gh.live = append(gh.live, Ghost{Ship: i, X: wrapPos(e.x).Float(), Y: wrapPos(e.y).Float()})
@@ -148,19 +148,14 @@ func (gh *ghosts) after(w *arena.World, res rollback.Result) {
 
 // wrapDelta is the shortest difference across the arena's wrapping edge.
 func wrapDelta(d fixed.Num) fixed.Num {
+	half := arena.Size.DivInt(2)
 	switch {
-	case d > arena.Size/2:
-		return d - arena.Size
-	case d < -arena.Size/2:
-		return d + arena.Size
+	case d.Greater(half):
+		return d.Sub(arena.Size)
+	case d.Less(half.Neg()):
+		return d.Add(arena.Size)
 	}
 	return d
 }
 
-func wrapPos(v fixed.Num) fixed.Num {
-	v %= arena.Size
-	if v < 0 {
-		v += arena.Size
-	}
-	return v
-}
+func wrapPos(v fixed.Num) fixed.Num { return v.Mod(arena.Size) }
