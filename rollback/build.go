@@ -1,0 +1,201 @@
+package rollback
+
+import (
+	"crypto/rand"
+	"slices"
+	"time"
+
+	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/internal/testhook"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// This file builds a session from its Config: its owners, its peers, the
+// keys and statements of a match with peers, the audience.
+
+// NewSession validates cfg and returns a session at frame 0. It takes the
+// first snapshot of cfg.State, so the game must have allocated and
+// initialised its state first.
+func NewSession(cfg Config) (*Session, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	s := &Session{
+		roster:     roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
+		game:       cfg.Game,
+		obs:        cfg.Observer,
+		tr:         cfg.Transport,
+		clock:      cfg.Clock,
+		events:     make([]Event, 0, 2*len(cfg.Peers)+2),
+		io:         newCodec(cfg.Players),
+		frameLimit: MaxFrame,
+		lowFloor:   -ringSize, // no bound yet: the first ring check computes ringLow
+	}
+	if s.clock == nil {
+		s.clock = RealClock()
+	}
+	var err error
+	if s.roster.format, err = wire.NewFormat(s.roster.layout); err != nil {
+		return nil, err // unreachable: validate checked the layout
+	}
+	perFrame := len(s.roster.local) * (len(s.roster.layout) + s.roster.layout.Bits())
+	s.roster.maxFrames = min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
+	lockstepMode := cfg.Mode == LockstepMode
+	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
+	s.inputs.standIn = cfg.StandIn
+	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
+	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
+	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
+	s.proto = newProtocol(cfg, s.clock.Now())
+	s.quiet.on = !cfg.SendEveryTick && cfg.Mode != LockstepMode
+	s.proto.lie = liarOf(cfg.Transport)
+	if lockstepMode {
+		// Lockstep never predicts, so it never rolls back during play. With
+		// three or more machines a machine that leaves is cut at the fewest
+		// of its frames any remaining machine has (docs/protocol.md), which
+		// can be before frames we simulated: only then are snapshots kept,
+		// by the same policy, to undo the frames after the cut.
+		s.ls = newLockstep(cfg)
+		s.snaps.on, s.snaps.reach = len(cfg.Peers) >= 2, 0
+	}
+	switch {
+	case cfg.SyncTest > 0:
+		s.snaps.forced = cfg.SyncTest
+		s.sync = &syncCheck{}
+	case cfg.Snapshots == ConstantCost:
+		s.snaps.forced = cfg.maxRollback()
+	}
+	s.addPeers(cfg.Peers)
+	for i := range s.peers {
+		s.gov.Bound(i, linkLagBound(0))
+	}
+	s.start = newStarter(cfg.NoStartDelay || cfg.NoFrameAdvantage, s.roster.local[0], s.peers)
+	s.out = newRecording(cfg.Recorder, cfg.Log)
+	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
+		s.sums = newChecksums(Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery)), cfg.ChecksumData, len(s.peers), cfg.State.Size())
+	}
+	if len(cfg.Peers) > 0 || cfg.MaxSpectators > 0 {
+		if err := s.secure(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.open(&cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// secure readies a session that has peers or spectators: the handshake's
+// keys (a nonce per link), the statements of a match of three or more
+// machines, the reserved slots and the audience.
+func (s *Session) secure(cfg *Config) error {
+	r := cfg.Rand
+	if r == nil {
+		r = rand.Reader
+	}
+	var err error
+	if s.proto.keys, err = newKeyring(r, cfg.Secret, s.terms(cfg)); err != nil {
+		return err
+	}
+	s.proto.keys.local = slices.Clone(s.io.wantLocal(s.roster.local))
+	for i := range s.peers {
+		s.peers[i].auth.ours = s.proto.keys.nonceFor(linkPeer | uint64(i))
+	}
+	if _, unsigned := cfg.Transport.(interface{ Unsigned() testhook.Unsigned }); len(s.peers) >= 2 && s.ls == nil && !unsigned {
+		var np, peerOf [MaxPlayers]int
+		np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
+		for i := range s.peers {
+			np[s.peers[i].machine], peerOf[s.peers[i].machine] = len(s.peers[i].players), i
+		}
+		if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
+			return err
+		}
+		s.snaps.slots = savestate.Slots // one kept at the settled frame
+	}
+	s.proto.transferRate = cfg.TransferRate
+	if !cfg.InProgress {
+		s.reserve()
+	}
+	if cfg.MaxSpectators > 0 || s.departed() {
+		s.serve(cfg.MaxSpectators)
+	}
+	return nil
+}
+
+// open takes the first snapshot and starts what runs from frame 0: the
+// sync test's first sum, a join in progress, the recording.
+func (s *Session) open(cfg *Config) error {
+	if s.snaps.on {
+		if err := s.save(0, 0); err != nil {
+			return err
+		}
+	}
+	if s.sync != nil {
+		s.sync.sums[0] = s.arenaSum()
+	}
+	if cfg.InProgress {
+		s.join = newJoiner(s, cfg)
+	}
+	if s.out.rec != nil {
+		m := MatchInfo{Players: s.roster.players, Layout: append(Layout(nil), s.roster.layout...), SessionID: s.proto.sessionID, GameChecksum: cfg.ChecksumData != nil}
+		if s.sums != nil {
+			m.ChecksumEvery = int(s.sums.every)
+		}
+		s.out.rec.Begin(m)
+	}
+	return nil
+}
+
+// serve makes this machine serve up to spectators spectators, and the
+// peers that come back (rejoin.go): the audience, and the feed of final
+// inputs from the next frame to become final on.
+func (s *Session) serve(spectators int) {
+	if s.out.rec == nil && s.out.log == nil {
+		// Nothing recorded the final frames so far: they start here.
+		s.out.recorded = max(s.out.recorded, min(s.anchor(s.frame), s.frame))
+	}
+	f := newFeed(s.roster.players)
+	f.reset(s.out.recorded)
+	s.aud = newAudience(spectators, len(s.peers), s.proto.transferRate, &s.proto.keys, s.proto.sessionID, s.tr, &f,
+		s.proto.interruptAfter, s.proto.disconnectAfter)
+}
+
+// addPeers sets up the remote machines, in Config.Peers order.
+func (s *Session) addPeers(peers []Peer) {
+	start := s.proto.hsStart
+	for i, p := range peers {
+		ps := sortedPlayers(p.Players)
+		for _, pl := range ps {
+			s.roster.owner[pl] = i
+		}
+		s.peers = append(s.peers, peer{players: ps, id: ps[0], late: p.Late,
+			link: link{lastRecv: start, winStart: start}, start: peerStart{first: -1}, timing: timing{ackAgeMin: -1}})
+	}
+	for i := range s.peers {
+		for j := range s.peers {
+			if j != i {
+				s.peers[i].gossip.order = append(s.peers[i].gossip.order, j)
+			}
+			if s.peers[j].id < s.peers[i].id {
+				s.peers[i].machine++ // machines are ordered by their lowest player
+			}
+		}
+		if s.roster.local[0] < s.peers[i].id {
+			s.peers[i].machine++
+		}
+		slices.SortFunc(s.peers[i].gossip.order, func(a, b int) int { return int(s.peers[a].id - s.peers[b].id) })
+	}
+}
+
+// linkLagBound is the most frames of link lag (advantage.Governor.LinkLag)
+// a round trip rtt, measured by us, justifies: half of it, plus
+// linkLagSlack. A peer acknowledging fewer frames than it has, or sending
+// its inputs later than it could, cannot raise our input lag beyond it.
+// rtt is the link's floor (the least of its latest samples; link.floor),
+// set at every sample: a single early sample two ticks long let such a
+// peer raise an honest machine's input lag on wifi from 1 to 2.
+func linkLagBound(rtt time.Duration) float64 {
+	return float64(rtt)/float64(frameDuration)/2 + linkLagSlack
+}
