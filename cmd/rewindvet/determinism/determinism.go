@@ -132,6 +132,7 @@ var Analyzer = &analysis.Analyzer{
 var (
 	checkPartial = true
 	trust        = defaultTrust
+	noFloat      = false
 )
 
 // defaultTrust are the packages of the rewind library that a game calls
@@ -144,6 +145,8 @@ const defaultTrust = "github.com/rewindgg/rewind/rollback/...,github.com/rewindg
 func init() {
 	Analyzer.Flags.BoolVar(&checkPartial, "partial", true,
 		"also check StepPartial (its state is thrown away, but it must keep it in the arena)")
+	Analyzer.Flags.BoolVar(&noFloat, "nofloat", false,
+		"report any floating-point value reachable from Step (for games in fixed point)")
 	Analyzer.Flags.StringVar(&trust, "trust", defaultTrust,
 		"comma-separated import paths (path/... for a subtree) of packages trusted like the standard library: not checked, no facts")
 }
@@ -171,16 +174,30 @@ func trusted(path string) bool {
 // node is a function body of the package: a declared function or a
 // function literal.
 type node struct {
-	decl  *ast.FuncDecl // or nil
-	lit   *ast.FuncLit  // or nil
-	body  *ast.BlockStmt
-	fn    *types.Func // the declared function, or nil
-	name  string      // pkg.F, pkg.T.M, pkg.F (func literal)
+	decl  *ast.FuncDecl  // or nil
+	lit   *ast.FuncLit   // or nil
+	spec  *ast.ValueSpec // a package-level variable's initialiser, or nil
+	body  *ast.BlockStmt // nil for a spec
+	reads []*types.Var   // the package's variables it reads
+	fn    *types.Func    // the declared function, or nil
+	name  string         // pkg.F, pkg.T.M, pkg.F (func literal)
 	local []hazard
 	calls []*node
 	ext   []extCall
 	sum   []Hazard
 	trunc bool
+}
+
+// syntax returns what to walk for n: its body, or its spec's values.
+func (n *node) syntax() []ast.Node {
+	if n.spec != nil {
+		out := make([]ast.Node, len(n.spec.Values))
+		for i, v := range n.spec.Values {
+			out[i] = v
+		}
+		return out
+	}
+	return []ast.Node{n.body}
 }
 
 // hazard is one finding in a function body of the package.
@@ -220,6 +237,8 @@ type checker struct {
 	decls   map[*types.Func]*node
 	lits    map[*ast.FuncLit]*node
 	varLits map[*types.Var]*ast.FuncLit
+	specs   map[*types.Var]*node // the initialisers of package-level variables
+	inits   []*node              // the init functions
 	nodes   []*node
 	written map[*types.Var]token.Pos
 	fusion  *fusion.Analysis
@@ -237,6 +256,7 @@ func run(pass *analysis.Pass) (any, error) {
 		decls:   make(map[*types.Func]*node),
 		lits:    make(map[*ast.FuncLit]*node),
 		varLits: make(map[*types.Var]*ast.FuncLit),
+		specs:   make(map[*types.Var]*node),
 		written: make(map[*types.Var]token.Pos),
 		allows:  make(map[*token.File]*fileAllows),
 		seen:    make(map[string]bool),
@@ -249,6 +269,8 @@ func run(pass *analysis.Pass) (any, error) {
 	for _, n := range c.nodes {
 		c.walk(n)
 	}
+	c.followDynamic()
+	c.followInit()
 	c.summarise()
 	c.exportFacts()
 	c.report(c.roots())
@@ -321,18 +343,33 @@ func (c *checker) collect() {
 					if fn != nil {
 						c.decls[fn] = n
 					}
+					if d.Recv == nil && d.Name.Name == "init" {
+						c.inits = append(c.inits, n)
+					}
 				}
 			case *ast.GenDecl:
 				outer = pkgName + " (package-level declaration)"
 				for _, s := range d.Specs {
 					vs, ok := s.(*ast.ValueSpec)
-					if !ok || len(vs.Names) != len(vs.Values) {
+					if !ok || len(vs.Values) == 0 {
 						continue
 					}
 					if len(d.Specs) == 1 && len(vs.Names) == 1 {
 						outer = pkgName + "." + vs.Names[0].Name
 					}
+					if d.Tok == token.VAR && len(vs.Values) > 0 {
+						sn := &node{spec: vs, name: pkgName + "." + vs.Names[0].Name + " (initialiser)"}
+						c.nodes = append(c.nodes, sn)
+						for _, name := range vs.Names {
+							if v, ok := c.pass.TypesInfo.Defs[name].(*types.Var); ok {
+								c.specs[v] = sn
+							}
+						}
+					}
 					for i, name := range vs.Names {
+						if len(vs.Names) != len(vs.Values) {
+							break
+						}
 						lit, ok := ast.Unparen(vs.Values[i]).(*ast.FuncLit)
 						if !ok {
 							continue
@@ -530,7 +567,7 @@ func (c *checker) walk(n *node) {
 	info := c.pass.TypesInfo
 	inSelect := make(map[ast.Node]bool) // channel operations of select cases
 	var stack []ast.Node
-	ast.Inspect(n.body, func(x ast.Node) bool {
+	visit := func(x ast.Node) bool {
 		if x == nil {
 			stack = stack[:len(stack)-1]
 			return false
@@ -544,12 +581,28 @@ func (c *checker) walk(n *node) {
 		if s, ok := c.fusion.SiteAt(x); ok {
 			c.add(n, c.fmaHazard(s))
 		}
+		if e, ok := x.(ast.Expr); ok && noFloat {
+			c.floatUse(n, e)
+		}
 		switch x := x.(type) {
+		case *ast.CallExpr:
+			c.conversion(n, x)
+			if fn := calledFunc(info, x); fn != nil {
+				c.nanBits(n, x, fn)
+				c.printfPointer(n, x, fn)
+			}
 		case *ast.RangeStmt:
 			switch typeOf(info, x.X).(type) {
 			case *types.Map:
 				if !blank(x.Key) || !blank(x.Value) {
-					c.add(n, hazard{pos: x.Pos(), kind: kMapRange, noun: "range over a map", verb: "ranges over a map"})
+					if free, use := c.orderFree(n, x); !free {
+						h := hazard{pos: x.Pos(), kind: kMapRange, noun: "range over a map", verb: "ranges over a map"}
+						if use != nil {
+							h.why = kMapRange.why + ", and " + use.why
+							h.inst = use.instead
+						}
+						c.add(n, h)
+					}
 				}
 			case *types.Chan:
 				c.add(n, hazard{pos: x.Pos(), kind: kChannel, noun: "range over a channel", verb: "ranges over a channel"})
@@ -587,7 +640,34 @@ func (c *checker) walk(n *node) {
 		}
 		stack = append(stack, x)
 		return true
-	})
+	}
+	for _, r := range n.syntax() {
+		ast.Inspect(r, visit)
+	}
+}
+
+// calledFunc returns the function or method a call calls statically,
+// or nil.
+func calledFunc(info *types.Info, call *ast.CallExpr) *types.Func {
+	var id *ast.Ident
+	switch f := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = f
+	case *ast.SelectorExpr:
+		id = f.Sel
+	case *ast.IndexExpr:
+		switch g := f.X.(type) {
+		case *ast.Ident:
+			id = g
+		case *ast.SelectorExpr:
+			id = g.Sel
+		}
+	}
+	if id == nil {
+		return nil
+	}
+	fn, _ := info.Uses[id].(*types.Func)
+	return fn
 }
 
 // ident handles a reference in a function body.
@@ -607,6 +687,11 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 		return
 	}
 	switch o := obj.(type) {
+	case *types.Const:
+		if o.Pkg() != nil && o.Pkg().Path() == "runtime" && (o.Name() == "GOOS" || o.Name() == "GOARCH" || o.Name() == "Compiler") {
+			c.add(n, hazard{pos: id.Pos(), kind: kRuntime, noun: "runtime." + o.Name(), verb: "uses runtime." + o.Name(),
+				why: "it names the platform, so code that depends on it runs differently on different players' machines"})
+		}
 	case *types.Builtin:
 		if o.Name() == "close" {
 			c.add(n, hazard{pos: id.Pos(), kind: kChannel, noun: "close of a channel", verb: "closes a channel"})
@@ -644,6 +729,13 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 		}
 	case *types.Var:
 		if !isPackageVar(o) {
+			return
+		}
+		if o.Pkg() == c.pass.Pkg {
+			n.reads = append(n.reads, o)
+		}
+		if o.Pkg().Path() == "os" && o.Name() == "Args" {
+			c.add(n, hazard{pos: id.Pos(), kind: kEnv, noun: "os.Args", verb: "uses os.Args"})
 			return
 		}
 		if o.Pkg().Path() == "crypto/rand" {
@@ -955,6 +1047,27 @@ func (c *checker) roots() []root {
 						add(partial, x.Name.Pos(), tn.Name()+".StepPartial")
 					}
 				}
+			case *ast.CompositeLit:
+				if !isRollback(info.TypeOf(x), "Config") {
+					break
+				}
+				for _, el := range x.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "StandIn" {
+							c.standIn(kv.Value, add, &out)
+						}
+					}
+				}
+			case *ast.AssignStmt:
+				for i, l := range x.Lhs {
+					sel, ok := ast.Unparen(l).(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != "StandIn" || i >= len(x.Rhs) || len(x.Lhs) != len(x.Rhs) {
+						continue
+					}
+					if s, ok := info.Selections[sel]; ok && s.Kind() == types.FieldVal && isRollback(derefType(s.Recv()), "Config") {
+						c.standIn(x.Rhs[i], add, &out)
+					}
+				}
 			case *ast.CallExpr:
 				if len(x.Args) != 1 || !isGameFunc(info, x.Fun) {
 					break
@@ -978,6 +1091,34 @@ func (c *checker) roots() []root {
 		})
 	}
 	return out
+}
+
+// standIn adds the function a Config's StandIn is set to as a root: a
+// function literal, a function, or a method value.
+func (c *checker) standIn(e ast.Expr, add func(*types.Func, token.Pos, string), out *[]root) {
+	info := c.pass.TypesInfo
+	switch v := ast.Unparen(e).(type) {
+	case *ast.FuncLit:
+		if n := c.lits[v]; n != nil {
+			*out = append(*out, root{node: n})
+		}
+	case *ast.Ident:
+		if fn, ok := info.Uses[v].(*types.Func); ok {
+			add(fn, v.Pos(), "Config.StandIn "+v.Name)
+		}
+	case *ast.SelectorExpr:
+		if fn, ok := info.Uses[v.Sel].(*types.Func); ok {
+			add(fn, v.Pos(), "Config.StandIn "+types.ExprString(v))
+		}
+	}
+}
+
+// derefType returns t, or what it points to.
+func derefType(t types.Type) types.Type {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		return p.Elem()
+	}
+	return t
 }
 
 // method looks a method up in the method set of a type's pointer.

@@ -40,7 +40,7 @@ var hook = func() int64 {
 
 func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { // want Step:"hazards"
 	for k := range g.w.Score { // want `range over a map: iteration order is randomised per run; use an array, or range over slices.Sorted\(maps.Keys\(m\)\)`
-		_ = k
+		g.w.Y = float64(k) // the last key wins
 	}
 	for range g.w.Score { // counting only: fine
 	}
@@ -134,7 +134,7 @@ func mul(a, b float64) float64 { return a * b }
 // lists its hazard for other packages.
 func (g *Game) NotCalled() { // want NotCalled:"hazards\\(maprange\\)"
 	for k := range g.w.Score {
-		_ = k
+		g.w.Y = float64(k)
 	}
 }
 

@@ -1,0 +1,395 @@
+package determinism
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"sort"
+
+	"golang.org/x/tools/go/callgraph"
+	"golang.org/x/tools/go/callgraph/cha"
+	"golang.org/x/tools/go/callgraph/vta"
+	"golang.org/x/tools/go/ssa"
+	"golang.org/x/tools/go/ssa/ssautil"
+)
+
+// This file follows the calls the syntax does not show: through
+// interfaces, function values held in fields, variables, slices or maps,
+// method values and closures. It builds the package's SSA form (generic
+// functions instantiated), a call graph by variable type analysis
+// (golang.org/x/tools/go/callgraph/vta, seeded with class hierarchy
+// analysis), and adds its edges to the package's nodes. A dynamic call
+// that reaches another package's function is checked like a static one:
+// the standard library's listed functions, or the function's fact. It
+// also finds the closures that write a captured variable that outlives
+// the call that created it, and the package-level variables that init
+// functions define (followInit).
+
+// followDynamic adds the call graph's edges to the nodes.
+func (c *checker) followDynamic() {
+	prog := ssa.NewProgram(c.pass.Fset, ssa.InstantiateGenerics)
+	created := make(map[*types.Package]bool)
+	var create func(pkgs []*types.Package)
+	create = func(pkgs []*types.Package) {
+		for _, p := range pkgs {
+			if created[p] {
+				continue
+			}
+			created[p] = true
+			create(p.Imports())
+			prog.CreatePackage(p, nil, nil, true)
+		}
+	}
+	create(c.pass.Pkg.Imports())
+	pkg := prog.CreatePackage(c.pass.Pkg, c.pass.Files, c.pass.TypesInfo, false)
+	pkg.Build()
+
+	funcs := ssautil.AllFunctions(prog)
+	cg := vta.CallGraph(funcs, cha.CallGraph(prog))
+
+	d := &dynamic{c: c, pkg: pkg, cg: cg, nodes: make(map[*ssa.Function]*node)}
+	d.valueRefs()
+	var own []*ssa.Function
+	for fn := range funcs {
+		if n := d.nodeOf(fn); n != nil {
+			own = append(own, fn)
+		}
+	}
+	// In source order, so that the diagnostics come out in a stable order.
+	sortFuncs(own)
+	for _, fn := range own {
+		d.edges(fn)
+		d.captures(fn)
+	}
+}
+
+// dynamic is the state of followDynamic.
+type dynamic struct {
+	c     *checker
+	pkg   *ssa.Package
+	cg    *callgraph.Graph
+	nodes map[*ssa.Function]*node
+	refs  map[*types.Func][]token.Pos // functions of other packages used as values
+}
+
+// nodeOf returns the node of an SSA function of the package, or nil.
+func (d *dynamic) nodeOf(fn *ssa.Function) *node {
+	if n, ok := d.nodes[fn]; ok {
+		return n
+	}
+	var n *node
+	switch syn := fn.Syntax().(type) {
+	case *ast.FuncDecl:
+		if obj, ok := fn.Object().(*types.Func); ok && fn.Synthetic == "" {
+			n = d.c.decls[obj.Origin()]
+		}
+	case *ast.FuncLit:
+		n = d.c.lits[syn]
+	}
+	if n == nil {
+		if o := fn.Origin(); o != nil && o != fn {
+			n = d.nodeOf(o)
+		}
+	}
+	d.nodes[fn] = n
+	return n
+}
+
+// valueRefs finds where the package uses another package's function as
+// a value (not calling it): g.now = time.Now.
+func (d *dynamic) valueRefs() {
+	d.refs = make(map[*types.Func][]token.Pos)
+	info := d.c.pass.TypesInfo
+	for _, f := range d.c.pass.Files {
+		var stack []ast.Node
+		ast.Inspect(f, func(x ast.Node) bool {
+			if x == nil {
+				stack = stack[:len(stack)-1]
+				return false
+			}
+			if id, ok := x.(*ast.Ident); ok {
+				if fn, ok := info.Uses[id].(*types.Func); ok && fn.Pkg() != nil && fn.Pkg() != d.c.pass.Pkg && !called(id, stack) {
+					fn = fn.Origin()
+					d.refs[fn] = append(d.refs[fn], id.Pos())
+				}
+			}
+			stack = append(stack, x)
+			return true
+		})
+	}
+}
+
+// called says whether the identifier id, with ancestors stack, is the
+// function of a call: f(), pkg.F(), x.M(), F[T]().
+func called(id *ast.Ident, stack []ast.Node) bool {
+	var child ast.Node = id
+	for i := len(stack) - 1; i >= 0; i-- {
+		switch p := stack[i].(type) {
+		case *ast.SelectorExpr:
+			if p.Sel != child {
+				return false
+			}
+		case *ast.ParenExpr, *ast.IndexExpr, *ast.IndexListExpr:
+		case *ast.CallExpr:
+			return p.Fun == child
+		default:
+			return false
+		}
+		child = stack[i]
+	}
+	return false
+}
+
+// edges adds fn's call graph edges to its node: to the package's
+// functions, and, for a dynamic call, to another package's function.
+func (d *dynamic) edges(fn *ssa.Function) {
+	n := d.nodeOf(fn)
+	cgn := d.cg.Nodes[fn]
+	if cgn == nil {
+		return
+	}
+	for _, e := range cgn.Out {
+		for _, callee := range d.targets(e.Callee.Func, make(map[*ssa.Function]bool)) {
+			if cn := d.nodeOf(callee); cn != nil {
+				if cn != n {
+					n.calls = append(n.calls, cn)
+				}
+				continue
+			}
+			if e.Site == nil {
+				continue
+			}
+			common := e.Site.Common()
+			if common.StaticCallee() != nil {
+				continue // a static call: its identifier is checked already
+			}
+			obj, ok := callee.Object().(*types.Func)
+			if !ok || obj.Pkg() == nil {
+				continue
+			}
+			obj = obj.Origin()
+			if obj.Pkg() == d.c.pass.Pkg {
+				continue
+			}
+			d.external(n, e.Site.Pos(), common, obj)
+		}
+	}
+}
+
+// fromTypes is the Synthetic of a function of a package known only by
+// its types (another package's function): a real function.
+const fromTypes = "from type information"
+
+// targets resolves a callee through the synthetic wrappers (bound
+// methods, thunks, pointer-receiver wrappers) to the functions they call.
+func (d *dynamic) targets(f *ssa.Function, seen map[*ssa.Function]bool) []*ssa.Function {
+	if d.nodeOf(f) != nil || f.Synthetic == "" || f.Synthetic == fromTypes || seen[f] {
+		return []*ssa.Function{f}
+	}
+	seen[f] = true
+	cgn := d.cg.Nodes[f]
+	if cgn == nil || len(cgn.Out) == 0 {
+		return []*ssa.Function{f}
+	}
+	var out []*ssa.Function
+	for _, e := range cgn.Out {
+		out = append(out, d.targets(e.Callee.Func, seen)...)
+	}
+	return out
+}
+
+// sortFuncs sorts functions by position, then name.
+func sortFuncs(fns []*ssa.Function) {
+	sort.Slice(fns, func(i, j int) bool {
+		if fns[i].Pos() != fns[j].Pos() {
+			return fns[i].Pos() < fns[j].Pos()
+		}
+		return fns[i].String() < fns[j].String()
+	})
+}
+
+// external checks a dynamic call to another package's function.
+func (d *dynamic) external(n *node, pos token.Pos, common *ssa.CallCommon, fn *types.Func) {
+	c := d.c
+	how := "through a function value"
+	if common.IsInvoke() {
+		how = "through the interface method " + common.Method.Name()
+	}
+	if k, what, why, ok := identity(fn); ok {
+		c.add(n, hazard{pos: pos, kind: k, noun: "call of " + what + " " + how, verb: "calls " + what + " " + how, why: why})
+		for _, ref := range d.refs[fn] {
+			// The same message as where the identifier is reached
+			// itself (a variable's initialiser): reported once.
+			c.add(n, hazard{pos: ref, kind: k, noun: what, verb: "calls " + what, why: why})
+		}
+		return
+	}
+	var f FuncFact
+	if c.pass.ImportObjectFact(fn, &f) && len(f.Hazards) > 0 {
+		n.ext = append(n.ext, extCall{pos: pos, fn: fn, fact: &f})
+	}
+}
+
+// captures reports the writes of a closure to a captured variable that
+// outlives the call that created it: the closure was returned or stored
+// (in a field, a variable, a map, a slice) by the function that declares
+// the variable, so the variable is state kept outside the arena.
+func (d *dynamic) captures(fn *ssa.Function) {
+	if fn.Parent() == nil || len(fn.FreeVars) == 0 {
+		return
+	}
+	n := d.nodeOf(fn)
+	for _, b := range fn.Blocks {
+		for _, instr := range b.Instrs {
+			var addr ssa.Value
+			pos := instr.Pos()
+			switch s := instr.(type) {
+			case *ssa.Store:
+				addr = s.Addr
+			case *ssa.MapUpdate:
+				addr = s.Map
+			default:
+				continue
+			}
+			fv := rootFreeVar(addr)
+			if fv == nil || !outlives(fn, fv, make(map[ssa.Value]bool)) {
+				continue
+			}
+			if !pos.IsValid() {
+				pos = fn.Pos()
+			}
+			d.c.add(n, hazard{pos: pos, kind: kCapture,
+				noun: "write to the captured variable " + fv.Name(),
+				verb: "writes the captured variable " + fv.Name()})
+		}
+	}
+}
+
+// rootFreeVar returns the captured variable an address or a map is
+// derived from (v, &v.f, &v[i], *v), or nil.
+func rootFreeVar(v ssa.Value) *ssa.FreeVar {
+	for {
+		switch x := v.(type) {
+		case *ssa.FreeVar:
+			return x
+		case *ssa.FieldAddr:
+			v = x.X
+		case *ssa.IndexAddr:
+			v = x.X
+		case *ssa.UnOp:
+			if x.Op != token.MUL {
+				return nil
+			}
+			v = x.X
+		default:
+			return nil
+		}
+	}
+}
+
+// outlives says whether the captured variable fv of closure fn lives
+// longer than the call that declares it: fn, or a closure between it and
+// the declaring function, escapes its parent.
+func outlives(fn *ssa.Function, fv *ssa.FreeVar, seen map[ssa.Value]bool) bool {
+	idx := -1
+	for i, f := range fn.FreeVars {
+		if f == fv {
+			idx = i
+		}
+	}
+	parent := fn.Parent()
+	if idx < 0 || parent == nil {
+		return false
+	}
+	for _, b := range parent.Blocks {
+		for _, instr := range b.Instrs {
+			mc, ok := instr.(*ssa.MakeClosure)
+			if !ok || mc.Fn != fn {
+				continue
+			}
+			if escapes(mc, seen) {
+				return true
+			}
+			if pfv, ok := mc.Bindings[idx].(*ssa.FreeVar); ok && outlives(parent, pfv, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// escapes says whether a closure value leaves the function that makes
+// it: returned, stored anywhere but a local variable, put in a map, a
+// slice (append), an interface that escapes, a channel or a goroutine.
+// Passing it to a call is taken as calling it there.
+func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
+	if seen[v] {
+		return false
+	}
+	seen[v] = true
+	refs := v.Referrers()
+	if refs == nil {
+		return false
+	}
+	for _, r := range *refs {
+		switch r := r.(type) {
+		case *ssa.Return, *ssa.Send, *ssa.Go, *ssa.MapUpdate:
+			return true
+		case *ssa.Store:
+			if r.Val != v {
+				continue
+			}
+			if _, local := r.Addr.(*ssa.Alloc); !local {
+				return true
+			}
+		case *ssa.MakeInterface, *ssa.ChangeType, *ssa.Phi, *ssa.MakeClosure:
+			if escapes(r.(ssa.Value), seen) {
+				return true
+			}
+		case *ssa.Call:
+			if b, ok := r.Call.Value.(*ssa.Builtin); ok && b.Name() == "append" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// followInit makes every node that reads a package-level variable reach
+// what defines it: the variable's initialiser, and each init function
+// that (itself or through what it calls) uses it. A table filled in init
+// with math.Sin is then reported when Step reads it.
+func (c *checker) followInit() {
+	initOf := make(map[*types.Var][]*node)
+	for _, in := range c.inits {
+		seen := map[*node]bool{in: true}
+		queue := []*node{in}
+		for len(queue) > 0 {
+			n := queue[0]
+			queue = queue[1:]
+			for _, v := range n.reads {
+				if l := initOf[v]; len(l) == 0 || l[len(l)-1] != in {
+					initOf[v] = append(initOf[v], in)
+				}
+			}
+			for _, callee := range n.calls {
+				if !seen[callee] {
+					seen[callee] = true
+					queue = append(queue, callee)
+				}
+			}
+		}
+	}
+	for _, n := range c.nodes {
+		for _, v := range n.reads {
+			if sn := c.specs[v]; sn != nil && sn != n {
+				n.calls = append(n.calls, sn)
+			}
+			for _, in := range initOf[v] {
+				if in != n {
+					n.calls = append(n.calls, in)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,418 @@
+package determinism
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+)
+
+// This file decides whether a range over a map has a result that cannot
+// depend on the iteration order: the keys (or values of a basic type)
+// collected into a slice that is sorted after the loop, commutative
+// integer reductions (sums, counts, products, xor, and, or, min, max),
+// copies into another map under the same key, and deletes.
+
+// orderUse describes why a range over a map depends on its order, when
+// the analysis can say more than "ranges over a map".
+type orderUse struct {
+	why, instead string
+}
+
+// orderFree says whether the range over a map rs, in node n, has a
+// result independent of the iteration order. When it does not and the
+// reason is specific, it returns it.
+func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
+	info := c.pass.TypesInfo
+	o := &orderCheck{c: c, info: info, rs: rs, accs: make(map[*types.Var]bool), appends: make(map[*types.Var][]ast.Expr), locals: make(map[*types.Var]bool)}
+	o.key = identVar(info, rs.Key)
+	o.val = identVar(info, rs.Value)
+	if o.key != nil {
+		o.locals[o.key] = true
+	}
+	if o.val != nil {
+		o.locals[o.val] = true
+	}
+	if !o.stmts(rs.Body.List) {
+		return false, o.reason
+	}
+	// No accumulator may be read but by its own update.
+	for _, r := range o.reads {
+		if o.accs[r] {
+			return false, &orderUse{why: "the loop reads " + r.Name() + ", which it also accumulates, so each iteration sees what the earlier ones, in map order, left there"}
+		}
+	}
+	for s, elems := range o.appends {
+		sorted := c.sortedAfter(n, s, rs.End())
+		if sorted == "" {
+			return false, &orderUse{
+				why:     "the loop appends to " + s.Name() + " in the map's iteration order, which is randomised per run, and " + s.Name() + " is not sorted afterwards",
+				instead: "sort " + s.Name() + " after the loop (slices.Sort), or range over slices.Sorted(maps.Keys(m))"}
+		}
+		for _, e := range elems {
+			if !o.totalElem(e) {
+				return false, &orderUse{
+					why:     "the loop appends map entries to " + s.Name() + ", and " + sorted + " leaves elements that compare equal in the map's randomised order",
+					instead: "collect and sort the keys, then read the map in that order"}
+			}
+		}
+	}
+	return true, nil
+}
+
+// orderCheck is the state of one orderFree.
+type orderCheck struct {
+	c        *checker
+	info     *types.Info
+	rs       *ast.RangeStmt
+	key, val *types.Var
+	accs     map[*types.Var]bool       // variables reduced into
+	appends  map[*types.Var][]ast.Expr // slices appended to, with what
+	locals   map[*types.Var]bool       // declared in the loop
+	reads    []*types.Var              // variables read outside updates
+	reason   *orderUse
+}
+
+// identVar returns the variable an identifier declares or uses.
+func identVar(info *types.Info, e ast.Expr) *types.Var {
+	id, ok := e.(*ast.Ident)
+	if !ok || id.Name == "_" {
+		return nil
+	}
+	if v, ok := info.Defs[id].(*types.Var); ok {
+		return v
+	}
+	v, _ := info.Uses[id].(*types.Var)
+	return v
+}
+
+func (o *orderCheck) stmts(list []ast.Stmt) bool {
+	for _, s := range list {
+		if !o.stmt(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func (o *orderCheck) stmt(s ast.Stmt) bool {
+	switch s := s.(type) {
+	case *ast.EmptyStmt:
+		return true
+	case *ast.BlockStmt:
+		return o.stmts(s.List)
+	case *ast.BranchStmt:
+		return s.Tok == token.CONTINUE && s.Label == nil
+	case *ast.IncDecStmt:
+		return o.reduce(s.X, nil)
+	case *ast.ExprStmt:
+		call, ok := ast.Unparen(s.X).(*ast.CallExpr)
+		if !ok || !o.builtin(call, "delete") {
+			return false
+		}
+		return o.pure(call.Args[0]) && o.pure(call.Args[1])
+	case *ast.DeclStmt:
+		gd, ok := s.Decl.(*ast.GenDecl)
+		if !ok || gd.Tok != token.VAR {
+			return false
+		}
+		for _, sp := range gd.Specs {
+			vs := sp.(*ast.ValueSpec)
+			for _, v := range vs.Values {
+				if !o.pure(v) {
+					return false
+				}
+			}
+			for _, name := range vs.Names {
+				if v := identVar(o.info, name); v != nil {
+					o.locals[v] = true
+				}
+			}
+		}
+		return true
+	case *ast.IfStmt:
+		if s.Init != nil && !o.stmt(s.Init) {
+			return false
+		}
+		if ok, handled := o.minMax(s); handled {
+			return ok
+		}
+		if !o.pure(s.Cond) || !o.stmts(s.Body.List) {
+			return false
+		}
+		return s.Else == nil || o.stmt(s.Else)
+	case *ast.AssignStmt:
+		return o.assign(s)
+	}
+	return false
+}
+
+// assign checks an assignment in the loop.
+func (o *orderCheck) assign(s *ast.AssignStmt) bool {
+	if s.Tok == token.DEFINE {
+		for _, r := range s.Rhs {
+			if !o.pure(r) {
+				return false
+			}
+		}
+		for _, l := range s.Lhs {
+			if v := identVar(o.info, l); v != nil {
+				o.locals[v] = true
+			}
+		}
+		return true
+	}
+	if len(s.Lhs) != 1 || len(s.Rhs) != 1 {
+		return false
+	}
+	lhs, rhs := ast.Unparen(s.Lhs[0]), ast.Unparen(s.Rhs[0])
+	if s.Tok != token.ASSIGN {
+		switch s.Tok {
+		case token.ADD_ASSIGN, token.SUB_ASSIGN, token.MUL_ASSIGN, token.XOR_ASSIGN, token.OR_ASSIGN, token.AND_ASSIGN:
+			return o.reduce(lhs, rhs)
+		}
+		return false
+	}
+	if id, ok := lhs.(*ast.Ident); ok {
+		if id.Name == "_" {
+			return o.pure(rhs)
+		}
+		v := identVar(o.info, id)
+		if v == nil {
+			return false
+		}
+		if o.locals[v] {
+			return o.pure(rhs)
+		}
+		// s = append(s, e...)
+		if call, ok := rhs.(*ast.CallExpr); ok && o.builtin(call, "append") && len(call.Args) >= 2 && call.Ellipsis == token.NoPos {
+			if identVar(o.info, call.Args[0]) != v {
+				return false
+			}
+			for _, a := range call.Args[1:] {
+				if !o.pure(a) {
+					return false
+				}
+			}
+			o.appends[v] = append(o.appends[v], call.Args[1:]...)
+			o.accs[v] = true
+			return true
+		}
+		// x = min(x, e), x = max(x, e)
+		if call, ok := rhs.(*ast.CallExpr); ok && (o.builtin(call, "min") || o.builtin(call, "max")) && isInteger(o.info, lhs) {
+			var others []ast.Expr
+			self := false
+			for _, a := range call.Args {
+				if identVar(o.info, a) == v && !self {
+					self = true
+					continue
+				}
+				others = append(others, a)
+			}
+			if !self {
+				return false
+			}
+			for _, a := range others {
+				if !o.pure(a) {
+					return false
+				}
+			}
+			o.accs[v] = true
+			return true
+		}
+		return false
+	}
+	// dst[k] = e, with k the range's key: one entry per key.
+	if ix, ok := lhs.(*ast.IndexExpr); ok && o.key != nil && identVar(o.info, ix.Index) == o.key {
+		if _, ok := typeOf(o.info, ix.X).(*types.Map); !ok {
+			return false
+		}
+		if dst := rootVar(o.info, ix.X); dst != nil {
+			o.accs[dst] = true
+		}
+		return o.pure(rhs)
+	}
+	return false
+}
+
+// reduce checks x op= e (or x++ when e is nil): commutative only on
+// integers.
+func (o *orderCheck) reduce(x, e ast.Expr) bool {
+	if !isInteger(o.info, x) {
+		if b, ok := typeOf(o.info, x).(*types.Basic); ok && b.Info()&(types.IsFloat|types.IsComplex) != 0 {
+			o.reason = &orderUse{
+				why:     "the loop accumulates a floating-point value in the map's randomised order, and rounding makes a float sum depend on the order of its terms",
+				instead: "accumulate over slices.Sorted(maps.Keys(m)), or in fixed point"}
+		}
+		return false
+	}
+	v := rootVar(o.info, x)
+	if v == nil || o.locals[v] {
+		return v != nil && (e == nil || o.pure(e))
+	}
+	o.accs[v] = true
+	return e == nil || o.pure(e)
+}
+
+// minMax handles if e > x { x = e } (and <, >=, <=, either side): a
+// min or max reduction into an integer x.
+func (o *orderCheck) minMax(s *ast.IfStmt) (ok, handled bool) {
+	cond, isBin := ast.Unparen(s.Cond).(*ast.BinaryExpr)
+	if !isBin || s.Else != nil || len(s.Body.List) != 1 {
+		return false, false
+	}
+	switch cond.Op {
+	case token.LSS, token.LEQ, token.GTR, token.GEQ:
+	default:
+		return false, false
+	}
+	as, isAssign := s.Body.List[0].(*ast.AssignStmt)
+	if !isAssign || as.Tok != token.ASSIGN || len(as.Lhs) != 1 || len(as.Rhs) != 1 {
+		return false, false
+	}
+	x := identVar(o.info, as.Lhs[0])
+	if x == nil || o.locals[x] || !isInteger(o.info, as.Lhs[0]) {
+		return false, false
+	}
+	ex, ey := types.ExprString(ast.Unparen(cond.X)), types.ExprString(ast.Unparen(cond.Y))
+	name, val := x.Name(), types.ExprString(ast.Unparen(as.Rhs[0]))
+	if !(ex == name && ey == val) && !(ey == name && ex == val) {
+		return false, false
+	}
+	o.accs[x] = true
+	return o.pure(as.Rhs[0]), true
+}
+
+// builtin says whether call calls the builtin name.
+func (o *orderCheck) builtin(call *ast.CallExpr, name string) bool {
+	id, ok := ast.Unparen(call.Fun).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	b, ok := o.info.Uses[id].(*types.Builtin)
+	return ok && b.Name() == name
+}
+
+// pure says whether e has no effects and calls nothing but builtins
+// without effects and conversions; it notes the variables e reads.
+func (o *orderCheck) pure(e ast.Expr) bool {
+	ok := true
+	ast.Inspect(e, func(x ast.Node) bool {
+		if !ok {
+			return false
+		}
+		switch x := x.(type) {
+		case *ast.FuncLit:
+			ok = false
+		case *ast.UnaryExpr:
+			if x.Op == token.ARROW {
+				ok = false
+			}
+		case *ast.CallExpr:
+			if tv, isType := o.info.Types[x.Fun]; isType && tv.IsType() {
+				break
+			}
+			switch {
+			case o.builtin(x, "len"), o.builtin(x, "cap"), o.builtin(x, "min"), o.builtin(x, "max"):
+			default:
+				ok = false
+			}
+		case *ast.Ident:
+			if v, isVar := o.info.Uses[x].(*types.Var); isVar {
+				o.reads = append(o.reads, v)
+			}
+		}
+		return ok
+	})
+	return ok
+}
+
+// totalElem says whether sorting elements like e orders them totally:
+// elements that compare equal are then indistinguishable (values of a
+// basic type), or unique (the range's key).
+func (o *orderCheck) totalElem(e ast.Expr) bool {
+	if o.key != nil && identVar(o.info, e) == o.key {
+		return true
+	}
+	_, basic := typeOf(o.info, e).(*types.Basic)
+	return basic
+}
+
+// isInteger says whether e has an integer type.
+func isInteger(info *types.Info, e ast.Expr) bool {
+	b, ok := typeOf(info, e).(*types.Basic)
+	return ok && b.Info()&types.IsInteger != 0
+}
+
+// rootVar returns the variable at the root of a field path (x, x.f,
+// x.f.g, *x): the variable an update writes into.
+func rootVar(info *types.Info, e ast.Expr) *types.Var {
+	for {
+		switch x := ast.Unparen(e).(type) {
+		case *ast.Ident:
+			return identVar(info, x)
+		case *ast.SelectorExpr:
+			if _, ok := info.Selections[x]; !ok {
+				return identVar(info, x.Sel) // pkg.V
+			}
+			e = x.X
+		case *ast.StarExpr:
+			e = x.X
+		default:
+			return nil
+		}
+	}
+}
+
+// sortedAfter says how the slice variable s is sorted in n after pos
+// ("sort.Slice", "slices.Sort", …), or "" when it is not.
+func (c *checker) sortedAfter(n *node, s *types.Var, pos token.Pos) string {
+	info := c.pass.TypesInfo
+	how := ""
+	for _, r := range n.syntax() {
+		ast.Inspect(r, func(x ast.Node) bool {
+			call, ok := x.(*ast.CallExpr)
+			if !ok || how != "" || call.Pos() < pos || len(call.Args) == 0 {
+				return how == ""
+			}
+			var fid *ast.Ident
+			switch f := ast.Unparen(call.Fun).(type) {
+			case *ast.SelectorExpr:
+				fid = f.Sel
+			case *ast.IndexExpr:
+				if sel, ok := f.X.(*ast.SelectorExpr); ok {
+					fid = sel.Sel
+				}
+			}
+			if fid == nil {
+				return true
+			}
+			fn, ok := info.Uses[fid].(*types.Func)
+			if !ok || fn.Pkg() == nil {
+				return true
+			}
+			arg := ast.Unparen(call.Args[0])
+			if conv, ok := arg.(*ast.CallExpr); ok && len(conv.Args) == 1 { // sort.Sort(byX(s))
+				if tv, ok := info.Types[conv.Fun]; ok && tv.IsType() {
+					arg = ast.Unparen(conv.Args[0])
+				}
+			}
+			if identVar(info, arg) != s {
+				return true
+			}
+			switch fn.Pkg().Path() {
+			case "sort":
+				switch fn.Name() {
+				case "Strings", "Ints", "Float64s", "Slice", "SliceStable", "Sort", "Stable":
+					how = "sort." + fn.Name()
+				}
+			case "slices":
+				switch fn.Name() {
+				case "Sort", "SortFunc", "SortStableFunc":
+					how = "slices." + fn.Name()
+				}
+			}
+			return how == ""
+		})
+	}
+	return how
+}

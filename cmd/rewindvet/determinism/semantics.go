@@ -1,0 +1,233 @@
+package determinism
+
+import (
+	"go/ast"
+	"go/constant"
+	"go/token"
+	"go/types"
+	"strings"
+)
+
+// This file holds the checks of arithmetic whose result the language
+// leaves to the platform: float-to-integer conversions, the bits of a
+// NaN, integers narrowed through int, fmt's %p, and -nofloat.
+
+// conversion checks a call expression that is a conversion.
+func (c *checker) conversion(n *node, call *ast.CallExpr) {
+	info := c.pass.TypesInfo
+	tv, ok := info.Types[call.Fun]
+	if !ok || !tv.IsType() || len(call.Args) != 1 {
+		return
+	}
+	arg := call.Args[0]
+	at, ok := info.Types[arg]
+	if !ok || at.Value != nil { // a constant converts at compile time
+		return
+	}
+	to, _ := tv.Type.Underlying().(*types.Basic)
+	from, _ := at.Type.Underlying().(*types.Basic)
+	if to == nil || from == nil || to.Info()&types.IsInteger == 0 {
+		return
+	}
+	text := c.text(call, types.ExprString(call))
+	switch {
+	case from.Info()&types.IsFloat != 0:
+		c.add(n, hazard{pos: call.Pos(), kind: kFloatInt,
+			noun: "float-to-integer conversion " + text,
+			verb: "converts a float to an integer (" + text + ")"})
+	case from.Info()&types.IsInteger != 0 && narrows(from, to) && !fits32(info, arg, to):
+		c.add(n, hazard{pos: call.Pos(), kind: kNarrow,
+			noun: "conversion " + text + " of a " + from.Name() + " to " + to.Name(),
+			verb: "narrows a " + from.Name() + " through " + to.Name() + " (" + text + ")"})
+	}
+}
+
+// narrows says whether converting from to the platform-sized to (int,
+// uint, uintptr) keeps every value on 64-bit platforms but not on 32-bit
+// ones.
+func narrows(from, to *types.Basic) bool {
+	switch to.Kind() {
+	case types.Int:
+		switch from.Kind() {
+		case types.Int64, types.Uint64, types.Uint32, types.Uint, types.Uintptr:
+			return true
+		}
+	case types.Uint, types.Uintptr:
+		switch from.Kind() {
+		case types.Int64, types.Uint64:
+			return true
+		}
+	}
+	return false
+}
+
+// fits32 says whether e's value visibly fits in the 32-bit version of
+// to: a remainder or a mask by a small constant or by a length, or a
+// shift right by at least 32.
+func fits32(info *types.Info, e ast.Expr, to *types.Basic) bool {
+	limit := constant.MakeInt64(1 << 31)
+	if to.Kind() != types.Int {
+		limit = constant.MakeInt64(1 << 32)
+	}
+	small := func(x ast.Expr) bool {
+		x = ast.Unparen(x)
+		if tv, ok := info.Types[x]; ok && tv.Value != nil {
+			v := constant.ToInt(tv.Value)
+			return v.Kind() == constant.Int && constant.Compare(v, token.LEQ, limit) && constant.Sign(v) >= 0
+		}
+		// uint64(len(s)): a length is an int, so it fits everywhere.
+		if call, ok := x.(*ast.CallExpr); ok && len(call.Args) == 1 {
+			if tv, ok := info.Types[call.Fun]; ok && tv.IsType() {
+				return isLen(info, call.Args[0])
+			}
+		}
+		return isLen(info, x)
+	}
+	switch x := ast.Unparen(e).(type) {
+	case *ast.BinaryExpr:
+		switch x.Op {
+		case token.REM:
+			return small(x.Y) && unsigned(info, x.X)
+		case token.AND:
+			return small(x.Y) || small(x.X)
+		case token.SHR:
+			if tv, ok := info.Types[x.Y]; ok && tv.Value != nil {
+				v, ok := constant.Int64Val(constant.ToInt(tv.Value))
+				return ok && v >= 32 && unsigned(info, x.X)
+			}
+		}
+	}
+	return false
+}
+
+// isLen says whether e is a call of the builtin len or cap.
+func isLen(info *types.Info, e ast.Expr) bool {
+	call, ok := ast.Unparen(e).(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	id, ok := ast.Unparen(call.Fun).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	b, ok := info.Uses[id].(*types.Builtin)
+	return ok && (b.Name() == "len" || b.Name() == "cap")
+}
+
+// unsigned says whether e has an unsigned integer type.
+func unsigned(info *types.Info, e ast.Expr) bool {
+	b, ok := typeOf(info, e).(*types.Basic)
+	return ok && b.Info()&types.IsUnsigned != 0
+}
+
+// nanBits checks math.Float64bits and math.Float32bits: the bits of a
+// NaN differ between platforms. A constant argument, one converted from
+// an integer, and one that the function tests with math.IsNaN (or x !=
+// x) are not reported.
+func (c *checker) nanBits(n *node, call *ast.CallExpr, fn *types.Func) {
+	if fn.Pkg() == nil || fn.Pkg().Path() != "math" || (fn.Name() != "Float64bits" && fn.Name() != "Float32bits") || len(call.Args) != 1 {
+		return
+	}
+	info := c.pass.TypesInfo
+	arg := ast.Unparen(call.Args[0])
+	if tv, ok := info.Types[arg]; ok && tv.Value != nil {
+		return
+	}
+	if conv, ok := arg.(*ast.CallExpr); ok && len(conv.Args) == 1 {
+		if tv, ok := info.Types[conv.Fun]; ok && tv.IsType() {
+			if b, ok := typeOf(info, conv.Args[0]).(*types.Basic); ok && b.Info()&types.IsInteger != 0 {
+				return
+			}
+		}
+	}
+	if c.nanChecked(n, types.ExprString(arg)) {
+		return
+	}
+	text := c.text(call, types.ExprString(call))
+	c.add(n, hazard{pos: call.Pos(), kind: kNaNBits,
+		noun: text + " of a value that may be NaN",
+		verb: "reads the bits of a value that may be NaN (" + text + ")"})
+}
+
+// nanChecked says whether n's body tests expr for NaN: math.IsNaN(expr)
+// or expr != expr.
+func (c *checker) nanChecked(n *node, expr string) bool {
+	found := false
+	for _, r := range n.syntax() {
+		ast.Inspect(r, func(x ast.Node) bool {
+			switch x := x.(type) {
+			case *ast.CallExpr:
+				if len(x.Args) == 1 && types.ExprString(ast.Unparen(x.Args[0])) == expr {
+					if sel, ok := x.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "IsNaN" {
+						found = true
+					}
+				}
+			case *ast.BinaryExpr:
+				if x.Op == token.NEQ && types.ExprString(ast.Unparen(x.X)) == expr && types.ExprString(ast.Unparen(x.Y)) == expr {
+					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// printfPointer checks the fmt functions that take a format: %p prints
+// an address.
+func (c *checker) printfPointer(n *node, call *ast.CallExpr, fn *types.Func) {
+	if fn.Pkg() == nil || fn.Pkg().Path() != "fmt" || !strings.HasSuffix(fn.Name(), "f") {
+		return
+	}
+	sig, ok := fn.Type().(*types.Signature)
+	if !ok || !sig.Variadic() {
+		return
+	}
+	i := sig.Params().Len() - 2 // the format precedes the ...any
+	if i < 0 || i >= len(call.Args) {
+		return
+	}
+	tv, ok := c.pass.TypesInfo.Types[call.Args[i]]
+	if !ok || tv.Value == nil || tv.Value.Kind() != constant.String {
+		return
+	}
+	if !hasVerb(constant.StringVal(tv.Value), 'p') {
+		return
+	}
+	c.add(n, hazard{pos: call.Pos(), kind: kAddress, noun: "fmt." + fn.Name() + " with %p",
+		verb: "formats an address with %p (fmt." + fn.Name() + ")"})
+}
+
+// hasVerb says whether a format string has the verb v (not %%).
+func hasVerb(format string, v byte) bool {
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			continue
+		}
+		i++
+		// Flags, width, precision and argument indexes.
+		for i < len(format) && strings.IndexByte("+-# 0123456789.*[]", format[i]) >= 0 {
+			i++
+		}
+		if i < len(format) && format[i] == v {
+			return true
+		}
+	}
+	return false
+}
+
+// floatUse checks, under -nofloat, an expression of a floating-point or
+// complex type.
+func (c *checker) floatUse(n *node, e ast.Expr) {
+	info := c.pass.TypesInfo
+	tv, ok := info.Types[e]
+	if !ok || tv.IsType() || tv.Value != nil || tv.Type == nil {
+		return
+	}
+	b, ok := tv.Type.Underlying().(*types.Basic)
+	if !ok || b.Info()&(types.IsFloat|types.IsComplex) == 0 {
+		return
+	}
+	c.add(n, hazard{pos: e.Pos(), kind: kFloat, noun: "floating point (" + b.Name() + ")",
+		verb: "computes in floating point (" + b.Name() + ")"})
+}
