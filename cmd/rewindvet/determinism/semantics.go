@@ -32,9 +32,21 @@ func (c *checker) conversion(n *node, call *ast.CallExpr) {
 	text := c.text(call, types.ExprString(call))
 	switch {
 	case from.Info()&types.IsFloat != 0:
-		c.add(n, hazard{pos: call.Pos(), kind: kFloatInt,
+		// A conversion whose operand the function compares with bounds,
+		// after ruling NaN out, is the same everywhere (fixed.FromFloat).
+		expr := types.ExprString(ast.Unparen(arg))
+		bounded := c.compared(n, expr)
+		if bounded && c.nanChecked(n, "") {
+			return
+		}
+		h := hazard{pos: call.Pos(), kind: kFloatInt,
 			noun: "float-to-integer conversion " + text,
-			verb: "converts a float to an integer (" + text + ")"})
+			verb: "converts a float to an integer (" + text + ")"}
+		if bounded {
+			h.why = kFloatInt.why + "; " + expr + " is compared with bounds, but a NaN fails every comparison and is not ruled out"
+			h.inst = "rule NaN out too (if " + expr + " != " + expr + "), or use fixed point"
+		}
+		c.add(n, h)
 	case from.Info()&types.IsInteger != 0 && narrows(from, to) && !fits32(info, arg, to):
 		c.add(n, hazard{pos: call.Pos(), kind: kNarrow,
 			noun: "conversion " + text + " of a " + from.Name() + " to " + to.Name(),
@@ -150,21 +162,42 @@ func (c *checker) nanBits(n *node, call *ast.CallExpr, fn *types.Func) {
 }
 
 // nanChecked says whether n's body tests expr for NaN: math.IsNaN(expr)
-// or expr != expr.
+// or expr != expr; with expr "", any expression.
 func (c *checker) nanChecked(n *node, expr string) bool {
 	found := false
+	is := func(e ast.Expr) bool { return expr == "" || types.ExprString(ast.Unparen(e)) == expr }
 	for _, r := range n.syntax() {
 		ast.Inspect(r, func(x ast.Node) bool {
 			switch x := x.(type) {
 			case *ast.CallExpr:
-				if len(x.Args) == 1 && types.ExprString(ast.Unparen(x.Args[0])) == expr {
+				if len(x.Args) == 1 && is(x.Args[0]) {
 					if sel, ok := x.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "IsNaN" {
 						found = true
 					}
 				}
 			case *ast.BinaryExpr:
-				if x.Op == token.NEQ && types.ExprString(ast.Unparen(x.X)) == expr && types.ExprString(ast.Unparen(x.Y)) == expr {
+				if x.Op == token.NEQ && is(x.X) && types.ExprString(ast.Unparen(x.X)) == types.ExprString(ast.Unparen(x.Y)) {
 					found = true
+				}
+			}
+			return !found
+		})
+	}
+	return found
+}
+
+// compared says whether n's body compares expr with something (<, <=,
+// >, >=): a range check.
+func (c *checker) compared(n *node, expr string) bool {
+	found := false
+	for _, r := range n.syntax() {
+		ast.Inspect(r, func(x ast.Node) bool {
+			if b, ok := x.(*ast.BinaryExpr); ok {
+				switch b.Op {
+				case token.LSS, token.LEQ, token.GTR, token.GEQ:
+					if types.ExprString(ast.Unparen(b.X)) == expr || types.ExprString(ast.Unparen(b.Y)) == expr {
+						found = true
+					}
 				}
 			}
 			return !found
