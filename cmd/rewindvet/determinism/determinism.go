@@ -273,7 +273,15 @@ func run(pass *analysis.Pass) (any, error) {
 	c.followInit()
 	c.summarise()
 	c.exportFacts()
-	c.report(c.roots())
+	roots := c.roots()
+	if len(roots) > 0 {
+		// A game's init functions run in every player's process before
+		// the match: what they start or compute is part of the game.
+		for _, in := range c.inits {
+			roots = append(roots, root{node: in})
+		}
+	}
+	c.report(roots)
 	c.checkLayouts()
 	return nil, nil
 }

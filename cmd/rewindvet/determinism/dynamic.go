@@ -252,7 +252,7 @@ func (d *dynamic) captures(fn *ssa.Function) {
 				continue
 			}
 			fv := rootFreeVar(addr)
-			if fv == nil || !outlives(fn, fv, make(map[ssa.Value]bool)) {
+			if fv == nil || throughPointer(addr) || !outlives(fn, fv, make(map[ssa.Value]bool)) {
 				continue
 			}
 			if !pos.IsValid() {
@@ -283,6 +283,29 @@ func rootFreeVar(v ssa.Value) *ssa.FreeVar {
 			v = x.X
 		default:
 			return nil
+		}
+	}
+}
+
+// throughPointer says whether an address derived from a captured
+// variable writes through a pointer the variable holds (g.W.X = 1 with g
+// a captured *Game): what it points to was not created with the closure,
+// and may well be the arena. Maps and slices the variable holds are
+// taken as the closure's own.
+func throughPointer(v ssa.Value) bool {
+	for {
+		switch x := v.(type) {
+		case *ssa.FieldAddr:
+			v = x.X
+		case *ssa.IndexAddr:
+			v = x.X
+		case *ssa.UnOp:
+			if _, ok := x.Type().Underlying().(*types.Pointer); ok {
+				return true
+			}
+			v = x.X
+		default:
+			return false
 		}
 	}
 }

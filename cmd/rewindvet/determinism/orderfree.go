@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"strings"
 )
 
 // This file decides whether a range over a map has a result that cannot
@@ -23,7 +24,7 @@ type orderUse struct {
 // reason is specific, it returns it.
 func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
 	info := c.pass.TypesInfo
-	o := &orderCheck{c: c, info: info, rs: rs, accs: make(map[*types.Var]bool), appends: make(map[*types.Var][]ast.Expr), locals: make(map[*types.Var]bool)}
+	o := &orderCheck{c: c, info: info, rs: rs, accs: make(map[string]bool), appends: make(map[*types.Var][]ast.Expr), locals: make(map[*types.Var]bool)}
 	o.key = identVar(info, rs.Key)
 	o.val = identVar(info, rs.Value)
 	if o.key != nil {
@@ -37,8 +38,10 @@ func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
 	}
 	// No accumulator may be read but by its own update.
 	for _, r := range o.reads {
-		if o.accs[r] {
-			return false, &orderUse{why: "the loop reads " + r.Name() + ", which it also accumulates, so each iteration sees what the earlier ones, in map order, left there"}
+		for acc := range o.accs {
+			if r == acc || strings.HasPrefix(r, acc+".") || strings.HasPrefix(acc, r+".") {
+				return false, &orderUse{why: "the loop reads " + r + ", which it also updates, so each iteration sees what the earlier ones, in map order, left there"}
+			}
 		}
 	}
 	for s, elems := range o.appends {
@@ -65,10 +68,10 @@ type orderCheck struct {
 	info     *types.Info
 	rs       *ast.RangeStmt
 	key, val *types.Var
-	accs     map[*types.Var]bool       // variables reduced into
+	accs     map[string]bool           // what it updates: x, w.Total
 	appends  map[*types.Var][]ast.Expr // slices appended to, with what
 	locals   map[*types.Var]bool       // declared in the loop
-	reads    []*types.Var              // variables read outside updates
+	reads    []string                  // what it reads outside updates
 	reason   *orderUse
 }
 
@@ -194,7 +197,7 @@ func (o *orderCheck) assign(s *ast.AssignStmt) bool {
 				}
 			}
 			o.appends[v] = append(o.appends[v], call.Args[1:]...)
-			o.accs[v] = true
+			o.accs[v.Name()] = true
 			return true
 		}
 		// x = min(x, e), x = max(x, e)
@@ -216,7 +219,12 @@ func (o *orderCheck) assign(s *ast.AssignStmt) bool {
 					return false
 				}
 			}
-			o.accs[v] = true
+			o.accs[v.Name()] = true
+			return true
+		}
+		// found = true: every iteration that writes writes the same.
+		if tv, ok := o.info.Types[rhs]; ok && tv.Value != nil {
+			o.accs[v.Name()] = true
 			return true
 		}
 		return false
@@ -226,9 +234,7 @@ func (o *orderCheck) assign(s *ast.AssignStmt) bool {
 		if _, ok := typeOf(o.info, ix.X).(*types.Map); !ok {
 			return false
 		}
-		if dst := rootVar(o.info, ix.X); dst != nil {
-			o.accs[dst] = true
-		}
+		o.accs[types.ExprString(ast.Unparen(ix.X))] = true
 		return o.pure(rhs)
 	}
 	return false
@@ -246,10 +252,12 @@ func (o *orderCheck) reduce(x, e ast.Expr) bool {
 		return false
 	}
 	v := rootVar(o.info, x)
-	if v == nil || o.locals[v] {
-		return v != nil && (e == nil || o.pure(e))
+	if v == nil {
+		return false
 	}
-	o.accs[v] = true
+	if !o.locals[v] {
+		o.accs[types.ExprString(ast.Unparen(x))] = true
+	}
 	return e == nil || o.pure(e)
 }
 
@@ -278,7 +286,7 @@ func (o *orderCheck) minMax(s *ast.IfStmt) (ok, handled bool) {
 	if !(ex == name && ey == val) && !(ey == name && ex == val) {
 		return false, false
 	}
-	o.accs[x] = true
+	o.accs[x.Name()] = true
 	return o.pure(as.Rhs[0]), true
 }
 
@@ -316,14 +324,46 @@ func (o *orderCheck) pure(e ast.Expr) bool {
 			default:
 				ok = false
 			}
-		case *ast.Ident:
-			if v, isVar := o.info.Uses[x].(*types.Var); isVar {
-				o.reads = append(o.reads, v)
+		case *ast.Ident, *ast.SelectorExpr, *ast.StarExpr:
+			if p, isPath := o.path(x.(ast.Expr)); isPath {
+				o.reads = append(o.reads, p)
+				return false
 			}
 		}
 		return ok
 	})
 	return ok
+}
+
+// path returns e as a path (x, x.f.g, *x) of a variable, or false.
+func (o *orderCheck) path(e ast.Expr) (string, bool) {
+	for x := e; ; {
+		switch y := x.(type) {
+		case *ast.Ident:
+			if _, isVar := o.info.Uses[y].(*types.Var); !isVar {
+				return "", false
+			}
+			return types.ExprString(e), true
+		case *ast.SelectorExpr:
+			sel, isSel := o.info.Selections[y]
+			if !isSel {
+				if _, isVar := o.info.Uses[y.Sel].(*types.Var); !isVar {
+					return "", false
+				}
+				return types.ExprString(e), true // pkg.V
+			}
+			if sel.Kind() != types.FieldVal {
+				return "", false
+			}
+			x = y.X
+		case *ast.StarExpr:
+			x = y.X
+		case *ast.ParenExpr:
+			x = y.X
+		default:
+			return "", false
+		}
+	}
 }
 
 // totalElem says whether sorting elements like e orders them totally:

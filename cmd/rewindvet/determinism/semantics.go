@@ -75,12 +75,13 @@ func narrows(from, to *types.Basic) bool {
 
 // fits32 says whether e's value visibly fits in the 32-bit version of
 // to: a remainder or a mask by a small constant or by a length, or a
-// shift right by at least 32.
+// shift right by enough bits.
 func fits32(info *types.Info, e ast.Expr, to *types.Basic) bool {
-	limit := constant.MakeInt64(1 << 31)
+	bits := int64(31) // int: 31 bits and a sign
 	if to.Kind() != types.Int {
-		limit = constant.MakeInt64(1 << 32)
+		bits = 32
 	}
+	limit := constant.MakeInt64(1 << bits)
 	small := func(x ast.Expr) bool {
 		x = ast.Unparen(x)
 		if tv, ok := info.Types[x]; ok && tv.Value != nil {
@@ -95,18 +96,27 @@ func fits32(info *types.Info, e ast.Expr, to *types.Basic) bool {
 		}
 		return isLen(info, x)
 	}
+	signedToInt := !unsigned(info, e) && to.Kind() == types.Int
 	switch x := ast.Unparen(e).(type) {
 	case *ast.BinaryExpr:
 		switch x.Op {
-		case token.REM:
-			return small(x.Y) && unsigned(info, x.X)
+		case token.REM: // |x % n| < n, and not negative when x is unsigned
+			return small(x.Y) && (unsigned(info, x.X) || signedToInt)
 		case token.AND:
 			return small(x.Y) || small(x.X)
 		case token.SHR:
-			if tv, ok := info.Types[x.Y]; ok && tv.Value != nil {
-				v, ok := constant.Int64Val(constant.ToInt(tv.Value))
-				return ok && v >= 32 && unsigned(info, x.X)
+			tv, ok := info.Types[x.Y]
+			if !ok || tv.Value == nil {
+				return false
 			}
+			v, ok := constant.Int64Val(constant.ToInt(tv.Value))
+			if !ok {
+				return false
+			}
+			if signedToInt {
+				return v >= 32 // a 64-bit signed value shifted by 32 fits in 32 bits with its sign
+			}
+			return unsigned(info, x.X) && v >= 64-bits
 		}
 	}
 	return false
