@@ -230,6 +230,7 @@ type extCall struct {
 	pos  token.Pos
 	fn   *types.Func
 	fact *FuncFact
+	how  string // how a dynamic call reaches it: "through a function value"
 }
 
 type checker struct {
@@ -717,7 +718,7 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 		if fn.Pkg() != nil && fn.Pkg().Path() == "maps" && sig != nil && sig.Recv() == nil {
 			switch fn.Name() {
 			case "Keys", "Values", "All":
-				if !sortedIterator(c.pass.TypesInfo, id, stack) {
+				if !sortedIterator(c.pass.TypesInfo, id, stack) && !c.iteratorOrderFree(n, id, fn.Name(), stack) {
 					what := "maps." + fn.Name()
 					c.add(n, hazard{pos: id.Pos(), kind: kMapRange, noun: what + " outside slices.Sorted",
 						verb: "iterates " + what + " in map order"})
@@ -1198,7 +1199,11 @@ func (c *checker) report(roots []root) {
 			c.diag(h.pos, h.kind.name, h.noun+": "+h.whyText()+"; "+h.insteadText(), h.fix)
 		}
 		for _, e := range n.ext {
-			c.external(e.pos, "calls "+qualifiedName(e.fn), e.fact)
+			what := "calls " + qualifiedName(e.fn)
+			if e.how != "" {
+				what += " " + e.how + ","
+			}
+			c.external(e.pos, what, e.fact)
 		}
 	}
 	for _, r := range roots {
@@ -1219,7 +1224,9 @@ func (c *checker) external(pos token.Pos, what string, f *FuncFact) {
 	}
 	h := f.Hazards[0]
 	msg := what
-	if !strings.HasSuffix(what, "which") {
+	if strings.HasSuffix(what, ",") {
+		msg += " which"
+	} else if !strings.HasSuffix(what, "which") {
 		msg += ", which"
 	}
 	msg += " " + h.Verb + " at " + h.Pos

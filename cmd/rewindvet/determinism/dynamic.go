@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"go/types"
 	"sort"
+	"strings"
 
 	"golang.org/x/tools/go/callgraph"
 	"golang.org/x/tools/go/callgraph/cha"
@@ -45,9 +46,10 @@ func (c *checker) followDynamic() {
 	pkg.Build()
 
 	funcs := ssautil.AllFunctions(prog)
-	cg := vta.CallGraph(funcs, cha.CallGraph(prog))
+	chg := cha.CallGraph(prog)
+	cg := vta.CallGraph(funcs, chg)
 
-	d := &dynamic{c: c, pkg: pkg, cg: cg, nodes: make(map[*ssa.Function]*node)}
+	d := &dynamic{c: c, pkg: pkg, cg: cg, cha: chg, nodes: make(map[*ssa.Function]*node)}
 	d.valueRefs()
 	var own []*ssa.Function
 	for fn := range funcs {
@@ -68,6 +70,7 @@ type dynamic struct {
 	c     *checker
 	pkg   *ssa.Package
 	cg    *callgraph.Graph
+	cha   *callgraph.Graph // the class hierarchy analysis VTA starts from
 	nodes map[*ssa.Function]*node
 	refs  map[*types.Func][]token.Pos // functions of other packages used as values
 }
@@ -148,7 +151,28 @@ func (d *dynamic) edges(fn *ssa.Function) {
 	if cgn == nil {
 		return
 	}
-	for _, e := range cgn.Out {
+	out := cgn.Out
+	// An interface method call that VTA resolves to nothing has a
+	// receiver whose type comes from another package's function (a
+	// constructor returning the interface): every method that
+	// implements it may be called. Only for the interfaces of
+	// non-standard packages, whose implementations are few.
+	resolved := make(map[ssa.CallInstruction]bool)
+	for _, e := range out {
+		resolved[e.Site] = true
+	}
+	if chn := d.cha.Nodes[fn]; chn != nil {
+		for _, e := range chn.Out {
+			if e.Site == nil || resolved[e.Site] || !e.Site.Common().IsInvoke() {
+				continue
+			}
+			if m := e.Site.Common().Method; m.Pkg() != nil && isStandardPath(m.Pkg().Path()) {
+				continue
+			}
+			out = append(out, e)
+		}
+	}
+	for _, e := range out {
 		for _, callee := range d.targets(e.Callee.Func, make(map[*ssa.Function]bool)) {
 			if cn := d.nodeOf(callee); cn != nil {
 				if cn != n {
@@ -174,6 +198,13 @@ func (d *dynamic) edges(fn *ssa.Function) {
 			d.external(n, e.Site.Pos(), common, obj)
 		}
 	}
+}
+
+// isStandardPath says whether an import path looks like the standard
+// library's: no dot in its first element.
+func isStandardPath(path string) bool {
+	first, _, _ := strings.Cut(path, "/")
+	return !strings.Contains(first, ".")
 }
 
 // fromTypes is the Synthetic of a function of a package known only by
@@ -226,7 +257,7 @@ func (d *dynamic) external(n *node, pos token.Pos, common *ssa.CallCommon, fn *t
 	}
 	var f FuncFact
 	if c.pass.ImportObjectFact(fn, &f) && len(f.Hazards) > 0 {
-		n.ext = append(n.ext, extCall{pos: pos, fn: fn, fact: &f})
+		n.ext = append(n.ext, extCall{pos: pos, fn: fn, fact: &f, how: how})
 	}
 }
 

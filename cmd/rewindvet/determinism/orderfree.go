@@ -23,6 +23,77 @@ type orderUse struct {
 // result independent of the iteration order. When it does not and the
 // reason is specific, it returns it.
 func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
+	return c.orderFreeRange(n, rs, true)
+}
+
+// iteratorOrderFree says whether the iterator of maps.Keys, Values or
+// All that id names is used in a way that does not depend on its order:
+// ranged over by an order-free loop, or collected by slices.Collect into
+// a slice that is sorted afterwards (keys, or values of a basic type).
+func (c *checker) iteratorOrderFree(n *node, id *ast.Ident, name string, stack []ast.Node) bool {
+	info := c.pass.TypesInfo
+	i := len(stack) - 1
+	var child ast.Node = id
+	for ; i >= 0; i-- {
+		switch p := stack[i].(type) {
+		case *ast.SelectorExpr, *ast.ParenExpr, *ast.IndexExpr, *ast.IndexListExpr:
+			child = p
+			continue
+		case *ast.CallExpr:
+			if p.Fun != child {
+				return false
+			}
+			child = p
+		default:
+			return false
+		}
+		break
+	}
+	for i--; i >= 0; i-- {
+		if _, ok := stack[i].(*ast.ParenExpr); !ok {
+			break
+		}
+		child = stack[i]
+	}
+	if i < 0 {
+		return false
+	}
+	switch p := stack[i].(type) {
+	case *ast.RangeStmt:
+		if p.X != child {
+			return false
+		}
+		free, _ := c.orderFreeRange(n, p, name != "Values")
+		return free
+	case *ast.CallExpr:
+		fn := calledFunc(info, p)
+		if fn == nil || fn.Pkg() == nil || fn.Pkg().Path() != "slices" || fn.Name() != "Collect" || len(p.Args) != 1 || p.Args[0] != child || i == 0 {
+			return false
+		}
+		as, ok := stack[i-1].(*ast.AssignStmt)
+		if !ok || len(as.Lhs) != 1 || len(as.Rhs) != 1 || ast.Unparen(as.Rhs[0]) != p {
+			return false
+		}
+		s := identVar(info, as.Lhs[0])
+		if s == nil || c.sortedAfter(n, s, as.End()) == "" {
+			return false
+		}
+		if name == "Keys" {
+			return true
+		}
+		sl, ok := typeOf(info, as.Lhs[0]).(*types.Slice)
+		if !ok {
+			return false
+		}
+		_, basic := sl.Elem().Underlying().(*types.Basic)
+		return basic
+	}
+	return false
+}
+
+// orderFreeRange is orderFree, for a range over a map or an iterator of
+// one; keyUnique says whether the range's key is the map's key.
+func (c *checker) orderFreeRange(n *node, rs *ast.RangeStmt, keyUnique bool) (bool, *orderUse) {
 	info := c.pass.TypesInfo
 	o := &orderCheck{c: c, info: info, rs: rs, accs: make(map[string]bool), appends: make(map[*types.Var][]ast.Expr), locals: make(map[*types.Var]bool)}
 	o.key = identVar(info, rs.Key)
@@ -33,6 +104,9 @@ func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
 	if o.val != nil {
 		o.locals[o.val] = true
 	}
+	if !keyUnique {
+		o.key = nil // a value: two iterations may see the same
+	}
 	if !o.stmts(rs.Body.List) {
 		return false, o.reason
 	}
@@ -40,7 +114,7 @@ func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
 	for _, r := range o.reads {
 		for acc := range o.accs {
 			if r == acc || strings.HasPrefix(r, acc+".") || strings.HasPrefix(acc, r+".") {
-				return false, &orderUse{why: "the loop reads " + r + ", which it also updates, so each iteration sees what the earlier ones, in map order, left there"}
+				return false, &orderUse{why: "the loop reads " + r + ", which it also updates, so each iteration sees what the earlier ones left there"}
 			}
 		}
 	}
@@ -48,13 +122,13 @@ func (c *checker) orderFree(n *node, rs *ast.RangeStmt) (bool, *orderUse) {
 		sorted := c.sortedAfter(n, s, rs.End())
 		if sorted == "" {
 			return false, &orderUse{
-				why:     "the loop appends to " + s.Name() + " in the map's iteration order, which is randomised per run, and " + s.Name() + " is not sorted afterwards",
+				why:     "the loop appends to " + s.Name() + " in that order, and " + s.Name() + " is not sorted afterwards",
 				instead: "sort " + s.Name() + " after the loop (slices.Sort), or range over slices.Sorted(maps.Keys(m))"}
 		}
 		for _, e := range elems {
 			if !o.totalElem(e) {
 				return false, &orderUse{
-					why:     "the loop appends map entries to " + s.Name() + ", and " + sorted + " leaves elements that compare equal in the map's randomised order",
+					why:     "the loop appends map entries to " + s.Name() + ", and " + sorted + " leaves those that compare equal in that order",
 					instead: "collect and sort the keys, then read the map in that order"}
 			}
 		}
@@ -246,7 +320,7 @@ func (o *orderCheck) reduce(x, e ast.Expr) bool {
 	if !isInteger(o.info, x) {
 		if b, ok := typeOf(o.info, x).(*types.Basic); ok && b.Info()&(types.IsFloat|types.IsComplex) != 0 {
 			o.reason = &orderUse{
-				why:     "the loop accumulates a floating-point value in the map's randomised order, and rounding makes a float sum depend on the order of its terms",
+				why:     "the loop accumulates a floating-point value, and rounding makes the result depend on the order of the terms",
 				instead: "accumulate over slices.Sorted(maps.Keys(m)), or in fixed point"}
 		}
 		return false

@@ -49,9 +49,17 @@ func (c *checker) conversion(n *node, call *ast.CallExpr) {
 		c.add(n, h)
 	case from.Info()&types.IsInteger != 0 && narrows(from, to) && !fits32(info, arg, to):
 		c.add(n, hazard{pos: call.Pos(), kind: kNarrow,
-			noun: "conversion " + text + " of a " + from.Name() + " to " + to.Name(),
-			verb: "narrows a " + from.Name() + " through " + to.Name() + " (" + text + ")"})
+			noun: "conversion " + text + " of " + article(from.Name()) + " to " + to.Name(),
+			verb: "narrows " + article(from.Name()) + " through " + to.Name() + " (" + text + ")"})
 	}
+}
+
+// article prefixes a type name with "a" or "an" (an int, a uint).
+func article(name string) string {
+	if name != "" && strings.IndexByte("aeio", name[0]) >= 0 {
+		return "an " + name
+	}
+	return "a " + name
 }
 
 // narrows says whether converting from to the platform-sized to (int,

@@ -82,6 +82,7 @@ func TestTrapGame(t *testing.T) {
 	for key, cat := range traps {
 		if len(got[key]) > 0 {
 			found++
+			t.Logf("%s: trap %s: %s", key, cat, strings.Join(got[key], " | "))
 			continue
 		}
 		if why, ok := knownMisses[key]; ok {

@@ -6,6 +6,7 @@ package helpers
 
 import (
 	"math"
+	"os"
 	"time"
 )
 
@@ -61,3 +62,14 @@ func init() {
 
 // Square looks a square up.
 func Square(i int32) int32 { return squares[i&63] }
+
+// NewDrift returns a mover behind the interface: the game cannot see
+// its type.
+func NewDrift() Mover { return Drift{} }
+
+// Cell converts a position to a cell: a float-to-integer conversion.
+func Cell(x float64) int32 { return int32(x / 16) }
+
+// Difficulty reads the environment: for setting a match up, never
+// called from Step.
+func Difficulty() int { return len(os.Getenv("DIFFICULTY")) }

@@ -1,0 +1,185 @@
+package trapgame
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"example.com/trapgame/helpers"
+	"github.com/rewindgg/rewind/rollback"
+)
+
+// Bomb is kept in a generic store.
+type Bomb struct{ Fuse int32 }
+
+// Update lights the fuse at random.
+func (b *Bomb) Update(w *World) {
+	b.Fuse = rand.N(int32(10)) // trap:generic-store
+}
+
+// Store holds entities of one type.
+type Store[T Entity] struct{ items []T }
+
+// UpdateAll updates every item through the constraint's method.
+func (s *Store[T]) UpdateAll(w *World) {
+	for _, it := range s.items {
+		it.Update(w)
+	}
+}
+
+// Turret aims with a platform-dependent arc tangent.
+type Turret struct{}
+
+// Update aims.
+func (Turret) Update(w *World) {
+	w.VX = math.Atan2(w.Y, w.X) // trap:embedded-interface
+}
+
+// Boss embeds an Entity: its Update is the embedded one's.
+type Boss struct{ Entity }
+
+// Radar is registered in init as a handler.
+type Radar struct{}
+
+// Scan reads the clock.
+func (Radar) Scan(w *World) {
+	w.Tick = time.Now().Unix() // trap:init-handler
+}
+
+var handlers []func(*World)
+
+func init() {
+	handlers = append(handlers, Radar{}.Scan)
+}
+
+// scored is an entry of a ranking.
+type scored struct {
+	ID    int32
+	Score int32
+}
+
+// Arena is a second game in the package: a ranking, bosses and handlers.
+type Arena struct {
+	W       World
+	bombs   Store[*Bomb]
+	boss    Boss
+	drift   helpers.Mover
+	onHit   func()
+	mark    func(int32)
+	onScore func(int32)
+	mu      sync.Mutex
+}
+
+// NewArena sets an arena up.
+func NewArena() *Arena {
+	a := &Arena{boss: Boss{Entity: Turret{}}, drift: helpers.NewDrift()}
+	hits := 0
+	a.onHit = func() {
+		hits++ // trap:closure-field
+	}
+	seen := map[int32]bool{}
+	a.mark = func(id int32) {
+		seen[id] = true // trap:closure-map
+	}
+	a.onScore = func(n int32) {
+		a.W.Count += n // fine:closure-pointer
+	}
+	_ = helpers.Difficulty()
+	return a
+}
+
+// Step advances the arena.
+func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
+	w := &a.W
+	a.bombs.UpdateAll(w)
+	a.boss.Update(w)
+	for _, h := range handlers {
+		h(w)
+	}
+	w.Cell, w.Count = a.drift.Move(w.Cell, w.Count) // trap:helper-constructor
+	a.onHit()
+	a.mark(w.Cell)
+	a.onScore(1)
+	if runtime.GOARCH == "386" { // trap:goarch
+		w.Count++
+	}
+	if h, err := os.Hostname(); err == nil { // trap:env
+		w.Count += int32(len(h))
+	}
+	w.Count += int32(int(uint32(w.Hash)) % 7) // trap:narrow-uint32
+	w.Cell = helpers.Cell(w.X)                // trap:helper-float2int
+	a.rank(w)
+	a.fine(w)
+}
+
+// rank ranks the scores, in ways that depend on the map's order.
+func (a *Arena) rank(w *World) {
+	var best, bestID int32
+	for id, s := range w.Scores { // trap:argmax-ties
+		if s > best {
+			best = s
+			bestID = id
+		}
+	}
+	var list []scored
+	for id, s := range w.Scores { // trap:sort-ties
+		list = append(list, scored{id, s})
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Score > list[j].Score })
+	w.Cell = bestID + int32(len(list))
+}
+
+// fine does what looks like a trap and is not one.
+func (a *Arena) fine(w *World) {
+	keys := slices.Collect(maps.Keys(w.Scores)) // fine:collect-sort
+	slices.Sort(keys)
+	var t int64
+	for k := range maps.Keys(w.Scores) { // fine:keys-sum
+		t += int64(k)
+	}
+	found := false
+	for _, v := range w.Scores { // fine:flag
+		if v < 0 {
+			found = true
+		}
+	}
+	for _, v := range w.Scores { // fine:field-sum
+		w.Energy += int64(v) * w.Tick
+	}
+	for k, v := range w.Scores { // fine:delete
+		if v == 0 {
+			delete(w.Scores, k)
+		}
+	}
+	w.Count += int32(int(w.Hash >> 33))   // fine:narrow-shift
+	w.Count += int32(int(w.Hash & 0xfff)) // fine:narrow-mask
+	x := w.X
+	if x != x {
+		x = 0
+	} else if x < 0 {
+		x = 0
+	} else if x > 1000 {
+		x = 1000
+	}
+	w.Cell = int32(x) // fine:float2int-guarded
+	y := w.Y
+	if math.IsNaN(y) {
+		y = 0
+	}
+	w.Hash ^= math.Float64bits(y)               // fine:nanbits-guarded
+	w.Count += int32(len(fmt.Sprint(w.Scores))) // fine:fmt-map
+	runtime.KeepAlive(w)                        // fine:runtime
+	a.mu.Lock()                                 // fine:mutex
+	a.mu.Unlock()
+	w.Count += int32(len(fmt.Sprintf("%v", w.Cell))) // fine:fmt
+	if found {
+		w.Tick += t + int64(len(keys))
+	}
+}
