@@ -274,15 +274,7 @@ func run(pass *analysis.Pass) (any, error) {
 	c.followInit()
 	c.summarise()
 	c.exportFacts()
-	roots := c.roots()
-	if len(roots) > 0 {
-		// A game's init functions run in every player's process before
-		// the match: what they start or compute is part of the game.
-		for _, in := range c.inits {
-			roots = append(roots, root{node: in})
-		}
-	}
-	c.report(roots)
+	c.report(c.roots())
 	c.checkLayouts()
 	return nil, nil
 }
@@ -1173,26 +1165,30 @@ func isGameFunc(info *types.Info, fun ast.Expr) bool {
 
 // report reports the hazards of every node reachable from the roots.
 func (c *checker) report(roots []root) {
-	reached := make(map[*node]bool)
-	var queue []*node
+	var starts []*node
 	for _, r := range roots {
-		if r.node != nil && !reached[r.node] {
-			reached[r.node] = true
-			queue = append(queue, r.node)
+		if r.node != nil {
+			starts = append(starts, r.node)
 		}
 	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, callee := range n.calls {
-			if !reached[callee] {
-				reached[callee] = true
-				queue = append(queue, callee)
-			}
-		}
+	reached := reach(starts)
+	// In a game's package, the goroutines its init functions start run
+	// during the match, beside Step, whatever Step reads: reported too.
+	// The rest of what init does matters through the variables Step
+	// reads (followInit).
+	var fromInit map[*node]bool
+	if len(roots) > 0 {
+		fromInit = reach(c.inits)
 	}
 	for _, n := range c.nodes { // in source order
 		if !reached[n] {
+			if fromInit[n] {
+				for _, h := range n.local {
+					if h.kind == kGoroutine {
+						c.diag(h.pos, h.kind.name, h.noun+" (started in init, it runs during the match): "+h.whyText()+"; "+h.insteadText(), h.fix)
+					}
+				}
+			}
 			continue
 		}
 		for _, h := range n.local {
@@ -1214,6 +1210,29 @@ func (c *checker) report(roots []root) {
 			}
 		}
 	}
+}
+
+// reach returns the nodes reachable from starts.
+func reach(starts []*node) map[*node]bool {
+	reached := make(map[*node]bool)
+	var queue []*node
+	for _, n := range starts {
+		if !reached[n] {
+			reached[n] = true
+			queue = append(queue, n)
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, callee := range n.calls {
+			if !reached[callee] {
+				reached[callee] = true
+				queue = append(queue, callee)
+			}
+		}
+	}
+	return reached
 }
 
 // external reports a reference to another package's function with

@@ -325,12 +325,20 @@ func (o *orderCheck) reduce(x, e ast.Expr) bool {
 		}
 		return false
 	}
-	v := rootVar(o.info, x)
+	acc := ast.Unparen(x)
+	if ix, ok := acc.(*ast.IndexExpr); ok {
+		// hist[v.Team]++: one counter per index, each a reduction.
+		if !o.pure(ix.Index) {
+			return false
+		}
+		acc = ast.Unparen(ix.X)
+	}
+	v := rootVar(o.info, acc)
 	if v == nil {
 		return false
 	}
 	if !o.locals[v] {
-		o.accs[types.ExprString(ast.Unparen(x))] = true
+		o.accs[types.ExprString(acc)] = true
 	}
 	return e == nil || o.pure(e)
 }

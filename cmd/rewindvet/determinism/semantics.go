@@ -224,29 +224,67 @@ func (c *checker) compared(n *node, expr string) bool {
 	return found
 }
 
-// printfPointer checks the fmt functions that take a format: %p prints
-// an address.
+// printfPointer checks the calls of package fmt's printing functions:
+// the verb %p, and an argument that fmt prints as an address (a pointer
+// to anything but a struct, an array, a slice or a map, a channel, a
+// function, an unsafe.Pointer).
 func (c *checker) printfPointer(n *node, call *ast.CallExpr, fn *types.Func) {
-	if fn.Pkg() == nil || fn.Pkg().Path() != "fmt" || !strings.HasSuffix(fn.Name(), "f") {
+	if fn.Pkg() == nil || fn.Pkg().Path() != "fmt" {
 		return
 	}
 	sig, ok := fn.Type().(*types.Signature)
-	if !ok || !sig.Variadic() {
+	if !ok || !sig.Variadic() || sig.Recv() != nil {
 		return
 	}
-	i := sig.Params().Len() - 2 // the format precedes the ...any
-	if i < 0 || i >= len(call.Args) {
+	info := c.pass.TypesInfo
+	first := sig.Params().Len() - 1 // the ...any
+	if strings.HasSuffix(fn.Name(), "f") {
+		i := first - 1 // the format precedes it
+		if i >= 0 && i < len(call.Args) {
+			if tv, ok := info.Types[call.Args[i]]; ok && tv.Value != nil && tv.Value.Kind() == constant.String && hasVerb(constant.StringVal(tv.Value), 'p') {
+				c.add(n, hazard{pos: call.Pos(), kind: kAddress, noun: "fmt." + fn.Name() + " with %p",
+					verb: "formats an address with %p (fmt." + fn.Name() + ")"})
+				return
+			}
+		}
+	}
+	if call.Ellipsis.IsValid() {
 		return
 	}
-	tv, ok := c.pass.TypesInfo.Types[call.Args[i]]
-	if !ok || tv.Value == nil || tv.Value.Kind() != constant.String {
-		return
+	for i := first; i >= 0 && i < len(call.Args); i++ {
+		t := info.TypeOf(call.Args[i])
+		if t == nil || !printsAddress(t) {
+			continue
+		}
+		text := c.text(call.Args[i], types.ExprString(call.Args[i]))
+		c.add(n, hazard{pos: call.Args[i].Pos(), kind: kAddress,
+			noun: "fmt." + fn.Name() + " of " + text + " (" + types.TypeString(t, types.RelativeTo(c.pass.Pkg)) + "), which prints an address",
+			verb: "formats an address (fmt." + fn.Name() + " of " + text + ")"})
 	}
-	if !hasVerb(constant.StringVal(tv.Value), 'p') {
-		return
+}
+
+// printsAddress says whether fmt prints a value of type t as an address.
+func printsAddress(t types.Type) bool {
+	for _, m := range []string{"String", "Error", "Format", "GoString"} {
+		if obj, _, _ := types.LookupFieldOrMethod(t, true, nil, m); obj != nil {
+			if _, ok := obj.(*types.Func); ok {
+				return false // fmt calls the method
+			}
+		}
 	}
-	c.add(n, hazard{pos: call.Pos(), kind: kAddress, noun: "fmt." + fn.Name() + " with %p",
-		verb: "formats an address with %p (fmt." + fn.Name() + ")"})
+	switch u := t.Underlying().(type) {
+	case *types.Chan, *types.Signature:
+		return true
+	case *types.Basic:
+		return u.Kind() == types.UnsafePointer
+	case *types.Pointer:
+		switch u.Elem().Underlying().(type) {
+		case *types.Struct, *types.Array, *types.Slice, *types.Map:
+			return false // printed as &{...}, &[...], &map[...]
+		}
+		return true
+	}
+	return false
 }
 
 // hasVerb says whether a format string has the verb v (not %%).

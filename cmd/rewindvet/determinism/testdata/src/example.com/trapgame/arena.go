@@ -117,6 +117,7 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	w.Cell = helpers.Cell(w.X)                // trap:helper-float2int
 	a.rank(w)
 	a.fine(w)
+	a.more(w)
 }
 
 // rank ranks the scores, in ways that depend on the map's order.
@@ -182,4 +183,24 @@ func (a *Arena) fine(w *World) {
 	if found {
 		w.Tick += t + int64(len(keys))
 	}
+}
+
+func init() {
+	go func() { // trap:init-goroutine-detached
+		for {
+			runtime.Gosched()
+		}
+	}()
+}
+
+// more holds a few more traps and look-alikes.
+func (a *Arena) more(w *World) {
+	hist := make(map[int32]int32)
+	for _, v := range w.Scores { // fine:histogram
+		hist[v%4]++
+	}
+	id := w.Cell
+	w.Log = append(w.Log, int32(len(fmt.Sprint(&id)))) // trap:fmt-pointer
+	w.Log = append(w.Log, int32(len(fmt.Sprint(w))))   // fine:fmt-struct-pointer
+	w.Count += int32(len(hist))
 }
