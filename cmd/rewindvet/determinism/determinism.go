@@ -13,11 +13,16 @@
 // []rollback.PlayerInput, float64), that method (unless -partial=false:
 // the rollback package lets StepPartial's state be thrown away, but it
 // must still keep it in the arena). A function converted to
-// rollback.GameFunc is a root too.
+// rollback.GameFunc is a root too, and so is the function a
+// rollback.Config's StandIn is set to (in a composite literal or an
+// assignment): every machine calls it for the same frames.
 //
 // In every function reachable from a root it reports:
 //   - range over a map, and maps.Keys, maps.Values and maps.All outside
-//     slices.Sorted (SortedFunc, SortedStableFunc);
+//     slices.Sorted (SortedFunc, SortedStableFunc), unless the loop's
+//     result cannot depend on the order (orderfree.go: keys collected and
+//     sorted, commutative integer reductions, copies under the same key);
+//     reflect.Value.MapRange, MapKeys, Seq and Seq2, and sync.Map.Range;
 //   - time.Now, Since, Until, After, AfterFunc, NewTimer, NewTicker,
 //     Tick and Sleep;
 //   - the top-level functions of math/rand and math/rand/v2 except the
@@ -50,7 +55,20 @@
 //     (delete, clear and copy included), anywhere in the package except
 //     in an init function, or, for another package's exported variable,
 //     in that package (a VarFact);
-//   - any use of package unsafe.
+//   - any use of package unsafe;
+//   - what describes the machine or the process: runtime.NumGoroutine,
+//     NumCPU, GOMAXPROCS and others, runtime.GOOS and GOARCH, os.Getenv,
+//     LookupEnv, Environ, Hostname, Args and others; hash/maphash, whose
+//     seeds are random; reflect.Value.Pointer, UnsafePointer and
+//     UnsafeAddr, fmt's %p and a value fmt prints as an address;
+//     sync.Pool;
+//   - a closure's write to a captured variable that outlives the call
+//     declaring it (the closure is returned or stored): state outside
+//     the arena (dynamic.go);
+//   - a float-to-integer conversion of a computed value, math.Float64bits
+//     and Float32bits of a value that may be NaN, and a 64-bit (or
+//     uint32) value narrowed through int or uint (semantics.go);
+//   - with -nofloat, every floating-point value.
 //
 // Wherever it is in the package, it also reports a savestate.Alloc[T]
 // whose T is laid out differently on 386, arm, amd64, arm64 or wasm
@@ -71,7 +89,16 @@
 // concrete method of the package (a call, a method value, a method
 // expression, a function passed as a value), the function literals
 // inside a reachable function, and package-level variables initialised
-// with a function literal and never written. Across packages it uses
+// with a function literal and never written. It then builds the
+// package's SSA form and a call graph by variable type analysis
+// (golang.org/x/tools/go/callgraph/vta), and follows its edges: calls
+// through interfaces, type parameters, function values in fields,
+// variables, slices and maps, method values and closures; a dynamic call
+// that reaches another package's function is checked like a static one.
+// A function that reads a package-level variable reaches the variable's
+// initialiser and the init functions that use it; in a package with a
+// root, the go statements reachable from init are reported in any case.
+// Across packages it uses
 // facts: every exported function and method of a package outside the
 // standard library gets a FuncFact listing the hazards it reaches (up to
 // eight, with file:line), and a call from reachable code to one is
@@ -84,15 +111,15 @@
 // outside the arena so that a re-simulation does not repeat a sound):
 // they are not checked and export no facts.
 //
-// It cannot see calls through interfaces (including the methods of type
-// parameters), function values that come from parameters, fields, maps
-// or slices, reflection, linkname, cgo or assembly. State outside the
-// arena that is not a package-level variable (a field of the game value,
-// a closure's captured variable, a cache behind a pointer) is not seen,
-// nor are reads of files, the network or the environment, and ordering by
-// pointer address. Products passed to functions of other packages, or
-// stored in slices and maps, are not followed for FMA, and complex
-// arithmetic is not checked.
+// It cannot see calls made by reflection, linkname, cgo or assembly, nor
+// function values that only another package's function produces (an
+// interface value so produced is resolved by class hierarchy analysis
+// when its interface is not the standard library's). State outside the
+// arena that is neither a package-level variable nor a closure's captured
+// variable (a field of the game value, a cache behind a pointer) is not
+// seen, nor are reads of files or the network. Products passed to
+// functions of other packages, or stored in slices and maps, are not
+// followed for FMA, and complex arithmetic is not checked.
 package determinism
 
 import (
@@ -120,10 +147,13 @@ const rollbackPath = "github.com/rewindgg/rewind/rollback"
 var Analyzer = &analysis.Analyzer{
 	Name: "rewindvet",
 	Doc: "report what makes a rollback game's Step non-deterministic\n\n" +
-		"rewindvet follows the calls from the Step and StepPartial methods of every type that\n" +
-		"implements github.com/rewindgg/rewind/rollback.Game and reports map ranging, clock reads,\n" +
-		"global randomness, goroutines and channels, fusable floating-point multiply-adds,\n" +
-		"platform-dependent math functions, package-level state and package unsafe. A comment\n" +
+		"rewindvet follows the calls (static, and through interfaces, function values and closures)\n" +
+		"from the Step and StepPartial methods of every type that implements\n" +
+		"github.com/rewindgg/rewind/rollback.Game, and from a Config's StandIn, and reports map\n" +
+		"ranging, clock reads, global randomness, goroutines and channels, fusable floating-point\n" +
+		"multiply-adds, platform-dependent math functions, float-to-integer conversions, NaN bits,\n" +
+		"int narrowing, the environment and the machine, addresses, package-level and captured\n" +
+		"state and package unsafe. A comment\n" +
 		"//rewind:allow <reason> on the line, or alone on the line above, silences a finding.",
 	Run:       run,
 	FactTypes: []analysis.Fact{new(FuncFact), new(VarFact)},
