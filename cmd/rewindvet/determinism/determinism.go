@@ -209,6 +209,7 @@ type node struct {
 	spec  *ast.ValueSpec // a package-level variable's initialiser, or nil
 	body  *ast.BlockStmt // nil for a spec
 	reads []*types.Var   // the package's variables it reads
+	rets  []*node        // the function values it returns (for facts)
 	fn    *types.Func    // the declared function, or nil
 	name  string         // pkg.F, pkg.T.M, pkg.F (func literal)
 	local []hazard
@@ -261,6 +262,9 @@ type extCall struct {
 	fn   *types.Func
 	fact *FuncFact
 	how  string // how a dynamic call reaches it: "through a function value"
+	// returned says that the call is of a function value that fn
+	// returns, whose hazards fact lists.
+	returned bool
 }
 
 type checker struct {
@@ -1014,7 +1018,12 @@ func (c *checker) exportFacts() {
 				f.ProductPos = c.position(s.Pos)
 			}
 		}
-		if len(f.Hazards) > 0 || f.Product != "" {
+		for _, r := range n.rets {
+			for _, h := range r.sum {
+				f.Returned, _ = addHazard(f.Returned, h)
+			}
+		}
+		if len(f.Hazards) > 0 || f.Product != "" || len(f.Returned) > 0 {
 			c.pass.ExportObjectFact(n.fn, f)
 		}
 	}
@@ -1228,6 +1237,9 @@ func (c *checker) report(roots []root) {
 			what := "calls " + qualifiedName(e.fn)
 			if e.how != "" {
 				what += " " + e.how + ","
+			}
+			if e.returned {
+				what = "calls a function value, maybe the one " + qualifiedName(e.fn) + " returns, which"
 			}
 			c.external(e.pos, what, e.fact)
 		}

@@ -62,6 +62,110 @@ func (c *checker) followDynamic() {
 	for _, fn := range own {
 		d.edges(fn)
 		d.captures(fn)
+		d.returns(fn)
+	}
+	d.unresolvedCalls(own)
+}
+
+// returns notes, for an exported function, the function values it
+// returns: its fact lists their hazards, for the callers that call them.
+func (d *dynamic) returns(fn *ssa.Function) {
+	n := d.nodeOf(fn)
+	if n.fn == nil || !n.fn.Exported() || fn.Parent() != nil {
+		return
+	}
+	for _, b := range fn.Blocks {
+		for _, instr := range b.Instrs {
+			ret, ok := instr.(*ssa.Return)
+			if !ok {
+				continue
+			}
+			for _, v := range ret.Results {
+				var target *ssa.Function
+				switch x := v.(type) {
+				case *ssa.MakeClosure:
+					target, _ = x.Fn.(*ssa.Function)
+				case *ssa.Function:
+					target = x
+				}
+				if target == nil {
+					continue
+				}
+				if rn := d.nodeOf(target); rn != nil && rn != n {
+					n.rets = append(n.rets, rn)
+				}
+			}
+		}
+	}
+}
+
+// unresolvedCalls matches the calls of function values that VTA resolves
+// to nothing (the value comes from another package's function) with the
+// imported functions the package calls that return function values with
+// hazards (their facts' Returned) and the same signature.
+func (d *dynamic) unresolvedCalls(own []*ssa.Function) {
+	c := d.c
+	type source struct {
+		fn   *types.Func
+		sig  *types.Signature
+		fact *FuncFact
+	}
+	var sources []source
+	seen := make(map[*types.Func]bool)
+	for _, obj := range c.pass.TypesInfo.Uses {
+		fn, ok := obj.(*types.Func)
+		if !ok || fn.Pkg() == nil || fn.Pkg() == c.pass.Pkg || seen[fn.Origin()] {
+			continue
+		}
+		fn = fn.Origin()
+		seen[fn] = true
+		var f FuncFact
+		if !c.pass.ImportObjectFact(fn, &f) || len(f.Returned) == 0 {
+			continue
+		}
+		res := fn.Type().(*types.Signature).Results()
+		for i := 0; i < res.Len(); i++ {
+			if sig, ok := res.At(i).Type().Underlying().(*types.Signature); ok {
+				sources = append(sources, source{fn, sig, &FuncFact{Hazards: f.Returned}})
+			}
+		}
+	}
+	if len(sources) == 0 {
+		return
+	}
+	sort.Slice(sources, func(i, j int) bool { return sources[i].fn.Pos() < sources[j].fn.Pos() })
+	for _, fn := range own {
+		resolved := make(map[ssa.CallInstruction]bool)
+		if cgn := d.cg.Nodes[fn]; cgn != nil {
+			for _, e := range cgn.Out {
+				resolved[e.Site] = true
+			}
+		}
+		n := d.nodeOf(fn)
+		for _, b := range fn.Blocks {
+			for _, instr := range b.Instrs {
+				call, ok := instr.(ssa.CallInstruction)
+				if !ok || resolved[call] {
+					continue
+				}
+				common := call.Common()
+				if common.IsInvoke() || common.StaticCallee() != nil {
+					continue
+				}
+				if _, builtin := common.Value.(*ssa.Builtin); builtin {
+					continue
+				}
+				sig, ok := common.Value.Type().Underlying().(*types.Signature)
+				if !ok {
+					continue
+				}
+				for _, s := range sources {
+					if types.Identical(sig, s.sig) {
+						n.ext = append(n.ext, extCall{pos: call.Pos(), fn: s.fn, fact: s.fact, returned: true})
+					}
+				}
+			}
+		}
 	}
 }
 

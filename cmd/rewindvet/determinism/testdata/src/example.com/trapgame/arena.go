@@ -74,6 +74,8 @@ type Arena struct {
 	onHit   func()
 	mark    func(int32)
 	onScore func(int32)
+	count   func() int32
+	scale   func(int64) int64
 	mu      sync.Mutex
 }
 
@@ -92,6 +94,8 @@ func NewArena() *Arena {
 		a.W.Count += n // fine:closure-pointer
 	}
 	_ = helpers.Difficulty()
+	a.count = helpers.NewCounter()
+	a.scale = helpers.Scale(3)
 	var cfg rollback.Config
 	cfg.StandIn = func(f rollback.Frame, p rollback.PlayerID) rollback.Input {
 		return rollback.Input(runtime.NumCPU()) // trap:standin-assigned
@@ -112,6 +116,8 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	a.onHit()
 	a.mark(w.Cell)
 	a.onScore(1)
+	w.Count += a.count()         // trap:helper-closure
+	w.Tick = a.scale(w.Tick)     // fine:helper-closure
 	if runtime.GOARCH == "386" { // trap:goarch
 		w.Count++
 	}

@@ -73,3 +73,18 @@ func Cell(x float64) int32 { return int32(x / 16) }
 // Difficulty reads the environment: for setting a match up, never
 // called from Step.
 func Difficulty() int { return len(os.Getenv("DIFFICULTY")) }
+
+// NewCounter returns a counter whose count is a captured variable: state
+// outside the arena.
+func NewCounter() func() int32 {
+	n := int32(0)
+	return func() int32 {
+		n++
+		return n
+	}
+}
+
+// Scale returns a pure function.
+func Scale(k int64) func(int64) int64 {
+	return func(x int64) int64 { return x * k }
+}
