@@ -207,6 +207,7 @@ type node struct {
 	decl  *ast.FuncDecl  // or nil
 	lit   *ast.FuncLit   // or nil
 	spec  *ast.ValueSpec // a package-level variable's initialiser, or nil
+	stmt  ast.Stmt       // a statement of an init function, or nil
 	body  *ast.BlockStmt // nil for a spec
 	reads []*types.Var   // the package's variables it reads
 	rets  []*node        // the function values it returns (for facts)
@@ -221,6 +222,9 @@ type node struct {
 
 // syntax returns what to walk for n: its body, or its spec's values.
 func (n *node) syntax() []ast.Node {
+	if n.stmt != nil {
+		return []ast.Node{n.stmt}
+	}
 	if n.spec != nil {
 		out := make([]ast.Node, len(n.spec.Values))
 		for i, v := range n.spec.Values {
@@ -274,6 +278,7 @@ type checker struct {
 	varLits map[*types.Var]*ast.FuncLit
 	specs   map[*types.Var]*node // the initialisers of package-level variables
 	inits   []*node              // the init functions
+	stmts   []*node              // the top-level statements of the init functions
 	nodes   []*node
 	written map[*types.Var]token.Pos
 	fusion  *fusion.Analysis
@@ -380,6 +385,7 @@ func (c *checker) collect() {
 					}
 					if d.Recv == nil && d.Name.Name == "init" {
 						c.inits = append(c.inits, n)
+						c.initStatements(d)
 					}
 				}
 			case *ast.GenDecl:
@@ -1219,19 +1225,14 @@ func (c *checker) report(roots []root) {
 	if len(roots) > 0 {
 		fromInit = reach(c.inits)
 	}
-	for _, n := range c.nodes { // in source order
+	started := make(map[token.Pos]bool) // go statements reported
+	for _, n := range c.nodes {         // in source order
 		if !reached[n] {
-			if fromInit[n] {
-				for _, h := range n.local {
-					if h.kind == kGoroutine {
-						c.diag(h.pos, h.kind.name, h.noun+" (started in init, it runs during the match): "+h.whyText()+"; "+h.insteadText(), h.fix)
-					}
-				}
-			}
 			continue
 		}
 		for _, h := range n.local {
 			c.diag(h.pos, h.kind.name, h.noun+": "+h.whyText()+"; "+h.insteadText(), h.fix)
+			started[h.pos] = started[h.pos] || h.kind == kGoroutine
 		}
 		for _, e := range n.ext {
 			what := "calls " + qualifiedName(e.fn)
@@ -1242,6 +1243,17 @@ func (c *checker) report(roots []root) {
 				what = "calls a function value, maybe the one " + qualifiedName(e.fn) + " returns, which"
 			}
 			c.external(e.pos, what, e.fact)
+		}
+	}
+	for _, n := range c.nodes {
+		if reached[n] || !fromInit[n] {
+			continue
+		}
+		for _, h := range n.local {
+			if h.kind == kGoroutine && !started[h.pos] {
+				started[h.pos] = true
+				c.diag(h.pos, h.kind.name, h.noun+" (started in init, it runs during the match): "+h.whyText()+"; "+h.insteadText(), h.fix)
+			}
 		}
 	}
 	for _, r := range roots {

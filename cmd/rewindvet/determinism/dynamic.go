@@ -26,6 +26,39 @@ import (
 // the call that created it, and the package-level variables that init
 // functions define (followInit).
 
+// initStatements makes a node of each top-level statement of the init
+// function d, which calls the statements before it that declare the
+// local variables it uses.
+func (c *checker) initStatements(d *ast.FuncDecl) {
+	info := c.pass.TypesInfo
+	name := c.pass.Pkg.Name() + ".init (statement)"
+	var nodes []*node
+	for _, s := range d.Body.List {
+		n := &node{stmt: s, name: name}
+		c.nodes = append(c.nodes, n)
+		c.stmts = append(c.stmts, n)
+		nodes = append(nodes, n)
+	}
+	for j, s := range d.Body.List {
+		ast.Inspect(s, func(x ast.Node) bool {
+			id, ok := x.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			v, ok := info.Uses[id].(*types.Var)
+			if !ok || isPackageVar(v) {
+				return true
+			}
+			for i := 0; i < j; i++ {
+				if d.Body.List[i].Pos() <= v.Pos() && v.Pos() < d.Body.List[i].End() {
+					nodes[j].calls = append(nodes[j].calls, nodes[i])
+				}
+			}
+			return true
+		})
+	}
+}
+
 // followDynamic adds the call graph's edges to the nodes.
 func (c *checker) followDynamic() {
 	prog := ssa.NewProgram(c.pass.Fset, ssa.InstantiateGenerics)
@@ -514,12 +547,15 @@ func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
 }
 
 // followInit makes every node that reads a package-level variable reach
-// what defines it: the variable's initialiser, and each init function
-// that (itself or through what it calls) uses it. A table filled in init
-// with math.Sin is then reported when Step reads it.
+// what defines it: the variable's initialiser, and each top-level
+// statement of an init function that (itself or through what it calls)
+// uses it, with the statements before it that declare the local
+// variables it uses. A table filled in init with math.Sin is then
+// reported when Step reads it, and what the same init does for nothing
+// Step reads is not.
 func (c *checker) followInit() {
 	initOf := make(map[*types.Var][]*node)
-	for _, in := range c.inits {
+	for _, in := range c.stmts {
 		seen := map[*node]bool{in: true}
 		queue := []*node{in}
 		for len(queue) > 0 {

@@ -59,6 +59,26 @@ func init() {
 	handlers = append(handlers, Radar{}.Scan)
 }
 
+// squares2 is an integer table; bootTime is only logged.
+var (
+	squares2 [16]int32
+	bootTime int64
+)
+
+// jitterTable is filled from a seed that init reads from the clock.
+var jitterTable [8]int64
+
+func init() {
+	for i := range squares2 {
+		squares2[i] = int32(i * i)
+	}
+	bootTime = time.Now().Unix()  // fine:init-unread
+	seed := time.Now().UnixNano() // trap:init-local-dep
+	for i := range jitterTable {
+		jitterTable[i] = seed >> i
+	}
+}
+
 // scored is an entry of a ranking.
 type scored struct {
 	ID    int32
@@ -129,6 +149,8 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	a.rank(w)
 	a.fine(w)
 	a.more(w)
+	w.Count += squares2[w.Cell&15]
+	w.Tick += jitterTable[w.Cell&7]
 }
 
 // rank ranks the scores, in ways that depend on the map's order.
