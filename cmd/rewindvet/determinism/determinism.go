@@ -96,7 +96,7 @@
 // variables, slices and maps, method values and closures; a dynamic call
 // that reaches another package's function is checked like a static one.
 // A function that reads a package-level variable reaches the variable's
-// initialiser and the init functions that use it; in a package with a
+// initialiser and the statements of init functions that use it; in a package with a
 // root, the go statements reachable from init are reported in any case.
 // Across packages it uses
 // facts: every exported function and method of a package outside the
