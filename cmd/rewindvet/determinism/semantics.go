@@ -64,12 +64,13 @@ func article(name string) string {
 
 // narrows says whether converting from to the platform-sized to (int,
 // uint, uintptr) keeps every value on 64-bit platforms but not on 32-bit
-// ones.
+// ones. A platform-sized source (uint to int) is not: its value already
+// has the platform's width.
 func narrows(from, to *types.Basic) bool {
 	switch to.Kind() {
 	case types.Int:
 		switch from.Kind() {
-		case types.Int64, types.Uint64, types.Uint32, types.Uint, types.Uintptr:
+		case types.Int64, types.Uint64, types.Uint32:
 			return true
 		}
 	case types.Uint, types.Uintptr:
