@@ -277,6 +277,7 @@ type checker struct {
 	lits    map[*ast.FuncLit]*node
 	varLits map[*types.Var]*ast.FuncLit
 	specs   map[*types.Var]*node // the initialisers of package-level variables
+	pure    map[*types.Func]bool // pureFunc's answers
 	inits   []*node              // the init functions
 	stmts   []*node              // the top-level statements of the init functions
 	nodes   []*node
@@ -297,6 +298,7 @@ func run(pass *analysis.Pass) (any, error) {
 		lits:    make(map[*ast.FuncLit]*node),
 		varLits: make(map[*types.Var]*ast.FuncLit),
 		specs:   make(map[*types.Var]*node),
+		pure:    make(map[*types.Func]bool),
 		written: make(map[*types.Var]token.Pos),
 		allows:  make(map[*token.File]*fileAllows),
 		seen:    make(map[string]bool),

@@ -476,8 +476,9 @@ func outlives(fn *ssa.Function, fv *ssa.FreeVar, seen map[ssa.Value]bool) bool {
 
 // escapes says whether a closure value leaves the function that makes
 // it: returned, stored anywhere but a local variable, put in a map, a
-// slice (append), an interface that escapes, a channel or a goroutine.
-// Passing it to a call is taken as calling it there.
+// slice (append), an interface that escapes, a channel or a goroutine,
+// or passed to a function of the package that does so. Passing it to
+// another call is taken as calling it there.
 func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
 	if seen[v] {
 		return false
@@ -505,6 +506,15 @@ func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
 		case *ssa.Call:
 			if b, ok := r.Call.Value.(*ssa.Builtin); ok && b.Name() == "append" {
 				return true
+			}
+			// Passed to a function of the package that stores it
+			// (bus.Subscribe(func() { n++ })).
+			if sc := r.Call.StaticCallee(); sc != nil && len(sc.Params) == len(r.Call.Args) {
+				for i, a := range r.Call.Args {
+					if a == v && escapes(sc.Params[i], seen) {
+						return true
+					}
+				}
 			}
 		}
 	}

@@ -383,7 +383,8 @@ func (o *orderCheck) builtin(call *ast.CallExpr, name string) bool {
 }
 
 // pure says whether e has no effects and calls nothing but builtins
-// without effects and conversions; it notes the variables e reads.
+// without effects, conversions and pure functions (pureFunc); it notes
+// the variables e reads.
 func (o *orderCheck) pure(e ast.Expr) bool {
 	ok := true
 	ast.Inspect(e, func(x ast.Node) bool {
@@ -404,7 +405,8 @@ func (o *orderCheck) pure(e ast.Expr) bool {
 			switch {
 			case o.builtin(x, "len"), o.builtin(x, "cap"), o.builtin(x, "min"), o.builtin(x, "max"):
 			default:
-				ok = false
+				fn := calledFunc(o.info, x)
+				ok = fn != nil && o.c.pureFunc(fn)
 			}
 		case *ast.Ident, *ast.SelectorExpr, *ast.StarExpr:
 			if p, isPath := o.path(x.(ast.Expr)); isPath {
@@ -537,4 +539,96 @@ func (c *checker) sortedAfter(n *node, s *types.Var, pos token.Pos) string {
 		})
 	}
 	return how
+}
+
+// pureStd are the standard packages whose functions (not methods) only
+// compute a result from their arguments.
+var pureStd = map[string]bool{
+	"math": true, "math/bits": true, "strings": true, "unicode": true,
+	"unicode/utf8": true, "cmp": true, "strconv": true,
+}
+
+// pureFunc says whether fn only computes a result from its arguments
+// (and from package-level variables it reads): a function of pureStd,
+// or a function of the package that assigns nothing but its own local
+// variables, calls nothing but builtins without effects, conversions
+// and pure functions, and neither ranges over a map nor uses channels,
+// goroutines or function literals.
+func (c *checker) pureFunc(fn *types.Func) bool {
+	fn = fn.Origin()
+	sig, _ := fn.Type().(*types.Signature)
+	if fn.Pkg() == nil || sig == nil {
+		return false
+	}
+	if pureStd[fn.Pkg().Path()] {
+		return sig.Recv() == nil
+	}
+	if fn.Pkg() != c.pass.Pkg {
+		return false
+	}
+	if v, ok := c.pure[fn]; ok {
+		return v
+	}
+	c.pure[fn] = false // while computing: recursion is not pure
+	n := c.decls[fn]
+	if n == nil || n.decl == nil {
+		return false
+	}
+	info := c.pass.TypesInfo
+	decl := n.decl
+	local := func(e ast.Expr) bool {
+		id, ok := ast.Unparen(e).(*ast.Ident)
+		if !ok {
+			return false
+		}
+		if id.Name == "_" {
+			return true
+		}
+		obj := info.ObjectOf(id)
+		return obj != nil && decl.Pos() <= obj.Pos() && obj.Pos() < decl.End()
+	}
+	ok := true
+	ast.Inspect(decl.Body, func(x ast.Node) bool {
+		if !ok {
+			return false
+		}
+		switch x := x.(type) {
+		case *ast.AssignStmt:
+			for _, l := range x.Lhs {
+				ok = ok && local(l)
+			}
+		case *ast.IncDecStmt:
+			ok = local(x.X)
+		case *ast.RangeStmt:
+			if _, isMap := typeOf(info, x.X).(*types.Map); isMap {
+				ok = false
+			}
+			if x.Tok == token.ASSIGN {
+				ok = (x.Key == nil || local(x.Key)) && (x.Value == nil || local(x.Value))
+			}
+		case *ast.SendStmt, *ast.GoStmt, *ast.SelectStmt, *ast.FuncLit, *ast.DeferStmt:
+			ok = false
+		case *ast.UnaryExpr:
+			ok = x.Op != token.ARROW
+		case *ast.CallExpr:
+			if tv, isType := info.Types[x.Fun]; isType && tv.IsType() {
+				break
+			}
+			if id, isID := ast.Unparen(x.Fun).(*ast.Ident); isID {
+				if b, isB := info.Uses[id].(*types.Builtin); isB {
+					switch b.Name() {
+					case "len", "cap", "min", "max", "append", "make", "new", "panic", "complex", "real", "imag":
+					default:
+						ok = false
+					}
+					break
+				}
+			}
+			callee := calledFunc(info, x)
+			ok = callee != nil && c.pureFunc(callee)
+		}
+		return ok
+	})
+	c.pure[fn] = ok
+	return ok
 }

@@ -149,6 +149,8 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	a.rank(w)
 	a.fine(w)
 	a.more(w)
+	a.events(&bus{})
+	a.reductions(w, nil)
 	w.Count += squares2[w.Cell&15]
 	w.Tick += jitterTable[w.Cell&7]
 }
@@ -236,4 +238,49 @@ func (a *Arena) more(w *World) {
 	w.Log = append(w.Log, int32(len(fmt.Sprint(&id)))) // trap:fmt-pointer
 	w.Log = append(w.Log, int32(len(fmt.Sprint(w))))   // fine:fmt-struct-pointer
 	w.Count += int32(len(hist))
+}
+
+// bus keeps subscribers.
+type bus struct{ subs []func(int32) }
+
+// subscribe stores f.
+func (b *bus) subscribe(f func(int32)) { b.subs = append(b.subs, f) }
+
+// run calls f now.
+func run(f func()) { f() }
+
+// cost is a pure method.
+func (s scored) cost() int64 { return int64(s.Score) * 3 }
+
+// mix is a pure hash.
+func mix(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	return x ^ x>>33
+}
+
+// events wires a subscriber whose count is a captured variable.
+func (a *Arena) events(b *bus) {
+	seen := int32(0)
+	b.subscribe(func(n int32) {
+		seen += n // trap:closure-subscribed
+	})
+	total := int32(0)
+	run(func() {
+		total++ // fine:closure-called
+	})
+	a.W.Count += total
+}
+
+// reductions are order-free loops that call pure functions.
+func (a *Arena) reductions(w *World, ranks map[int32]scored) {
+	var h uint64
+	for k := range w.Scores { // fine:xor-pure-call
+		h ^= mix(uint64(k))
+	}
+	var c int64
+	for _, s := range ranks { // fine:sum-pure-method
+		c += s.cost()
+	}
+	w.Hash ^= h + uint64(c)
 }
