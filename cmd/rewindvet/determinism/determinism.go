@@ -746,6 +746,9 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 			return // an interface method: not followed
 		}
 		if k, what, why, ok := identity(fn); ok {
+			if k == kRandMethod && c.freshRand(n, id, stack) {
+				return
+			}
 			c.add(n, hazard{pos: id.Pos(), kind: k, noun: what, verb: "calls " + what, why: why})
 			return
 		}

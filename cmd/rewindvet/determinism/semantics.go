@@ -321,3 +321,71 @@ func (c *checker) floatUse(n *node, e ast.Expr) {
 	c.add(n, hazard{pos: e.Pos(), kind: kFloat, noun: "floating point (" + b.Name() + ")",
 		verb: "computes in floating point (" + b.Name() + ")"})
 }
+
+// freshRand says whether the method of a *rand.Rand that id names is
+// called on a local variable of n that is only ever set to rand.New(…):
+// a generator made in this call from its seed (whose hazards are checked
+// where it is computed) and dropped at its end is deterministic.
+func (c *checker) freshRand(n *node, id *ast.Ident, stack []ast.Node) bool {
+	if len(stack) == 0 {
+		return false
+	}
+	sel, ok := stack[len(stack)-1].(*ast.SelectorExpr)
+	if !ok || sel.Sel != id {
+		return false
+	}
+	info := c.pass.TypesInfo
+	recv, ok := ast.Unparen(sel.X).(*ast.Ident)
+	if !ok {
+		return false
+	}
+	v, ok := info.Uses[recv].(*types.Var)
+	if !ok || isPackageVar(v) || v.IsField() {
+		return false
+	}
+	fresh, other := 0, 0
+	isNew := func(e ast.Expr) bool {
+		call, ok := ast.Unparen(e).(*ast.CallExpr)
+		if !ok {
+			return false
+		}
+		fn := calledFunc(info, call)
+		return fn != nil && fn.Pkg() != nil && (fn.Pkg().Path() == "math/rand" || fn.Pkg().Path() == "math/rand/v2") && fn.Name() == "New"
+	}
+	for _, r := range n.syntax() {
+		ast.Inspect(r, func(x ast.Node) bool {
+			switch x := x.(type) {
+			case *ast.AssignStmt:
+				for i, l := range x.Lhs {
+					if identVar(info, l) != v {
+						continue
+					}
+					if len(x.Lhs) == len(x.Rhs) && isNew(x.Rhs[i]) {
+						fresh++
+					} else {
+						other++
+					}
+				}
+			case *ast.ValueSpec:
+				for i, name := range x.Names {
+					if identVar(info, name) != v {
+						continue
+					}
+					if len(x.Names) == len(x.Values) && isNew(x.Values[i]) {
+						fresh++
+					} else {
+						other++
+					}
+				}
+			case *ast.UnaryExpr:
+				if x.Op == token.AND && identVar(info, x.X) == v {
+					other++
+				}
+			case *ast.FuncLit:
+				return false // a closure could keep it
+			}
+			return true
+		})
+	}
+	return fresh > 0 && other == 0
+}

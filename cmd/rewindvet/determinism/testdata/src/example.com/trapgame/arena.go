@@ -283,4 +283,6 @@ func (a *Arena) reductions(w *World, ranks map[int32]scored) {
 		c += s.cost()
 	}
 	w.Hash ^= h + uint64(c)
+	r := rand.New(rand.NewPCG(uint64(w.Tick), 7))
+	w.Count += r.Int32N(6) // fine:fresh-rand
 }
