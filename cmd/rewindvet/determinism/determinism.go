@@ -29,7 +29,8 @@
 //     constructors (New, NewSource, NewPCG, NewChaCha8, NewZipf, which are
 //     deterministic functions of their seed), and the methods of
 //     (*rand.Rand) and (*rand.Zipf): a *rand.Rand cannot live in the
-//     arena, so a rollback does not rewind it. The methods of rand.PCG and
+//     arena, so a rollback does not rewind it (but one made by rand.New
+//     in the function that uses it, from a seed). The methods of rand.PCG and
 //     rand.ChaCha8 are not reported: they are plain values that can be
 //     allocated in the arena (where they are is the state-outside-the-arena
 //     question, checked only for package-level variables);
