@@ -48,7 +48,7 @@ func (c *checker) followDynamic() {
 	chg := cha.CallGraph(prog)
 	cg := vta.CallGraph(funcs, chg)
 
-	d := &dynamic{c: c, cg: cg, cha: chg, nodes: make(map[*ssa.Function]*node)}
+	d := &dynamic{c: c, prog: prog, cg: cg, cha: chg, nodes: make(map[*ssa.Function]*node)}
 	d.valueRefs()
 	var own []*ssa.Function
 	for fn := range funcs {
@@ -60,6 +60,7 @@ func (c *checker) followDynamic() {
 	sortFuncs(own)
 	for _, fn := range own {
 		d.edges(fn)
+		d.escapingMethods(fn)
 		d.captures(fn)
 		d.returns(fn)
 	}
@@ -171,6 +172,7 @@ func (d *dynamic) unresolvedCalls(own []*ssa.Function) {
 // dynamic is the state of followDynamic.
 type dynamic struct {
 	c     *checker
+	prog  *ssa.Program // for method sets
 	cg    *callgraph.Graph
 	cha   *callgraph.Graph // the class hierarchy analysis VTA starts from
 	nodes map[*ssa.Function]*node
@@ -307,6 +309,45 @@ func (d *dynamic) edges(fn *ssa.Function) {
 func isStandardPath(path string) bool {
 	first, _, _ := strings.Cut(path, "/")
 	return !strings.Contains(first, ".")
+}
+
+// escapingMethods adds, for every value of one of the package's types
+// that fn converts to an interface with methods, an edge to the type's
+// methods of that interface: whoever receives the value may call them,
+// also code the call graph cannot see (sort.Sort calling Less, another
+// package calling an Update).
+func (d *dynamic) escapingMethods(fn *ssa.Function) {
+	n := d.nodeOf(fn)
+	for _, b := range fn.Blocks {
+		for _, instr := range b.Instrs {
+			mi, ok := instr.(*ssa.MakeInterface)
+			if !ok {
+				continue
+			}
+			iface, ok := mi.Type().Underlying().(*types.Interface)
+			if !ok || iface.NumMethods() == 0 {
+				continue
+			}
+			t := mi.X.Type()
+			named, _ := types.Unalias(derefType(t)).(*types.Named)
+			if named == nil || named.Obj().Pkg() != d.c.pass.Pkg {
+				continue
+			}
+			mset := d.prog.MethodSets.MethodSet(t)
+			for i := 0; i < iface.NumMethods(); i++ {
+				m := iface.Method(i)
+				sel := mset.Lookup(m.Pkg(), m.Name())
+				if sel == nil {
+					continue
+				}
+				if obj, ok := sel.Obj().(*types.Func); ok {
+					if cn := d.c.decls[obj.Origin()]; cn != nil && cn != n {
+						n.calls = append(n.calls, cn)
+					}
+				}
+			}
+		}
+	}
 }
 
 // fromTypes is the Synthetic of a function of a package known only by

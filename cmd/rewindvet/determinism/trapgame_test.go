@@ -41,7 +41,7 @@ var trapKinds = map[string][]string{
 	"standin": {"env"}, "standin-assigned": {"runtime"},
 	"runtime": {"runtime"}, "goarch": {"runtime"}, "env": {"env"}, "maphash": {"maphash"},
 	"reflect": {"maprange", "address"}, "fmt-p": {"address"}, "fmt-pointer": {"address"},
-	"syncmap": {"maprange"}, "syncpool": {"syncpool"},
+	"syncmap": {"maprange"}, "sort-interface": {"math"}, "helper-callback": {"rand"}, "syncpool": {"syncpool"},
 	"float2int": {"floatconv"}, "nanbits": {"nanbits"}, "narrow": {"narrow"}, "narrow-uint32": {"narrow"},
 	"maprange-floatsum": {"maprange"}, "maprange-unsorted": {"maprange"}, "maprange-call": {"maprange"},
 	"maprange-values": {"maprange"}, "argmax-ties": {"maprange"}, "sort-ties": {"maprange"},

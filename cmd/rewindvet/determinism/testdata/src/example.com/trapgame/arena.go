@@ -151,6 +151,7 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	a.more(w)
 	a.events(&bus{})
 	a.reductions(w, nil)
+	a.callbacks(w, nil)
 	w.Count += squares2[w.Cell&15]
 	w.Tick += jitterTable[w.Cell&7]
 }
@@ -285,4 +286,27 @@ func (a *Arena) reductions(w *World, ranks map[int32]scored) {
 	w.Hash ^= h + uint64(c)
 	r := rand.New(rand.NewPCG(uint64(w.Tick), 7))
 	w.Count += r.Int32N(6) // fine:fresh-rand
+}
+
+// byDist sorts scores by a distance.
+type byDist []scored
+
+func (s byDist) Len() int      { return len(s) }
+func (s byDist) Swap(i, j int) { s[i], s[j] = s[j], s[i] }
+func (s byDist) Less(i, j int) bool {
+	return math.Hypot(float64(s[i].ID), float64(s[i].Score)) < math.Hypot(float64(s[j].ID), float64(s[j].Score)) // trap:sort-interface
+}
+
+// wobble is a mover of the game's own, called by helpers.MoveAll.
+type wobble struct{}
+
+// Move wobbles at random.
+func (wobble) Move(x, y int32) (int32, int32) {
+	return x + rand.Int32N(3), y // trap:helper-callback
+}
+
+// callbacks hands the game's own types to code that calls their methods.
+func (a *Arena) callbacks(w *World, list []scored) {
+	sort.Sort(byDist(list))
+	w.Cell, w.Count = helpers.MoveAll([]helpers.Mover{wobble{}}, w.Cell, w.Count)
 }

@@ -88,3 +88,11 @@ func NewCounter() func() int32 {
 func Scale(k int64) func(int64) int64 {
 	return func(x int64) int64 { return x * k }
 }
+
+// MoveAll moves every mover: it calls the game's own types' methods.
+func MoveAll(ms []Mover, x, y int32) (int32, int32) {
+	for _, m := range ms {
+		x, y = m.Move(x, y)
+	}
+	return x, y
+}
