@@ -25,8 +25,15 @@ import (
 // also finds the closures that write a captured variable that outlives
 // the call that created it.
 
-// followDynamic adds the call graph's edges to the nodes.
+// followDynamic adds the call graph's edges to the nodes. Should the
+// SSA builder or the call graph fail on some package, the failure is
+// reported and the package is checked as the syntax shows it.
 func (c *checker) followDynamic() {
+	defer func() {
+		if r := recover(); r != nil && len(c.pass.Files) > 0 {
+			c.pass.Reportf(c.pass.Files[0].Package, "rewindvet could not build the call graph of %s (%v): calls through interfaces and function values are not followed in it", c.pass.Pkg.Path(), r)
+		}
+	}()
 	prog := ssa.NewProgram(c.pass.Fset, ssa.InstantiateGenerics)
 	created := make(map[*types.Package]bool)
 	var create func(pkgs []*types.Package)
