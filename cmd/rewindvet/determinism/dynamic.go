@@ -522,11 +522,13 @@ func outlives(fn *ssa.Function, fv *ssa.FreeVar, seen map[ssa.Value]bool) bool {
 	return false
 }
 
-// escapes says whether a closure value leaves the function that makes
-// it: returned, stored anywhere but a local variable, put in a map, a
-// slice (append), an interface that escapes, a channel or a goroutine,
-// or passed to a function of the package that does so. Passing it to
-// another call is taken as calling it there.
+// escapes says whether a value (a closure, or an address or a slice it
+// was stored in) leaves the function that makes it: returned, sent, put
+// in a map, run by go, stored through an address that is not rooted at
+// a local allocation (a field of a parameter, a global), stored in a
+// local allocation that escapes itself, appended to a slice that
+// escapes, or passed to a function of the package that stores it.
+// Passing it to another call is taken as calling it there.
 func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
 	if seen[v] {
 		return false
@@ -544,16 +546,24 @@ func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
 			if r.Val != v {
 				continue
 			}
-			if _, local := r.Addr.(*ssa.Alloc); !local {
+			root := allocRoot(r.Addr)
+			if root == nil || escapes(root, seen) {
 				return true
 			}
-		case *ssa.MakeInterface, *ssa.ChangeType, *ssa.Phi, *ssa.MakeClosure:
+		case *ssa.MakeInterface, *ssa.ChangeType, *ssa.Phi, *ssa.MakeClosure,
+			*ssa.FieldAddr, *ssa.IndexAddr, *ssa.Slice, *ssa.UnOp:
 			if escapes(r.(ssa.Value), seen) {
 				return true
 			}
 		case *ssa.Call:
-			if b, ok := r.Call.Value.(*ssa.Builtin); ok && b.Name() == "append" {
-				return true
+			if r.Call.Value == v {
+				continue // called here
+			}
+			if b, ok := r.Call.Value.(*ssa.Builtin); ok {
+				if b.Name() == "append" && escapes(r, seen) {
+					return true
+				}
+				continue
 			}
 			// Passed to a function of the package that stores it
 			// (bus.Subscribe(func() { n++ })).
@@ -567,4 +577,21 @@ func escapes(v ssa.Value, seen map[ssa.Value]bool) bool {
 		}
 	}
 	return false
+}
+
+// allocRoot returns the local allocation an address is in (&x, &x.f,
+// &x[i]), or nil.
+func allocRoot(v ssa.Value) *ssa.Alloc {
+	for {
+		switch x := v.(type) {
+		case *ssa.Alloc:
+			return x
+		case *ssa.FieldAddr:
+			v = x.X
+		case *ssa.IndexAddr:
+			v = x.X
+		default:
+			return nil
+		}
+	}
 }

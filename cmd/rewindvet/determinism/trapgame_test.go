@@ -37,7 +37,7 @@ var trapKinds = map[string][]string{
 	"helper-init-table": {"math"}, "helper-float2int": {"floatconv"},
 	"init-methodvalue": {"time"}, "init-table": {"math"}, "init-goroutine": {"goroutine"},
 	"init-goroutine-detached": {"goroutine"}, "init-goroutine-read": {"globalvar"}, "init-handler": {"time"}, "init-local-dep": {"time"},
-	"closure": {"capture"}, "closure-field": {"capture"}, "closure-map": {"capture"}, "helper-closure": {"capture"}, "closure-subscribed": {"capture"},
+	"closure": {"capture"}, "closure-field": {"capture"}, "closure-map": {"capture"}, "helper-closure": {"capture"}, "closure-subscribed": {"capture"}, "closure-queued": {"capture"},
 	"standin": {"env"}, "standin-assigned": {"runtime"},
 	"runtime": {"runtime"}, "goarch": {"runtime"}, "env": {"env"}, "maphash": {"maphash"},
 	"reflect": {"maprange", "address"}, "fmt-p": {"address"}, "fmt-pointer": {"address"},

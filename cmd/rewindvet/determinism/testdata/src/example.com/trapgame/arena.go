@@ -152,6 +152,8 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	a.events(&bus{})
 	a.reductions(w, nil)
 	a.callbacks(w, nil)
+	a.deferred(w)
+	a.queue(w, nil)
 	w.Count += squares2[w.Cell&15]
 	w.Tick += jitterTable[w.Cell&7]
 }
@@ -309,4 +311,28 @@ func (wobble) Move(x, y int32) (int32, int32) {
 func (a *Arena) callbacks(w *World, list []scored) {
 	sort.Sort(byDist(list))
 	w.Cell, w.Count = helpers.MoveAll([]helpers.Mover{wobble{}}, w.Cell, w.Count)
+}
+
+// deferred runs closures it collects in a local slice: harmless.
+func (a *Arena) deferred(w *World) {
+	total := int32(0)
+	var fns []func()
+	for i := range int32(3) {
+		fns = append(fns, func() {
+			total += i // fine:closure-local-slice
+		})
+	}
+	for _, f := range fns {
+		f()
+	}
+	w.Count += total
+}
+
+// queue keeps closures in the game for later frames.
+func (a *Arena) queue(w *World, later *[]func()) {
+	pending := int32(0)
+	*later = append(*later, func() {
+		pending++ // trap:closure-queued
+	})
+	w.Count += pending
 }
