@@ -75,7 +75,10 @@ func (c *checker) iteratorOrderFree(n *node, id *ast.Ident, name string, stack [
 			return false
 		}
 		s := identVar(info, as.Lhs[0])
-		if s == nil || c.sortedAfter(n, s, as.End()) == "" {
+		if s == nil {
+			return false
+		}
+		if how, _ := c.sortedAfter(n, s, as.End()); how == "" {
 			return false
 		}
 		if name == "Keys" {
@@ -119,14 +122,14 @@ func (c *checker) orderFreeRange(n *node, rs *ast.RangeStmt, keyUnique bool) (bo
 		}
 	}
 	for s, elems := range o.appends {
-		sorted := c.sortedAfter(n, s, rs.End())
+		sorted, sortCall := c.sortedAfter(n, s, rs.End())
 		if sorted == "" {
 			return false, &orderUse{
 				why:     "the loop appends to " + s.Name() + " in that order, and " + s.Name() + " is not sorted afterwards",
 				instead: "sort " + s.Name() + " after the loop (slices.Sort), or range over slices.Sorted(maps.Keys(m))"}
 		}
 		for _, e := range elems {
-			if !o.totalElem(e) {
+			if !o.totalElem(e) && !o.comparesKey(e, sortCall) {
 				return false, &orderUse{
 					why:     "the loop appends map entries to " + s.Name() + ", and " + sorted + " leaves those that compare equal in that order",
 					instead: "collect and sort the keys, then read the map in that order"}
@@ -450,6 +453,43 @@ func (o *orderCheck) path(e ast.Expr) (string, bool) {
 	}
 }
 
+// comparesKey says whether the element e is a composite literal that
+// holds the range's key in a field, and the comparison of the sort call
+// reads that field: the key is unique, so the order is total.
+func (o *orderCheck) comparesKey(e ast.Expr, sortCall *ast.CallExpr) bool {
+	lit, ok := ast.Unparen(e).(*ast.CompositeLit)
+	if !ok || o.key == nil || sortCall == nil || len(sortCall.Args) < 2 {
+		return false
+	}
+	st, ok := typeOf(o.info, lit).(*types.Struct)
+	if !ok {
+		return false
+	}
+	field := ""
+	for i, el := range lit.Elts {
+		if kv, ok := el.(*ast.KeyValueExpr); ok {
+			if identVar(o.info, kv.Value) == o.key {
+				if id, ok := kv.Key.(*ast.Ident); ok {
+					field = id.Name
+				}
+			}
+		} else if identVar(o.info, el) == o.key && i < st.NumFields() {
+			field = st.Field(i).Name()
+		}
+	}
+	if field == "" {
+		return false
+	}
+	found := false
+	ast.Inspect(sortCall.Args[len(sortCall.Args)-1], func(x ast.Node) bool {
+		if sel, ok := x.(*ast.SelectorExpr); ok && sel.Sel.Name == field {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
 // totalElem says whether sorting elements like e orders them totally:
 // elements that compare equal are then indistinguishable (values of a
 // basic type), or unique (the range's key).
@@ -489,9 +529,10 @@ func rootVar(info *types.Info, e ast.Expr) *types.Var {
 
 // sortedAfter says how the slice variable s is sorted in n after pos
 // ("sort.Slice", "slices.Sort", …), or "" when it is not.
-func (c *checker) sortedAfter(n *node, s *types.Var, pos token.Pos) string {
+func (c *checker) sortedAfter(n *node, s *types.Var, pos token.Pos) (string, *ast.CallExpr) {
 	info := c.pass.TypesInfo
 	how := ""
+	var sortCall *ast.CallExpr
 	for _, r := range n.syntax() {
 		ast.Inspect(r, func(x ast.Node) bool {
 			call, ok := x.(*ast.CallExpr)
@@ -535,10 +576,13 @@ func (c *checker) sortedAfter(n *node, s *types.Var, pos token.Pos) string {
 					how = "slices." + fn.Name()
 				}
 			}
+			if how != "" {
+				sortCall = call
+			}
 			return how == ""
 		})
 	}
-	return how
+	return how, sortCall
 }
 
 // pureStd are the standard packages whose functions (not methods) only

@@ -153,6 +153,7 @@ func (a *Arena) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	a.reductions(w, nil)
 	a.callbacks(w, nil)
 	a.deferred(w)
+	_ = a.ranking(w)
 	a.queue(w, nil)
 	w.Count += squares2[w.Cell&15]
 	w.Tick += jitterTable[w.Cell&7]
@@ -335,4 +336,19 @@ func (a *Arena) queue(w *World, later *[]func()) {
 		pending++ // trap:closure-queued
 	})
 	w.Count += pending
+}
+
+// ranking sorts entries by score, ties broken by the key: a total order.
+func (a *Arena) ranking(w *World) []scored {
+	var list []scored
+	for id, s := range w.Scores { // fine:sort-key-tiebreak
+		list = append(list, scored{ID: id, Score: s})
+	}
+	slices.SortFunc(list, func(x, y scored) int {
+		if x.Score != y.Score {
+			return int(y.Score - x.Score)
+		}
+		return int(x.ID - y.ID)
+	})
+	return list
 }
