@@ -165,6 +165,15 @@ func identVar(info *types.Info, e ast.Expr) *types.Var {
 	return v
 }
 
+// because records why the loop depends on the order, unless a reason
+// is recorded already, and returns false.
+func (o *orderCheck) because(why string) bool {
+	if o.reason == nil {
+		o.reason = &orderUse{why: why}
+	}
+	return false
+}
+
 func (o *orderCheck) stmts(list []ast.Stmt) bool {
 	for _, s := range list {
 		if !o.stmt(s) {
@@ -181,13 +190,21 @@ func (o *orderCheck) stmt(s ast.Stmt) bool {
 	case *ast.BlockStmt:
 		return o.stmts(s.List)
 	case *ast.BranchStmt:
-		return s.Tok == token.CONTINUE && s.Label == nil
+		if s.Tok == token.CONTINUE && s.Label == nil {
+			return true
+		}
+		return o.because("the loop stops at the first entry that reaches its " + s.Tok.String() + ", and which entry that is depends on the order")
+	case *ast.ReturnStmt:
+		return o.because("the loop returns at the first entry that reaches the return, and which entry that is depends on the order")
 	case *ast.IncDecStmt:
 		return o.reduce(s.X, nil)
 	case *ast.ExprStmt:
 		call, ok := ast.Unparen(s.X).(*ast.CallExpr)
-		if !ok || !o.builtin(call, "delete") {
+		if !ok {
 			return false
+		}
+		if !o.builtin(call, "delete") {
+			return o.because("the loop calls " + types.ExprString(call.Fun) + ", whose effects happen in that order")
 		}
 		return o.pure(call.Args[0]) && o.pure(call.Args[1])
 	case *ast.DeclStmt:
@@ -304,7 +321,7 @@ func (o *orderCheck) assign(s *ast.AssignStmt) bool {
 			o.accs[v.Name()] = true
 			return true
 		}
-		return false
+		return o.because("the loop assigns " + v.Name() + ", and the last entry to do so, in that order, wins")
 	}
 	// dst[k] = e, with k the range's key: one entry per key.
 	if ix, ok := lhs.(*ast.IndexExpr); ok && o.key != nil && identVar(o.info, ix.Index) == o.key {
@@ -314,7 +331,10 @@ func (o *orderCheck) assign(s *ast.AssignStmt) bool {
 		o.accs[types.ExprString(ast.Unparen(ix.X))] = true
 		return o.pure(rhs)
 	}
-	return false
+	if call, ok := rhs.(*ast.CallExpr); ok && o.builtin(call, "append") {
+		return o.because("the loop appends to " + types.ExprString(lhs) + " in that order")
+	}
+	return o.because("the loop assigns " + types.ExprString(lhs) + ", and the last entry to do so, in that order, wins")
 }
 
 // reduce checks x op= e (or x++ when e is nil): commutative only on
@@ -410,6 +430,9 @@ func (o *orderCheck) pure(e ast.Expr) bool {
 			default:
 				fn := calledFunc(o.info, x)
 				ok = fn != nil && o.c.pureFunc(fn)
+				if !ok {
+					o.because("the loop calls " + types.ExprString(x.Fun) + ", which may have effects, in that order")
+				}
 			}
 		case *ast.Ident, *ast.SelectorExpr, *ast.StarExpr:
 			if p, isPath := o.path(x.(ast.Expr)); isPath {

@@ -39,7 +39,7 @@ var hook = func() int64 {
 }
 
 func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { // want Step:"hazards"
-	for k := range g.w.Score { // want `range over a map: iteration order is randomised per run; use an array, or range over slices.Sorted\(maps.Keys\(m\)\)`
+	for k := range g.w.Score { // want `range over a map: iteration order is randomised per run, and the loop assigns g.w.Y, and the last entry to do so, in that order, wins; use an array, or range over slices.Sorted\(maps.Keys\(m\)\)`
 		g.w.Y = float64(k) // the last key wins
 	}
 	for range g.w.Score { // counting only: fine
