@@ -44,10 +44,10 @@ var spawned int
 func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	w := &g.W
 	for id := range w.Seen { // trap: maprange
-		w.Tick += int64(id)
+		w.Tick = int64(id)
 	}
 	for id := range maps.Keys(w.Seen) { // trap: mapkeys
-		w.Tick -= int64(id)
+		w.Tick = -int64(id)
 	}
 	w.Tick += time.Now().UnixNano()    // trap: time
 	w.Tick += int64(rand.Intn(6))      // trap: rand

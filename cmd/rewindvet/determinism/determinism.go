@@ -13,18 +13,24 @@
 // []rollback.PlayerInput, float64), that method (unless -partial=false:
 // the rollback package lets StepPartial's state be thrown away, but it
 // must still keep it in the arena). A function converted to
-// rollback.GameFunc is a root too.
+// rollback.GameFunc is a root too, and so is the function a
+// rollback.Config's StandIn is set to (in a composite literal or an
+// assignment): every machine calls it for the same frames.
 //
 // In every function reachable from a root it reports:
 //   - range over a map, and maps.Keys, maps.Values and maps.All outside
-//     slices.Sorted (SortedFunc, SortedStableFunc);
+//     slices.Sorted (SortedFunc, SortedStableFunc), unless the loop's
+//     result cannot depend on the order (orderfree.go: keys collected and
+//     sorted, commutative integer reductions, copies under the same key);
+//     reflect.Value.MapRange, MapKeys, Seq and Seq2, and sync.Map.Range;
 //   - time.Now, Since, Until, After, AfterFunc, NewTimer, NewTicker,
 //     Tick and Sleep;
 //   - the top-level functions of math/rand and math/rand/v2 except the
 //     constructors (New, NewSource, NewPCG, NewChaCha8, NewZipf, which are
 //     deterministic functions of their seed), and the methods of
 //     (*rand.Rand) and (*rand.Zipf): a *rand.Rand cannot live in the
-//     arena, so a rollback does not rewind it. The methods of rand.PCG and
+//     arena, so a rollback does not rewind it (but one made by rand.New
+//     in the function that uses it, from a seed). The methods of rand.PCG and
 //     rand.ChaCha8 are not reported: they are plain values that can be
 //     allocated in the arena (where they are is the state-outside-the-arena
 //     question, checked only for package-level variables);
@@ -50,7 +56,20 @@
 //     (delete, clear and copy included), anywhere in the package except
 //     in an init function, or, for another package's exported variable,
 //     in that package (a VarFact);
-//   - any use of package unsafe.
+//   - any use of package unsafe;
+//   - what describes the machine or the process: runtime.NumGoroutine,
+//     NumCPU, GOMAXPROCS and others, runtime.GOOS and GOARCH, os.Getenv,
+//     LookupEnv, Environ, Hostname, Args and others; hash/maphash, whose
+//     seeds are random; reflect.Value.Pointer, UnsafePointer and
+//     UnsafeAddr, fmt's %p and a value fmt prints as an address;
+//     sync.Pool;
+//   - a closure's write to a captured variable that outlives the call
+//     declaring it (the closure is returned or stored): state outside
+//     the arena (dynamic.go);
+//   - a float-to-integer conversion of a computed value, math.Float64bits
+//     and Float32bits of a value that may be NaN, and a 64-bit (or
+//     uint32) value narrowed through int or uint (semantics.go);
+//   - with -nofloat, every floating-point value.
 //
 // Wherever it is in the package, it also reports a savestate.Alloc[T]
 // whose T is laid out differently on 386, arm, amd64, arm64 or wasm
@@ -71,7 +90,16 @@
 // concrete method of the package (a call, a method value, a method
 // expression, a function passed as a value), the function literals
 // inside a reachable function, and package-level variables initialised
-// with a function literal and never written. Across packages it uses
+// with a function literal and never written. It then builds the
+// package's SSA form and a call graph by variable type analysis
+// (golang.org/x/tools/go/callgraph/vta), and follows its edges: calls
+// through interfaces, type parameters, function values in fields,
+// variables, slices and maps, method values and closures; a dynamic call
+// that reaches another package's function is checked like a static one.
+// A function that reads a package-level variable reaches the variable's
+// initialiser and the statements of init functions that use it; in a package with a
+// root, the go statements reachable from init are reported in any case.
+// Across packages it uses
 // facts: every exported function and method of a package outside the
 // standard library gets a FuncFact listing the hazards it reaches (up to
 // eight, with file:line), and a call from reachable code to one is
@@ -84,15 +112,15 @@
 // outside the arena so that a re-simulation does not repeat a sound):
 // they are not checked and export no facts.
 //
-// It cannot see calls through interfaces (including the methods of type
-// parameters), function values that come from parameters, fields, maps
-// or slices, reflection, linkname, cgo or assembly. State outside the
-// arena that is not a package-level variable (a field of the game value,
-// a closure's captured variable, a cache behind a pointer) is not seen,
-// nor are reads of files, the network or the environment, and ordering by
-// pointer address. Products passed to functions of other packages, or
-// stored in slices and maps, are not followed for FMA, and complex
-// arithmetic is not checked.
+// It cannot see calls made by reflection, linkname, cgo or assembly, nor
+// function values that only another package's function produces (an
+// interface value so produced is resolved by class hierarchy analysis
+// when its interface is not the standard library's). State outside the
+// arena that is neither a package-level variable nor a closure's captured
+// variable (a field of the game value, a cache behind a pointer) is not
+// seen, nor are reads of files or the network. Products passed to
+// functions of other packages, or stored in slices and maps, are not
+// followed for FMA, and complex arithmetic is not checked.
 package determinism
 
 import (
@@ -120,10 +148,13 @@ const rollbackPath = "github.com/rewindgg/rewind/rollback"
 var Analyzer = &analysis.Analyzer{
 	Name: "rewindvet",
 	Doc: "report what makes a rollback game's Step non-deterministic\n\n" +
-		"rewindvet follows the calls from the Step and StepPartial methods of every type that\n" +
-		"implements github.com/rewindgg/rewind/rollback.Game and reports map ranging, clock reads,\n" +
-		"global randomness, goroutines and channels, fusable floating-point multiply-adds,\n" +
-		"platform-dependent math functions, package-level state and package unsafe. A comment\n" +
+		"rewindvet follows the calls (static, and through interfaces, function values and closures)\n" +
+		"from the Step and StepPartial methods of every type that implements\n" +
+		"github.com/rewindgg/rewind/rollback.Game, and from a Config's StandIn, and reports map\n" +
+		"ranging, clock reads, global randomness, goroutines and channels, fusable floating-point\n" +
+		"multiply-adds, platform-dependent math functions, float-to-integer conversions, NaN bits,\n" +
+		"int narrowing, the environment and the machine, addresses, package-level and captured\n" +
+		"state and package unsafe. A comment\n" +
 		"//rewind:allow <reason> on the line, or alone on the line above, silences a finding.",
 	Run:       run,
 	FactTypes: []analysis.Fact{new(FuncFact), new(VarFact)},
@@ -132,6 +163,7 @@ var Analyzer = &analysis.Analyzer{
 var (
 	checkPartial = true
 	trust        = defaultTrust
+	noFloat      = false
 )
 
 // defaultTrust are the packages of the rewind library that a game calls
@@ -144,6 +176,8 @@ const defaultTrust = "github.com/rewindgg/rewind/rollback/...,github.com/rewindg
 func init() {
 	Analyzer.Flags.BoolVar(&checkPartial, "partial", true,
 		"also check StepPartial (its state is thrown away, but it must keep it in the arena)")
+	Analyzer.Flags.BoolVar(&noFloat, "nofloat", false,
+		"report any floating-point value reachable from Step (for games in fixed point)")
 	Analyzer.Flags.StringVar(&trust, "trust", defaultTrust,
 		"comma-separated import paths (path/... for a subtree) of packages trusted like the standard library: not checked, no facts")
 }
@@ -171,16 +205,35 @@ func trusted(path string) bool {
 // node is a function body of the package: a declared function or a
 // function literal.
 type node struct {
-	decl  *ast.FuncDecl // or nil
-	lit   *ast.FuncLit  // or nil
-	body  *ast.BlockStmt
-	fn    *types.Func // the declared function, or nil
-	name  string      // pkg.F, pkg.T.M, pkg.F (func literal)
+	decl  *ast.FuncDecl  // or nil
+	lit   *ast.FuncLit   // or nil
+	spec  *ast.ValueSpec // a package-level variable's initialiser, or nil
+	stmt  ast.Stmt       // a statement of an init function, or nil
+	body  *ast.BlockStmt // nil for a spec
+	reads []*types.Var   // the package's variables it reads
+	rets  []*node        // the function values it returns (for facts)
+	fn    *types.Func    // the declared function, or nil
+	name  string         // pkg.F, pkg.T.M, pkg.F (func literal)
 	local []hazard
 	calls []*node
 	ext   []extCall
 	sum   []Hazard
 	trunc bool
+}
+
+// syntax returns what to walk for n: its body, or its spec's values.
+func (n *node) syntax() []ast.Node {
+	if n.stmt != nil {
+		return []ast.Node{n.stmt}
+	}
+	if n.spec != nil {
+		out := make([]ast.Node, len(n.spec.Values))
+		for i, v := range n.spec.Values {
+			out[i] = v
+		}
+		return out
+	}
+	return []ast.Node{n.body}
 }
 
 // hazard is one finding in a function body of the package.
@@ -213,6 +266,10 @@ type extCall struct {
 	pos  token.Pos
 	fn   *types.Func
 	fact *FuncFact
+	how  string // how a dynamic call reaches it: "through a function value"
+	// returned says that the call is of a function value that fn
+	// returns, whose hazards fact lists.
+	returned bool
 }
 
 type checker struct {
@@ -220,6 +277,10 @@ type checker struct {
 	decls   map[*types.Func]*node
 	lits    map[*ast.FuncLit]*node
 	varLits map[*types.Var]*ast.FuncLit
+	specs   map[*types.Var]*node // the initialisers of package-level variables
+	pure    map[*types.Func]bool // pureFunc's answers
+	inits   []*node              // the init functions
+	stmts   []*node              // the top-level statements of the init functions
 	nodes   []*node
 	written map[*types.Var]token.Pos
 	fusion  *fusion.Analysis
@@ -237,6 +298,8 @@ func run(pass *analysis.Pass) (any, error) {
 		decls:   make(map[*types.Func]*node),
 		lits:    make(map[*ast.FuncLit]*node),
 		varLits: make(map[*types.Var]*ast.FuncLit),
+		specs:   make(map[*types.Var]*node),
+		pure:    make(map[*types.Func]bool),
 		written: make(map[*types.Var]token.Pos),
 		allows:  make(map[*token.File]*fileAllows),
 		seen:    make(map[string]bool),
@@ -249,6 +312,8 @@ func run(pass *analysis.Pass) (any, error) {
 	for _, n := range c.nodes {
 		c.walk(n)
 	}
+	c.followDynamic()
+	c.followInit()
 	c.summarise()
 	c.exportFacts()
 	c.report(c.roots())
@@ -321,18 +386,34 @@ func (c *checker) collect() {
 					if fn != nil {
 						c.decls[fn] = n
 					}
+					if d.Recv == nil && d.Name.Name == "init" {
+						c.inits = append(c.inits, n)
+						c.initStatements(d)
+					}
 				}
 			case *ast.GenDecl:
 				outer = pkgName + " (package-level declaration)"
 				for _, s := range d.Specs {
 					vs, ok := s.(*ast.ValueSpec)
-					if !ok || len(vs.Names) != len(vs.Values) {
+					if !ok || len(vs.Values) == 0 {
 						continue
 					}
 					if len(d.Specs) == 1 && len(vs.Names) == 1 {
 						outer = pkgName + "." + vs.Names[0].Name
 					}
+					if d.Tok == token.VAR && len(vs.Values) > 0 {
+						sn := &node{spec: vs, name: pkgName + "." + vs.Names[0].Name + " (initialiser)"}
+						c.nodes = append(c.nodes, sn)
+						for _, name := range vs.Names {
+							if v, ok := c.pass.TypesInfo.Defs[name].(*types.Var); ok {
+								c.specs[v] = sn
+							}
+						}
+					}
 					for i, name := range vs.Names {
+						if len(vs.Names) != len(vs.Values) {
+							break
+						}
 						lit, ok := ast.Unparen(vs.Values[i]).(*ast.FuncLit)
 						if !ok {
 							continue
@@ -530,7 +611,7 @@ func (c *checker) walk(n *node) {
 	info := c.pass.TypesInfo
 	inSelect := make(map[ast.Node]bool) // channel operations of select cases
 	var stack []ast.Node
-	ast.Inspect(n.body, func(x ast.Node) bool {
+	visit := func(x ast.Node) bool {
 		if x == nil {
 			stack = stack[:len(stack)-1]
 			return false
@@ -544,12 +625,28 @@ func (c *checker) walk(n *node) {
 		if s, ok := c.fusion.SiteAt(x); ok {
 			c.add(n, c.fmaHazard(s))
 		}
+		if e, ok := x.(ast.Expr); ok && noFloat {
+			c.floatUse(n, e)
+		}
 		switch x := x.(type) {
+		case *ast.CallExpr:
+			c.conversion(n, x)
+			if fn := calledFunc(info, x); fn != nil {
+				c.nanBits(n, x, fn)
+				c.printfPointer(n, x, fn)
+			}
 		case *ast.RangeStmt:
 			switch typeOf(info, x.X).(type) {
 			case *types.Map:
 				if !blank(x.Key) || !blank(x.Value) {
-					c.add(n, hazard{pos: x.Pos(), kind: kMapRange, noun: "range over a map", verb: "ranges over a map"})
+					if free, use := c.orderFree(n, x); !free {
+						h := hazard{pos: x.Pos(), kind: kMapRange, noun: "range over a map", verb: "ranges over a map"}
+						if use != nil {
+							h.why = kMapRange.why + ", and " + use.why
+							h.inst = use.instead
+						}
+						c.add(n, h)
+					}
 				}
 			case *types.Chan:
 				c.add(n, hazard{pos: x.Pos(), kind: kChannel, noun: "range over a channel", verb: "ranges over a channel"})
@@ -587,7 +684,34 @@ func (c *checker) walk(n *node) {
 		}
 		stack = append(stack, x)
 		return true
-	})
+	}
+	for _, r := range n.syntax() {
+		ast.Inspect(r, visit)
+	}
+}
+
+// calledFunc returns the function or method a call calls statically,
+// or nil.
+func calledFunc(info *types.Info, call *ast.CallExpr) *types.Func {
+	var id *ast.Ident
+	switch f := ast.Unparen(call.Fun).(type) {
+	case *ast.Ident:
+		id = f
+	case *ast.SelectorExpr:
+		id = f.Sel
+	case *ast.IndexExpr:
+		switch g := f.X.(type) {
+		case *ast.Ident:
+			id = g
+		case *ast.SelectorExpr:
+			id = g.Sel
+		}
+	}
+	if id == nil {
+		return nil
+	}
+	fn, _ := info.Uses[id].(*types.Func)
+	return fn
 }
 
 // ident handles a reference in a function body.
@@ -607,6 +731,11 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 		return
 	}
 	switch o := obj.(type) {
+	case *types.Const:
+		if o.Pkg() != nil && o.Pkg().Path() == "runtime" && (o.Name() == "GOOS" || o.Name() == "GOARCH" || o.Name() == "Compiler") {
+			c.add(n, hazard{pos: id.Pos(), kind: kRuntime, noun: "runtime." + o.Name(), verb: "uses runtime." + o.Name(),
+				why: "it names the platform, so code that depends on it runs differently on different players' machines"})
+		}
 	case *types.Builtin:
 		if o.Name() == "close" {
 			c.add(n, hazard{pos: id.Pos(), kind: kChannel, noun: "close of a channel", verb: "closes a channel"})
@@ -618,13 +747,16 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 			return // an interface method: not followed
 		}
 		if k, what, why, ok := identity(fn); ok {
+			if k == kRandMethod && c.freshRand(n, id, stack) {
+				return
+			}
 			c.add(n, hazard{pos: id.Pos(), kind: k, noun: what, verb: "calls " + what, why: why})
 			return
 		}
 		if fn.Pkg() != nil && fn.Pkg().Path() == "maps" && sig != nil && sig.Recv() == nil {
 			switch fn.Name() {
 			case "Keys", "Values", "All":
-				if !sortedIterator(c.pass.TypesInfo, id, stack) {
+				if !sortedIterator(c.pass.TypesInfo, id, stack) && !c.iteratorOrderFree(n, id, fn.Name(), stack) {
 					what := "maps." + fn.Name()
 					c.add(n, hazard{pos: id.Pos(), kind: kMapRange, noun: what + " outside slices.Sorted",
 						verb: "iterates " + what + " in map order"})
@@ -644,6 +776,13 @@ func (c *checker) ident(n *node, id *ast.Ident, stack []ast.Node) {
 		}
 	case *types.Var:
 		if !isPackageVar(o) {
+			return
+		}
+		if o.Pkg() == c.pass.Pkg {
+			n.reads = append(n.reads, o)
+		}
+		if o.Pkg().Path() == "os" && o.Name() == "Args" {
+			c.add(n, hazard{pos: id.Pos(), kind: kEnv, noun: "os.Args", verb: "uses os.Args"})
 			return
 		}
 		if o.Pkg().Path() == "crypto/rand" {
@@ -891,7 +1030,12 @@ func (c *checker) exportFacts() {
 				f.ProductPos = c.position(s.Pos)
 			}
 		}
-		if len(f.Hazards) > 0 || f.Product != "" {
+		for _, r := range n.rets {
+			for _, h := range r.sum {
+				f.Returned, _ = addHazard(f.Returned, h)
+			}
+		}
+		if len(f.Hazards) > 0 || f.Product != "" || len(f.Returned) > 0 {
 			c.pass.ExportObjectFact(n.fn, f)
 		}
 	}
@@ -955,6 +1099,27 @@ func (c *checker) roots() []root {
 						add(partial, x.Name.Pos(), tn.Name()+".StepPartial")
 					}
 				}
+			case *ast.CompositeLit:
+				if !isRollback(info.TypeOf(x), "Config") {
+					break
+				}
+				for _, el := range x.Elts {
+					if kv, ok := el.(*ast.KeyValueExpr); ok {
+						if id, ok := kv.Key.(*ast.Ident); ok && id.Name == "StandIn" {
+							c.standIn(kv.Value, add, &out)
+						}
+					}
+				}
+			case *ast.AssignStmt:
+				for i, l := range x.Lhs {
+					sel, ok := ast.Unparen(l).(*ast.SelectorExpr)
+					if !ok || sel.Sel.Name != "StandIn" || i >= len(x.Rhs) || len(x.Lhs) != len(x.Rhs) {
+						continue
+					}
+					if s, ok := info.Selections[sel]; ok && s.Kind() == types.FieldVal && isRollback(derefType(s.Recv()), "Config") {
+						c.standIn(x.Rhs[i], add, &out)
+					}
+				}
 			case *ast.CallExpr:
 				if len(x.Args) != 1 || !isGameFunc(info, x.Fun) {
 					break
@@ -978,6 +1143,34 @@ func (c *checker) roots() []root {
 		})
 	}
 	return out
+}
+
+// standIn adds the function a Config's StandIn is set to as a root: a
+// function literal, a function, or a method value.
+func (c *checker) standIn(e ast.Expr, add func(*types.Func, token.Pos, string), out *[]root) {
+	info := c.pass.TypesInfo
+	switch v := ast.Unparen(e).(type) {
+	case *ast.FuncLit:
+		if n := c.lits[v]; n != nil {
+			*out = append(*out, root{node: n})
+		}
+	case *ast.Ident:
+		if fn, ok := info.Uses[v].(*types.Func); ok {
+			add(fn, v.Pos(), "Config.StandIn "+v.Name)
+		}
+	case *ast.SelectorExpr:
+		if fn, ok := info.Uses[v.Sel].(*types.Func); ok {
+			add(fn, v.Pos(), "Config.StandIn "+types.ExprString(v))
+		}
+	}
+}
+
+// derefType returns t, or what it points to.
+func derefType(t types.Type) types.Type {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		return p.Elem()
+	}
+	return t
 }
 
 // method looks a method up in the method set of a type's pointer.
@@ -1023,33 +1216,50 @@ func isGameFunc(info *types.Info, fun ast.Expr) bool {
 
 // report reports the hazards of every node reachable from the roots.
 func (c *checker) report(roots []root) {
-	reached := make(map[*node]bool)
-	var queue []*node
+	var starts []*node
 	for _, r := range roots {
-		if r.node != nil && !reached[r.node] {
-			reached[r.node] = true
-			queue = append(queue, r.node)
+		if r.node != nil {
+			starts = append(starts, r.node)
 		}
 	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, callee := range n.calls {
-			if !reached[callee] {
-				reached[callee] = true
-				queue = append(queue, callee)
-			}
-		}
+	reached := reach(starts)
+	// In a game's package, the goroutines its init functions start run
+	// during the match, beside Step, whatever Step reads: reported too.
+	// The rest of what init does matters through the variables Step
+	// reads (followInit).
+	var fromInit map[*node]bool
+	if len(roots) > 0 {
+		fromInit = reach(c.inits)
 	}
-	for _, n := range c.nodes { // in source order
+	started := make(map[token.Pos]bool) // go statements reported
+	for _, n := range c.nodes {         // in source order
 		if !reached[n] {
 			continue
 		}
 		for _, h := range n.local {
 			c.diag(h.pos, h.kind.name, h.noun+": "+h.whyText()+"; "+h.insteadText(), h.fix)
+			started[h.pos] = started[h.pos] || h.kind == kGoroutine
 		}
 		for _, e := range n.ext {
-			c.external(e.pos, "calls "+qualifiedName(e.fn), e.fact)
+			what := "calls " + qualifiedName(e.fn)
+			if e.how != "" {
+				what += " " + e.how + ","
+			}
+			if e.returned {
+				what = "calls a function value, maybe the one " + qualifiedName(e.fn) + " returns, which"
+			}
+			c.external(e.pos, what, e.fact)
+		}
+	}
+	for _, n := range c.nodes {
+		if reached[n] || !fromInit[n] {
+			continue
+		}
+		for _, h := range n.local {
+			if h.kind == kGoroutine && !started[h.pos] {
+				started[h.pos] = true
+				c.diag(h.pos, h.kind.name, h.noun+" (started in init, it runs during the match): "+h.whyText()+"; "+h.insteadText(), h.fix)
+			}
 		}
 	}
 	for _, r := range roots {
@@ -1062,6 +1272,29 @@ func (c *checker) report(roots []root) {
 	}
 }
 
+// reach returns the nodes reachable from starts.
+func reach(starts []*node) map[*node]bool {
+	reached := make(map[*node]bool)
+	var queue []*node
+	for _, n := range starts {
+		if !reached[n] {
+			reached[n] = true
+			queue = append(queue, n)
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		for _, callee := range n.calls {
+			if !reached[callee] {
+				reached[callee] = true
+				queue = append(queue, callee)
+			}
+		}
+	}
+	return reached
+}
+
 // external reports a reference to another package's function with
 // hazards: the first hazard in full, and how many more there are.
 func (c *checker) external(pos token.Pos, what string, f *FuncFact) {
@@ -1070,7 +1303,9 @@ func (c *checker) external(pos token.Pos, what string, f *FuncFact) {
 	}
 	h := f.Hazards[0]
 	msg := what
-	if !strings.HasSuffix(what, "which") {
+	if strings.HasSuffix(what, ",") {
+		msg += " which"
+	} else if !strings.HasSuffix(what, "which") {
 		msg += ", which"
 	}
 	msg += " " + h.Verb + " at " + h.Pos

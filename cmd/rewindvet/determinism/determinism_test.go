@@ -29,3 +29,13 @@ func TestPartialOff(t *testing.T) {
 	defer determinism.Analyzer.Flags.Set("partial", "true")
 	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "example.com/partial")
 }
+
+// TestNoFloat checks -nofloat: every floating-point expression reachable
+// from Step is reported, constants and unreachable code are not.
+func TestNoFloat(t *testing.T) {
+	if err := determinism.Analyzer.Flags.Set("nofloat", "true"); err != nil {
+		t.Fatal(err)
+	}
+	defer determinism.Analyzer.Flags.Set("nofloat", "false")
+	analysistest.Run(t, analysistest.TestData(), determinism.Analyzer, "example.com/nofloat")
+}

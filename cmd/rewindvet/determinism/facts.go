@@ -28,6 +28,9 @@ type FuncFact struct {
 	Truncated  bool   // more hazards were found than are listed
 	Product    string // the unrounded product it returns, or ""
 	ProductPos string // where that product is: file.go:12
+	// Returned are the hazards of the function values (closures,
+	// functions) it returns, which a caller may call later.
+	Returned []Hazard
 }
 
 // AFact marks FuncFact as an analysis fact.
@@ -48,6 +51,13 @@ func (f *FuncFact) String() string {
 	}
 	if f.Product != "" {
 		parts = append(parts, "returns "+f.Product+" at "+f.ProductPos)
+	}
+	if len(f.Returned) > 0 {
+		var kinds []string
+		for _, h := range f.Returned {
+			kinds = append(kinds, h.Kind)
+		}
+		parts = append(parts, "returns-func("+strings.Join(kinds, " ")+")")
 	}
 	return strings.Join(parts, " ")
 }

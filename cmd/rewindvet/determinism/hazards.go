@@ -56,6 +56,36 @@ var (
 	kUnsafe = &kind{"unsafe",
 		"memory layout and addresses differ between platforms and between the live state and a snapshot",
 		"use typed values in the arena"}
+	kRuntime = &kind{"runtime",
+		"it describes the machine and the process (cores, goroutines, memory, platform), which differ between players",
+		"derive the value from the match parameters or the state"}
+	kEnv = &kind{"env",
+		"the environment, the host and the process differ between players' machines",
+		"read configuration before the match and pass it in the match parameters"}
+	kMapHash = &kind{"maphash",
+		"hash/maphash seeds are random per process, so hashes differ between machines and runs",
+		"use a fixed hash function (hash/fnv, or your own) over the state's bytes"}
+	kAddress = &kind{"address",
+		"addresses differ between machines, runs and a snapshot and the live state",
+		"identify things by an index or an ID in the state"}
+	kSyncPool = &kind{"syncpool",
+		"what a sync.Pool hands back depends on the garbage collector and on other goroutines",
+		"allocate in the arena, or keep a free list in the state"}
+	kCapture = &kind{"capture",
+		"the closure outlives the call that created the variable, so the variable is state outside the arena, which a rollback does not restore",
+		"keep the state in the arena (a field of the world) and pass it in"}
+	kFloatInt = &kind{"floatconv",
+		"NaN, infinities and values out of the integer's range convert differently on each platform (amd64 gives the minimum integer, arm64 saturates, wasm traps)",
+		"clamp the value into range and rule out NaN before converting, or use fixed point"}
+	kNaNBits = &kind{"nanbits",
+		"a NaN's payload and sign depend on the platform that made it (amd64 sets the sign bit, arm64 does not), so the bits differ though every value is NaN",
+		"canonicalise first (if math.IsNaN(x) { x = math.NaN() }), or use fixed point"}
+	kNarrow = &kind{"narrow",
+		"int and uint are 32 bits on 386 and arm, so the high bits are lost there and kept elsewhere",
+		"keep the value in int64 (or int32 when it fits) instead of int"}
+	kFloat = &kind{"float",
+		"-nofloat forbids floating point in the simulation",
+		"use fixed point (package fixed)"}
 	kAllow = &kind{"allow",
 		"an exemption must say why the code is deterministic",
 		"write //rewind:allow <reason>"}
@@ -72,6 +102,24 @@ var timeFuncs = map[string]bool{
 // math/rand/v2 that only build a generator from a seed: deterministic.
 var randConstructors = map[string]bool{
 	"New": true, "NewSource": true, "NewPCG": true, "NewChaCha8": true, "NewZipf": true,
+}
+
+// runtimeFuncs are the functions of package runtime whose result
+// depends on the machine or the process.
+var runtimeFuncs = map[string]bool{
+	"NumGoroutine": true, "NumCPU": true, "GOMAXPROCS": true, "NumCgoCall": true,
+	"ReadMemStats": true, "GOROOT": true, "Version": true, "Callers": true, "Caller": true,
+	"Stack": true, "MemProfile": true,
+}
+
+// envFuncs are the functions of os (and syscall) that read the
+// environment, the host or the process.
+var envFuncs = map[string]bool{
+	"Getenv": true, "LookupEnv": true, "Environ": true, "ExpandEnv": true,
+	"Hostname": true, "Getpid": true, "Getppid": true, "Getuid": true, "Geteuid": true,
+	"Getgid": true, "Getegid": true, "Getgroups": true, "Getwd": true, "Executable": true,
+	"TempDir": true, "UserHomeDir": true, "UserCacheDir": true, "UserConfigDir": true,
+	"Getpagesize": true,
 }
 
 // sorters are the functions of package slices that turn an iterator into a
@@ -97,11 +145,34 @@ func identity(fn *types.Func) (k *kind, noun, why string, ok bool) {
 			t = p.Elem()
 		}
 		n, ok := types.Unalias(t).(*types.Named)
-		if !ok || (path != "math/rand" && path != "math/rand/v2") {
+		if !ok {
 			return nil, "", "", false
 		}
-		if tn := n.Obj().Name(); tn == "Rand" || tn == "Zipf" {
-			return kRandMethod, fmt.Sprintf("(*rand.%s).%s", tn, name), "", true
+		tn := n.Obj().Name()
+		switch path {
+		case "math/rand", "math/rand/v2":
+			if tn == "Rand" || tn == "Zipf" {
+				return kRandMethod, fmt.Sprintf("(*rand.%s).%s", tn, name), "", true
+			}
+		case "hash/maphash":
+			return kMapHash, fmt.Sprintf("(*maphash.%s).%s", tn, name), "", true
+		case "sync":
+			switch {
+			case tn == "Map" && name == "Range":
+				return kMapRange, "(*sync.Map).Range", "it visits the entries in an unspecified order", true
+			case tn == "Pool":
+				return kSyncPool, "(*sync.Pool)." + name, "", true
+			}
+		case "reflect":
+			if tn != "Value" && tn != "MapIter" {
+				break
+			}
+			switch name {
+			case "MapRange", "MapKeys", "Seq", "Seq2":
+				return kMapRange, "reflect.Value." + name, "it visits a map in its randomised order (a Seq or Seq2 of a map too)", true
+			case "Pointer", "UnsafePointer", "UnsafeAddr":
+				return kAddress, "reflect.Value." + name, "", true
+			}
 		}
 		return nil, "", "", false
 	}
@@ -116,6 +187,16 @@ func identity(fn *types.Func) (k *kind, noun, why string, ok bool) {
 		}
 	case "crypto/rand":
 		return kCryptoRand, "crypto/rand." + name, "", true
+	case "runtime":
+		if runtimeFuncs[name] {
+			return kRuntime, "runtime." + name, "", true
+		}
+	case "os", "syscall":
+		if envFuncs[name] {
+			return kEnv, pkg.Name() + "." + name, "", true
+		}
+	case "hash/maphash":
+		return kMapHash, "maphash." + name, "", true
 	case "math":
 		if m, ok := mathFuncs[name]; ok {
 			return kMath, "math." + name, mathWhy(m), true

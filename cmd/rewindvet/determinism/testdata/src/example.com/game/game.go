@@ -39,8 +39,8 @@ var hook = func() int64 {
 }
 
 func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { // want Step:"hazards"
-	for k := range g.w.Score { // want `range over a map: iteration order is randomised per run; use an array, or range over slices.Sorted\(maps.Keys\(m\)\)`
-		_ = k
+	for k := range g.w.Score { // want `range over a map: iteration order is randomised per run, and the loop assigns g.w.Y, and the last entry to do so, in that order, wins; use an array, or range over slices.Sorted\(maps.Keys\(m\)\)`
+		g.w.Y = float64(k) // the last key wins
 	}
 	for range g.w.Score { // counting only: fine
 	}
@@ -48,7 +48,7 @@ func (g *Game) Step(f rollback.Frame, in []rollback.PlayerInput) { // want Step:
 		_ = k
 	}
 	for k := range maps.Keys(g.w.Score) { // want `maps.Keys outside slices.Sorted: iteration order is randomised`
-		_ = k
+		g.w.Y = float64(k)
 	}
 	_ = time.Now()    // want `time.Now: the wall clock differs per machine and per re-simulation; count frames: f ticks of 1/60 s`
 	time.Sleep(0)     // want `time.Sleep: the wall clock`
@@ -134,7 +134,7 @@ func mul(a, b float64) float64 { return a * b }
 // lists its hazard for other packages.
 func (g *Game) NotCalled() { // want NotCalled:"hazards\\(maprange\\)"
 	for k := range g.w.Score {
-		_ = k
+		g.w.Y = float64(k)
 	}
 }
 

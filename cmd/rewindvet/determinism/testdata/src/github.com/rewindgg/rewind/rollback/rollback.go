@@ -24,3 +24,12 @@ type PartialStepper interface {
 type GameFunc func(f Frame, in []PlayerInput)
 
 func (g GameFunc) Step(f Frame, in []PlayerInput) { g(f, in) }
+
+type PlayerID uint8
+
+// Config is the part of the session's configuration the analyzer reads:
+// the StandIn is checked like Step.
+type Config struct {
+	Players int
+	StandIn func(f Frame, p PlayerID) Input
+}
