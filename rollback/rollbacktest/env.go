@@ -104,6 +104,7 @@ func New(cfg Config) (*Env, error) {
 		m := &machine{id: i, port: &port{e: e, node: i}}
 		m.wrap = fakepeer.Wrap(m.port, maxPeers)
 		e.machines = append(e.machines, m)
+		m.state = stateAbsent
 		if !slices.Contains(cfg.Late, i) {
 			if err := e.start(m, false); err != nil {
 				return nil, err
@@ -135,7 +136,7 @@ type machine struct {
 	game   *game
 	rec    *recorder // nil after a restart (a joiner has no Recorder)
 	port   *port
-	wrap   *fakepeer.Peers
+	wrap   *fakepeer.Peers // Forge's datagrams, before port's
 	input  rollback.Input
 	starts int // sessions started so far
 	state  string
@@ -165,7 +166,9 @@ func (e *Env) config(m *machine, inProgress bool) (rollback.Config, error) {
 		Layout: Layout, State: g.Arena, Game: g, Clock: e.nw, SessionID: SessionID,
 		Rand: seeded(e.cfg.Seed, 0, m.id*64+m.starts), InProgress: inProgress}
 	if e.cfg.Machines > 1 {
-		c.Transport = m.wrap
+		// Only Send and Receive: the session sees a plain Transport (the
+		// fakepeer's other methods would change what it does).
+		c.Transport = transport{m.wrap}
 	}
 	for j := range e.cfg.Machines {
 		if j != m.id {
@@ -199,6 +202,9 @@ func (e *Env) start(m *machine, inProgress bool) error {
 	m.s, m.cfg, m.state, m.err = s, c, stateRunning, nil
 	return nil
 }
+
+// transport hides every method of its Transport but Send and Receive.
+type transport struct{ rollback.Transport }
 
 // game is the test game (testgame.Counter), which can be made to go wrong
 // at one frame on one machine (Env.Corrupt).
@@ -308,13 +314,7 @@ func (e *Env) Corrupt(i int, f rollback.Frame) error {
 // its frame, the ticks it stalled and the frames it re-simulated during
 // these n ticks, and the error that stopped it, if any.
 func (e *Env) Advance(advancing []int, n int) string {
-	for _, m := range e.machines {
-		m.stalled, m.resim = 0, 0
-	}
-	for _, sp := range e.spectators {
-		sp.stalled = 0
-	}
-	failed := map[any]bool{}
+	failed := e.reset()
 	for range n {
 		e.step(func(i int) bool { return advancing == nil || slices.Contains(advancing, i) }, failed)
 	}
@@ -322,13 +322,46 @@ func (e *Env) Advance(advancing []int, n int) string {
 }
 
 // Idle runs n ticks on which every machine calls Idle (spectators
-// Advance).
+// Advance), and reports as Advance does.
 func (e *Env) Idle(n int) string {
-	failed := map[any]bool{}
+	failed := e.reset()
 	for range n {
 		e.step(func(int) bool { return false }, failed)
 	}
 	return e.summary(failed)
+}
+
+// AdvanceTo runs ticks on which each running machine Advances while it
+// has simulated fewer than f frames and Idles once it has, until every
+// running machine and spectator is at frame f or limit ticks have run,
+// and reports as Advance does.
+func (e *Env) AdvanceTo(f rollback.Frame, limit int) string {
+	failed := e.reset()
+	for range limit {
+		done := true
+		for _, m := range e.machines {
+			done = done && (m.state != stateRunning || m.s.Frame() >= f)
+		}
+		for _, sp := range e.spectators {
+			done = done && (sp.err != nil || sp.closed || sp.s.Frame() >= f)
+		}
+		if done {
+			break
+		}
+		e.step(func(i int) bool { return e.machines[i].s.Frame() < f }, failed)
+	}
+	return e.summary(failed)
+}
+
+// reset starts a command's counts.
+func (e *Env) reset() map[any]bool {
+	for _, m := range e.machines {
+		m.stalled, m.resim = 0, 0
+	}
+	for _, sp := range e.spectators {
+		sp.stalled = 0
+	}
+	return map[any]bool{}
 }
 
 // step runs one tick.

@@ -62,6 +62,9 @@ func (h *handler) handle(t *testing.T, d *datadriven.TestData) (string, error) {
 			who = a.ints("machine")
 		}
 		return e.Advance(who, a.intOr("n", 1)), nil
+	case "advance-to":
+		// Example: advance-to frame=120 limit=600 (machines at frame 120 Idle until all are there)
+		return e.AdvanceTo(rollback.Frame(a.int("frame")), a.intOr("limit", 600)), nil
 	case "idle":
 		// Example: idle n=60
 		return e.Idle(a.intOr("n", 1)), nil
@@ -109,27 +112,42 @@ func (h *handler) handle(t *testing.T, d *datadriven.TestData) (string, error) {
 		// Example: stats machine=(0,1); events spectator=0; events (every machine and spectator)
 		return report(e, a, d.Cmd == "stats")
 	case "agree":
-		// Example: agree frame=120
+		// Example: agree frame=120 (no frame: the states of all, if all are at one frame)
 		return e.Agreement(a.intOr("frame", -1)), nil
 	}
 	return "", fmt.Errorf("unknown command %q", d.Cmd)
 }
 
 func newMatch(a args) (*rollbacktest.Env, error) {
-	players := a.int("players")
-	per := func(key string, i int) (string, bool) {
+	// Every knob is read now: Edit runs again at each restart, when d is
+	// another command.
+	per := func(key string) func(i int) (string, bool) {
 		if !a.has(key) {
-			return "", false
+			return func(int) (string, bool) { return "", false }
 		}
 		vs := a.strings(key)
-		if len(vs) == 1 {
-			return vs[0], true
+		return func(i int) (string, bool) {
+			if len(vs) == 1 {
+				return vs[0], true
+			}
+			if i >= len(vs) {
+				return "", false
+			}
+			return vs[i], true
 		}
-		if i >= len(vs) {
-			return "", false
-		}
-		return vs[i], true
 	}
+	secret, session, bits, checksum, lockstep := per("secret"), per("session"), per("bits"), per("checksum"), per("lockstep")
+	num := func(v string) int { return int(a.parseInt(v)) }
+	for i := range a.int("players") {
+		for _, f := range []func(int) (string, bool){session, bits, checksum} {
+			if v, ok := f(i); ok {
+				num(v) // fails the test now on a malformed number
+			}
+		}
+	}
+	spectators, rejoin := a.intOr("spectators", 0), a.durationOr("rejoin", 0)
+	hs, interrupt, disconnect := a.durationOr("handshake", 0), a.durationOr("interrupt", 0), a.durationOr("disconnect", 0)
+	noStartDelay, sendEveryTick := a.has("nostartdelay"), a.has("send-every-tick")
 	var p netsim.Profile
 	p.Latency, p.Jitter = a.durationOr("latency", 0), a.durationOr("jitter", 0)
 	if a.has("loss") {
@@ -142,36 +160,27 @@ func newMatch(a args) (*rollbacktest.Env, error) {
 	if a.has("late") {
 		late = a.ints("late")
 	}
-	env, err := rollbacktest.New(rollbacktest.Config{Machines: players, Seed: uint64(a.intOr("seed", 1)), Profile: p, Late: late,
+	return rollbacktest.New(rollbacktest.Config{Machines: a.int("players"), Seed: uint64(a.intOr("seed", 1)), Profile: p, Late: late,
 		Edit: func(i int, c *rollback.Config) {
-			if v, ok := per("secret", i); ok && v != "none" {
+			if v, ok := secret(i); ok && v != "none" {
 				c.Secret = []byte(v + " — a lobby's secret of 16 bytes or more")
 			}
-			if v, ok := per("session", i); ok {
-				c.SessionID = a.parseInt(v)
+			if v, ok := session(i); ok {
+				c.SessionID = uint64(num(v))
 			}
-			if v, ok := per("bits", i); ok {
-				c.Layout = rollback.Layout{uint8(a.parseInt(v))}
+			if v, ok := bits(i); ok {
+				c.Layout = rollback.Layout{uint8(num(v))}
 			}
-			if v, ok := per("checksum", i); ok {
-				c.ChecksumEvery = int(a.parseInt(v))
+			if v, ok := checksum(i); ok {
+				c.ChecksumEvery = num(v)
 			}
-			if v, ok := per("lockstep", i); ok && v != "false" {
+			if v, ok := lockstep(i); ok && v != "false" {
 				c.Mode = rollback.LockstepMode
 			}
-			if a.has("spectators") {
-				c.MaxSpectators = a.int("spectators")
-			}
-			if a.has("rejoin") {
-				c.RejoinWindow = a.duration("rejoin")
-			}
-			c.HandshakeTimeout = a.durationOr("handshake", 0)
-			c.InterruptTimeout = a.durationOr("interrupt", 0)
-			c.DisconnectTimeout = a.durationOr("disconnect", 0)
-			c.NoStartDelay = a.has("nostartdelay")
-			c.SendEveryTick = a.has("send-every-tick")
+			c.MaxSpectators, c.RejoinWindow = spectators, rejoin
+			c.HandshakeTimeout, c.InterruptTimeout, c.DisconnectTimeout = hs, interrupt, disconnect
+			c.NoStartDelay, c.SendEveryTick = noStartDelay, sendEveryTick
 		}})
-	return env, err
 }
 
 func forge(e *rollbacktest.Env, a args) (string, error) {

@@ -58,12 +58,12 @@ func (e *Env) Stats(i int) (string, error) {
 // peerState is a peer's state, as one word and the disconnect frame.
 func peerState(ps rollback.PeerStats) string {
 	switch {
+	case ps.Reserved:
+		return "reserved"
 	case ps.Disconnected && ps.DisconnectAgreed:
 		return fmt.Sprintf("disconnected at=%d", ps.DisconnectFrame)
 	case ps.Disconnected:
 		return "disconnected (not agreed)"
-	case ps.Reserved:
-		return "reserved"
 	case !ps.Verified:
 		return "handshaking"
 	case ps.Interrupted:
@@ -113,17 +113,18 @@ func lines(ls []string) string {
 	return strings.Join(ls, "\n") + "\n"
 }
 
-// Agreement compares the machines that record final frames (every one
-// that has not restarted) on the final frames they all have: it reports
+// Agreement compares the running machines that record final frames
+// (every one that has not restarted) on the final frames they all have: it reports
 // how many, and whether their final inputs are the same. It then
 // compares the game states of every running machine and spectator that
-// has simulated exactly frame frames (none when frames is negative).
+// has simulated exactly frame frames; when frames is negative, of every
+// running machine and spectator, if they are all at the same frame.
 func (e *Env) Agreement(frames int) string {
 	var b strings.Builder
 	common := -1
 	var who []int
 	for _, m := range e.machines {
-		if m.rec != nil && m.starts > 0 {
+		if m.rec != nil && m.state == stateRunning {
 			who = append(who, m.id)
 			if n := len(m.rec.digests); common < 0 || n < common {
 				common = n
@@ -147,7 +148,25 @@ func (e *Env) Agreement(frames int) string {
 		fmt.Fprintf(&b, "final: machines %v %s on frames 0 to %d\n", who, verdict, common-1)
 	}
 	if frames < 0 {
-		return b.String()
+		var at []string
+		same := true
+		for _, m := range e.machines {
+			if m.state == stateRunning {
+				at = append(at, fmt.Sprintf("m%d=%d", m.id, m.s.Frame()))
+				same = same && (frames < 0 || m.s.Frame() == rollback.Frame(frames))
+				frames = int(m.s.Frame())
+			}
+		}
+		for k, sp := range e.spectators {
+			if sp.err == nil && !sp.closed {
+				at = append(at, fmt.Sprintf("s%d=%d", k, sp.s.Frame()))
+				same = same && sp.s.Frame() == rollback.Frame(frames)
+			}
+		}
+		if !same || frames < 0 {
+			fmt.Fprintf(&b, "state: not all at one frame (%s)\n", strings.Join(at, " "))
+			return b.String()
+		}
 	}
 	var names []string
 	var states [][128]uint64
