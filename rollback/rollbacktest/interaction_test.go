@@ -89,6 +89,9 @@ func (h *handler) handle(t *testing.T, d *datadriven.TestData) (string, error) {
 		return "", e.Heal(a.int("from"), a.int("to"))
 	case "links":
 		return e.Links(), nil
+	case "net":
+		// Example: net from=0 to=1
+		return e.NetworkStats(a.int("from"), a.int("to"))
 	case "traffic":
 		// Example: traffic from=0 to=1
 		return e.Traffic(a.int("from"), a.int("to")) + "\n", nil

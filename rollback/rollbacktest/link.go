@@ -277,3 +277,14 @@ func (e *Env) Traffic(from, to int) string {
 	slices.Sort(names)
 	return strings.Join(names, " ")
 }
+
+// NetworkStats returns what the network did with the datagrams sent from node
+// from to node to: sent, lost by the profile's impairments, delivered.
+// Datagrams a link rule dropped or still holds never reached the network.
+func (e *Env) NetworkStats(from, to int) (string, error) {
+	if err := e.checkLink(from, to); err != nil {
+		return "", err
+	}
+	st := e.nw.Link(from, to)
+	return fmt.Sprintf("%d→%d: sent=%d lost=%d delivered=%d\n", from, to, st.Sent, st.Lost, st.Delivered), nil
+}
