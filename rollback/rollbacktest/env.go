@@ -35,8 +35,9 @@ import (
 // Tick is the period of one step of an Env: one frame at 60 Hz.
 const Tick = time.Second / 60
 
-// Layout is the input layout of every match an Env runs: one 8-bit field.
-var Layout = rollback.Layout{8}
+// layout is the input layout of every match: one 8-bit field (inputs 0
+// to 255).
+var layout = rollback.Layout{8}
 
 // SessionID is the SessionID of every machine unless [Config.Edit] sets
 // another.
@@ -48,7 +49,7 @@ const arenaSize = 4096
 // Config describes the match an Env runs.
 type Config struct {
 	// Machines is the number of machines, 1 to rollback.MaxPlayers;
-	// machine i plays player i.
+	// machine i plays player i, whose inputs are 8 bits (0 to 255).
 	Machines int
 	// Seed seeds the network's impairments, every machine's Rand and the
 	// forged datagrams.
@@ -101,8 +102,7 @@ func New(cfg Config) (*Env, error) {
 		if slices.Contains(cfg.Late, i) && i == 0 {
 			return nil, fmt.Errorf("rollbacktest: machine 0 cannot be late: it starts the match")
 		}
-		m := &machine{id: i, port: &port{e: e, node: i}}
-		m.wrap = fakepeer.Wrap(m.port, maxPeers)
+		m := &machine{id: i, wrap: fakepeer.Wrap(&port{e: e, node: i}, maxPeers)}
 		e.machines = append(e.machines, m)
 		m.state = stateAbsent
 		if !slices.Contains(cfg.Late, i) {
@@ -134,8 +134,7 @@ type machine struct {
 	s      *rollback.Session
 	cfg    rollback.Config // the last session's
 	game   *game
-	rec    *recorder // nil after a restart (a joiner has no Recorder)
-	port   *port
+	rec    *recorder       // nil after a restart (a joiner has no Recorder)
 	wrap   *fakepeer.Peers // Forge's datagrams, before port's
 	input  rollback.Input
 	starts int // sessions started so far
@@ -163,7 +162,7 @@ func (e *Env) config(m *machine, inProgress bool) (rollback.Config, error) {
 	}
 	m.game = g
 	c := rollback.Config{Players: e.cfg.Machines, Local: []rollback.PlayerID{rollback.PlayerID(m.id)},
-		Layout: Layout, State: g.Arena, Game: g, Clock: e.nw, SessionID: SessionID,
+		Layout: layout, State: g.Arena, Game: g, Clock: e.nw, SessionID: SessionID,
 		Rand: seeded(e.cfg.Seed, 0, m.id*64+m.starts), InProgress: inProgress}
 	if e.cfg.Machines > 1 {
 		// Only Send and Receive: the session sees a plain Transport (the
@@ -343,7 +342,7 @@ func (e *Env) AdvanceTo(f rollback.Frame, limit int) string {
 			done = done && (m.state != stateRunning || m.s.Frame() >= f)
 		}
 		for _, sp := range e.spectators {
-			done = done && (sp.err != nil || sp.closed || sp.s.Frame() >= f)
+			done = done && (sp.err != nil || sp.s.Frame() >= f)
 		}
 		if done {
 			break
@@ -396,7 +395,7 @@ func (e *Env) step(advance func(i int) bool, failed map[any]bool) {
 		}
 	}
 	for _, sp := range e.spectators {
-		if sp.err != nil || sp.closed {
+		if sp.err != nil {
 			continue
 		}
 		r, err := sp.s.Advance()
@@ -450,8 +449,6 @@ func (e *Env) summary(failed map[any]bool) string {
 			out = fmt.Appendf(out, "s%d: error: %v\n", k, sp.err)
 		case sp.err != nil:
 			out = fmt.Appendf(out, "s%d: failed\n", k)
-		case sp.closed:
-			out = fmt.Appendf(out, "s%d: closed\n", k)
 		default:
 			out = fmt.Appendf(out, "s%d: frame=%d stalled=%d\n", k, sp.s.Frame(), sp.stalled)
 		}
@@ -509,7 +506,6 @@ type spectator struct {
 	events  []string
 	stalled int
 	err     error
-	closed  bool
 }
 
 // Spectate starts a spectator on a new node that joins through machine
@@ -532,7 +528,7 @@ func (e *Env) Spectate(via int) (int, error) {
 	}
 	k := len(e.spectators)
 	// The new node is the highest: via keeps its index in the node's view.
-	s, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: e.cfg.Machines, Layout: Layout,
+	s, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: e.cfg.Machines, Layout: layout,
 		State: g.Arena, Game: g, Transport: &port{e: e, node: node}, Source: via, SessionID: m.cfg.SessionID,
 		Secret: m.cfg.Secret, Clock: e.nw, Rand: seeded(e.cfg.Seed, 1, k)})
 	if err != nil {

@@ -35,6 +35,15 @@ const (
 var forgeKinds = map[string]ForgeKind{"hello": ForgeHello, "handshake": ForgeHandshake, "junk": ForgeJunk,
 	"replay": ForgeReplay, "tamper": ForgeTamper}
 
+func (k ForgeKind) String() string {
+	for name, kind := range forgeKinds {
+		if kind == k {
+			return name
+		}
+	}
+	return fmt.Sprintf("ForgeKind(%d)", uint8(k))
+}
+
 // ParseForgeKind returns the kind named name: hello, handshake, junk,
 // replay or tamper.
 func ParseForgeKind(name string) (ForgeKind, error) {
@@ -147,11 +156,7 @@ func (e *Env) Forge(f Forgery) (string, error) {
 	}
 	peer := peerIndex(f.To, from)
 	to.wrap.Deliver(peer, bs...)
-	names := map[ForgeKind]string{}
-	for name, k := range forgeKinds {
-		names[k] = name
-	}
-	return fmt.Sprintf("%d %s datagrams %d→%d", len(bs), names[f.Kind], from, f.To), nil
+	return fmt.Sprintf("%d %v datagrams %d→%d", len(bs), f.Kind, from, f.To), nil
 }
 
 // handshakeOf returns the last handshake machine i sent a machine.

@@ -158,7 +158,7 @@ func (e *Env) Agreement(frames int) string {
 			}
 		}
 		for k, sp := range e.spectators {
-			if sp.err == nil && !sp.closed {
+			if sp.err == nil {
 				at = append(at, fmt.Sprintf("s%d=%d", k, sp.s.Frame()))
 				same = same && sp.s.Frame() == rollback.Frame(frames)
 			}
