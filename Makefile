@@ -17,7 +17,11 @@ PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
 LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
-.PHONY: scale-test module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous
+# STATICCHECK: pinned (v0.8.2 is staticcheck 2026.2.2, the newest release, for Go 1.26); go run
+# fetches it from the module proxy once and keeps the binary in the build cache.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: scale-test module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
 
 ## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
@@ -28,14 +32,19 @@ test: lint
 	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(PKGS)
 	$(GO) test -count=1 -vet=off -run '^($(LONG))$$' -bench . -benchtime 1x $(PLAIN)
 
-## lint: go vet, gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies.
+## lint: go vet, staticcheck (its default checks, over these modules and rtc), gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck.
 lint: library-deps
 	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS) ./rtc/...
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@for m in $(MODULES); do echo "(cd $$m && GOWORK=off $(GO) mod tidy -diff)"; (cd $$m && GOWORK=off $(GO) mod tidy -diff) || exit 1; done
+
+## api: rewrites api/*.txt, the exported API of the library's and rtc's packages (internal/apilist), after a deliberate change to it; name the change in CHANGELOG.md.
+api:
+	$(GO) test ./internal/apilist -run '^TestAPI$$' -count=1 -update
 
 ## cross: a 32-bit build of the library (its frame counters and checksums are width-sensitive at compile time) and of the arena example (its state's size is asserted at compile time: the same layout on 32- and 64-bit platforms); the tools are not built for 32-bit targets. CI runs it after make test: cross-compiling the standard library costs half a minute of a cold make test.
 cross:
@@ -117,6 +126,7 @@ fuzz:
 	for f in FuzzHandshake FuzzQuality FuzzQualityReply FuzzDisconnect FuzzReady FuzzStart FuzzGo FuzzChecksum FuzzState FuzzOpen; do $(GO) test ./rollback/internal/wire -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME)

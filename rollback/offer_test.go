@@ -10,8 +10,10 @@ import (
 // offerSource is a stateSource whose join state is frame f.
 type offerSource struct{ f Frame }
 
-func (s offerSource) joinState(dst []byte) (Frame, []byte, bool) { return s.f, append(dst, 1, 2, 3), true }
-func (offerSource) emitGuest(EventKind, int)                      {}
+func (s offerSource) joinState(dst []byte) (Frame, []byte, bool) {
+	return s.f, append(dst, 1, 2, 3), true
+}
+func (offerSource) emitGuest(EventKind, int) {}
 
 // TestOfferedKeepsTheOfferBefore: a guest that received the whole of an
 // offer may acknowledge it after the audience made a fresher one for the

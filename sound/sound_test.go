@@ -233,7 +233,8 @@ func TestStatefulFollowsTheState(t *testing.T) {
 	saved := sc // a snapshot at the start of frame 1
 	l.Simulating(1)
 	sc.SetVolume(thrust, 2000)
-	charge := sc.Start(1, 4, 500, 3) // a three-frame charging sound
+	mispredicted := sc.Start(1, 4, 500, 3) // a three-frame charging sound
+	require.NotZero(t, mispredicted)
 	l.Update(&sc)
 	assert.Equal(t, []string{"volume 1 2000", "play 2 stateful id=4 frame=1 vol=500"}, tp.take())
 
@@ -243,7 +244,7 @@ func TestStatefulFollowsTheState(t *testing.T) {
 	l.Simulating(1)
 	sc.Stop(thrust)
 	l.Simulating(2)
-	charge = sc.Start(2, 4, 500, 3)
+	charge := sc.Start(2, 4, 500, 3)
 	l.Simulating(3)
 	l.Update(&sc)
 	assert.Equal(t, []string{"stop 1", "stop 2", "play 3 stateful id=4 frame=2 vol=500 at=10ms"}, tp.take(),

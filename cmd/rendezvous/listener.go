@@ -92,13 +92,6 @@ func (l *connLimiter) release(key string, capped bool) {
 	}
 }
 
-// conns is the number of open connections (tests).
-func (l *connLimiter) conns() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.open
-}
-
 // limitedConn is an accepted connection that frees its slot when closed.
 type limitedConn struct {
 	net.Conn

@@ -62,10 +62,3 @@ func (w *waiters) all() {
 		e.ch = make(chan struct{})
 	}
 }
-
-// len is the number of codes waited on (tests).
-func (w *waiters) len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.m)
-}

@@ -1,0 +1,234 @@
+package rollback
+
+import (
+	"slices"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file is a peer's input packet: judged whole (judgeInput, which
+// changes nothing but the packet it parses into) and then, if acceptable,
+// applied (applyInput). "Checked whole before applied" is the shape of the
+// code: nothing in the judgement can change the session.
+
+// inputVerdict is the judgement of one input packet from a peer.
+type inputVerdict struct {
+	header  bool      // its header parsed: first and ack are its own
+	ok      bool      // acceptable: apply it; otherwise it is dropped and changes nothing
+	suspect Suspicion // with !ok, the lie it shows (0: none)
+	ack     Frame     // the next of our frames it wants
+	first   Frame     // its first frame
+	want    Frame     // the first frame of its players' that we lack
+	gap     bool      // its frames do not follow ours: only its acknowledgement counts
+	take    int       // frames to store, from want on
+}
+
+// ring is what judging a packet asks of the session's input ring.
+type ringView interface {
+	// ringRoom reports whether frames up to end fit the ring now.
+	ringRoom(end Frame) bool
+	// ringLow is the oldest frame the ring must keep.
+	ringLow() Frame
+}
+
+// inputView is what judging peer ps's packet reads of the session.
+type inputView struct {
+	format    *wire.Format
+	inputs    *inputRing // what we hold of every player
+	ring      ringView
+	localNext Frame // our next local frame: the most it may acknowledge
+	strict    bool  // neither lockstep nor statements: an honest peer is never beyond the ring
+}
+
+// judgeInput judges input packet b from peer ps against v: parsed into pkt
+// (the frame before its first, from what we hold, into base), its
+// acknowledgement, frames and inputs checked. It changes nothing else.
+func judgeInput(b []byte, ps *peer, v *inputView, pkt *wire.InputPacket, base []uint64) inputVerdict {
+	h, hend, err := v.format.PeekInput(b, int32(v.localNext))
+	if err != nil {
+		return inputVerdict{}
+	}
+	vd := inputVerdict{header: true, ack: Frame(h.Ack), first: Frame(h.First), want: v.inputs.next[ps.players[0]]}
+	// It cannot want a frame of ours that we have not yet added.
+	if !canAck(vd.ack, v.localNext) {
+		return vd
+	}
+	// The first frame is delta-coded against our copy of the frame before
+	// it; without it (a gap, or a frame the ring no longer holds) only the
+	// acknowledgement is usable.
+	first, want := vd.first, vd.want
+	vd.gap = first > want || (first > 0 && first-1 < want-ringSize)
+	if vd.gap {
+		vd.ok = true
+		return vd
+	}
+	pkt.Base = nil
+	if first > 0 {
+		for j, p := range ps.players {
+			base[j] = uint64(v.inputs.at(first-1, p))
+		}
+		pkt.Base = base[:len(ps.players)]
+	}
+	if err := v.format.ParseInputAfter(b, h, hend, len(ps.players), len(ps.gossip.order), pkt); err != nil {
+		return vd
+	}
+	var ok bool
+	if vd.take, ok = v.checkInputs(pkt, first, want); !ok {
+		return vd
+	}
+	if v.rewritten(pkt, ps, first, want) {
+		// An input for a frame it had already sent, now different: an
+		// honest machine never changes one. The packet is a lie.
+		vd.suspect = SuspectRewrite
+		return vd
+	}
+	vd.ok = true
+	return vd
+}
+
+// checkInputs checks the frames of the parsed packet (from frame first)
+// that extend what we have of the sender's players (from want), and
+// returns how many of them to take. It reports false for frames no honest
+// peer sends: beyond the ring (a lockstep peer's inputs run on its clock:
+// the frames that do not fit yet are left for a later packet). The
+// decoder reads only the layout's bits, so every input is within the
+// layout.
+func (v *inputView) checkInputs(pkt *wire.InputPacket, first, want Frame) (int, bool) {
+	end := first + Frame(pkt.Count)
+	if v.ring.ringRoom(end) {
+		return int(max(end-want, 0)), true
+	}
+	if limit := v.ring.ringLow() + ringSize; end > limit {
+		if v.strict {
+			return 0, false // further ahead than any honest peer can be
+		}
+		// In lockstep, or with statements (its settled frontier can be
+		// ahead of ours: our echo reached it, its echo has not reached
+		// us), an honest peer can be further ahead: what the ring cannot
+		// hold yet comes again.
+		end = limit
+	}
+	return int(max(end-want, 0)), true
+}
+
+// rewritten reports whether the parsed packet, from frame first, carries
+// for a frame before want (one we have of ps) an input other than the one
+// it sent before.
+func (v *inputView) rewritten(pkt *wire.InputPacket, ps *peer, first, want Frame) bool {
+	n := len(ps.players)
+	for f := max(first, want-ringSize+1); f < min(want, first+Frame(pkt.Count)); f++ {
+		k := int(f - first)
+		for j, p := range ps.players {
+			if Input(pkt.Inputs[k*n+j]) != v.inputs.at(f, p) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// handleInput takes an input packet from peer i. It returns the first
+// mispredicted frame it revealed (s.frame for none) and whether the
+// packet was acceptable. The packet is judged whole (judgeInput) before
+// anything of it is applied: a dropped packet changes nothing.
+func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
+	ps := &s.peers[i]
+	view := inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, localNext: s.inputs.next[s.roster.local[0]],
+		strict: s.ls == nil && s.stmts == nil}
+	v := judgeInput(b, ps, &view, &s.io.pkt, s.io.base[:])
+	if !v.header {
+		return s.frame, false
+	}
+	if s.joining(i) && ps.join.take != 0 && v.first <= ps.join.take {
+		s.tookOver(i) // its first inputs since we accepted its take-over frame
+	}
+	if ps.leave.disc {
+		return s.frame, true // it left; what it still sends no longer counts
+	}
+	if !v.ok {
+		if v.suspect != 0 {
+			s.suspect(i, v.suspect)
+		}
+		return s.frame, false
+	}
+	return s.applyInput(i, &v, view.localNext), true
+}
+
+// applyInput applies peer i's packet, judged acceptable (v), parsed in
+// s.io.pkt: its acknowledgement, its inputs, its timing and gossip. It
+// returns the first mispredicted frame (s.frame for none).
+func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
+	mis, ps, pkt := s.frame, &s.peers[i], &s.io.pkt
+	ps.start.goSeen = true // inputs prove it has started
+	if s.stmts != nil {
+		s.stmts.keysOK[i] = true // and that every machine's keys agreed with its own, ours too
+	}
+	ps.progress.acked(v.ack, localNext)
+	if !v.gap {
+		mis = s.takeInputs(ps, v.first, v.want, v.take)
+		for f := v.want; f < v.want+Frame(v.take); f++ {
+			if ps.timing.input(s.now, f, &s.simmed, ps.link.rtt) {
+				if adv, ok := s.gov.Peer(i); !ok || adv <= 0 {
+					ps.timing.late() // the governor does not wait for it
+				}
+			}
+		}
+	}
+	have := s.inputs.next[ps.players[0]]
+	if f := have - countSlack; s.ls == nil && ps.progress.ack < f {
+		// Its own inputs prove it has more of ours than it says (it cannot
+		// simulate that far without them): the ring need not wait for it.
+		s.suspect(i, SuspectAck)
+		ps.progress.acked(min(f, localNext), localNext)
+	}
+	ps.timing.acked(s.now, ps.progress.ack, localNext, &s.sent)
+	// remoteFrameLag, in input frames, from what we observe: how many of
+	// its frames we have beyond the frames of ours it acknowledged. The
+	// input lag it claims and the End of a packet without inputs are not
+	// used (docs/security.md); with equal input lags this is the INVERSUS
+	// measure.
+	lag := have - ps.progress.ack
+	ps.st.RemoteFrameLag = lag
+	s.gov.Remote(i, int(lag))
+	ps.st.FramesBehind = localNext - have
+	if v.gap {
+		return mis
+	}
+	if ps.start.first < 0 && s.inputs.next[ps.players[0]] > 0 {
+		ps.start.first = s.now
+	}
+	if len(ps.gossip.order) > 0 { // third machines: three or more
+		s.handleGossip(i, pkt.Gossip)
+	}
+	if s.out.log != nil && v.take > 0 {
+		skip := int(v.want-v.first) * len(ps.players)
+		s.out.log.Recv(s.now, i, int(v.want), v.take, int(v.ack), slices.Clone(pkt.Inputs[skip:skip+v.take*len(ps.players)]))
+	}
+	return mis
+}
+
+// takeInputs stores take frames of the checked packet, from want on, and
+// returns the first mispredicted frame.
+func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
+	mis := s.frame
+	pkt := &s.io.pkt
+	n := len(ps.players)
+	for f := want; f < want+Frame(take); f++ {
+		k := int(f - first)
+		for j, p := range ps.players {
+			in := Input(pkt.Inputs[k*n+j])
+			if s.stmts != nil {
+				if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
+					// Its own signed statement, which the others hold too,
+					// says otherwise: the statement wins.
+					in = signed
+					s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+				}
+			}
+			if s.inputs.receive(p, f, in, s.frame) {
+				mis = min(mis, f)
+			}
+		}
+	}
+	return mis
+}

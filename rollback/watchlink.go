@@ -1,0 +1,284 @@
+package rollback
+
+import (
+	"bytes"
+	"compress/flate"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file is a spectator's link to its source: what arrives from it
+// (the handshake, the Feed of final inputs, the Snap pieces of the state
+// it joins at) and what goes back (the handshake, a Watch a tick).
+
+// receive takes every waiting datagram: the source's, and those of the
+// spectators we relay to.
+func (s *Spectator) receive() {
+	s.keys.newCall()
+	if s.aud != nil {
+		s.aud.newCall()
+	}
+	judged := 0
+	for {
+		n, idx, ok := s.tr.Receive(s.io.recvBuf)
+		if !ok {
+			return
+		}
+		s.stats.PacketsReceived++
+		s.stats.BytesReceived += int64(n)
+		taken := false
+		switch {
+		case n <= 0 || n > maxDatagram:
+		case idx != s.src:
+			// Not before we have the match's terms from the source: the
+			// keys of a link bind them.
+			taken = s.aud != nil && s.up.nonce != 0 && s.aud.receive(idx, s.io.recvBuf[:n], s.now, s)
+		case judged < peerBudget:
+			judged++
+			s.up.heard = true
+			taken = s.fromSource(s.io.recvBuf[:n])
+		}
+		if !taken {
+			s.stats.PacketsInvalid++
+		}
+	}
+}
+
+// fromSource takes a datagram from the source.
+func (s *Spectator) fromSource(b []byte) bool {
+	if wire.Kind(b[0]) == wire.KindHandshake {
+		return s.handshake(b)
+	}
+	if s.up.open == nil {
+		return false
+	}
+	body, err := s.up.open.Open(b)
+	if err != nil {
+		return false
+	}
+	return s.sealed(b, body)
+}
+
+// sealed takes a sealed datagram b from the source, opened: body.
+func (s *Spectator) sealed(b, body []byte) bool {
+	if !s.up.verified {
+		s.up.verified = true
+		s.emit(EventConnected, s.frame, s.src)
+	}
+	s.upRecv = s.now
+	switch wire.SealedKind(b) {
+	case wire.KindSnap:
+		return s.takeSnap(body)
+	case wire.KindInput:
+		return s.takeFeed(body)
+	case wire.KindDisconnect:
+		if wire.ParseControl(body, &s.io.d) != nil {
+			return false
+		}
+		if !s.stats.SourceLeft {
+			s.sourceLeft()
+		}
+		return true
+	}
+	return false
+}
+
+// handshake takes the source's handshake: its echo of our nonce pins it,
+// and its terms, once Players and Layout agree, are the ones the link's
+// keys bind.
+func (s *Spectator) handshake(b []byte) bool {
+	h, a := &s.io.rxhs, &s.up
+	switch s.keys.judge(b, h, s.session, a) {
+	case hsAnswer:
+		s.sendHandshake(h.Nonce)
+		return false
+	case hsPin:
+	default:
+		return false
+	}
+	var e *TermsError
+	switch {
+	case h.Version != wire.Version:
+		e = &TermsError{Peer: s.src, Field: "protocol version", Ours: fmt.Sprint(wire.Version), Theirs: fmt.Sprint(h.Version)}
+	case h.Terms.Players != s.players:
+		e = &TermsError{Peer: s.src, Field: "Players", Ours: fmt.Sprint(s.players), Theirs: fmt.Sprint(h.Terms.Players)}
+	case !slices.Equal(h.Terms.Layout, s.layout):
+		e = &TermsError{Peer: s.src, Field: "Layout", Ours: fmt.Sprint(Layout(s.layout)), Theirs: fmt.Sprint(Layout(h.Terms.Layout))}
+	}
+	if e != nil {
+		if s.err == nil {
+			s.err = e
+		}
+		return false
+	}
+	s.keys.terms = wire.Terms{Players: h.Terms.Players, Owners: slices.Clone(h.Terms.Owners), Layout: slices.Clone(h.Terms.Layout),
+		Mode: h.Terms.Mode, TickRate: h.Terms.TickRate, ChecksumEvery: h.Terms.ChecksumEvery, StartDelay: h.Terms.StartDelay}
+	s.keys.digest = s.keys.terms.Digest()
+	seal, open, err := s.keys.link(s.session, a.ours, h.Nonce, h.Key)
+	if err != nil {
+		return false
+	}
+	a.nonce, a.seal, a.open, a.replyHS, a.keyedAt = h.Nonce, seal, open, true, s.now
+	return true
+}
+
+func (s *Spectator) sendHandshake(echo uint64) {
+	b, err := s.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.session, s.up.ours, echo)
+	if err == nil {
+		s.up.sentHS, s.up.lastHS = true, s.now
+		s.transmit(b)
+	}
+}
+
+func (s *Spectator) transmit(b []byte) {
+	if s.tr.Send(s.src, b) != nil {
+		return
+	}
+	s.stats.PacketsSent++
+	s.stats.BytesSent += int64(len(b))
+}
+
+// send sends the source our handshake until it is verified, then a Watch
+// every tick; and serves the spectators we relay to.
+func (s *Spectator) send() {
+	if s.err == nil && !s.stats.SourceLeft {
+		if s.up.handshakeDue(s.now) {
+			s.sendHandshake(s.up.nonce)
+			s.up.replyHS = false
+		}
+		if s.up.keyed() { // a sealed datagram proves to the source that we hold the keys
+			w := &s.io.watch
+			*w = wire.Watch{State: -1, Next: -1}
+			if s.joined {
+				w.State, w.Next = int32(s.stats.StateFrame), int32(s.feed.high)
+			} else if s.snap.on {
+				w.State, w.Have, w.Mask = int32(s.snap.frame), uint32(s.snap.have), s.snap.mask()
+			}
+			b, err := wire.AppendControl(s.up.seal.Begin(s.io.sendBuf[:0], wire.KindWatch), w)
+			if err == nil {
+				s.transmit(s.up.seal.Seal(b))
+			}
+		}
+	}
+	if s.aud != nil {
+		s.aud.send(s.now, s)
+	}
+}
+
+// takeFeed takes a packet of final inputs from the source: the frames
+// that extend those we have, up to feedFrames past the one we simulate
+// next.
+func (s *Spectator) takeFeed(body []byte) bool {
+	if !s.joined {
+		return true // it is ahead of our state; it repeats
+	}
+	h, err := wire.PeekInput(body, int32(s.feed.high))
+	if err != nil {
+		return false
+	}
+	first := Frame(h.First)
+	if first > s.feed.high || Frame(h.End) <= s.feed.high || first < s.stats.StateFrame {
+		return true // a gap, or nothing new
+	}
+	pkt := &s.io.pkt
+	pkt.Base = nil
+	if first > s.stats.StateFrame {
+		if !s.feed.has(first - 1) {
+			return true
+		}
+		for p := range s.players {
+			s.io.base[p] = uint64(s.feed.input(first-1, p))
+		}
+		pkt.Base = s.io.base[:s.players]
+	}
+	if s.format.ParseInput(body, int32(s.feed.high), s.players, s.players, pkt) != nil {
+		return false
+	}
+	var mask uint8
+	for p, g := range pkt.Gossip {
+		if g.Disconnected {
+			mask |= 1 << p
+		}
+	}
+	for f := s.feed.high; f < Frame(pkt.End()) && f < s.frame+feedFrames; f++ {
+		if s.arrived != nil {
+			s.arrived[s.feed.slot(f)] = s.now
+		}
+		s.feed.addRaw(pkt.Inputs[int(f-first)*s.players:], mask)
+	}
+	return true
+}
+
+// snapReceiver gathers the pieces of the state we join at.
+type snapReceiver struct {
+	on        bool
+	frame     Frame
+	size, sum uint64
+	data      []byte
+	got       []bool
+	have      int // pieces held from the first on
+	missing   int
+}
+
+// takeSnap takes a piece of the state; the last one loads it.
+func (s *Spectator) takeSnap(body []byte) bool {
+	m := &s.io.snap
+	if wire.ParseControl(body, m) != nil {
+		return false
+	}
+	if s.joined {
+		return true
+	}
+	total := int(m.Total)
+	pieces := (total + wire.MaxSnapData - 1) / wire.MaxSnapData
+	if int(m.Size) > s.arena.Size() || total > maxCompressed(s.arena.Size()) || int(m.Piece) >= pieces ||
+		len(m.Data) != min(wire.MaxSnapData, total-int(m.Piece)*wire.MaxSnapData) {
+		return false
+	}
+	r := &s.snap
+	if !r.on || r.frame != Frame(m.Frame) || len(r.data) != total || r.size != uint64(m.Size) || r.sum != m.Sum {
+		// The first piece, or a newer offer: start again.
+		*r = snapReceiver{on: true, frame: Frame(m.Frame), size: uint64(m.Size), sum: m.Sum,
+			data: slices.Grow(r.data[:0], total)[:total], got: make([]bool, pieces), missing: pieces}
+	}
+	s.stats.StatePieces++
+	if r.got[m.Piece] {
+		return true
+	}
+	r.got[m.Piece] = true
+	r.missing--
+	copy(r.data[int(m.Piece)*wire.MaxSnapData:], m.Data)
+	for r.have < pieces && r.got[r.have] {
+		r.have++
+	}
+	if r.missing > 0 {
+		return true
+	}
+	state, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(r.data)), int64(r.size)+1))
+	if err != nil || uint64(len(state)) != r.size || xxhash.Sum64(state) != r.sum || s.arena.Load(state) != nil {
+		// Not a state of this game, or corrupt: ask for one again.
+		r.on = false
+		return false
+	}
+	s.joined, s.frame = true, r.frame
+	s.feed.reset(r.frame)
+	s.stats.StateFrame, s.stats.StateBytes, s.stats.StateTime = r.frame, total, max(1, s.now-s.born)
+	r.data, r.got = nil, nil
+	s.emit(EventJoined, s.frame, s.src)
+	return true
+}
+
+// mask returns which of the 64 pieces after the first missing one we hold.
+func (r *snapReceiver) mask() uint64 {
+	var m uint64
+	for d := range 64 {
+		if n := r.have + d; n < len(r.got) && r.got[n] {
+			m |= 1 << d
+		}
+	}
+	return m
+}
