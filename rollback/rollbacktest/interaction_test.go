@@ -15,9 +15,24 @@ import (
 )
 
 // TestInteraction runs the transcripts in testdata: each is a script of
-// commands and the output each must print (see handle for the commands).
-// go test -rewrite rewrites the expected outputs from what the commands
-// print now: commit the changes only if you understand what caused them.
+// commands and the output each must print. go test -rewrite rewrites the
+// expected outputs from what the commands print now: commit the changes
+// only if you understand what caused them.
+//
+// The commands (handle has an example of each):
+//
+//	new-match players=N [seed latency jitter loss nostartdelay send-every-tick
+//	          spectators rejoin handshake interrupt disconnect late=(i...)]
+//	          [secret session bits checksum lockstep]=(one value, or one a machine)
+//	advance [machine=(i...)] [n=]     the named machines Advance, the others Idle
+//	advance-to frame=F [limit=]       each machine Advances until it reaches F
+//	idle [n=]
+//	input machine=i value=v           from then on, every tick
+//	drop|hold|deliver|reorder|delay|heal from=a to=b [n=] [by=]
+//	links, net from= to=, traffic from= to=
+//	forge from=(i|stranger) to=i kind=(hello|handshake|junk|replay|tamper) [n nonce echo=(n|leaked) session size]
+//	spectate via=i, crash|close|restart machine=i, corrupt machine=i frame=f
+//	stats|events [machine=(i...)] [spectator=(k...)], agree [frame=]
 func TestInteraction(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := &handler{}
