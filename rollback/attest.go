@@ -151,6 +151,24 @@ func (s *Session) pollHeld() Frame {
 // is late or differs from ours — every statement we hold for that
 // interval, with its inputs.
 func (s *Session) sendAttest(i int) {
+	s.sendOwnStatements(i)
+	s.sendEchoes(i)
+	s.sendProofs(i)
+	p, rtt := &s.stmts.peers[i], s.peers[i].link.rtt
+	if s.now-p.repairAt < rtt+lostMargin || s.repairWanted(i) {
+		return
+	}
+	// The peer's echo of an interval goes as soon as it holds every
+	// machine's statement of it, a round trip and a margin after we signed
+	// ours; the two intervals more are from when it waited for the peer's
+	// next statement, and leave the targeted repair below its turn.
+	if wait := rtt + lostMargin + 2*stmtFrames*frameDuration; s.now-p.repairAt >= wait {
+		s.repairUnmatched(i, wait)
+	}
+}
+
+// sendOwnStatements sends peer i our statements it has not had.
+func (s *Session) sendOwnStatements(i int) {
 	st, p := s.stmts, &s.stmts.peers[i]
 	if p.ownK < st.settled {
 		p.ownK, p.ownN = st.settled, 0
@@ -165,92 +183,22 @@ func (s *Session) sendAttest(i int) {
 			p.ownK, p.ownN = p.ownK+1, 0
 		}
 	}
-	// An echo goes with each of our statements, and alone as soon as we
-	// have digests it has not had (waiting for our next statement cost a
-	// settlement up to an interval); all it wants go again when it has
-	// wanted one we sent for a round trip (lost).
-	rtt := s.peers[i].link.rtt
+}
+
+// sendEchoes sends peer i our echo: an echo goes with each of our
+// statements, and alone as soon as we have digests it has not had
+// (waiting for our next statement cost a settlement up to an interval);
+// all it wants go again when it has wanted one we sent for a round trip
+// (lost).
+func (s *Session) sendEchoes(i int) {
+	st, p, rtt := s.stmts, &s.stmts.peers[i], s.peers[i].link.rtt
 	if p.wantFrom < p.echoEnd && s.now-p.wantAt >= rtt+lostMargin {
 		p.wantAt = s.now
 		s.sendEcho(i, true)
 	} else if st.done > p.echoEnd {
 		s.sendEcho(i, false)
 	}
-	// The peer's echo of an interval goes as soon as it holds every
-	// machine's statement of it, a round trip and a margin after we signed
-	// ours; the two intervals more are from when it waited for the peer's
-	// next statement, and leave the targeted repair below its turn.
-	wait := rtt + lostMargin + 2*stmtFrames*frameDuration
-	self := s.peers[i].machine
-	for x := range st.machines {
-		// A proof goes to every peer until its report of x's departure
-		// shows it acted on it.
-		pr := &st.proof[x]
-		if !pr.ok || x == self || s.now-p.repairAt < rtt+lostMargin {
-			continue
-		}
-		if l := &s.peers[st.peerOf[x]].leave; l.reported[i] && l.report[i] <= pr.from {
-			continue
-		}
-		if n, in, sig := st.holds(x, pr.k); n > 0 {
-			s.sendStatement(i, x, pr.k, in, sig[:], true)
-		}
-		s.sendStatement(i, x, pr.k, pr.inputs, pr.sig[:], true)
-		p.repairAt = s.now
-	}
-	if s.now-p.repairAt < rtt+lostMargin {
-		return
-	}
-	// Repair. The statements it says it lacks of the intervals it wants,
-	// once per echo, and only of an interval that echo came a round trip
-	// after we signed (an older one lacks what is still on its way; acting
-	// on it every round trip until the next echo made a 4-machine wifi
-	// match send 4 times the bytes it sends without statements); no more
-	// than it verifies in one call.
-	if p.haveAt != 0 {
-		sent, aged := 0, false
-		for j, k := 0, p.wantFrom; j < p.haveN && sent < maxVerifiesPerCall; j, k = j+1, k+1 {
-			if k < st.settled || k > st.signed || p.haveAt-st.ownAt[stmtSlot(k)] < rtt+lostMargin {
-				continue
-			}
-			aged = true
-			for x := range st.machines {
-				if n, in, sig := st.holds(x, k); n > 0 && x != self && p.have[j]&(1<<x) == 0 && sent < maxVerifiesPerCall {
-					s.sendStatement(i, x, k, in, sig[:], true)
-					sent++
-				}
-			}
-		}
-		if aged {
-			p.haveAt = 0
-		}
-		if sent > 0 {
-			p.repairAt = s.now
-			return
-		}
-	}
-	if s.now-p.repairAt < wait {
-		return
-	}
-	// Then every statement we hold (ours too) of the first intervals it
-	// has not echoed as we hold them, that long after we signed ours: it
-	// may hold a shorter one, or another.
-	from := st.firstUnmatched(i)
-	for k := from; k < from+stmtRepair && k <= st.signed; k++ {
-		if s.now-st.ownAt[stmtSlot(k)] < wait {
-			break
-		}
-		for x := range st.machines {
-			if n, in, sig := st.holds(x, k); n > 0 && x != self {
-				s.sendStatement(i, x, k, in, sig[:], true)
-				p.repairAt = s.now
-			}
-		}
-	}
 }
-
-// stmtRepair is how many intervals one repair round covers.
-const stmtRepair = 2
 
 // sendEcho sends peer i our echo alone: every digest it wants, or (not
 // all) those after our last echo to it.

@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/binary"
@@ -195,30 +194,6 @@ func (st *statements) end() Frame {
 	return Frame(st.settled)*stmtFrames + st.partial
 }
 
-// rejoin takes machine x (peer i) back from interval k on, under its new
-// signing key: it restarted, and holds none of its statements before.
-func (st *statements) rejoin(x, i int, key [wire.SigningKeySize]byte, k int32) {
-	st.keys[x], st.known[x] = key, true
-	st.waiting[x] = [stmtKept]waiting{}
-	st.proof[x] = stmtProof{}
-	for s := range st.slots[x] {
-		if st.slots[x][s].k >= k {
-			st.slots[x][s] = held{k: -1}
-		}
-	}
-	st.peers[i] = stmtPeer{}
-	for s := range st.peers[i].echoK {
-		st.peers[i].echoK[s] = -1
-	}
-	st.dirty = true
-}
-
-// reserve notes that peer i (machine x) has a reserved slot: the match
-// starts without its key, which comes with its take-over proposal (rejoin).
-func (st *statements) reserve(i, x int) {
-	st.keysOK[i], st.late[x] = true, true
-}
-
 // begin starts a joiner's statements at interval k, its take-over frame's:
 // nothing before it is signed, held or echoed by it.
 func (st *statements) begin(k int32) {
@@ -230,78 +205,6 @@ func (st *statements) begin(k int32) {
 }
 
 // --- keys ---
-
-// keyList writes our view of every machine's key (zeros where unknown).
-func (st *statements) keyList(dst []byte) []byte {
-	dst = dst[:0]
-	for x := range st.machines {
-		dst = append(dst, st.keys[x][:]...)
-	}
-	return dst
-}
-
-// takeKeys takes peer i's (machine x's) view of every key. Its own entry
-// teaches us its key; any other known entry must equal ours, or the
-// machines disagree and the match must not start: one of them lies.
-func (st *statements) takeKeys(i, x int, list []byte) bool {
-	if len(list) != st.machines*wire.SigningKeySize {
-		return false
-	}
-	var zero [wire.SigningKeySize]byte
-	own := list[x*wire.SigningKeySize : (x+1)*wire.SigningKeySize]
-	if !bytes.Equal(own, zero[:]) && !st.known[x] {
-		copy(st.keys[x][:], own)
-		st.known[x] = true
-	}
-	full := true
-	for y := range st.machines {
-		e := list[y*wire.SigningKeySize : (y+1)*wire.SigningKeySize]
-		switch {
-		case bytes.Equal(e, zero[:]):
-			full = full && st.late[y]
-		case st.known[y] && !bytes.Equal(e, st.keys[y][:]) && st.mismatch == nil:
-			who := fmt.Sprintf("peer %d's", st.peerOf[y])
-			if y == st.me {
-				who = "our"
-			}
-			st.mismatch = fmt.Errorf("%w: peer %d says %s signing key is %x…, but %s: one of them lies, and the match cannot start",
-				ErrSigningKeys, i, who, e[:4], sentUs(st.peerOf[y], st.keys[y][:4]))
-			return true
-		}
-	}
-	if full {
-		st.keysOK[i] = true
-	}
-	return true
-}
-
-func sentUs(peer int, key []byte) string {
-	if peer < 0 {
-		return fmt.Sprintf("ours is %x…", key)
-	}
-	return fmt.Sprintf("peer %d sent us %x…", peer, key)
-}
-
-// knownKeys returns how many machines' keys we know.
-func (st *statements) knownKeys() int {
-	n := 0
-	for x := range st.machines {
-		if st.known[x] {
-			n++
-		}
-	}
-	return n
-}
-
-// keysAgreed reports whether every peer's view of the keys equals ours.
-func (st *statements) keysAgreed() bool {
-	for i := range st.peers {
-		if !st.keysOK[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // --- statements ---
 
@@ -514,66 +417,6 @@ func (st *statements) refresh(r stmtRoster) {
 		done = k + 1
 	}
 	st.done = done
-}
-
-// echoed takes peer i's echo: the first interval it wants our digest
-// of, the statements it holds of that interval and the next ones, and its
-// digests of the intervals from on.
-func (st *statements) echoed(i int, want uint32, have []byte, from uint32, digests []byte, now time.Duration) {
-	p := &st.peers[i]
-	p.haveN, p.haveAt = copy(p.have[:], have), now
-	if w := int32(min(want, 1<<31-1)); w != p.wantFrom {
-		p.wantFrom, p.wantAt = w, now
-	}
-	for j := 0; j+wire.EchoDigestSize <= len(digests); j += wire.EchoDigestSize {
-		k := int64(from) + int64(j/wire.EchoDigestSize)
-		if k < int64(st.settled) || k >= int64(st.settled)+stmtKept {
-			continue
-		}
-		s := stmtSlot(int32(k))
-		p.echoK[s] = int32(k)
-		copy(p.echo[s][:], digests[j:])
-	}
-}
-
-// matches reports whether peer i echoed our digest of interval k.
-func (st *statements) matches(i int, k int32) bool {
-	s := stmtSlot(k)
-	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[digestSlot(k)]
-}
-
-// holding appends to dst, for each interval from k on up to the one we
-// sign (at most wire.MaxEchoes), the machines whose statement of it we
-// hold.
-func (st *statements) holding(dst []byte, k int32) []byte {
-	for ; k <= st.signed && len(dst) < wire.MaxEchoes; k++ {
-		var b byte
-		for x := range st.machines {
-			if n, _, _ := st.holds(x, k); n > 0 {
-				b |= 1 << x
-			}
-		}
-		dst = append(dst, b)
-	}
-	return dst
-}
-
-// echoStart returns the first interval of our next echo to peer i: the
-// first it wants, as far as our digests reach back — settled ones too: it
-// may have matched ours before we matched its, and still wait for our echo
-// of an interval we settled.
-func (st *statements) echoStart(i int) int32 {
-	return max(st.peers[i].wantFrom, st.done-digestsKept, st.base)
-}
-
-// firstUnmatched returns the first interval peer i has not echoed as we
-// hold it.
-func (st *statements) firstUnmatched(i int) int32 {
-	k := st.settled
-	for k < st.done && st.matches(i, k) {
-		k++
-	}
-	return k
 }
 
 // settle moves the settled frontier over every interval whose digest

@@ -1,0 +1,104 @@
+package rollback
+
+import (
+	"errors"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// This file is a joining machine's receive path: the datagrams of the
+// source it watches the match through (a spectator's link, forWatch) and
+// the machines' answers to its take-over proposal.
+
+// receiveJoin takes every waiting datagram while joining: the source's
+// watch datagrams go to the watch, the rest to the session's links.
+func (s *Session) receiveJoin() {
+	j := s.join
+	buf := s.io.recvBuf
+	var judged [MaxPlayers]int
+	for {
+		n, i, ok := s.tr.Receive(buf)
+		if !ok {
+			return
+		}
+		s.stats.PacketsReceived++
+		s.stats.BytesReceived += int64(n)
+		if n <= 0 || n > maxDatagram || i < 0 || i >= len(s.peers) || judged[i] == peerBudget {
+			s.stats.PacketsInvalid++
+			continue
+		}
+		judged[i]++
+		b := buf[:n]
+		if w := j.watch; w != nil && i == j.src && s.forWatch(w, b) {
+			continue
+		}
+		ps := &s.peers[i]
+		ps.auth.heard = true
+		if wire.Kind(b[0]) == wire.KindHandshake {
+			s.handleHandshake(i, b)
+			continue
+		}
+		if ps.auth.open == nil {
+			continue
+		}
+		body, err := ps.auth.open.Open(b)
+		if err != nil {
+			s.stats.PacketsInvalid++
+			continue
+		}
+		s.verify(i)
+		ps.link.lastRecv = s.now
+		if wire.SealedKind(b) == wire.KindJoin {
+			s.joinAnswer(i, body)
+		}
+	}
+}
+
+// forWatch hands a datagram from the source to the watch if it is on the
+// watch's link, and reports whether it was.
+func (s *Session) forWatch(w *Spectator, b []byte) bool {
+	if wire.Kind(b[0]) == wire.KindHandshake {
+		h := &s.io.rx.hs
+		if wire.ParseHandshake(b, h, s.proto.keys.auth) != nil || h.Echo != w.up.ours {
+			return false
+		}
+		w.up.heard = true
+		w.handshake(b)
+		return true
+	}
+	if w.up.open == nil {
+		return false
+	}
+	body, err := w.up.open.Open(b)
+	if errors.Is(err, wire.ErrMAC) {
+		return false // the session's link
+	}
+	if err == nil {
+		w.up.heard = true
+		w.sealed(b, body)
+	}
+	return true
+}
+
+// joinAnswer takes a machine's answer to our proposal.
+func (s *Session) joinAnswer(i int, b []byte) {
+	j, m := s.join, &s.io.rx.join
+	if wire.ParseControl(b, m) != nil || j.take == 0 || Frame(m.Take) != j.take {
+		return
+	}
+	switch m.Op {
+	case wire.JoinAccept:
+		if s.stmts != nil && !s.stmts.takeKeys(i, s.peers[i].machine, m.Keys) {
+			return
+		}
+		j.acc[i] = true
+	case wire.JoinRefuse:
+		// Frames from T on are final there already, or it takes another
+		// machine back first, until Frame: a later one.
+		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, s.stmts != nil); t > j.take {
+			j.propose(t, s.now)
+		}
+	case wire.JoinReady:
+		j.ready[i], j.sums[i], j.playing[i] = true, m.Sum, m.Playing
+	}
+}
