@@ -216,35 +216,10 @@ func AppendInput(b []byte, p *InputPacket, l Layout) ([]byte, error) {
 
 // AppendInput appends the encoding of p, kind byte included, to b.
 func (f *Format) AppendInput(b []byte, p *InputPacket) ([]byte, error) {
-	l := f.l
-	if len(l) == 0 {
-		return b, fmt.Errorf("%w: no layout", ErrLayout)
-	}
-	if p.Players < 1 || p.Players > MaxPlayers {
-		return b, fmt.Errorf("%w: %d", ErrPlayers, p.Players)
-	}
-	if p.Count < 0 || p.Count > MaxFrames || len(p.Inputs) < p.Count*p.Players ||
-		(p.Base != nil && len(p.Base) < p.Players) || len(p.Gossip) > MaxPlayers {
-		return b, fmt.Errorf("%w: %d frames, %d inputs, %d base, %d gossip", ErrRange, p.Count, len(p.Inputs), len(p.Base), len(p.Gossip))
+	if err := f.checkInput(p); err != nil {
+		return b, err
 	}
 	base := min(p.Ack, p.First)
-	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.First-base > 255 || p.Count > 255 {
-		return b, fmt.Errorf("%w: ack %d, frames [%d,%d)", ErrRange, p.Ack, p.First, p.End())
-	}
-	mask := f.mask
-	for _, in := range p.Inputs[:p.Count*p.Players] {
-		if in&^mask != 0 {
-			return b, ErrInput
-		}
-	}
-	for _, g := range p.Gossip {
-		if g.Disconnected && (g.Frame < 0 || g.Frame > MaxFrame) {
-			return b, fmt.Errorf("%w: gossip frame %d", ErrRange, g.Frame)
-		}
-	}
-	if p.Lag < 0 || p.Lag > MaxLag {
-		return b, fmt.Errorf("%w: input lag %d", ErrRange, p.Lag)
-	}
 	w := bitWriter{b: b}
 	w.write(uint64(base&0xffff), 16)
 	if p.First < p.Ack { // the base is First, Ack follows
@@ -255,6 +230,49 @@ func (f *Format) AppendInput(b []byte, p *InputPacket) ([]byte, error) {
 		w.short(uint64(p.First - base))
 	}
 	w.short(uint64(p.Count))
+	w.frames(f.l, p)
+	w.write(uint64(p.Lag), 3)
+	w.gossip(p)
+	return w.flush(), nil
+}
+
+// checkInput reports what in p cannot be encoded, if anything.
+func (f *Format) checkInput(p *InputPacket) error {
+	if len(f.l) == 0 {
+		return fmt.Errorf("%w: no layout", ErrLayout)
+	}
+	if p.Players < 1 || p.Players > MaxPlayers {
+		return fmt.Errorf("%w: %d", ErrPlayers, p.Players)
+	}
+	if p.Count < 0 || p.Count > MaxFrames || len(p.Inputs) < p.Count*p.Players ||
+		(p.Base != nil && len(p.Base) < p.Players) || len(p.Gossip) > MaxPlayers {
+		return fmt.Errorf("%w: %d frames, %d inputs, %d base, %d gossip", ErrRange, p.Count, len(p.Inputs), len(p.Base), len(p.Gossip))
+	}
+	base := min(p.Ack, p.First)
+	if base < 0 || max(p.Ack, p.End()) > MaxFrame || p.Ack-base > 255 || p.First-base > 255 || p.Count > 255 {
+		return fmt.Errorf("%w: ack %d, frames [%d,%d)", ErrRange, p.Ack, p.First, p.End())
+	}
+	mask := f.mask
+	for _, in := range p.Inputs[:p.Count*p.Players] {
+		if in&^mask != 0 {
+			return ErrInput
+		}
+	}
+	for _, g := range p.Gossip {
+		if g.Disconnected && (g.Frame < 0 || g.Frame > MaxFrame) {
+			return fmt.Errorf("%w: gossip frame %d", ErrRange, g.Frame)
+		}
+	}
+	if p.Lag < 0 || p.Lag > MaxLag {
+		return fmt.Errorf("%w: input lag %d", ErrRange, p.Lag)
+	}
+	return nil
+}
+
+// frames writes p's inputs, each against the one before it (the first
+// against Base): a held input is one 0 bit per field, a changed field its
+// changed bit and value.
+func (w *bitWriter) frames(l Layout, p *InputPacket) {
 	for i := range p.Count {
 		for j := range p.Players {
 			cur := p.Inputs[i*p.Players+j]
@@ -286,7 +304,11 @@ func (f *Format) AppendInput(b []byte, p *InputPacket) ([]byte, error) {
 			}
 		}
 	}
-	w.write(uint64(p.Lag), 3)
+}
+
+// gossip writes p's gossip entries: a departure frame, or how far behind
+// End each connected third machine is.
+func (w *bitWriter) gossip(p *InputPacket) {
 	for _, g := range p.Gossip {
 		if g.Disconnected {
 			w.write(1<<31|uint64(g.Frame), 32)
@@ -299,7 +321,6 @@ func (f *Format) AppendInput(b []byte, p *InputPacket) ([]byte, error) {
 		}
 		w.write(1<<8|uint64(max(0, behind)), 10) // connected, a count: 8 bits behind End (ahead of it: 0, a lower bound)
 	}
-	return w.flush(), nil
 }
 
 // PeekInput decodes the header of an input body without the rest, so that
