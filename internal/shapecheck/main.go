@@ -1,0 +1,166 @@
+// Command shapecheck is make lint's guard on the shape of the library
+// (issue 45, docs/architecture.md): it fails when a non-test file of
+// package rollback exceeds MaxFileLines, when a function of a library
+// package (one a game's build compiles: `go list -deps ./rollback/...`
+// within this module, tests and the test-support packages left out)
+// exceeds MaxFuncLines, or when rollback.Session exceeds MaxFields
+// fields or MaxMethods methods. It prints what it measured either way.
+//
+// The Session limits are enforced once the session core is rebuilt: until
+// then -session-warn (make lint's default) prints them as warnings.
+//
+//	go run ./internal/shapecheck [-session-warn] [-root DIR]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The limits.
+const (
+	MaxFileLines = 500
+	MaxFuncLines = 80
+	MaxFields    = 25
+	MaxMethods   = 60
+)
+
+// library is the directories of the packages a game's build compiles
+// (rollback and what it imports here), without the test-support ones.
+var library = []string{
+	"rollback", "rollback/internal/wire", "rollback/udp", "rollback/netsim",
+	"savestate", "desync", "advantage", "inputlag", "predict", "netlog", "pacer",
+	"fixed", "rng", "replay", "sound",
+	"internal/memcopy", "internal/inbox", "internal/pqueue", "internal/heap",
+}
+
+func main() {
+	root := flag.String("root", ".", "the repository's root")
+	warn := flag.Bool("session-warn", false, "report the Session limits as warnings, not failures")
+	flag.Parse()
+	problems, warnings, report, err := check(*root)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "shapecheck:", err)
+		os.Exit(2)
+	}
+	fmt.Print(report)
+	if *warn {
+		for _, w := range warnings {
+			fmt.Println("warning:", w)
+		}
+	} else {
+		problems = append(problems, warnings...)
+	}
+	for _, p := range problems {
+		fmt.Println("FAIL:", p)
+	}
+	if len(problems) > 0 {
+		fmt.Println("shapecheck: move code to its owner; do not raise the limits (docs/architecture.md)")
+		os.Exit(1)
+	}
+}
+
+// check measures the tree at root: problems break the file and function
+// limits, warnings the Session's.
+func check(root string) (problems, warnings []string, report string, err error) {
+	fset := token.NewFileSet()
+	var fields, methods int
+	longest := map[string]int{}
+	for _, dir := range library {
+		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+		if err != nil {
+			return nil, nil, "", err
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return nil, nil, "", err
+			}
+			rel, _ := filepath.Rel(root, path)
+			if dir == "rollback" {
+				if n := fset.File(f.Pos()).LineCount(); n > MaxFileLines {
+					problems = append(problems, fmt.Sprintf("%s: %d lines (at most %d)", rel, n, MaxFileLines))
+				}
+			}
+			for _, d := range f.Decls {
+				switch d := d.(type) {
+				case *ast.FuncDecl:
+					n := fset.Position(d.End()).Line - fset.Position(d.Pos()).Line + 1
+					if n > MaxFuncLines {
+						problems = append(problems, fmt.Sprintf("%s:%d: %s is %d lines (at most %d)", rel, fset.Position(d.Pos()).Line, d.Name.Name, n, MaxFuncLines))
+					}
+					longest[dir] = max(longest[dir], n)
+					if dir == "rollback" && receiver(d) == "Session" {
+						methods++
+					}
+				case *ast.GenDecl:
+					if dir == "rollback" {
+						fields += sessionFields(d)
+					}
+				}
+			}
+		}
+	}
+	if fields > MaxFields {
+		warnings = append(warnings, fmt.Sprintf("rollback.Session has %d fields (at most %d)", fields, MaxFields))
+	}
+	if methods > MaxMethods {
+		warnings = append(warnings, fmt.Sprintf("rollback.Session has %d methods (at most %d)", methods, MaxMethods))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "shapecheck: rollback.Session %d fields (limit %d), %d methods (limit %d); files of rollback ≤ %d lines; functions ≤ %d lines:", fields, MaxFields, methods, MaxMethods, MaxFileLines, MaxFuncLines)
+	dirs := make([]string, 0, len(longest))
+	for d := range longest {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		fmt.Fprintf(&b, " %s %d", d, longest[d])
+	}
+	b.WriteString("\n")
+	return problems, warnings, b.String(), nil
+}
+
+// receiver is the type name of d's receiver, or "".
+func receiver(d *ast.FuncDecl) string {
+	if d.Recv == nil || len(d.Recv.List) == 0 {
+		return ""
+	}
+	t := d.Recv.List[0].Type
+	if s, ok := t.(*ast.StarExpr); ok {
+		t = s.X
+	}
+	if id, ok := t.(*ast.Ident); ok {
+		return id.Name
+	}
+	return ""
+}
+
+// sessionFields counts the fields of type Session if d declares it.
+func sessionFields(d *ast.GenDecl) int {
+	n := 0
+	for _, sp := range d.Specs {
+		ts, ok := sp.(*ast.TypeSpec)
+		if !ok || ts.Name.Name != "Session" {
+			continue
+		}
+		st, ok := ts.Type.(*ast.StructType)
+		if !ok {
+			continue
+		}
+		for _, f := range st.Fields.List {
+			n += max(1, len(f.Names))
+		}
+	}
+	return n
+}

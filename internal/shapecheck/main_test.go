@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestCheck: a tree with a rollback file over the limit, a library
+// function over the limit and a Session with too many fields and methods
+// is reported for each; the same tree within the limits is not.
+func TestCheck(t *testing.T) {
+	write := func(root, rel, src string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tree := func(fileLines, funcLines, fields, methods int) string {
+		root := t.TempDir()
+		var s strings.Builder
+		s.WriteString("package rollback\n\ntype Session struct {\n")
+		for i := range fields {
+			s.WriteString("\tf" + strings.Repeat("x", i+1) + " int\n")
+		}
+		s.WriteString("}\n")
+		for i := range methods {
+			s.WriteString("func (s *Session) m" + strings.Repeat("x", i+1) + "() {}\n")
+		}
+		for strings.Count(s.String(), "\n") < fileLines {
+			s.WriteString("// filler\n")
+		}
+		write(root, "rollback/session.go", s.String())
+		body := "package sound\n\nfunc long() {\n" + strings.Repeat("\t_ = 1\n", funcLines-2) + "}\n"
+		write(root, "sound/sound.go", body)
+		return root
+	}
+	problems, warnings, _, err := check(tree(MaxFileLines, MaxFuncLines, MaxFields, MaxMethods))
+	if err != nil || len(problems) != 0 || len(warnings) != 0 {
+		t.Fatalf("within the limits: %v %v %v", problems, warnings, err)
+	}
+	problems, warnings, _, err = check(tree(MaxFileLines+1, MaxFuncLines+1, MaxFields+1, MaxMethods+1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(problems) != 2 || !strings.Contains(problems[0]+problems[1], "rollback/session.go: 501 lines") ||
+		!strings.Contains(problems[0]+problems[1], "long is 81 lines") {
+		t.Errorf("problems %q", problems)
+	}
+	if len(warnings) != 2 || !strings.Contains(warnings[0], "26 fields") || !strings.Contains(warnings[1], "61 methods") {
+		t.Errorf("warnings %q", warnings)
+	}
+}
