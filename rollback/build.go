@@ -81,6 +81,7 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 	}
+	s.proto.handlers.register(s)
 	if err := s.open(&cfg); err != nil {
 		return nil, err
 	}

@@ -116,38 +116,11 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 	}
 	s.verify(i) // it holds the keys
 	s.peers[i].link.missing(s.now, a.open.Lost(), s.proto.started)
-	switch k := wire.SealedKind(b); k {
-	case wire.KindJoin:
-		f, ok := s.handleJoin(i, body)
+	if h := s.proto.handlers.of(wire.SealedKind(b)); h != nil {
+		f, ok := h(s, i, body)
 		return f, verdictOf(ok)
-	case wire.KindDisconnect:
-		if s.joining(i) { // it gives up coming back
-			if wire.ParseControl(body, &s.io.rx.d) != nil {
-				return s.frame, dropped
-			}
-			return s.abandonJoin(i), taken
-		}
-		return s.frame, verdictOf(s.handleControl(i, k, body))
-	case wire.KindInput:
-		f, ok := s.handleInput(i, body)
-		return f, verdictOf(ok)
-	case wire.KindAttest:
-		f, ok := s.handleAttest(i, body)
-		return f, verdictOf(ok)
-	// A ping, a reply and a checksum may carry an input packet, as an
-	// Attest does: its inputs are taken first.
-	case wire.KindQuality:
-		f, ok := s.handleRiding(i, body, &s.io.rx.q)
-		return f, verdictOf(ok && s.takePing(i))
-	case wire.KindQualityReply:
-		f, ok := s.handleRiding(i, body, &s.io.rx.qr)
-		return f, verdictOf(ok && s.takeReply(i))
-	case wire.KindChecksum:
-		f, ok := s.handleRiding(i, body, &s.io.rx.sum)
-		return f, verdictOf(ok && s.takeChecksum(i))
-	default:
-		return s.frame, verdictOf(s.handleControl(i, k, body))
 	}
+	return s.frame, dropped // a kind no feature of ours takes
 }
 
 // handleRiding parses into m the message at the start of the body b of a
@@ -214,34 +187,6 @@ func verdictOf(ok bool) verdict {
 		return taken
 	}
 	return dropped
-}
-
-// handleControl processes the body of a control datagram of kind k from
-// peer i. It reports whether the datagram was acceptable.
-func (s *Session) handleControl(i int, k wire.Kind, b []byte) bool {
-	rx := &s.io.rx
-	switch k {
-	case wire.KindReady, wire.KindStart, wire.KindGo:
-		return s.handleStart(i, k, b)
-	case wire.KindKeys:
-		return s.handleKeys(i, b)
-	case wire.KindState:
-		if err := wire.ParseControl(b, &rx.state); err != nil {
-			return false
-		}
-		ok, completed := s.sums.incoming(i, &rx.state, s.snaps.arena)
-		if completed {
-			s.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
-		}
-		return ok
-	case wire.KindDisconnect:
-		if err := wire.ParseControl(b, &rx.d); err != nil {
-			return false
-		}
-		s.disconnect(i)
-		return true
-	}
-	return false
 }
 
 // disconnect disconnects peer i here: its frames received so far are

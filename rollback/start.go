@@ -27,6 +27,8 @@ type protocol struct {
 	transferRate    int           // Config.TransferRate
 
 	lie *adversary // the soak's adversary (internal/liar); nil in every game
+
+	handlers handlers // a handler per sealed kind, for the features present (dispatch.go)
 }
 
 func newProtocol(cfg Config, now time.Duration) protocol {

@@ -1,0 +1,82 @@
+package rollback
+
+import "github.com/rewindgg/rewind/rollback/internal/wire"
+
+// This file is the receive dispatch: a sealed datagram from a peer,
+// opened, goes to the handler of its kind, which the features present
+// registered when the session was made (raft's r.step, chosen once). A
+// kind no feature of this session takes is dropped.
+
+// handler takes the body of a sealed datagram of its kind from peer i. It
+// returns the first mispredicted frame it revealed (s.frame for none) and
+// whether the datagram was acceptable.
+type handler func(s *Session, i int, body []byte) (Frame, bool)
+
+// handlers is the session's table, a handler per sealed kind.
+type handlers [wire.KindJoin + 1]handler
+
+// of returns kind k's handler, or nil.
+func (h *handlers) of(k wire.Kind) handler {
+	if int(k) < len(h) {
+		return h[k]
+	}
+	return nil
+}
+
+// register fills the table for the features s has: inputs, pings, the
+// start, departures and joins for every session; checksums and desync
+// reports with checksums; keys and statements with statements.
+func (h *handlers) register(s *Session) {
+	h[wire.KindInput] = (*Session).handleInput
+	h[wire.KindQuality] = func(s *Session, i int, b []byte) (Frame, bool) {
+		f, ok := s.handleRiding(i, b, &s.io.rx.q)
+		return f, ok && s.takePing(i)
+	}
+	h[wire.KindQualityReply] = func(s *Session, i int, b []byte) (Frame, bool) {
+		f, ok := s.handleRiding(i, b, &s.io.rx.qr)
+		return f, ok && s.takeReply(i)
+	}
+	for _, k := range []wire.Kind{wire.KindReady, wire.KindStart, wire.KindGo} {
+		h[k] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleStart(i, k, b) }
+	}
+	h[wire.KindDisconnect] = (*Session).handleDisconnect
+	h[wire.KindJoin] = (*Session).handleJoin
+	if s.sums != nil {
+		// A checksum may carry an input packet, as a ping does: its
+		// inputs are taken first.
+		h[wire.KindChecksum] = func(s *Session, i int, b []byte) (Frame, bool) {
+			f, ok := s.handleRiding(i, b, &s.io.rx.sum)
+			return f, ok && s.takeChecksum(i)
+		}
+		h[wire.KindState] = (*Session).handleState
+	}
+	if s.stmts != nil {
+		h[wire.KindKeys] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleKeys(i, b) }
+		h[wire.KindAttest] = (*Session).handleAttest
+	}
+}
+
+// handleDisconnect takes peer i's departure: a machine coming back that
+// gives up, or a peer leaving the match.
+func (s *Session) handleDisconnect(i int, b []byte) (Frame, bool) {
+	if wire.ParseControl(b, &s.io.rx.d) != nil {
+		return s.frame, false
+	}
+	if s.joining(i) { // it gives up coming back
+		return s.abandonJoin(i), true
+	}
+	s.disconnect(i)
+	return s.frame, true
+}
+
+// handleState takes a piece of peer i's state after a desync.
+func (s *Session) handleState(i int, b []byte) (Frame, bool) {
+	if err := wire.ParseControl(b, &s.io.rx.state); err != nil {
+		return s.frame, false
+	}
+	ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
+	if completed {
+		s.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
+	}
+	return s.frame, ok
+}
