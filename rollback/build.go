@@ -136,8 +136,10 @@ func (s *Session) open(cfg *Config) error {
 	if s.sync != nil {
 		s.sync.sums[0] = s.arenaSum()
 	}
+	s.becomePlaying()
 	if cfg.InProgress {
 		s.join = newJoiner(s, cfg)
+		s.becomeJoining()
 	}
 	if s.out.rec != nil {
 		m := MatchInfo{Players: s.roster.players, Layout: append(Layout(nil), s.roster.layout...), SessionID: s.proto.sessionID, GameChecksum: cfg.ChecksumData != nil}

@@ -418,5 +418,6 @@ func (s *Session) takeOver() {
 	j.stats.TakeOver, j.stats.TakeTime, j.stats.TookOver = t, max(1, s.now-j.born), true
 	s.joined = j.stats
 	s.join = nil
+	s.becomePlaying()
 	s.emit(EventTookOver, t, -1)
 }

@@ -31,22 +31,25 @@ type Session struct {
 	// it alone that the ring has room (frames.go).
 	lowFloor Frame
 
-	snaps  snapshots
-	peers  []peer
-	gov    *advantage.Governor
-	lag    inputLag
-	sums   *checksums  // nil: no desync checksums
-	stmts  *statements // nil: fewer than three machines, or lockstep
-	sync   *syncCheck  // nil: not in sync-test mode
-	ls     *lockstep   // nil: rollback mode
-	aud    *audience   // nil: no spectators (Config.MaxSpectators) and no rejoins
-	join   *joiner     // nil: not joining a match in progress (Config.InProgress)
-	joined JoinStats   // how it joined, once it took over
-	proto  protocol
-	quiet  quiet // lazy sending
-	start  starter
-	io     codec
-	out    recording
+	snaps snapshots
+	peers []peer
+	gov   *advantage.Governor
+	lag   inputLag
+	sums  *checksums  // nil: no desync checksums
+	stmts *statements // nil: fewer than three machines, or lockstep
+	sync  *syncCheck  // nil: not in sync-test mode
+	ls    *lockstep   // nil: rollback mode
+	aud   *audience   // nil: no spectators (Config.MaxSpectators) and no rejoins
+	join  *joiner     // nil: not joining a match in progress (Config.InProgress)
+	// advance runs Advance's tick in the session's mode (mode.go): chosen
+	// once, changed only by becomeJoining and becomePlaying.
+	advance advancer
+	joined  JoinStats // how it joined, once it took over
+	proto   protocol
+	quiet   quiet // lazy sending
+	start   starter
+	io      codec
+	out     recording
 
 	frameLimit Frame    // MaxFrame; lower in tests
 	starving   starving // since EventStarved: who we wait for, since when
@@ -211,12 +214,11 @@ func (s *Session) Advance() (Result, error) {
 	if s.sums.failed() != nil {
 		return s.Idle()
 	}
-	if s.join != nil {
-		return s.advanceJoin()
-	}
-	if s.ls != nil {
-		return s.advanceLockstep()
-	}
+	return s.advance(s)
+}
+
+// advanceRollback is Advance in rollback mode.
+func (s *Session) advanceRollback() (Result, error) {
 	if !s.hasLocalInput() && s.lag.stalls == 0 {
 		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
 	}
