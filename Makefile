@@ -35,7 +35,7 @@ test: lint
 ## lint: go vet, the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80; Session ≤ 25 fields and ≤ 60 methods warned until the core is rebuilt), staticcheck (its default checks, over these modules and rtc), gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck.
 lint: library-deps
 	$(GO) vet $(PKGS)
-	$(GO) run ./internal/shapecheck -session-warn
+	$(GO) run ./internal/shapecheck -session-warn -doc docs/architecture.md
 	$(STATICCHECK) $(PKGS) ./rtc/...
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi

@@ -38,7 +38,7 @@ func newBenchGame[B any](b *testing.B, size int) *benchGame[B] {
 		b.Fatal(err)
 	}
 	// The blob holds data, as a game's state does: copying zeros is no
-	// measure of a copy (docs/architecture.md, "Measurements": on some
+	// measure of a copy (docs/experiments.md, "Snapshots: measurements": on some
 	// machines the cache-bypassing stores of a 1 MiB copy cost half as
 	// much when the lines are all zero).
 	st := h.Get(a)

@@ -14,7 +14,7 @@
 //
 // A pair with a benchmark missing from the input is left out. The exit
 // status is 0 whatever the ratios: the machine is shared and noisy, and a
-// reader judges them (docs/architecture.md, "Measurements"). It is 1 when
+// reader judges them (docs/experiments.md, "Snapshots: measurements"). It is 1 when
 // the input says a package failed (a line that starts with FAIL), so that
 // `go test ... | tee bench.txt` followed by benchratio fails as go test did.
 package main

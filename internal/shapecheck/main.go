@@ -9,7 +9,10 @@
 // The Session limits are enforced once the session core is rebuilt: until
 // then -session-warn (make lint's default) prints them as warnings.
 //
-//	go run ./internal/shapecheck [-session-warn] [-root DIR]
+// With -doc, the counts a document quotes ("(N fields and M methods") must
+// be the measured ones.
+//
+//	go run ./internal/shapecheck [-session-warn] [-root DIR] [-doc docs/architecture.md]
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -44,11 +48,20 @@ var library = []string{
 func main() {
 	root := flag.String("root", ".", "the repository's root")
 	warn := flag.Bool("session-warn", false, "report the Session limits as warnings, not failures")
+	doc := flag.String("doc", "", "a document (from the root) whose \"(N fields and M methods\" must be Session's counts")
 	flag.Parse()
 	problems, warnings, report, err := check(*root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shapecheck:", err)
 		os.Exit(2)
+	}
+	if *doc != "" {
+		p, err := checkDoc(filepath.Join(*root, *doc), report)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "shapecheck:", err)
+			os.Exit(2)
+		}
+		problems = append(problems, p...)
 	}
 	fmt.Print(report)
 	if *warn {
@@ -129,6 +142,31 @@ func check(root string) (problems, warnings []string, report string, err error) 
 	}
 	b.WriteString("\n")
 	return problems, warnings, b.String(), nil
+}
+
+// quoted finds a document's quote of Session's counts.
+var quoted = regexp.MustCompile(`\((\d+) fields and (\d+) methods`)
+
+// measured finds them in check's report.
+var measured = regexp.MustCompile(`Session (\d+) fields \(limit \d+\), (\d+) methods`)
+
+// checkDoc reports the document at path when the counts it quotes are not
+// the ones report measured.
+func checkDoc(path, report string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	q, m := quoted.FindStringSubmatch(string(b)), measured.FindStringSubmatch(report)
+	switch {
+	case q == nil:
+		return []string{fmt.Sprintf("%s quotes no \"(N fields and M methods\" of Session", path)}, nil
+	case m == nil:
+		return nil, fmt.Errorf("no counts in the report %q", report)
+	case q[1] != m[1] || q[2] != m[2]:
+		return []string{fmt.Sprintf("%s says Session has %s fields and %s methods; it has %s and %s: update it", path, q[1], q[2], m[1], m[2])}, nil
+	}
+	return nil, nil
 }
 
 // receiver is the type name of d's receiver, or "".

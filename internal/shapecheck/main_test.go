@@ -56,3 +56,27 @@ func TestCheck(t *testing.T) {
 		t.Errorf("warnings %q", warnings)
 	}
 }
+
+// TestCheckDoc: a document quoting other counts than the measured ones is
+// reported; the right ones, or none found in the report, are not.
+func TestCheckDoc(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "doc.md")
+	report := "shapecheck: rollback.Session 32 fields (limit 25), 162 methods (limit 60); ..."
+	for _, tc := range []struct {
+		doc  string
+		fail bool
+	}{
+		{"a facade (32 fields and 162 methods in November)", false},
+		{"a facade (26 fields and 162 methods)", true},
+		{"a facade (32 fields and 61 methods)", true},
+		{"a facade", true},
+	} {
+		if err := os.WriteFile(path, []byte(tc.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := checkDoc(path, report)
+		if err != nil || (len(p) > 0) != tc.fail {
+			t.Errorf("%q: problems %q, err %v; want failure %v", tc.doc, p, err, tc.fail)
+		}
+	}
+}
