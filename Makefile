@@ -11,6 +11,9 @@ FUZZTIME ?= 30s
 # rendezvous server (web-test).
 MODULES  := . ./cmd/soak ./cmd/rewindvet ./cmd/modcheck
 PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
+# The soak's adversary and the test hooks (rollback/liar.go) are compiled
+# only with this tag: the tests run with it, a game's build never has it.
+ADVERSARY := -tags rewind_adversary
 # The library: what a game imports. Its module graph must not hold the tools'
 # heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
 # these import (the wire codecs through ./rollback).
@@ -29,12 +32,14 @@ LONG     := TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|
 # PLAIN: the packages with a LONG test or a benchmark (building every other package's tests a second time would be wasted).
 PLAIN     = $$(grep -lE '^func (Benchmark|($(LONG))\()' $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go') | xargs -n1 dirname | sort -u | sed 's|^\([^.]\)|./\1|')
 test: lint
-	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(PKGS)
-	$(GO) test -count=1 -vet=off -run '^($(LONG))$$' -bench . -benchtime 1x $(PLAIN)
+	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(PKGS)
+	$(GO) test -count=1 -vet=off ./rollback/ ./cmd/soak/
+	$(GO) test $(ADVERSARY) -count=1 -vet=off -run '^($(LONG))$$' -bench . -benchtime 1x $(PLAIN)
 
 ## lint: go vet, the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80; Session ≤ 25 fields and ≤ 60 methods warned until the core is rebuilt), staticcheck (its default checks, over these modules and rtc), gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck.
 lint: library-deps
 	$(GO) vet $(PKGS)
+	$(GO) vet $(ADVERSARY) $(PKGS)
 	$(GO) run ./internal/shapecheck -session-warn -doc docs/architecture.md
 	$(STATICCHECK) $(PKGS) ./rtc/...
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
@@ -89,6 +94,8 @@ tidy:
 
 ## library-deps: fails if the root module's graph, or the packages the library imports, include a module matching HEAVY.
 library-deps:
+	@adv=$$($(GO) list -deps ./rollback/ ./rollback/udp/ ./rollback/netsim/ | grep -E '/internal/(liar|testhook)$$'); \
+		if [ -n "$$adv" ]; then echo "a game's build of rollback must not hold the adversary or the test hooks (they need the build tag rewind_adversary):"; echo "$$adv"; exit 1; fi
 	@mods=$$(GOWORK=off $(GO) list -m all) || exit 1; \
 		deps=$$(GOWORK=off $(GO) list -deps -f '{{with .Module}}{{.Path}}{{end}}' $(LIBRARY)) || exit 1; \
 		heavy=$$(printf '%s\n%s\n' "$$mods" "$$deps" | grep -E '$(HEAVY)' | sort -u); \

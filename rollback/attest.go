@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -416,23 +415,4 @@ func (s *Session) proven(x int, k int32) Frame {
 		s.inputs.disconnect(p, f)
 	}
 	return min(s.frame, f)
-}
-
-// lieStatement makes the soak's equivocating adversary's statement to
-// peer 0 match the inputs it sent that peer (liePacket): its own
-// signature on them, so that the two versions are proof.
-func (s *Session) lieStatement(i int, k int32, m *wire.Attest) {
-	if !s.proto.lie.is(liar.Equivocate) || len(s.peers) < 2 || i != 0 {
-		return
-	}
-	nLocal, lied := len(s.roster.local), false
-	for f := Frame(k) * stmtFrames; f < Frame(k)*stmtFrames+Frame(len(m.Inputs)/nLocal); f++ {
-		if f%lieEvery == lieEvery/2 {
-			m.Inputs[int(f-Frame(k)*stmtFrames)*nLocal] ^= 1
-			lied = true
-		}
-	}
-	if lied {
-		s.stmts.signFor(k, m.Inputs, m.Sig)
-	}
 }

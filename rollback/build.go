@@ -7,7 +7,6 @@ import (
 
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
-	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/savestate"
 )
@@ -104,7 +103,7 @@ func (s *Session) secure(cfg *Config) error {
 	for i := range s.peers {
 		s.peers[i].auth.ours = s.proto.keys.nonceFor(linkPeer | uint64(i))
 	}
-	if _, unsigned := cfg.Transport.(interface{ Unsigned() testhook.Unsigned }); len(s.peers) >= 2 && s.ls == nil && !unsigned {
+	if len(s.peers) >= 2 && s.ls == nil && !unsigned(cfg.Transport) {
 		var np, peerOf [MaxPlayers]int
 		np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
 		for i := range s.peers {

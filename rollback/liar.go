@@ -1,17 +1,22 @@
+//go:build rewind_adversary
+
 package rollback
 
 import (
 	"time"
 
 	"github.com/rewindgg/rewind/internal/liar"
+	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
-// This file is the adversary of the soak (internal/liar): a session whose
-// Transport carries a liar.Script lies as the script says, in the fields
-// an authenticated peer controls, so that the soak can measure what the
-// honest machines make of it. Every session a game makes has no script:
-// each hook below is one nil check.
+// This file is the adversary of the soak (internal/liar), compiled only
+// with the build tag rewind_adversary (make test, the soak's -adversary,
+// the adversary tests): a session whose Transport carries a liar.Script
+// lies as the script says, in the fields an authenticated peer controls,
+// so that the soak can measure what the honest machines make of it; and
+// the hooks of this module's own test support (internal/testhook). Without
+// the tag, honest.go's no-ops stand in: a game's build holds no lie.
 
 // adversary is the session's lie script and its bookkeeping.
 type adversary struct {
@@ -200,4 +205,40 @@ func (a *adversary) lieRTTs(rtts []uint32) {
 		rtts[k] = 1<<32 - 1
 	}
 	a.Lies++
+}
+
+// lieStatement makes the soak's equivocating adversary's statement to
+// peer 0 match the inputs it sent that peer (liePacket): its own
+// signature on them, so that the two versions are proof.
+func (s *Session) lieStatement(i int, k int32, m *wire.Attest) {
+	if !s.proto.lie.is(liar.Equivocate) || len(s.peers) < 2 || i != 0 {
+		return
+	}
+	nLocal, lied := len(s.roster.local), false
+	for f := Frame(k) * stmtFrames; f < Frame(k)*stmtFrames+Frame(len(m.Inputs)/nLocal); f++ {
+		if f%lieEvery == lieEvery/2 {
+			m.Inputs[int(f-Frame(k)*stmtFrames)*nLocal] ^= 1
+			lied = true
+		}
+	}
+	if lied {
+		s.stmts.signFor(k, m.Inputs, m.Sig)
+	}
+}
+
+// unsigned reports whether tr asks for a match without statements
+// (testhook.Unsigned): only to measure what they cost.
+func unsigned(tr Transport) bool {
+	_, ok := tr.(interface{ Unsigned() testhook.Unsigned })
+	return ok
+}
+
+// corruptJoinState reports whether tr asks that every state handed to a
+// machine coming back be corrupted (testhook.CorruptJoinState): only to
+// prove the joiner catches it.
+func corruptJoinState(tr Transport) bool {
+	_, ok := tr.(interface {
+		CorruptJoinState() testhook.CorruptJoinState
+	})
+	return ok
 }

@@ -1,3 +1,5 @@
+//go:build rewind_adversary
+
 package rollback
 
 import (

@@ -20,6 +20,8 @@ func (o *options) checkAdversary() error {
 			return fmt.Errorf("-adversary-machine: %d without -adversary", o.adversaryMachine)
 		}
 		return nil
+	case !match.AdversaryBuilt:
+		return fmt.Errorf("-adversary: this soak was built without the adversary; run it as %s -adversary %s", strings.Join(soakCommand(true), " "), o.adversary)
 	case o.adversary == "all":
 	default:
 		k, ok := liar.Parse(o.adversary)

@@ -725,7 +725,7 @@ func printTable(w io.Writer, t *report.Table) {
 // provenance is the report's header: when, from which commit, by which
 // command, on which machine.
 func provenance(o options, began time.Time) [][2]string {
-	cmd := append([]string{"go", "run", "./cmd/soak"}, quoteAll(o.args)...)
+	cmd := append(soakCommand(o.adversary != ""), quoteAll(o.args)...)
 	return [][2]string{
 		{"date", began.UTC().Format("2006-01-02 15:04:05 UTC")},
 		{"commit", commit()},
@@ -811,7 +811,11 @@ func matchFlags(fs *flag.FlagSet) []flagWords {
 // empty, replace -adversary and -adversary-machine (the match's own kind
 // and machine, with -adversary all or a rotating machine).
 func reproduce(set []flagWords, profile string, seed uint64, flags string) string {
-	out := []string{"go", "run", "./cmd/soak"}
+	adversary := flags != ""
+	for _, f := range set {
+		adversary = adversary || f.name == "adversary"
+	}
+	out := soakCommand(adversary)
 	for _, f := range set {
 		if flags != "" && (f.name == "adversary" || f.name == "adversary-machine") {
 			continue
@@ -823,6 +827,15 @@ func reproduce(set []flagWords, profile string, seed uint64, flags string) strin
 		out = append(out, flags)
 	}
 	return strings.Join(out, " ")
+}
+
+// soakCommand is how to run this command again from the repository's
+// root: with the build tag its adversary needs when the run has one.
+func soakCommand(adversary bool) []string {
+	if adversary {
+		return []string{"go", "run", "-tags", "rewind_adversary", "./cmd/soak"}
+	}
+	return []string{"go", "run", "./cmd/soak"}
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.

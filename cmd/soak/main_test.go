@@ -23,12 +23,15 @@ import (
 	"github.com/rewindgg/rewind/rollback"
 )
 
+// badFlag is a command line and the flag its one-line error names.
+type badFlag struct {
+	args []string
+	flag string
+}
+
 func TestBadFlags(t *testing.T) {
 	t.Parallel()
-	cases := []struct {
-		args []string
-		flag string
-	}{
+	cases := []badFlag{
 		{[]string{"-matches", "0"}, "-matches"},
 		{[]string{"-players", "1"}, "-players"},
 		{[]string{"-players", "9"}, "-players"},
@@ -57,9 +60,11 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-forge", "-1"}, "-forge"},
 		{[]string{"-adversary", "liar"}, "-adversary"},
 		{[]string{"-adversary", "none"}, "-adversary"},
-		{[]string{"-adversary", "lookahead", "-adversary-machine", "2"}, "-adversary-machine"},
-		{[]string{"-adversary", "all", "-adversary-machine", "-2"}, "-adversary-machine"},
 		{[]string{"-adversary-machine", "0"}, "-adversary-machine"},
+	}
+	if match.AdversaryBuilt { // otherwise -adversary is refused first (TestAdversaryNeedsItsBuild)
+		cases = append(cases, badFlag{[]string{"-adversary", "lookahead", "-adversary-machine", "2"}, "-adversary-machine"},
+			badFlag{[]string{"-adversary", "all", "-adversary-machine", "-2"}, "-adversary-machine"})
 	}
 	for _, tc := range cases {
 		t.Run(tc.flag, func(t *testing.T) {
@@ -288,7 +293,10 @@ func TestReproduce(t *testing.T) {
 		{[]string{"-record", "my replays"}, "", "go run ./cmd/soak -record 'my replays' -profile hell -seed 7 -matches 1"},
 		// A rotating adversary: the match's own kind and machine replace the flags.
 		{[]string{"-adversary", "all", "-players", "3", "-adversary-machine=-1"}, adversaryFlags(liar.Lookahead, 2),
-			"go run ./cmd/soak -players 3 -profile hell -seed 7 -matches 1 -adversary lookahead -adversary-machine 2"},
+			"go run -tags rewind_adversary ./cmd/soak -players 3 -profile hell -seed 7 -matches 1 -adversary lookahead -adversary-machine 2"},
+		// One adversary for every match: the flags as given, and the build tag.
+		{[]string{"-adversary", "stall-ack"}, "",
+			"go run -tags rewind_adversary ./cmd/soak -adversary stall-ack -profile hell -seed 7 -matches 1"},
 	} {
 		var o options
 		fs := newFlagSet(&o)
@@ -526,83 +534,4 @@ func TestForge(t *testing.T) {
 	assert.Equal(t, uint64(8), sum.Failures[0].Seed)
 	assert.Contains(t, sum.Failures[0].Reason, "1 forged datagrams taken as valid")
 	assert.Equal(t, int64(1), sum.ForgedAccepted)
-}
-
-// TestAdversary: -adversary all gives every match its own kind of lie and
-// lying machine (match i: kind i%9+1, each round of the kinds on the next
-// machines), and the JSON has
-// the adversary object, with a per-kind summary; without the flag there is
-// none, and the suspicions are reported either way. A match whose honest
-// machines suspected one of their own fails, with the flags that
-// reproduce it.
-func TestAdversary(t *testing.T) {
-	t.Parallel()
-	var out, errOut bytes.Buffer
-	run([]string{"-matches", "9", "-players", "3", "-frames", "300", "-adversary", "all", "-json", "-"}, &out, &errOut)
-	var m map[string]any
-	require.NoError(t, json.Unmarshal(out.Bytes(), &m), errOut.String())
-	assert.Contains(t, m, "suspects")
-	assert.Contains(t, m, "suspects_by_kind")
-	require.Contains(t, m, "adversary")
-	adv := m["adversary"].(map[string]any)
-	for _, k := range []string{"kind", "machine", "matches", "detected", "detected_at_frame_max", "honest_verified",
-		"honest_speed_min", "honest_input_lag_max", "lookahead_frames", "lies", "suspected_honest", "honest_disconnected",
-		"suspicions", "by_kind"} {
-		assert.Contains(t, adv, k)
-	}
-	var s Summary
-	require.NoError(t, json.Unmarshal(out.Bytes(), &s))
-	a := s.Adversary
-	require.NotNil(t, a)
-	assert.Equal(t, "all", a.Kind)
-	assert.Equal(t, -1, a.Machine)
-	assert.Equal(t, 9, a.Matches)
-	require.Len(t, a.ByKind, int(liar.NumKinds)-1)
-	for k := liar.None + 1; k < liar.NumKinds; k++ {
-		bk := a.ByKind[k.String()]
-		require.NotNil(t, bk, "%v", k)
-		assert.Equal(t, 1, bk.Matches, "%v", k)
-		assert.Equal(t, k.String(), bk.Kind)
-		assert.Nil(t, bk.ByKind)
-	}
-	assert.Contains(t, errOut.String(), "adversary all on machine i%machines: named in ")
-
-	o := options{matches: 3, players: 3, machines: 3, frames: 60, seed: 7, adversary: "all", adversaryMachine: -1}
-	for i, want := range map[int][2]int{0: {1, 0}, 1: {2, 1}, 2: {3, 2}, 3: {4, 0}, 9: {1, 1}, 10: {2, 2}, 18: {1, 2}, 27: {1, 0}} {
-		k, mach := o.adversaryOf(i)
-		assert.Equal(t, want, [2]int{int(k), mach}, "match %d", i)
-	}
-	one := options{machines: 3, adversary: "stall-ack", adversaryKind: liar.StallAck, adversaryMachine: -1}
-	for i := range 4 {
-		k, mach := one.adversaryOf(i)
-		assert.Equal(t, [2]int{int(liar.StallAck), i % 3}, [2]int{int(k), mach})
-	}
-	ok := match.Result{Completed: true, Verified: true, Rollbacks: 1, Adversary: match.AdversaryReport{Kind: liar.ForgedGossip,
-		HonestVerified: true, Detected: true, DetectedAt: 240, HonestSpeedMin: 0.97, HonestInputLagMax: 1, Lies: 10}}
-	ok.Adversary.SuspectsByKind[rollback.SuspectGossip] = 2
-	bad := ok
-	bad.Adversary.Kind, bad.Adversary.Machine, bad.Adversary.SuspectedHonest, bad.Adversary.Detected = liar.AdvantageLie, 1, 3, false
-	sum := summarize(o, []match.Result{ok, bad}, rollback.TwoBackups)
-	assert.False(t, sum.Passed)
-	require.Len(t, sum.Failures, 1)
-	assert.Equal(t, "-adversary advantage-lie -adversary-machine 1", sum.Failures[0].Flags)
-	assert.Contains(t, sum.Failures[0].Reason, "suspected each other 3 times")
-	require.NotNil(t, sum.Adversary)
-	assert.Equal(t, 1, sum.Adversary.Detected)
-	assert.Equal(t, int32(240), sum.Adversary.DetectedAtFrameMax)
-	assert.Equal(t, 2, sum.Adversary.HonestVerified)
-	assert.Equal(t, int64(3), sum.Adversary.SuspectedHonest)
-	assert.Equal(t, int64(20), sum.Adversary.Lies)
-	assert.Equal(t, int64(4), sum.Adversary.Suspicions["gossip"])
-	assert.Equal(t, 1, sum.Adversary.ByKind["forged-gossip"].Detected)
-	assert.Zero(t, sum.Adversary.ByKind["advantage-lie"].Detected)
-
-	out.Reset()
-	errOut.Reset()
-	run([]string{"-matches", "1", "-frames", "300", "-json", "-"}, &out, &errOut)
-	m = nil
-	require.NoError(t, json.Unmarshal(out.Bytes(), &m), errOut.String())
-	assert.NotContains(t, m, "adversary")
-	assert.Contains(t, m, "suspects")
-	assert.Zero(t, m["suspects"])
 }

@@ -133,6 +133,8 @@ func machineOf(i, j int) int {
 // checkAdversary validates c's adversary settings.
 func checkAdversary(c Config, machines int) error {
 	switch {
+	case !AdversaryBuilt && (c.Adversary != liar.None || c.NoStatements || c.CorruptJoinState):
+		return fmt.Errorf("%w: an adversary, NoStatements and CorruptJoinState need a build with the tag rewind_adversary (go run -tags rewind_adversary ./cmd/soak …; make test passes it)", ErrConfig)
 	case c.Adversary == liar.None:
 		return nil
 	case c.Adversary >= liar.NumKinds:

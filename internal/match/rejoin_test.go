@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/internal/match"
-	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
@@ -36,25 +35,6 @@ func TestRejoin(t *testing.T) {
 			assert.Greater(t, rj.Back, rj.From)
 			assert.Zero(t, r.Suspects, "nobody is suspected of anything: %v", r.Suspected)
 			t.Logf("from %d back %d, join %v, state %d B", rj.From, rj.Back, rj.JoinTime, rj.StateSize)
-		})
-	}
-}
-
-// TestRejoinCorruptState: every machine hands the one that comes back a
-// state with one bit flipped; their checksums of the take-over frame
-// differ from its own, and it never plays: ErrJoinState. (With the
-// comparison taken out of joinStep, this test fails: the joiner takes
-// over with the corrupted state.)
-func TestRejoinCorruptState(t *testing.T) {
-	for _, players := range []int{2, 4} {
-		t.Run(fmt.Sprintf("%dp", players), func(t *testing.T) {
-			p, err := netsim.ParseProfile("wifi")
-			require.NoError(t, err)
-			r := match.Run(match.Config{Players: players, Frames: 1200, Seed: 4, Profile: p,
-				DropAt: 300, DropMachine: 1, RejoinAfter: 2 * time.Second, CorruptJoinState: true})
-			require.ErrorIs(t, r.Err, rollback.ErrJoinState)
-			assert.False(t, r.Rejoin.Rejoined)
-			assert.Contains(t, r.Err.Error(), "not played")
 		})
 	}
 }

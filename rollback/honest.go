@@ -1,0 +1,24 @@
+//go:build !rewind_adversary
+
+package rollback
+
+import "github.com/rewindgg/rewind/rollback/internal/wire"
+
+// This file is the honest build, every game's: the soak's adversary
+// (liar.go, compiled only with the build tag rewind_adversary) is absent,
+// and each of its hooks below does nothing. A session's lie is always nil.
+
+// adversary is the soak's lying session: never one in this build.
+type adversary struct{}
+
+func liarOf(Transport) *adversary { return nil }
+
+func (*adversary) lieGossip(*wire.Gossip, Frame)          {}
+func (*adversary) lieRTTs([]uint32)                       {}
+func (s *Session) lieEnd(end Frame) Frame                 { return end }
+func (s *Session) liePacket(int, *wire.InputPacket)       {}
+func (s *Session) lieExtra(int, *wire.InputPacket, Frame) {}
+func (s *Session) lieChecksum(int, Frame, uint64)         {}
+func (s *Session) lieStatement(int, int32, *wire.Attest)  {}
+func unsigned(Transport) bool                             { return false }
+func corruptJoinState(Transport) bool                     { return false }
