@@ -35,15 +35,15 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"log"
 	"net"
 	"net/netip"
 	"os"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
+	_ "github.com/rewindgg/rewind/cmd/arena/internal/display" // before Ebitengine: no display is one line, not a panic
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
@@ -71,35 +71,26 @@ func main() {
 	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts; the error if it failed)")
 	flag.IntVar(&o.windowX, "window-x", -1, "the window's position (default: the system's choice)")
 	flag.IntVar(&o.windowY, "window-y", -1, "")
-	flag.DurationVar(&o.lobbyTimeout, "lobby-timeout", 5*time.Minute, "how long to wait for the other machines (with -rendezvous: and then again to connect to them)")
+	flag.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the other machines to join (the host for them, a joiner for the match to start)")
+	flag.DurationVar(&o.wait, "lobby-timeout", 2*time.Minute, "the old name of -wait")
+	flag.DurationVar(&o.connectWait, "connect-wait", 30*time.Second, "with -rendezvous: how long to wait for the WebRTC connections to the other machines once the match is full")
 	flag.Parse()
-	if err := check(o); err != nil {
-		fmt.Fprintln(os.Stderr, "arena:", err)
-		flag.Usage()
+	if err := cli.Check(o.flags(flag.Args())); err != nil {
+		// One line naming the flag; -h shows them all.
+		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
-		log.Fatal(err)
+		fmt.Fprintln(os.Stderr, "arena:", err)
+		os.Exit(1)
 	}
 }
 
-// check rejects flags that do not go together.
-func check(o options) error {
-	switch {
-	case flag.NArg() > 0:
-		return fmt.Errorf("unexpected arguments %q", flag.Args())
-	case o.host != "" && o.join != "":
-		return errors.New("-host and -join: choose one")
-	case o.rendezvous != "" && (o.host != "" || o.join != ""):
-		return errors.New("-rendezvous meets through the server: not with -host or -join")
-	case o.rendezvous == "" && (o.code != "" || o.relay || o.loopback):
-		return errors.New("-code, -relay and -loopback go with -rendezvous")
-	case o.rendezvous != "" && (o.humans < 0 || o.humans > 1):
-		return fmt.Errorf("-humans %d: with -rendezvous each machine flies one ship (want 0 or 1)", o.humans)
-	case o.frames < 0:
-		return fmt.Errorf("-frames %d", o.frames)
-	}
-	return nil
+// flags are the options cli.Check validates.
+func (o options) flags(args []string) cli.Flags {
+	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
+		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Profile: o.profile,
+		ScreenshotAt: o.screenshotAt, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
 }
 
 // showStatus prints what a state change says; the error is main's to
@@ -113,7 +104,7 @@ func showStatus(state, text string) {
 // showCode prints the code of the match this machine created, and how the
 // others join it.
 func showCode(o options, code string) {
-	fmt.Printf("match code %s: waiting for %d more machine(s)\n", code, o.machines-1)
+	fmt.Println(cli.Waiting(fmt.Sprintf("match code %s: waiting for %s to join", code, cli.Machines(o.machines-1)), o.wait, "-wait"))
 	fmt.Printf("  join it with: arena -rendezvous %s -code %s -frames %d\n", o.rendezvous, code, o.frames)
 	fmt.Printf("  or in a browser: %s/%s\n", o.rendezvous, netplay.Share(code, o.frames))
 }
@@ -145,15 +136,16 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 	}
 	var plan lobby.Plan
 	var conn *net.UDPConn
-	ctx, cancel := context.WithTimeout(context.Background(), o.lobbyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
 	defer cancel()
 	if o.host != "" {
 		if conn, err = listen(o.host); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Printf("hosting on %v: waiting for %d more machine(s)\n", conn.LocalAddr(), o.machines-1)
+		fmt.Println(cli.Waiting(fmt.Sprintf("hosting on %v: waiting for %s to join", conn.LocalAddr(), cli.Machines(o.machines-1)), o.wait, "-wait"))
 		plan, err = lobby.Host(ctx, conn, lobby.HostOptions{Machines: o.machines, Players: o.players, Humans: o.humans,
 			Frames: o.frames, Log: func(s string) { fmt.Println(s) }})
+		err = cli.TimedOut(err, fmt.Sprintf("%s joined the match hosted on %v", cli.Nobody(o.machines), conn.LocalAddr()), o.wait, "-wait")
 	} else {
 		var to netip.AddrPort
 		if to, err = resolve(o.join); err != nil {
@@ -162,8 +154,9 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		if conn, err = listen(":0"); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Printf("joining %v from %v\n", to, conn.LocalAddr())
+		fmt.Println(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, "-wait"))
 		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans})
+		err = cli.TimedOut(err, fmt.Sprintf("no match hosted at %v started (is the host running there, and did its match fill?)", to), o.wait, "-wait")
 	}
 	if err != nil {
 		conn.Close()

@@ -30,7 +30,8 @@ type options struct {
 	screenshotAt      int
 	result            string
 	windowX, windowY  int
-	lobbyTimeout      time.Duration
+	wait              time.Duration // for the other machines to join
+	connectWait       time.Duration // with a rendezvous: for the WebRTC connections
 }
 
 // The states of a run, as the browser build's window.rewindStatus shows

@@ -99,6 +99,15 @@ func Machines(n int) string {
 	return fmt.Sprintf("%d more machines", n)
 }
 
+// Nobody is who did not join a match of n machines in time: "nobody"
+// when one machine was awaited, else "not every machine".
+func Nobody(n int) string {
+	if n == 2 {
+		return "nobody"
+	}
+	return "not every machine"
+}
+
 // Waiting is the line printed before a wait: what for, how long at most,
 // and the flag that changes it.
 func Waiting(what string, d time.Duration, flag string) string {

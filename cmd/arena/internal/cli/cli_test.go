@@ -68,6 +68,9 @@ func TestWaiting(t *testing.T) {
 	if got := Machines(3); got != "3 more machines" {
 		t.Errorf("Machines(3) = %q", got)
 	}
+	if a, b := Nobody(2), Nobody(4); a != "nobody" || b != "not every machine" {
+		t.Errorf("Nobody(2), Nobody(4) = %q, %q", a, b)
+	}
 }
 
 func TestTimedOut(t *testing.T) {
