@@ -43,7 +43,7 @@ import (
 	"time"
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
-	_ "github.com/rewindgg/rewind/cmd/arena/internal/display" // before Ebitengine: no display is one line, not a panic
+	_ "github.com/rewindgg/rewind/cmd/arena/internal/display/gate" // before Ebitengine: no display is one line, not a panic
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
@@ -156,7 +156,7 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		}
 		fmt.Println(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, "-wait"))
 		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans})
-		err = cli.TimedOut(err, fmt.Sprintf("no match hosted at %v started (is the host running there, and did its match fill?)", to), o.wait, "-wait")
+		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, "-wait")
 	}
 	if err != nil {
 		conn.Close()

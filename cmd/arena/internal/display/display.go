@@ -4,15 +4,8 @@ package display
 
 import "syscall"
 
-func init() {
-	if msg := check(); msg != "" {
-		_, _ = syscall.Write(2, []byte(msg+"\n"))
-		syscall.Exit(1)
-	}
-}
-
-// check returns why there is no usable display, or "".
-func check() string {
+// Missing returns why there is no usable X display, in one line, or "".
+func Missing() string {
 	d, _ := syscall.Getenv("DISPLAY")
 	if d == "" {
 		return "arena needs a display: set DISPLAY (or run it under Xvfb: xvfb-run arena ...)"
