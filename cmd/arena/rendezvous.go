@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -53,8 +54,10 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	m, err := c.Wait(ctx)
 	if err != nil {
 		leave()
-		return cfg, nil, "", cli.TimedOut(fmt.Errorf("match %s: %w", c.Code(), err),
-			fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, "-wait")
+		if errors.Is(err, context.DeadlineExceeded) {
+			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, "-wait")
+		}
+		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
 	plan, err := netplay.Plan(m, c.Seat(), o.humans, o.frames)
 	if err != nil {
