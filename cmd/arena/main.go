@@ -26,6 +26,15 @@
 // gathers loopback candidates only (tests in a loopback-only network
 // namespace).
 //
+// Every wait says what it waits for and for how long: -wait (2 minutes)
+// for the other machines to join, -connect-wait (30 seconds) for the
+// WebRTC connections once a rendezvous match is full; a timeout says what
+// did not happen in time. Flags are checked before anything starts (exit
+// status 2, one line naming the flag). Without an X display the arena
+// says so in one line and exits with status 1 (package
+// internal/display/gate, before Ebitengine's initialization would
+// panic); without an audio device it warns and plays muted.
+//
 // Keys: WASD thrusts, the arrows fire (with -humans 2: WASD and TFGH, IJKL
 // and the arrows); a gamepad's left stick thrusts and its right stick or
 // face buttons fire. Tab shows the overlay; Escape quits and tells the
