@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +49,10 @@ func TestErrors(t *testing.T) {
 		status int
 		stderr string // the whole of stderr, if exact; else a substring
 		exact  bool
-		stdout string // a substring of stdout ("" for any)
+		// stderrRE, if not "", is a pattern stderr must match (instead of
+		// stderr).
+		stderrRE string
+		stdout   string // a substring of stdout ("" for any)
 	}{
 		{name: "no display", args: []string{"-mute"}, env: []string{"DISPLAY="}, status: 1, exact: true,
 			stderr: "arena needs a display: set DISPLAY (or run it under Xvfb: xvfb-run arena ...)\n"},
@@ -67,8 +71,8 @@ func TestErrors(t *testing.T) {
 			stderr: fmt.Sprintf("arena: the host at %s did not start a match within 1s (-wait to wait longer)\n", unused),
 			stdout: "waiting for the host to answer and its match to fill (up to 1s; -wait to change)"},
 		{name: "nobody joining", args: []string{"-mute", "-host", "127.0.0.1:0", "-wait", "1s"}, status: 1,
-			stderr: "within 1s (-wait to wait longer)\n",
-			stdout: "waiting for 1 more machine to join (up to 1s; -wait to change)"},
+			stderrRE: `^arena: nobody joined the match hosted on 127\.0\.0\.1:\d+ within 1s \(-wait to wait longer\)\n$`,
+			stdout:   "waiting for 1 more machine to join (up to 1s; -wait to change)"},
 		{name: "nobody joining the rendezvous", args: []string{"-mute", "-rendezvous", waiting, "-loopback", "-wait", "1s"}, status: 1, exact: true,
 			stderr: "arena: nobody joined match ABC123 within 1s (-wait to wait longer)\n",
 			stdout: "match code ABC123: waiting for 1 more machine to join (up to 1s; -wait to change)"},
@@ -97,6 +101,9 @@ func TestErrors(t *testing.T) {
 			}
 			if status != c.status {
 				t.Errorf("exit status %d, want %d", status, c.status)
+			}
+			if c.stderrRE != "" && !regexp.MustCompile(c.stderrRE).MatchString(errOut) {
+				t.Errorf("stderr %q, want it to match %q", errOut, c.stderrRE)
 			}
 			if c.exact && errOut != c.stderr || !c.exact && !strings.Contains(errOut, c.stderr) {
 				t.Errorf("stderr %q, want %s %q", errOut, map[bool]string{true: "exactly", false: "it to contain"}[c.exact], c.stderr)

@@ -1,8 +1,5 @@
 //go:build linux && !android && cgo
 
-// Package alsa asks ALSA whether its default playback device opens, before
-// Ebitengine's audio (oto) tries and fails after two dozen lines of
-// ALSA's complaints: without a device, the arena plays muted instead.
 package alsa
 
 // #cgo pkg-config: alsa
