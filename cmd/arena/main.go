@@ -44,8 +44,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -72,18 +74,34 @@ func main() {
 	flag.IntVar(&o.players, "players", 4, "ships in the match (with -host, or alone); bots fly those nobody plays")
 	flag.IntVar(&o.humans, "humans", 1, "people at this machine: 0 (bots only), 1, or 2 sharing the keyboard (not with -rendezvous)")
 	flag.IntVar(&o.frames, "frames", 0, "with -host or alone: end the match after this many frames (0: play until you quit); with -rendezvous: the same on every machine")
-	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, far, hell, or a spec)")
+	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, intercontinental, far, hell, or a spec such as latency=80ms,loss=2%)")
 	flag.BoolVar(&o.mute, "mute", false, "no sound (no audio device is opened)")
 	flag.BoolVar(&o.overlay, "overlay", false, "start with the overlay shown (Tab toggles it)")
 	flag.StringVar(&o.screenshot, "screenshot", "", "save a PNG of the window to this file at -screenshot-at")
 	flag.IntVar(&o.screenshotAt, "screenshot-at", 600, "the frame of -screenshot")
 	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts; the error if it failed)")
 	flag.IntVar(&o.windowX, "window-x", -1, "the window's position (default: the system's choice)")
-	flag.IntVar(&o.windowY, "window-y", -1, "")
+	flag.IntVar(&o.windowY, "window-y", -1, "with -window-x: the window's position (default: the system's choice)")
 	flag.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the other machines to join (the host for them, a joiner for the match to start)")
-	flag.DurationVar(&o.wait, "lobby-timeout", 2*time.Minute, "the old name of -wait")
 	flag.DurationVar(&o.connectWait, "connect-wait", 30*time.Second, "with -rendezvous: how long to wait for the WebRTC connections to the other machines once the match is full")
-	flag.Parse()
+	flag.Func("lobby-timeout", "the old flag: sets both -wait and -connect-wait", func(s string) error {
+		d, err := time.ParseDuration(s)
+		o.wait, o.connectWait = d, d
+		return err
+	})
+	// The flag package's own errors (an unknown flag, a value that does
+	// not parse) in one line too, not followed by every flag's usage.
+	flag.CommandLine.Init(os.Args[0], flag.ContinueOnError)
+	flag.CommandLine.SetOutput(io.Discard)
+	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			flag.CommandLine.SetOutput(os.Stderr)
+			flag.Usage()
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)
+		os.Exit(2)
+	}
 	if err := cli.Check(o.flags(flag.Args())); err != nil {
 		// One line naming the flag; -h shows them all.
 		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)

@@ -62,6 +62,10 @@ func TestErrors(t *testing.T) {
 			stderr: `arena: -profile "wfi": no such profile: want lan, wifi, continental, intercontinental, far, hell, or a spec such as latency=80ms,jitter=10ms,loss=2% (arena -h lists the flags)` + "\n"},
 		{name: "bad profile spec", args: []string{"-join", "127.0.0.1:7000", "-profile", "latency=80"}, status: 2,
 			stderr: `arena: -profile "latency=80": latency: time: missing unit in duration "80": want lan, wifi`},
+		{name: "unknown flag", args: []string{"-mutе"}, status: 2, exact: true, // a Cyrillic е
+			stderr: "arena: flag provided but not defined: -mutе (arena -h lists the flags)\n"},
+		{name: "a value that does not parse", args: []string{"-wait", "2"}, status: 2, exact: true,
+			stderr: `arena: invalid value "2" for flag -wait: parse error (arena -h lists the flags)` + "\n"},
 		{name: "too many machines", args: []string{"-host", ":0", "-machines", "9"}, status: 2, exact: true,
 			stderr: "arena: -machines 9: want 2 to 8 (this machine included) (arena -h lists the flags)\n"},
 		{name: "no audio device", args: []string{"-frames", "30", "-players", "1"}, env: []string{"ALSA_CONFIG_PATH=" + noCard}, status: 0,
