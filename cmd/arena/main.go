@@ -113,6 +113,13 @@ func main() {
 	}
 }
 
+// waitFlag and connectWaitFlag are what a person changes to wait longer,
+// as the waits' announcements and timeouts name them.
+const (
+	waitFlag        = "-wait"
+	connectWaitFlag = "-connect-wait"
+)
+
 // flags are the options cli.Check validates.
 func (o options) flags(args []string) cli.Flags {
 	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
@@ -131,7 +138,7 @@ func showStatus(state, text string) {
 // showCode prints the code of the match this machine created, and how the
 // others join it.
 func showCode(o options, code string) {
-	fmt.Println(cli.Waiting(fmt.Sprintf("match code %s: waiting for %s to join", code, cli.Machines(o.machines-1)), o.wait, "-wait"))
+	fmt.Println(cli.Waiting(fmt.Sprintf("match code %s: waiting for %s to join", code, cli.Machines(o.machines-1)), o.wait, waitFlag))
 	fmt.Printf("  join it with: arena -rendezvous %s -code %s -frames %d\n", o.rendezvous, code, o.frames)
 	fmt.Printf("  or in a browser: %s/%s\n", o.rendezvous, netplay.Share(code, o.frames))
 }
@@ -169,10 +176,10 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		if conn, err = listen(o.host); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Println(cli.Waiting(fmt.Sprintf("hosting on %v: waiting for %s to join", conn.LocalAddr(), cli.Machines(o.machines-1)), o.wait, "-wait"))
+		fmt.Println(cli.Waiting(fmt.Sprintf("hosting on %v: waiting for %s to join", conn.LocalAddr(), cli.Machines(o.machines-1)), o.wait, waitFlag))
 		plan, err = lobby.Host(ctx, conn, lobby.HostOptions{Machines: o.machines, Players: o.players, Humans: o.humans,
 			Frames: o.frames, Log: func(s string) { fmt.Println(s) }})
-		err = cli.TimedOut(err, fmt.Sprintf("%s joined the match hosted on %v", cli.Nobody(o.machines), conn.LocalAddr()), o.wait, "-wait")
+		err = cli.TimedOut(err, fmt.Sprintf("%s joined the match hosted on %v", cli.Nobody(o.machines), conn.LocalAddr()), o.wait, waitFlag)
 	} else {
 		var to netip.AddrPort
 		if to, err = resolve(o.join); err != nil {
@@ -181,9 +188,9 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		if conn, err = listen(":0"); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Println(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, "-wait"))
+		fmt.Println(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, waitFlag))
 		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans})
-		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, "-wait")
+		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, waitFlag)
 	}
 	if err != nil {
 		conn.Close()

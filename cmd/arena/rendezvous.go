@@ -36,15 +36,15 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	if o.code == "" {
 		showStatus(stateLobby, fmt.Sprintf("creating a match of %d machines at %s", o.machines, base))
 		if c, err = rdv.Create(ctx, base, o.machines, nil); err != nil {
-			return cfg, nil, "", cli.TimedOut(err, "the rendezvous at "+base+" did not create a match", o.wait, "-wait")
+			return cfg, nil, "", cli.TimedOut(err, "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
 		}
 		showCode(o, c.Code())
 	} else {
 		showStatus(stateLobby, fmt.Sprintf("joining match %s at %s", o.code, base))
 		if c, err = rdv.Join(ctx, base, o.code, nil); err != nil {
-			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, "-wait")
+			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
 		}
-		showStatus(stateLobby, cli.Waiting(fmt.Sprintf("match %s: seat %d taken, waiting for the other machines to join", c.Code(), c.Seat()), o.wait, "-wait"))
+		showStatus(stateLobby, cli.Waiting(fmt.Sprintf("match %s: seat %d taken, waiting for the other machines to join", c.Code(), c.Seat()), o.wait, waitFlag))
 	}
 	leave := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
@@ -55,7 +55,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	if err != nil {
 		leave()
 		if errors.Is(err, context.DeadlineExceeded) {
-			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, "-wait")
+			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, waitFlag)
 		}
 		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
@@ -64,13 +64,13 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		leave()
 		return cfg, nil, "", err
 	}
-	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, "-connect-wait"))
+	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
 	dctx, dcancel := context.WithTimeout(context.Background(), o.connectWait)
 	defer dcancel()
 	tr, err := netplay.Dial(dctx, m, c.Seat(), c, o.relay, o.loopback)
 	if err != nil {
 		leave()
-		return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the other machines did not all connect", m.Code), o.connectWait, "-connect-wait")
+		return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the other machines did not all connect", m.Code), o.connectWait, connectWaitFlag)
 	}
 	var routes []string
 	for p := range m.Seats - 1 {

@@ -28,6 +28,14 @@ import (
 	"github.com/rewindgg/rewind/rollback"
 )
 
+// waitFlag and connectWaitFlag are what a person changes to wait longer,
+// as the waits' announcements and timeouts name them: in a browser, the
+// page's timeout parameter sets both.
+const (
+	waitFlag        = "timeout= in the page's address"
+	connectWaitFlag = waitFlag
+)
+
 func main() {
 	window := js.Global()
 	loc := window.Get("location")
