@@ -42,6 +42,12 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	} else {
 		showStatus(stateLobby, fmt.Sprintf("joining match %s at %s", o.code, base))
 		if c, err = rdv.Join(ctx, base, o.code, nil); err != nil {
+			switch {
+			case errors.Is(err, rdv.ErrNotFound):
+				return cfg, nil, "", fmt.Errorf("there is no match %s at %s: check the code (a match ends when its machines leave or it expires)", o.code, base)
+			case errors.Is(err, rdv.ErrFull):
+				return cfg, nil, "", fmt.Errorf("match %s at %s is full: every seat is taken", o.code, base)
+			}
 			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
 		}
 		showStatus(stateLobby, cli.Waiting(fmt.Sprintf("match %s: seat %d taken, waiting for the other machines to join", c.Code(), c.Seat()), o.wait, waitFlag))

@@ -80,6 +80,8 @@ func TestErrors(t *testing.T) {
 		{name: "nobody joining the rendezvous", args: []string{"-mute", "-rendezvous", waiting, "-loopback", "-wait", "1s"}, status: 1, exact: true,
 			stderr: "arena: nobody joined match ABC123 within 1s (-wait to wait longer)\n",
 			stdout: "match code ABC123: waiting for 1 more machine to join (up to 1s; -wait to change)"},
+		{name: "a match code nobody created", args: []string{"-mute", "-rendezvous", waiting, "-code", "NOPE42", "-wait", "5s"}, status: 1, exact: true,
+			stderr: fmt.Sprintf("arena: there is no match NOPE42 at %s: check the code (a match ends when its machines leave or it expires)\n", waiting)},
 		{name: "a peer vanishing while connecting", args: []string{"-mute", "-rendezvous", full, "-loopback", "-wait", "5s", "-connect-wait", "2s"}, status: 1, exact: true,
 			stderr: "arena: match ABC123: the other machines did not all connect within 2s (-connect-wait to wait longer): rtc: machines [1] not connected\n",
 			stdout: "connecting to the others (up to 2s; -connect-wait to change)"},
