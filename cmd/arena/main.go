@@ -26,6 +26,15 @@
 // gathers loopback candidates only (tests in a loopback-only network
 // namespace).
 //
+// Every wait says what it waits for and for how long: -wait (2 minutes)
+// for the other machines to join, -connect-wait (30 seconds) for the
+// WebRTC connections once a rendezvous match is full; a timeout says what
+// did not happen in time. Flags are checked before anything starts (exit
+// status 2, one line naming the flag). Without an X display the arena
+// says so in one line and exits with status 1 (package
+// internal/display/gate, before Ebitengine's initialization would
+// panic); without an audio device it warns and plays muted.
+//
 // Keys: WASD thrusts, the arrows fire (with -humans 2: WASD and TFGH, IJKL
 // and the arrows); a gamepad's left stick thrusts and its right stick or
 // face buttons fire. Tab shows the overlay; Escape quits and tells the
@@ -38,12 +47,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"log"
+	"io"
 	"net"
 	"net/netip"
 	"os"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
+	_ "github.com/rewindgg/rewind/cmd/arena/internal/display/gate" // before Ebitengine: no display is one line, not a panic
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
@@ -63,43 +74,57 @@ func main() {
 	flag.IntVar(&o.players, "players", 4, "ships in the match (with -host, or alone); bots fly those nobody plays")
 	flag.IntVar(&o.humans, "humans", 1, "people at this machine: 0 (bots only), 1, or 2 sharing the keyboard (not with -rendezvous)")
 	flag.IntVar(&o.frames, "frames", 0, "with -host or alone: end the match after this many frames (0: play until you quit); with -rendezvous: the same on every machine")
-	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, far, hell, or a spec)")
+	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, intercontinental, far, hell, or a spec such as latency=80ms,loss=2%)")
 	flag.BoolVar(&o.mute, "mute", false, "no sound (no audio device is opened)")
 	flag.BoolVar(&o.overlay, "overlay", false, "start with the overlay shown (Tab toggles it)")
 	flag.StringVar(&o.screenshot, "screenshot", "", "save a PNG of the window to this file at -screenshot-at")
 	flag.IntVar(&o.screenshotAt, "screenshot-at", 600, "the frame of -screenshot")
 	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts; the error if it failed)")
 	flag.IntVar(&o.windowX, "window-x", -1, "the window's position (default: the system's choice)")
-	flag.IntVar(&o.windowY, "window-y", -1, "")
-	flag.DurationVar(&o.lobbyTimeout, "lobby-timeout", 5*time.Minute, "how long to wait for the other machines (with -rendezvous: and then again to connect to them)")
-	flag.Parse()
-	if err := check(o); err != nil {
-		fmt.Fprintln(os.Stderr, "arena:", err)
-		flag.Usage()
+	flag.IntVar(&o.windowY, "window-y", -1, "with -window-x: the window's position (default: the system's choice)")
+	flag.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the other machines to join (the host for them, a joiner for the match to start)")
+	flag.DurationVar(&o.connectWait, "connect-wait", 30*time.Second, "with -rendezvous: how long to wait for the WebRTC connections to the other machines once the match is full")
+	flag.Func("lobby-timeout", "the old flag: sets both -wait and -connect-wait", func(s string) error {
+		d, err := time.ParseDuration(s)
+		o.wait, o.connectWait = d, d
+		return err
+	})
+	// The flag package's own errors (an unknown flag, a value that does
+	// not parse) in one line too, not followed by every flag's usage.
+	flag.CommandLine.Init(os.Args[0], flag.ContinueOnError)
+	flag.CommandLine.SetOutput(io.Discard)
+	if err := flag.CommandLine.Parse(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			flag.CommandLine.SetOutput(os.Stderr)
+			flag.Usage()
+			os.Exit(0)
+		}
+		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)
+		os.Exit(2)
+	}
+	if err := cli.Check(o.flags(flag.Args())); err != nil {
+		// One line naming the flag; -h shows them all.
+		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)
 		os.Exit(2)
 	}
 	if err := run(o); err != nil {
-		log.Fatal(err)
+		fmt.Fprintln(os.Stderr, "arena:", err)
+		os.Exit(1)
 	}
 }
 
-// check rejects flags that do not go together.
-func check(o options) error {
-	switch {
-	case flag.NArg() > 0:
-		return fmt.Errorf("unexpected arguments %q", flag.Args())
-	case o.host != "" && o.join != "":
-		return errors.New("-host and -join: choose one")
-	case o.rendezvous != "" && (o.host != "" || o.join != ""):
-		return errors.New("-rendezvous meets through the server: not with -host or -join")
-	case o.rendezvous == "" && (o.code != "" || o.relay || o.loopback):
-		return errors.New("-code, -relay and -loopback go with -rendezvous")
-	case o.rendezvous != "" && (o.humans < 0 || o.humans > 1):
-		return fmt.Errorf("-humans %d: with -rendezvous each machine flies one ship (want 0 or 1)", o.humans)
-	case o.frames < 0:
-		return fmt.Errorf("-frames %d", o.frames)
-	}
-	return nil
+// waitFlag and connectWaitFlag are what a person changes to wait longer,
+// as the waits' announcements and timeouts name them.
+const (
+	waitFlag        = "-wait"
+	connectWaitFlag = "-connect-wait"
+)
+
+// flags are the options cli.Check validates.
+func (o options) flags(args []string) cli.Flags {
+	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
+		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Profile: o.profile,
+		ScreenshotAt: o.screenshotAt, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
 }
 
 // showStatus prints what a state change says; the error is main's to
@@ -113,7 +138,7 @@ func showStatus(state, text string) {
 // showCode prints the code of the match this machine created, and how the
 // others join it.
 func showCode(o options, code string) {
-	fmt.Printf("match code %s: waiting for %d more machine(s)\n", code, o.machines-1)
+	fmt.Println(cli.Waiting(fmt.Sprintf("match code %s: waiting for %s to join", code, cli.Machines(o.machines-1)), o.wait, waitFlag))
 	fmt.Printf("  join it with: arena -rendezvous %s -code %s -frames %d\n", o.rendezvous, code, o.frames)
 	fmt.Printf("  or in a browser: %s/%s\n", o.rendezvous, netplay.Share(code, o.frames))
 }
@@ -145,15 +170,16 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 	}
 	var plan lobby.Plan
 	var conn *net.UDPConn
-	ctx, cancel := context.WithTimeout(context.Background(), o.lobbyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
 	defer cancel()
 	if o.host != "" {
 		if conn, err = listen(o.host); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Printf("hosting on %v: waiting for %d more machine(s)\n", conn.LocalAddr(), o.machines-1)
+		fmt.Println(cli.Waiting(fmt.Sprintf("hosting on %v: waiting for %s to join", conn.LocalAddr(), cli.Machines(o.machines-1)), o.wait, waitFlag))
 		plan, err = lobby.Host(ctx, conn, lobby.HostOptions{Machines: o.machines, Players: o.players, Humans: o.humans,
 			Frames: o.frames, Log: func(s string) { fmt.Println(s) }})
+		err = cli.TimedOut(err, fmt.Sprintf("%s joined the match hosted on %v", cli.Nobody(o.machines), conn.LocalAddr()), o.wait, waitFlag)
 	} else {
 		var to netip.AddrPort
 		if to, err = resolve(o.join); err != nil {
@@ -162,8 +188,9 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		if conn, err = listen(":0"); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Printf("joining %v from %v\n", to, conn.LocalAddr())
+		fmt.Println(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, waitFlag))
 		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans})
+		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, waitFlag)
 	}
 	if err != nil {
 		conn.Close()

@@ -3,9 +3,10 @@
 # what it needs when missing (a C compiler and the GL, X11 and ALSA
 # headers for Ebitengine; Xvfb, xdotool and xwd for a real X server, key
 # presses and a screenshot; PulseAudio for a null sink that plays in real
-# time), runs the demo module's vet and unit tests, then TestPlay under
-# Xvfb with the sound going to PulseAudio's null sink. Screenshots and
-# results land in play-test-out/.
+# time), runs the demo module's vet and unit tests, then under Xvfb
+# TestErrors (each error situation: the lines a person sees and the exit
+# status; none panics) and TestPlay, with the sound going to
+# PulseAudio's null sink. Screenshots and results land in play-test-out/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root/cmd/arena"
@@ -43,4 +44,4 @@ pgrep -f "pulseaudio -n -F $run/default.pa" >"$run/pid" || true
 
 mkdir -p "$root/play-test-out"
 ALSA_CONFIG_PATH="$run/asound.conf" ARENA_PLAY_TEST=1 ARENA_PLAY_OUT="$root/play-test-out" \
-	xvfb-run -a -s "-screen 0 1600x800x24" go test -count=1 -v -run TestPlay ./playtest
+	xvfb-run -a -s "-screen 0 1600x800x24" go test -count=1 -v -run 'TestErrors|TestPlay' ./playtest

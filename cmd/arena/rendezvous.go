@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	rdv "github.com/rewindgg/rewind/rtc/lobby"
@@ -17,30 +19,38 @@ const leaveTimeout = 2 * time.Second
 // setUpRendezvous makes the match's configuration through the rendezvous
 // server at o.rendezvous: it creates a match of o.machines seats (and
 // shows its code) or joins match o.code, waits until every seat is taken
-// (at most o.lobbyTimeout), then connects to every other machine over
-// WebRTC with the match's ICE servers, signaling through the server (at
-// most o.lobbyTimeout again). The session's handshake is authenticated
-// with the match's session id and secret, which only seat holders get.
+// (at most o.wait), then connects to every other machine over WebRTC
+// with the match's ICE servers, signaling through the server (at most
+// o.connectWait). Each wait is announced with its limit, and a timeout
+// is told as what did not happen in time. The session's handshake is
+// authenticated with the match's session id and secret, which only seat
+// holders get.
 func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string, err error) {
 	if o.humans < 0 || o.humans > 1 {
 		return cfg, nil, "", fmt.Errorf("%d humans: with a rendezvous each machine flies one ship (want 0 or 1)", o.humans)
 	}
 	base := strings.TrimRight(o.rendezvous, "/")
-	ctx, cancel := context.WithTimeout(context.Background(), o.lobbyTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
 	defer cancel()
 	var c *rdv.Client
 	if o.code == "" {
 		showStatus(stateLobby, fmt.Sprintf("creating a match of %d machines at %s", o.machines, base))
 		if c, err = rdv.Create(ctx, base, o.machines, nil); err != nil {
-			return cfg, nil, "", err
+			return cfg, nil, "", cli.TimedOut(err, "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
 		}
 		showCode(o, c.Code())
 	} else {
 		showStatus(stateLobby, fmt.Sprintf("joining match %s at %s", o.code, base))
 		if c, err = rdv.Join(ctx, base, o.code, nil); err != nil {
-			return cfg, nil, "", err
+			switch {
+			case errors.Is(err, rdv.ErrNotFound):
+				return cfg, nil, "", fmt.Errorf("there is no match %s at %s: check the code (a match ends when its machines leave or it expires)", o.code, base)
+			case errors.Is(err, rdv.ErrFull):
+				return cfg, nil, "", fmt.Errorf("match %s at %s is full: every seat is taken", o.code, base)
+			}
+			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
 		}
-		showStatus(stateLobby, fmt.Sprintf("match %s: seat %d taken, waiting for the other machines", c.Code(), c.Seat()))
+		showStatus(stateLobby, cli.Waiting(fmt.Sprintf("match %s: seat %d taken, waiting for the other machines to join", c.Code(), c.Seat()), o.wait, waitFlag))
 	}
 	leave := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
@@ -50,6 +60,9 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	m, err := c.Wait(ctx)
 	if err != nil {
 		leave()
+		if errors.Is(err, context.DeadlineExceeded) {
+			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, waitFlag)
+		}
 		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
 	plan, err := netplay.Plan(m, c.Seat(), o.humans, o.frames)
@@ -57,13 +70,13 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		leave()
 		return cfg, nil, "", err
 	}
-	showStatus(stateConnecting, fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats))
-	dctx, dcancel := context.WithTimeout(context.Background(), o.lobbyTimeout)
+	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
+	dctx, dcancel := context.WithTimeout(context.Background(), o.connectWait)
 	defer dcancel()
 	tr, err := netplay.Dial(dctx, m, c.Seat(), c, o.relay, o.loopback)
 	if err != nil {
 		leave()
-		return cfg, nil, "", err
+		return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the other machines did not all connect", m.Code), o.connectWait, connectWaitFlag)
 	}
 	var routes []string
 	for p := range m.Seats - 1 {

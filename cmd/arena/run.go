@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
 	ebaudio "github.com/hajimehoshi/ebiten/v2/audio"
 
+	"github.com/rewindgg/rewind/cmd/arena/internal/alsa"
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
@@ -30,7 +33,8 @@ type options struct {
 	screenshotAt      int
 	result            string
 	windowX, windowY  int
-	lobbyTimeout      time.Duration
+	wait              time.Duration // for the other machines to join
+	connectWait       time.Duration // with a rendezvous: for the WebRTC connections
 }
 
 // The states of a run, as the browser build's window.rewindStatus shows
@@ -88,6 +92,14 @@ func playMatch(o options, g *game) error {
 	// it, and Ebitengine's audio pulls the mixed samples from it.
 	g.mixer = audio.NewMixer()
 	if !o.mute {
+		// Without a device Ebitengine's audio fails the game from inside
+		// its loop: find out first, and play muted.
+		if err := alsa.Probe(); err != nil {
+			fmt.Fprintf(os.Stderr, "arena: no sound: %v; playing muted (-mute skips this check)\n", err)
+			o.mute = true
+		}
+	}
+	if !o.mute {
 		ctx := ebaudio.NewContext(audio.SampleRate)
 		p, err := ctx.NewPlayerF32(g.mixer)
 		if err != nil {
@@ -116,6 +128,10 @@ func playMatch(o options, g *game) error {
 		g.keepAlive(stop)
 	}()
 	err = ebiten.RunGame(g)
+	if err != nil && strings.HasPrefix(err.Error(), "oto: ") {
+		// The device opened for the probe but not for Ebitengine's audio.
+		err = fmt.Errorf("sound failed: %w (-mute plays without sound)", err)
+	}
 	close(stop)
 	<-stopped
 	// Tell the peers we leave (they play on, or finish, without us).

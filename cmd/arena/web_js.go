@@ -28,6 +28,14 @@ import (
 	"github.com/rewindgg/rewind/rollback"
 )
 
+// waitFlag and connectWaitFlag are what a person changes to wait longer,
+// as the waits' announcements and timeouts name them: in a browser, the
+// page's timeout parameter sets both.
+const (
+	waitFlag        = "timeout= in the page's address"
+	connectWaitFlag = waitFlag
+)
+
 func main() {
 	window := js.Global()
 	loc := window.Get("location")
@@ -39,7 +47,7 @@ func main() {
 	}
 	placeCanvas()
 	o := options{rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
-		humans: q.Humans, frames: q.Frames, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, lobbyTimeout: q.Timeout}
+		humans: q.Humans, frames: q.Frames, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
 	_ = run(o) // run has shown and published the outcome
 	// Stay: Ebitengine's event handlers still call into the program.
 	select {}
