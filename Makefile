@@ -26,7 +26,7 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: scale-test module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
 
-## test: lint, then the whole suite with the race detector, in random order (the longest match tests play a sample under it), then without it those tests in full and every benchmark once, in the packages that have them (lint has vetted everything: go test does not vet again).
+## test: lint, then the whole suite with the race detector, in random order, built with the adversary (ADVERSARY: the build tag rewind_adversary) (the longest match tests play a sample under it), rollback and cmd/soak again as a game builds them (no tag), then without the race detector those long tests in full and every benchmark once, in the packages that have them (lint has vetted everything, both ways: go test does not vet again).
 # LONG: the tests that play a sample under the race detector and in full without it.
 LONG     := TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|TestLockstepTable|TestMatches|TestLockstepSoak|TestSoakSoundOnIntercontinental|TestForgery|TestFloodFromOnePeerAddress
 # PLAIN: the packages with a LONG test or a benchmark (building every other package's tests a second time would be wasted).
@@ -60,7 +60,7 @@ cross:
 play:
 	cd cmd/arena && $(GO) run . $(ARGS)
 
-## play-test: the demo as a person uses it (cmd/arena/play-test.sh): two games over UDP under Xvfb with injected key presses and a null audio sink; equal final states, screenshots in play-test-out/. Installs its Debian packages when missing.
+## play-test: the demo as a person uses it (cmd/arena/play-test.sh): each error situation with the line a person sees and the exit code (TestErrors), then two games over UDP under Xvfb with injected key presses and a null audio sink; equal final states, screenshots in play-test-out/. Installs its Debian packages when missing.
 play-test:
 	cmd/arena/play-test.sh
 
