@@ -150,53 +150,14 @@ func (s *Session) pollHeld() Frame {
 // is late or differs from ours — every statement we hold for that
 // interval, with its inputs.
 func (s *Session) sendAttest(i int) {
-	s.sendOwnStatements(i)
-	s.sendEchoes(i)
-	s.sendProofs(i)
-	p, rtt := &s.stmts.peers[i], s.peers[i].link.rtt
-	if s.now-p.repairAt < rtt+lostMargin || s.repairWanted(i) {
-		return
-	}
-	// The peer's echo of an interval goes as soon as it holds every
-	// machine's statement of it, a round trip and a margin after we signed
-	// ours; the two intervals more are from when it waited for the peer's
-	// next statement, and leave the targeted repair below its turn.
-	if wait := rtt + lostMargin + 2*stmtFrames*frameDuration; s.now-p.repairAt >= wait {
-		s.repairUnmatched(i, wait)
-	}
+	s.stmts.attest(s, stmtDest{i: i, self: s.peers[i].machine, now: s.now, rtt: s.peers[i].link.rtt})
 }
 
-// sendOwnStatements sends peer i our statements it has not had.
-func (s *Session) sendOwnStatements(i int) {
-	st, p := s.stmts, &s.stmts.peers[i]
-	if p.ownK < st.settled {
-		p.ownK, p.ownN = st.settled, 0
-	}
-	for p.ownK <= st.signed {
-		n, in, sig := st.holds(st.me, p.ownK)
-		if n <= p.ownN {
-			break
-		}
-		s.sendStatement(i, st.me, p.ownK, in, sig[:], false)
-		if p.ownN = n; n == stmtFrames {
-			p.ownK, p.ownN = p.ownK+1, 0
-		}
-	}
-}
-
-// sendEchoes sends peer i our echo: an echo goes with each of our
-// statements, and alone as soon as we have digests it has not had
-// (waiting for our next statement cost a settlement up to an interval);
-// all it wants go again when it has wanted one we sent for a round trip
-// (lost).
-func (s *Session) sendEchoes(i int) {
-	st, p, rtt := s.stmts, &s.stmts.peers[i], s.peers[i].link.rtt
-	if p.wantFrom < p.echoEnd && s.now-p.wantAt >= rtt+lostMargin {
-		p.wantAt = s.now
-		s.sendEcho(i, true)
-	} else if st.done > p.echoEnd {
-		s.sendEcho(i, false)
-	}
+// actedOn reports whether peer i's report of peer j's departure shows it
+// acted on a proof of j's equivocation from frame from (a stmtSender).
+func (s *Session) actedOn(i, j int, from Frame) bool {
+	l := &s.peers[j].leave
+	return l.reported[i] && l.report[i] <= from
 }
 
 // sendEcho sends peer i our echo alone: every digest it wants, or (not
@@ -235,7 +196,7 @@ func (s *Session) sendStatement(i, x int, k int32, in []uint64, sig []byte, full
 	m.Frames = uint8(len(in) / s.stmts.np[x])
 	m.Inputs, m.Sig = append(m.Inputs[:0], in...), append(m.Sig[:0], sig...)
 	if x == s.stmts.me && s.proto.lie != nil {
-		s.lieStatement(i, k, m)
+		s.proto.lie.lieStatement(s, i, k, m)
 	}
 	if !full {
 		m.Inputs = m.Inputs[:0]

@@ -39,7 +39,17 @@ func (h *handlers) register(s *Session) {
 	for _, k := range []wire.Kind{wire.KindReady, wire.KindStart, wire.KindGo} {
 		h[k] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleStart(i, k, b) }
 	}
-	h[wire.KindDisconnect] = (*Session).handleDisconnect
+	// A departure: a machine coming back that gives up, or a peer leaving.
+	h[wire.KindDisconnect] = func(s *Session, i int, b []byte) (Frame, bool) {
+		if wire.ParseControl(b, &s.io.rx.d) != nil {
+			return s.frame, false
+		}
+		if s.joining(i) { // it gives up coming back
+			return s.abandonJoin(i), true
+		}
+		s.disconnect(i)
+		return s.frame, true
+	}
 	h[wire.KindJoin] = (*Session).handleJoin
 	if s.sums != nil {
 		// A checksum may carry an input packet, as a ping does: its
@@ -48,35 +58,20 @@ func (h *handlers) register(s *Session) {
 			f, ok := s.handleRiding(i, b, &s.io.rx.sum)
 			return f, ok && s.takeChecksum(i)
 		}
-		h[wire.KindState] = (*Session).handleState
+		// A piece of a peer's state after a desync.
+		h[wire.KindState] = func(s *Session, i int, b []byte) (Frame, bool) {
+			if wire.ParseControl(b, &s.io.rx.state) != nil {
+				return s.frame, false
+			}
+			ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
+			if completed {
+				s.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
+			}
+			return s.frame, ok
+		}
 	}
 	if s.stmts != nil {
 		h[wire.KindKeys] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleKeys(i, b) }
 		h[wire.KindAttest] = (*Session).handleAttest
 	}
-}
-
-// handleDisconnect takes peer i's departure: a machine coming back that
-// gives up, or a peer leaving the match.
-func (s *Session) handleDisconnect(i int, b []byte) (Frame, bool) {
-	if wire.ParseControl(b, &s.io.rx.d) != nil {
-		return s.frame, false
-	}
-	if s.joining(i) { // it gives up coming back
-		return s.abandonJoin(i), true
-	}
-	s.disconnect(i)
-	return s.frame, true
-}
-
-// handleState takes a piece of peer i's state after a desync.
-func (s *Session) handleState(i int, b []byte) (Frame, bool) {
-	if err := wire.ParseControl(b, &s.io.rx.state); err != nil {
-		return s.frame, false
-	}
-	ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
-	if completed {
-		s.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
-	}
-	return s.frame, ok
 }

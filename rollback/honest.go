@@ -13,12 +13,12 @@ type adversary struct{}
 
 func liarOf(Transport) *adversary { return nil }
 
-func (*adversary) lieGossip(*wire.Gossip, Frame)          {}
-func (*adversary) lieRTTs([]uint32)                       {}
-func (s *Session) lieEnd(end Frame) Frame                 { return end }
-func (s *Session) liePacket(int, *wire.InputPacket)       {}
-func (s *Session) lieExtra(int, *wire.InputPacket, Frame) {}
-func (s *Session) lieChecksum(int, Frame, uint64)         {}
-func (s *Session) lieStatement(int, int32, *wire.Attest)  {}
-func unsigned(Transport) bool                             { return false }
-func corruptJoinState(Transport) bool                     { return false }
+func (*adversary) lieGossip(*wire.Gossip, Frame)                    {}
+func (*adversary) lieRTTs([]uint32)                                 {}
+func (*adversary) lieEnd(_ *Session, end Frame) Frame               { return end }
+func (*adversary) liePacket(*Session, int, *wire.InputPacket)       {}
+func (*adversary) lieExtra(*Session, int, *wire.InputPacket, Frame) {}
+func (*adversary) lieChecksum(*Session, int, Frame, uint64)         {}
+func (*adversary) lieStatement(*Session, int, int32, *wire.Attest)  {}
+func unsigned(Transport) bool                                       { return false }
+func corruptJoinState(Transport) bool                               { return false }

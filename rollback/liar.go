@@ -67,12 +67,11 @@ func (a *adversary) lieGossip(e *wire.Gossip, count Frame) {
 // for that frame and the lieAhead-1 after it.
 // Once the peers' inputs stop coming for a quarter second (the match is
 // over: they add no more) it lets the held ones go.
-func (s *Session) lieEnd(end Frame) Frame {
-	a := s.proto.lie
+func (a *adversary) lieEnd(s *Session, end Frame) Frame {
 	if !a.is(liar.Lookahead) {
 		return end
 	}
-	seen := s.slowestRemote()
+	seen := slowestRemote(s)
 	if seen != a.seen {
 		a.seen, a.still = seen, s.now
 	}
@@ -84,7 +83,7 @@ func (s *Session) lieEnd(end Frame) Frame {
 
 // slowestRemote returns the fewest frames we have of a remote player still
 // playing (MaxFrame: none).
-func (s *Session) slowestRemote() Frame {
+func slowestRemote(s *Session) Frame {
 	least := MaxFrame
 	for p := range s.roster.players {
 		if !s.inputs.local[p] && !s.inputs.disconnected(PlayerID(p)) {
@@ -96,10 +95,9 @@ func (s *Session) slowestRemote() Frame {
 
 // liePacket rewrites the input packet to peer i before it is encoded, and
 // counts the lookahead of the frames it sends first.
-func (s *Session) liePacket(i int, pkt *wire.InputPacket) {
-	a := s.proto.lie
+func (a *adversary) liePacket(s *Session, i int, pkt *wire.InputPacket) {
 	end := Frame(pkt.First) + Frame(pkt.Count)
-	if seen := s.slowestRemote(); end > a.decided && seen != MaxFrame {
+	if seen := slowestRemote(s); end > a.decided && seen != MaxFrame {
 		for f := max(a.decided, Frame(pkt.First)); f < end; f++ {
 			a.Looked += int64(seen - f)
 			a.Decided++
@@ -143,8 +141,7 @@ func (s *Session) liePacket(i int, pkt *wire.InputPacket) {
 // lieExtra sends peer i what the lie adds after its input packet:
 // AdvantageLie's header-only packets 250 frames behind, and (2 machines)
 // Equivocate's re-send of an already-sent frame with another input.
-func (s *Session) lieExtra(i int, pkt *wire.InputPacket, localNext Frame) {
-	a := s.proto.lie
+func (a *adversary) lieExtra(s *Session, i int, pkt *wire.InputPacket, localNext Frame) {
 	var extra wire.InputPacket
 	n := 0
 	switch {
@@ -180,8 +177,7 @@ func (s *Session) lieExtra(i int, pkt *wire.InputPacket, localNext Frame) {
 // lieChecksum sends peer i what ForgedChecksum adds to our real checksum
 // of frame f: one for a frame we cannot have finished and, with three or
 // more machines, a wrong one of f itself to peer 0.
-func (s *Session) lieChecksum(i int, f Frame, sum uint64) {
-	a := s.proto.lie
+func (a *adversary) lieChecksum(s *Session, i int, f Frame, sum uint64) {
 	if !a.is(liar.ForgedChecksum) {
 		return
 	}
@@ -210,8 +206,8 @@ func (a *adversary) lieRTTs(rtts []uint32) {
 // lieStatement makes the soak's equivocating adversary's statement to
 // peer 0 match the inputs it sent that peer (liePacket): its own
 // signature on them, so that the two versions are proof.
-func (s *Session) lieStatement(i int, k int32, m *wire.Attest) {
-	if !s.proto.lie.is(liar.Equivocate) || len(s.peers) < 2 || i != 0 {
+func (a *adversary) lieStatement(s *Session, i int, k int32, m *wire.Attest) {
+	if !a.is(liar.Equivocate) || len(s.peers) < 2 || i != 0 {
 		return
 	}
 	nLocal, lied := len(s.roster.local), false

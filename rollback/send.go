@@ -164,7 +164,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	}
 	end := min(localNext, min(want, first)+255, first+Frame(s.roster.maxFrames))
 	if s.proto.lie != nil {
-		end = max(first, s.lieEnd(end))
+		end = max(first, s.proto.lie.lieEnd(s, end))
 	}
 	pkt.Ack, pkt.First, pkt.Players = int32(want), int32(first), nLocal
 	pkt.Count = max(0, int(end-first))
@@ -192,7 +192,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	s.gov.Local(i, int(ps.st.LocalFrameLag))
 	pkt.Lag = min(s.lag.delay, wire.MaxLag)
 	if s.proto.lie != nil {
-		s.liePacket(i, pkt)
+		s.proto.lie.liePacket(s, i, pkt)
 	}
 	if !s.sendInput(i, pkt) {
 		return
@@ -201,7 +201,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		s.out.log.Send(s.now, i, int(first), pkt.Count, int(want), pkt.Lag, slices.Clone(pkt.Inputs))
 	}
 	if s.proto.lie != nil {
-		s.lieExtra(i, pkt, localNext)
+		s.proto.lie.lieExtra(s, i, pkt, localNext)
 	}
 }
 
@@ -338,7 +338,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 		s.sendRiding(i, &s.io.sum, inputs)
 		if s.proto.lie != nil {
-			s.lieChecksum(i, f, sum)
+			s.proto.lie.lieChecksum(s, i, f, sum)
 		}
 	}
 	if s.sums != nil && s.sums.ex != nil {
