@@ -3,10 +3,12 @@ package main
 import (
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -349,4 +351,46 @@ func TestClientIPBehindAProxy(t *testing.T) {
 			t.Errorf("remote %s, X-Forwarded-For %q: client %s, want %s", c.remote, c.xff, got, c.want)
 		}
 	}
+}
+
+// answerLost forwards every request to the server, and answers the
+// first POST of a signal with a proxy's 502 once the server has taken it:
+// the answer lost, as when the instance behind a load balancer dies
+// between taking a signal and answering.
+type answerLost struct{ lost atomic.Bool }
+
+func (a *answerLost) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/signals") || a.lost.Swap(true) {
+		return resp, err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return &http.Response{StatusCode: http.StatusBadGateway, Status: "502 Bad Gateway", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: http.Header{}, Body: io.NopCloser(strings.NewReader("")), Request: r}, nil
+}
+
+// A signal whose answer is lost is sent again, and taken once: Send
+// succeeds and the recipient gets it once, then the next one.
+func TestSendAnswerLost(t *testing.T) {
+	ctx := testCtx(t, 10*time.Second)
+	_, base := start(t, testConfig(newFakeClock()))
+	lossy := &answerLost{}
+	host, err := lobby.Create(ctx, base, 2, &lobby.Options{HTTPClient: &http.Client{Transport: lossy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	guest, err := lobby.Join(ctx, base, host.Code(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, data := range []string{"first", "second"} {
+		if err := host.Send(ctx, 1, lobby.KindCandidate, data); err != nil {
+			t.Fatalf("sending %q: %v", data, err)
+		}
+	}
+	if !lossy.lost.Load() {
+		t.Fatal("no answer was lost")
+	}
+	receiveAll(t, ctx, guest, 0, "first", "second")
 }

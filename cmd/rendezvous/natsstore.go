@@ -40,7 +40,9 @@ import (
 //   - Stream RDV_SIGNALS: subject rdv.sig.<CODE>.<seat>, one message a
 //     signal (header Rdv-By: the sender's address), its stream sequence the
 //     signal's Seq. At most queueLen messages a subject (the 429 of a full
-//     queue), at most MaxQueuedBytes in all (the 503).
+//     queue), at most MaxQueuedBytes in all (the 503). A numbered signal
+//     (lobby.Signal.ID) has the message ID <CODE>.<from>.<ID, 16 hex
+//     digits>: the stream takes it once within sendDedup.
 //   - Core subject rdv.wake.<CODE>: published after every change of a
 //     match (a signal, a seat taken or left, its removal); each instance
 //     subscribes to rdv.wake.* once and wakes its own long polls.
@@ -59,6 +61,10 @@ const (
 	ownPrefix   = "rdv.own."
 	wakePrefix  = "rdv.wake."
 	headerBy    = "Rdv-By"
+	// sendDedup is how long the signal stream remembers a numbered
+	// signal's ID (lobby.Signal.ID): a client sends one again within
+	// seconds of losing its answer.
+	sendDedup = 2 * time.Minute
 	// natsOpTimeout bounds each exchange with NATS.
 	natsOpTimeout = 3 * time.Second
 	// natsRetries bounds the compare-and-set tries of one change.
@@ -393,6 +399,7 @@ func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 		DiscardNewPerSubject: true,
 		MaxBytes:             int64(n.maxQueued),
 		MaxAge:               life,
+		Duplicates:           sendDedup,
 		MaxMsgSize:           lobby.MaxSignalData + 1024,
 		Storage:              n.storage,
 		Replicas:             replicas,
@@ -861,7 +868,23 @@ func (n *natsStore) sendIn(ctx context.Context, ref seatRef, sig lobby.Signal, b
 	}
 	body, _ := json.Marshal(signalBody{From: sig.From, Kind: sig.Kind, Data: sig.Data})
 	msg := &nats.Msg{Subject: seatSubject(ref.code, sig.To), Data: body, Header: nats.Header{headerBy: []string{by}}}
-	_, err = n.js.PublishMsg(ctx, msg)
+	var opts []jetstream.PublishOpt
+	if sig.ID != 0 {
+		// The stream takes a message ID once within its Duplicates
+		// window: a signal sent again after its answer was lost is not
+		// queued twice. A seat's holder is fixed once the match is full
+		// (and signals need a full match): code and seat name it.
+		// The ID has a fixed width: a signal's bytes in the stream (its
+		// charge against MaxQueuedBytes) do not depend on its number.
+		opts = append(opts, jetstream.WithMsgID(fmt.Sprintf("%s.%d.%016x", ref.code, sig.From, sig.ID)))
+	}
+	ack, err := n.js.PublishMsg(ctx, msg, opts...)
+	if err == nil && ack.Duplicate {
+		if size > 0 {
+			n.charge(ctx, by, -size, 0)
+		}
+		return nil
+	}
 	if err != nil {
 		if size > 0 {
 			n.charge(ctx, by, -size, 0)

@@ -100,6 +100,9 @@ type seat struct {
 	answered   uint64
 	answeredAt time.Time
 	bytes      int // len(Data) summed over queue
+	// The ID of the newest numbered signal taken from this seat's
+	// holder (lobby.Signal.ID): one sent again is not taken twice.
+	sentID uint64
 }
 
 // queued is a signal waiting for its recipient, and who sent it: the
@@ -337,6 +340,10 @@ func (r *registry) send(ref seatRef, sig lobby.Signal, sender string) error {
 	if !m.isFull() {
 		return errorf(http.StatusConflict, lobby.CodeNotFull, "the match is not full yet")
 	}
+	from := &m.seats[sig.From]
+	if sig.ID != 0 && sig.ID <= from.sentID {
+		return nil // taken already: sent again after its answer was lost
+	}
 	s := &m.seats[sig.To]
 	if s.left {
 		return errorf(http.StatusGone, lobby.CodeGone, "the recipient has left the match")
@@ -354,8 +361,9 @@ func (r *registry) send(ref seatRef, sig lobby.Signal, sender string) error {
 		return errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable,
 			"the server's signal queues are full; try again later")
 	}
+	from.sentID = max(from.sentID, sig.ID)
 	s.seq++
-	sig.Seq = s.seq
+	sig.Seq, sig.ID = s.seq, 0
 	s.queue = append(s.queue, queued{Signal: sig, by: sender})
 	s.bytes += len(sig.Data)
 	r.queued += len(sig.Data)

@@ -31,7 +31,8 @@ type Options struct {
 }
 
 // Client is one seat's connection to a rendezvous server. Its methods are
-// safe for concurrent use; concurrent Receives take turns.
+// safe for concurrent use; concurrent Receives take turns, and so do
+// concurrent Sends (they are numbered in the order they are sent).
 type Client struct {
 	base   string // the server's URL, without a trailing slash
 	http   *http.Client
@@ -41,6 +42,9 @@ type Client struct {
 	recv    chan struct{} // a token: held by the Receive that polls
 	pending []Signal      // signals fetched and not yet returned; held with recv
 	got     uint64        // the newest Seq fetched, acknowledged by the next poll; held with recv
+
+	send sync.Mutex // held by the Send that sends
+	sent uint64     // the ID of the last signal sent; held with send
 
 	mu   sync.Mutex
 	left bool
@@ -165,9 +169,10 @@ func (c *Client) State(ctx context.Context) (Match, error) {
 // KindCandidate; data is at most MaxSignalData bytes. When the server
 // answers "slow down" (rate limited, the recipient's queue full, this
 // address's queued signal bytes at their quota, the server at its limits)
-// Send tries again after the server's Retry-After,
-// until ctx ends; a request that got no answer is not repeated (the
-// server may have queued it).
+// Send tries again after the server's Retry-After, until ctx ends; so it
+// does when the request got no answer, or a proxy's 502 or 504 (the
+// server behind it went away): the signal is numbered (Signal.ID), and
+// the server takes it once however often it arrives.
 func (c *Client) Send(ctx context.Context, to int, kind, data string) error {
 	if err := c.usable(ctx); err != nil {
 		return err
@@ -178,8 +183,11 @@ func (c *Client) Send(ctx context.Context, to int, kind, data string) error {
 	if len(data) > MaxSignalData {
 		return fmt.Errorf("lobby: send: %d bytes of signal data, more than %d: %w", len(data), MaxSignalData, ErrBadRequest)
 	}
-	sig := Signal{From: c.ticket.Seat, To: to, Kind: kind, Data: data}
-	err := c.retry(ctx, false, func() error {
+	c.send.Lock()
+	defer c.send.Unlock()
+	c.sent++
+	sig := Signal{From: c.ticket.Seat, To: to, Kind: kind, Data: data, ID: c.sent}
+	err := c.retry(ctx, true, func() error {
 		return c.do(ctx, http.MethodPost, c.match+"/signals", true, sig, nil)
 	})
 	if err != nil {

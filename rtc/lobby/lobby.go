@@ -20,6 +20,9 @@
 //	GET    /v1/matches/{code}/signals?wait=S&after=N  Bearer token  200 [Signal...] (long-polls)
 //	DELETE /v1/matches/{code}/seats/{seat}    Bearer token   204
 //
+// A numbered signal (Signal.ID) is taken once however often it is sent,
+// so that a sender may send it again when the answer did not arrive.
+//
 // Long polls last at most [MaxWait]. The server numbers the signals queued
 // for a seat (Signal.Seq: increasing, from 1 on a server that keeps its
 // state in memory; on a NATS store, the stream's numbers, neither from 1
@@ -100,6 +103,14 @@ type Signal struct {
 	// its recipient, increasing (not always from 1, nor consecutive); a
 	// sender leaves it 0 (the server sets it).
 	Seq uint64 `json:"seq,omitempty"`
+	// ID is the sender's number for the signal: 0 (none), or greater than
+	// that of every signal its seat sent before. The server takes a
+	// numbered signal once: one sent again because its answer was lost
+	// (a dropped connection, a server behind a load balancer that died
+	// after taking it) is answered 202 and not queued twice. A sender
+	// numbers a signal only once the one before it has been answered, so
+	// that they reach the server in order. The server does not pass it on.
+	ID uint64 `json:"id,omitempty"`
 }
 
 // CreateRequest is the body of POST /v1/matches.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,18 +45,50 @@ func deploy(t *testing.T) *deployment {
 // signaler wraps a lobby client: after its first Send it calls once
 // (the test kills an instance then: mid-signaling).
 type signaler struct {
-	*lobby.Client
+	rtc.Signaler
 	once  sync.Once
 	after func()
 }
 
 func (s *signaler) Send(ctx context.Context, to int, kind, data string) error {
-	err := s.Client.Send(ctx, to, kind, data)
+	err := s.Signaler.Send(ctx, to, kind, data)
 	if s.after != nil {
 		s.once.Do(s.after)
 	}
 	return err
 }
+
+// transcript records what a machine's signaler sent and received, and
+// the errors: a match that does not connect says which signal was lost.
+type transcript struct {
+	rtc.Signaler
+	machine int
+	mu      sync.Mutex
+	lines   []string
+	start   time.Time
+}
+
+func (tr *transcript) log(format string, args ...any) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	tr.lines = append(tr.lines, fmt.Sprintf("%7.3fs machine %d ", time.Since(tr.start).Seconds(), tr.machine)+fmt.Sprintf(format, args...))
+}
+
+func (tr *transcript) Send(ctx context.Context, to int, kind, data string) error {
+	err := tr.Signaler.Send(ctx, to, kind, data)
+	tr.log("sent %s (%d bytes) to %d: err %v", kind, len(data), to, err)
+	return err
+}
+
+func (tr *transcript) Receive(ctx context.Context) (int, string, string, error) {
+	from, kind, data, err := tr.Signaler.Receive(ctx)
+	tr.log("received %s (%d bytes) from %d: err %v", kind, len(data), from, err)
+	return from, kind, data, err
+}
+
+// dialBound bounds a test match's signaling: a lost signal fails the
+// test with its transcript rather than hanging until the test's end.
+const dialBound = 2 * time.Minute
 
 // play connects the match's clients over WebRTC (through the TURN server
 // alone with relay) and plays a verified match; sigs wrap clients.
@@ -65,8 +98,13 @@ func play(t *testing.T, ctx context.Context, clients []*lobby.Client, sigs []rtc
 	trs := make([]rollback.Transport, n)
 	rtcs := make([]*rtc.Transport, n)
 	errs := make([]error, n)
+	ctx, cancel := context.WithTimeout(ctx, dialBound)
+	defer cancel()
+	start := time.Now()
+	logs := make([]*transcript, n)
 	var wg sync.WaitGroup
 	for m, c := range clients {
+		logs[m] = &transcript{Signaler: sigs[m], machine: m, start: start}
 		wg.Go(func() {
 			mt, err := c.Wait(ctx)
 			if err != nil {
@@ -74,7 +112,7 @@ func play(t *testing.T, ctx context.Context, clients []*lobby.Client, sigs []rtc
 				return
 			}
 			rtcs[m], errs[m] = rtc.Dial(ctx, rtc.Config{Machine: c.Seat(), Machines: mt.Seats, ICEServers: mt.ICEServers,
-				Relay: relay, Loopback: true}, sigs[m])
+				Relay: relay, Loopback: true}, logs[m])
 			trs[m] = rtcs[m]
 		})
 	}
@@ -85,6 +123,11 @@ func play(t *testing.T, ctx context.Context, clients []*lobby.Client, sigs []rtc
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		for _, l := range logs {
+			l.mu.Lock()
+			t.Logf("signals:\n%s", strings.Join(l.lines, "\n"))
+			l.mu.Unlock()
+		}
 		t.Fatal(err)
 	}
 	if relay {
@@ -168,7 +211,7 @@ func TestScale(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		killed := &signaler{Client: host, after: d.instances[0].kill}
+		killed := &signaler{Signaler: host, after: d.instances[0].kill}
 		play(t, ctx, []*lobby.Client{host, guest}, []rtc.Signaler{killed, guest}, false)
 	})
 }
