@@ -22,15 +22,12 @@ func NewSession(cfg Config) (*Session, error) {
 		return nil, err
 	}
 	s := &Session{
-		roster:     roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
-		game:       cfg.Game,
-		obs:        cfg.Observer,
-		tr:         cfg.Transport,
-		clock:      cfg.Clock,
-		events:     make([]Event, 0, 2*len(cfg.Peers)+2),
-		io:         newCodec(cfg.Players),
-		frameLimit: MaxFrame,
-		lowFloor:   -ringSize, // no bound yet: the first ring check computes ringLow
+		roster: roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
+		app:    app{game: cfg.Game, obs: cfg.Observer},
+		tr:     cfg.Transport,
+		clock:  cfg.Clock,
+		events: make([]Event, 0, 2*len(cfg.Peers)+2),
+		io:     newCodec(cfg.Players),
 	}
 	if s.clock == nil {
 		s.clock = RealClock()
@@ -45,8 +42,8 @@ func NewSession(cfg Config) (*Session, error) {
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.inputs.standIn = cfg.StandIn
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
-	s.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
-	s.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
+	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
+	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
 	s.quiet.on = !cfg.SendEveryTick && cfg.Mode != LockstepMode
 	s.proto.lie = liarOf(cfg.Transport)
@@ -68,7 +65,7 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	s.addPeers(cfg.Peers)
 	for i := range s.peers {
-		s.gov.Bound(i, linkLagBound(0))
+		s.pace.gov.Bound(i, linkLagBound(0))
 	}
 	s.start = newStarter(cfg.NoStartDelay || cfg.NoFrameAdvantage, s.roster.local[0], s.peers)
 	s.out = newRecording(cfg.Recorder, cfg.Log)

@@ -26,7 +26,7 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 	if err := s.usable(); err != nil {
 		return err
 	}
-	ps, ok := s.game.(PartialStepper)
+	ps, ok := s.app.game.(PartialStepper)
 	switch {
 	case !ok:
 		return fmt.Errorf("%w: the game does not implement PartialStepper", ErrExtrapolate)
@@ -35,20 +35,16 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 	case math.IsNaN(fraction) || fraction < 0 || fraction >= 1:
 		return fmt.Errorf("%w: fraction %v outside [0, 1)", ErrExtrapolate, fraction)
 	case fraction == 0:
-		s.render(render)
+		s.app.render(render)
 		return nil
 	}
 	if err := s.snaps.arena.Fork(); err != nil {
 		return fmt.Errorf("%w: %v", ErrExtrapolate, err)
 	}
-	if s.obs != nil {
-		s.obs.Extrapolating(true)
-	}
+	s.app.extrapolating(true)
 	defer func() {
 		s.snaps.arena.Leave()
-		if s.obs != nil {
-			s.obs.Extrapolating(false)
-		}
+		s.app.extrapolating(false)
 	}()
 	f, in := s.frame, s.io.stepIn[:s.roster.players]
 	s.inputs.inputsFor(f, in)
@@ -62,14 +58,6 @@ func (s *Session) Extrapolate(fraction float64, render func()) error {
 		}
 	}
 	ps.StepPartial(f, in, fraction)
-	s.render(render)
+	s.app.render(render)
 	return nil
-}
-
-// render calls the game's render function; the session refuses calls that
-// would change it meanwhile (ErrInRender).
-func (s *Session) render(f func()) {
-	s.rendering = true
-	defer func() { s.rendering = false }()
-	f()
 }

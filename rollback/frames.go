@@ -14,13 +14,13 @@ import (
 // runs the 100-frame evaluations of frame advantage and input lag.
 func (s *Session) play() {
 	s.step(false)
-	s.stats.LagFrames[min(s.lag.delay, MaxInputLagHistogram-1)]++
+	s.stats.LagFrames[min(s.pace.lag.delay, MaxInputLagHistogram-1)]++
 	// Every frame not simulated gives frames back, whatever the reason.
 	stalled := s.stats.AdvantageStalls + s.stats.StallFrames + s.stats.LagStalls
-	if !s.gov.Simulated(stalled) || s.lag.fixed {
+	if !s.pace.gov.Simulated(stalled) || s.pace.lag.fixed {
 		return
 	}
-	if next, changed := s.lag.retarget(inputlag.Next(s.lag.delay, s.gov.LinkLag())); changed {
+	if next, changed := s.pace.lag.retarget(inputlag.Next(s.pace.lag.delay, s.pace.gov.LinkLag())); changed {
 		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: next})
 	}
 }
@@ -40,7 +40,7 @@ func (s *Session) step(resim bool) {
 	s.inputs.use(f, s.io.stepIn[:s.roster.players])
 	s.simulate(f, resim, true)
 	if !resim {
-		s.simmed.note(f+1, s.now)
+		s.times.simmed.note(f+1, s.now)
 	}
 	s.frame = f + 1
 }
@@ -54,13 +54,13 @@ func (s *Session) step(resim bool) {
 func (s *Session) runFinal(f Frame, news bool) {
 	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
 	s.inputs.use(f, s.io.stepIn[:s.roster.players]) // the stand-in's input, for finalInputs
-	if news || s.obs == nil {
+	if news || s.app.obs == nil {
 		s.simulate(f, true, true)
 		return
 	}
-	s.obs.Extrapolating(true)
+	s.app.extrapolating(true)
 	s.simulate(f, true, false)
-	s.obs.Extrapolating(false)
+	s.app.extrapolating(false)
 }
 
 // simulate steps the current region through frame f with s.io.stepIn, with
@@ -76,10 +76,7 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 	if s.out.log != nil {
 		s.logStep(f, resim)
 	}
-	if s.obs != nil && observed {
-		s.obs.Simulating(f)
-	}
-	s.game.Step(f, s.io.stepIn[:s.roster.players])
+	s.app.step(f, s.io.stepIn[:s.roster.players], observed)
 	if s.sync != nil {
 		s.sync.check(s, f+1, s.arenaSum())
 	}
@@ -187,7 +184,7 @@ func (s *Session) bounded(c, next Frame) (anchor, settled Frame) {
 }
 
 // ringLow returns the oldest frame whose inputs the session may still read,
-// and keeps it as s.lowFloor.
+// and keeps it as s.inputs.lowFloor.
 func (s *Session) ringLow() Frame {
 	// The next frame to simulate counts too: in lockstep every input of
 	// frames far ahead of it can be here (confirmed), waiting their turn.
@@ -200,13 +197,13 @@ func (s *Session) ringLow() Frame {
 	if s.out.rec != nil || s.aud != nil {
 		low = min(low, s.out.recorded) // frames not yet given to the Recorder or the spectators
 	}
-	s.lowFloor = low
+	s.inputs.lowFloor = low
 	return low
 }
 
 // ringRoom reports whether end-ringLow() <= ringSize (the inputs of every
 // frame before end fit in the ring beside those the session may still
-// read), as far as s.lowFloor tells. It is a lower bound of ringLow, which
+// read), as far as s.inputs.lowFloor tells. It is a lower bound of ringLow, which
 // never decreases: each frame it takes the minimum of only moves up (the
 // live frame outside a rollback, the confirmed frame and the floors that
 // bound the anchor, the oldest snapshot, the acknowledgements, the frame
@@ -215,7 +212,7 @@ func (s *Session) ringLow() Frame {
 // computed again, answers then. This package's tests check the bound
 // (lowFloorCheck); the checks of a steady Advance cost ~30 ns without it.
 func (s *Session) ringRoom(end Frame) bool {
-	ok := end-s.lowFloor <= ringSize
+	ok := end-s.inputs.lowFloor <= ringSize
 	if ok && lowFloorCheck != nil {
 		s.checkLowFloor()
 	}
@@ -224,7 +221,7 @@ func (s *Session) ringRoom(end Frame) bool {
 
 // checkLowFloor hands lowFloorCheck the floor and ringLow computed again.
 func (s *Session) checkLowFloor() {
-	floor := s.lowFloor
+	floor := s.inputs.lowFloor
 	lowFloorCheck(floor, s.ringLow())
 }
 
@@ -244,11 +241,11 @@ func (s *Session) mustStall() (int, bool) {
 			return s.roster.owner[p], true
 		}
 	}
-	if s.ringRoom(s.frame + Frame(s.lag.delay) + 2) { // the test below, from the floor
+	if s.ringRoom(s.frame + Frame(s.pace.lag.delay) + 2) { // the test below, from the floor
 		return 0, false
 	}
 	low := s.ringLow()
-	if s.frame+Frame(s.lag.delay)+1-low >= ringSize && s.snaps.on && low == s.snaps.low() {
+	if s.frame+Frame(s.pace.lag.delay)+1-low >= ringSize && s.snaps.on && low == s.snaps.low() {
 		// Our own oldest snapshot holds the ring, left behind while the
 		// anchor lagged (with no misprediction to move it; in a forced
 		// mode, the one kept at the settled frame while a machine's
@@ -259,7 +256,7 @@ func (s *Session) mustStall() (int, bool) {
 			low = s.ringLow()
 		}
 	}
-	if s.frame+Frame(s.lag.delay)+1-low >= ringSize {
+	if s.frame+Frame(s.pace.lag.delay)+1-low >= ringSize {
 		// A peer that stopped acknowledging, or a snapshot that cannot move
 		// on: never overwrite inputs that may still be read.
 		return s.blameRing(low), true

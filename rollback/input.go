@@ -167,8 +167,8 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	if !v.gap {
 		mis = s.takeInputs(ps, v.first, v.want, v.take)
 		for f := v.want; f < v.want+Frame(v.take); f++ {
-			if ps.timing.input(s.now, f, &s.simmed, ps.link.rtt) {
-				if adv, ok := s.gov.Peer(i); !ok || adv <= 0 {
+			if ps.timing.input(s.now, f, &s.times.simmed, ps.link.rtt) {
+				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 {
 					ps.timing.late() // the governor does not wait for it
 				}
 			}
@@ -181,7 +181,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 		s.suspect(i, SuspectAck)
 		ps.progress.acked(min(f, localNext), localNext)
 	}
-	ps.timing.acked(s.now, ps.progress.ack, localNext, &s.sent)
+	ps.timing.acked(s.now, ps.progress.ack, localNext, &s.times.sent)
 	// remoteFrameLag, in input frames, from what we observe: how many of
 	// its frames we have beyond the frames of ours it acknowledged. The
 	// input lag it claims and the End of a packet without inputs are not
@@ -189,7 +189,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	// measure.
 	lag := have - ps.progress.ack
 	ps.st.RemoteFrameLag = lag
-	s.gov.Remote(i, int(lag))
+	s.pace.gov.Remote(i, int(lag))
 	ps.st.FramesBehind = localNext - have
 	if v.gap {
 		return mis

@@ -37,6 +37,11 @@ type inputRing struct {
 	local   [MaxPlayers]bool
 	pred    predict.Predictor
 	standIn func(Frame, PlayerID) Input // nil: the zero input
+	// lowFloor is the session's ringLow when last computed (the oldest
+	// frame whose inputs it may still read): ringLow never decreases, so
+	// it is a lower bound of it, and most calls learn from it alone that
+	// the ring has room (frames.go).
+	lowFloor Frame
 
 	// The per-player state first, the rings after it: every call reads
 	// the first, and a frame's row of each ring.
@@ -51,7 +56,7 @@ type inputRing struct {
 // newInputRing returns a ring for players players of whom local are this
 // machine's; the local players' first delay frames run on the zero input.
 func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predictor, delay int) *inputRing {
-	r := &inputRing{players: players, mask: mask, pred: pred}
+	r := &inputRing{players: players, mask: mask, pred: pred, lowFloor: -ringSize} // no bound yet: the first ring check computes ringLow
 	if r.pred == nil {
 		r.pred = predict.RepeatLast{}
 	}

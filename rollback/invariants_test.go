@@ -16,7 +16,7 @@ import (
 )
 
 // Every test of this package checks that ringLow never goes below
-// s.lowFloor, the bound the ring checks answer from.
+// s.inputs.lowFloor, the bound the ring checks answer from.
 func init() { lowFloorCheck = checkLowFloor }
 
 func checkLowFloor(floor, low Frame) {
@@ -58,7 +58,7 @@ func (s *Session) checkInvariants(t *testing.T) {
 		require.Less(t, s.frame-c, s.snaps.reach+1, "the live state is never more than MaxRollback past the confirmed frame")
 		require.Less(t, s.stats.MaxRollbackFrames, int(s.snaps.reach)+1)
 	}
-	require.Less(t, s.frame+Frame(s.lag.delay)-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
+	require.Less(t, s.frame+Frame(s.pace.lag.delay)-s.ringLow(), Frame(ringSize), "the input ring never wraps onto needed frames")
 }
 
 // walkGame is a random walk per player kept in the arena.

@@ -361,7 +361,7 @@ func (s *Session) takeOver() {
 		// Frame t-1's inputs are the base of the first packets each way:
 		// the final ones, and zero for our players (inputRing.rejoin).
 		if s.inputs.local[p] {
-			s.inputs.next[p] = t + Frame(s.lag.delay)
+			s.inputs.next[p] = t + Frame(s.pace.lag.delay)
 			s.inputs.in[ring(t-1)][p] = 0
 			continue
 		}
@@ -416,7 +416,7 @@ func (s *Session) takeOver() {
 	s.proto.started, s.proto.startedAt = true, s.now
 	s.peers[j.src].st.StateBytes, s.peers[j.src].st.StateTime = j.stats.StateBytes, j.stats.StateTime
 	j.stats.TakeOver, j.stats.TakeTime, j.stats.TookOver = t, max(1, s.now-j.born), true
-	s.joined = j.stats
+	s.stats.Join = j.stats
 	s.join = nil
 	s.becomePlaying()
 	s.emit(EventTookOver, t, -1)

@@ -1,5 +1,16 @@
 package rollback
 
+import "github.com/rewindgg/rewind/advantage"
+
+// pace is how the session keeps time with its peers: the fairness
+// governor (frame advantage), the input lag, and the wait for a peer's
+// input.
+type pace struct {
+	gov      *advantage.Governor
+	lag      inputLag
+	starving starving // since EventStarved: who we wait for, since when
+}
+
 // inputLag is the local input lag and the frames still to stall or to
 // catch up while it changes: raising it stalls while taking input, lowering
 // it simulates the queued inputs at once (the INVERSUS article).

@@ -149,7 +149,7 @@ func (a *adversary) lieExtra(s *Session, i int, pkt *wire.InputPacket, localNext
 		first := localNext - 250
 		extra = wire.InputPacket{Ack: pkt.Ack, First: int32(first), Players: pkt.Players, Gossip: pkt.Gossip}
 		n = 8
-	case a.is(liar.Equivocate) && len(s.peers) == 1 && localNext%lieEvery == 0 && localNext > 10 && s.sent.high >= localNext:
+	case a.is(liar.Equivocate) && len(s.peers) == 1 && localNext%lieEvery == 0 && localNext > 10 && s.times.sent.high >= localNext:
 		f := localNext - 10
 		extra = wire.InputPacket{Ack: pkt.Ack, First: int32(f), Count: 1, Players: pkt.Players, Gossip: pkt.Gossip}
 		n = 1

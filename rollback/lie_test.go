@@ -441,7 +441,7 @@ func TestInputLagInflation(t *testing.T) {
 		m.tick()
 	}
 	assert.Empty(t, m.errs)
-	assert.Zero(t, m.s.lag.delay, "the input lag rose")
+	assert.Zero(t, m.s.pace.lag.delay, "the input lag rose")
 	assert.Zero(t, m.s.stats.LagFrames[1]+m.s.stats.LagFrames[2]+m.s.stats.LagFrames[3]+m.s.stats.LagFrames[4])
 }
 

@@ -25,7 +25,7 @@ func TestFrameLimit(t *testing.T) {
 	s, err := NewSession(Config{Players: 1, Local: []PlayerID{0}, Layout: Layout{3, 8, 8}, State: a,
 		Game: &walkGame{a: a, h: h}, Rand: rand.NewChaCha8([32]byte{2})})
 	require.NoError(t, err)
-	s.frameLimit = 30
+	s.proto.frameLimit = 30
 	for range 30 {
 		_, err := s.AddLocalInput(0, 1)
 		require.NoError(t, err)

@@ -97,7 +97,7 @@ func (s *Session) quietAllowed() bool {
 			return false
 		}
 		oneWay := Frame(ps.link.rtt / 2 / frameDuration)
-		if oneWay-Frame(s.lag.delay) > s.snaps.reach/2 {
+		if oneWay-Frame(s.pace.lag.delay) > s.snaps.reach/2 {
 			return false
 		}
 	}

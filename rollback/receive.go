@@ -158,7 +158,7 @@ func (s *Session) takeReply(i int) bool {
 	if !l.sample(s.now - echo) {
 		return false
 	}
-	s.gov.Bound(i, linkLagBound(l.floor()))
+	s.pace.gov.Bound(i, linkLagBound(l.floor()))
 	return true
 }
 

@@ -74,6 +74,14 @@ type frameTimes struct {
 	at   [ringSize]time.Duration
 }
 
+// frameClock is when, by our clock, our frames went out and were first
+// simulated: what the resend policy and a peer's timing are judged
+// against.
+type frameClock struct {
+	sent   frameTimes // when each local frame first went out
+	simmed frameTimes // when each frame was first simulated
+}
+
 // of returns the time of frame f, if the ring still holds it.
 func (t *frameTimes) of(f Frame) (time.Duration, bool) {
 	if f < 0 || f >= t.high || t.high-f >= ringSize {
@@ -104,7 +112,7 @@ func (s *Session) send() {
 	if s.proto.started {
 		// A quiet tick sends no inputs: our frames went out when they do.
 		if quiet = s.quietTick(localNext); !quiet {
-			s.sent.note(localNext, s.now)
+			s.times.sent.note(localNext, s.now)
 		}
 		if s.stmts != nil {
 			s.signOwn()
@@ -155,7 +163,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	ps, pkt, nLocal := &s.peers[i], &s.io.pkt, len(s.roster.local)
 	want := s.inputs.next[ps.players[0]]
 	ack := ps.progress.ack
-	first, burst := ps.progress.first(s.now, s.sent.at[ring(ack)], ps.link.rtt, ack < s.sent.high, localNext, s.proto.redundant)
+	first, burst := ps.progress.first(s.now, s.times.sent.at[ring(ack)], ps.link.rtt, ack < s.times.sent.high, localNext, s.proto.redundant)
 	if burst {
 		ps.st.LossBursts++
 	}
@@ -188,9 +196,9 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	// localFrameLag, in input frames: how far our inputs run ahead of the
 	// first of its frames we lack (our next frame plus our input lag,
 	// minus that frame).
-	ps.st.LocalFrameLag = s.frame + Frame(s.lag.delay) - want
-	s.gov.Local(i, int(ps.st.LocalFrameLag))
-	pkt.Lag = min(s.lag.delay, wire.MaxLag)
+	ps.st.LocalFrameLag = s.frame + Frame(s.pace.lag.delay) - want
+	s.pace.gov.Local(i, int(ps.st.LocalFrameLag))
+	pkt.Lag = min(s.pace.lag.delay, wire.MaxLag)
 	if s.proto.lie != nil {
 		s.proto.lie.liePacket(s, i, pkt)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -20,21 +19,15 @@ import (
 // (lockstep). docs/architecture.md shows which owns what.
 type Session struct {
 	roster roster
-	game   Game
-	obs    Observer
+	app    app // the game, its observer, and whether it renders
 	tr     Transport
 	clock  Clock
 	now    time.Duration // the clock, read once per call
 	frame  Frame         // the next frame to simulate
-	// lowFloor is ringLow's value when last computed: ringLow never
-	// decreases, so it is a lower bound of it, and most calls learn from
-	// it alone that the ring has room (frames.go).
-	lowFloor Frame
 
 	snaps snapshots
 	peers []peer
-	gov   *advantage.Governor
-	lag   inputLag
+	pace  pace
 	sums  *checksums  // nil: no desync checksums
 	stmts *statements // nil: fewer than three machines, or lockstep
 	sync  *syncCheck  // nil: not in sync-test mode
@@ -44,23 +37,18 @@ type Session struct {
 	// advance runs Advance's tick in the session's mode (mode.go): chosen
 	// once, changed only by becomeJoining and becomePlaying.
 	advance advancer
-	joined  JoinStats // how it joined, once it took over
 	proto   protocol
 	quiet   quiet // lazy sending
 	start   starter
 	io      codec
 	out     recording
 
-	frameLimit Frame    // MaxFrame; lower in tests
-	starving   starving // since EventStarved: who we wait for, since when
-	rendering  bool     // inside Extrapolate's render
-	events     []Event
-	stats      Stats
+	events []Event
+	stats  Stats
 
 	// The rings last, after the fields every call reads: a call touches
 	// one frame's row of each.
-	sent   frameTimes // when each local frame first went out
-	simmed frameTimes // when each frame was first simulated
+	times  frameClock
 	inputs inputRing
 }
 
@@ -115,7 +103,7 @@ func (s *Session) usable() error {
 	switch {
 	case s.proto.closed:
 		return ErrClosed
-	case s.rendering:
+	case s.app.rendering:
 		return ErrInRender
 	}
 	return nil
@@ -125,11 +113,10 @@ func (s *Session) usable() error {
 func (s *Session) Stats() Stats {
 	st := s.stats
 	st.Frame, st.ConfirmedFrame = s.Frame(), s.ConfirmedFrame()
-	st.Join = s.joined
-	if s.join != nil {
+	if s.join != nil { // once it took over, s.stats.Join
 		st.Join = s.join.stats
 	}
-	st.InputLag, st.Advantage, st.QueuedStalls = s.lag.delay, s.gov.Advantage(), s.gov.Queued()
+	st.InputLag, st.Advantage, st.QueuedStalls = s.pace.lag.delay, s.pace.gov.Advantage(), s.pace.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
 	st.QuietTicks = s.quiet.ticks
 	if s.aud != nil {
@@ -183,10 +170,10 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 	}
 	next := s.inputs.next[p]
 	if s.ls != nil {
-		if !s.ls.inputDue(next, s.lag.delay, s.proto.started, s.clock.Now()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
+		if !s.ls.inputDue(next, s.pace.lag.delay, s.proto.started, s.clock.Now()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
 		}
-	} else if next > s.frame+Frame(s.lag.delay) {
+	} else if next > s.frame+Frame(s.pace.lag.delay) {
 		return false, nil
 	}
 	s.inputs.addLocal(p, in)
@@ -219,7 +206,7 @@ func (s *Session) Advance() (Result, error) {
 
 // advanceRollback is Advance in rollback mode.
 func (s *Session) advanceRollback() (Result, error) {
-	if !s.hasLocalInput() && s.lag.stalls == 0 {
+	if !s.hasLocalInput() && s.pace.lag.stalls == 0 {
 		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
 	}
 	// The Result is built at each return from scalars: one assembled field
@@ -249,11 +236,11 @@ func (s *Session) advanceRollback() (Result, error) {
 	}
 	s.play()
 	simulated := 1
-	for s.lag.catchUp > 0 && s.hasLocalInput() {
+	for s.pace.lag.catchUp > 0 && s.hasLocalInput() {
 		if _, stall := s.mustStall(); stall {
 			break
 		}
-		s.lag.catchUp--
+		s.pace.lag.catchUp--
 		s.play()
 		simulated++
 	}
@@ -271,12 +258,12 @@ func (s *Session) mustStallTick() bool {
 		return true
 	}
 	s.resume()
-	if s.lag.stalls > 0 {
-		s.lag.stalls--
+	if s.pace.lag.stalls > 0 {
+		s.pace.lag.stalls--
 		s.stats.LagStalls++
 		return true
 	}
-	if s.gov.Stall() {
+	if s.pace.gov.Stall() {
 		s.stats.AdvantageStalls++
 		return true
 	}
@@ -326,7 +313,7 @@ type starving struct {
 // disconnected, whatever it sends (a peer that still talks but withholds
 // its inputs is named: SuspectWithheld): no stall lasts for ever.
 func (s *Session) starve(peer int) {
-	w := &s.starving
+	w := &s.pace.starving
 	if !w.on || peer != w.peer {
 		if !w.on {
 			s.emit(EventStarved, s.frame, peer)
@@ -349,8 +336,8 @@ func (s *Session) starve(peer int) {
 // resume notes that the session advances again, with EventResumed after a
 // wait.
 func (s *Session) resume() {
-	if s.starving.on {
-		s.starving.on = false
+	if s.pace.starving.on {
+		s.pace.starving.on = false
 		s.emit(EventResumed, s.frame, -1)
 	}
 }
@@ -390,7 +377,7 @@ func (s *Session) Idle() (Result, error) {
 func (s *Session) poll() (Frame, error) {
 	s.now = s.clock.Now()
 	s.events = s.events[:0]
-	if s.frame >= s.frameLimit {
+	if s.frame >= s.proto.frameLimit {
 		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
 	}
 	mis := s.receive()

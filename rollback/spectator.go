@@ -110,8 +110,7 @@ type Spectator struct {
 	layout  wire.Layout
 	format  wire.Format // the layout, checked once
 	arena   *savestate.Arena
-	game    Game
-	obs     Observer
+	app     app
 	tr      Transport
 	src     int
 	clock   Clock
@@ -179,7 +178,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		return nil, cfgErr("Layout", "%v", err)
 	}
 	s := &Spectator{players: cfg.Players, layout: append(wire.Layout(nil), cfg.Layout...), arena: cfg.State,
-		game: cfg.Game, obs: cfg.Observer, tr: cfg.Transport, src: cfg.Source, clock: cfg.Clock,
+		app: app{game: cfg.Game, obs: cfg.Observer}, tr: cfg.Transport, src: cfg.Source, clock: cfg.Clock,
 		session: cfg.SessionID, feed: newFeed(cfg.Players), catchUp: orDefault(cfg.CatchUp, DefaultCatchUp),
 		delay: cfg.Delay, events: make([]Event, 0, 4)}
 	s.format, _ = wire.NewFormat(s.layout) // checked above
@@ -297,10 +296,7 @@ func (s *Spectator) playable() Frame {
 func (s *Spectator) step() {
 	in := s.io.stepIn[:s.players]
 	s.feed.inputs(s.frame, in)
-	if s.obs != nil {
-		s.obs.Simulating(s.frame)
-	}
-	s.game.Step(s.frame, in)
+	s.app.step(s.frame, in, true)
 	if s.stats.JoinTime == 0 {
 		s.stats.JoinTime = max(1, s.now-s.born)
 	}

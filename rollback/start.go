@@ -14,8 +14,11 @@ type protocol struct {
 	keys      keyring
 	started   bool // the match runs: frame 0 may be simulated
 	closed    bool
-	hsStart   time.Duration // when the handshake started
-	startedAt time.Duration // when the match started: lockstep input ticks count from here
+	// frameLimit is the frame a call refuses to pass (ErrFrameLimit):
+	// MaxFrame, lower in tests.
+	frameLimit Frame
+	hsStart    time.Duration // when the handshake started
+	startedAt  time.Duration // when the match started: lockstep input ticks count from here
 
 	hsTimeout       time.Duration
 	interruptAfter  time.Duration
@@ -37,6 +40,7 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 		started:         len(cfg.Peers) == 0,
 		hsStart:         now,
 		startedAt:       now,
+		frameLimit:      MaxFrame,
 		hsTimeout:       orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout),
 		interruptAfter:  orDefault(cfg.InterruptTimeout, defaultInterruptTimeout),
 		disconnectAfter: orDefault(cfg.DisconnectTimeout, defaultDisconnectTimeout),
@@ -150,8 +154,8 @@ func (s *Session) begin() {
 	for i := range s.peers {
 		worst = max(worst, s.peers[i].link.rtt)
 	}
-	if s.lag.raise(inputlag.Initial(worst, frameDuration)) {
-		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: s.lag.delay})
+	if s.pace.lag.raise(inputlag.Initial(worst, frameDuration)) {
+		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: s.pace.lag.delay})
 	}
 }
 
