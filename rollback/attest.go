@@ -150,14 +150,7 @@ func (s *Session) pollHeld() Frame {
 // is late or differs from ours — every statement we hold for that
 // interval, with its inputs.
 func (s *Session) sendAttest(i int) {
-	s.stmts.attest(s, stmtDest{i: i, self: s.peers[i].machine, now: s.now, rtt: s.peers[i].link.rtt})
-}
-
-// actedOn reports whether peer i's report of peer j's departure shows it
-// acted on a proof of j's equivocation from frame from (a stmtSender).
-func (s *Session) actedOn(i, j int, from Frame) bool {
-	l := &s.peers[j].leave
-	return l.reported[i] && l.report[i] <= from
+	s.stmts.attest(s, stmtDest{i: i, self: s.peers[i].machine, now: s.now, rtt: s.peers[i].link.rtt, peers: s.peers})
 }
 
 // sendEcho sends peer i our echo alone: every digest it wants, or (not

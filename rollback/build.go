@@ -115,7 +115,7 @@ func (s *Session) secure(cfg *Config) error {
 	if !cfg.InProgress {
 		s.reserve()
 	}
-	if cfg.MaxSpectators > 0 || s.departed() {
+	if cfg.MaxSpectators > 0 || s.peers.departed(s.proto.rejoinWindow > 0) {
 		s.serve(cfg.MaxSpectators)
 	}
 	return nil

@@ -44,7 +44,7 @@ func (h *handlers) register(s *Session) {
 		if wire.ParseControl(b, &s.io.rx.d) != nil {
 			return s.frame, false
 		}
-		if s.joining(i) { // it gives up coming back
+		if s.peers.joining(i) { // it gives up coming back
 			return s.abandonJoin(i), true
 		}
 		s.disconnect(i)

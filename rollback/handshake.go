@@ -410,24 +410,6 @@ func checksumEvery(n int32) string {
 	return fmt.Sprint(n)
 }
 
-// handshakeHints says what the silent peers' addresses sent that did not
-// count, for the timeout error.
-func (s *Session) handshakeHints(missing []int) []string {
-	var hints []string
-	for _, i := range missing {
-		a := &s.peers[i].auth
-		switch {
-		case a.otherSession != 0:
-			hints = append(hints, fmt.Sprintf("peer %d sent handshakes for session %#x (ours is %#x)", i, a.otherSession, s.proto.sessionID))
-		case a.authFailed:
-			hints = append(hints, fmt.Sprintf("peer %d sent handshakes that failed the Secret's check: its Secret differs", i))
-		case !a.heard:
-			hints = append(hints, fmt.Sprintf("nothing arrived from peer %d", i))
-		}
-	}
-	return hints
-}
-
 // wantLocal returns players as the handshake's Local field writes them.
 func (c *codec) wantLocal(players []PlayerID) []uint8 {
 	c.local = c.local[:0]

@@ -139,7 +139,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	if !v.header {
 		return s.frame, false
 	}
-	if s.joining(i) && ps.join.take != 0 && v.first <= ps.join.take {
+	if s.peers.joining(i) && ps.join.take != 0 && v.first <= ps.join.take {
 		s.tookOver(i) // its first inputs since we accepted its take-over frame
 	}
 	if ps.leave.disc {

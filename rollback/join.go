@@ -404,7 +404,7 @@ func (s *Session) takeOver() {
 	s.out.recorded = t
 	if s.aud != nil {
 		s.aud.feed.reset(t)
-	} else if s.departed() {
+	} else if s.peers.departed(s.proto.rejoinWindow > 0) {
 		s.serve(0) // one that left may come back: it watches us first
 	}
 	if s.sums != nil {

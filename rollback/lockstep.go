@@ -68,23 +68,6 @@ func (l *lockstep) due(now, first time.Duration, peers bool) Frame {
 	return Frame((now-l.playFrom)/l.tick) + 1
 }
 
-// firstInputs returns when the last remaining peer's first inputs arrived
-// (the start of the match with no peers), or -1 while some are missing.
-func (s *Session) firstInputs() time.Duration {
-	first := s.proto.startedAt
-	for i := range s.peers {
-		ps := &s.peers[i]
-		if ps.leave.disc {
-			continue
-		}
-		if ps.start.first < 0 {
-			return -1
-		}
-		first = max(first, ps.start.first)
-	}
-	return first
-}
-
 // advanceLockstep is Advance in lockstep mode.
 func (s *Session) advanceLockstep() (Result, error) {
 	r := Result{Frame: s.frame, Stalled: true}
@@ -102,7 +85,7 @@ func (s *Session) advanceLockstep() (Result, error) {
 	}
 	first := time.Duration(-1)
 	if s.ls.playFrom < 0 { // the schedule is not fixed yet
-		first = s.firstInputs()
+		first = s.peers.firstInputs(s.proto.startedAt)
 	}
 	due := s.ls.due(s.now, first, len(s.peers) > 0)
 	blame, dry := -1, false

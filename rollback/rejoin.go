@@ -59,17 +59,6 @@ func (s *Session) reserve() {
 	}
 }
 
-// departed reports whether a peer may come (back) into the match: a
-// reserved slot, or a departure within a RejoinWindow.
-func (s *Session) departed() bool {
-	for i := range s.peers {
-		if ps := &s.peers[i]; ps.leave.agreed && (ps.late || s.proto.rejoinWindow > 0) {
-			return true
-		}
-	}
-	return false
-}
-
 // rejoinable reports whether peer i may come (back) now: the match runs,
 // its departure is agreed, and it was not caught equivocating; it has a
 // reserved slot, or its departure is within the window.
@@ -78,10 +67,6 @@ func (s *Session) rejoinable(i int) bool {
 	return s.ls == nil && s.proto.started && ps.leave.agreed && !ps.leave.proven &&
 		(ps.join.keyed || ps.late || s.proto.rejoinWindow > 0 && s.now-ps.join.since <= s.proto.rejoinWindow)
 }
-
-// joining reports whether peer i is coming back: re-keyed, not yet taken
-// over.
-func (s *Session) joining(i int) bool { return s.peers[i].leave.agreed && s.peers[i].join.keyed }
 
 // watching reports whether datagram b from peer i is for the audience:
 // a machine coming back watches the match as a spectator first, under a
@@ -128,7 +113,7 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 		return s.frame, false
 	}
 	t := Frame(m.Take)
-	if !s.joining(i) {
+	if !s.peers.joining(i) {
 		if !ps.leave.disc && t == ps.join.take {
 			s.sendJoin(i, wire.JoinAccept) // it took over: our answer was lost
 			return s.frame, true
@@ -140,7 +125,7 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 	}
 	final, busy := s.finalFrontier(), false
 	mis := s.frame
-	if k := s.pendingJoin(i); k >= 0 {
+	if k := s.peers.pendingJoin(i); k >= 0 {
 		// One join at a time: two machines taking over at once could each
 		// count on the other's absence. The lower machine goes first; it
 		// preempts a join we have not yet told it may take over.
@@ -210,17 +195,6 @@ func (s *Session) sendJoin(i int, op uint8) {
 	s.sendControl(i, m)
 }
 
-// pendingJoin returns the peer other than i whose join we accepted and
-// that has not taken over yet, or -1.
-func (s *Session) pendingJoin(i int) int {
-	for k := range s.peers {
-		if k != i && s.joining(k) && s.peers[k].join.take != 0 {
-			return k
-		}
-	}
-	return -1
-}
-
 // unaccept withdraws our acceptance of peer k's take-over frame: its
 // players are absent for good again until it proposes anew (refused while
 // another join is on). It returns the first frame to re-simulate.
@@ -245,7 +219,7 @@ func (s *Session) noteJoinStates(f Frame, state []byte) {
 		return
 	}
 	for i := range s.peers {
-		if j := &s.peers[i].join; j.take == f && s.joining(i) {
+		if j := &s.peers[i].join; j.take == f && s.peers.joining(i) {
 			j.sum, j.summed = xxhash.Sum64(state), true
 		}
 	}
@@ -259,7 +233,7 @@ func (s *Session) checkJoins() Frame {
 	s.proto.joins = 0
 	for i := range s.peers {
 		switch {
-		case !s.joining(i):
+		case !s.peers.joining(i):
 		case s.now-s.peers[i].link.lastRecv > s.proto.disconnectAfter:
 			mis = min(mis, s.abandonJoin(i))
 		default:
@@ -275,7 +249,7 @@ func (s *Session) checkJoins() Frame {
 func (s *Session) sendJoins() {
 	for i := range s.peers {
 		ps := &s.peers[i]
-		if !s.joining(i) {
+		if !s.peers.joining(i) {
 			continue
 		}
 		if ps.auth.handshakeDue(s.now) {
@@ -306,7 +280,7 @@ func (s *Session) sendJoins() {
 // frame t is disconnected here, and from which frame at the earliest.
 func (s *Session) leftAfter(i int, t Frame) (Frame, bool) {
 	for x := range s.peers {
-		if px := &s.peers[x]; x != i && px.leave.disc && !s.inputs.absent(px.players[0], t) && !s.joining(x) {
+		if px := &s.peers[x]; x != i && px.leave.disc && !s.inputs.absent(px.players[0], t) && !s.peers.joining(x) {
 			return s.cut(x), true
 		}
 	}

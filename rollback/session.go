@@ -26,7 +26,7 @@ type Session struct {
 	frame  Frame         // the next frame to simulate
 
 	snaps snapshots
-	peers []peer
+	peers peerSet
 	pace  pace
 	sums  *checksums  // nil: no desync checksums
 	stmts *statements // nil: fewer than three machines, or lockstep

@@ -3,7 +3,6 @@ package rollback
 import (
 	"time"
 
-	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
@@ -139,7 +138,7 @@ func (s *Session) handshakeWait() error {
 				missing = append(missing, i)
 			}
 		}
-		return &HandshakeError{Peers: missing, Timeout: s.proto.hsTimeout, Hints: s.handshakeHints(missing)}
+		return &HandshakeError{Peers: missing, Timeout: s.proto.hsTimeout, Hints: s.peers.handshakeHints(missing, s.proto.sessionID)}
 	}
 	return nil
 }
@@ -159,24 +158,14 @@ func (s *Session) begin() {
 	}
 }
 
-// rowReady reports whether we have a round-trip time to every peer.
-func (s *Session) rowReady() bool {
-	for i := range s.peers {
-		if s.peers[i].link.rtt == 0 && !s.peers[i].late {
-			return false
-		}
-	}
-	return true
-}
-
 // syncStep advances the start protocol once every peer is verified: the
 // host builds the mesh from every machine's row; once a machine has the
 // mesh and every other machine's Go (the host's Start counts as its Go),
 // it waits advantage.StartDelay and starts.
 func (s *Session) syncStep() {
 	st := &s.start
-	if !st.meshKnown && st.host < 0 && s.rowReady() {
-		s.buildMesh()
+	if !st.meshKnown && st.host < 0 && s.peers.rowReady() {
+		s.start.buildMesh(s.peers)
 	}
 	if !st.meshKnown {
 		return
@@ -191,76 +180,11 @@ func (s *Session) syncStep() {
 		if st.host >= 0 {
 			host = s.peers[st.host].machine
 		}
-		st.at = s.now + s.startDelay(host)
+		st.at = s.now + s.start.startDelay(host, s.peers)
 	}
 	if s.now >= st.at && s.keysReady() {
 		s.begin()
 	}
-}
-
-// startDelay is advantage.StartDelay over the machines that start the
-// match: the mesh without the reserved slots (Peer.Late), whose rows and
-// columns are zero.
-func (s *Session) startDelay(host int) time.Duration {
-	st := &s.start
-	var keep []int
-	h, me := -1, -1
-	for a := range st.mesh {
-		if a != st.machine && s.lateMachine(a) {
-			continue
-		}
-		if a == host {
-			h = len(keep)
-		}
-		if a == st.machine {
-			me = len(keep)
-		}
-		keep = append(keep, a)
-	}
-	if len(keep) == len(st.mesh) {
-		return advantage.StartDelay(st.mesh, host, st.machine)
-	}
-	m := newMesh(len(keep))
-	for x, a := range keep {
-		for y, b := range keep {
-			m[x][y] = st.mesh[a][b]
-		}
-	}
-	return advantage.StartDelay(m, h, me)
-}
-
-// lateMachine reports whether machine a has a reserved slot not yet filled.
-func (s *Session) lateMachine(a int) bool {
-	for i := range s.peers {
-		if s.peers[i].machine == a {
-			return s.peers[i].late
-		}
-	}
-	return false
-}
-
-// buildMesh builds the host's mesh once every peer's row has arrived (a
-// reserved slot's machine has none: its row stays zero).
-func (s *Session) buildMesh() {
-	n := len(s.peers) + 1
-	for i := range s.peers {
-		if len(s.peers[i].start.row) != n && !s.peers[i].late {
-			return
-		}
-	}
-	st := &s.start
-	st.mesh = newMesh(n)
-	for i := range s.peers {
-		if s.peers[i].late {
-			continue
-		}
-		a := s.peers[i].machine
-		st.mesh[st.machine][a] = s.peers[i].link.rtt
-		for b, us := range s.peers[i].start.row {
-			st.mesh[a][b] = time.Duration(us) * time.Microsecond
-		}
-	}
-	st.meshKnown = true
 }
 
 // maxStartRTT caps every round trip a peer reports for the start delay
@@ -270,25 +194,6 @@ const maxStartRTT = time.Second
 // startRTTSlack is what startRTTLimit allows above twice our slowest round
 // trip: the samples' two ticks of waiting, and jitter.
 const startRTTSlack = 100 * time.Millisecond
-
-// startRTTLimit is the most a round trip reported for the start delay can
-// be: twice the slowest round trip we measured ourselves, plus
-// startRTTSlack. Any two machines reach each other through us, so an
-// honest round trip between them is no longer than their two round trips
-// to us (a lockstep match over a satellite link is slow for everyone);
-// maxStartRTT until we know all of ours. With a fixed floor of a second
-// instead, a peer reporting huge round trips still delayed a 3-machine
-// wifi match's start by half a second (honest speed 0.948).
-func (s *Session) startRTTLimit() uint32 {
-	var slowest time.Duration
-	for i := range s.peers {
-		if s.peers[i].link.rtt == 0 {
-			return uint32(maxStartRTT / time.Microsecond)
-		}
-		slowest = max(slowest, s.peers[i].link.rtt)
-	}
-	return uint32(min((2*slowest+startRTTSlack)/time.Microsecond, 1<<32-1))
-}
 
 // capRTTs caps the round trips (µs) a peer reported at limit, and reports
 // whether one was over it: no honest machine measures that.
@@ -321,7 +226,7 @@ func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 			return false
 		}
 		ps.start.row = append(ps.start.row[:0], r.RTT...)
-		if capRTTs(ps.start.row, s.startRTTLimit()) {
+		if capRTTs(ps.start.row, s.peers.startRTTLimit()) {
 			s.suspect(i, SuspectTiming)
 		}
 		return true
@@ -333,7 +238,7 @@ func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
 		if !s.start.meshKnown && !s.proto.started {
 			// The host's own row is its claim; the others it relays (capped
 			// at its limit, which can be above ours: capped here silently).
-			limit, host := s.startRTTLimit(), ps.machine
+			limit, host := s.peers.startRTTLimit(), ps.machine
 			if capRTTs(m.Mesh[host*n:(host+1)*n], limit) {
 				s.suspect(i, SuspectTiming)
 			}
@@ -380,7 +285,7 @@ func (s *Session) sendStart(i int) {
 		s.sendControl(i, &st.start)
 	case st.meshKnown:
 		s.sendControl(i, &st.gomsg)
-	case i == st.host && s.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
+	case i == st.host && s.peers.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
 		ps.start.lastSync = s.now
 		st.ready.RTT = st.ready.RTT[:0]
 		for range n {

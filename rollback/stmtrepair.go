@@ -14,15 +14,13 @@ type stmtSender interface {
 	sendStatement(i, x int, k int32, in []uint64, sig []byte, full bool)
 	// sendEcho sends peer i our echo alone.
 	sendEcho(i int, all bool)
-	// actedOn reports whether peer i's report of peer j's departure
-	// shows it acted on a proof from frame from.
-	actedOn(i, j int, from Frame) bool
 }
 
 // stmtDest is the peer the statements are sent to, as they see it.
 type stmtDest struct {
 	i, self  int           // its peer index and its machine
 	now, rtt time.Duration // our clock, its round trip
+	peers    peerSet       // every peer: what their reports of departures acted on
 }
 
 // attest sends peer d.i what the statements owe it, after its input
@@ -90,7 +88,7 @@ func (st *statements) sendProofs(out stmtSender, d stmtDest) {
 	p := &st.peers[d.i]
 	for x := range st.machines {
 		pr := &st.proof[x]
-		if !pr.ok || x == d.self || d.now-p.repairAt < d.rtt+lostMargin || out.actedOn(d.i, st.peerOf[x], pr.from) {
+		if !pr.ok || x == d.self || d.now-p.repairAt < d.rtt+lostMargin || d.peers.actedOn(d.i, st.peerOf[x], pr.from) {
 			continue
 		}
 		if n, in, sig := st.holds(x, pr.k); n > 0 {
