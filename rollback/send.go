@@ -115,8 +115,8 @@ func (s *Session) send() {
 			s.times.sent.note(localNext, s.now)
 		}
 		if s.stmts != nil {
-			s.signOwn()
-			s.settleStatements()
+			s.stmts.signOwn(&s.inputs, s.roster.local, s.now)
+			s.stmts.update(s)
 		}
 	}
 	if s.proto.joins > 0 {

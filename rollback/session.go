@@ -382,7 +382,9 @@ func (s *Session) poll() (Frame, error) {
 	}
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
-	mis = min(mis, s.pollStatements())
+	if s.stmts != nil {
+		mis = min(mis, s.pollStatements())
+	}
 	for i := range s.peers {
 		ps := &s.peers[i]
 		if l := &ps.link; s.now-l.winStart >= time.Second {

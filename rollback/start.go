@@ -116,7 +116,7 @@ func (s *Session) handshakeWait() error {
 		return s.stmts.mismatch
 	}
 	if all && s.start.noDelay {
-		if s.keysReady() {
+		if s.stmts.ready() {
 			s.begin()
 		}
 		return nil
@@ -182,7 +182,7 @@ func (s *Session) syncStep() {
 		}
 		st.at = s.now + s.start.startDelay(host, s.peers)
 	}
-	if s.now >= st.at && s.keysReady() {
+	if s.now >= st.at && s.stmts.ready() {
 		s.begin()
 	}
 }
