@@ -15,6 +15,8 @@ import (
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rewindgg/rewind/rtc/lobby"
 )
 
@@ -474,5 +476,27 @@ func TestDefaultStoreIsEmbeddedNATS(t *testing.T) {
 	n, ok := s.reg.(*natsStore)
 	if !ok || n.embed == nil || s.cfg.storeName() != "nats-embedded" {
 		t.Fatalf("store %T (%s), want the embedded NATS", s.reg, s.cfg.storeName())
+	}
+}
+
+// A cluster whose servers have not all joined yet is waited for (ensure
+// tries again); replicas it can never place stop the start. A rendezvous
+// started beside a fresh cluster exited once in 25 on "peer offline"
+// (make scale-test).
+func TestNotReady(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement, peer offline"}, true},
+		{&jetstream.APIError{Code: 503, ErrorCode: 10008, Description: "JetStream system temporarily unavailable"}, true},
+		{fmt.Errorf("bucket rdv_addrs: %w", nats.ErrNoResponders), true},
+		{&jetstream.APIError{Code: 500, ErrorCode: 10005, Description: "no suitable peers for placement, insufficient resources"}, false},
+		{&jetstream.APIError{Code: 400, ErrorCode: 10005, Description: "no suitable peers for placement"}, false},
+		{errors.New("nats: connection closed"), false},
+	} {
+		if got := notReady(tc.err); got != tc.want {
+			t.Errorf("notReady(%v) = %v, want %v", tc.err, got, tc.want)
+		}
 	}
 }

@@ -306,12 +306,20 @@ func (n *natsStore) ensure() error {
 }
 
 // notReady reports whether err says that JetStream cannot answer yet:
-// no leader, no responders.
+// no leader, no responders, servers of the cluster not joined yet.
 func notReady(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
-		(errors.As(err, &apiErr) && apiErr.Code == http.StatusServiceUnavailable)
+		(errors.As(err, &apiErr) && (apiErr.Code == http.StatusServiceUnavailable ||
+			// A cluster whose servers have not all joined yet: the
+			// replicas cannot be placed until they have (code 10005 has
+			// other reasons, such as too few servers, which do not pass).
+			apiErr.ErrorCode == jsNoPeers && strings.HasSuffix(apiErr.Description, "peer offline")))
 }
+
+// jsNoPeers is JetStream's error code for replicas it cannot place
+// ("no suitable peers for placement", with the reason after a comma).
+const jsNoPeers jetstream.ErrorCode = 10005
 
 // ensureIn makes them with the replicas asked for, or, when none were
 // asked for, 3 in a cluster (falling back to 1 with a warning when the
