@@ -24,24 +24,30 @@ HEAVY    := gonum|ebiten|pion|chromedp
 # fetches it from the module proxy once and keeps the binary in the build cache.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: scale-test module-check determinism test lint cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
+.PHONY: scale-test module-check determinism test lint check cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
 
-## test: lint, then the whole suite with the race detector, in random order, built with the adversary (ADVERSARY: the build tag rewind_adversary) (the longest match tests play a sample under it), rollback and cmd/soak again as a game builds them (no tag), then without the race detector those long tests in full and every benchmark once, in the packages that have them (lint has vetted everything, both ways: go test does not vet again).
+## test: check, then the suite built with the adversary (ADVERSARY: the build tag rewind_adversary), in random order: with the race detector the packages whose code or tests run goroutines (RACE; their longest match tests play a sample under it), without it every other package, every benchmark once (a broken one fails); then rollback and cmd/soak again as a game builds them (no tag), and RACE's long tests in full without the detector. check has vetted everything, both ways: go test does not vet again. staticcheck is make lint's (CI runs both).
+# RACE: the packages whose code or tests run goroutines: the UDP transport, the network simulator, and the match harness and the soak, which drive several sessions at once (the detector checks that they share nothing). The session core has no goroutines: the detector has nothing to find in the other packages' tests, which it slowed 5-20 times, and it compiled the standard library and every package a second time.
+RACE     := ./rollback/udp/ ./rollback/netsim/ ./internal/match/ ./cmd/soak/...
 # LONG: the tests that play a sample under the race detector and in full without it.
 LONG     := TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|TestLockstepTable|TestMatches|TestLockstepSoak|TestSoakSoundOnIntercontinental|TestForgery|TestFloodFromOnePeerAddress
-# PLAIN: the packages with a LONG test or a benchmark (building every other package's tests a second time would be wasted).
-PLAIN     = $$(grep -lE '^func (Benchmark|($(LONG))\()' $$(git ls-files '*_test.go' 2>/dev/null || find . -name '*_test.go') | xargs -n1 dirname | sort -u | sed 's|^\([^.]\)|./\1|')
-test: lint
-	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(PKGS)
+# NORACE: every package of PKGS but RACE's.
+NORACE    = $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(RACE))")
+test: check
+	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(RACE)
+	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x $(NORACE)
 	$(GO) test -count=1 -vet=off ./rollback/ ./cmd/soak/
-	$(GO) test $(ADVERSARY) -count=1 -vet=off -run '^($(LONG))$$' -bench . -benchtime 1x $(PLAIN)
+	$(GO) test $(ADVERSARY) -count=1 -vet=off -run '^($(LONG))$$' ./internal/match/ ./cmd/soak/
 
-## lint: go vet, the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80; Session ≤ 25 fields and ≤ 60 methods warned until the core is rebuilt), staticcheck (its default checks, over these modules and rtc), gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck.
-lint: library-deps
+## lint: check, and staticcheck (its default checks, over these modules and rtc).
+lint: check
+	$(STATICCHECK) $(PKGS) ./rtc/...
+
+## check: go vet (with and without the adversary's tag), the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80, Session ≤ 25 fields; its ≤ 60 methods warned until the core is rebuilt), gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck.
+check: library-deps
 	$(GO) vet $(PKGS)
 	$(GO) vet $(ADVERSARY) $(PKGS)
-	$(GO) run ./internal/shapecheck -session-warn -doc docs/architecture.md
-	$(STATICCHECK) $(PKGS) ./rtc/...
+	$(GO) run ./internal/shapecheck -methods-warn -doc docs/architecture.md
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
