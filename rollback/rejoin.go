@@ -281,7 +281,7 @@ func (s *Session) sendJoins() {
 func (s *Session) leftAfter(i int, t Frame) (Frame, bool) {
 	for x := range s.peers {
 		if px := &s.peers[x]; x != i && px.leave.disc && !s.inputs.absent(px.players[0], t) && !s.peers.joining(x) {
-			return s.cut(x), true
+			return s.departures().cut(x, &s.io.floor), true
 		}
 	}
 	return 0, false
