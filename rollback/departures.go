@@ -7,13 +7,13 @@ import "time"
 // mode to what its own progress proves, and the cut they agree on.
 type departures struct {
 	peers    peerSet
-	next     *[MaxPlayers]Frame // each player's first frame whose input is not here (inputRing.next)
+	inputs   *inputRing
 	lockstep bool
 }
 
 // departures is the session's peers as the agreement sees them.
 func (s *Session) departures() departures {
-	return departures{peers: s.peers, next: &s.inputs.next, lockstep: s.ls != nil}
+	return departures{peers: s.peers, inputs: &s.inputs, lockstep: s.ls != nil}
 }
 
 // floor returns the fewest frames of machine x that peer m can have: the
@@ -26,7 +26,7 @@ func (s *Session) departures() departures {
 func (d departures) floor(m, x int) Frame {
 	f := d.peers[m].gossip.sees[x]
 	if !d.lockstep {
-		f = max(f, d.next[d.peers[m].players[0]]-countSlack)
+		f = max(f, d.inputs.next[d.peers[m].players[0]]-countSlack)
 	}
 	return f
 }
@@ -50,6 +50,18 @@ func (d departures) cut(x int, scratch *[MaxPlayers]Frame) Frame {
 		return l.frame
 	}
 	return l.least(d.floors(x, scratch))
+}
+
+// leftAfter reports whether a machine other than joiner i that plays at
+// frame t is disconnected here, and from which frame at the earliest (its
+// cut, computed in scratch).
+func (d departures) leftAfter(i int, t Frame, scratch *[MaxPlayers]Frame) (Frame, bool) {
+	for x := range d.peers {
+		if px := &d.peers[x]; x != i && px.leave.disc && !d.inputs.absent(px.players[0], t) && !d.peers.joining(x) {
+			return d.cut(x, scratch), true
+		}
+	}
+	return 0, false
 }
 
 // withholds reports whether one of peer m's counts of the other machines

@@ -71,7 +71,7 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 		s.sums.record(f, s.snaps.arena.Bytes())
 	}
 	if s.proto.joins > 0 {
-		s.noteJoinStates(f, s.snaps.arena.Bytes())
+		s.peers.noteJoinStates(f, s.snaps.arena.Bytes())
 	}
 	if s.out.log != nil {
 		s.logStep(f, resim)

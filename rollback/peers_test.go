@@ -35,9 +35,9 @@ func TestDepartures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := threePeers()
 			ps[0].gossip.sees[1], ps[0].gossip.sees[2] = tc.sees, 1000
-			var next [MaxPlayers]Frame
-			next[1] = tc.next
-			d := departures{peers: ps, next: &next, lockstep: tc.lockstep}
+			var in inputRing
+			in.next[1] = tc.next
+			d := departures{peers: ps, inputs: &in, lockstep: tc.lockstep}
 			assert.Equal(t, tc.floor, d.floor(0, 1))
 			assert.Equal(t, tc.withholds, d.withholds(0))
 			var scratch [MaxPlayers]Frame
@@ -47,9 +47,8 @@ func TestDepartures(t *testing.T) {
 	// An agreed departure's cut is its frame, whatever the counts.
 	ps := threePeers()
 	ps[1].leave.disc, ps[1].leave.agreed, ps[1].leave.frame = true, true, 77
-	var next [MaxPlayers]Frame
 	var scratch [MaxPlayers]Frame
-	assert.Equal(t, Frame(77), departures{peers: ps, next: &next}.cut(1, &scratch))
+	assert.Equal(t, Frame(77), departures{peers: ps, inputs: &inputRing{}}.cut(1, &scratch))
 }
 
 func TestLeaveJudge(t *testing.T) {
