@@ -71,7 +71,7 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 		s.sums.record(f, s.snaps.arena.Bytes())
 	}
 	if s.proto.joins > 0 {
-		s.noteJoinStates(f, s.snaps.arena.Bytes())
+		s.peers.noteJoinStates(f, s.snaps.arena.Bytes())
 	}
 	if s.out.log != nil {
 		s.logStep(f, resim)
@@ -166,13 +166,14 @@ func (s *Session) bounded(c, next Frame) (anchor, settled Frame) {
 		c = min(c, s.snaps.forcedBound(next))
 	}
 	if len(s.peers) > 1 { // the floors of third machines' counts
+		d := s.departures()
 		for x := range s.peers {
 			if s.peers[x].leave.agreed {
 				continue
 			}
 			for m := range s.peers {
 				if m != x && !s.peers[m].leave.disc {
-					c = min(c, s.floor(m, x))
+					c = min(c, d.floor(m, x))
 				}
 			}
 		}
@@ -284,12 +285,13 @@ func (s *Session) blameRing(low Frame) int {
 			return s.roster.owner[p]
 		}
 	}
+	d := s.departures()
 	for x := range s.peers {
 		if s.peers[x].leave.agreed {
 			continue
 		}
 		for m := range s.peers {
-			if m != x && !s.peers[m].leave.disc && s.floor(m, x) == low {
+			if m != x && !s.peers[m].leave.disc && d.floor(m, x) == low {
 				return m
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/rewindgg/rewind/advantage"
 )
 
@@ -171,4 +172,15 @@ func (st *starter) startDelay(host int, ps peerSet) time.Duration {
 		}
 	}
 	return advantage.StartDelay(m, h, me)
+}
+
+// noteJoinStates keeps, for each join accepted at frame f, our checksum of
+// the state at its start (every simulation of f, the last of which is
+// final once every input before f is).
+func (ps peerSet) noteJoinStates(f Frame, state []byte) {
+	for i := range ps {
+		if j := &ps[i].join; j.take == f && ps.joining(i) {
+			j.sum, j.summed = xxhash.Sum64(state), true
+		}
+	}
 }

@@ -13,7 +13,7 @@ import "time"
 // never two quiet ticks in a row, so the acknowledgement ages a peer's
 // loss detection and the timing checks measure grow by at most one tick,
 // within their margins (lostMargin, ackSlack, lateSlack); and a tick is
-// quiet only where the links allow it (quietAllowed).
+// quiet only where the links allow it (peerSet.quietAllowed).
 
 // quiet is the lazy sender's state: the session decides once per send,
 // for every peer at once, because the send times of our frames
@@ -56,49 +56,45 @@ func (s *Session) quietTick(localNext Frame) bool {
 	if !q.on {
 		return false
 	}
-	unchanged := !q.last && q.sentEnd > 0 && s.unchangedSince(q.sentEnd, localNext)
-	return q.tick(localNext, unchanged, unchanged && s.quietAllowed())
+	unchanged := !q.last && q.sentEnd > 0 && s.inputs.unchangedSince(s.roster.local, q.sentEnd, localNext)
+	allowed := unchanged && s.proto.joins == 0 && s.now-s.proto.startedAt >= quietAfterLoss &&
+		s.peers.quietAllowed(s.now, s.pace.lag.delay, s.snaps.reach)
+	return q.tick(localNext, unchanged, allowed)
 }
 
-// unchangedSince reports whether our inputs for frames from to end repeat
-// those of frame from-1 (the last frame the last packet carried).
-func (s *Session) unchangedSince(from, end Frame) bool {
-	if from <= 0 || end-from >= ringSize {
-		return false
-	}
-	for f := from; f < end; f++ {
-		for _, p := range s.roster.local {
-			if s.inputs.at(f, p) != s.inputs.at(from-1, p) {
-				return false
-			}
+// quietAllowed reports whether every link allows a quiet tick: verified,
+// measured, clean for quietAfterLoss, not within a full resend, and short
+// enough that a peer's predictions of our unchanged inputs reach (reach)
+// past its one-way delay beyond our input lag (lag).
+func (ps peerSet) quietAllowed(now time.Duration, lag int, reach Frame) bool {
+	for i := range ps {
+		p := &ps[i]
+		if p.leave.disc {
+			continue
+		}
+		if !p.auth.verified || p.late || p.link.rtt == 0 || now < p.progress.fullUntil || p.link.lossWithin(now, quietAfterLoss) {
+			return false
+		}
+		oneWay := Frame(p.link.rtt / 2 / frameDuration)
+		if oneWay-Frame(lag) > reach/2 {
+			return false
 		}
 	}
 	return true
 }
 
-// quietAllowed reports whether every link allows a quiet tick: with no
-// machine joining, quietAfterLoss after the start, and for every peer
-// still in the match a measured round trip, no loss burst being repaired
-// (the full resend of progress.first), no datagram of its lost in the
-// last quietAfterLoss, and a link short enough that a tick's delay cannot
-// take the peer to MaxRollback frames past our last input: its prediction
-// of us runs about the one-way delay minus our input lag ahead, and that
-// must stay within half of MaxRollback.
-func (s *Session) quietAllowed() bool {
-	if s.proto.joins > 0 || s.now-s.proto.startedAt < quietAfterLoss {
+// unchangedSince reports whether the inputs of the players local are the
+// same in every frame from from to end as in the frame before from (and
+// the ring still holds them).
+func (r *inputRing) unchangedSince(local []PlayerID, from, end Frame) bool {
+	if from <= 0 || end-from >= ringSize {
 		return false
 	}
-	for i := range s.peers {
-		ps := &s.peers[i]
-		if ps.leave.disc {
-			continue
-		}
-		if !ps.auth.verified || ps.late || ps.link.rtt == 0 || s.now < ps.progress.fullUntil || ps.link.lossWithin(s.now, quietAfterLoss) {
-			return false
-		}
-		oneWay := Frame(ps.link.rtt / 2 / frameDuration)
-		if oneWay-Frame(s.pace.lag.delay) > s.snaps.reach/2 {
-			return false
+	for f := from; f < end; f++ {
+		for _, p := range local {
+			if r.at(f, p) != r.at(from-1, p) {
+				return false
+			}
 		}
 	}
 	return true

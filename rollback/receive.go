@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"math/bits"
 	"time"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -235,45 +236,9 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			s.disconnect(x)
 		}
 	}
-	s.checkCounts(from)
-}
-
-// floor returns the fewest frames of machine x that peer m can have: the
-// count it claimed (gossip), or, in rollback mode, what its own progress
-// proves: it cannot have simulated a frame MaxRollbackLimit past x's
-// inputs, nor have inputs more than MaxInputLag ahead of its simulation,
-// so a count further behind its inputs than countSlack is not honest. The
-// anchor and the disconnect frame use it, so a peer that withholds or
-// lowers its counts cannot hold back our snapshots.
-func (s *Session) floor(m, x int) Frame {
-	f := s.peers[m].gossip.sees[x]
-	if s.ls == nil {
-		f = max(f, s.inputs.next[s.peers[m].players[0]]-countSlack)
+	if s.departures().withholds(from) {
+		s.suspect(from, SuspectWithheld)
 	}
-	return f
-}
-
-// floors returns every peer's floor for machine x (Session.floor), in
-// scratch the next call reuses.
-func (s *Session) floors(x int) *[MaxPlayers]Frame {
-	f := &s.io.floor
-	for m := range s.peers {
-		if m != x {
-			f[m] = s.floor(m, x)
-		}
-	}
-	return f
-}
-
-// cut returns the disconnect frame of machine x as we know it: the agreed
-// frame once agreed, else the least of our own count and every report,
-// each raised to its reporter's floor.
-func (s *Session) cut(x int) Frame {
-	l := &s.peers[x].leave
-	if l.agreed {
-		return l.frame
-	}
-	return l.least(s.floors(x))
 }
 
 // countSlack is how far behind its own inputs an honest machine's count of
@@ -283,38 +248,9 @@ func (s *Session) cut(x int) Frame {
 // none).
 const countSlack = MaxRollbackLimit + MaxInputLag + 8
 
-// checkCounts names peer m when one of its counts of the other machines is
-// below what its own progress proves (Session.floor): it withholds them.
-func (s *Session) checkCounts(m int) {
-	if s.ls != nil {
-		return
-	}
-	for _, x := range s.peers[m].gossip.order {
-		if !s.peers[x].leave.disc && s.peers[m].gossip.sees[x] < s.floor(m, x) {
-			s.suspect(m, SuspectWithheld)
-			return
-		}
-	}
-}
-
 // doubtFor is how long a report that a machine we hear from left waits
 // for the proof that would justify it before its reporter is named.
 const doubtFor = 500 * time.Millisecond
-
-// judgeDoubts names the peers that reported machine x gone while we heard
-// from it, once doubtFor has passed without a proof that x equivocated.
-func (s *Session) judgeDoubts(x int) {
-	l := &s.peers[x].leave
-	for from, at := range l.doubt[:len(s.peers)] { // by peer index
-		if at == 0 || s.now-at < doubtFor {
-			continue
-		}
-		l.doubt[from] = 0
-		if !l.proven && !l.disc {
-			s.suspect(from, SuspectGossip)
-		}
-	}
-}
 
 // checkLiveness raises interrupted and disconnected states from silence,
 // and finalises disconnect agreements. It returns the earliest frame that
@@ -336,13 +272,16 @@ func (s *Session) checkLiveness() Frame {
 		}
 	}
 	mis = min(mis, s.checkJoins())
+	d := s.departures()
 	for x := range s.peers {
-		s.judgeDoubts(x)
 		px := &s.peers[x]
+		for named := px.leave.judge(len(s.peers), s.now); named != 0; named &= named - 1 {
+			s.suspect(bits.TrailingZeros8(named), SuspectGossip)
+		}
 		if !px.leave.disc || px.leave.agreed {
 			continue
 		}
-		if !px.leave.settle(x, s.peers, s.floors(x)) {
+		if !px.leave.settle(x, s.peers, d.floors(x, &s.io.floor)) {
 			continue
 		}
 		for _, p := range px.players {

@@ -3,8 +3,6 @@ package rollback
 import (
 	"time"
 
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -211,20 +209,6 @@ func (s *Session) unaccept(k int) Frame {
 	return mis
 }
 
-// noteJoinStates keeps, for each join accepted at frame f, our checksum of
-// the state at its start (every simulation of f, the last of which is
-// final once every input before f is).
-func (s *Session) noteJoinStates(f Frame, state []byte) {
-	if s.proto.joins == 0 {
-		return
-	}
-	for i := range s.peers {
-		if j := &s.peers[i].join; j.take == f && s.peers.joining(i) {
-			j.sum, j.summed = xxhash.Sum64(state), true
-		}
-	}
-}
-
 // checkJoins gives up on each joining peer silent for the disconnect
 // timeout, and counts the others. It returns the first frame to
 // re-simulate.
@@ -260,7 +244,7 @@ func (s *Session) sendJoins() {
 		if j.take == 0 || s.now-j.readyAt < joinResend {
 			continue
 		}
-		if f, ok := s.leftAfter(i, j.take); ok && !j.readied {
+		if f, ok := s.departures().leftAfter(i, j.take, &s.io.floor); ok && !j.readied {
 			// A machine that plays at take left: it would wait for that
 			// machine's confirmation for ever. A frame after it left.
 			j.readyAt = s.now
@@ -274,17 +258,6 @@ func (s *Session) sendJoins() {
 		j.readyAt = s.now
 		s.sendJoin(i, wire.JoinReady)
 	}
-}
-
-// leftAfter reports whether a machine other than joiner i that plays at
-// frame t is disconnected here, and from which frame at the earliest.
-func (s *Session) leftAfter(i int, t Frame) (Frame, bool) {
-	for x := range s.peers {
-		if px := &s.peers[x]; x != i && px.leave.disc && !s.inputs.absent(px.players[0], t) && !s.peers.joining(x) {
-			return s.cut(x), true
-		}
-	}
-	return 0, false
 }
 
 // abandonJoin gives up on joining peer i (it went silent, or said it

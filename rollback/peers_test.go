@@ -1,0 +1,129 @@
+package rollback
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// three peers (indexes 0..2, machines 1..3, players 1..3) for the tables.
+func threePeers() peerSet {
+	ps := make(peerSet, 3)
+	for i := range ps {
+		ps[i].machine, ps[i].players = i+1, []PlayerID{PlayerID(i + 1)}
+		ps[i].gossip.order = []int{(i + 1) % 3, (i + 2) % 3}
+		ps[i].start.first = -1
+	}
+	return ps
+}
+
+func TestDepartures(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		sees      Frame // peer 0's count of peer 1's frames
+		next      Frame // peer 0's own next input: its progress
+		lockstep  bool
+		floor     Frame
+		withholds bool
+	}{
+		{"its count, ahead of what it proves", 500, 400, false, 500, false},
+		{"raised to what it proves", 10, 400, false, 400 - countSlack, true},
+		{"lockstep: its count alone", 10, 400, true, 10, false},
+		{"nothing to prove yet", 0, 5, false, 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := threePeers()
+			ps[0].gossip.sees[1], ps[0].gossip.sees[2] = tc.sees, 1000
+			var in inputRing
+			in.next[1] = tc.next
+			d := departures{peers: ps, inputs: &in, lockstep: tc.lockstep}
+			assert.Equal(t, tc.floor, d.floor(0, 1))
+			assert.Equal(t, tc.withholds, d.withholds(0))
+			var scratch [MaxPlayers]Frame
+			assert.Equal(t, tc.floor, d.floors(1, &scratch)[0])
+		})
+	}
+	// An agreed departure's cut is its frame, whatever the counts.
+	ps := threePeers()
+	ps[1].leave.disc, ps[1].leave.agreed, ps[1].leave.frame = true, true, 77
+	var scratch [MaxPlayers]Frame
+	assert.Equal(t, Frame(77), departures{peers: ps, inputs: &inputRing{}}.cut(1, &scratch))
+}
+
+func TestLeaveJudge(t *testing.T) {
+	const now = 10 * time.Second
+	for _, tc := range []struct {
+		name   string
+		doubt  [MaxPlayers]time.Duration
+		proven bool
+		named  uint8
+	}{
+		{"no doubt", [MaxPlayers]time.Duration{}, false, 0},
+		{"too recent", [MaxPlayers]time.Duration{now - doubtFor/2}, false, 0},
+		{"expired: named", [MaxPlayers]time.Duration{0, now - doubtFor, now - 2*doubtFor}, false, 0b110},
+		{"a proof came: nobody named", [MaxPlayers]time.Duration{now - doubtFor}, true, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := leave{doubt: tc.doubt, proven: tc.proven}
+			assert.Equal(t, tc.named, l.judge(3, now))
+			for i := range 3 {
+				if tc.doubt[i] != 0 && now-tc.doubt[i] >= doubtFor {
+					assert.Zero(t, l.doubt[i], "peer %d's judged doubt is forgotten", i)
+				}
+			}
+		})
+	}
+}
+
+func TestPeerSet(t *testing.T) {
+	ps := threePeers()
+	assert.False(t, ps.rowReady(), "no round trips yet")
+	assert.Equal(t, uint32(maxStartRTT/time.Microsecond), ps.startRTTLimit())
+	for i := range ps {
+		ps[i].link.rtt = time.Duration(i+1) * 10 * time.Millisecond
+	}
+	assert.True(t, ps.rowReady())
+	assert.Equal(t, uint32((60*time.Millisecond+startRTTSlack)/time.Microsecond), ps.startRTTLimit())
+
+	assert.Equal(t, time.Duration(-1), ps.firstInputs(time.Second), "first inputs missing")
+	for i := range ps {
+		ps[i].start.first = time.Duration(i+2) * time.Second
+	}
+	assert.Equal(t, 4*time.Second, ps.firstInputs(time.Second))
+	ps[2].leave.disc = true
+	assert.Equal(t, 3*time.Second, ps.firstInputs(time.Second), "a peer gone does not count")
+
+	assert.False(t, ps.departed(true))
+	ps[2].leave.agreed = true
+	assert.True(t, ps.departed(true), "gone, and machines may come back")
+	assert.False(t, ps.departed(false), "gone for good")
+	ps[2].late = true
+	assert.True(t, ps.departed(false), "a reserved slot")
+	assert.True(t, ps.lateMachine(3))
+	assert.False(t, ps.lateMachine(1))
+
+	assert.Equal(t, -1, ps.pendingJoin(0))
+	ps[2].join.keyed, ps[2].join.take = true, 120
+	assert.True(t, ps.joining(2))
+	assert.Equal(t, 2, ps.pendingJoin(0))
+	assert.Equal(t, -1, ps.pendingJoin(2), "not itself")
+
+	ps[1].leave.reported[0], ps[1].leave.report[0] = true, 50
+	assert.True(t, ps.actedOn(0, 1, 60))
+	assert.False(t, ps.actedOn(0, 1, 40), "its report is after the proof's frame")
+}
+
+func TestUnchangedSince(t *testing.T) {
+	r := newInputRing(2, []PlayerID{0}, 0xff, nil, 0)
+	for f := range Frame(10) {
+		v := Input(1)
+		if f >= 6 {
+			v = 2
+		}
+		r.receive(0, f, v, 0)
+	}
+	assert.True(t, r.unchangedSince([]PlayerID{0}, 2, 6))
+	assert.False(t, r.unchangedSince([]PlayerID{0}, 2, 7))
+	assert.False(t, r.unchangedSince([]PlayerID{0}, 0, 3), "no frame before the first")
+}
