@@ -15,10 +15,10 @@ import (
 // aligns 64-bit fields to 4 bytes, amd64 to 8), can be compared with this
 // platform's field by field rather than byte by byte.
 type stateLayout struct {
-	BigEndian bool     `json:"big_endian,omitempty"`
-	Used      int      `json:"used"`   // the arena's used bytes
-	Allocs    []allocDesc  `json:"allocs"` // in allocation order
-	Fields    []scalar `json:"fields"` // in region order
+	BigEndian bool        `json:"big_endian,omitempty"`
+	Used      int         `json:"used"`   // the arena's used bytes
+	Allocs    []allocDesc `json:"allocs"` // in allocation order
+	Fields    []scalar    `json:"fields"` // in region order
 }
 
 // allocDesc is one allocation of an arena.
