@@ -13,7 +13,7 @@
 //
 // and the matrix runs it with
 //
-//	go run github.com/rewindgg/rewind/cmd/determinism@latest -game ./path/to/yourgame
+//	go run github.com/rewindgg/rewind/cmd/determinism -game ./path/to/yourgame
 //
 // from the game's module (docs/integration.md, "The matrix for your own
 // game"). The command writes a small program beside the game that calls

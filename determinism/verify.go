@@ -172,7 +172,7 @@ func (r *reference) compare(fr rollback.Frame) (field string, fields int) {
 		return fmt.Sprintf("(no reference state: %v)", err), 0
 	}
 	if r.same {
-		return Diff(r.a, r.a.Bytes(), ref)
+		return diffStates(r.a, r.a.Bytes(), ref)
 	}
 	return r.byPat.Compare(r.a.Bytes(), ref)
 }
@@ -275,10 +275,10 @@ func resimulate(rp *replay.Replay, a *savestate.Arena, g rollback.Game, ref *ref
 	return false, finalCompared
 }
 
-// Diff names the first field at which ref, the host's state, differs from
+// diffStates names the first field at which ref, the host's state, differs from
 // local, this build's (desync.Compare: "path: ours vs theirs"), and counts
 // the fields that differ. The two must share a layout.
-func Diff(a *savestate.Arena, local, ref []byte) (first string, fields int) {
+func diffStates(a *savestate.Arena, local, ref []byte) (first string, fields int) {
 	first = desync.Compare(a, local, ref)
 	if first == "" {
 		return "", 0
