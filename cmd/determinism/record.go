@@ -47,6 +47,9 @@ func recordAll(ctx context.Context, c config, prog *program, m *matrix, stderr i
 	}
 	switch {
 	case failed:
+		if errs.Len() > 0 {
+			fmt.Fprintf(stderr, "record printed:\n%s\n", tail(errs.String(), 20))
+		}
 		return nil, 1
 	case err != nil || len(recs) == 0:
 		fmt.Fprintf(stderr, "determinism: record: %v\n%s\n", err, tail(errs.String(), 20))
