@@ -217,3 +217,34 @@ func checksums(rp *replay.Replay) map[rollback.Frame]uint64 {
 	}
 	return m
 }
+
+// A damaged states file is an error, never a panic, and a divergence
+// without its states is still reported with its frame.
+func TestStatesDamaged(t *testing.T) {
+	dir := t.TempDir()
+	file := recordTest(t, 60)
+	rp, err := replay.Read(bytes.NewReader(file))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	_, err = capture(rp, &buf, testGames)
+	require.NoError(t, err)
+	states := writeTemp(t, dir, "r.rwr.states", buf.Bytes())
+	_, err = readState(states, 30)
+	require.NoError(t, err)
+	_, err = readState(states, 61)
+	assert.ErrorContains(t, err, "no state of frame 61")
+	for _, n := range []int{0, 10, buf.Len() / 2} {
+		writeTemp(t, dir, "r.rwr.states", buf.Bytes()[:n])
+		_, err = readState(states, 59)
+		assert.Error(t, err, "cut at %d", n)
+	}
+	writeTemp(t, dir, "r.rwr.states", []byte("garbage"))
+	replayFile := writeTemp(t, dir, "r.rwr", rewrite(t, rp, checksums(rp), 20))
+	r := verify(replayFile, states, testGames)
+	assert.Equal(t, Diverged, r.Status)
+	assert.Equal(t, 21, r.Frame)
+	assert.Contains(t, r.Field, "no reference state")
+	r = verify(replayFile, "", testGames)
+	assert.Equal(t, 21, r.Frame)
+	assert.Equal(t, "(no reference states given)", r.Field)
+}
