@@ -68,9 +68,13 @@ type Bots interface {
 // ArenaSize is the size of the arena the matrix gives [Game.New].
 const ArenaSize = savestate.DefaultSize
 
-// Main is the matrix's program for games: the command cmd/determinism
-// generates a main package that calls it (os.Exit(determinism.Main(
-// os.Args[1:], os.Stdout, os.Stderr, yourgame.Determinism()...))).
+// Main is the matrix's program for games, given the command line after
+// the program's name. The command cmd/determinism generates a main
+// package that calls it:
+//
+//	os.Exit(determinism.Main(os.Args[1:], os.Stdout, os.Stderr, yourgame.Determinism()...))
+//
+// Its commands:
 //
 //	record -out DIR [-frames N] [-seeds 1,2,3] [-profile wifi] [-synctest 7]
 //	verify FILE...

@@ -154,12 +154,12 @@ func bots(g Game, players int, seed uint64) []func() rollback.Input {
 			continue
 		}
 		rng := rand.New(rand.NewPCG(seed, uint64(p)+0xb07))
-		mask := uint64(1)<<g.Layout().Bits() - 1
+		mask := g.Layout().Mask()
 		var held rollback.Input
 		left := 0
 		out[p] = func() rollback.Input {
 			if left == 0 {
-				held, left = rollback.Input(rng.Uint64()&mask), 1+rng.IntN(30)
+				held, left = rollback.Input(rng.Uint64())&mask, 1+rng.IntN(30)
 			}
 			left--
 			return held
