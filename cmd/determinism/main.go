@@ -151,6 +151,36 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 
 	// 2. Build and run each platform's program.
+	m.runPlatforms(ctx, c, prog, paths, stderr)
+
+	// 3. The table.
+	fmt.Fprintf(stdout, "Determinism matrix: replays recorded on %s (%s, %s): for each seed (%s), a sync-test match\n",
+		determinism.Build(), runtime.Version(), cpuSummary(), c.seeds)
+	fmt.Fprintf(stdout, "(every frame rolled back %d frames) and a two-machine match over a simulated %s network, %d frames each,\n", c.syncTest, c.profile, c.frames)
+	fmt.Fprintf(stdout, "a checksum every frame; %s. Re-simulated from the same files on each platform.\n\n", rollbackSummary(m))
+	m.printTable(stdout)
+	m.printFindings(stdout)
+	if c.jsonFile != "" {
+		if err := m.writeJSON(c.jsonFile); err != nil {
+			fmt.Fprintln(stderr, "determinism:", err)
+			return 2
+		}
+	}
+	fmt.Fprintf(stdout, "\nReplays and reference states in %s; %v in all.\n", c.out, time.Since(start).Round(100*time.Millisecond))
+	if probs := m.problems(); len(probs) > 0 {
+		fmt.Fprintln(stdout, "\nFAILED:")
+		for _, p := range probs {
+			fmt.Fprintln(stdout, "- "+p)
+		}
+		return 1
+	}
+	fmt.Fprintln(stdout, "\nPASSED: every platform ran and every game that must verify verified.")
+	return 0
+}
+
+// runPlatforms builds the program for each platform, runs its verify on
+// the replays there, and fills m's platforms and cells.
+func (m *matrix) runPlatforms(ctx context.Context, c config, prog *program, paths []string, stderr io.Writer) {
 	results := map[string]map[string]determinism.Result{}
 	for _, p := range c.platforms {
 		progress("building %s", p.Name)
@@ -183,30 +213,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		m.Cells = append(m.Cells, cells)
 	}
-
-	// 3. The table.
-	fmt.Fprintf(stdout, "Determinism matrix: replays recorded on %s (%s, %s): for each seed (%s), a sync-test match\n",
-		determinism.Build(), runtime.Version(), cpuSummary(), c.seeds)
-	fmt.Fprintf(stdout, "(every frame rolled back %d frames) and a two-machine match over a simulated %s network, %d frames each,\n", c.syncTest, c.profile, c.frames)
-	fmt.Fprintf(stdout, "a checksum every frame; %s. Re-simulated from the same files on each platform.\n\n", rollbackSummary(m))
-	m.printTable(stdout)
-	m.printFindings(stdout)
-	if c.jsonFile != "" {
-		if err := m.writeJSON(c.jsonFile); err != nil {
-			fmt.Fprintln(stderr, "determinism:", err)
-			return 2
-		}
-	}
-	fmt.Fprintf(stdout, "\nReplays and reference states in %s; %v in all.\n", c.out, time.Since(start).Round(100*time.Millisecond))
-	if probs := m.problems(); len(probs) > 0 {
-		fmt.Fprintln(stdout, "\nFAILED:")
-		for _, p := range probs {
-			fmt.Fprintln(stdout, "- "+p)
-		}
-		return 1
-	}
-	fmt.Fprintln(stdout, "\nPASSED: every platform ran and every game that must verify verified.")
-	return 0
 }
 
 // rollbackSummary says how much the recording sessions rolled back.

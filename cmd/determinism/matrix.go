@@ -141,9 +141,9 @@ func buildEnv(p platform) []string {
 }
 
 // runnerFor decides how this machine runs b: natively, under
-// qemu-user-static or under Node, checking with a run that prints the
-// usage. It sets b.Run and b.Via, or b.Skip. work is a directory for the
-// FMA probe (fmaprobe.go).
+// qemu-user-static or under Node, checking with a run of its "probe". It
+// sets b.Run and b.Via, or b.Skip. work is a directory for the FMA probe
+// (fmaprobe.go).
 func runnerFor(ctx context.Context, b *binary, work string, timeout time.Duration) {
 	defer func() {
 		if b.Skip != "" {
@@ -151,38 +151,11 @@ func runnerFor(ctx context.Context, b *binary, work string, timeout time.Duratio
 		}
 	}()
 	hostArch := runtime.GOARCH
-	qemu := func(arch string, extra ...string) bool {
-		name := "qemu-" + arch + "-static"
-		path, err := exec.LookPath(name)
-		if err != nil {
-			return false
-		}
-		b.Run, b.Via = append(append([]string{path}, extra...), b.Path), name+strings.Join(append([]string{""}, extra...), " ")
-		return true
-	}
-	// qemu-i386 (7.2, Debian 12's) loses the GS segment, the 386 runtime's
-	// goroutine pointer, on returning from a signal handler: a Go program
-	// dies ("bad g in signal handler") at its first asynchronous
-	// preemption (SIGURG). Without them it runs.
-	qemu386 := func() bool { return qemu("i386", "-E", "GODEBUG=asyncpreemptoff=1") }
 	switch {
 	case b.Arch == "wasm":
-		node, err := exec.LookPath("node")
-		if err != nil {
-			node, err = exec.LookPath("nodejs")
-		}
-		if err != nil {
-			b.Skip = "Node.js is not installed (apt-get install nodejs)"
-			return
-		}
-		glue, err := wasmExec(ctx)
-		if err != nil {
-			b.Skip = err.Error()
-			return
-		}
-		b.Run, b.Via = []string{node, "--stack-size=8192", glue, b.Path}, "node "+nodeVersion(ctx, node)
+		nodeRunner(ctx, b)
 	case b.NoFMA:
-		if !qemu("x86_64", "-cpu", noFMACPU) {
+		if !b.qemu("x86_64", "-cpu", noFMACPU) {
 			b.Skip = "qemu-x86_64-static is not installed (apt-get install qemu-user-static)"
 			return
 		}
@@ -194,50 +167,84 @@ func runnerFor(ctx context.Context, b *binary, work string, timeout time.Duratio
 		b.Via += " (" + checked + ")"
 	case b.Arch == hostArch || (hostArch == "amd64" && b.Arch == "386"):
 		b.Run, b.Via = []string{b.Path}, "native"
-		if miss := missingCPUFlags(v3Features); b.V3 && len(miss) > 0 {
-			if !qemu("x86_64", "-cpu", "max") {
-				b.Skip = fmt.Sprintf("this CPU lacks %s and qemu-x86_64-static is not installed", strings.Join(miss, ", "))
-				return
-			}
+		if miss := missingCPUFlags(v3Features); b.V3 && len(miss) > 0 && !b.qemu("x86_64", "-cpu", "max") {
+			b.Skip = fmt.Sprintf("this CPU lacks %s and qemu-x86_64-static is not installed", strings.Join(miss, ", "))
 		}
 	case b.Arch == "arm64":
-		if !qemu("aarch64") {
+		if !b.qemu("aarch64") {
 			b.Skip = "qemu-aarch64-static is not installed (apt-get install qemu-user-static)"
-			return
 		}
 	case b.Arch == "amd64":
-		if !qemu("x86_64", "-cpu", "max") {
+		if !b.qemu("x86_64", "-cpu", "max") {
 			b.Skip = "qemu-x86_64-static is not installed"
-			return
 		}
 	case b.Arch == "386":
-		if !qemu386() {
+		if !b.qemu386() {
 			b.Skip = "qemu-i386-static is not installed"
-			return
 		}
 	default:
 		b.Skip = "no way to run " + b.Arch + " here"
+	}
+	if b.Skip == "" && b.Err == "" {
+		firstRun(ctx, b, timeout)
+	}
+}
+
+// qemu makes b run under qemu-ARCH-static with the flags extra, and
+// reports whether that emulator is installed.
+func (b *binary) qemu(arch string, extra ...string) bool {
+	name := "qemu-" + arch + "-static"
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return false
+	}
+	b.Run, b.Via = append(append([]string{path}, extra...), b.Path), name+strings.Join(append([]string{""}, extra...), " ")
+	return true
+}
+
+// qemu386 runs b under qemu-i386-static. Its version 7.2 (Debian 12's)
+// loses the GS segment, the 386 runtime's goroutine pointer, on returning
+// from a signal handler: a Go program dies ("bad g in signal handler") at
+// its first asynchronous preemption (SIGURG). Without them it runs.
+func (b *binary) qemu386() bool { return b.qemu("i386", "-E", "GODEBUG=asyncpreemptoff=1") }
+
+// nodeRunner makes b, a js/wasm build, run under Node.js with Go's glue.
+func nodeRunner(ctx context.Context, b *binary) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		node, err = exec.LookPath("nodejs")
+	}
+	if err != nil {
+		b.Skip = "Node.js is not installed (apt-get install nodejs)"
 		return
 	}
-	// A first run, of "probe": the kernel may lack 32-bit support (then
-	// qemu-i386-static runs it), a CPU its architecture level.
+	glue, err := wasmExec(ctx)
+	if err != nil {
+		b.Skip = err.Error()
+		return
+	}
+	b.Run, b.Via = []string{node, "--stack-size=8192", glue, b.Path}, "node "+nodeVersion(ctx, node)
+}
+
+// firstRun runs b's probe. Natively, the kernel may lack 32-bit support
+// (then qemu-i386-static runs it), the CPU GOAMD64=v3 (then
+// qemu-x86_64-static -cpu max does).
+func firstRun(ctx context.Context, b *binary, timeout time.Duration) {
 	out, err := probe(ctx, b, timeout)
 	if err != nil && b.Via == "native" {
 		switch {
 		case b.Arch == "386" && errors.Is(err, syscall.ENOEXEC):
-			if qemu386() {
-				out, err = probe(ctx, b, timeout)
-			} else {
+			if !b.qemu386() {
 				b.Skip = "this kernel does not run 32-bit x86 binaries and qemu-i386-static is not installed"
 				return
 			}
+			out, err = probe(ctx, b, timeout)
 		case b.V3 && strings.Contains(out, "microarchitecture"):
-			if qemu("x86_64", "-cpu", "max") {
-				out, err = probe(ctx, b, timeout)
-			} else {
+			if !b.qemu("x86_64", "-cpu", "max") {
 				b.Skip = "this CPU does not run GOAMD64=v3 binaries and qemu-x86_64-static is not installed"
 				return
 			}
+			out, err = probe(ctx, b, timeout)
 		}
 	}
 	if err != nil {
