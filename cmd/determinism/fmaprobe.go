@@ -69,7 +69,8 @@ TEXT ·vfmadd(SB),NOSPLIT,$0-32
 
 // checkNoFMA builds the FMA probe in work and runs it under emu (the
 // emulator and its flags) twice: CPUID must say no FMA, and the fused
-// instruction must fault. It returns what it checked, or why the model
+// instruction must fault; first, under -cpu max, the probe must see FMA
+// and a fused result that differs from the twice-rounded one. It returns what it checked, or why the model
 // has FMA (or could not be checked).
 func checkNoFMA(ctx context.Context, emu []string, work string, timeout time.Duration) (string, error) {
 	dir := filepath.Join(work, "fmaprobe")
@@ -90,18 +91,27 @@ func checkNoFMA(ctx context.Context, emu []string, work string, timeout time.Dur
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("the FMA probe does not build: %v\n%s", err, tail(string(out), 10))
 	}
-	run := func(arg string) (string, error) {
+	runOn := func(emu []string, arg string) (string, error) {
 		rctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
 		out, err := command(rctx, emu[0], append(append(append([]string{}, emu[1:]...), bin), arg)...).CombinedOutput()
 		return string(out), err
 	}
-	out, err := run("cpuid")
+	run := func(arg string) (string, error) { return runOn(emu, arg) }
+	// The control: on qemu's model with every feature, the probe must see
+	// FMA and the fused result differ from the twice-rounded one, or its
+	// "no FMA" below would prove nothing.
+	control := []string{emu[0], "-cpu", "max"}
+	out, err := runOn(control, "fma")
+	if err != nil || !strings.Contains(out, "fused: 8.673617379884035e-19 unfused: 0") {
+		return "", fmt.Errorf("the FMA probe does not see FMA under %s either (%v: %s): it cannot tell a CPU without FMA", strings.Join(control, " "), err, strings.TrimSpace(tail(out, 2)))
+	}
+	out, err = run("cpuid")
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("the FMA probe does not run under %s: %v\n%s", strings.Join(emu, " "), err, tail(out, 5))
 	case !strings.Contains(out, "cpuid-fma: false"):
-		return "", fmt.Errorf("qemu's CPU model %s has FMA (the probe printed %q): this column would not be without FMA", noFMACPU, strings.TrimSpace(out))
+		return "", fmt.Errorf("the CPU that %s emulates has FMA (the probe printed %q): this column would not be without FMA", strings.Join(emu, " "), strings.TrimSpace(out))
 	}
 	out, err = run("fma")
 	if err == nil || !strings.Contains(out, "SIGILL") {
@@ -110,5 +120,5 @@ func checkNoFMA(ctx context.Context, emu []string, work string, timeout time.Dur
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "", ctx.Err()
 	}
-	return "checked: CPUID has no FMA, VFMADD231SD faults", nil
+	return "checked: CPUID has no FMA, VFMADD231SD faults; on -cpu max it gives the fused result", nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -143,4 +144,21 @@ func TestParseListing(t *testing.T) {
 	assert.Equal(t, []string{"fusegame.go:195 VFMADD231SD X1, X0, X2"}, l.Lines["game"])
 	assert.Equal(t, []string{"sin.go:220 FMADDD F1, F2, F3, F4"}, l.Lines["math.sin"])
 	assert.Len(t, l.Lines, 2)
+}
+
+// The no-FMA column's check passes on qemu's Nehalem and fails on a model
+// with FMA (-cpu max): it can tell them apart.
+func TestCheckNoFMA(t *testing.T) {
+	qemu, err := exec.LookPath("qemu-x86_64-static")
+	if err != nil || testing.Short() {
+		t.Skip("needs qemu-x86_64-static (apt-get install qemu-user-static); not -short")
+	}
+	ctx := t.Context()
+	work := t.TempDir()
+	checked, err := checkNoFMA(ctx, []string{qemu, "-cpu", noFMACPU}, work, 2*time.Minute)
+	require.NoError(t, err)
+	assert.Contains(t, checked, "CPUID has no FMA, VFMADD231SD faults")
+	_, err = checkNoFMA(ctx, []string{qemu, "-cpu", "max"}, work, 2*time.Minute)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has FMA")
 }
