@@ -37,6 +37,11 @@ func (m *matrix) printFindings(w io.Writer) {
 	tw.Flush()
 
 	fmt.Fprintln(w, "\nFindings:")
+	for _, b := range m.Platforms {
+		if b.Checked != "" {
+			fmt.Fprintf(w, "- %s runs on a CPU without FMA: %s.\n", b.Name, b.Checked)
+		}
+	}
 	for g, row := range m.Games {
 		m.gameFinding(w, g, row)
 	}

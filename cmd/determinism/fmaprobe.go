@@ -120,5 +120,5 @@ func checkNoFMA(ctx context.Context, emu []string, work string, timeout time.Dur
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return "", ctx.Err()
 	}
-	return "checked: CPUID has no FMA, VFMADD231SD faults; on -cpu max it gives the fused result", nil
+	return fmt.Sprintf("under %s, CPUID has no FMA and VFMADD231SD faults; under -cpu max, it gives the fused result", strings.Join(emu[1:], " ")), nil
 }

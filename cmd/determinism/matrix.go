@@ -77,14 +77,16 @@ func missingCPUFlags(want []string) []string {
 // binary is one platform's build of the program, with how to run it.
 type binary struct {
 	platform
-	Path   string
-	Run    []string // the command before the binary's arguments: the binary itself, or an emulator and it
-	Via    string   // "native", "qemu-aarch64-static", "node"…
-	Fuses  string   // "yes" or "no": the program's run-time probe of x*y+z (determinism.Fuses)
-	Skip   string   // why it cannot run here, if it cannot
-	Err    string   // why it could not be built or started
-	Detail string   // what the run printed on stderr, when it failed
-	FMA    fmaListing
+	Path  string
+	Run   []string // the command before the binary's arguments: the binary itself, or an emulator and it
+	Via   string   // "native", "qemu-aarch64-static", "node"…
+	Fuses string   // "yes" or "no": the program's run-time probe of x*y+z (determinism.Fuses)
+	// Checked is what was checked of the emulated CPU (the no-FMA column).
+	Checked string
+	Skip    string // why it cannot run here, if it cannot
+	Err     string // why it could not be built or started
+	Detail  string // what the run printed on stderr, when it failed
+	FMA     fmaListing
 }
 
 // listingFlags make the compiler print its assembly listing of the game
@@ -164,7 +166,8 @@ func runnerFor(ctx context.Context, b *binary, work string, timeout time.Duratio
 			b.Err = err.Error()
 			return
 		}
-		b.Via += " (" + checked + ")"
+		b.Via += " (no FMA, checked)"
+		b.Checked = checked
 	case b.Arch == hostArch || (hostArch == "amd64" && b.Arch == "386"):
 		b.Run, b.Via = []string{b.Path}, "native"
 		if miss := missingCPUFlags(v3Features); b.V3 && len(miss) > 0 && !b.qemu("x86_64", "-cpu", "max") {
