@@ -133,6 +133,7 @@ func main() {
 GO
 cd "$work"
 go mod tidy >/dev/null
+echo "expected: the command exits 1, naming fusegame diverged where the build fuses x*y+z and verified elsewhere"
 status=0
 go run github.com/rewindgg/rewind/cmd/determinism -game ./fusegame -frames 600 -seeds 1,2 -out "$out" -json "$out/cells.json" "$@" || status=$?
 if [ "$status" -ne 1 ]; then
