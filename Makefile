@@ -17,7 +17,7 @@ ADVERSARY := -tags rewind_adversary
 # The library: what a game imports. Its module graph must not hold the tools'
 # heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
 # these import (the wire codecs through ./rollback).
-LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
+LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./determinism ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
 # STATICCHECK: pinned (v0.8.2 is staticcheck 2026.2.2, the newest release, for Go 1.26); go run
@@ -90,7 +90,7 @@ scale-test:
 module-check:
 	cmd/modcheck/module-check.sh
 
-## determinism: the determinism matrix (cmd/determinism/determinism.sh): replays of the arena example and of a floating-point test game recorded here, re-simulated on amd64 GOAMD64=v1 and v3, 386 (SSE2 and softfloat, under qemu-user-static), arm64 (qemu-user-static) and js/wasm (Node); a table of verified or the first divergent frame and field. Fails unless the arena verifies everywhere. Installs qemu-user-static and nodejs when missing.
+## determinism: the determinism matrix (cmd/determinism/determinism.sh), through the command a game outside the repository runs (go run github.com/rewindgg/rewind/cmd/determinism -game ./yourgame; docs/integration.md): the arena example and a floating-point test game (both implement determinism.Game), recorded here with rollbacks (per seed a sync-test match and a two-machine match on a simulated network), re-simulated on amd64 GOAMD64=v1 and v3, amd64 v1 without FMA (qemu-x86_64-static -cpu Nehalem, checked), 386 (SSE2 and softfloat), arm64 (qemu-user-static) and js/wasm (Node); a table of verified or the first divergent frame and field. Then a game in a module outside the repository with an x*y+z in its Step (cmd/determinism/external.sh), which must be named diverged exactly where the build fuses it. Fails unless the arena verifies everywhere, or when a platform is skipped. Installs qemu-user-static and nodejs when missing.
 determinism:
 	cmd/determinism/determinism.sh
 

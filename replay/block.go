@@ -166,7 +166,7 @@ func (u *unpacker) block(b *block, players int) {
 	b.Count = u.int32()
 	b.Runs = list(u, b.Runs, 2*BlockFrames*players, "input values", (*unpacker).uint64)
 	b.Left = list(u, b.Left, 2*players, "disconnect values", (*unpacker).int32)
-	b.Sums = list(u, b.Sums, 2*(BlockFrames+1), "checksum values", (*unpacker).uint64)
+	b.Sums = list(u, b.Sums, maxBlockSums, "checksum values", (*unpacker).uint64)
 	b.End = u.bool()
 	b.Hash = u.uint64()
 }

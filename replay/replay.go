@@ -62,6 +62,10 @@ const (
 // most a writer that crashes can lose.
 const BlockFrames = 120
 
+// maxBlockSums is the most checksum values (two per checksum) a block
+// holds.
+const maxBlockSums = 2 * (BlockFrames + 1)
+
 // maxFile bounds what [Read] accepts: an hour of 8 players is far below.
 const maxFile = 256 << 20
 
@@ -316,6 +320,13 @@ func (w *Writer) Confirmed(f rollback.Frame, in []rollback.PlayerInput) {
 // session calls it.
 func (w *Writer) Checksum(f rollback.Frame, sum uint64) {
 	if w.begun && !w.closed {
+		// A networked session may give a frame's checksum some frames after
+		// the frame (once its state is final): with a checksum every frame,
+		// the late ones of a block and its own would exceed what a block
+		// may hold, so the block ends early instead.
+		if len(w.b.Sums) == maxBlockSums {
+			w.flush(false)
+		}
 		w.b.Sums = append(w.b.Sums, uint64(f), sum)
 	}
 }

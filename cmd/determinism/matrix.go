@@ -15,13 +15,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rewindgg/rewind/cmd/determinism/internal/check"
+	"github.com/rewindgg/rewind/determinism"
 )
 
-// resimPkg is the re-simulator, built once per platform.
-const resimPkg = "github.com/rewindgg/rewind/cmd/determinism/resim"
-
-// platform is one column of the matrix: a build of the re-simulator and
+// platform is one column of the matrix: a build of the games' program and
 // how this machine runs it.
 type platform struct {
 	Name string   // as the table shows it
@@ -31,11 +28,16 @@ type platform struct {
 	Arch string // GOARCH
 	// v3 needs the CPU features of GOAMD64=v3 to run natively.
 	V3 bool
+	// NoFMA runs under qemu-x86_64-static with a CPU model without FMA
+	// (noFMACPU), checked first (fmaprobe.go): code that chooses FMA at
+	// run time, such as math.Exp's assembly, takes its other path.
+	NoFMA bool
 }
 
 var platforms = []platform{
 	{Name: "linux/amd64 v1", Slug: "amd64-v1", GOOS: "linux", Arch: "amd64", Env: []string{"GOAMD64=v1"}},
 	{Name: "linux/amd64 v3", Slug: "amd64-v3", GOOS: "linux", Arch: "amd64", Env: []string{"GOAMD64=v3"}, V3: true},
+	{Name: "linux/amd64 v1 no FMA", Slug: "amd64-nofma", GOOS: "linux", Arch: "amd64", Env: []string{"GOAMD64=v1"}, NoFMA: true},
 	{Name: "linux/386 sse2", Slug: "386-sse2", GOOS: "linux", Arch: "386", Env: []string{"GO386=sse2"}},
 	{Name: "linux/386 softfloat", Slug: "386-softfloat", GOOS: "linux", Arch: "386", Env: []string{"GO386=softfloat"}},
 	{Name: "linux/arm64", Slug: "arm64", GOOS: "linux", Arch: "arm64"},
@@ -72,36 +74,45 @@ func missingCPUFlags(want []string) []string {
 	return miss
 }
 
-// binary is one platform's re-simulator, built, with how to run it.
+// binary is one platform's build of the program, with how to run it.
 type binary struct {
 	platform
-	Path   string
-	Run    []string // the command before the binary's arguments: the binary itself, or an emulator and it
-	Via    string   // "native", "qemu-aarch64-static", "node"…
-	Skip   string   // why it cannot run here, if it cannot
-	Err    string   // why it could not be built or started
-	Detail string   // what the run printed on stderr, when it failed
-	FMA    fmaListing
+	Path  string
+	Run   []string // the command before the binary's arguments: the binary itself, or an emulator and it
+	Via   string   // "native", "qemu-aarch64-static", "node"…
+	Fuses string   // "yes" or "no": the program's run-time probe of x*y+z (determinism.Fuses)
+	// Checked is what was checked of the emulated CPU (the no-FMA column).
+	Checked string
+	Skip    string // why it cannot run here, if it cannot
+	Err     string // why it could not be built or started
+	Detail  string // what the run printed on stderr, when it failed
+	FMA     fmaListing
 }
 
-// listingFlags make the compiler print its assembly listing of the float
-// game and of package math (go build -gcflags=PKG=-S: the compiler's own
-// listing, which, unlike go tool objdump, decodes amd64's VEX-encoded FMA
-// instructions and covers wasm). The flags change no instruction, and the
-// build cache replays the listing, so a warm build costs no more.
-var listingFlags = []string{"-gcflags=github.com/rewindgg/rewind/cmd/determinism/floatgame=-S", "-gcflags=math=-S"}
+// listingFlags make the compiler print its assembly listing of the game
+// packages and of package math (go build -gcflags=PKG=-S: the compiler's
+// own listing, which, unlike go tool objdump, decodes amd64's VEX-encoded
+// FMA instructions and covers wasm). The flags change no instruction, and
+// the build cache replays the listing, so a warm build costs no more.
+func listingFlags(games []string) []string {
+	out := []string{"-gcflags=math=-S"}
+	for _, g := range games {
+		out = append(out, "-gcflags="+g+"=-S")
+	}
+	return out
+}
 
-// build cross-compiles the re-simulator for p into dir, and reads the
-// fused multiply-adds of the compiler's listing (b.FMA, or b.FMAErr).
-func build(ctx context.Context, root, dir string, p platform, timeout time.Duration) binary {
-	b := binary{platform: p, Path: filepath.Join(dir, "resim-"+p.Slug)}
+// build cross-compiles the program for p into dir, and reads the fused
+// multiply-adds of the compiler's listing (b.FMA).
+func build(ctx context.Context, prog *program, dir string, p platform, timeout time.Duration) binary {
+	b := binary{platform: p, Path: filepath.Join(dir, "matrix-"+p.Slug)}
 	if p.Arch == "wasm" {
 		b.Path += ".wasm"
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := command(ctx, "go", append(append([]string{"build", "-o", b.Path}, listingFlags...), resimPkg)...)
-	cmd.Dir = root
+	cmd := command(ctx, "go", append(append([]string{"build", "-o", b.Path}, listingFlags(prog.Games)...), prog.Pkg)...)
+	cmd.Dir = prog.ModDir
 	cmd.Env = buildEnv(p)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -119,7 +130,7 @@ func build(ctx context.Context, root, dir string, p platform, timeout time.Durat
 		b.Detail = tail(strings.Join(msgs, "\n"), 20)
 		return b
 	}
-	b.FMA = parseListing(string(out))
+	b.FMA = parseListing(string(out), prog.Games)
 	b.FMA.Exp = expImpl(ctx, p, len(b.FMA.Lines["math.exp"]))
 	return b
 }
@@ -132,91 +143,111 @@ func buildEnv(p platform) []string {
 }
 
 // runnerFor decides how this machine runs b: natively, under
-// qemu-user-static or under Node, checking with a run that prints the
-// usage. It sets b.Run and b.Via, or b.Skip.
-func runnerFor(ctx context.Context, b *binary, timeout time.Duration) {
+// qemu-user-static or under Node, checking with a run of its "probe". It
+// sets b.Run and b.Via, or b.Skip. work is a directory for the FMA probe
+// (fmaprobe.go).
+func runnerFor(ctx context.Context, b *binary, work string, timeout time.Duration) {
 	defer func() {
 		if b.Skip != "" {
 			b.Run, b.Via = nil, ""
 		}
 	}()
 	hostArch := runtime.GOARCH
-	qemu := func(arch string, extra ...string) bool {
-		name := "qemu-" + arch + "-static"
-		path, err := exec.LookPath(name)
-		if err != nil {
-			return false
-		}
-		b.Run, b.Via = append(append([]string{path}, extra...), b.Path), name+strings.Join(append([]string{""}, extra...), " ")
-		return true
-	}
-	// qemu-i386 (7.2, Debian 12's) loses the GS segment, the 386 runtime's
-	// goroutine pointer, on returning from a signal handler: a Go program
-	// dies ("bad g in signal handler") at its first asynchronous
-	// preemption (SIGURG). Without them it runs.
-	qemu386 := func() bool { return qemu("i386", "-E", "GODEBUG=asyncpreemptoff=1") }
 	switch {
 	case b.Arch == "wasm":
-		node, err := exec.LookPath("node")
-		if err != nil {
-			node, err = exec.LookPath("nodejs")
-		}
-		if err != nil {
-			b.Skip = "Node.js is not installed (apt-get install nodejs)"
+		nodeRunner(ctx, b)
+	case b.NoFMA:
+		if !b.qemu("x86_64", "-cpu", noFMACPU) {
+			b.Skip = "qemu-x86_64-static is not installed (apt-get install qemu-user-static)"
 			return
 		}
-		glue, err := wasmExec(ctx)
+		checked, err := checkNoFMA(ctx, b.Run[:len(b.Run)-1], work, timeout)
 		if err != nil {
-			b.Skip = err.Error()
+			b.Err = err.Error()
 			return
 		}
-		b.Run, b.Via = []string{node, "--stack-size=8192", glue, b.Path}, "node "+nodeVersion(ctx, node)
+		b.Via += " (no FMA, checked)"
+		b.Checked = checked
 	case b.Arch == hostArch || (hostArch == "amd64" && b.Arch == "386"):
 		b.Run, b.Via = []string{b.Path}, "native"
-		if miss := missingCPUFlags(v3Features); b.V3 && len(miss) > 0 {
-			if !qemu("x86_64", "-cpu", "max") {
-				b.Skip = fmt.Sprintf("this CPU lacks %s and qemu-x86_64-static is not installed", strings.Join(miss, ", "))
-				return
-			}
+		if miss := missingCPUFlags(v3Features); b.V3 && len(miss) > 0 && !b.qemu("x86_64", "-cpu", "max") {
+			b.Skip = fmt.Sprintf("this CPU lacks %s and qemu-x86_64-static is not installed", strings.Join(miss, ", "))
 		}
 	case b.Arch == "arm64":
-		if !qemu("aarch64") {
+		if !b.qemu("aarch64") {
 			b.Skip = "qemu-aarch64-static is not installed (apt-get install qemu-user-static)"
-			return
 		}
 	case b.Arch == "amd64":
-		if !qemu("x86_64", "-cpu", "max") {
+		if !b.qemu("x86_64", "-cpu", "max") {
 			b.Skip = "qemu-x86_64-static is not installed"
-			return
 		}
 	case b.Arch == "386":
-		if !qemu386() {
+		if !b.qemu386() {
 			b.Skip = "qemu-i386-static is not installed"
-			return
 		}
 	default:
 		b.Skip = "no way to run " + b.Arch + " here"
+	}
+	if b.Skip == "" && b.Err == "" {
+		firstRun(ctx, b, timeout)
+	}
+}
+
+// qemu makes b run under qemu-ARCH-static with the flags extra, and
+// reports whether that emulator is installed.
+func (b *binary) qemu(arch string, extra ...string) bool {
+	name := "qemu-" + arch + "-static"
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return false
+	}
+	b.Run, b.Via = append(append([]string{path}, extra...), b.Path), name+strings.Join(append([]string{""}, extra...), " ")
+	return true
+}
+
+// qemu386 runs b under qemu-i386-static. Its version 7.2 (Debian 12's)
+// loses the GS segment, the 386 runtime's goroutine pointer, on returning
+// from a signal handler: a Go program dies ("bad g in signal handler") at
+// its first asynchronous preemption (SIGURG). Without them it runs.
+func (b *binary) qemu386() bool { return b.qemu("i386", "-E", "GODEBUG=asyncpreemptoff=1") }
+
+// nodeRunner makes b, a js/wasm build, run under Node.js with Go's glue.
+func nodeRunner(ctx context.Context, b *binary) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		node, err = exec.LookPath("nodejs")
+	}
+	if err != nil {
+		b.Skip = "Node.js is not installed (apt-get install nodejs)"
 		return
 	}
-	// A first run, of the usage: the kernel may lack 32-bit support (then
-	// qemu-i386-static runs it), a CPU its architecture level.
-	out, err := probe(ctx, b.Run, timeout)
+	glue, err := wasmExec(ctx)
+	if err != nil {
+		b.Skip = err.Error()
+		return
+	}
+	b.Run, b.Via = []string{node, "--stack-size=8192", glue, b.Path}, "node "+nodeVersion(ctx, node)
+}
+
+// firstRun runs b's probe. Natively, the kernel may lack 32-bit support
+// (then qemu-i386-static runs it), the CPU GOAMD64=v3 (then
+// qemu-x86_64-static -cpu max does).
+func firstRun(ctx context.Context, b *binary, timeout time.Duration) {
+	out, err := probe(ctx, b, timeout)
 	if err != nil && b.Via == "native" {
 		switch {
 		case b.Arch == "386" && errors.Is(err, syscall.ENOEXEC):
-			if qemu386() {
-				out, err = probe(ctx, b.Run, timeout)
-			} else {
+			if !b.qemu386() {
 				b.Skip = "this kernel does not run 32-bit x86 binaries and qemu-i386-static is not installed"
 				return
 			}
+			out, err = probe(ctx, b, timeout)
 		case b.V3 && strings.Contains(out, "microarchitecture"):
-			if qemu("x86_64", "-cpu", "max") {
-				out, err = probe(ctx, b.Run, timeout)
-			} else {
+			if !b.qemu("x86_64", "-cpu", "max") {
 				b.Skip = "this CPU does not run GOAMD64=v3 binaries and qemu-x86_64-static is not installed"
 				return
 			}
+			out, err = probe(ctx, b, timeout)
 		}
 	}
 	if err != nil {
@@ -225,24 +256,26 @@ func runnerFor(ctx context.Context, b *binary, timeout time.Duration) {
 	}
 }
 
-// probe runs the re-simulator without arguments: it must print its usage
-// and exit with status 2.
-func probe(ctx context.Context, run []string, timeout time.Duration) (string, error) {
+// probe runs the program's "probe": it must print one line, of its build
+// and whether it fuses x*y+z (b.Fuses), and exit with status 0.
+func probe(ctx context.Context, b *binary, timeout time.Duration) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := command(ctx, run[0], run[1:]...)
+	cmd := command(ctx, b.Run[0], append(append([]string{}, b.Run[1:]...), "probe")...)
 	out, err := cmd.CombinedOutput()
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == 2 && bytes.Contains(out, []byte("usage: resim")) {
-		return string(out), nil
-	}
-	if err == nil {
-		err = errors.New("exited 0 without arguments")
-	}
 	if ctx.Err() != nil {
-		err = fmt.Errorf("timed out after %v", timeout)
+		return string(out), fmt.Errorf("timed out after %v", timeout)
 	}
-	return string(out), err
+	if err != nil {
+		return string(out), err
+	}
+	for line := range strings.Lines(string(out)) {
+		if r, ok := determinism.ParseLine([]byte(line)); ok && r.Status == determinism.Probe {
+			b.Fuses = map[bool]string{true: "yes", false: "no"}[r.Fuses]
+			return string(out), nil
+		}
+	}
+	return string(out), errors.New("its probe printed no result")
 }
 
 // wasmExec finds Go's Node.js glue for js/wasm binaries.
@@ -292,10 +325,10 @@ func nodeVersion(ctx context.Context, node string) string {
 // resimulate runs b on the replays and returns its result for each, by
 // path. A replay the run printed nothing for (it crashed, or timed out)
 // gets a Failed result saying so.
-func resimulate(ctx context.Context, b *binary, replays []string, timeout time.Duration) map[string]check.Result {
+func resimulate(ctx context.Context, b *binary, replays []string, timeout time.Duration) map[string]determinism.Result {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	args := append(append([]string{}, b.Run[1:]...), replays...)
+	args := append(append(append([]string{}, b.Run[1:]...), "verify"), replays...)
 	cmd := command(ctx, b.Run[0], args...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -318,16 +351,16 @@ func resimulate(ctx context.Context, b *binary, replays []string, timeout time.D
 	return res
 }
 
-// parseResults reads the re-simulator's output lines: a result for each
+// parseResults reads the program's verify lines: a result for each
 // replay, by path. A replay it printed nothing for gets a Failed result
 // saying why (the run's error, or "no result line"); complete is false
 // then.
-func parseResults(stdout []byte, replays []string, why string) (res map[string]check.Result, complete bool) {
-	res = map[string]check.Result{}
+func parseResults(stdout []byte, replays []string, why string) (res map[string]determinism.Result, complete bool) {
+	res = map[string]determinism.Result{}
 	sc := bufio.NewScanner(bytes.NewReader(stdout))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
-		if r, ok := check.ParseLine(sc.Bytes()); ok {
+		if r, ok := determinism.ParseLine(sc.Bytes()); ok {
 			res[r.File] = r
 		}
 	}
@@ -337,14 +370,14 @@ func parseResults(stdout []byte, replays []string, why string) (res map[string]c
 	complete = true
 	for _, rp := range replays {
 		if _, ok := res[rp]; !ok {
-			res[rp] = check.Result{File: rp, Status: check.Failed, Error: why}
+			res[rp] = determinism.Result{File: rp, Status: determinism.Failed, Error: why}
 			complete = false
 		}
 	}
 	return res, complete
 }
 
-// isExit1 is the re-simulator's "something did not verify".
+// isExit1 is the program's "something did not verify".
 func isExit1(err error) bool {
 	var ee *exec.ExitError
 	return errors.As(err, &ee) && ee.ExitCode() == 1
@@ -356,7 +389,7 @@ func isExit1(err error) bool {
 var fmaInstr = regexp.MustCompile(`^(VFN?M(ADD|SUB)[0-9]{3}S[SD]|FN?M(ADD|SUB)[SD])$`)
 
 // fmaListing is what the compiler generated for a build: per function
-// group ("floatgame", "math.sin", "math.exp": the pure Go Exp), the fused
+// group ("game": the -game packages' functions, "math.sin", "math.exp": the pure Go Exp), the fused
 // multiply-add instructions, each as "file:line INSTR args"; and how
 // math.Exp is implemented there.
 type fmaListing struct {
@@ -365,7 +398,7 @@ type fmaListing struct {
 }
 
 // parseListing collects the fused multiply-adds of a compiler listing.
-func parseListing(out string) fmaListing {
+func parseListing(out string, games []string) fmaListing {
 	l := fmaListing{Lines: map[string][]string{}}
 	group := ""
 	for line := range strings.Lines(out) {
@@ -376,8 +409,8 @@ func parseListing(out string) fmaListing {
 			group = ""
 			switch {
 			case !strings.HasPrefix(rest, "STEXT"):
-			case strings.Contains(name, "/floatgame."):
-				group = "floatgame"
+			case inPackages(name, games):
+				group = "game"
 			case name == "math.sin":
 				group = "math.sin"
 			case name == "math.exp" || name == "math.expmulti":
@@ -397,6 +430,17 @@ func parseListing(out string) fmaListing {
 		l.Lines[group] = append(l.Lines[group], strings.TrimSpace(pos+" "+strings.Join(f[1:], " ")))
 	}
 	return l
+}
+
+// inPackages reports whether the function name (a listing's
+// "path/pkg.Func" or "path/pkg.(*T).M") is of one of the packages.
+func inPackages(name string, pkgs []string) bool {
+	for _, p := range pkgs {
+		if rest, ok := strings.CutPrefix(name, p+"."); ok && rest != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // expImpl says how math.Exp is implemented on p: in assembly when

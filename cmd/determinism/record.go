@@ -3,125 +3,106 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
-	"github.com/rewindgg/rewind/cmd/determinism/floatgame"
-	"github.com/rewindgg/rewind/cmd/determinism/internal/check"
-	"github.com/rewindgg/rewind/examples/arena"
-	"github.com/rewindgg/rewind/replay"
-	"github.com/rewindgg/rewind/rollback"
-	"github.com/rewindgg/rewind/savestate"
+	"github.com/rewindgg/rewind/determinism"
 )
 
-// game is one row group of the matrix: a game and its parameters.
-type game struct {
-	Name  string // as the table shows it
-	File  string // the replay's file name
-	Float bool   // the float game (else the arena example)
-	Mode  floatgame.Mode
-}
-
-// games are the matrix's games: the fixed-point arena, which must verify
-// everywhere, and the float game with each source of divergence alone,
-// then all of them.
-var games = []game{
-	{Name: "arena", File: "arena.rwr"},
-	{Name: "float fma", File: "float-fma.rwr", Float: true, Mode: floatgame.ModeFMA},
-	{Name: "float sin", File: "float-sin.rwr", Float: true, Mode: floatgame.ModeSin},
-	{Name: "float exp", File: "float-exp.rwr", Float: true, Mode: floatgame.ModeExp},
-	{Name: "float all", File: "float-all.rwr", Float: true, Mode: floatgame.ModeAll},
-}
-
-// recordMatch plays a local two-player match of frames frames of g with
-// seeded bots, recording it with a replay.Writer as the session's
-// Recorder, a checksum every frame, and returns the replay.
-func recordMatch(g game, frames int, seed uint64) ([]byte, error) {
-	a, err := savestate.New(64 << 10)
-	if err != nil {
-		return nil, err
+// recordAll builds the program for this machine and runs its "record",
+// filling m.Games; it returns the replays' paths, or an exit status.
+func recordAll(ctx context.Context, c config, prog *program, m *matrix, stderr io.Writer) ([]string, int) {
+	host := platform{Name: "host", Slug: "host"}
+	bin := filepath.Join(c.out, "matrix-host")
+	cctx, cancel := context.WithTimeout(ctx, c.buildTimeout)
+	defer cancel()
+	cmd := command(cctx, "go", "build", "-o", bin, prog.Pkg)
+	cmd.Dir = prog.ModDir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fmt.Fprintf(stderr, "determinism: building the games' program (%s): %v\n%s\n", host.Name, err, tail(string(out), 20))
+		fmt.Fprintf(stderr, "(each -game package must export func %s() []determinism.Game)\n", c.fn)
+		return nil, 2
 	}
-	var (
-		sim    rollback.Game
-		name   string
-		params []byte
-		layout rollback.Layout
-		next   [2]func() rollback.Input
-	)
-	if g.Float {
-		sim, err = floatgame.New(a, 2, g.Mode, seed)
-		name, params, layout = floatgame.ReplayName, floatgame.Params(g.Mode, seed), floatgame.Layout
-		for p := range next {
-			next[p] = floatgame.NewBot(seed + uint64(p)).Next
-		}
-	} else {
-		sim, err = arena.New(a, 2, seed)
-		name, params, layout = arena.ReplayName, arena.ReplayParams(seed), arena.Layout
-		for p := range next {
-			next[p] = arena.NewBot(seed + uint64(p)).Next
+	rctx, cancel2 := context.WithTimeout(ctx, c.runTimeout)
+	defer cancel2()
+	var stdout, errs bytes.Buffer
+	cmd = command(rctx, bin, "record", "-out", c.out, "-frames", strconv.Itoa(c.frames), "-seeds", c.seeds,
+		"-profile", c.profile, "-synctest", strconv.Itoa(c.syncTest))
+	cmd.Stdout, cmd.Stderr = &stdout, &errs
+	err := cmd.Run()
+	recs := parseRecordings(stdout.Bytes())
+	failed := false
+	for _, r := range recs {
+		if r.Error != "" {
+			failed = true
+			fmt.Fprintf(stderr, "determinism: recording %s seed %d %s: %s\n", r.Game, r.Seed, r.Kind, r.Error)
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
-	var file bytes.Buffer
-	w := replay.NewWriter(&file, name, params)
-	s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0, 1}, Layout: layout,
-		State: a, Game: sim, Recorder: w, ChecksumEvery: 1})
-	if err != nil {
-		return nil, err
-	}
-	for f := range frames {
-		for p, bot := range next {
-			if _, err := s.AddLocalInput(rollback.PlayerID(p), bot()); err != nil {
-				return nil, fmt.Errorf("frame %d: %w", f, err)
-			}
+	switch {
+	case failed:
+		if errs.Len() > 0 {
+			fmt.Fprintf(stderr, "record printed:\n%s\n", tail(errs.String(), 20))
 		}
-		if _, err := s.Advance(); err != nil {
-			return nil, fmt.Errorf("frame %d: %w", f, err)
+		return nil, 1
+	case err != nil || len(recs) == 0:
+		fmt.Fprintf(stderr, "determinism: record: %v\n%s\n", err, tail(errs.String(), 20))
+		return nil, 2
+	}
+	var paths []string
+	rows := map[string]*gameRow{}
+	for _, r := range recs {
+		row := rows[r.Game]
+		if row == nil {
+			row = &gameRow{Name: r.Game}
+			rows[r.Game] = row
+			m.Games = append(m.Games, row)
 		}
+		row.Recs = append(row.Recs, r)
+		paths = append(paths, r.File)
 	}
-	if err := w.Close(); err != nil {
-		return nil, err
-	}
-	return file.Bytes(), nil
+	progress("recorded %d replays", len(recs))
+	return paths, 0
 }
 
-// recorded is a replay written to disk with its reference states.
-type recorded struct {
-	game
-	Path      string // the replay
-	Frames    int
-	Checksums int
-	Final     string // the host's final state hash
-	Size      int64  // bytes of the replay
+// parseRecordings reads record's JSON lines.
+func parseRecordings(out []byte) []determinism.Recording {
+	var recs []determinism.Recording
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var r determinism.Recording
+		if json.Unmarshal(sc.Bytes(), &r) == nil && r.File != "" {
+			recs = append(recs, r)
+		}
+	}
+	return recs
 }
 
-// writeReplay writes a replay to dir as g.File, with its states (the
-// host's re-simulation of it, verified) as g.File+".states".
-func writeReplay(dir string, g game, file []byte) (recorded, error) {
-	rec := recorded{game: g, Path: filepath.Join(dir, g.File), Size: int64(len(file))}
-	rp, err := replay.Read(bytes.NewReader(file))
-	if err != nil {
-		return rec, err
+// splitList splits a comma-separated list, without empty items.
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
 	}
-	if err := os.WriteFile(rec.Path, file, 0o644); err != nil {
-		return rec, err
+	return out
+}
+
+// slugList splits a comma-separated list of platform slugs, each known.
+func slugList(s string) ([]string, error) {
+	out := splitList(s)
+	for _, f := range out {
+		if _, err := choose(f); err != nil {
+			return nil, err
+		}
 	}
-	out, err := os.Create(rec.Path + ".states")
-	if err != nil {
-		return rec, err
-	}
-	defer out.Close()
-	bw := bufio.NewWriter(out)
-	rep, err := check.Capture(rp, bw)
-	if err != nil {
-		return rec, fmt.Errorf("%s does not verify on the host that recorded it: %w", g.File, err)
-	}
-	if err := bw.Flush(); err != nil {
-		return rec, err
-	}
-	rec.Frames, rec.Checksums, rec.Final = rep.Frames, rep.Checksums, fmt.Sprintf("%016x", rep.Final)
-	return rec, out.Close()
+	return out, nil
 }

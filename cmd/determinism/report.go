@@ -1,59 +1,112 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/rewindgg/rewind/cmd/determinism/internal/check"
+	"github.com/rewindgg/rewind/determinism"
 )
 
-// cell is one game on one platform.
-type cell struct {
-	Game     recorded
-	Platform *binary
-	Result   check.Result // zero when the platform was skipped or failed to build
+// gameRow is one game: the replays recorded of it on the host.
+type gameRow struct {
+	Name string
+	Recs []determinism.Recording
 }
 
-// outcome classifies a cell: "verified", "diverged", "error" or "skipped".
+// cell is one game on one platform: a result per replay of the game.
+type cell struct {
+	Game     *gameRow
+	Platform *binary
+	Results  []determinism.Result // by Game.Recs; nil when the platform was skipped or failed to build
+}
+
+// Outcomes of a cell beside determinism's statuses.
+const skipped = "skipped"
+
+// outcome classifies a cell: skipped, error, diverged (some replay
+// diverged), layout (some replay verified field by field only) or
+// verified (every replay verified).
 func (c cell) outcome() string {
 	switch {
 	case c.Platform.Skip != "":
-		return "skipped"
+		return skipped
 	case c.Platform.Err != "":
-		return check.Failed
+		return determinism.Failed
 	}
-	return c.Result.Status
+	out := determinism.Verified
+	for _, r := range c.Results {
+		switch r.Status {
+		case determinism.Failed:
+			return determinism.Failed
+		case determinism.Diverged:
+			out = determinism.Diverged
+		case determinism.LayoutOnly:
+			if out == determinism.Verified {
+				out = determinism.LayoutOnly
+			}
+		}
+	}
+	return out
+}
+
+// first returns the index of the first replay whose status is s.
+func (c cell) first(s string) int {
+	return slices.IndexFunc(c.Results, func(r determinism.Result) bool { return r.Status == s })
+}
+
+// replayName names a replay in the table: "seed 2 two-machines".
+func replayName(rec determinism.Recording) string {
+	return fmt.Sprintf("seed %d %s", rec.Seed, rec.Kind)
 }
 
 // text is the cell's result column.
 func (c cell) text() string {
-	r := c.Result
-	switch c.outcome() {
-	case "skipped":
+	frames, sums := 0, 0
+	for _, r := range c.Results {
+		frames, sums = frames+r.Frames, sums+r.Checksums+r.ByFields
+	}
+	n := len(c.Results)
+	switch o := c.outcome(); o {
+	case skipped:
 		return "skipped: " + c.Platform.Skip
-	case check.Verified:
-		s := fmt.Sprintf("verified (%d frames, %d checksums)", r.Frames, r.Checksums)
-		if r.Final != c.Game.Final {
-			s += fmt.Sprintf("; final state %s, the host's %s", r.Final, c.Game.Final)
+	case determinism.Verified:
+		s := fmt.Sprintf("verified (%d replays, %d frames, %d checksums)", n, frames, sums)
+		for i, r := range c.Results {
+			if r.Final != c.Game.Recs[i].Final {
+				s += fmt.Sprintf("; %s: final state %s, the host's %s", replayName(c.Game.Recs[i]), r.Final, c.Game.Recs[i].Final)
+				break
+			}
 		}
 		return s
-	case check.LayoutOnly:
-		return fmt.Sprintf("checksums differ by layout only (%s); every field equals the host's at each of the %d checksum frames and at the end (%d frames)",
-			r.Layout, r.ByFields+r.Checksums, r.Frames)
-	case check.Diverged:
+	case determinism.LayoutOnly:
+		r := c.Results[c.first(o)]
+		return fmt.Sprintf("checksums differ by layout only (%s); every field equals the host's at each of the %d checksum frames and at the end (%d replays)",
+			r.Layout, sums, n)
+	case determinism.Diverged:
+		i := c.first(o)
+		r := c.Results[i]
 		s := fmt.Sprintf("diverged at frame %d", r.Frame)
-		if r.Frame == c.Game.Frames {
+		if r.Frame == c.Game.Recs[i].Frames {
 			s += " (the last frame, which no checksum covers)"
 		}
-		return s + ": " + describeField(r.Field, r.Fields)
+		div := 0
+		for _, r := range c.Results {
+			if r.Status == determinism.Diverged {
+				div++
+			}
+		}
+		return fmt.Sprintf("%s of %s: %s (%d of %d replays diverged)", s, replayName(c.Game.Recs[i]), describeField(r.Field, r.Fields), div, n)
 	}
 	if c.Platform.Err != "" {
 		return "error: " + c.Platform.Err
 	}
-	return "error: " + r.Error
+	i := c.first(determinism.Failed)
+	return fmt.Sprintf("error: %s: %s", replayName(c.Game.Recs[i]), c.Results[i].Error)
 }
 
 // describeField turns desync.Compare's "path: ours vs theirs" into
@@ -74,11 +127,23 @@ func describeField(field string, fields int) string {
 	return s + ")"
 }
 
-// matrix is every cell, by game then platform.
+// matrix is every cell, by game then platform, and the run's rules.
 type matrix struct {
-	Games     []recorded
-	Platforms []*binary
-	Cells     [][]cell // [game][platform]
+	Games      []*gameRow
+	Platforms  []*binary
+	Cells      [][]cell // [game][platform]
+	AllowSkip  []string // platform slugs that may be skipped
+	MayDiverge []string // game name prefixes whose divergence is a finding
+}
+
+// mayDiverge reports whether game's divergence is a finding, not a failure.
+func (m *matrix) mayDiverge(game string) bool {
+	for _, p := range m.MayDiverge {
+		if p != "" && strings.HasPrefix(game, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // printTable writes the matrix as a table.
@@ -97,139 +162,63 @@ func (m *matrix) printTable(w io.Writer) {
 	tw.Flush()
 }
 
-// arenaOK reports whether the fixed-point arena verified on every platform
-// that ran, checksums included (a state whose layout differs on a
-// platform fails: its peers there would report a desync), and lists the
-// platforms where it did not.
-func (m *matrix) arenaOK() (bool, []string) {
-	var bad []string
-	for g, rec := range m.Games {
-		if rec.Float {
+// problems lists what fails the run: a platform skipped that -allow-skip
+// does not name, a platform that failed to build or run, and a game not
+// in -may-diverge that did not verify somewhere. An empty list is a pass.
+func (m *matrix) problems() []string {
+	var out []string
+	for _, b := range m.Platforms {
+		switch {
+		case b.Skip != "" && !slices.Contains(m.AllowSkip, b.Slug):
+			out = append(out, fmt.Sprintf("%s was skipped (%s) and -allow-skip does not name %s", b.Name, b.Skip, b.Slug))
+		case b.Err != "":
+			out = append(out, fmt.Sprintf("%s: %s", b.Name, b.Err))
+		}
+	}
+	for g, row := range m.Games {
+		if m.mayDiverge(row.Name) {
 			continue
 		}
+		var bad []string
 		for p, c := range m.Cells[g] {
-			if o := c.outcome(); o != check.Verified && o != "skipped" {
+			if o := c.outcome(); o != determinism.Verified && o != skipped && m.Platforms[p].Err == "" {
 				bad = append(bad, m.Platforms[p].Name)
 			}
 		}
+		if len(bad) > 0 {
+			out = append(out, fmt.Sprintf("%s did not verify on %s", row.Name, strings.Join(bad, ", ")))
+		}
 	}
-	return len(bad) == 0, bad
+	return out
 }
 
-// printFindings summarises the float game's rows, with the fused
-// instructions each build holds, and says so
-// honestly when it diverged nowhere, listing the fused instructions the
-// compiler generated for its Step on amd64 v1, v3 and arm64.
-func (m *matrix) printFindings(w io.Writer) {
-	fmt.Fprintln(w, "\nFused multiply-adds per build: \"fuses\" is the re-simulator's run-time probe of the float game's x*y+z;")
-	fmt.Fprintln(w, "the counts are of the compiler's listing (go build -gcflags=PKG=-S) of the float game and math.Sin's Go code.")
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLATFORM\tFUSES x*y+z\tFMA IN floatgame\tIN math.Sin\tmath.Exp")
-	for p, b := range m.Platforms {
-		fuses := "not run"
-		for g := range m.Games {
-			if r := m.Cells[g][p].Result; r.Status != "" && r.Build != "" {
-				fuses = map[bool]string{true: "yes", false: "no"}[r.Fuses]
-				break
-			}
-		}
-		if b.Err != "" && b.FMA.Lines == nil {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", b.Name, fuses, b.Err)
-			continue
-		}
-		l := b.FMA
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", b.Name, fuses, len(l.Lines["floatgame"]), len(l.Lines["math.sin"]), l.Exp)
-	}
-	tw.Flush()
-
-	fmt.Fprintln(w, "\nFindings:")
-	if ok, bad := m.arenaOK(); ok {
-		fmt.Fprintln(w, "- arena (fixed point): every field of its state reproduced on every platform that ran.")
-	} else {
-		fmt.Fprintf(w, "- arena (fixed point): NOT verified on %s. That is a determinism bug (or a broken build).\n", strings.Join(bad, ", "))
-	}
-	for g, rec := range m.Games {
-		var where []string
-		layout := ""
-		for p, c := range m.Cells[g] {
-			if c.outcome() == check.LayoutOnly {
-				where, layout = append(where, m.Platforms[p].Name), c.Result.Layout
-			}
-		}
-		if len(where) > 0 {
-			fmt.Fprintf(w, "- %s: its checksums (xxhash of the whole arena) and replays are NOT portable to %s: %s.\n", rec.Name, list(where), layout)
-			fmt.Fprintln(w, "  Go aligns 64-bit fields to 4 bytes there and to 8 here, so the arena's bytes differ where its values do not: a")
-			fmt.Fprintln(w, "  peer built for it would report a desync at the first checksum against a 64-bit peer. Hashing the values")
-			fmt.Fprintln(w, "  (Config.ChecksumData) or laying the state out alike on both (64-bit fields at multiples of 8, explicit padding")
-			fmt.Fprintln(w, "  to a multiple of 8) would make them portable.")
-		}
-	}
-	anywhere := false
-	for g, rec := range m.Games {
-		if !rec.Float {
-			continue
-		}
-		// Platforms that diverged alike (the same frame, field and values)
-		// are grouped: they run the same arithmetic.
-		var ver []string
-		var keys []string
-		groups := map[string][]string{}
-		for p, c := range m.Cells[g] {
-			switch c.outcome() {
-			case check.Diverged:
-				k := fmt.Sprintf("frame %d, %s", c.Result.Frame, c.Result.Field)
-				if _, ok := groups[k]; !ok {
-					keys = append(keys, k)
-				}
-				groups[k] = append(groups[k], m.Platforms[p].Name)
-			case check.Verified, check.LayoutOnly:
-				ver = append(ver, m.Platforms[p].Name)
-			}
-		}
-		var div []string
-		for _, k := range keys {
-			frame, _, _ := strings.Cut(k, ",")
-			d := fmt.Sprintf("%s (%s)", strings.Join(groups[k], ", "), frame)
-			if len(groups[k]) > 1 {
-				d = fmt.Sprintf("%s (%s, all with the same values)", strings.Join(groups[k], ", "), frame)
-			}
-			div = append(div, d)
-		}
-		if len(div) > 0 {
-			anywhere = true
-		}
-		where := "nowhere"
-		if len(div) > 0 {
-			where = "on " + strings.Join(div, "; ")
-		}
-		fmt.Fprintf(w, "- %s (mode %s): verified on %s; diverged %s.\n", rec.Name, rec.Mode, list(ver), where)
-	}
-	if anywhere {
-		fmt.Fprintln(w, "  The float game diverging is the expected finding, not a failure: float64 code is reproducible across")
-		fmt.Fprintln(w, "  platforms only when no operation may be fused and every libm call is the same code on each.")
-		return
-	}
-	fmt.Fprintln(w, "- The float game did NOT diverge on any platform: every build reproduced the host's checksums.")
-	fmt.Fprintln(w, "  The fused instructions the compiler generated for it, by build (go build -gcflags=PKG=-S, FMA lines):")
-	for _, b := range m.Platforms {
-		if !slices.Contains([]string{"amd64-v1", "amd64-v3", "arm64"}, b.Slug) {
-			continue
-		}
-		l := b.FMA.Lines["floatgame"]
-		fmt.Fprintf(w, "  %s: %d fused instructions\n", b.Name, len(l))
-		for i, line := range l {
-			if i == 12 {
-				fmt.Fprintf(w, "    … %d more\n", len(l)-i)
-				break
-			}
-			fmt.Fprintln(w, "    "+line)
-		}
-	}
+// jsonCell is one cell of the -json file.
+type jsonCell struct {
+	Game     string `json:"game"`
+	Platform string `json:"platform"` // the slug
+	Outcome  string `json:"outcome"`  // verified, layout, diverged, error or skipped
+	Frame    int    `json:"frame,omitempty"`
+	Field    string `json:"field,omitempty"`
+	Fuses    string `json:"fuses,omitempty"`
+	Text     string `json:"text"`
 }
 
-func list(s []string) string {
-	if len(s) == 0 {
-		return "none"
+// writeJSON writes every cell to file as a JSON array.
+func (m *matrix) writeJSON(file string) error {
+	var cells []jsonCell
+	for g, row := range m.Games {
+		for p, c := range m.Cells[g] {
+			jc := jsonCell{Game: row.Name, Platform: m.Platforms[p].Slug, Outcome: c.outcome(), Fuses: m.Platforms[p].Fuses, Text: c.text()}
+			if jc.Outcome == determinism.Diverged {
+				r := c.Results[c.first(determinism.Diverged)]
+				jc.Frame, jc.Field = r.Frame, r.Field
+			}
+			cells = append(cells, jc)
+		}
 	}
-	return strings.Join(s, ", ")
+	b, err := json.MarshalIndent(cells, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, append(b, '\n'), 0o644)
 }

@@ -43,7 +43,7 @@ const (
 var library = []string{
 	"rollback", "rollback/internal/wire", "rollback/udp", "rollback/netsim",
 	"savestate", "desync", "advantage", "inputlag", "predict", "netlog", "pacer",
-	"fixed", "rng", "replay", "sound",
+	"fixed", "rng", "replay", "sound", "determinism",
 	"internal/memcopy", "internal/inbox", "internal/pqueue", "internal/heap",
 }
 

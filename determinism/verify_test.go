@@ -1,4 +1,4 @@
-package check
+package determinism
 
 import (
 	"bytes"
@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/rewindgg/rewind/cmd/determinism/floatgame"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
@@ -31,16 +30,16 @@ func TestCompareFields(t *testing.T) {
 	h, err := savestate.Alloc[packed](a)
 	require.NoError(t, err)
 	*h.Get(a) = packed{A: -3, B: 1 << 40, C: 7, D: 0.1, E: true}
-	local := Describe(a)
+	local := describe(a)
 	require.Len(t, local.Fields, 5)
-	assert.Equal(t, Scalar{Path: "check.packed.B", Off: local.Allocs[0].Offset + 8, Size: 8, Kind: "int"}, local.Fields[1])
+	assert.Equal(t, scalar{Path: "determinism.packed.B", Off: local.Allocs[0].Offset + 8, Size: 8, Kind: "int"}, local.Fields[1])
 
 	// The same values laid out as on 386 (B at 4, no padding), with A
 	// stored in 8 bytes.
-	host := Layout{Used: local.Used - 8, Allocs: []Alloc{{Type: "check.packed", Offset: local.Allocs[0].Offset, Size: 28}}}
+	host := stateLayout{Used: local.Used - 8, Allocs: []allocDesc{{Type: "determinism.packed", Offset: local.Allocs[0].Offset, Size: 28}}}
 	base := local.Allocs[0].Offset
-	host.Fields = []Scalar{{"check.packed.A", base, 8, "int"}, {"check.packed.B", base + 8, 8, "int"},
-		{"check.packed.C", base + 16, 4, "int"}, {"check.packed.D", base + 20, 8, "float"}, {"check.packed.E", base + 28, 1, "bool"}}
+	host.Fields = []scalar{{"determinism.packed.A", base, 8, "int"}, {"determinism.packed.B", base + 8, 8, "int"},
+		{"determinism.packed.C", base + 16, 4, "int"}, {"determinism.packed.D", base + 20, 8, "float"}, {"determinism.packed.E", base + 28, 1, "bool"}}
 	ref := make([]byte, host.Used+8)
 	copy(ref, a.Bytes()[:base])
 	put := func(off int, b []byte) { copy(ref[off:], b) }
@@ -51,8 +50,8 @@ func TestCompareFields(t *testing.T) {
 	ref[base+28] = 1
 
 	assert.False(t, local.Same(host))
-	assert.Equal(t, "check.packed is 40 bytes at offset 24 here, 28 bytes at 24 on the host", local.Differences(host))
-	c := NewFieldComparer(local, host)
+	assert.Equal(t, "determinism.packed is 40 bytes at offset 24 here, 28 bytes at 24 on the host", local.Differences(host))
+	c := newFieldComparer(local, host)
 	first, n := c.Compare(a.Bytes(), ref)
 	assert.Equal(t, "", first)
 	assert.Zero(t, n)
@@ -60,19 +59,19 @@ func TestCompareFields(t *testing.T) {
 	ref[base+16] = 8 // C
 	ref[base+28] = 0 // E
 	first, n = c.Compare(a.Bytes(), ref)
-	assert.Equal(t, "check.packed.C: 7 vs 8", first)
+	assert.Equal(t, "determinism.packed.C: 7 vs 8", first)
 	assert.Equal(t, 2, n)
 	first, n = c.Compare(a.Bytes(), ref[:base+10])
-	assert.Equal(t, "check.packed.B: 1099511627776 vs ?", first)
+	assert.Equal(t, "determinism.packed.B: 1099511627776 vs ?", first)
 	assert.Equal(t, 4, n)
 
 	// A layout from a file is a claim: impossible sizes and offsets are
 	// differences, never an index out of range.
-	for _, bad := range []Scalar{{"check.packed.A", -8, 8, "int"}, {"check.packed.A", base, -5, "int"},
-		{"check.packed.A", base, 3, "int"}, {"check.packed.A", 1 << 62, 8, "int"}, {"check.packed.A", base, 1 << 62, "float"}} {
+	for _, bad := range []scalar{{"determinism.packed.A", -8, 8, "int"}, {"determinism.packed.A", base, -5, "int"},
+		{"determinism.packed.A", base, 3, "int"}, {"determinism.packed.A", 1 << 62, 8, "int"}, {"determinism.packed.A", base, 1 << 62, "float"}} {
 		host.Fields[0] = bad
-		first, n = NewFieldComparer(local, host).Compare(a.Bytes(), ref)
-		assert.Equal(t, "check.packed.A: -3 vs ?", first, "%+v", bad)
+		first, n = newFieldComparer(local, host).Compare(a.Bytes(), ref)
+		assert.Equal(t, "determinism.packed.A: -3 vs ?", first, "%+v", bad)
 		assert.Equal(t, 3, n)
 	}
 }
@@ -82,24 +81,24 @@ func TestCompareFields(t *testing.T) {
 // changed input, the field-by-field comparison names the diverged field.
 func TestVerifyAcrossLayouts(t *testing.T) {
 	dir := t.TempDir()
-	file := recordFloat(t, 120)
+	file := recordTest(t, 120)
 	rp, err := replay.Read(bytes.NewReader(file))
 	require.NoError(t, err)
 	var states bytes.Buffer
-	rep, err := Capture(rp, &states)
+	rep, err := capture(rp, &states, testGames)
 	require.NoError(t, err)
 	require.Equal(t, 119, rep.Checksums)
 
 	// Rewrite the states in the shifted layout.
 	st := writeTemp(t, dir, "s.states", states.Bytes())
-	in, err := OpenStates(st)
+	in, err := openStates(st)
 	require.NoError(t, err)
 	defer in.Close()
 	local := in.Layout
 	host := local
 	host.Used += 8
-	host.Allocs = append([]Alloc(nil), local.Allocs...)
-	host.Fields = append([]Scalar(nil), local.Fields...)
+	host.Allocs = append([]allocDesc(nil), local.Allocs...)
+	host.Fields = append([]scalar(nil), local.Fields...)
 	for i := range host.Allocs {
 		host.Allocs[i].Offset += 8
 	}
@@ -107,7 +106,7 @@ func TestVerifyAcrossLayouts(t *testing.T) {
 		host.Fields[i].Off += 8
 	}
 	var shifted bytes.Buffer
-	w, err := NewStatesWriter(&shifted, host)
+	w, err := newStatesWriter(&shifted, host)
 	require.NoError(t, err)
 	sums := map[rollback.Frame]uint64{} // the checksums of the shifted states
 	for f := rollback.Frame(1); f <= 120; f++ {
@@ -127,20 +126,20 @@ func TestVerifyAcrossLayouts(t *testing.T) {
 	// frame 50.
 	replayFile := writeTemp(t, dir, "r.rwr", rewrite(t, rp, sums, -1))
 	statesFile := writeTemp(t, dir, "r.rwr.states", shifted.Bytes())
-	r := Verify(replayFile, statesFile)
+	r := verify(replayFile, statesFile, testGames)
 	assert.Equal(t, LayoutOnly, r.Status, "%+v", r)
 	assert.Equal(t, 119, r.ByFields)
 	assert.Zero(t, r.Checksums)
-	assert.Equal(t, "floatgame.World is 864 bytes at offset 24 here, 864 bytes at 32 on the host", r.Layout)
+	assert.Equal(t, "determinism.testWorld is 48 bytes at offset 24 here, 48 bytes at 32 on the host", r.Layout)
 
 	writeTemp(t, dir, "r.rwr", rewrite(t, rp, sums, 50))
-	r = Verify(replayFile, statesFile)
+	r = verify(replayFile, statesFile, testGames)
 	assert.Equal(t, Diverged, r.Status, "%+v", r)
 	assert.Equal(t, 51, r.Frame)
-	assert.Regexp(t, `^floatgame\.World\.Wells\[0\]\.Mass: [12] vs [12]$`, r.Field)
+	assert.Equal(t, "determinism.testWorld.Wells[0].X: 17.5 vs 17.25", r.Field) // the mass changed on frame 50: X first
 }
 
-// rewrite writes rp again with the given checksums, player 0's pulse
+// rewrite writes rp again with the given checksums, player 0's input bit 0
 // flipped on frame flip.
 func rewrite(t *testing.T, rp *replay.Replay, sums map[rollback.Frame]uint64, flip rollback.Frame) []byte {
 	t.Helper()
@@ -155,7 +154,7 @@ func rewrite(t *testing.T, rp *replay.Replay, sums map[rollback.Frame]uint64, fl
 		for p := range in {
 			v, _ := rp.Input(f, rollback.PlayerID(p))
 			if f == flip && p == 0 {
-				v ^= floatgame.Pack(0, 0, true)
+				v ^= 1
 			}
 			in[p] = rollback.PlayerInput{Input: v, Status: rollback.Confirmed}
 		}
@@ -165,28 +164,12 @@ func rewrite(t *testing.T, rp *replay.Replay, sums map[rollback.Frame]uint64, fl
 	return file.Bytes()
 }
 
-// recordFloat records frames of a two-player float game match.
-func recordFloat(t *testing.T, frames int) []byte {
+// recordTest records frames of a two-player match of the test game.
+func recordTest(t *testing.T, frames int) []byte {
 	t.Helper()
-	a, err := savestate.New(arenaSize)
-	require.NoError(t, err)
-	g, err := floatgame.New(a, 2, floatgame.ModeAll, 5)
-	require.NoError(t, err)
 	var file bytes.Buffer
-	w := replay.NewWriter(&file, floatgame.ReplayName, floatgame.Params(floatgame.ModeAll, 5))
-	s, err := rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{0, 1}, Layout: floatgame.Layout,
-		State: a, Game: g, Recorder: w, ChecksumEvery: 1})
+	_, err := playSyncTest(testGame{}, 5, options{frames: frames}, &file)
 	require.NoError(t, err)
-	bots := []*floatgame.Bot{floatgame.NewBot(1), floatgame.NewBot(2)}
-	for range frames {
-		for p, b := range bots {
-			_, err := s.AddLocalInput(rollback.PlayerID(p), b.Next())
-			require.NoError(t, err)
-		}
-		_, err := s.Advance()
-		require.NoError(t, err)
-	}
-	require.NoError(t, w.Close())
 	return file.Bytes()
 }
 
@@ -200,11 +183,11 @@ func writeTemp(t *testing.T, dir, name string, b []byte) string {
 // A damaged states file, or replay, is reported, never a panic.
 func TestDamagedFilesNeverPanic(t *testing.T) {
 	dir := t.TempDir()
-	file := recordFloat(t, 60)
+	file := recordTest(t, 60)
 	rp, err := replay.Read(bytes.NewReader(file))
 	require.NoError(t, err)
 	var states bytes.Buffer
-	_, err = Capture(rp, &states)
+	_, err = capture(rp, &states, testGames)
 	require.NoError(t, err)
 	changed := rewrite(t, rp, checksums(rp), 30) // diverges: the states are read
 	replayFile := writeTemp(t, dir, "r.rwr", changed)
@@ -214,7 +197,7 @@ func TestDamagedFilesNeverPanic(t *testing.T) {
 			copy(bad, states.Bytes())
 			bad[i] ^= x
 			statesFile := writeTemp(t, dir, "r.rwr.states", bad)
-			r := Verify(replayFile, statesFile)
+			r := verify(replayFile, statesFile, testGames)
 			require.NotEqual(t, Verified, r.Status, "byte %d ^ %#x", i, x)
 			require.NotEmpty(t, r.Field+r.Error, "byte %d ^ %#x", i, x)
 		}
@@ -222,7 +205,7 @@ func TestDamagedFilesNeverPanic(t *testing.T) {
 	for i := 0; i < len(file); i += 1 + len(file)/40 {
 		b := bytes.Clone(file)
 		b[i] ^= 0x5a
-		r := Verify(writeTemp(t, dir, "r2.rwr", b), "")
+		r := verify(writeTemp(t, dir, "r2.rwr", b), "", testGames)
 		require.Equal(t, Failed, r.Status, "byte %d", i)
 	}
 }
@@ -233,4 +216,35 @@ func checksums(rp *replay.Replay) map[rollback.Frame]uint64 {
 		m[c.Frame] = c.Sum
 	}
 	return m
+}
+
+// A damaged states file is an error, never a panic, and a divergence
+// without its states is still reported with its frame.
+func TestStatesDamaged(t *testing.T) {
+	dir := t.TempDir()
+	file := recordTest(t, 60)
+	rp, err := replay.Read(bytes.NewReader(file))
+	require.NoError(t, err)
+	var buf bytes.Buffer
+	_, err = capture(rp, &buf, testGames)
+	require.NoError(t, err)
+	states := writeTemp(t, dir, "r.rwr.states", buf.Bytes())
+	_, err = readState(states, 30)
+	require.NoError(t, err)
+	_, err = readState(states, 61)
+	assert.ErrorContains(t, err, "no state of frame 61")
+	for _, n := range []int{0, 10, buf.Len() / 2} {
+		writeTemp(t, dir, "r.rwr.states", buf.Bytes()[:n])
+		_, err = readState(states, 59)
+		assert.Error(t, err, "cut at %d", n)
+	}
+	writeTemp(t, dir, "r.rwr.states", []byte("garbage"))
+	replayFile := writeTemp(t, dir, "r.rwr", rewrite(t, rp, checksums(rp), 20))
+	r := verify(replayFile, states, testGames)
+	assert.Equal(t, Diverged, r.Status)
+	assert.Equal(t, 21, r.Frame)
+	assert.Contains(t, r.Field, "no reference state")
+	r = verify(replayFile, "", testGames)
+	assert.Equal(t, 21, r.Frame)
+	assert.Equal(t, "(no reference states given)", r.Field)
 }

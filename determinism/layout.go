@@ -1,4 +1,4 @@
-package check
+package determinism
 
 import (
 	"encoding/binary"
@@ -10,28 +10,28 @@ import (
 	"github.com/rewindgg/rewind/savestate"
 )
 
-// Layout describes where an arena's scalar fields are, so that a state
+// stateLayout describes where an arena's scalar fields are, so that a state
 // written by another platform, whose Go struct layout may differ (386
 // aligns 64-bit fields to 4 bytes, amd64 to 8), can be compared with this
 // platform's field by field rather than byte by byte.
-type Layout struct {
-	BigEndian bool     `json:"big_endian,omitempty"`
-	Used      int      `json:"used"`   // the arena's used bytes
-	Allocs    []Alloc  `json:"allocs"` // in allocation order
-	Fields    []Scalar `json:"fields"` // in region order
+type stateLayout struct {
+	BigEndian bool        `json:"big_endian,omitempty"`
+	Used      int         `json:"used"`   // the arena's used bytes
+	Allocs    []allocDesc `json:"allocs"` // in allocation order
+	Fields    []scalar    `json:"fields"` // in region order
 }
 
-// Alloc is one allocation of an arena.
-type Alloc struct {
+// allocDesc is one allocation of an arena.
+type allocDesc struct {
 	Type   string `json:"type"`
 	Offset int    `json:"offset"`
 	Size   int    `json:"size"`
 }
 
-// Scalar is one scalar field of an arena's values: its path as
+// scalar is one scalar field of an arena's values: its path as
 // savestate names it ("arena.World.Ships[1].X"), its offset in the region,
 // its size and kind.
-type Scalar struct {
+type scalar struct {
 	Path string `json:"p"`
 	Off  int    `json:"o"`
 	Size int    `json:"s"`
@@ -39,18 +39,18 @@ type Scalar struct {
 }
 
 // Describe returns the layout of a's current region.
-func Describe(a *savestate.Arena) Layout {
+func describe(a *savestate.Arena) stateLayout {
 	var probe [2]byte
 	binary.NativeEndian.PutUint16(probe[:], 1)
-	l := Layout{BigEndian: probe[0] == 0, Used: a.Used()}
+	l := stateLayout{BigEndian: probe[0] == 0, Used: a.Used()}
 	for _, al := range a.Allocations() {
-		l.Allocs = append(l.Allocs, Alloc{Type: al.Type.String(), Offset: al.Offset, Size: al.Size})
+		l.Allocs = append(l.Allocs, allocDesc{Type: al.Type.String(), Offset: al.Offset, Size: al.Size})
 		flatten(al.Type, al.Offset, al.Type.String(), &l.Fields)
 	}
 	return l
 }
 
-func flatten(t reflect.Type, off int, path string, out *[]Scalar) {
+func flatten(t reflect.Type, off int, path string, out *[]scalar) {
 	switch t.Kind() {
 	case reflect.Array:
 		es := int(t.Elem().Size())
@@ -75,25 +75,25 @@ func flatten(t reflect.Type, off int, path string, out *[]Scalar) {
 			kind = "float"
 		case reflect.Complex64, reflect.Complex128:
 			h := int(t.Size()) / 2 // two floats
-			*out = append(*out, Scalar{Path: path + ".real", Off: off, Size: h, Kind: "float"},
-				Scalar{Path: path + ".imag", Off: off + h, Size: h, Kind: "float"})
+			*out = append(*out, scalar{Path: path + ".real", Off: off, Size: h, Kind: "float"},
+				scalar{Path: path + ".imag", Off: off + h, Size: h, Kind: "float"})
 			return
 		default:
 			return // savestate admits no other kind
 		}
-		*out = append(*out, Scalar{Path: path, Off: off, Size: int(t.Size()), Kind: kind})
+		*out = append(*out, scalar{Path: path, Off: off, Size: int(t.Size()), Kind: kind})
 	}
 }
 
 // Same reports whether two layouts place every field alike: then states
 // can be compared byte by byte.
-func (l Layout) Same(o Layout) bool {
+func (l stateLayout) Same(o stateLayout) bool {
 	return l.BigEndian == o.BigEndian && l.Used == o.Used && slices.Equal(l.Allocs, o.Allocs) && slices.Equal(l.Fields, o.Fields)
 }
 
 // Differences describes how o, another platform's layout, differs from
 // l's: the first allocation whose size or place differs, or "".
-func (l Layout) Differences(o Layout) string {
+func (l stateLayout) Differences(o stateLayout) string {
 	for i := range min(len(l.Allocs), len(o.Allocs)) {
 		if a, b := l.Allocs[i], o.Allocs[i]; a != b {
 			return fmt.Sprintf("%s is %d bytes at offset %d here, %d bytes at %d on the host", a.Type, a.Size, a.Offset, b.Size, b.Offset)
@@ -113,24 +113,24 @@ func (l Layout) Differences(o Layout) string {
 	return ""
 }
 
-// FieldComparer compares states of two layouts field by field, by path.
-type FieldComparer struct {
-	local, ref Layout
+// fieldComparer compares states of two layouts field by field, by path.
+type fieldComparer struct {
+	local, ref stateLayout
 	pairs      []fieldPair // in the reference's field order
 	extra      int         // local fields the reference lacks
 }
 
 type fieldPair struct {
-	ref, local Scalar
+	ref, local scalar
 	present    bool // local is there
 	ok         bool // and of the same kind
 }
 
-// NewFieldComparer prepares the comparison of states in layout local with
+// newFieldComparer prepares the comparison of states in layout local with
 // states in layout ref (the host's).
-func NewFieldComparer(local, ref Layout) *FieldComparer {
-	c := &FieldComparer{local: local, ref: ref}
-	mine := make(map[string]Scalar, len(local.Fields))
+func newFieldComparer(local, ref stateLayout) *fieldComparer {
+	c := &fieldComparer{local: local, ref: ref}
+	mine := make(map[string]scalar, len(local.Fields))
 	for _, s := range local.Fields {
 		mine[s.Path] = s
 	}
@@ -150,7 +150,7 @@ func NewFieldComparer(local, ref Layout) *FieldComparer {
 // the reference's, field by field (padding ignored), and returns the first
 // field that differs, as desync.Compare does ("path: ours vs theirs"), and
 // how many differ.
-func (c *FieldComparer) Compare(local, ref []byte) (first string, fields int) {
+func (c *fieldComparer) Compare(local, ref []byte) (first string, fields int) {
 	for _, p := range c.pairs {
 		if p.ok {
 			a, aok := p.local.bits(local, c.local.BigEndian)
@@ -181,7 +181,7 @@ func (c *FieldComparer) Compare(local, ref []byte) (first string, fields int) {
 // bits reads the field from region as a number whose equality is the
 // field's: integers sign- or zero-extended to 64 bits (so an int of 4
 // bytes equals one of 8 with the same value), floats as float64 bits.
-func (s Scalar) bits(region []byte, big bool) (uint64, bool) {
+func (s scalar) bits(region []byte, big bool) (uint64, bool) {
 	switch {
 	case s.Size != 1 && s.Size != 2 && s.Size != 4 && s.Size != 8, s.Off < 0, s.Off > len(region)-s.Size:
 		return 0, false // (a layout from a file is a claim: never trusted to index)
@@ -223,7 +223,7 @@ func (s Scalar) bits(region []byte, big bool) (uint64, bool) {
 }
 
 // format prints the field's value in region.
-func (s Scalar) format(region []byte, big bool) string {
+func (s scalar) format(region []byte, big bool) string {
 	v, ok := s.bits(region, big)
 	if !ok {
 		return "?"

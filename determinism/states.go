@@ -1,4 +1,4 @@
-package check
+package determinism
 
 import (
 	"bufio"
@@ -14,7 +14,7 @@ import (
 	"github.com/rewindgg/rewind/rollback"
 )
 
-// A states file is a gzip stream: statesMagic; the host's [Layout] as
+// A states file is a gzip stream: statesMagic; the host's [stateLayout] as
 // JSON, preceded by its length (a uvarint); then one record per state, in
 // frame order: the frame and the state's length as uvarints, then the
 // arena's bytes.
@@ -23,15 +23,15 @@ const statesMagic = "rewind-determinism-states 2\n"
 // maxLayout bounds the layout a states file may claim.
 const maxLayout = 16 << 20
 
-// StatesWriter writes a states file.
-type StatesWriter struct {
+// statesWriter writes a states file.
+type statesWriter struct {
 	z   *gzip.Writer
 	buf []byte
 }
 
-// NewStatesWriter starts a states file of states in layout l on w; Close
+// newStatesWriter starts a states file of states in layout l on w; Close
 // ends it.
-func NewStatesWriter(w io.Writer, l Layout) (*StatesWriter, error) {
+func newStatesWriter(w io.Writer, l stateLayout) (*statesWriter, error) {
 	z, err := gzip.NewWriterLevel(w, gzip.BestSpeed)
 	if err != nil {
 		return nil, err
@@ -40,7 +40,7 @@ func NewStatesWriter(w io.Writer, l Layout) (*StatesWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &StatesWriter{z: z}
+	s := &statesWriter{z: z}
 	s.buf = binary.AppendUvarint(append(s.buf, statesMagic...), uint64(len(js)))
 	if _, err := z.Write(append(s.buf, js...)); err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func NewStatesWriter(w io.Writer, l Layout) (*StatesWriter, error) {
 }
 
 // Write adds the state at the start of frame f. Frames come in order.
-func (s *StatesWriter) Write(f rollback.Frame, state []byte) error {
+func (s *statesWriter) Write(f rollback.Frame, state []byte) error {
 	s.buf = binary.AppendUvarint(s.buf[:0], uint64(f))
 	s.buf = binary.AppendUvarint(s.buf, uint64(len(state)))
 	if _, err := s.z.Write(s.buf); err != nil {
@@ -60,18 +60,18 @@ func (s *StatesWriter) Write(f rollback.Frame, state []byte) error {
 }
 
 // Close ends the file (not the writer under it).
-func (s *StatesWriter) Close() error { return s.z.Close() }
+func (s *statesWriter) Close() error { return s.z.Close() }
 
-// Capture re-simulates a replay on this machine, verifying its checksums,
+// capture re-simulates a replay on this machine, verifying its checksums,
 // and writes its states file to w: the arena at the start of every frame
 // that has a checksum, and after the last frame (at frame Frames).
-func Capture(rp *replay.Replay, w io.Writer) (replay.Report, error) {
-	a, g, _, err := Open(rp)
+func capture(rp *replay.Replay, w io.Writer, games []Game) (replay.Report, error) {
+	a, g, err := open(rp, games)
 	if err != nil {
 		return replay.Report{}, err
 	}
-	l := Describe(a)
-	sw, err := NewStatesWriter(w, l)
+	l := describe(a)
+	sw, err := newStatesWriter(w, l)
 	if err != nil {
 		return replay.Report{}, err
 	}
@@ -104,9 +104,9 @@ func Capture(rp *replay.Replay, w io.Writer) (replay.Report, error) {
 	return rep, err
 }
 
-// States reads a states file, forward.
-type States struct {
-	Layout Layout // the host's
+// stateFile reads a states file, forward.
+type stateFile struct {
+	Layout stateLayout // the host's
 	file   *os.File
 	r      *bufio.Reader
 	asked  int64 // the last frame asked, or -1
@@ -118,13 +118,13 @@ type States struct {
 	last       int64 // the frame of the last record header read, or -1
 }
 
-// OpenStates opens a states file and reads its layout.
-func OpenStates(name string) (*States, error) {
+// openStates opens a states file and reads its layout.
+func openStates(name string) (*stateFile, error) {
 	file, err := os.Open(name)
 	if err != nil {
 		return nil, err
 	}
-	s := &States{file: file, asked: -1, last: -1}
+	s := &stateFile{file: file, asked: -1, last: -1}
 	if err := s.start(); err != nil {
 		file.Close()
 		return nil, err
@@ -132,7 +132,7 @@ func OpenStates(name string) (*States, error) {
 	return s, nil
 }
 
-func (s *States) start() error {
+func (s *stateFile) start() error {
 	z, err := gzip.NewReader(s.file)
 	if err != nil {
 		return fmt.Errorf("not a states file: %w", err)
@@ -157,11 +157,11 @@ func (s *States) start() error {
 }
 
 // Close closes the file.
-func (s *States) Close() error { return s.file.Close() }
+func (s *stateFile) Close() error { return s.file.Close() }
 
 // At returns the state at the start of frame f. Frames must be asked in
 // increasing order; a file that lacks f, or is damaged, is an error.
-func (s *States) At(f rollback.Frame) ([]byte, error) {
+func (s *stateFile) At(f rollback.Frame) ([]byte, error) {
 	if int64(f) <= s.asked {
 		return nil, fmt.Errorf("states file: frame %d asked after frame %d", f, s.asked)
 	}
@@ -179,7 +179,7 @@ func (s *States) At(f rollback.Frame) ([]byte, error) {
 			if err != nil {
 				return nil, fmt.Errorf("states file: damaged: %w", noEOF(err))
 			}
-			if n > arenaSize || frame > math32 || int64(frame) <= s.last {
+			if n > ArenaSize || frame > math32 || int64(frame) <= s.last {
 				return nil, fmt.Errorf("states file: damaged: a state of frame %d, %d bytes", frame, n)
 			}
 			s.pending, s.pendFrame, s.pendLength, s.last = true, int64(frame), int(n), int64(frame)
@@ -205,9 +205,9 @@ func (s *States) At(f rollback.Frame) ([]byte, error) {
 
 const math32 = 1<<31 - 1
 
-// ReadState returns the state of frame f from a states file.
-func ReadState(name string, f rollback.Frame) ([]byte, error) {
-	s, err := OpenStates(name)
+// readState returns the state of frame f from a states file.
+func readState(name string, f rollback.Frame) ([]byte, error) {
+	s, err := openStates(name)
 	if err != nil {
 		return nil, err
 	}
