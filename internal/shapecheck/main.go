@@ -8,7 +8,7 @@
 //
 // The field limit is enforced (Session's state is on its owners since
 // November 2026); the method limit once the session core is rebuilt: until
-// then -methods-warn (make lint's default) prints it as a warning.
+// then -methods-warn (make check's default) prints it as a warning.
 //
 // With -doc, the counts a document quotes ("(N fields and M methods") must
 // be the measured ones.
