@@ -130,7 +130,7 @@ func (s *Session) open(cfg *Config) error {
 		}
 	}
 	if s.sync != nil {
-		s.sync.sums[0] = s.arenaSum()
+		s.sync.sums[0] = s.snaps.sum()
 	}
 	s.becomePlaying()
 	if cfg.InProgress {

@@ -1,8 +1,6 @@
 package rollback
 
 import (
-	"github.com/cespare/xxhash/v2"
-
 	"github.com/rewindgg/rewind/inputlag"
 )
 
@@ -78,7 +76,7 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 	}
 	s.app.step(f, s.io.stepIn[:s.roster.players], observed)
 	if s.sync != nil {
-		s.sync.check(s, f+1, s.arenaSum())
+		s.sync.check(s, f+1, s.snaps.sum())
 	}
 }
 
@@ -365,8 +363,6 @@ func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
 
 // emitGuest reports a spectator's arrival or departure (a stateSource).
 func (s *Session) emitGuest(k EventKind, idx int) { s.emit(k, s.frame, idx) }
-
-func (s *Session) arenaSum() uint64 { return xxhash.Sum64(s.snaps.arena.Bytes()) }
 
 // syncCheck is sync-test mode's record of the arena at the start of each
 // frame, to compare a re-simulation with the first simulation.

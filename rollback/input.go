@@ -165,8 +165,26 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	}
 	ps.progress.acked(v.ack, localNext)
 	if !v.gap {
-		mis = s.takeInputs(ps, v.first, v.want, v.take)
+		// The take frames of the checked packet from want on: each one's
+		// inputs (a misprediction is the first frame whose input differs
+		// from the one used), then its timing.
+		n := len(ps.players)
 		for f := v.want; f < v.want+Frame(v.take); f++ {
+			k := int(f - v.first)
+			for j, p := range ps.players {
+				in := Input(pkt.Inputs[k*n+j])
+				if s.stmts != nil {
+					if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
+						// Its own signed statement, which the others hold
+						// too, says otherwise: the statement wins.
+						in = signed
+						s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+					}
+				}
+				if s.inputs.receive(p, f, in, s.frame) {
+					mis = min(mis, f)
+				}
+			}
 			if ps.timing.input(s.now, f, &s.times.simmed, ps.link.rtt) {
 				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 {
 					ps.timing.late() // the governor does not wait for it
@@ -203,32 +221,6 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	if s.out.log != nil && v.take > 0 {
 		skip := int(v.want-v.first) * len(ps.players)
 		s.out.log.Recv(s.now, i, int(v.want), v.take, int(v.ack), slices.Clone(pkt.Inputs[skip:skip+v.take*len(ps.players)]))
-	}
-	return mis
-}
-
-// takeInputs stores take frames of the checked packet, from want on, and
-// returns the first mispredicted frame.
-func (s *Session) takeInputs(ps *peer, first, want Frame, take int) Frame {
-	mis := s.frame
-	pkt := &s.io.pkt
-	n := len(ps.players)
-	for f := want; f < want+Frame(take); f++ {
-		k := int(f - first)
-		for j, p := range ps.players {
-			in := Input(pkt.Inputs[k*n+j])
-			if s.stmts != nil {
-				if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
-					// Its own signed statement, which the others hold too,
-					// says otherwise: the statement wins.
-					in = signed
-					s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
-				}
-			}
-			if s.inputs.receive(p, f, in, s.frame) {
-				mis = min(mis, f)
-			}
-		}
 	}
 	return mis
 }

@@ -33,5 +33,5 @@ func (s *Session) logStep(f Frame, resim bool) {
 		in[p] = uint64(s.io.stepIn[p].Input)
 		st[p] = "?CPD"[min(int(s.io.stepIn[p].Status), 3)]
 	}
-	s.out.log.Step(s.now, int(f), resim, in, string(st), s.arenaSum())
+	s.out.log.Step(s.now, int(f), resim, in, string(st), s.snaps.sum())
 }

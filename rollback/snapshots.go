@@ -3,6 +3,7 @@ package rollback
 import (
 	"fmt"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -223,3 +224,6 @@ func (sn *snapshots) low() Frame {
 	}
 	return low
 }
+
+// sum is the checksum of the live state (sync-test mode, the network log).
+func (sn *snapshots) sum() uint64 { return xxhash.Sum64(sn.arena.Bytes()) }
