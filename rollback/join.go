@@ -136,7 +136,7 @@ func (s *Session) watchStep(r *Result) {
 	if j.watch == nil {
 		for i := range s.peers {
 			if s.peers[i].auth.keyed() {
-				s.watchFrom(i)
+				j.watchFrom(i)
 				break
 			}
 		}
@@ -159,7 +159,7 @@ func (s *Session) watchStep(r *Result) {
 		j.stats.WatchErrors++
 		next := (j.src + 1) % len(s.peers)
 		j.watch, j.take, j.stats.StateFrame = nil, 0, -1 // the state comes anew
-		s.watchFrom(next)
+		j.watchFrom(next)
 		return
 	}
 	if w.joined && j.stats.StateFrame < 0 {
@@ -168,19 +168,6 @@ func (s *Session) watchStep(r *Result) {
 	if w.stats.CaughtUp && j.caughtUp == 0 {
 		j.caughtUp = max(s.now, 1)
 	}
-}
-
-// watchFrom starts watching the match through peer i.
-func (s *Session) watchFrom(i int) {
-	j := s.join
-	c := j.cfg
-	c.Source = i
-	w, err := NewSpectator(c)
-	if err != nil {
-		j.err = err
-		return
-	}
-	j.watch, j.src, j.stats.Source = w, i, i
 }
 
 // roundTake rounds a take-over frame up to a statement interval's start
@@ -209,14 +196,14 @@ func (s *Session) joinStep() {
 		return
 	}
 	if j.caughtUp != 0 && s.now-j.caughtUp > s.proto.hsTimeout {
-		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, s.proto.hsTimeout, s.joinHint())
+		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, s.proto.hsTimeout, j.hint(s.peers))
 		return
 	}
 	if j.take == 0 {
 		if j.caughtUp == 0 || w.feed.high == w.feed.low {
 			return
 		}
-		s.livePeers()
+		j.livePeers(s.peers)
 		for i := range s.peers {
 			if j.live[i] && !s.peers[i].auth.keyed() {
 				return
@@ -225,7 +212,7 @@ func (s *Session) joinStep() {
 		j.propose(roundTake(w.feed.high+joinLead, s.stmts != nil), s.now)
 		return
 	}
-	s.livePeers() // a machine may have left, or come back, since
+	j.livePeers(s.peers) // a machine may have left, or come back, since
 	if w.frame == j.take && !j.summed {
 		j.mine, j.summed = xxhash.Sum64(s.snaps.arena.Bytes()), true
 	}
@@ -262,46 +249,6 @@ func (s *Session) joinStep() {
 	}
 	j.stats.Confirmed = confirmed
 	s.takeOver()
-}
-
-// joinHint says what a join that timed out waited for.
-func (s *Session) joinHint() string {
-	j := s.join
-	for i := range s.peers {
-		switch {
-		case !j.live[i]:
-		case !s.peers[i].auth.keyed():
-			return fmt.Sprintf("peer %d never answered our handshake", i)
-		case j.take > 0 && !j.acc[i]:
-			return fmt.Sprintf("peer %d never accepted frame %d (its RejoinWindow may have passed)", i, j.take)
-		}
-	}
-	return fmt.Sprintf("waiting for the checksums of frame %d", j.take)
-}
-
-// livePeers notes which peers play at the take-over frame: those the
-// machines' Readies say play there (one that takes over there too
-// included), or before any came, those with a player the latest final
-// inputs do not mark disconnected.
-func (s *Session) livePeers() {
-	j, w := s.join, s.join.watch
-	// The Readies say it once they come: every frame before the take-over
-	// frame is final where they come from.
-	playing, ready := ^w.feed.mask(w.feed.high-1), false
-	for i := range s.peers {
-		if j.ready[i] {
-			if !ready {
-				playing, ready = 0, true
-			}
-			playing |= j.playing[i]
-		}
-	}
-	for i := range s.peers {
-		j.live[i] = false
-		for _, p := range s.peers[i].players {
-			j.live[i] = j.live[i] || playing&(1<<p) != 0
-		}
-	}
 }
 
 // sendJoiner sends every peer our handshake while due, and each live one
@@ -420,4 +367,55 @@ func (s *Session) takeOver() {
 	s.join = nil
 	s.becomePlaying()
 	s.emit(EventTookOver, t, -1)
+}
+
+// hint says what a join that timed out waited for, of the peers ps.
+func (j *joiner) hint(ps peerSet) string {
+	for i := range ps {
+		switch {
+		case !j.live[i]:
+		case !ps[i].auth.keyed():
+			return fmt.Sprintf("peer %d never answered our handshake", i)
+		case j.take > 0 && !j.acc[i]:
+			return fmt.Sprintf("peer %d never accepted frame %d (its RejoinWindow may have passed)", i, j.take)
+		}
+	}
+	return fmt.Sprintf("waiting for the checksums of frame %d", j.take)
+}
+
+// livePeers notes which of the peers ps play at the take-over frame: those
+// the machines' Readies say play there (one that takes over there too
+// included), or before any came, those with a player the latest final
+// inputs do not mark disconnected.
+func (j *joiner) livePeers(ps peerSet) {
+	w := j.watch
+	// The Readies say it once they come: every frame before the take-over
+	// frame is final where they come from.
+	playing, ready := ^w.feed.mask(w.feed.high-1), false
+	for i := range ps {
+		if j.ready[i] {
+			if !ready {
+				playing, ready = 0, true
+			}
+			playing |= j.playing[i]
+		}
+	}
+	for i := range ps {
+		j.live[i] = false
+		for _, p := range ps[i].players {
+			j.live[i] = j.live[i] || playing&(1<<p) != 0
+		}
+	}
+}
+
+// watchFrom starts watching the match through peer i.
+func (j *joiner) watchFrom(i int) {
+	c := j.cfg
+	c.Source = i
+	w, err := NewSpectator(c)
+	if err != nil {
+		j.err = err
+		return
+	}
+	j.watch, j.src, j.stats.Source = w, i, i
 }
