@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // three peers (indexes 0..2, machines 1..3, players 1..3) for the tables.
@@ -126,4 +127,54 @@ func TestUnchangedSince(t *testing.T) {
 	assert.True(t, r.unchangedSince([]PlayerID{0}, 2, 6))
 	assert.False(t, r.unchangedSince([]PlayerID{0}, 2, 7))
 	assert.False(t, r.unchangedSince([]PlayerID{0}, 0, 3), "no frame before the first")
+}
+
+// TestStarterDue: the host (machine 0, lowest id) starts once every
+// peer's row and Go have come and the start delay over the mesh has
+// passed; a reserved slot is not waited for.
+func TestStarterDue(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		rows, gos bool
+		late      bool // peer 1 is a reserved slot: no row, no Go
+		due       bool // once the delay has passed
+	}{
+		{"no rows yet", false, true, false, false},
+		{"rows, no Go", true, false, false, false},
+		{"rows and Go: machine 3 is far, the host waits", true, true, false, true},
+		{"a reserved slot is not waited for", true, true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ps := threePeers()
+			for i := range ps {
+				// Machine 3 (peer 2) is far from the others: the host waits
+				// for it to hear of the start.
+				ps[i].id, ps[i].link.rtt = PlayerID(i+1), 20*time.Millisecond
+				if tc.rows {
+					ps[i].start.row = []uint32{20000, 20000, 20000, 200000}
+				}
+				ps[i].start.goSeen = tc.gos
+			}
+			ps[2].link.rtt = 200 * time.Millisecond
+			ps[2].start.row = []uint32{200000, 200000, 200000, 0}[:len(ps[2].start.row)]
+			if tc.late {
+				ps[1].late, ps[1].start.row, ps[1].start.goSeen = true, nil, false
+			}
+			st := newStarter(false, 0, ps)
+			require.Equal(t, -1, st.host, "we are the host")
+			const now = time.Second
+			if !tc.due {
+				assert.False(t, st.due(ps, now))
+				assert.False(t, st.due(ps, 100*now))
+				return
+			}
+			first := st.due(ps, now) // the delay starts now
+			require.GreaterOrEqual(t, st.at, now)
+			assert.Equal(t, st.at == now, first)
+			if st.at > now {
+				assert.False(t, st.due(ps, st.at-1))
+			}
+			assert.True(t, st.due(ps, st.at))
+		})
+	}
 }

@@ -122,8 +122,8 @@ func (s *Session) handshakeWait() error {
 		return nil
 	}
 	if all {
-		s.syncStep()
-		if s.proto.started {
+		if s.start.due(s.peers, s.now) && s.stmts.ready() {
+			s.begin()
 			return nil
 		}
 	}
@@ -155,35 +155,6 @@ func (s *Session) begin() {
 	}
 	if s.pace.lag.raise(inputlag.Initial(worst, frameDuration)) {
 		s.events = append(s.events, Event{Kind: EventInputLagChanged, Frame: s.frame, Peer: -1, Lag: s.pace.lag.delay})
-	}
-}
-
-// syncStep advances the start protocol once every peer is verified: the
-// host builds the mesh from every machine's row; once a machine has the
-// mesh and every other machine's Go (the host's Start counts as its Go),
-// it waits advantage.StartDelay and starts.
-func (s *Session) syncStep() {
-	st := &s.start
-	if !st.meshKnown && st.host < 0 && s.peers.rowReady() {
-		s.start.buildMesh(s.peers)
-	}
-	if !st.meshKnown {
-		return
-	}
-	if st.at < 0 {
-		for i := range s.peers {
-			if !s.peers[i].start.goSeen && !s.peers[i].late {
-				return
-			}
-		}
-		host := st.machine
-		if st.host >= 0 {
-			host = s.peers[st.host].machine
-		}
-		st.at = s.now + s.start.startDelay(host, s.peers)
-	}
-	if s.now >= st.at && s.stmts.ready() {
-		s.begin()
 	}
 }
 
@@ -297,4 +268,29 @@ func (s *Session) sendStart(i int) {
 		s.proto.lie.lieRTTs(st.ready.RTT)
 		s.sendControl(i, &st.ready)
 	}
+}
+
+// due reports whether the start the host set has come, at now: the mesh
+// of round trips known (the host builds it once every row has come), the
+// Go of every peer seen, and the start delay over the mesh passed.
+func (st *starter) due(ps peerSet, now time.Duration) bool {
+	if !st.meshKnown && st.host < 0 && ps.rowReady() {
+		st.buildMesh(ps)
+	}
+	if !st.meshKnown {
+		return false
+	}
+	if st.at < 0 {
+		for i := range ps {
+			if !ps[i].start.goSeen && !ps[i].late {
+				return false
+			}
+		}
+		host := st.machine
+		if st.host >= 0 {
+			host = ps[st.host].machine
+		}
+		st.at = now + st.startDelay(host, ps)
+	}
+	return now >= st.at
 }
