@@ -20,7 +20,7 @@ func MeasureCopy(size, rounds int) float64 {
 		src[i] = byte(i * 7) // data, not zeros: some machines store zero lines faster
 	}
 	copies := max(1, (4<<20)/size) // about 4 MiB a timing: 1 ms at 4 GB/s
-	memcopy.Copy(dst, src)          // warm: the pages exist and are in the cache
+	memcopy.Copy(dst, src)         // warm: the pages exist and are in the cache
 	perByte := make([]float64, rounds)
 	for r := range perByte {
 		start := time.Now()
