@@ -976,6 +976,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, errors.New("-spectators: only over netsim or udp in rollback mode")
 	case o.forge < 0 || o.forge > maxForge:
 		return nil, 0, fmt.Errorf("-forge: %d (want 0 to %d forged datagrams a second per machine)", o.forge, maxForge)
+	case o.model.step < 0:
+		return nil, 0, fmt.Errorf("-step-cost: %v (want 0, the model off, or more)", o.model.step)
+	case !o.model.on() && (o.model.copySet || o.model.stateSize > 0):
+		return nil, 0, errors.New("-copy-cost and -state-size: only with -step-cost (the tick-cost model)")
 	}
 	if err := o.checkAdversary(); err != nil {
 		return nil, 0, err
