@@ -18,6 +18,7 @@
 //	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
 //	     [-adversary KIND|all] [-adversary-machine N]
+//	     [-step-cost D] [-copy-cost NS] [-state-size BYTES]
 //
 // With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
 // -playout delay; the summary counts hitches (render frames a due frame
@@ -38,6 +39,15 @@
 // machines are judged: they must verify, and suspect and disconnect none
 // of their own; the summary says whether and when they named the liar,
 // how fast they played and their input lag.
+//
+// With -step-cost D the soak models a game whose Game.Step costs D: every
+// tick of every machine costs its Game.Step calls × D + the bytes its
+// snapshot saves and restores copied × -copy-cost (ns per byte; measured
+// at the start when not given), each copy -state-size bytes (default: the
+// arena's used bytes). The summary, the JSON (tick_cost) and the report
+// give the CPU per simulated second and the tick cost's p50, p99 and
+// maximum (docs/soak.md, "The tick-cost model"). The matches are
+// unchanged.
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
