@@ -18,6 +18,7 @@
 //	soak [-matches 20] [-players 2] [-machines N] [-frames 3600] [-seed 1] [-profile wifi] [-json FILE] [-transport sim|tcp-model|udp]
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
 //	     [-adversary KIND|all] [-adversary-machine N]
+//	     [-step-cost D] [-copy-cost NS] [-state-size BYTES]
 //
 // With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
 // -playout delay; the summary counts hitches (render frames a due frame
@@ -38,6 +39,15 @@
 // machines are judged: they must verify, and suspect and disconnect none
 // of their own; the summary says whether and when they named the liar,
 // how fast they played and their input lag.
+//
+// With -step-cost D the soak models a game whose Game.Step costs D: every
+// tick of every machine costs its Game.Step calls × D + the bytes its
+// snapshot saves and restores copied × -copy-cost (ns per byte; measured
+// at the start when not given), each copy -state-size bytes (default: the
+// arena's used bytes). The summary, the JSON (tick_cost) and the report
+// give the CPU per simulated second and the tick cost's p50, p99 and
+// maximum (docs/soak.md, "The tick-cost model"). The matches are
+// unchanged.
 //
 // Profiles are the presets lan, wifi, continental, intercontinental, far and
 // hell, or a spec such as latency=80ms,jitter=10ms,loss=2%,dup=1%,reorder=1%
@@ -69,6 +79,7 @@ import (
 	"time"
 
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
+	"github.com/rewindgg/rewind/cmd/soak/internal/tickcost"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/internal/match"
@@ -213,6 +224,10 @@ type Summary struct {
 	ReplaysVerified int    `json:"replays_verified"`
 	RecordDir       string `json:"record_dir,omitempty"`
 
+	// TickCost is the tick-cost model's figures (-step-cost; absent
+	// without it).
+	TickCost *TickCostJSON `json:"tick_cost,omitempty"`
+
 	// WebRTC reports -transport webrtc (absent otherwise).
 	WebRTC *WebRTCJSON `json:"webrtc,omitempty"`
 
@@ -334,6 +349,8 @@ type options struct {
 	adversary                                                        string     // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                 int        // -1: rotating (options.adversaryOf)
 	adversaryKind                                                    liar.Kind
+	model                                                            modelFlags // -step-cost, -copy-cost, -state-size (tickcost.go)
+	tickModel                                                        tickcost.Model
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -398,6 +415,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.lateJoin, "late-join", 0, "K player machines (not the host, nor the one -rejoin crashes) have reserved slots (rollback.Peer.Late): the match starts without them and each starts at a random time in its first half, joining in progress and taking its players from a stand-in that reads the state; each match must verify")
 	fs.IntVar(&o.rejoin, "rejoin", 0, "K (0 or 1) player machines crash at a random frame and restart 1 to 10 s later (a fresh session joining in progress: rollback.Config.InProgress), taking their players back from a stand-in that reads the state; each match must verify with the absence as agreed")
 	fs.IntVar(&o.spectators, "spectators", 0, "N spectators watch every match: a quarter join at the start, a quarter in the last second, the rest at random moments; a quarter leave early (half crash); each player machine serves "+strconv.Itoa(match.SpectatorsPerMachine)+" directly, the rest join through spectators that relay. Each must end with the offline re-simulation's state")
+	o.model.add(fs)
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
 	return fs
 }
@@ -424,6 +442,12 @@ func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) 
 	if o.jsonPath == "-" {
 		human = stderr
 	}
+	if o.model.on() {
+		if o.tickModel, err = o.model.model(o.players, human); err != nil {
+			fmt.Fprintf(stderr, "soak: %v\n", err)
+			return 2
+		}
+	}
 	began := time.Now()
 	bar := newProgress(stderr, o.matches*len(profs), len(profs) > 1)
 	var sums []Summary
@@ -441,6 +465,10 @@ func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) 
 		results := playAll(po, prof, policy, bar)
 		s := summarize(po, results, policy)
 		s.WallSeconds = time.Since(start).Seconds()
+		var costs tickcost.Figures
+		if o.model.on() {
+			s.TickCost, costs = tickCostJSON(o.tickModel, !o.model.copySet, o.players, results)
+		}
 		if po.webrtc != nil {
 			po.webrtc.report(&s)
 			po.webrtc.close()
@@ -448,7 +476,9 @@ func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) 
 		bar.clear()
 		printSummary(human, &s)
 		sums = append(sums, s)
-		runs = append(runs, reportRun(po, &s, results))
+		rr := reportRun(po, &s, results)
+		rr.TickCosts = costs.Costs
+		runs = append(runs, rr)
 	}
 	var table *report.Table
 	if len(sums) > 1 {
@@ -526,7 +556,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
-					Forge: o.forge, Spectators: o.spectators}
+					Forge: o.forge, Spectators: o.spectators, TickWork: o.model.on()}
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
 					rejoinPlan(&c, o.machines)
@@ -666,6 +696,13 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 				s.TickRate, max(0, s.PlayoutMs), s.Hitches, s.HitchesPerMinute, s.HitchSpells, s.HitchSpellMeanMs)},
 			rows[len(rows)-1])
 	}
+	if t := s.TickCost; t != nil {
+		rows = append(rows[:len(rows)-1],
+			[2]string{"tick cost (model)", fmt.Sprintf("Step %v, copy %s ns per byte × %d bytes: %s ms CPU per simulated second; tick p50 %s ms, p99 %s ms, maximum %s ms",
+				time.Duration(t.StepCostNs), formatNs(t.CopyNsPerByte), t.CopyBytes, report.FormatFloat(t.CPUMsPerSecond, 3),
+				report.FormatFloat(t.P50Ms, 3), report.FormatFloat(t.P99Ms, 3), report.FormatFloat(t.MaxMs, 3))},
+			rows[len(rows)-1])
+	}
 	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
@@ -779,7 +816,7 @@ type flagWords struct {
 // notForMatch are the flags that change nothing in a match, or that the
 // reproduce command gives itself (-profile, -seed, -matches 1).
 var notForMatch = map[string]bool{"matches": true, "seed": true, "profile": true, "profiles": true,
-	"json": true, "report": true, "parallel": true}
+	"json": true, "report": true, "parallel": true, "step-cost": true, "copy-cost": true, "state-size": true}
 
 // matchFlags is every flag given on fs's command line that a match
 // depends on, as the reproduce command writes it (by name: -name value,
@@ -949,6 +986,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, errors.New("-spectators: only over netsim or udp in rollback mode")
 	case o.forge < 0 || o.forge > maxForge:
 		return nil, 0, fmt.Errorf("-forge: %d (want 0 to %d forged datagrams a second per machine)", o.forge, maxForge)
+	case o.model.step < 0:
+		return nil, 0, fmt.Errorf("-step-cost: %v (want 0, the model off, or more)", o.model.step)
+	case !o.model.on() && (o.model.copySet || o.model.stateSize > 0):
+		return nil, 0, errors.New("-copy-cost and -state-size: only with -step-cost (the tick-cost model)")
 	}
 	if err := o.checkAdversary(); err != nil {
 		return nil, 0, err
@@ -1275,6 +1316,9 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.ForgeRate > 0 {
 		fmt.Fprintf(w, "  forgery: %d forged datagrams a second per machine: %d sent, %d received, %d caught by the MAC, %d taken as valid\n",
 			s.ForgeRate, s.ForgedDatagrams, s.ForgedReceived, s.PacketsForged, s.ForgedAccepted)
+	}
+	if s.TickCost != nil {
+		fmt.Fprintf(w, "  %s\n", s.TickCost.line())
 	}
 	fmt.Fprintf(w, "  %.0f simulated seconds in %.2f s of wall time\n", s.SimulatedSeconds, s.WallSeconds)
 	for _, f := range s.Failures {

@@ -61,6 +61,12 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-adversary", "liar"}, "-adversary"},
 		{[]string{"-adversary", "none"}, "-adversary"},
 		{[]string{"-adversary-machine", "0"}, "-adversary-machine"},
+		{[]string{"-step-cost", "-1ms"}, "-step-cost"},
+		{[]string{"-step-cost", "1ms", "-copy-cost", "fast"}, "-copy-cost"},
+		{[]string{"-step-cost", "1ms", "-copy-cost", "-0.1"}, "-copy-cost"},
+		{[]string{"-copy-cost", "0.1"}, "-copy-cost"},
+		{[]string{"-step-cost", "1ms", "-state-size", "1TiB"}, "-state-size"},
+		{[]string{"-state-size", "1MiB"}, "-state-size"},
 	}
 	if match.AdversaryBuilt { // otherwise -adversary is refused first (TestAdversaryNeedsItsBuild)
 		cases = append(cases, badFlag{[]string{"-adversary", "lookahead", "-adversary-machine", "2"}, "-adversary-machine"},

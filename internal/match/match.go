@@ -156,6 +156,10 @@ type Config struct {
 	// match is not done until every spectator that stays has simulated
 	// every frame.
 	Spectators int
+	// TickWork records what every tick of every machine cost its game and
+	// its arena (Result.TickWork; tickwork.go): cmd/soak's tick-cost
+	// model. It changes nothing in the match.
+	TickWork bool
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -276,6 +280,9 @@ type Result struct {
 	// Late is what each of Config.Late did, in its order (completed
 	// matches; From is 0).
 	Late []RejoinReport
+	// TickWork has, with Config.TickWork, every tick of every machine,
+	// machine by machine (a machine's ticks while it was down excluded).
+	TickWork []TickWork
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -313,8 +320,9 @@ type machine struct {
 	file bytes.Buffer
 	log  bytes.Buffer
 
-	tl  timeline
-	mis *mispredictions // the misprediction depth of every rollback (mispredict.go)
+	tl   timeline
+	mis  *mispredictions // the misprediction depth of every rollback (mispredict.go)
+	work workMeter       // Config.TickWork (tickwork.go); its step count always runs
 
 	ledger *sound.Ledger
 	voices *voiceLog
@@ -660,7 +668,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			game = usedInputs{Game: m.g, step: game, players: c.Players, used: m.used}
 		}
 		m.mis = newMispredictions(c.Players)
-		game = probedGame{Game: m.g, step: game, p: m.mis}
+		game = probedGame{Game: m.g, step: game, p: m.mis, steps: &m.work.steps}
 		var rec rollback.Recorder
 		if c.Record {
 			m.rec = replay.NewWriter(&m.file, arena.ReplayName, arena.ReplayParams(c.Seed))
@@ -731,9 +739,13 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	}
 	end := rollback.Frame(rn.target.Load())
 	before := m.s.Stats()
+	m.work.start()
 	defer func() {
 		m.frame.Store(m.s.Frame())
 		m.finished = fin
+		if c.TickWork {
+			m.work.end(before, m.s.Stats(), m.a.Used())
+		}
 		rn.measure(m, before)
 		rn.sample(i)
 		if m.startTick == 0 && m.s.Frame() > 0 {
@@ -989,6 +1001,7 @@ func (rn *run) finish(r *Result) {
 	}
 	for i := range ms {
 		r.Timeline = append(r.Timeline, ms[i].tl.samples...)
+		r.TickWork = append(r.TickWork, ms[i].work.ticks...)
 		for d, n := range ms[i].tl.depths {
 			r.RollbackDepths[d] += n
 		}

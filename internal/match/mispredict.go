@@ -106,14 +106,16 @@ func (p *mispredictions) flush() {
 
 // probedGame is a machine's game with its misprediction probe: every
 // Game.Step of the live state (the one the Observer announced) goes to the
-// probe too.
+// probe too. steps counts every Game.Step call (workMeter).
 type probedGame struct {
 	*arena.Game // StepPartial and the rest
 	step        rollback.Game
 	p           *mispredictions
+	steps       *int64
 }
 
 func (g probedGame) Step(f rollback.Frame, in []rollback.PlayerInput) {
+	*g.steps++
 	g.step.Step(f, in)
 	if g.p.armed && f == g.p.next {
 		g.p.armed = false

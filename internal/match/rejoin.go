@@ -99,7 +99,7 @@ func (rn *run) restart(i int) (bool, error) {
 	}
 	cfg := m.cfg
 	m.mis.restart()
-	cfg.State, cfg.Game, cfg.Observer, cfg.Recorder, cfg.Log = a, probedGame{Game: g, step: g, p: m.mis}, probedObserver{p: m.mis}, nil, nil
+	cfg.State, cfg.Game, cfg.Observer, cfg.Recorder, cfg.Log = a, probedGame{Game: g, step: g, p: m.mis, steps: &m.work.steps}, probedObserver{p: m.mis}, nil, nil
 	cfg.Rand = seededRand(rn.c.Seed, rn.c.randSalt+1, i)
 	cfg.InProgress = true
 	if rn.c.StandIn {

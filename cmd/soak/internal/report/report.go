@@ -6,7 +6,8 @@
 // frames re-simulated per rollback, each a histogram; rollbacks, stalls,
 // frame advantage, input lag, bandwidth and round-trip time per second,
 // each as the mean over every machine of every match with its 95th
-// percentile and maximum. The page loads nothing from anywhere: the plots
+// percentile and maximum; with the soak's tick-cost model, the
+// distribution of the modelled tick cost. The page loads nothing from anywhere: the plots
 // are files beside it.
 package report
 
@@ -51,6 +52,10 @@ type Run struct {
 	Rows     [][2]string // the summary table: label, value
 	Results  []match.Result
 	Failures []Failure
+	// TickCosts, when not empty, are the modelled cost of every tick of
+	// every machine, in nanoseconds, sorted (the soak's -step-cost): the
+	// section then has one more plot, their distribution.
+	TickCosts []float64
 }
 
 // Failure is a failed match and the command that reproduces it.
@@ -76,7 +81,8 @@ var plots = []struct {
 	{"rtt", "Smoothed round-trip time to the peers (a machine's mean): mean, 95th percentile and maximum", rtt},
 }
 
-// Plots is how many plots each profile's section has.
+// Plots is how many plots each profile's section has (one more with
+// Run.TickCosts).
 func Plots() int { return len(plots) }
 
 // Write writes dir/index.html and its plots.
@@ -98,6 +104,17 @@ func Write(dir string, page Page) error {
 				return fmt.Errorf("report: %s: %w", file, err)
 			}
 			sec.Plots = append(sec.Plots, figure{File: file, Caption: pl.caption})
+		}
+		if len(r.TickCosts) > 0 {
+			p := plot.New()
+			if err := tickCosts(p, r.TickCosts); err != nil {
+				return fmt.Errorf("report: tickcost: %w", err)
+			}
+			file := prefix + "-tickcost.png"
+			if err := p.Save(18*vg.Centimeter, 9*vg.Centimeter, filepath.Join(dir, file)); err != nil {
+				return fmt.Errorf("report: %s: %w", file, err)
+			}
+			sec.Plots = append(sec.Plots, figure{File: file, Caption: tickCostCaption})
 		}
 		data.Sections = append(data.Sections, sec)
 	}

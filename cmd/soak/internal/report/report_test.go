@@ -106,3 +106,35 @@ func TestHistogramPlot(t *testing.T) {
 	assert.Equal(t, "Misprediction depth (no rollbacks)", empty.Title.Text)
 	require.NoError(t, empty.Save(10*vg.Centimeter, 5*vg.Centimeter, filepath.Join(t.TempDir(), "e.png")))
 }
+
+// TestTickCostPlot: the tick-cost distribution plots on a log axis from
+// the rarest tick's share to 1, its cost axis reaching the dearest tick;
+// without work it says so; Write adds it to a
+// run that has tick costs, and only to that one.
+func TestTickCostPlot(t *testing.T) {
+	t.Parallel()
+	costs := make([]float64, 1000)
+	for i := range costs {
+		costs[i] = 500e3 // one 500 µs step
+	}
+	costs[0], costs[990], costs[999] = 0, 10.5e6, 16e6
+	p := plot.New()
+	require.NoError(t, tickCosts(p, costs))
+	assert.Equal(t, 0.001, p.Y.Min)
+	assert.Equal(t, 1.0, p.Y.Max)
+	assert.GreaterOrEqual(t, p.X.Max, 16.0)
+	require.NoError(t, p.Save(10*vg.Centimeter, 5*vg.Centimeter, filepath.Join(t.TempDir(), "c.png")))
+
+	empty := plot.New()
+	require.NoError(t, tickCosts(empty, []float64{0, 0}))
+	assert.Equal(t, "Tick cost (model) (no work)", empty.Title.Text)
+	require.NoError(t, empty.Save(10*vg.Centimeter, 5*vg.Centimeter, filepath.Join(t.TempDir(), "e.png")))
+
+	dir := t.TempDir()
+	require.NoError(t, Write(dir, Page{Title: "t", Runs: []Run{{Profile: "lan"}, {Profile: "wifi", TickCosts: costs}}}))
+	pngs, err := filepath.Glob(filepath.Join(dir, "*.png"))
+	require.NoError(t, err)
+	assert.Len(t, pngs, 2*Plots()+1)
+	assert.FileExists(t, filepath.Join(dir, "1-wifi-tickcost.png"))
+	assert.NoFileExists(t, filepath.Join(dir, "0-lan-tickcost.png"))
+}
