@@ -90,7 +90,7 @@ type checksums struct {
 // nothing allocates per frame).
 type checksumSink interface {
 	finalChecksum(f Frame, sum uint64)
-	sendState(peer int, m *wire.State)
+	sendControl(peer int, m wire.Control) // a State message
 	outvoted(e *desync.Error)
 }
 
@@ -408,7 +408,7 @@ func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
 		}
 		x.status[i] = now
 		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Done: x.complete}
-		sink.sendState(i, msg)
+		sink.sendControl(i, msg)
 		return
 	}
 	chunks := (len(x.mine) + wire.MaxStateData - 1) / wire.MaxStateData
@@ -418,7 +418,7 @@ func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
 		off := n * wire.MaxStateData
 		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Offset: uint32(off), Done: x.complete,
 			Data: x.mine[off:min(off+wire.MaxStateData, len(x.mine))]}
-		sink.sendState(i, msg)
+		sink.sendControl(i, msg)
 	}
 }
 

@@ -50,8 +50,10 @@ func (s *sumSink) finalChecksum(f Frame, sum uint64) { s.finals = append(s.final
 
 func (s *sumSink) outvoted(e *desync.Error) { s.voted = append(s.voted, *e) }
 
-// sendState copies the message, as encoding it would: the owner reuses it.
-func (s *sumSink) sendState(peer int, m *wire.State) {
+// sendControl copies the State message, as encoding it would: the owner
+// reuses it.
+func (s *sumSink) sendControl(peer int, msg wire.Control) {
+	m := msg.(*wire.State)
 	c := *m
 	c.Data = slices.Clone(m.Data)
 	s.sent = append(s.sent, sentState{peer, c})

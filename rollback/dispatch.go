@@ -65,7 +65,7 @@ func (h *handlers) register(s *Session) {
 			}
 			ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
 			if completed {
-				s.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
+				s.events.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
 			}
 			return s.frame, ok
 		}

@@ -115,3 +115,12 @@ func (e Event) String() string {
 	}
 	return fmt.Sprintf("%s frame=%d", e.Kind, e.Frame)
 }
+
+// eventLog is the events of one call (Result.Events), of a session or a
+// spectator; the next call starts it again.
+type eventLog []Event
+
+// emit adds an event of kind k at frame f about peer (-1: none).
+func (l *eventLog) emit(k EventKind, f Frame, peer int) {
+	*l = append(*l, Event{Kind: k, Frame: f, Peer: peer})
+}

@@ -362,7 +362,7 @@ func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
 }
 
 // emitGuest reports a spectator's arrival or departure (a stateSource).
-func (s *Session) emitGuest(k EventKind, idx int) { s.emit(k, s.frame, idx) }
+func (s *Session) emitGuest(k EventKind, idx int) { s.events.emit(k, s.frame, idx) }
 
 // syncCheck is sync-test mode's record of the arena at the start of each
 // frame, to compare a re-simulation with the first simulation.
@@ -382,6 +382,6 @@ func (c *syncCheck) check(s *Session, f Frame, sum uint64) {
 	}
 	if want := c.sums[ring(f)]; want != sum && c.err == nil {
 		c.err = &SyncTestError{Frame: f - 1, Want: want, Got: sum}
-		s.emit(EventSyncTestFailed, f-1, -1)
+		s.events.emit(EventSyncTestFailed, f-1, -1)
 	}
 }

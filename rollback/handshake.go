@@ -342,7 +342,7 @@ func (s *Session) verify(i int) {
 	if !ps.auth.verified {
 		ps.auth.verified = true
 		ps.link.lastRecv = s.now
-		s.emit(EventConnected, s.frame, i)
+		s.events.emit(EventConnected, s.frame, i)
 	}
 }
 

@@ -366,7 +366,7 @@ func (s *Session) takeOver() {
 	s.stats.Join = j.stats
 	s.join = nil
 	s.becomePlaying()
-	s.emit(EventTookOver, t, -1)
+	s.events.emit(EventTookOver, t, -1)
 }
 
 // hint says what a join that timed out waited for, of the peers ps.

@@ -81,7 +81,7 @@ func (s *Session) receive() Frame {
 		case taken:
 			ps.st.PacketsReceived++
 			if ps.link.heard(s.now, n) {
-				s.emit(EventNetworkResumed, s.frame, peer)
+				s.events.emit(EventNetworkResumed, s.frame, peer)
 			}
 		}
 	}
@@ -109,7 +109,7 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 		s.stats.PacketsForged++
 		s.peers[i].st.PacketsForged++
 		if s.peers[i].link.forged() {
-			s.emit(EventForgery, s.frame, i)
+			s.events.emit(EventForgery, s.frame, i)
 		}
 		return s.frame, dropped
 	case err != nil:
@@ -265,7 +265,7 @@ func (s *Session) checkLiveness() Frame {
 		silent := s.now - ps.link.lastRecv
 		if silent > s.proto.interruptAfter && !ps.link.interrupted {
 			ps.link.interrupted = true
-			s.emit(EventNetworkInterrupted, s.frame, i)
+			s.events.emit(EventNetworkInterrupted, s.frame, i)
 		}
 		if silent > s.proto.disconnectAfter {
 			s.disconnect(i)
@@ -295,7 +295,7 @@ func (s *Session) checkLiveness() Frame {
 		if s.aud == nil && s.proto.rejoinWindow > 0 && s.ls == nil {
 			s.serve(0) // it may come back: it will watch us first
 		}
-		s.emit(EventDisconnected, px.leave.frame, x)
+		s.events.emit(EventDisconnected, px.leave.frame, x)
 	}
 	return mis
 }

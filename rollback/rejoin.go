@@ -302,5 +302,5 @@ func (s *Session) tookOver(i int) {
 		s.stmts.dirty = true
 	}
 	s.sums.resume(i)
-	s.emit(EventTookOver, t, i)
+	s.events.emit(EventTookOver, t, i)
 }

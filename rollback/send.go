@@ -361,11 +361,6 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	}
 }
 
-// sendState sends peer i a piece of the state exchange (a checksumSink).
-func (s *Session) sendState(i int, m *wire.State) {
-	s.sendControl(i, m)
-}
-
 // finalChecksum takes a checksum that has become final (a checksumSink):
 // the Recorder and the log get it.
 func (s *Session) finalChecksum(f Frame, sum uint64) {
@@ -404,5 +399,5 @@ func (s *Session) checkDesync() {
 	if s.out.log != nil {
 		s.out.log.Desync(s.now, int(e.Frame), e.Peer, e.Local, e.Remote)
 	}
-	s.emit(EventDesyncDetected, Frame(e.Frame), e.Peer)
+	s.events.emit(EventDesyncDetected, Frame(e.Frame), e.Peer)
 }

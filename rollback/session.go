@@ -43,7 +43,7 @@ type Session struct {
 	io      codec
 	out     recording
 
-	events []Event
+	events eventLog
 	stats  Stats
 
 	// The rings last, after the fields every call reads: a call touches
@@ -316,7 +316,7 @@ func (s *Session) starve(peer int) {
 	w := &s.pace.starving
 	if !w.on || peer != w.peer {
 		if !w.on {
-			s.emit(EventStarved, s.frame, peer)
+			s.events.emit(EventStarved, s.frame, peer)
 		}
 		w.on, w.peer, w.since = true, peer, s.now
 	}
@@ -338,13 +338,8 @@ func (s *Session) starve(peer int) {
 func (s *Session) resume() {
 	if s.pace.starving.on {
 		s.pace.starving.on = false
-		s.emit(EventResumed, s.frame, -1)
+		s.events.emit(EventResumed, s.frame, -1)
 	}
-}
-
-// emit adds an event to this call's Result.
-func (s *Session) emit(k EventKind, f Frame, peer int) {
-	s.events = append(s.events, Event{Kind: k, Frame: f, Peer: peer})
 }
 
 // Idle receives, corrects and sends like [Session.Advance] but simulates no
@@ -400,7 +395,10 @@ func (s *Session) poll() (Frame, error) {
 			}
 		}
 	}
-	return mis, s.handshakeStep()
+	if s.proto.started {
+		return mis, nil
+	}
+	return mis, s.handshakeWait()
 }
 
 // hasLocalInput reports whether every local player's input for s.frame is

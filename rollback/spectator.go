@@ -133,7 +133,7 @@ type Spectator struct {
 	closed  bool
 	err     error // ErrNoSource or a *TermsError, once
 
-	events []Event
+	events eventLog
 	stats  SpectatorStats
 	io     struct {
 		sendBuf, recvBuf []byte
@@ -270,7 +270,7 @@ func (s *Spectator) run(limit Frame) Result {
 			s.stats.CatchUpTicks++
 			if s.frame >= target-1 && target > s.stats.StateFrame {
 				s.stats.CaughtUp = true
-				s.emit(EventCaughtUp, s.frame, -1)
+				s.events.emit(EventCaughtUp, s.frame, -1)
 			}
 		}
 	}
@@ -303,13 +303,9 @@ func (s *Spectator) step() {
 	s.frame++
 }
 
-func (s *Spectator) emit(k EventKind, f Frame, peer int) {
-	s.events = append(s.events, Event{Kind: k, Frame: f, Peer: peer})
-}
-
 // emitGuest reports a relayed spectator's arrival or departure (a
 // stateSource).
-func (s *Spectator) emitGuest(k EventKind, idx int) { s.emit(k, s.frame, idx) }
+func (s *Spectator) emitGuest(k EventKind, idx int) { s.events.emit(k, s.frame, idx) }
 
 // joinState offers relayed spectators our live state: every frame we
 // simulate is final (a stateSource).
@@ -346,7 +342,7 @@ func (s *Spectator) hint() string {
 
 func (s *Spectator) sourceLeft() {
 	s.stats.SourceLeft = true
-	s.emit(EventDisconnected, s.frame, s.src)
+	s.events.emit(EventDisconnected, s.frame, s.src)
 }
 
 // Close tells the source and every spectator we relay to that we leave.

@@ -93,17 +93,10 @@ func newStarter(noDelay bool, lowest PlayerID, peers []peer) starter {
 	return st
 }
 
-// handshakeStep runs the start of the match: the handshake, then (unless
+// handshakeWait runs the start of the match until it runs (poll asks
+// only then: no call once the match runs): the handshake, then (unless
 // Config.NoStartDelay) the exchange of round-trip times and the start
 // delay. It returns an error on timeout.
-func (s *Session) handshakeStep() error {
-	if s.proto.started {
-		return nil // inlined: no call once the match runs
-	}
-	return s.handshakeWait()
-}
-
-// handshakeWait is handshakeStep before the match runs.
 func (s *Session) handshakeWait() error {
 	all := true
 	for i := range s.peers {
@@ -146,7 +139,7 @@ func (s *Session) handshakeWait() error {
 // begin starts the match.
 func (s *Session) begin() {
 	s.proto.started, s.proto.startedAt = true, s.now
-	s.emit(EventRunning, s.frame, -1)
+	s.events.emit(EventRunning, s.frame, -1)
 	// The article's initial input lag, from half the worst round trip; it
 	// is raised like any other raise: by stalling while taking input.
 	var worst time.Duration

@@ -67,7 +67,7 @@ func (s *Spectator) fromSource(b []byte) bool {
 func (s *Spectator) sealed(b, body []byte) bool {
 	if !s.up.verified {
 		s.up.verified = true
-		s.emit(EventConnected, s.frame, s.src)
+		s.events.emit(EventConnected, s.frame, s.src)
 	}
 	s.upRecv = s.now
 	switch wire.SealedKind(b) {
@@ -268,7 +268,7 @@ func (s *Spectator) takeSnap(body []byte) bool {
 	s.feed.reset(r.frame)
 	s.stats.StateFrame, s.stats.StateBytes, s.stats.StateTime = r.frame, total, max(1, s.now-s.born)
 	r.data, r.got = nil, nil
-	s.emit(EventJoined, s.frame, s.src)
+	s.events.emit(EventJoined, s.frame, s.src)
 	return true
 }
 
