@@ -27,7 +27,7 @@
 //
 // With -forge RATE an off-path attacker who knows every address and the
 // session id sends every machine RATE forged datagrams a second as if from
-// the other machines' addresses, from before the handshake (netsim.Forger:
+// the other machines' addresses, from before the handshake (offpath.Forger:
 // random bytes, mangled copies of the match's datagrams, replays of an
 // earlier match with the same session id, handshakes racing the real
 // ones); a forged datagram a session takes as valid fails the soak.

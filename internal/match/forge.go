@@ -12,9 +12,10 @@ import (
 	"github.com/rewindgg/rewind/pacer"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/rollbacktest/offpath"
 )
 
-// This file is the attacked match (Config.Forge): a netsim.Forger sends
+// This file is the attacked match (Config.Forge): a offpath.Forger sends
 // every machine Config.Forge forged datagrams a second as if from the
 // other machines' addresses, from before the handshake to the end, and
 // each machine's transport is wrapped to count the forged datagrams its
@@ -26,7 +27,7 @@ const earlierFrames = 600
 // forgery is one match's attacker and its accounting.
 type forgery struct {
 	mu       sync.Mutex // over UDP the machines' goroutines and the sender share it
-	f        *netsim.Forger
+	f        *offpath.Forger
 	rate     int
 	machines int
 	sent     []int64 // forged datagrams sent to each machine
@@ -42,7 +43,7 @@ type forgery struct {
 // of an earlier match with the same session id: the same seed, network
 // and bots, but other nonces and keys.
 func newForgery(c Config, machines int) (*forgery, error) {
-	f, err := netsim.NewForger(c.Seed^0x5eed_f0e6, machines, sessionID(c))
+	f, err := offpath.NewForger(c.Seed^0x5eed_f0e6, machines, sessionID(c))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func (fg *forgery) next(to int) ([]byte, int) {
 	}
 	b, k := fg.f.Next(from, to)
 	fg.sent[to]++
-	if k == netsim.ForgeHandshake && !fg.allStarted() {
+	if k == offpath.ForgeHandshake && !fg.allStarted() {
 		fg.racing++
 	}
 	return b, from
@@ -194,8 +195,8 @@ func (fg *forgery) result(r *Result) {
 		}
 	}
 	r.ForgedDatagrams, r.ForgedHandshakesBeforeStart = fg.f.Total(), fg.racing
-	for k := range netsim.NumForgeKinds {
-		r.ForgedKinds[k+1] = fg.f.Count(netsim.ForgeKind(k + 1))
+	for k := range offpath.NumForgeKinds {
+		r.ForgedKinds[k+1] = fg.f.Count(offpath.ForgeKind(k + 1))
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/rollbacktest/offpath"
 )
 
 // handshakeRetryTicks is one handshake retry (100 ms) in 60 Hz ticks. An
@@ -73,8 +74,8 @@ func TestForgery(t *testing.T) {
 					assert.LessOrEqual(t, r.StartTick, calm.StartTick+5*handshakeRetryTicks, "started %d ticks later than unattacked", r.StartTick-calm.StartTick)
 					late <- r.StartTick - calm.StartTick
 					assert.Positive(t, r.StartTick)
-					for kind := range netsim.NumForgeKinds {
-						assert.Positive(t, r.ForgedKinds[kind+1], "no %v sent", netsim.ForgeKind(kind+1))
+					for kind := range offpath.NumForgeKinds {
+						assert.Positive(t, r.ForgedKinds[kind+1], "no %v sent", offpath.ForgeKind(kind+1))
 					}
 					assert.Positive(t, r.ForgedHandshakesBeforeStart, "no forged handshake raced the real ones")
 					// All but those still in flight when the match ended.

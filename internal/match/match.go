@@ -32,6 +32,7 @@ import (
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/rollbacktest/offpath"
 	"github.com/rewindgg/rewind/savestate"
 	"github.com/rewindgg/rewind/sound"
 )
@@ -125,7 +126,7 @@ type Config struct {
 	// Forge, when positive, attacks the match (forge.go): every machine
 	// receives Forge forged datagrams a second as if from the other
 	// machines' addresses, from before the handshake (forged handshakes
-	// race the real ones) to the end, of every netsim.ForgeKind in turn:
+	// race the real ones) to the end, of every offpath.ForgeKind in turn:
 	// random bytes, mangled copies of the match's datagrams, replays of an
 	// earlier match with the same session id (played first, at most 600
 	// frames, with other nonces and keys), handshakes. Over UDP every
@@ -258,7 +259,7 @@ type Result struct {
 	Suspects  int64
 	Suspected [rollback.NumSuspicions]int64
 	// Config.Forge: ForgedDatagrams counts the forged datagrams sent,
-	// ForgedKinds the same by netsim.ForgeKind, ForgedReceived those the
+	// ForgedKinds the same by offpath.ForgeKind, ForgedReceived those the
 	// sessions received (over UDP the transport drops the stranger's),
 	// and ForgedAccepted those a session took as valid from a peer (its
 	// PeerStats.PacketsReceived went up on one): it must be 0.
@@ -266,7 +267,7 @@ type Result struct {
 	// before every machine had started: the ones that raced the real
 	// handshake.
 	ForgedDatagrams             int64
-	ForgedKinds                 [netsim.NumForgeKinds + 1]int64
+	ForgedKinds                 [offpath.NumForgeKinds + 1]int64
 	ForgedReceived              int64
 	ForgedAccepted              int64
 	ForgedHandshakesBeforeStart int64

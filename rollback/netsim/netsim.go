@@ -19,8 +19,8 @@
 //
 // Attacks: [Network.Tap] sees every datagram a node sends, and
 // [Network.Inject] delivers a datagram to a node as if another node had
-// sent it. A [Forger] uses both to model an off-path attacker that floods
-// the sessions with forged datagrams.
+// sent it. The Forger of rollback/rollbacktest/offpath uses both to model
+// an off-path attacker that floods the sessions with forged datagrams.
 package netsim
 
 import (
@@ -191,7 +191,7 @@ type Network struct {
 	// Tap, if set, is called with every datagram a node gives to Send
 	// (before the link decides its fate, so lost ones too), never with an
 	// injected one. b is valid only during the call. Tests use it to show
-	// an attacker the traffic ([Forger.Observe]).
+	// an attacker the traffic (offpath.Forger.Observe).
 	Tap func(from, to int, b []byte)
 }
 

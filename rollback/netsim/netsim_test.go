@@ -265,3 +265,57 @@ func TestAddNode(t *testing.T) {
 	assert.NotEmpty(t, without)
 	assert.Equal(t, without, run(true))
 }
+
+// TestInjectAndTap: Tap sees what nodes send, never what is injected; an
+// injected datagram arrives after the fixed latency, marked as injected,
+// and leaves the genuine traffic's fate unchanged.
+func TestInjectAndTap(t *testing.T) {
+	p := netsim.Profile{Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.3}
+	deliveries := func(inject bool) []string {
+		nw, err := netsim.New(3, 4, p)
+		require.NoError(t, err)
+		var tapped int
+		nw.Tap = func(from, to int, b []byte) {
+			assert.Equal(t, 0, from)
+			assert.Equal(t, 2, to)
+			tapped++
+		}
+		buf := make([]byte, netsim.MTU)
+		var got []string
+		for i := range 100 {
+			require.NoError(t, nw.Endpoint(0).Send(1, []byte{byte(i)})) // node 0's peer 1 is node 2
+			if inject {
+				require.NoError(t, nw.Inject(1, 2, []byte{0xff, byte(i)}))
+			}
+			nw.Advance(tick)
+			for {
+				n, peer, ok := nw.Endpoint(2).Receive(buf)
+				if !ok {
+					break
+				}
+				if nw.Endpoint(2).Injected() {
+					assert.Equal(t, 1, peer, "as if from node 1")
+					assert.Equal(t, []byte{0xff, byte(i)}, buf[:n], "after the latency, before the next tick")
+					continue
+				}
+				assert.Equal(t, 0, peer)
+				got = append(got, string(buf[:n]))
+			}
+		}
+		assert.Equal(t, 100, tapped)
+		if inject {
+			assert.Equal(t, 100, nw.Link(1, 2).Injected)
+			assert.Equal(t, 100, nw.Total().Injected)
+			assert.Zero(t, nw.Link(1, 2).Delivered)
+		}
+		return got
+	}
+	assert.Equal(t, deliveries(false), deliveries(true))
+
+	nw, err := netsim.New(2, 1, netsim.Profile{})
+	require.NoError(t, err)
+	assert.ErrorIs(t, nw.Inject(0, 0, nil), netsim.ErrPeer)
+	assert.ErrorIs(t, nw.Inject(0, 2, nil), netsim.ErrPeer)
+	assert.ErrorIs(t, nw.Inject(-1, 1, nil), netsim.ErrPeer)
+	assert.ErrorIs(t, nw.Inject(0, 1, make([]byte, netsim.MTU+1)), netsim.ErrTooLarge)
+}

@@ -1,15 +1,15 @@
-package netsim_test
+package offpath_test
 
 import (
 	"bytes"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/rollbacktest/offpath"
 )
 
 const forgeSession = 0xfeed
@@ -34,7 +34,7 @@ func sealed(pn int) []byte {
 }
 
 // feed shows f a genuine exchange on link 0→1 and an earlier match's.
-func feed(t *testing.T, f *netsim.Forger) (genuine [][]byte) {
+func feed(t *testing.T, f *offpath.Forger) (genuine [][]byte) {
 	t.Helper()
 	genuine = append(genuine, handshake(t, 111, 0))
 	for pn := range 40 {
@@ -55,29 +55,29 @@ func feed(t *testing.T, f *netsim.Forger) (genuine [][]byte) {
 // TestForgerMakesEveryKind: with material, the kinds come in turn, each of
 // its shape, and none is a genuine datagram.
 func TestForgerMakesEveryKind(t *testing.T) {
-	f, err := netsim.NewForger(1, 2, forgeSession)
+	f, err := offpath.NewForger(1, 2, forgeSession)
 	require.NoError(t, err)
 	genuine := feed(t, f)
 	const rounds = 2000
 	var h wire.Handshake
-	for i := range rounds * netsim.NumForgeKinds {
+	for i := range rounds * offpath.NumForgeKinds {
 		b, k := f.Next(0, 1)
-		require.Equal(t, netsim.ForgeKind(i%netsim.NumForgeKinds+1), k, "datagram %d", i)
+		require.Equal(t, offpath.ForgeKind(i%offpath.NumForgeKinds+1), k, "datagram %d", i)
 		for _, g := range genuine {
 			require.False(t, bytes.Equal(b, g), "a %v is an exact copy of a genuine datagram", k)
 		}
 		switch k {
-		case netsim.ForgeRandom:
+		case offpath.ForgeRandom:
 			assert.True(t, len(b) >= 1 && len(b) <= 1200, "random length %d", len(b))
-		case netsim.ForgeTruncate:
+		case offpath.ForgeTruncate:
 			assert.Less(t, len(b), 14)
-		case netsim.ForgeReplay:
+		case offpath.ForgeReplay:
 			if wire.Kind(b[0]) != wire.KindHandshake {
 				e := sealed(int(b[0]&0x0f)<<8 | int(b[1]))
 				e[len(e)-1] ^= 0x55
 				assert.Equal(t, e, b, "not from the earlier match")
 			}
-		case netsim.ForgeHandshake:
+		case offpath.ForgeHandshake:
 			require.NoError(t, wire.ParseHandshake(b, &h, nil))
 			assert.Equal(t, uint64(forgeSession), h.SessionID)
 			assert.NotZero(t, h.Nonce)
@@ -85,10 +85,10 @@ func TestForgerMakesEveryKind(t *testing.T) {
 			assert.Equal(t, []uint8{3, 8, 8}, h.Terms.Layout, "the terms are the genuine handshake's")
 		}
 	}
-	for k := range netsim.NumForgeKinds {
-		assert.Equal(t, int64(rounds), f.Count(netsim.ForgeKind(k+1)), netsim.ForgeKind(k+1).String())
+	for k := range offpath.NumForgeKinds {
+		assert.Equal(t, int64(rounds), f.Count(offpath.ForgeKind(k+1)), offpath.ForgeKind(k+1).String())
 	}
-	assert.Equal(t, int64(rounds*netsim.NumForgeKinds), f.Total())
+	assert.Equal(t, int64(rounds*offpath.NumForgeKinds), f.Total())
 	assert.Zero(t, f.Count(0))
 }
 
@@ -96,7 +96,7 @@ func TestForgerMakesEveryKind(t *testing.T) {
 // forgeries; another seed other ones.
 func TestForgerIsSeeded(t *testing.T) {
 	run := func(seed uint64) [][]byte {
-		f, err := netsim.NewForger(seed, 2, forgeSession)
+		f, err := offpath.NewForger(seed, 2, forgeSession)
 		require.NoError(t, err)
 		feed(t, f)
 		var out [][]byte
@@ -114,24 +114,24 @@ func TestForgerIsSeeded(t *testing.T) {
 // kinds it can make; a handshake that echoes a nonce is never kept to
 // copy, since an off-path attacker could not have it.
 func TestForgerWithoutMaterial(t *testing.T) {
-	f, err := netsim.NewForger(1, 3, forgeSession)
+	f, err := offpath.NewForger(1, 3, forgeSession)
 	require.NoError(t, err)
 	f.Observe(0, 1, handshake(t, 111, 222))
 	for range 600 {
 		b, k := f.Next(0, 1)
 		require.NotNil(t, b)
-		assert.Contains(t, []netsim.ForgeKind{netsim.ForgeRandom, netsim.ForgeHandshake}, k)
+		assert.Contains(t, []offpath.ForgeKind{offpath.ForgeRandom, offpath.ForgeHandshake}, k)
 	}
-	assert.Positive(t, f.Count(netsim.ForgeRandom))
-	assert.Positive(t, f.Count(netsim.ForgeHandshake))
+	assert.Positive(t, f.Count(offpath.ForgeRandom))
+	assert.Positive(t, f.Count(offpath.ForgeHandshake))
 	assert.Equal(t, int64(600), f.Total())
 }
 
 // TestForgerBadInput: nodes out of range are refused without a panic.
 func TestForgerBadInput(t *testing.T) {
-	_, err := netsim.NewForger(1, 1, 0)
+	_, err := offpath.NewForger(1, 1, 0)
 	require.ErrorIs(t, err, netsim.ErrNodes)
-	f, err := netsim.NewForger(1, 2, 0)
+	f, err := offpath.NewForger(1, 2, 0)
 	require.NoError(t, err)
 	for _, p := range [][2]int{{-1, 0}, {0, 2}, {1, 1}, {5, -3}} {
 		f.Observe(p[0], p[1], []byte{1, 2, 3})
@@ -144,59 +144,5 @@ func TestForgerBadInput(t *testing.T) {
 	f.Observe(0, 1, make([]byte, netsim.MTU+1))
 	f.Observe(0, 1, []byte{byte(wire.KindHandshake), 0x97}) // a broken handshake
 	assert.Zero(t, f.Total())
-	assert.Equal(t, "invalid", netsim.ForgeKind(0).String())
-}
-
-// TestInjectAndTap: Tap sees what nodes send, never what is injected; an
-// injected datagram arrives after the fixed latency, marked as injected,
-// and leaves the genuine traffic's fate unchanged.
-func TestInjectAndTap(t *testing.T) {
-	p := netsim.Profile{Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.3}
-	deliveries := func(inject bool) []string {
-		nw, err := netsim.New(3, 4, p)
-		require.NoError(t, err)
-		var tapped int
-		nw.Tap = func(from, to int, b []byte) {
-			assert.Equal(t, 0, from)
-			assert.Equal(t, 2, to)
-			tapped++
-		}
-		buf := make([]byte, netsim.MTU)
-		var got []string
-		for i := range 100 {
-			require.NoError(t, nw.Endpoint(0).Send(1, []byte{byte(i)})) // node 0's peer 1 is node 2
-			if inject {
-				require.NoError(t, nw.Inject(1, 2, []byte{0xff, byte(i)}))
-			}
-			nw.Advance(tick)
-			for {
-				n, peer, ok := nw.Endpoint(2).Receive(buf)
-				if !ok {
-					break
-				}
-				if nw.Endpoint(2).Injected() {
-					assert.Equal(t, 1, peer, "as if from node 1")
-					assert.Equal(t, []byte{0xff, byte(i)}, buf[:n], "after the latency, before the next tick")
-					continue
-				}
-				assert.Equal(t, 0, peer)
-				got = append(got, string(buf[:n]))
-			}
-		}
-		assert.Equal(t, 100, tapped)
-		if inject {
-			assert.Equal(t, 100, nw.Link(1, 2).Injected)
-			assert.Equal(t, 100, nw.Total().Injected)
-			assert.Zero(t, nw.Link(1, 2).Delivered)
-		}
-		return got
-	}
-	assert.Equal(t, deliveries(false), deliveries(true))
-
-	nw, err := netsim.New(2, 1, netsim.Profile{})
-	require.NoError(t, err)
-	assert.ErrorIs(t, nw.Inject(0, 0, nil), netsim.ErrPeer)
-	assert.ErrorIs(t, nw.Inject(0, 2, nil), netsim.ErrPeer)
-	assert.ErrorIs(t, nw.Inject(-1, 1, nil), netsim.ErrPeer)
-	assert.ErrorIs(t, nw.Inject(0, 1, make([]byte, netsim.MTU+1)), netsim.ErrTooLarge)
+	assert.Equal(t, "invalid", offpath.ForgeKind(0).String())
 }

@@ -1,4 +1,11 @@
-package netsim
+// Package offpath is an off-path attacker for tests and soaks of rollback
+// sessions over rollback/netsim: a [Forger] watches a match's traffic (the
+// network's Tap) and makes forged datagrams as if from the other machines'
+// addresses (the network's Inject): random bytes, genuine datagrams with
+// flipped bits, replays, earlier matches' datagrams and handshakes. It
+// builds them with the wire format's own encoders, which is why it lives
+// beside the test support rather than in netsim, a package a game imports.
+package offpath
 
 import (
 	"bytes"
@@ -6,6 +13,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
+	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
 // ForgeKind is a kind of forged datagram a [Forger] makes.
@@ -118,7 +126,7 @@ type sample struct {
 // sessions use sessionID, seeded with seed.
 func NewForger(seed uint64, nodes int, sessionID uint64) (*Forger, error) {
 	if nodes < 2 || nodes > 64 {
-		return nil, ErrNodes
+		return nil, netsim.ErrNodes
 	}
 	var key [32]byte
 	binary.LittleEndian.PutUint64(key[:], seed)
@@ -126,7 +134,7 @@ func NewForger(seed uint64, nodes int, sessionID uint64) (*Forger, error) {
 	src := rand.NewChaCha8(key)
 	return &Forger{src: src, rng: rand.New(src), nodes: nodes, session: sessionID, next: ForgeRandom,
 		recent: make([]ring, nodes*nodes), earlier: make([]sample, nodes*nodes),
-		template: make([]*wire.Handshake, nodes), buf: make([]byte, 0, MTU)}, nil
+		template: make([]*wire.Handshake, nodes), buf: make([]byte, 0, netsim.MTU)}, nil
 }
 
 func (f *Forger) link(from, to int) (int, bool) {
@@ -142,7 +150,7 @@ func (f *Forger) link(from, to int) (int, bool) {
 // ignored.
 func (f *Forger) Observe(from, to int, b []byte) {
 	l, ok := f.link(from, to)
-	if !ok || len(b) == 0 || len(b) > MTU {
+	if !ok || len(b) == 0 || len(b) > netsim.MTU {
 		return
 	}
 	if wire.Kind(b[0]) == wire.KindHandshake {
@@ -174,7 +182,7 @@ func (f *Forger) Observe(from, to int, b []byte) {
 // sample of its sealed datagrams.
 func (f *Forger) LoadEarlier(from, to int, b []byte) {
 	l, ok := f.link(from, to)
-	if !ok || len(b) == 0 || len(b) > MTU {
+	if !ok || len(b) == 0 || len(b) > netsim.MTU {
 		return
 	}
 	e := &f.earlier[l]
