@@ -44,6 +44,7 @@ type game struct {
 	overlay   bool
 	keyFrames int
 	draws     int
+	perf      drawStats
 	shotPath  string
 	err       error
 	inputs    []rollback.Input
@@ -74,6 +75,7 @@ func (g *game) Update() error {
 		return err
 	}
 	g.last = time.Now()
+	g.perf.tick()
 	showFrame(g.m.Frame())
 	if g.m.Done() {
 		return ebiten.Termination
@@ -175,6 +177,7 @@ func keyNames() map[string]ebiten.Key {
 func (g *game) Draw(screen *ebiten.Image) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	start := g.perf.begin()
 	g.draws++
 	screen.Fill(background)
 	fraction := 0.0
@@ -197,6 +200,7 @@ func (g *game) Draw(screen *ebiten.Image) {
 			ebitenutil.DebugPrintAt(screen, line, 8, screenSize-16*(5-i))
 		}
 	}
+	g.perf.end(start) // the screenshot's reading back and encoding is not drawing
 	if g.o.screenshot != "" && g.shotPath == "" && int(g.m.Frame()) >= g.o.screenshotAt {
 		g.save(screen)
 	}

@@ -193,6 +193,7 @@ type result struct {
 	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave before the match was over, by Transport index
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
+	Perf           perf             `json:"perf"` // the drawing's cost, frames and ticks a second
 	Screenshot     string           `json:"screenshot,omitempty"`
 	Sounds         sound.Stats      `json:"sounds"`
 	Audio          audio.MixerStats `json:"audio"`
@@ -207,7 +208,7 @@ func (g *game) result(err error) result {
 		st := g.m.Session().Stats()
 		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
-			Sounds: g.m.Sounds(), Disconnected: g.m.Left()}
+			Sounds: g.m.Sounds(), Disconnected: g.m.Left(), Perf: g.perf.summary()}
 	}
 	if g.mixer != nil {
 		r.Audio = g.mixer.Stats()
