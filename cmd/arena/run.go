@@ -120,6 +120,10 @@ func playMatch(o options, g *game) error {
 	// A networked game must keep simulating when its window loses focus:
 	// Ebitengine pauses Update by default, and the peers would stall.
 	ebiten.SetRunnableOnUnfocused(true)
+	// Draw paints the background over what it drew the frame before
+	// (package draw): clearing the screen is a full-screen pass, a large
+	// part of a frame's cost under a software GL.
+	ebiten.SetScreenClearedEveryFrame(false)
 	ebiten.SetWindowClosingHandled(true)
 	showStatus(statePlaying, "")
 	stop, stopped := make(chan struct{}), make(chan struct{})
