@@ -37,7 +37,7 @@ type game struct {
 	keyFrames int
 	draws     int
 	perf      drawStats
-	atlas     *draw.Atlas // made at the first Draw
+	atlas     *atlas      // made at the first Draw
 	frame     *draw.Frame // each Draw's vertices, reused
 	// The overlay's lines, made again when the frame changes.
 	overlayLines []string
@@ -55,6 +55,7 @@ type game struct {
 func (g *game) Update() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.perf.enter()
 	if g.left {
 		return ebiten.Termination
 	}
@@ -178,7 +179,7 @@ func (g *game) Draw(screen *ebiten.Image) {
 	start := g.perf.begin()
 	g.draws++
 	if g.atlas == nil {
-		g.atlas, g.frame = draw.NewAtlas(), draw.NewFrame()
+		g.atlas, g.frame = newAtlas(), draw.NewFrame()
 	}
 	f := g.frame
 	if f.Reset() {
@@ -204,7 +205,7 @@ func (g *game) Draw(screen *ebiten.Image) {
 			f.Text(line, 8, screenSize-16*(5-i), overlayText)
 		}
 	}
-	g.atlas.Draw(screen, f)
+	g.atlas.draw(screen, f)
 	g.perf.end(start) // the screenshot's reading back and encoding is not drawing
 	if g.o.screenshot != "" && g.shotPath == "" && int(g.m.Frame()) >= g.o.screenshotAt {
 		g.save(screen)

@@ -19,9 +19,6 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/ebitenutil"
-
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/fixed"
@@ -175,7 +172,17 @@ func (l *layout) pixels() []byte {
 	return pix
 }
 
-// Frame builds one frame's vertices; Draw sends them.
+// A Vertex is ebiten.Vertex's first eight fields: this package does not
+// import Ebitengine, whose initialization needs a display (its tests and
+// benchmarks run without one); the game copies them into its own.
+type Vertex struct {
+	DstX, DstY, SrcX, SrcY         float32
+	ColorR, ColorG, ColorB, ColorA float32 // premultiplied (ebiten.ColorScaleModePremultipliedAlpha)
+}
+
+// Frame builds one frame's vertices and indices, for one DrawTriangles
+// call with the atlas (Atlas) as its source, linear filtering, and
+// premultiplied vertex colours.
 //
 // The screen is not cleared between frames (the game sets
 // ebiten.SetScreenClearedEveryFrame(false)): a frame starts by painting
@@ -185,7 +192,7 @@ func (l *layout) pixels() []byte {
 // clear and the fill were two of the four a frame had.
 type Frame struct {
 	l        *layout
-	vs       []ebiten.Vertex
+	vs       []Vertex
 	is       []uint16
 	num      []byte // scratch for numbers
 	cur, old []box  // the pixels this frame's quads cover, and the previous frame's
@@ -238,7 +245,7 @@ func (f *Frame) quad(d [4][2]float32, x0, y0, x1, y1 float32, c color.RGBA) {
 	base := uint16(len(f.vs))
 	src := [4][2]float32{{x0, y0}, {x1, y0}, {x0, y1}, {x1, y1}}
 	for k := range 4 {
-		f.vs = append(f.vs, ebiten.Vertex{DstX: d[k][0], DstY: d[k][1], SrcX: src[k][0], SrcY: src[k][1],
+		f.vs = append(f.vs, Vertex{DstX: d[k][0], DstY: d[k][1], SrcX: src[k][0], SrcY: src[k][1],
 			ColorR: r, ColorG: g, ColorB: b, ColorA: a})
 	}
 	f.is = append(f.is, base, base+1, base+2, base+1, base+3, base+2)
@@ -381,32 +388,19 @@ func (f *Frame) Scores(w *arena.World) {
 	}
 }
 
-// An Atlas is the image every frame samples, made once a game.
-type Atlas struct {
-	img *ebiten.Image
-	op  ebiten.DrawTrianglesOptions
-}
+// Vertices and Indices are the frame's, for DrawTriangles.
+func (f *Frame) Vertices() []Vertex { return f.vs }
+func (f *Frame) Indices() []uint16  { return f.is }
 
-// NewAtlas renders the atlas: the shapes computed here, the glyphs
-// drawn with ebitenutil's debug font.
-func NewAtlas() *Atlas {
+// Atlas is the image every frame samples: its size, its pixels
+// (premultiplied RGBA) but for the glyphs, and the text to draw at
+// (glyphX, glyphY) with ebitenutil.DebugPrintAt to put the glyphs in.
+func Atlas() (w, h int, pix []byte, glyphs string, glyphX, glyphY int) {
 	l := layoutOnce()
-	img := ebiten.NewImage(l.w, l.h)
-	img.WritePixels(l.pixels())
-	glyphs := make([]byte, 0, lastGlyph-firstGlyph+1)
+	b := make([]byte, 0, lastGlyph-firstGlyph+1)
 	for ch := byte(firstGlyph); ch <= lastGlyph; ch++ {
-		glyphs = append(glyphs, ch)
+		b = append(b, ch)
 	}
-	ebitenutil.DebugPrintAt(img, string(glyphs), int(l.glyphs.x)-1, int(l.glyphs.y))
-	a := &Atlas{img: img}
-	a.op.Filter = ebiten.FilterLinear // sprites at fractional positions, rotated lines
-	a.op.ColorScaleMode = ebiten.ColorScaleModePremultipliedAlpha
-	return a
-}
-
-// Draw draws the frame onto dst in one call.
-func (a *Atlas) Draw(dst *ebiten.Image, f *Frame) {
-	if len(f.is) > 0 {
-		dst.DrawTriangles(f.vs, f.is, a.img, &a.op)
-	}
+	// DebugPrintAt draws a string's first cell a pixel right of x.
+	return l.w, l.h, l.pixels(), string(b), int(l.glyphs.x) - 1, int(l.glyphs.y)
 }
