@@ -79,7 +79,7 @@ func main() {
 	flag.BoolVar(&o.overlay, "overlay", false, "start with the overlay shown (Tab toggles it)")
 	flag.StringVar(&o.screenshot, "screenshot", "", "save a PNG of the window to this file at -screenshot-at")
 	flag.IntVar(&o.screenshotAt, "screenshot-at", 600, "the frame of -screenshot")
-	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts; the error if it failed)")
+	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts, the drawing's cost and frames a second; the error if it failed)")
 	flag.IntVar(&o.windowX, "window-x", -1, "the window's position (default: the system's choice)")
 	flag.IntVar(&o.windowY, "window-y", -1, "with -window-x: the window's position (default: the system's choice)")
 	flag.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the other machines to join (the host for them, a joiner for the match to start)")
