@@ -151,6 +151,7 @@ func (l *layout) pixels() []byte {
 	for _, sh := range l.shapes {
 		s := sh.s
 		c := float64(s.w) / 2
+		in2, out2 := sh.inner*sh.inner, sh.outer*sh.outer
 		for py := range int(s.h) {
 			for px := range int(s.w) {
 				in := 0
@@ -158,7 +159,7 @@ func (l *layout) pixels() []byte {
 					for sx := range n {
 						dx := float64(px) + (float64(sx)+0.5)/n - c
 						dy := float64(py) + (float64(sy)+0.5)/n - c
-						if d := math.Hypot(dx, dy); d <= sh.outer && d >= sh.inner {
+						if d2 := dx*dx + dy*dy; d2 <= out2 && d2 >= in2 {
 							in++
 						}
 					}

@@ -119,3 +119,13 @@ func TestShapes(t *testing.T) {
 		t.Errorf("the atlas is %d×%d", l.w, l.h)
 	}
 }
+
+// BenchmarkAtlas renders the atlas's shapes: once a game, at its first
+// frame.
+func BenchmarkAtlas(b *testing.B) {
+	l := newLayout()
+	b.ReportAllocs()
+	for range b.N {
+		l.pixels()
+	}
+}
