@@ -37,7 +37,7 @@ type game struct {
 	keyFrames int
 	draws     int
 	perf      drawStats
-	atlas     *atlas      // made at the first Draw
+	atlas     *atlas      // made before the game loop starts
 	frame     *draw.Frame // each Draw's vertices, reused
 	// The overlay's lines, made again when the frame changes.
 	overlayLines []string
@@ -178,9 +178,6 @@ func (g *game) Draw(screen *ebiten.Image) {
 	defer g.mu.Unlock()
 	start := g.perf.begin()
 	g.draws++
-	if g.atlas == nil {
-		g.atlas, g.frame = newAtlas(), draw.NewFrame()
-	}
 	f := g.frame
 	if f.Reset() {
 		screen.Fill(draw.Background)

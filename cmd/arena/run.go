@@ -11,6 +11,7 @@ import (
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/alsa"
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
+	"github.com/rewindgg/rewind/cmd/arena/internal/draw"
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
@@ -124,6 +125,9 @@ func playMatch(o options, g *game) error {
 	// (package draw): clearing the screen is a full-screen pass, a large
 	// part of a frame's cost under a software GL.
 	ebiten.SetScreenClearedEveryFrame(false)
+	// The atlas every frame is drawn from (16 ms to render): made now,
+	// not in the first Draw.
+	g.atlas, g.frame = newAtlas(), draw.NewFrame()
 	ebiten.SetWindowClosingHandled(true)
 	showStatus(statePlaying, "")
 	stop, stopped := make(chan struct{}), make(chan struct{})
