@@ -37,6 +37,7 @@ type game struct {
 	keyFrames int
 	draws     int
 	perf      drawStats
+	nextDraw  time.Time   // with -max-fps: when the next frame is due
 	atlas     *atlas      // made before the game loop starts
 	frame     *draw.Frame // each Draw's vertices, reused
 	// The overlay's lines, made again when the frame changes.
@@ -174,6 +175,8 @@ func keyNames() map[string]ebiten.Key {
 // 144 Hz display shows motion, not repeated frames. Everything but the
 // background is one DrawTriangles call (package draw).
 func (g *game) Draw(screen *ebiten.Image) {
+	g.perf.enter() // a wait for -max-fps is not the frame before's rendering
+	g.limitFPS()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	start := g.perf.begin()
@@ -210,6 +213,26 @@ func (g *game) Draw(screen *ebiten.Image) {
 }
 
 var overlayText = color.RGBA{255, 255, 255, 255}
+
+// limitFPS waits, with -max-fps, until the next frame is due. A display's
+// vsync paces Draw by itself; a display without one (Xvfb) would have
+// the game draw as fast as the CPU goes, taking it from everything else.
+func (g *game) limitFPS() {
+	if g.o.maxFPS <= 0 {
+		return
+	}
+	period := time.Second / time.Duration(g.o.maxFPS)
+	now := time.Now()
+	if d := g.nextDraw.Sub(now); d > 0 {
+		time.Sleep(d)
+		now = g.nextDraw
+	}
+	// On time, the next frame is due a period later; late, it is due now
+	// (one frame to catch up, not a burst).
+	if g.nextDraw = g.nextDraw.Add(period); g.nextDraw.Before(now) {
+		g.nextDraw = now
+	}
+}
 
 // Layout keeps the arena square at screenSize, whatever the window.
 func (g *game) Layout(int, int) (int, int) { return screenSize, screenSize }

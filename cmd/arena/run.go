@@ -32,6 +32,7 @@ type options struct {
 	mute, overlay     bool
 	screenshot        string
 	screenshotAt      int
+	maxFPS            int // 0: no cap
 	result            string
 	windowX, windowY  int
 	wait              time.Duration // for the other machines to join

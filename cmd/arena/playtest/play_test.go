@@ -80,7 +80,9 @@ func TestPlay(t *testing.T) {
 	if b, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "900"}
+	// -max-fps 60: Xvfb has no vsync, and each game would otherwise draw
+	// as fast as the CPU goes, taking it from the other.
+	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "900", "-max-fps", "60"}
 	host := start(ctx, t, bin, append(common, "-host", "127.0.0.1:0", "-machines", "2", "-players", "4", "-humans", "1",
 		"-frames", fmt.Sprint(frames), "-window-x", "0", "-window-y", "0",
 		"-screenshot", filepath.Join(out, "host.png"), "-result", filepath.Join(out, "host.json"))...)
