@@ -2,30 +2,22 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"image/color"
 	"sync"
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
-	"github.com/hajimehoshi/ebiten/v2/ebitenutil"
 	"github.com/hajimehoshi/ebiten/v2/inpututil"
-	"github.com/hajimehoshi/ebiten/v2/vector"
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
+	"github.com/rewindgg/rewind/cmd/arena/internal/draw"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
-	"github.com/rewindgg/rewind/examples/arena"
-	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/rollback"
 )
 
 // screenSize is the window's side in pixels; the arena (1024 units) is
 // scaled into it.
-const screenSize = 768
-
-// scale is pixels per unit (a variable: arena.Size is a fixed.Num, not a
-// constant).
-var scale = float32(screenSize) / float32(arena.Size.Int())
+const screenSize = draw.ScreenSize
 
 // game is the Ebitengine side: Update runs the match at 60 Hz, Draw
 // renders it at the display's rate.
@@ -44,11 +36,18 @@ type game struct {
 	overlay   bool
 	keyFrames int
 	draws     int
-	shotPath  string
-	err       error
-	inputs    []rollback.Input
-	pads      []ebiten.GamepadID
-	bindings  []play.Binding // the keyboard's, by person
+	perf      drawStats
+	nextDraw  time.Time   // with -max-fps: when the next frame is due
+	atlas     *atlas      // made before the game loop starts
+	frame     *draw.Frame // each Draw's vertices, reused
+	// The overlay's lines, made again when the frame changes.
+	overlayLines []string
+	overlayFrame rollback.Frame
+	shotPath     string
+	err          error
+	inputs       []rollback.Input
+	pads         []ebiten.GamepadID
+	bindings     []play.Binding // the keyboard's, by person
 }
 
 // Update is called 60 times a second (Ebitengine's default TPS, the
@@ -57,6 +56,7 @@ type game struct {
 func (g *game) Update() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	g.perf.enter()
 	if g.left {
 		return ebiten.Termination
 	}
@@ -74,6 +74,7 @@ func (g *game) Update() error {
 		return err
 	}
 	g.last = time.Now()
+	g.perf.tick()
 	showFrame(g.m.Frame())
 	if g.m.Done() {
 		return ebiten.Termination
@@ -171,88 +172,65 @@ func keyNames() map[string]ebiten.Key {
 
 // Draw renders the match once per displayed frame. Between two 60 Hz
 // updates the world is extrapolated by the time since the last one, so a
-// 144 Hz display shows motion, not repeated frames.
+// 144 Hz display shows motion, not repeated frames. Everything but the
+// background is one DrawTriangles call (package draw).
 func (g *game) Draw(screen *ebiten.Image) {
+	g.perf.enter() // a wait for -max-fps is not the frame before's rendering
+	g.limitFPS()
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	start := g.perf.begin()
 	g.draws++
-	screen.Fill(background)
+	f := g.frame
+	if f.Reset() {
+		screen.Fill(draw.Background)
+	}
 	fraction := 0.0
 	if !g.last.IsZero() {
 		fraction = float64(time.Since(g.last)) / float64(play.Tick)
 	}
-	if err := g.m.Render(fraction, func(w *arena.World) { drawWorld(screen, w) }); err != nil {
+	if err := g.m.Render(fraction, f.World); err != nil {
 		g.err = err
 	}
-	for _, gh := range g.m.Ghosts() {
-		// Where the prediction had drawn a ship before a correction moved
-		// it: rollback, made visible.
-		c := shipColors[gh.Ship]
-		c.A = uint8(200 * (play.GhostFrames - gh.Age) / play.GhostFrames)
-		vector.StrokeCircle(screen, float32(gh.X)*scale, float32(gh.Y)*scale, shipRadius, 1.5, c, true)
-	}
-	g.drawScores(screen)
+	// Where the prediction had drawn a ship before a correction moved it:
+	// rollback, made visible.
+	f.Ghosts(g.m.Ghosts())
+	f.Scores(g.m.World())
 	if g.overlay {
-		for i, line := range g.m.Overlay().Lines() {
-			ebitenutil.DebugPrintAt(screen, line, 8, screenSize-16*(5-i))
+		// The overlay's text changes once a tick at most.
+		if fr := g.m.Frame(); g.overlayLines == nil || fr != g.overlayFrame {
+			g.overlayLines, g.overlayFrame = g.m.Overlay().Lines(), fr
+		}
+		for i, line := range g.overlayLines {
+			f.Text(line, 8, screenSize-16*(5-i), overlayText)
 		}
 	}
+	g.atlas.draw(screen, f)
+	g.perf.end(start) // the screenshot's reading back and encoding is not drawing
 	if g.o.screenshot != "" && g.shotPath == "" && int(g.m.Frame()) >= g.o.screenshotAt {
 		g.save(screen)
 	}
 }
 
-var (
-	background = color.RGBA{14, 16, 30, 255}
-	border     = color.RGBA{60, 64, 100, 255}
-	heading    = color.RGBA{190, 190, 205, 255} // not white: white is the shots' cores
-	shipColors = [arena.MaxShips]color.RGBA{
-		{255, 90, 90, 255}, {90, 170, 255, 255}, {120, 230, 110, 255}, {250, 210, 80, 255},
-		{210, 120, 250, 255}, {90, 230, 220, 255}, {250, 150, 60, 255}, {235, 235, 235, 255},
+var overlayText = color.RGBA{255, 255, 255, 255}
+
+// limitFPS waits, with -max-fps, until the next frame is due. A display's
+// vsync paces Draw by itself; a display without one (Xvfb) would have
+// the game draw as fast as the CPU goes, taking it from everything else.
+func (g *game) limitFPS() {
+	if g.o.maxFPS <= 0 {
+		return
 	}
-)
-
-var shipRadius = 12 * scale
-
-func px(v fixed.Num) float32 { return float32(v.Float()) * scale }
-
-// drawWorld draws ships, shots and explosions; it reads the world only.
-func drawWorld(screen *ebiten.Image, w *arena.World) {
-	vector.StrokeRect(screen, 1, 1, screenSize-2, screenSize-2, 2, border, false)
-	for j := range w.Shots {
-		sh := &w.Shots[j]
-		if !sh.Live {
-			continue
-		}
-		c := shipColors[sh.Owner]
-		vector.DrawFilledCircle(screen, px(sh.X), px(sh.Y), 4, c, true)
-		vector.DrawFilledCircle(screen, px(sh.X), px(sh.Y), 2, color.White, true)
+	period := time.Second / time.Duration(g.o.maxFPS)
+	now := time.Now()
+	if d := g.nextDraw.Sub(now); d > 0 {
+		time.Sleep(d)
+		now = g.nextDraw
 	}
-	for i := range int(w.Players) {
-		s := &w.Ships[i]
-		c := shipColors[i]
-		if !s.Alive {
-			// The explosion: a ring that grows and fades over half a
-			// second of the respawn wait.
-			if t := 60 - int(s.RespawnIn); t < 30 {
-				c.A = uint8(255 * (30 - t) / 30)
-				vector.StrokeCircle(screen, px(s.X), px(s.Y), shipRadius+float32(t)*2, 3, c, true)
-			}
-			continue
-		}
-		x, y := px(s.X), px(s.Y)
-		vector.DrawFilledCircle(screen, x, y, shipRadius, c, true)
-		// A line along the velocity: where the ship is heading.
-		vector.StrokeLine(screen, x, y, x+px(s.VX)*6, y+px(s.VY)*6, 2, heading, true)
-	}
-}
-
-func (g *game) drawScores(screen *ebiten.Image) {
-	w := g.m.World()
-	for i := range int(w.Players) {
-		x := 8 + i*94
-		vector.DrawFilledRect(screen, float32(x), 8, 10, 10, shipColors[i], false)
-		ebitenutil.DebugPrintAt(screen, fmt.Sprintf("%d:%d", w.Ships[i].Score, w.Ships[i].Deaths), x+14, 4)
+	// On time, the next frame is due a period later; late, it is due now
+	// (one frame to catch up, not a burst).
+	if g.nextDraw = g.nextDraw.Add(period); g.nextDraw.Before(now) {
+		g.nextDraw = now
 	}
 }
 

@@ -77,9 +77,10 @@ func main() {
 	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, intercontinental, far, hell, or a spec such as latency=80ms,loss=2%)")
 	flag.BoolVar(&o.mute, "mute", false, "no sound (no audio device is opened)")
 	flag.BoolVar(&o.overlay, "overlay", false, "start with the overlay shown (Tab toggles it)")
+	flag.IntVar(&o.maxFPS, "max-fps", 0, "draw at most this many frames a second (0: as many as the display's vsync lets through; Xvfb's lets through all)")
 	flag.StringVar(&o.screenshot, "screenshot", "", "save a PNG of the window to this file at -screenshot-at")
 	flag.IntVar(&o.screenshotAt, "screenshot-at", 600, "the frame of -screenshot")
-	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts; the error if it failed)")
+	flag.StringVar(&o.result, "result", "", "write a JSON summary here on exit (frame, state hash, sound and input counts, the drawing's cost and frames a second; the error if it failed)")
 	flag.IntVar(&o.windowX, "window-x", -1, "the window's position (default: the system's choice)")
 	flag.IntVar(&o.windowY, "window-y", -1, "with -window-x: the window's position (default: the system's choice)")
 	flag.DurationVar(&o.wait, "wait", 2*time.Minute, "how long to wait for the other machines to join (the host for them, a joiner for the match to start)")
@@ -124,7 +125,7 @@ const (
 func (o options) flags(args []string) cli.Flags {
 	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
 		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Profile: o.profile,
-		ScreenshotAt: o.screenshotAt, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
+		ScreenshotAt: o.screenshotAt, MaxFPS: o.maxFPS, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
 }
 
 // showStatus prints what a state change says; the error is main's to

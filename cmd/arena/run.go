@@ -11,6 +11,7 @@ import (
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/alsa"
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
+	"github.com/rewindgg/rewind/cmd/arena/internal/draw"
 	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
@@ -31,6 +32,7 @@ type options struct {
 	mute, overlay     bool
 	screenshot        string
 	screenshotAt      int
+	maxFPS            int // 0: no cap
 	result            string
 	windowX, windowY  int
 	wait              time.Duration // for the other machines to join
@@ -120,6 +122,13 @@ func playMatch(o options, g *game) error {
 	// A networked game must keep simulating when its window loses focus:
 	// Ebitengine pauses Update by default, and the peers would stall.
 	ebiten.SetRunnableOnUnfocused(true)
+	// Draw paints the background over what it drew the frame before
+	// (package draw): clearing the screen is a full-screen pass, a large
+	// part of a frame's cost under a software GL.
+	ebiten.SetScreenClearedEveryFrame(false)
+	// The atlas every frame is drawn from (16 ms to render): made now,
+	// not in the first Draw.
+	g.atlas, g.frame = newAtlas(), draw.NewFrame()
 	ebiten.SetWindowClosingHandled(true)
 	showStatus(statePlaying, "")
 	stop, stopped := make(chan struct{}), make(chan struct{})
@@ -193,6 +202,7 @@ type result struct {
 	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave before the match was over, by Transport index
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
+	Perf           perf             `json:"perf"` // the drawing's cost, frames and ticks a second
 	Screenshot     string           `json:"screenshot,omitempty"`
 	Sounds         sound.Stats      `json:"sounds"`
 	Audio          audio.MixerStats `json:"audio"`
@@ -207,7 +217,7 @@ func (g *game) result(err error) result {
 		st := g.m.Session().Stats()
 		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
-			Sounds: g.m.Sounds(), Disconnected: g.m.Left()}
+			Sounds: g.m.Sounds(), Disconnected: g.m.Left(), Perf: g.perf.summary()}
 	}
 	if g.mixer != nil {
 		r.Audio = g.mixer.Stats()

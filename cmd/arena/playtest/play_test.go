@@ -29,6 +29,7 @@ type result struct {
 	Rollbacks      int64  `json:"rollbacks"`
 	KeyboardFrames int    `json:"keyboard_frames"`
 	Draws          int    `json:"draws"`
+	Perf           perf   `json:"perf"`
 	Sounds         struct {
 		Played, Triggered, StatefulStarted, Evicted int64
 	} `json:"sounds"`
@@ -36,6 +37,23 @@ type result struct {
 		Frames, Audible int64
 	} `json:"audio"`
 	Err string `json:"error"`
+}
+
+// perf is the drawing's figures in the -result JSON (cmd/arena's
+// drawstats.go).
+type perf struct {
+	DrawP50     float64 `json:"draw_p50_ms"`
+	DrawP95     float64 `json:"draw_p95_ms"`
+	RenderP50   float64 `json:"render_p50_ms"`
+	RenderP95   float64 `json:"render_p95_ms"`
+	FPS         float64 `json:"fps"`
+	TicksPerSec float64 `json:"ticks_per_second"`
+	CPUPerFrame float64 `json:"cpu_ms_per_frame"`
+}
+
+func (p perf) String() string {
+	return fmt.Sprintf("%.1f FPS, %.1f ticks/s; Draw %.2f ms p50, %.2f ms p95; Draw to the next call (the GL's work and the present included) %.1f ms p50, %.1f ms p95; %.1f ms of the process's CPU per drawn frame",
+		p.FPS, p.TicksPerSec, p.DrawP50, p.DrawP95, p.RenderP50, p.RenderP95, p.CPUPerFrame)
 }
 
 // TestPlay: a host with one person (key presses injected through the X
@@ -62,7 +80,9 @@ func TestPlay(t *testing.T) {
 	if b, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "900"}
+	// -max-fps 60: Xvfb has no vsync, and each game would otherwise draw
+	// as fast as the CPU goes, taking it from the other.
+	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "900", "-max-fps", "60"}
 	host := start(ctx, t, bin, append(common, "-host", "127.0.0.1:0", "-machines", "2", "-players", "4", "-humans", "1",
 		"-frames", fmt.Sprint(frames), "-window-x", "0", "-window-y", "0",
 		"-screenshot", filepath.Join(out, "host.png"), "-result", filepath.Join(out, "host.json"))...)
@@ -111,6 +131,15 @@ func TestPlay(t *testing.T) {
 		if r.Draws == 0 {
 			t.Errorf("%s drew nothing", name)
 		}
+		// The drawing's figures are reported, not judged: two games, Xvfb
+		// and its software GL share the machine's cores with whatever else
+		// runs, and the frame rate follows the load (a present costs
+		// about 12 ms of CPU here whatever the game draws). Only their
+		// presence is checked.
+		if p := r.Perf; p.FPS <= 0 || p.DrawP50 <= 0 || p.RenderP50 <= 0 || p.TicksPerSec <= 0 {
+			t.Errorf("%s: the drawing's figures are missing: %+v", name, p)
+		}
+		t.Logf("%s drew: %v", name, r.Perf)
 		// Real time through a real sink: at least 5 of the 20 seconds
 		// (48,000 frames a second) were pulled by the audio device, and some
 		// of it was not silence.

@@ -26,6 +26,7 @@ type Flags struct {
 	Frames           int
 	Profile          string
 	ScreenshotAt     int
+	MaxFPS           int
 	Wait             time.Duration // for the other machines to join
 	ConnectWait      time.Duration // with -rendezvous: for the WebRTC connections
 	Args             []string      // what is left after the flags
@@ -61,6 +62,8 @@ func Check(f Flags) error {
 		return fmt.Errorf("-frames %d: want 0 (play until you quit) or more", f.Frames)
 	case f.ScreenshotAt < 0:
 		return fmt.Errorf("-screenshot-at %d: want a frame, 0 or more", f.ScreenshotAt)
+	case f.MaxFPS < 0:
+		return fmt.Errorf("-max-fps %d: want 0 (as many as the display shows) or more", f.MaxFPS)
 	case f.Wait <= 0:
 		return fmt.Errorf("-wait %v: want a positive duration, such as 2m or 30s", f.Wait)
 	case f.ConnectWait <= 0:

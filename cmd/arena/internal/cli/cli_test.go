@@ -35,6 +35,7 @@ func TestCheck(t *testing.T) {
 		{"two humans, rendezvous", func(f *Flags) { f.Rendezvous = "https://e.com"; f.Humans = 2 }, "-humans 2: with -rendezvous"},
 		{"negative frames", func(f *Flags) { f.Frames = -1 }, "-frames -1: want 0"},
 		{"negative screenshot-at", func(f *Flags) { f.ScreenshotAt = -5 }, "-screenshot-at -5"},
+		{"negative max-fps", func(f *Flags) { f.MaxFPS = -1 }, "-max-fps -1: want 0"},
 		{"no wait", func(f *Flags) { f.Wait = 0 }, "-wait 0s: want a positive duration"},
 		{"no connect wait", func(f *Flags) { f.ConnectWait = -time.Second }, "-connect-wait -1s: want a positive duration"},
 		{"profile typo", func(f *Flags) { f.Profile = "wfi" }, `-profile "wfi": no such profile: want lan, wifi, continental, intercontinental, far, hell, or a spec`},

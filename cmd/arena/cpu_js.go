@@ -1,0 +1,8 @@
+//go:build js
+
+package main
+
+import "time"
+
+// processCPU is unknown in a browser.
+func processCPU() time.Duration { return -1 }
