@@ -233,25 +233,13 @@ func histogram(p *plot.Plot, h []int64) error {
 	bars.LineStyle.Width = 0
 	p.Add(bars)
 	if d.N > 0 {
-		for _, m := range []struct {
-			label  string
-			at     float64
-			colour color.Color
-			dashes []vg.Length
-		}{
-			{"mean " + FormatFloat(d.Mean, 1), d.Mean, meanColour, nil},
-			{"95th percentile " + strconv.Itoa(d.P95), float64(d.P95), p95Colour, []vg.Length{vg.Points(4), vg.Points(2)}},
-			{"maximum " + strconv.Itoa(d.Max), float64(d.Max), maxColour, []vg.Length{vg.Points(1), vg.Points(2)}},
-		} {
-			l, err := plotter.NewLine(plotter.XYs{{X: m.at, Y: 0}, {X: m.at, Y: top}})
-			if err != nil {
-				return err
-			}
-			l.Color, l.Width, l.Dashes = m.colour, vg.Points(1.5), m.dashes
-			p.Add(l)
-			p.Legend.Add(m.label, l)
+		if err := addMarkers(p, 0, top,
+			marker{"mean " + FormatFloat(d.Mean, 1), d.Mean, meanColour, nil},
+			marker{"95th percentile " + strconv.Itoa(d.P95), float64(d.P95), p95Colour, dashed},
+			marker{"maximum " + strconv.Itoa(d.Max), float64(d.Max), maxColour, dotted},
+		); err != nil {
+			return err
 		}
-		p.Legend.Top = true
 	} else {
 		p.Title.Text += " (no rollbacks)"
 	}
@@ -485,3 +473,33 @@ table.provenance th { font-weight: normal; color: #555; }
 {{range .Plots}}<figure><img src="{{.File}}" alt="{{.Caption}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}
 {{end}}</body></html>
 `))
+
+// marker is a vertical line at x on a plot, named in its legend.
+type marker struct {
+	label  string
+	x      float64
+	colour color.Color
+	dashes []vg.Length
+}
+
+// The markers' dash patterns: the 95th or 99th percentile, the maximum.
+var (
+	dashed = []vg.Length{vg.Points(4), vg.Points(2)}
+	dotted = []vg.Length{vg.Points(1), vg.Points(2)}
+)
+
+// addMarkers draws each marker from y0 to y1 and names it in the legend,
+// at the top.
+func addMarkers(p *plot.Plot, y0, y1 float64, ms ...marker) error {
+	for _, m := range ms {
+		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: y0}, {X: m.x, Y: y1}})
+		if err != nil {
+			return err
+		}
+		l.Color, l.Width, l.Dashes = m.colour, vg.Points(1.5), m.dashes
+		p.Add(l)
+		p.Legend.Add(m.label, l)
+	}
+	p.Legend.Top = true
+	return nil
+}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -45,25 +44,13 @@ func tickCosts(p *plot.Plot, costs []float64) error {
 	p.Add(line)
 	floor := math.Pow(10, math.Floor(math.Log10(1/float64(n))))
 	at := func(q float64) float64 { return costs[max(0, int(math.Ceil(q*float64(n)))-1)] / 1e6 }
-	for _, m := range []struct {
-		label  string
-		x      float64
-		colour color.Color
-		dashes []vg.Length
-	}{
-		{"median " + FormatFloat(at(0.5), 3) + " ms", at(0.5), meanColour, nil},
-		{"99th percentile " + FormatFloat(at(0.99), 3) + " ms", at(0.99), p95Colour, []vg.Length{vg.Points(4), vg.Points(2)}},
-		{"maximum " + FormatFloat(costs[n-1]/1e6, 3) + " ms", costs[n-1] / 1e6, maxColour, []vg.Length{vg.Points(1), vg.Points(2)}},
-	} {
-		l, err := plotter.NewLine(plotter.XYs{{X: m.x, Y: floor}, {X: m.x, Y: 1}})
-		if err != nil {
-			return err
-		}
-		l.Color, l.Width, l.Dashes = m.colour, vg.Points(1.5), m.dashes
-		p.Add(l)
-		p.Legend.Add(m.label, l)
+	if err := addMarkers(p, floor, 1,
+		marker{"median " + FormatFloat(at(0.5), 3) + " ms", at(0.5), meanColour, nil},
+		marker{"99th percentile " + FormatFloat(at(0.99), 3) + " ms", at(0.99), p95Colour, dashed},
+		marker{"maximum " + FormatFloat(costs[n-1]/1e6, 3) + " ms", costs[n-1] / 1e6, maxColour, dotted},
+	); err != nil {
+		return err
 	}
-	p.Legend.Top = true
 	niceAxis(&p.X, false, true)
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	p.Y.Min, p.Y.Max = floor, 1
