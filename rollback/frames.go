@@ -72,7 +72,7 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 		s.peers.noteJoinStates(f, s.snaps.arena.Bytes())
 	}
 	if s.out.log != nil {
-		s.logStep(f, resim)
+		s.out.logStep(s.now, f, resim, s.io.stepIn[:s.roster.players], s.snaps.sum())
 	}
 	s.app.step(f, s.io.stepIn[:s.roster.players], observed)
 	if s.sync != nil {

@@ -7,7 +7,7 @@ import (
 )
 
 // This file is a joining machine's receive path: the datagrams of the
-// source it watches the match through (a spectator's link, forWatch) and
+// source it watches the match through (a spectator's link, Spectator.claim) and
 // the machines' answers to its take-over proposal.
 
 // receiveJoin takes every waiting datagram while joining: the source's
@@ -29,7 +29,7 @@ func (s *Session) receiveJoin() {
 		}
 		judged[i]++
 		b := buf[:n]
-		if w := j.watch; w != nil && i == j.src && s.forWatch(w, b) {
+		if w := j.watch; w != nil && i == j.src && w.claim(b, &s.io.rx.hs, s.proto.keys.auth) {
 			continue
 		}
 		ps := &s.peers[i]
@@ -54,32 +54,6 @@ func (s *Session) receiveJoin() {
 	}
 }
 
-// forWatch hands a datagram from the source to the watch if it is on the
-// watch's link, and reports whether it was.
-func (s *Session) forWatch(w *Spectator, b []byte) bool {
-	if wire.Kind(b[0]) == wire.KindHandshake {
-		h := &s.io.rx.hs
-		if wire.ParseHandshake(b, h, s.proto.keys.auth) != nil || h.Echo != w.up.ours {
-			return false
-		}
-		w.up.heard = true
-		w.handshake(b)
-		return true
-	}
-	if w.up.open == nil {
-		return false
-	}
-	body, err := w.up.open.Open(b)
-	if errors.Is(err, wire.ErrMAC) {
-		return false // the session's link
-	}
-	if err == nil {
-		w.up.heard = true
-		w.sealed(b, body)
-	}
-	return true
-}
-
 // joinAnswer takes a machine's answer to our proposal.
 func (s *Session) joinAnswer(i int, b []byte) {
 	j, m := s.join, &s.io.rx.join
@@ -101,4 +75,32 @@ func (s *Session) joinAnswer(i int, b []byte) {
 	case wire.JoinReady:
 		j.ready[i], j.sums[i], j.playing[i] = true, m.Sum, m.Playing
 	}
+}
+
+// claim reports whether datagram b, from the peer the joining session
+// watches the match through, is the watch w's, and hands it to w if so:
+// a handshake answering w's own (parsed into h under the match's auth),
+// or one sealed under w's link. A datagram w's link does not open is the
+// session's.
+func (w *Spectator) claim(b []byte, h *wire.Handshake, auth *wire.HandshakeAuth) bool {
+	if wire.Kind(b[0]) == wire.KindHandshake {
+		if wire.ParseHandshake(b, h, auth) != nil || h.Echo != w.up.ours {
+			return false
+		}
+		w.up.heard = true
+		w.handshake(b)
+		return true
+	}
+	if w.up.open == nil {
+		return false
+	}
+	body, err := w.up.open.Open(b)
+	if errors.Is(err, wire.ErrMAC) {
+		return false // the session's link
+	}
+	if err == nil {
+		w.up.heard = true
+		w.sealed(b, body)
+	}
+	return true
 }

@@ -90,7 +90,13 @@ func (s *Session) advanceLockstep() (Result, error) {
 	due := s.ls.due(s.now, first, len(s.peers) > 0)
 	blame, dry := -1, false
 	for s.frame < due && r.Simulated < LockstepCatchUp {
-		if peer, stall := s.lockstepWait(); stall {
+		// Our own input first (-1: it is ours), then what the ring and
+		// the rollback window allow.
+		peer, stall := -1, !s.inputs.hasAll(s.roster.local, s.frame)
+		if !stall {
+			peer, stall = s.mustStall()
+		}
+		if stall {
 			blame, dry = peer, true
 			break
 		}
@@ -114,14 +120,4 @@ func (s *Session) advanceLockstep() (Result, error) {
 	err = s.endTick()
 	r.Events = s.events
 	return r, err
-}
-
-// lockstepWait reports whether s.frame lacks an input, and names the peer
-// whose input is missing (-1 for a local player's: the game did not give
-// it in time).
-func (s *Session) lockstepWait() (int, bool) {
-	if !s.hasLocalInput() {
-		return -1, true
-	}
-	return s.mustStall()
 }

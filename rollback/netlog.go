@@ -2,6 +2,7 @@ package rollback
 
 import (
 	"log/slog"
+	"time"
 
 	"github.com/rewindgg/rewind/netlog"
 )
@@ -24,14 +25,14 @@ func newRecording(rec Recorder, log slog.Handler) recording {
 	return recording{rec: rec, log: netlog.NewWriter(log)}
 }
 
-// logStep logs the simulation of frame f with s.io.stepIn.
-func (s *Session) logStep(f Frame, resim bool) {
-	n := s.roster.players
-	in := make([]uint64, n)
-	st := make([]byte, n)
-	for p := range n {
-		in[p] = uint64(s.io.stepIn[p].Input)
-		st[p] = "?CPD"[min(int(s.io.stepIn[p].Status), 3)]
+// logStep logs the simulation of frame f with in; sum is the checksum of
+// the state at its start.
+func (r *recording) logStep(now time.Duration, f Frame, resim bool, in []PlayerInput, sum uint64) {
+	ins := make([]uint64, len(in))
+	st := make([]byte, len(in))
+	for p := range in {
+		ins[p] = uint64(in[p].Input)
+		st[p] = "?CPD"[min(int(in[p].Status), 3)]
 	}
-	s.out.log.Step(s.now, int(f), resim, in, string(st), s.snaps.sum())
+	r.log.Step(now, int(f), resim, ins, string(st), sum)
 }

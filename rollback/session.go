@@ -206,7 +206,7 @@ func (s *Session) Advance() (Result, error) {
 
 // advanceRollback is Advance in rollback mode.
 func (s *Session) advanceRollback() (Result, error) {
-	if !s.hasLocalInput() && s.pace.lag.stalls == 0 {
+	if !s.inputs.hasAll(s.roster.local, s.frame) && s.pace.lag.stalls == 0 {
 		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
 	}
 	// The Result is built at each return from scalars: one assembled field
@@ -236,7 +236,7 @@ func (s *Session) advanceRollback() (Result, error) {
 	}
 	s.play()
 	simulated := 1
-	for s.pace.lag.catchUp > 0 && s.hasLocalInput() {
+	for s.pace.lag.catchUp > 0 && s.inputs.hasAll(s.roster.local, s.frame) {
 		if _, stall := s.mustStall(); stall {
 			break
 		}
@@ -399,17 +399,6 @@ func (s *Session) poll() (Frame, error) {
 		return mis, nil
 	}
 	return mis, s.handshakeWait()
-}
-
-// hasLocalInput reports whether every local player's input for s.frame is
-// queued.
-func (s *Session) hasLocalInput() bool {
-	for _, p := range s.roster.local {
-		if s.inputs.next[p] <= s.frame {
-			return false
-		}
-	}
-	return true
 }
 
 // PeerStats returns peer i's statistics; ok is false for an unknown peer.
