@@ -229,14 +229,3 @@ func (r *inputRing) unjoin(p PlayerID) {
 		r.gaps[p][n-1].to = noFrame
 	}
 }
-
-// hasAll reports whether the input of frame f of every player of local
-// is here.
-func (r *inputRing) hasAll(local []PlayerID, f Frame) bool {
-	for _, p := range local {
-		if r.next[p] <= f {
-			return false
-		}
-	}
-	return true
-}

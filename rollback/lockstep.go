@@ -92,7 +92,7 @@ func (s *Session) advanceLockstep() (Result, error) {
 	for s.frame < due && r.Simulated < LockstepCatchUp {
 		// Our own input first (-1: it is ours), then what the ring and
 		// the rollback window allow.
-		peer, stall := -1, !s.inputs.hasAll(s.roster.local, s.frame)
+		peer, stall := -1, !s.hasLocalInput()
 		if !stall {
 			peer, stall = s.mustStall()
 		}

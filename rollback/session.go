@@ -206,7 +206,7 @@ func (s *Session) Advance() (Result, error) {
 
 // advanceRollback is Advance in rollback mode.
 func (s *Session) advanceRollback() (Result, error) {
-	if !s.inputs.hasAll(s.roster.local, s.frame) && s.pace.lag.stalls == 0 {
+	if !s.hasLocalInput() && s.pace.lag.stalls == 0 {
 		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
 	}
 	// The Result is built at each return from scalars: one assembled field
@@ -236,7 +236,7 @@ func (s *Session) advanceRollback() (Result, error) {
 	}
 	s.play()
 	simulated := 1
-	for s.pace.lag.catchUp > 0 && s.inputs.hasAll(s.roster.local, s.frame) {
+	for s.pace.lag.catchUp > 0 && s.hasLocalInput() {
 		if _, stall := s.mustStall(); stall {
 			break
 		}
@@ -453,4 +453,17 @@ func (s *Session) Close() error {
 		}
 	}
 	return nil
+}
+
+// hasLocalInput reports whether every local player's input for s.frame is
+// here. A method of the session rather than of the ring: the steady tick
+// measured 2.16 times its floor with the ring's, 2.08 with this (medians
+// of 8 interleaved runs).
+func (s *Session) hasLocalInput() bool {
+	for _, p := range s.roster.local {
+		if s.inputs.next[p] <= s.frame {
+			return false
+		}
+	}
+	return true
 }
