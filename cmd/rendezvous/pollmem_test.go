@@ -72,8 +72,11 @@ func heldPolls(t testing.TB, addr string, seats []lobby.Ticket, polling <-chan s
 // and a timer); held by net/http it cost about 26 KB, which this bound
 // failed. It also reports what a connection that has sent nothing costs
 // (net/http's: a goroutine and 8 KiB of buffers; bounded by MaxConns).
+// Under the race detector it reports the figures without bounding them:
+// there a held poll measured 11 to 16 KB (its goroutine's stack 8 KiB),
+// and the bound failed one CI run in four.
 func TestLongPollMemory(t *testing.T) {
-	const n, bound = 500, 12 << 10 // the bound holds under -race too (7.9 KB measured)
+	const n, bound = 500, 12 << 10 // without the race detector (make web-test runs it so, on both stores)
 	cfg := testConfig(newFakeClock())
 	cfg.MaxWait = time.Minute
 	cfg.MaxConns, cfg.MaxConnsPerIP = 3*n, 3*n
@@ -116,7 +119,7 @@ func TestLongPollMemory(t *testing.T) {
 	h1, s1, g1 := memFootprint()
 	heap, stack := float64(int64(h1)-int64(h0))/n, float64(int64(s1)-int64(s0))/n
 	t.Logf("%d held long polls: %.0f bytes each (heap %.0f, stacks %.0f), %.2f goroutines each", n, heap+stack, heap, stack, float64(g1-g0)/n)
-	if heap+stack > bound {
+	if heap+stack > bound && !raceEnabled {
 		t.Errorf("a held long poll costs %.0f bytes, more than %d", heap+stack, bound)
 	}
 	// Connections that have sent nothing yet, the polls still held (so

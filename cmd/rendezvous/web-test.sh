@@ -45,6 +45,8 @@ inside='ip link set lo up &&
 	(cd rtc && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m ./...) &&
 	(cd cmd/rendezvous && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m -skip "^TestBrowser" ./...) &&
 	(cd cmd/rendezvous && REWIND_STORE=nats GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m -skip "^TestBrowser" .) &&
+	(cd cmd/rendezvous && GOPROXY=off '"$GO"' test -count=1 -run "^TestLongPollMemory$" . &&
+		REWIND_STORE=nats GOPROXY=off '"$GO"' test -count=1 -run "^TestLongPollMemory$" .) &&
 	(cd cmd/rendezvous && GOPROXY=off xvfb-run -a -s "-screen 0 1024x768x24" '"$GO"' test -race -count=1 -timeout 15m -v -run "^TestBrowser" .)'
 if [ "${WEB_TEST_NETNS:-1}" = 0 ]; then
 	echo "WEB_TEST_NETNS=0: running on the host's loopback, not in a namespace"
