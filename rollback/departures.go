@@ -11,9 +11,10 @@ type departures struct {
 	lockstep bool
 }
 
-// departures is the session's peers as the agreement sees them.
-func (s *Session) departures() departures {
-	return departures{peers: s.peers, inputs: &s.inputs, lockstep: s.ls != nil}
+// newDepartures is the peers ps as the agreement sees them, with the
+// input ring in and the session's mode (lockstep).
+func newDepartures(ps peerSet, in *inputRing, lockstep bool) departures {
+	return departures{peers: ps, inputs: in, lockstep: lockstep}
 }
 
 // floor returns the fewest frames of machine x that peer m can have: the

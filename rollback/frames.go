@@ -164,7 +164,7 @@ func (s *Session) bounded(c, next Frame) (anchor, settled Frame) {
 		c = min(c, s.snaps.forcedBound(next))
 	}
 	if len(s.peers) > 1 { // the floors of third machines' counts
-		d := s.departures()
+		d := newDepartures(s.peers, &s.inputs, s.ls != nil)
 		for x := range s.peers {
 			if s.peers[x].leave.agreed {
 				continue
@@ -283,7 +283,7 @@ func (s *Session) blameRing(low Frame) int {
 			return s.roster.owner[p]
 		}
 	}
-	d := s.departures()
+	d := newDepartures(s.peers, &s.inputs, s.ls != nil)
 	for x := range s.peers {
 		if s.peers[x].leave.agreed {
 			continue

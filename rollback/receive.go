@@ -236,7 +236,7 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			s.disconnect(x)
 		}
 	}
-	if s.departures().withholds(from) {
+	if newDepartures(s.peers, &s.inputs, s.ls != nil).withholds(from) {
 		s.suspect(from, SuspectWithheld)
 	}
 }
@@ -272,7 +272,7 @@ func (s *Session) checkLiveness() Frame {
 		}
 	}
 	mis = min(mis, s.checkJoins())
-	d := s.departures()
+	d := newDepartures(s.peers, &s.inputs, s.ls != nil)
 	for x := range s.peers {
 		px := &s.peers[x]
 		for named := px.leave.judge(len(s.peers), s.now); named != 0; named &= named - 1 {

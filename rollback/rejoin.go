@@ -244,7 +244,7 @@ func (s *Session) sendJoins() {
 		if j.take == 0 || s.now-j.readyAt < joinResend {
 			continue
 		}
-		if f, ok := s.departures().leftAfter(i, j.take, &s.io.floor); ok && !j.readied {
+		if f, ok := newDepartures(s.peers, &s.inputs, s.ls != nil).leftAfter(i, j.take, &s.io.floor); ok && !j.readied {
 			// A machine that plays at take left: it would wait for that
 			// machine's confirmation for ever. A frame after it left.
 			j.readyAt = s.now
