@@ -63,7 +63,7 @@ func (s *Session) sendKeys(i int) {
 	}
 	p.keysSent, p.keysAt = n, max(s.now, 1)
 	s.io.keys.Keys = s.stmts.keyList(s.io.keys.Keys)
-	s.sendControl(i, &s.io.keys)
+	s.tx.control(i, &s.io.keys)
 }
 
 // handleKeys takes peer i's view of the signing keys.
@@ -104,7 +104,7 @@ func (s *Session) sendEcho(i int, all bool) {
 	m := &s.io.att
 	s.stmts.fillEcho(i, m, all)
 	m.HasStatement, m.Machine, m.Interval, m.Frames, m.Inputs, m.Sig = false, 0, 0, 0, m.Inputs[:0], m.Sig[:0]
-	s.sendRiding(i, m, true) // sendAttest runs only when an input packet goes
+	s.tx.riding(i, m, true) // sendAttest runs only when an input packet goes
 }
 
 // sendStatement sends peer i machine x's statement of interval k (its
@@ -121,7 +121,7 @@ func (s *Session) sendStatement(i, x int, k int32, in []uint64, sig []byte, full
 	if !full {
 		m.Inputs = m.Inputs[:0]
 	}
-	s.sendRiding(i, m, true) // sendAttest runs only when an input packet goes
+	s.tx.riding(i, m, true) // sendAttest runs only when an input packet goes
 }
 
 // handleAttest takes peer i's Attest datagram: the input packet riding

@@ -39,6 +39,11 @@ type stateSource interface {
 	// final, and returns it and its frame; ok is false when there is none
 	// to offer now.
 	joinState(dst []byte) (f Frame, state []byte, ok bool)
+	guestSink
+}
+
+// guestSink is told of a spectator's arrival or departure.
+type guestSink interface {
 	// emitGuest reports a spectator's arrival or departure (transport
 	// index idx).
 	emitGuest(k EventKind, idx int)
@@ -259,7 +264,7 @@ func (a *audience) sendControl(g *guest, m wire.Control, now time.Duration) {
 }
 
 // drop ends spectator k's service.
-func (a *audience) drop(k int, host stateSource) {
+func (a *audience) drop(k int, host guestSink) {
 	g := a.guests[k]
 	a.guests = slices.Delete(a.guests, k, k+1)
 	if g.idx < a.peers {
@@ -275,7 +280,7 @@ func (a *audience) drop(k int, host stateSource) {
 
 // forget ends the service of the guest at transport index idx, if any,
 // without a word: a peer that came back, or gave up.
-func (a *audience) forget(idx int, host stateSource) {
+func (a *audience) forget(idx int, host guestSink) {
 	if k := a.find(idx); k >= 0 {
 		a.drop(k, host)
 	}

@@ -24,7 +24,6 @@ func NewSession(cfg Config) (*Session, error) {
 	s := &Session{
 		roster: roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
 		app:    app{game: cfg.Game, obs: cfg.Observer},
-		tr:     cfg.Transport,
 		clock:  cfg.Clock,
 		events: make([]Event, 0, 2*len(cfg.Peers)+2),
 		io:     newCodec(cfg.Players),
@@ -36,6 +35,7 @@ func NewSession(cfg Config) (*Session, error) {
 	if s.roster.format, err = wire.NewFormat(s.roster.layout); err != nil {
 		return nil, err // unreachable: validate checked the layout
 	}
+	s.tx = newOutbox(cfg.Transport, &s.peers, &s.now, &s.stats, s.roster.format)
 	perFrame := len(s.roster.local) * (len(s.roster.layout) + s.roster.layout.Bits())
 	s.roster.maxFrames = min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
 	lockstepMode := cfg.Mode == LockstepMode
@@ -113,7 +113,8 @@ func (s *Session) secure(cfg *Config) error {
 	}
 	s.proto.transferRate = cfg.TransferRate
 	if !cfg.InProgress {
-		s.reserve()
+		r := s.rejoins()
+		r.reserve()
 	}
 	if cfg.MaxSpectators > 0 || s.peers.departed(s.proto.rejoinWindow > 0) {
 		s.serve(cfg.MaxSpectators)
@@ -157,7 +158,7 @@ func (s *Session) serve(spectators int) {
 	}
 	f := newFeed(s.roster.players)
 	f.reset(s.out.recorded)
-	s.aud = newAudience(spectators, len(s.peers), s.proto.transferRate, &s.proto.keys, s.proto.sessionID, s.tr, &f,
+	s.aud = newAudience(spectators, len(s.peers), s.proto.transferRate, &s.proto.keys, s.proto.sessionID, s.tx.tr, &f,
 		s.proto.interruptAfter, s.proto.disconnectAfter)
 }
 

@@ -85,13 +85,17 @@ type checksums struct {
 	ex      *exchange
 }
 
-// checksumSink takes each checksum as it becomes final, and each State
-// message to send (the Session; an interface, not a closure, so that
-// nothing allocates per frame).
+// checksumSink takes each checksum as it becomes final, and each peer
+// outvoted (the Session; an interface, not a closure, so that nothing
+// allocates per frame).
 type checksumSink interface {
 	finalChecksum(f Frame, sum uint64)
-	sendControl(peer int, m wire.Control) // a State message
 	outvoted(e *desync.Error)
+}
+
+// controlSender sends a control message to a peer: the outbox.
+type controlSender interface {
+	control(peer int, m wire.Control)
 }
 
 // newChecksums returns the checksum owner for a checksum every every
@@ -394,10 +398,10 @@ func deflate(b []byte) []byte {
 	return buf.Bytes()
 }
 
-// outgoing gives the sink each State message due to peer i now: the next
+// outgoing gives out each State message due to peer i now: the next
 // pieces of our state, or once it has them all (or when we no longer hold
 // ours) a bare status now and then, which tells it whether we have its.
-func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
+func (c *checksums) outgoing(i int, now time.Duration, out controlSender) {
 	if c == nil || c.ex == nil || (c.ex.serving && i != c.ex.peer) {
 		return
 	}
@@ -408,7 +412,7 @@ func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
 		}
 		x.status[i] = now
 		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Done: x.complete}
-		sink.sendControl(i, msg)
+		out.control(i, msg)
 		return
 	}
 	chunks := (len(x.mine) + wire.MaxStateData - 1) / wire.MaxStateData
@@ -418,7 +422,7 @@ func (c *checksums) outgoing(i int, now time.Duration, sink checksumSink) {
 		off := n * wire.MaxStateData
 		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Offset: uint32(off), Done: x.complete,
 			Data: x.mine[off:min(off+wire.MaxStateData, len(x.mine))]}
-		sink.sendControl(i, msg)
+		out.control(i, msg)
 	}
 }
 

@@ -50,9 +50,9 @@ func (s *sumSink) finalChecksum(f Frame, sum uint64) { s.finals = append(s.final
 
 func (s *sumSink) outvoted(e *desync.Error) { s.voted = append(s.voted, *e) }
 
-// sendControl copies the State message, as encoding it would: the owner
+// control copies the State message, as encoding it would: the owner
 // reuses it.
-func (s *sumSink) sendControl(peer int, msg wire.Control) {
+func (s *sumSink) control(peer int, msg wire.Control) {
 	m := msg.(*wire.State)
 	c := *m
 	c.Data = slices.Clone(m.Data)

@@ -45,12 +45,16 @@ func (h *handlers) register(s *Session) {
 			return s.frame, false
 		}
 		if s.peers.joining(i) { // it gives up coming back
-			return s.abandonJoin(i), true
+			r := s.rejoins()
+			return r.abandonJoin(i), true
 		}
 		s.disconnect(i)
 		return s.frame, true
 	}
-	h[wire.KindJoin] = (*Session).handleJoin
+	h[wire.KindJoin] = func(s *Session, i int, b []byte) (Frame, bool) {
+		r := s.rejoins()
+		return r.handleJoin(i, b, s.anchor(s.frame))
+	}
 	if s.sums != nil {
 		// A checksum may carry an input packet, as a ping does: its
 		// inputs are taken first.

@@ -230,15 +230,16 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		// start, only once it echoes ours: then, if it left, the link is keyed anew; if we
 		// still play with it, what it sent before is all we will get, and
 		// it is disconnected now rather than after the timeout.
+		r := s.rejoins()
 		switch {
 		case h.Echo != a.ours:
 			// Answered, but it proves nothing yet: dropped and counted, as
 			// a stranger's would be.
-			s.sendHandshake(i, h.Nonce)
+			s.proto.sendHandshake(&s.tx, &s.io.hs, i, h.Nonce)
 			return dropped
-		case s.rejoinable(i):
-			return s.rekey(i, h)
-		case !s.peers[i].leave.disc && s.compareTerms(i, h) == nil:
+		case r.rejoinable(i):
+			return r.rekey(i, h)
+		case !s.peers[i].leave.disc && compareTerms(i, &s.proto.keys.terms, s.io.wantLocal(s.peers[i].players), h) == nil:
 			s.disconnect(i)
 		}
 		return answered
@@ -248,7 +249,7 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		// Its sender has not shown that it receives at the peer's address:
 		// anyone could have sent it. Answer it, echoing its nonce: if it is
 		// the peer's, the peer can now prove itself.
-		s.sendHandshake(i, h.Nonce)
+		s.proto.sendHandshake(&s.tx, &s.io.hs, i, h.Nonce)
 		return answered
 	case hsRemind:
 		// Its older handshake, overtaken by the one we pinned (or a replay
@@ -262,11 +263,11 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 	case hsRenew, hsStray:
 		return dropped // the first nonce to echo ours stays
 	}
-	if e := s.compareTerms(i, h); e != nil {
+	if e := compareTerms(i, &s.proto.keys.terms, s.io.wantLocal(s.peers[i].players), h); e != nil {
 		if a.mismatch == nil {
 			a.mismatch = e
 			for range mismatchCopies {
-				s.sendHandshake(i, h.Nonce)
+				s.proto.sendHandshake(&s.tx, &s.io.hs, i, h.Nonce)
 			}
 		}
 		return taken
@@ -317,16 +318,17 @@ func (k *keyring) relink(session, ours, nonce uint64, key [wire.KeySize]byte) (*
 	return k.link(session, ours, nonce, key)
 }
 
-// sendHandshake sends peer i our handshake, echoing echo.
-func (s *Session) sendHandshake(i int, echo uint64) {
-	a := &s.peers[i].auth
-	b, err := s.proto.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.proto.sessionID, a.ours, echo)
+// sendHandshake sends peer i our handshake (hs is its scratch), echoing
+// echo.
+func (p *protocol) sendHandshake(tx *outbox, hs *wire.Handshake, i int, echo uint64) {
+	a := &(*tx.peers)[i].auth
+	b, err := p.keys.appendHandshake(tx.buf[:0], hs, p.sessionID, a.ours, echo)
 	if err != nil {
-		s.stats.SendErrors++
+		tx.stats.SendErrors++
 		return
 	}
-	a.sentHS, a.lastHS = true, s.now
-	s.transmit(i, b)
+	a.sentHS, a.lastHS = true, *tx.now
+	tx.transmit(i, b)
 }
 
 // handshakeDue reports whether peer i is sent our handshake now: when it
@@ -346,10 +348,11 @@ func (s *Session) verify(i int) {
 	}
 }
 
-// compareTerms returns the first difference between peer i's handshake
-// and what this machine must agree with it on, or nil.
-func (s *Session) compareTerms(i int, h *wire.Handshake) *TermsError {
-	ours, theirs := &s.proto.keys.terms, &h.Terms
+// compareTerms returns the first difference between peer i's handshake h
+// and what this machine must agree with it on (ours, and local: the
+// players it must play, as a handshake's Local says them), or nil.
+func compareTerms(i int, ours *wire.Terms, local []uint8, h *wire.Handshake) *TermsError {
+	theirs := &h.Terms
 	diff := func(field string, a, b any) *TermsError {
 		e := &TermsError{Peer: i, Field: field, Ours: fmt.Sprint(a), Theirs: fmt.Sprint(b)}
 		if e.Ours == e.Theirs && field == "Local and Peers" {
@@ -361,10 +364,10 @@ func (s *Session) compareTerms(i int, h *wire.Handshake) *TermsError {
 	switch {
 	case h.Version != wire.Version:
 		return diff("protocol version", wire.Version, h.Version)
-	case !slices.Equal(s.io.wantLocal(s.peers[i].players), h.Local):
+	case !slices.Equal(local, h.Local):
 		// Who it is: the machine at this address must play the players our
 		// Config.Peers gives it (two machines claiming one player differ here).
-		return diff("Local", s.peers[i].players, h.Local)
+		return diff("Local", local, h.Local)
 	case ours.Players != theirs.Players:
 		return diff("Players", ours.Players, theirs.Players)
 	case !slices.Equal(ours.Owners, theirs.Owners):

@@ -140,7 +140,8 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 		return s.frame, false
 	}
 	if s.peers.joining(i) && ps.join.take != 0 && v.first <= ps.join.take {
-		s.tookOver(i) // its first inputs since we accepted its take-over frame
+		r := s.rejoins()
+		r.tookOver(i) // its first inputs since we accepted its take-over frame
 	}
 	if ps.leave.disc {
 		return s.frame, true // it left; what it still sends no longer counts

@@ -258,7 +258,7 @@ func (s *Session) sendJoiner() {
 	for i := range s.peers {
 		a := &s.peers[i].auth
 		if a.handshakeDue(s.now) {
-			s.sendHandshake(i, a.nonce)
+			s.proto.sendHandshake(&s.tx, &s.io.hs, i, a.nonce)
 			a.replyHS = false
 		}
 	}
@@ -273,7 +273,7 @@ func (s *Session) sendJoiner() {
 	}
 	for i := range s.peers {
 		if j.live[i] && s.peers[i].auth.keyed() && (!j.acc[i] || !j.ready[i]) {
-			s.sendControl(i, m)
+			s.tx.control(i, m)
 		}
 	}
 }
@@ -284,7 +284,7 @@ func (s *Session) leaveJoin() {
 	d := wire.Disconnect{Frame: -1}
 	for i := range s.peers {
 		if s.join.acc[i] && s.peers[i].auth.keyed() {
-			s.sendControl(i, &d)
+			s.tx.control(i, &d)
 		}
 	}
 }

@@ -17,7 +17,7 @@ func (s *Session) receiveJoin() {
 	buf := s.io.recvBuf
 	var judged [MaxPlayers]int
 	for {
-		n, i, ok := s.tr.Receive(buf)
+		n, i, ok := s.tx.tr.Receive(buf)
 		if !ok {
 			return
 		}

@@ -167,7 +167,7 @@ func (a *adversary) lieExtra(s *Session, i int, pkt *wire.InputPacket, localNext
 		extra.Inputs = append(extra.Inputs, uint64(s.inputs.at(first, s.roster.local[k%nLocal]))^1)
 	}
 	for range n {
-		if !s.sendInput(i, &extra) {
+		if !s.tx.input(i, &extra) {
 			return
 		}
 		a.Lies++
@@ -182,11 +182,11 @@ func (a *adversary) lieChecksum(s *Session, i int, f Frame, sum uint64) {
 		return
 	}
 	s.io.sum = wire.Checksum{Frame: int32(lieFarFrame), Sum: sum ^ 0x5eed}
-	s.sendControl(i, &s.io.sum)
+	s.tx.control(i, &s.io.sum)
 	a.Lies++
 	if len(s.peers) >= 2 && i == 0 {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum ^ 1}
-		s.sendControl(i, &s.io.sum)
+		s.tx.control(i, &s.io.sum)
 		a.Lies++
 	}
 }

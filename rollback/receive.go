@@ -21,10 +21,10 @@ const peerBudget = 64
 // s.frame when there is none.
 func (s *Session) receive() Frame {
 	mis := s.frame
-	if s.tr == nil {
+	if s.tx.tr == nil {
 		return mis
 	}
-	buf := s.io.recvBuf
+	buf, rj := s.io.recvBuf, s.rejoins()
 	var judged [MaxPlayers]int
 	s.proto.keys.newCall()
 	if s.stmts != nil {
@@ -34,13 +34,13 @@ func (s *Session) receive() Frame {
 		s.aud.newCall()
 	}
 	for {
-		n, peer, ok := s.tr.Receive(buf)
+		n, peer, ok := s.tx.tr.Receive(buf)
 		if !ok {
 			return mis
 		}
 		s.stats.PacketsReceived++
 		s.stats.BytesReceived += int64(n)
-		if s.aud != nil && (peer >= len(s.peers) || (n > 0 && n <= maxDatagram && s.watching(peer, buf[:n]))) {
+		if s.aud != nil && (peer >= len(s.peers) || (n > 0 && n <= maxDatagram && rj.watching(peer, buf[:n]))) {
 			if n <= 0 || n > maxDatagram || !s.aud.receive(peer, buf[:n], s.now, s) {
 				s.stats.PacketsInvalid++
 			} else if peer < len(s.peers) && wire.Kind(buf[0]) != wire.KindHandshake {
@@ -271,7 +271,8 @@ func (s *Session) checkLiveness() Frame {
 			s.disconnect(i)
 		}
 	}
-	mis = min(mis, s.checkJoins())
+	r := s.rejoins()
+	mis = min(mis, r.checkJoins())
 	d := newDepartures(s.peers, &s.inputs, s.ls != nil)
 	for x := range s.peers {
 		px := &s.peers[x]

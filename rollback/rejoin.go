@@ -37,22 +37,50 @@ type rejoin struct {
 	key     [wire.SigningKeySize]byte
 }
 
+// rejoins is the session as the machines that play on see a machine
+// coming back: the owners a join reads and changes, made for the call
+// (Session.rejoins). It holds no state of its own: a join's is each
+// peer's rejoin.
+type rejoins struct {
+	peers    peerSet
+	inputs   *inputRing
+	stmts    *statements // nil: fewer than three machines
+	sums     *checksums  // nil: no checksums
+	aud      *audience   // nil: nobody watches (and no join is on)
+	proto    *protocol
+	tx       *outbox
+	io       *codec
+	events   *eventLog
+	players  int
+	lockstep bool
+	now      time.Duration
+	frame    Frame // the next frame to simulate
+	recorded Frame // the first frame not yet recorded as final
+}
+
+// rejoins returns the view of the session a join works on.
+func (s *Session) rejoins() rejoins {
+	return rejoins{peers: s.peers, inputs: &s.inputs, stmts: s.stmts, sums: s.sums, aud: s.aud, proto: &s.proto,
+		tx: &s.tx, io: &s.io, events: &s.events, players: s.roster.players, lockstep: s.ls != nil,
+		now: s.now, frame: s.frame, recorded: s.out.recorded}
+}
+
 // reserve sets up the reserved slots (Peer.Late) of a match we start:
 // each such machine is absent, as agreed, from frame 0, its players on the
 // stand-in, until it joins like a machine that comes back.
-func (s *Session) reserve() {
-	for i := range s.peers {
-		ps := &s.peers[i]
+func (r *rejoins) reserve() {
+	for i := range r.peers {
+		ps := &r.peers[i]
 		if !ps.late {
 			continue
 		}
 		ps.leave = leave{disc: true, agreed: true}
 		for _, p := range ps.players {
-			s.inputs.disconnect(p, 0)
+			r.inputs.disconnect(p, 0)
 		}
-		s.sums.forget(i)
-		if s.stmts != nil {
-			s.stmts.reserve(i, ps.machine)
+		r.sums.forget(i)
+		if r.stmts != nil {
+			r.stmts.reserve(i, ps.machine)
 		}
 	}
 }
@@ -60,83 +88,83 @@ func (s *Session) reserve() {
 // rejoinable reports whether peer i may come (back) now: the match runs,
 // its departure is agreed, and it was not caught equivocating; it has a
 // reserved slot, or its departure is within the window.
-func (s *Session) rejoinable(i int) bool {
-	ps := &s.peers[i]
-	return s.ls == nil && s.proto.started && ps.leave.agreed && !ps.leave.proven &&
-		(ps.join.keyed || ps.late || s.proto.rejoinWindow > 0 && s.now-ps.join.since <= s.proto.rejoinWindow)
+func (r *rejoins) rejoinable(i int) bool {
+	ps := &r.peers[i]
+	return !r.lockstep && r.proto.started && ps.leave.agreed && !ps.leave.proven &&
+		(ps.join.keyed || ps.late || r.proto.rejoinWindow > 0 && r.now-ps.join.since <= r.proto.rejoinWindow)
 }
 
 // watching reports whether datagram b from peer i is for the audience:
 // a machine coming back watches the match as a spectator first, under a
 // spectator's handshake (no players) and Watch messages.
-func (s *Session) watching(i int, b []byte) bool {
-	if i < 0 || i >= len(s.peers) || !s.rejoinable(i) {
+func (r *rejoins) watching(i int, b []byte) bool {
+	if i < 0 || i >= len(r.peers) || !r.rejoinable(i) {
 		return false
 	}
 	if wire.Kind(b[0]) == wire.KindHandshake {
-		h := &s.io.rx.hs
-		return wire.ParseHandshake(b, h, s.proto.keys.auth) == nil && len(h.Local) == 0
+		h := &r.io.rx.hs
+		return wire.ParseHandshake(b, h, r.proto.keys.auth) == nil && len(h.Local) == 0
 	}
 	return wire.SealedKind(b) == wire.KindWatch
 }
 
 // rekey takes a handshake from a rejoinable peer i with a new nonce (h
 // echoes ours): the machine restarted. The link gets new keys; what it
-// sends next is judged as a joiner's.
-func (s *Session) rekey(i int, h *wire.Handshake) verdict {
-	ps := &s.peers[i]
+// sends next is judged as a joiner'r.
+func (r *rejoins) rekey(i int, h *wire.Handshake) verdict {
+	ps := &r.peers[i]
 	if ps.join.take != 0 {
 		return dropped // one join at a time: the last one times out first
 	}
-	if ps.auth.keyedAt != 0 && s.now-ps.auth.keyedAt < handshakeRetry {
+	if ps.auth.keyedAt != 0 && r.now-ps.auth.keyedAt < handshakeRetry {
 		return dropped // re-keyed a moment ago: one derivation per retry period
 	}
-	if s.compareTerms(i, h) != nil {
+	if compareTerms(i, &r.proto.keys.terms, r.io.wantLocal(ps.players), h) != nil {
 		return dropped
 	}
-	seal, open, err := s.proto.keys.relink(s.proto.sessionID, ps.auth.ours, h.Nonce, h.Key)
+	seal, open, err := r.proto.keys.relink(r.proto.sessionID, ps.auth.ours, h.Nonce, h.Key)
 	if err != nil {
 		return dropped
 	}
-	ps.auth = peerAuth{ours: ps.auth.ours, nonce: h.Nonce, seal: seal, open: open, replyHS: true, heard: true, keyedAt: max(s.now, 1)}
+	ps.auth = peerAuth{ours: ps.auth.ours, nonce: h.Nonce, seal: seal, open: open, replyHS: true, heard: true, keyedAt: max(r.now, 1)}
 	ps.join.keyed = true
 	return taken // its silence counts from here (link.heard)
 }
 
-// handleJoin takes a joining peer's Join message. It returns the first
-// frame to re-simulate.
-func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
-	m, ps := &s.io.rx.join, &s.peers[i]
+// handleJoin takes a joining peer's Join message; anchor is the
+// session's (Session.anchor). It returns the first frame to re-simulate.
+func (r *rejoins) handleJoin(i int, b []byte, anchor Frame) (Frame, bool) {
+	m, ps := &r.io.rx.join, &r.peers[i]
 	if wire.ParseControl(b, m) != nil || m.Op != wire.JoinPropose {
-		return s.frame, false
+		return r.frame, false
 	}
 	t := Frame(m.Take)
-	if !s.peers.joining(i) {
+	if !r.peers.joining(i) {
 		if !ps.leave.disc && t == ps.join.take {
-			s.sendJoin(i, wire.JoinAccept) // it took over: our answer was lost
-			return s.frame, true
+			r.sendJoin(i, wire.JoinAccept) // it took over: our answer was lost
+			return r.frame, true
 		}
-		return s.frame, false
+		return r.frame, false
 	}
-	if s.stmts != nil && (t%stmtFrames != 0 || len(m.Keys) != wire.SigningKeySize) {
-		return s.frame, false // its statements must start with an interval, under a new key
+	if r.stmts != nil && (t%stmtFrames != 0 || len(m.Keys) != wire.SigningKeySize) {
+		return r.frame, false // its statements must start with an interval, under a new key
 	}
-	final, busy := s.finalFrontier(), false
-	mis := s.frame
-	if k := s.peers.pendingJoin(i); k >= 0 {
+	final, busy := r.finalFrontier(anchor), false
+	mis := r.frame
+	if k := r.peers.pendingJoin(i); k >= 0 {
 		// One join at a time: two machines taking over at once could each
 		// count on the other's absence. The lower machine goes first; it
 		// preempts a join we have not yet told it may take over.
-		o := &s.peers[k].join
-		if busy = s.peers[k].machine < ps.machine || o.readied; busy {
+		o := &r.peers[k].join
+		if busy = r.peers[k].machine < ps.machine || o.readied; busy {
 			final = max(final, o.take) // after that one
 		} else {
-			mis = min(mis, s.unaccept(k))
+			mis = min(mis, r.unaccept(k))
 		}
 	}
-	if busy || t < final || t-s.frame > ringSize/2 {
-		s.io.join = wire.Join{Op: wire.JoinRefuse, Take: m.Take, Frame: int32(final)}
-		s.sendControl(i, &s.io.join)
+	if busy || t < final || t-r.frame > ringSize/2 {
+		r.io.join = wire.Join{Op: wire.JoinRefuse, Take: m.Take, Frame: int32(final)}
+		r.tx.control(i, &r.io.join)
 		return mis, true
 	}
 	if t != ps.join.take {
@@ -144,67 +172,67 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 			mis = min(mis, ps.join.take)
 		}
 		for _, p := range ps.players {
-			if !s.inputs.rejoin(p, t) {
-				return s.frame, false
+			if !r.inputs.rejoin(p, t) {
+				return r.frame, false
 			}
 		}
 		ps.join.take, ps.join.summed, ps.join.readied = t, false, false
 		mis = min(mis, t)
-		if s.stmts != nil {
+		if r.stmts != nil {
 			copy(ps.join.key[:], m.Keys)
-			s.stmts.rejoin(ps.machine, i, ps.join.key, int32(t/stmtFrames))
+			r.stmts.rejoin(ps.machine, i, ps.join.key, int32(t/stmtFrames))
 		}
 	}
-	s.sendJoin(i, wire.JoinAccept)
+	r.sendJoin(i, wire.JoinAccept)
 	ps.join.readyAt = 0
 	return mis, true
 }
 
-// finalFrontier returns the first frame that may not be final here: a
-// take-over frame must not be before it.
-func (s *Session) finalFrontier() Frame {
-	f := max(s.anchor(s.frame), s.out.recorded)
-	if s.stmts != nil {
-		f = max(f, s.stmts.end()) // settled statements that do not include it
+// finalFrontier returns the first frame that may not be final here, the
+// anchor being anchor: a take-over frame must not be before it.
+func (r *rejoins) finalFrontier(anchor Frame) Frame {
+	f := max(anchor, r.recorded)
+	if r.stmts != nil {
+		f = max(f, r.stmts.end()) // settled statements that do not include it
 	}
 	return f
 }
 
 // sendJoin sends joining peer i a Join: op Accept (with the signing keys)
 // or Ready (with our checksum of the state at the take-over frame).
-func (s *Session) sendJoin(i int, op uint8) {
-	ps := &s.peers[i]
-	m := &s.io.join
+func (r *rejoins) sendJoin(i int, op uint8) {
+	ps := &r.peers[i]
+	m := &r.io.join
 	*m = wire.Join{Op: op, Take: int32(ps.join.take), Keys: m.Keys[:0]}
 	switch op {
 	case wire.JoinAccept:
-		if s.stmts != nil {
-			m.Keys = s.stmts.keyList(m.Keys)
+		if r.stmts != nil {
+			m.Keys = r.stmts.keyList(m.Keys)
 		}
 	case wire.JoinReady:
 		m.Sum = ps.join.sum
-		for p := range s.roster.players {
-			if !s.inputs.absent(PlayerID(p), ps.join.take) {
+		for p := range r.players {
+			if !r.inputs.absent(PlayerID(p), ps.join.take) {
 				m.Playing |= 1 << p
 			}
 		}
 		ps.join.readied = true
 	}
-	s.sendControl(i, m)
+	r.tx.control(i, m)
 }
 
 // unaccept withdraws our acceptance of peer k's take-over frame: its
 // players are absent for good again until it proposes anew (refused while
 // another join is on). It returns the first frame to re-simulate.
-func (s *Session) unaccept(k int) Frame {
-	j := &s.peers[k].join
-	for _, p := range s.peers[k].players {
-		s.inputs.unjoin(p)
+func (r *rejoins) unaccept(k int) Frame {
+	j := &r.peers[k].join
+	for _, p := range r.peers[k].players {
+		r.inputs.unjoin(p)
 	}
 	mis := j.take
 	j.take, j.summed, j.readied = 0, false, false
-	if s.stmts != nil {
-		s.stmts.dirty = true
+	if r.stmts != nil {
+		r.stmts.dirty = true
 	}
 	return mis
 }
@@ -212,95 +240,107 @@ func (s *Session) unaccept(k int) Frame {
 // checkJoins gives up on each joining peer silent for the disconnect
 // timeout, and counts the others. It returns the first frame to
 // re-simulate.
-func (s *Session) checkJoins() Frame {
-	mis := s.frame
-	s.proto.joins = 0
-	for i := range s.peers {
+func (r *rejoins) checkJoins() Frame {
+	mis := r.frame
+	r.proto.joins = 0
+	for i := range r.peers {
 		switch {
-		case !s.peers.joining(i):
-		case s.now-s.peers[i].link.lastRecv > s.proto.disconnectAfter:
-			mis = min(mis, s.abandonJoin(i))
+		case !r.peers.joining(i):
+		case r.now-r.peers[i].link.lastRecv > r.proto.disconnectAfter:
+			mis = min(mis, r.abandonJoin(i))
 		default:
-			s.proto.joins++
+			r.proto.joins++
 		}
 	}
 	return mis
 }
 
 // sendJoins sends each joining peer our handshake when due, and our Ready
-// once the state at its take-over frame is final, every joinResend until
-// it takes over.
-func (s *Session) sendJoins() {
-	for i := range s.peers {
-		ps := &s.peers[i]
-		if !s.peers.joining(i) {
+// once the state at its take-over frame is final (anchor, the session's,
+// reached it), every joinResend until it takes over.
+func (r *rejoins) sendJoins(anchor Frame) {
+	for i := range r.peers {
+		ps := &r.peers[i]
+		if !r.peers.joining(i) {
 			continue
 		}
-		if ps.auth.handshakeDue(s.now) {
-			s.sendHandshake(i, ps.auth.nonce)
+		if ps.auth.handshakeDue(r.now) {
+			r.proto.sendHandshake(r.tx, &r.io.hs, i, ps.auth.nonce)
 			ps.auth.replyHS = false
 		}
 		j := &ps.join
-		if j.take == 0 || s.now-j.readyAt < joinResend {
+		if j.take == 0 || r.now-j.readyAt < joinResend {
 			continue
 		}
-		if f, ok := newDepartures(s.peers, &s.inputs, s.ls != nil).leftAfter(i, j.take, &s.io.floor); ok && !j.readied {
+		if f, ok := newDepartures(r.peers, r.inputs, r.lockstep).leftAfter(i, j.take, &r.io.floor); ok && !j.readied {
 			// A machine that plays at take left: it would wait for that
 			// machine's confirmation for ever. A frame after it left.
-			j.readyAt = s.now
-			s.io.join = wire.Join{Op: wire.JoinRefuse, Take: int32(j.take), Frame: int32(max(f, s.finalFrontier()))}
-			s.sendControl(i, &s.io.join)
+			j.readyAt = r.now
+			r.io.join = wire.Join{Op: wire.JoinRefuse, Take: int32(j.take), Frame: int32(max(f, r.finalFrontier(anchor)))}
+			r.tx.control(i, &r.io.join)
 			continue
 		}
-		if !j.summed || s.anchor(s.frame) < j.take || s.frame <= j.take {
+		if !j.summed || anchor < j.take || r.frame <= j.take {
 			continue
 		}
-		j.readyAt = s.now
-		s.sendJoin(i, wire.JoinReady)
+		j.readyAt = r.now
+		r.sendJoin(i, wire.JoinReady)
 	}
 }
 
 // abandonJoin gives up on joining peer i (it went silent, or said it
 // leaves): its players are absent for good again. It returns the first
 // frame to re-simulate.
-func (s *Session) abandonJoin(i int) Frame {
-	ps := &s.peers[i]
-	mis := s.frame
+func (r *rejoins) abandonJoin(i int) Frame {
+	ps := &r.peers[i]
+	mis := r.frame
 	if ps.join.take != 0 {
-		mis = s.unaccept(i)
+		mis = r.unaccept(i)
 	}
 	ps.join = rejoin{since: ps.join.since}
-	if s.aud != nil {
-		s.aud.forget(i, s)
+	if r.aud != nil {
+		r.aud.forget(i, &guestEvents{r.events, r.frame})
 	}
 	return mis
 }
 
 // tookOver ends peer i's join: its first input packet since it was
 // accepted came. It plays again, as from the start of the match.
-func (s *Session) tookOver(i int) {
-	ps := &s.peers[i]
+func (r *rejoins) tookOver(i int) {
+	ps := &r.peers[i]
 	t := ps.join.take
 	ps.leave, ps.late = leave{}, false
-	ps.link = link{lastRecv: s.now, winStart: s.now, lastQuality: s.now - s.proto.qualityEvery}
+	ps.link = link{lastRecv: r.now, winStart: r.now, lastQuality: r.now - r.proto.qualityEvery}
 	ps.progress = progress{ack: t}
 	ps.timing = timing{ackAgeMin: -1}
 	ps.suspect = suspicions{}
 	ps.join = rejoin{take: t}
-	for m := range s.peers {
+	for m := range r.peers {
 		// Every machine has every frame before t of every other.
-		s.peers[m].gossip.sees[i] = max(s.peers[m].gossip.sees[i], t)
+		r.peers[m].gossip.sees[i] = max(r.peers[m].gossip.sees[i], t)
 		ps.gossip.sees[m] = max(ps.gossip.sees[m], t)
 	}
-	if s.aud != nil {
-		if size, took, ok := s.aud.transfer(i); ok {
+	if r.aud != nil {
+		if size, took, ok := r.aud.transfer(i); ok {
 			ps.st.StateBytes, ps.st.StateTime = size, took
 		}
-		s.aud.forget(i, s)
+		r.aud.forget(i, &guestEvents{r.events, r.frame})
 	}
-	if s.stmts != nil {
-		s.stmts.dirty = true
+	if r.stmts != nil {
+		r.stmts.dirty = true
 	}
-	s.sums.resume(i)
-	s.events.emit(EventTookOver, t, i)
+	r.sums.resume(i)
+	r.events.emit(EventTookOver, t, i)
 }
+
+// guestEvents reports a guest's departure at frame (a guestSink: the
+// audience forgets a machine's watching once it took over or gave up). It
+// is made only then: the view, handed over as an interface, would escape
+// to the heap in every call that makes one.
+type guestEvents struct {
+	events *eventLog
+	frame  Frame
+}
+
+// emitGuest reports a spectator's arrival or departure.
+func (g *guestEvents) emitGuest(k EventKind, idx int) { g.events.emit(k, g.frame, idx) }

@@ -16,18 +16,12 @@ import (
 type codec struct {
 	sendBuf []byte
 	recvBuf []byte
-	// carry is the control message that rides in front of this call's
-	// input packet to a peer (of kind carryKind): the first ping, reply,
-	// checksum or Attest due to it.
-	carry     []byte
-	carryKind wire.Kind
-	inBody    []byte // scratch: an input body, encoded before it is sealed with the carry
-	pkt       wire.InputPacket
-	base      [MaxPlayers]uint64
-	local     []uint8 // scratch for a handshake's Local
-	gossip    []wire.Gossip
-	stepIn    [MaxPlayers]PlayerInput // the inputs of the frame being simulated
-	floor     [MaxPlayers]Frame       // Session.floors
+	pkt     wire.InputPacket
+	base    [MaxPlayers]uint64
+	local   []uint8 // scratch for a handshake's Local
+	gossip  []wire.Gossip
+	stepIn  [MaxPlayers]PlayerInput // the inputs of the frame being simulated
+	floor   [MaxPlayers]Frame       // Session.floors
 
 	rx struct { // received control messages
 		hs    wire.Handshake
@@ -56,10 +50,7 @@ type codec struct {
 // packet, sent or received, holds more than wire.MaxFrames frames of them.
 func newCodec(players int) codec {
 	return codec{
-		sendBuf: make([]byte, 0, maxDatagram),
 		recvBuf: make([]byte, maxDatagram+1),
-		carry:   make([]byte, 0, maxDatagram),
-		inBody:  make([]byte, 0, maxDatagram),
 		pkt:     wire.InputPacket{Inputs: make([]uint64, 0, wire.MaxFrames*players), Gossip: make([]wire.Gossip, 0, MaxPlayers)},
 		gossip:  make([]wire.Gossip, 0, MaxPlayers),
 	}
@@ -120,7 +111,8 @@ func (s *Session) send() {
 		}
 	}
 	if s.proto.joins > 0 {
-		s.sendJoins()
+		r := s.rejoins()
+		r.sendJoins(s.anchor(s.frame))
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]
@@ -140,20 +132,8 @@ func (s *Session) send() {
 			s.sendAttest(i) // a statement covers the inputs it rides with
 		}
 		s.sendInputs(i, localNext)
-		if len(s.io.carry) > 0 { // the input packet did not go
-			s.sendCarry(i, nil)
-		}
+		s.tx.flush(i, nil) // the input packet did not go
 	}
-}
-
-// sendCarry sends the carried message to peer i, with body behind it (an
-// encoded input packet, or nil: it goes alone), in one datagram of the
-// message's kind.
-func (s *Session) sendCarry(i int, body []byte) {
-	seal := s.peers[i].auth.seal
-	b := append(append(seal.Begin(s.io.sendBuf[:0], s.io.carryKind), s.io.carry...), body...)
-	s.io.carry = s.io.carry[:0]
-	s.transmit(i, seal.Seal(b))
 }
 
 // sendInputs sends peer i an input packet: the local inputs it has not
@@ -202,7 +182,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	if s.proto.lie != nil {
 		s.proto.lie.liePacket(s, i, pkt)
 	}
-	if !s.sendInput(i, pkt) {
+	if !s.tx.input(i, pkt) {
 		return
 	}
 	if s.out.log != nil {
@@ -211,40 +191,6 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	if s.proto.lie != nil {
 		s.proto.lie.lieExtra(s, i, pkt, localNext)
 	}
-}
-
-// sendInput seals input packet pkt to peer i and sends it. It reports
-// false when the packet did not encode.
-func (s *Session) sendInput(i int, pkt *wire.InputPacket) bool {
-	seal := s.peers[i].auth.seal
-	if len(s.io.carry) > 0 {
-		return s.sendCarried(i, pkt)
-	}
-	b, err := s.roster.format.AppendInput(seal.Begin(s.io.sendBuf[:0], wire.KindInput), pkt)
-	if err != nil {
-		s.stats.SendErrors++
-		return false
-	}
-	s.transmit(i, seal.Seal(b))
-	return true
-}
-
-// sendCarried sends input packet pkt to peer i behind the carried
-// message, in one datagram; or the two apart, if together they would not
-// fit in one.
-func (s *Session) sendCarried(i int, pkt *wire.InputPacket) bool {
-	body, err := s.roster.format.AppendInput(s.io.inBody[:0], pkt)
-	s.io.inBody = body[:0]
-	if err != nil {
-		s.stats.SendErrors++
-		return false // the carry goes alone
-	}
-	if wire.SealOverhead+len(s.io.carry)+len(body) > maxDatagram {
-		s.sendCarry(i, nil)
-		return s.sendInput(i, pkt)
-	}
-	s.sendCarry(i, body)
-	return true
 }
 
 // gossipFor returns what the next packet to ps says of the other
@@ -277,45 +223,6 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 	return g
 }
 
-// transmit sends b to peer i and counts it.
-func (s *Session) transmit(i int, b []byte) {
-	if err := s.tr.Send(i, b); err != nil {
-		s.stats.SendErrors++
-		return
-	}
-	ps := &s.peers[i]
-	ps.link.sent(s.now, len(b))
-	ps.st.PacketsSent++
-	s.stats.PacketsSent++
-	s.stats.BytesSent += int64(len(b))
-}
-
-// sendRiding sends control message m to peer i, or, when an input packet
-// goes to it in this call (inputs), holds it to ride in front of that
-// packet if nothing rides there yet (send sends or flushes the carry before
-// it turns to the next peer).
-func (s *Session) sendRiding(i int, m wire.Control, inputs bool) {
-	if inputs && len(s.io.carry) == 0 {
-		if b, err := wire.AppendControl(s.io.carry[:0], m); err == nil {
-			s.io.carry, s.io.carryKind = b, m.Kind()
-			return
-		}
-	}
-	s.sendControl(i, m)
-}
-
-// sendControl seals a control message to peer i (the link is keyed) and
-// sends it.
-func (s *Session) sendControl(i int, msg wire.Control) {
-	seal := s.peers[i].auth.seal
-	b, err := wire.AppendControl(seal.Begin(s.io.sendBuf[:0], msg.Kind()), msg)
-	if err != nil {
-		s.stats.SendErrors++
-		return
-	}
-	s.transmit(i, seal.Seal(b))
-}
-
 // sendProtocol sends the handshake, start, quality, checksum and state
 // messages due to peer i; a ping, reply or checksum rides with the input
 // packet when one goes to it in this call (inputs). A quiet tick holds a
@@ -327,7 +234,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	l := &ps.link
 	if ps.auth.handshakeDue(s.now) && (!ps.late || ps.auth.replyHS) {
 		// A reserved slot's machine is answered, not called: it may not exist.
-		s.sendHandshake(i, ps.auth.nonce) // 0 until we pinned its nonce
+		s.proto.sendHandshake(&s.tx, &s.io.hs, i, ps.auth.nonce) // 0 until we pinned its nonce
 		ps.auth.replyHS = false
 	}
 	if !ps.auth.keyed() || ps.leave.disc {
@@ -339,25 +246,25 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	}
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}
-		s.sendRiding(i, &s.io.qr, inputs)
+		s.tx.riding(i, &s.io.qr, inputs)
 		l.replyQuality = false
 	}
 	if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.sendRiding(i, &s.io.sum, inputs)
+		s.tx.riding(i, &s.io.sum, inputs)
 		if s.proto.lie != nil {
 			s.proto.lie.lieChecksum(s, i, f, sum)
 		}
 	}
 	if s.sums != nil && s.sums.ex != nil {
-		s.sums.outgoing(i, s.now, s)
+		s.sums.outgoing(i, s.now, &s.tx)
 	}
 	// Before the match starts, ping every 100 ms: the start delay needs the
 	// round trip, and the link-lag bound the least of several samples.
 	if (s.now-l.lastQuality >= s.proto.qualityEvery && !quiet) || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
 		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
-		s.sendRiding(i, &s.io.q, inputs)
+		s.tx.riding(i, &s.io.q, inputs)
 	}
 }
 

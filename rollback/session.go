@@ -19,8 +19,8 @@ import (
 // (lockstep). docs/architecture.md shows which owns what.
 type Session struct {
 	roster roster
-	app    app // the game, its observer, and whether it renders
-	tr     Transport
+	app    app    // the game, its observer, and whether it renders
+	tx     outbox // what goes out, to the peers
 	clock  Clock
 	now    time.Duration // the clock, read once per call
 	frame  Frame         // the next frame to simulate
@@ -430,7 +430,7 @@ func (s *Session) Close() error {
 		return err
 	}
 	s.proto.closed = true
-	if s.tr == nil {
+	if s.tx.tr == nil {
 		return nil
 	}
 	s.now = s.clock.Now()
@@ -448,7 +448,7 @@ func (s *Session) Close() error {
 	for i := range s.peers {
 		if s.peers[i].auth.verified && !s.peers[i].leave.disc {
 			for range 2 { // a second copy in case the first is lost
-				s.sendControl(i, &d)
+				s.tx.control(i, &d)
 			}
 		}
 	}

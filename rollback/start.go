@@ -246,9 +246,9 @@ func (s *Session) sendStart(i int) {
 			}
 		}
 		s.proto.lie.lieRTTs(st.start.Mesh)
-		s.sendControl(i, &st.start)
+		s.tx.control(i, &st.start)
 	case st.meshKnown:
-		s.sendControl(i, &st.gomsg)
+		s.tx.control(i, &st.gomsg)
 	case i == st.host && s.peers.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
 		ps.start.lastSync = s.now
 		st.ready.RTT = st.ready.RTT[:0]
@@ -259,7 +259,7 @@ func (s *Session) sendStart(i int) {
 			st.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].link.rtt/time.Microsecond, 1<<32-1))
 		}
 		s.proto.lie.lieRTTs(st.ready.RTT)
-		s.sendControl(i, &st.ready)
+		s.tx.control(i, &st.ready)
 	}
 }
 

@@ -1,0 +1,118 @@
+package rollback
+
+import (
+	"time"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
+
+// outbox sends the session's datagrams to its peers: it seals each
+// message with the link's keys, hands it to the Transport and counts it,
+// and it holds the carry: the control message that rides in front of
+// this call's input packet to a peer, sent with it or flushed alone
+// (send turns to the next peer only after flush).
+//
+// It shares the session's peers, clock reading and statistics: it is
+// made once, in NewSession, pointing at them (newOutbox).
+type outbox struct {
+	tr     Transport
+	peers  *peerSet
+	now    *time.Duration // the session's clock, read once per call
+	stats  *Stats         // PacketsSent, BytesSent and SendErrors
+	format wire.Format    // the input packets' (roster.format)
+
+	buf       []byte    // the datagram being sealed
+	body      []byte    // an input packet's body, encoded before it is sealed behind the carry
+	carry     []byte    // the control message held to ride with the input packet
+	carryKind wire.Kind // the carried message's kind: the datagram's
+}
+
+// newOutbox returns the outbox of a session that sends on tr to peers.
+func newOutbox(tr Transport, peers *peerSet, now *time.Duration, stats *Stats, format wire.Format) outbox {
+	return outbox{tr: tr, peers: peers, now: now, stats: stats, format: format,
+		buf: make([]byte, 0, maxDatagram), body: make([]byte, 0, maxDatagram), carry: make([]byte, 0, maxDatagram)}
+}
+
+// transmit sends datagram b to peer i and counts it.
+func (o *outbox) transmit(i int, b []byte) {
+	if err := o.tr.Send(i, b); err != nil {
+		o.stats.SendErrors++
+		return
+	}
+	ps := &(*o.peers)[i]
+	ps.link.sent(*o.now, len(b))
+	ps.st.PacketsSent++
+	o.stats.PacketsSent++
+	o.stats.BytesSent += int64(len(b))
+}
+
+// control seals control message m to peer i (the link is keyed) and
+// sends it.
+func (o *outbox) control(i int, m wire.Control) {
+	seal := (*o.peers)[i].auth.seal
+	b, err := wire.AppendControl(seal.Begin(o.buf[:0], m.Kind()), m)
+	if err != nil {
+		o.stats.SendErrors++
+		return
+	}
+	o.transmit(i, seal.Seal(b))
+}
+
+// riding sends control message m to peer i or, when an input packet goes
+// to it in this call (inputs), holds it to ride in front of that packet
+// if nothing rides there yet.
+func (o *outbox) riding(i int, m wire.Control, inputs bool) {
+	if inputs && len(o.carry) == 0 {
+		if b, err := wire.AppendControl(o.carry[:0], m); err == nil {
+			o.carry, o.carryKind = b, m.Kind()
+			return
+		}
+	}
+	o.control(i, m)
+}
+
+// input seals input packet pkt to peer i, behind the carry if one waits,
+// and sends it. It reports false when the packet did not encode.
+func (o *outbox) input(i int, pkt *wire.InputPacket) bool {
+	if len(o.carry) > 0 {
+		return o.carried(i, pkt)
+	}
+	seal := (*o.peers)[i].auth.seal
+	b, err := o.format.AppendInput(seal.Begin(o.buf[:0], wire.KindInput), pkt)
+	if err != nil {
+		o.stats.SendErrors++
+		return false
+	}
+	o.transmit(i, seal.Seal(b))
+	return true
+}
+
+// carried sends input packet pkt to peer i behind the carry, in one
+// datagram; or the two apart, if together they would not fit in one.
+func (o *outbox) carried(i int, pkt *wire.InputPacket) bool {
+	body, err := o.format.AppendInput(o.body[:0], pkt)
+	o.body = body[:0]
+	if err != nil {
+		o.stats.SendErrors++
+		return false // the carry goes alone
+	}
+	if wire.SealOverhead+len(o.carry)+len(body) > maxDatagram {
+		o.flush(i, nil)
+		return o.input(i, pkt)
+	}
+	o.flush(i, body)
+	return true
+}
+
+// flush sends the carry to peer i, with body behind it (an encoded input
+// packet, or nil: it goes alone), in one datagram of the carried
+// message's kind. It does nothing when nothing is carried.
+func (o *outbox) flush(i int, body []byte) {
+	if len(o.carry) == 0 {
+		return
+	}
+	seal := (*o.peers)[i].auth.seal
+	b := append(append(seal.Begin(o.buf[:0], o.carryKind), o.carry...), body...)
+	o.carry = o.carry[:0]
+	o.transmit(i, seal.Seal(b))
+}
