@@ -109,6 +109,7 @@ func (s *Session) secure(cfg *Config) error {
 		if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
 			return err
 		}
+		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto, nLocal: len(s.roster.local)}
 		s.snaps.slots = savestate.Slots // one kept at the settled frame
 	}
 	s.proto.transferRate = cfg.TransferRate

@@ -75,7 +75,17 @@ func (h *handlers) register(s *Session) {
 		}
 	}
 	if s.stmts != nil {
-		h[wire.KindKeys] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleKeys(i, b) }
-		h[wire.KindAttest] = (*Session).handleAttest
+		h[wire.KindKeys] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.stmts.port.handleKeys(i, b) }
+		// The inputs riding behind an Attest go first, as its statement
+		// covers them.
+		h[wire.KindAttest] = func(s *Session, i int, b []byte) (Frame, bool) {
+			m := &s.io.rx.att
+			mis, ok := s.handleRiding(i, b, m)
+			if !ok {
+				return mis, false
+			}
+			f, ok := s.stmts.port.takeAttest(s, i, m, s.frame)
+			return min(mis, f), ok
+		}
 	}
 }

@@ -269,7 +269,7 @@ func (s *Session) mustStall() (int, bool) {
 // own snapshots or Recorder).
 func (s *Session) blameRing(low Frame) int {
 	if s.stmts != nil && low == s.stmts.end() {
-		if i := s.stmts.blame(s); i >= 0 {
+		if i := s.stmts.blame(&s.stmts.port); i >= 0 {
 			return i
 		}
 	}

@@ -13,12 +13,12 @@ type adversary struct{}
 
 func liarOf(Transport) *adversary { return nil }
 
-func (*adversary) lieGossip(*wire.Gossip, Frame)                    {}
-func (*adversary) lieRTTs([]uint32)                                 {}
-func (*adversary) lieEnd(_ *Session, end Frame) Frame               { return end }
-func (*adversary) liePacket(*Session, int, *wire.InputPacket)       {}
-func (*adversary) lieExtra(*Session, int, *wire.InputPacket, Frame) {}
-func (*adversary) lieChecksum(*Session, int, Frame, uint64)         {}
-func (*adversary) lieStatement(*Session, int, int32, *wire.Attest)  {}
-func unsigned(Transport) bool                                       { return false }
-func corruptJoinState(Transport) bool                               { return false }
+func (*adversary) lieGossip(*wire.Gossip, Frame)                                {}
+func (*adversary) lieRTTs([]uint32)                                             {}
+func (*adversary) lieEnd(_ *Session, end Frame) Frame                           { return end }
+func (*adversary) liePacket(*Session, int, *wire.InputPacket)                   {}
+func (*adversary) lieExtra(*Session, int, *wire.InputPacket, Frame)             {}
+func (*adversary) lieChecksum(*Session, int, Frame, uint64)                     {}
+func (*adversary) lieStatement(*statements, int, int, int, int32, *wire.Attest) {}
+func unsigned(Transport) bool                                                   { return false }
+func corruptJoinState(Transport) bool                                           { return false }

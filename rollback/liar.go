@@ -206,11 +206,11 @@ func (a *adversary) lieRTTs(rtts []uint32) {
 // lieStatement makes the soak's equivocating adversary's statement to
 // peer 0 match the inputs it sent that peer (liePacket): its own
 // signature on them, so that the two versions are proof.
-func (a *adversary) lieStatement(s *Session, i int, k int32, m *wire.Attest) {
-	if !a.is(liar.Equivocate) || len(s.peers) < 2 || i != 0 {
+func (a *adversary) lieStatement(st *statements, peers, nLocal, i int, k int32, m *wire.Attest) {
+	if !a.is(liar.Equivocate) || peers < 2 || i != 0 {
 		return
 	}
-	nLocal, lied := len(s.roster.local), false
+	lied := false
 	for f := Frame(k) * stmtFrames; f < Frame(k)*stmtFrames+Frame(len(m.Inputs)/nLocal); f++ {
 		if f%lieEvery == lieEvery/2 {
 			m.Inputs[int(f-Frame(k)*stmtFrames)*nLocal] ^= 1
@@ -218,7 +218,7 @@ func (a *adversary) lieStatement(s *Session, i int, k int32, m *wire.Attest) {
 		}
 	}
 	if lied {
-		s.stmts.signFor(k, m.Inputs, m.Sig)
+		st.signFor(k, m.Inputs, m.Sig)
 	}
 }
 

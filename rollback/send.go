@@ -107,7 +107,7 @@ func (s *Session) send() {
 		}
 		if s.stmts != nil {
 			s.stmts.signOwn(&s.inputs, s.roster.local, s.now)
-			s.stmts.update(s)
+			s.stmts.update(&s.stmts.port)
 		}
 	}
 	if s.proto.joins > 0 {
@@ -129,7 +129,7 @@ func (s *Session) send() {
 			continue
 		}
 		if s.stmts != nil {
-			s.sendAttest(i) // a statement covers the inputs it rides with
+			s.stmts.port.sendAttest(i) // a statement covers the inputs it rides with
 		}
 		s.sendInputs(i, localNext)
 		s.tx.flush(i, nil) // the input packet did not go
@@ -242,7 +242,9 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	}
 	if !s.proto.started { // both send only before the start
 		s.sendStart(i)
-		s.sendKeys(i)
+		if s.stmts != nil {
+			s.stmts.port.sendKeys(i)
+		}
 	}
 	if l.replyQuality {
 		s.io.qr = wire.QualityReply{Echo: l.replyEcho, Frame: int32(s.frame)}

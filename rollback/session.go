@@ -378,7 +378,7 @@ func (s *Session) poll() (Frame, error) {
 	mis := s.receive()
 	mis = min(mis, s.checkLiveness())
 	if s.stmts != nil {
-		mis = min(mis, s.pollStatements())
+		mis = min(mis, s.stmts.port.poll(s, s.frame))
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]

@@ -123,7 +123,8 @@ type stmtPeer struct {
 // machine's recent intervals, their digests and echoes, and the settled
 // frontier: the frames every live machine holds the same statements for.
 type statements struct {
-	me       int // our machine index
+	port     stmtPort // its side of the session (attest.go); set by NewSession
+	me       int      // our machine index
 	machines int
 	session  uint64
 	np       [MaxPlayers]int // players per machine
@@ -366,7 +367,7 @@ const (
 	needWait                 // its departure is not agreed yet: the digest waits
 )
 
-// stmtRoster is the session's view of the roster (Session implements it).
+// stmtRoster is the session's view of the roster (stmtPort implements it).
 type stmtRoster interface {
 	// stmtNeed says what the digest of interval k needs of machine x,
 	// and (needGone) how many of its frames precede its cut.

@@ -7,7 +7,7 @@ import "time"
 // equivocation it has not acted on, and the repair of what its echo says
 // it lacks. The session sends the messages (stmtSender).
 
-// stmtSender is what the statements' sending asks of the session.
+// stmtSender is what the statements' sending asks of the session (stmtPort).
 type stmtSender interface {
 	// sendStatement sends peer i machine x's statement of interval k,
 	// with our echo (all it wants when full).
