@@ -258,6 +258,22 @@ func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
 	}
 }
 
+// take takes peer i's checksum c of a final frame (taken), localNext
+// being our next local frame. It is dropped for frame 0 or before, and
+// forged for a frame that is not a checksum frame or that the peer cannot
+// have finished: the state at its start needs every input before it, ours
+// too.
+func (c *checksums) take(i int, m *wire.Checksum, localNext Frame) verdict {
+	switch {
+	case m.Frame <= 0:
+		return dropped
+	case !c.plausible(Frame(m.Frame), localNext):
+		return forged
+	}
+	c.remote(i, m.Frame, m.Sum)
+	return taken
+}
+
 // plausible reports whether a peer can have a final checksum of frame f
 // when localNext is our next local frame: f is a checksum frame, and every
 // input before it, ours included, has been sent.

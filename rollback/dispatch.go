@@ -1,6 +1,10 @@
 package rollback
 
-import "github.com/rewindgg/rewind/rollback/internal/wire"
+import (
+	"time"
+
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+)
 
 // This file is the receive dispatch: a sealed datagram from a peer,
 // opened, goes to the handler of its kind, which the features present
@@ -27,14 +31,44 @@ func (h *handlers) of(k wire.Kind) handler {
 // start, departures and joins for every session; checksums and desync
 // reports with checksums; keys and statements with statements.
 func (h *handlers) register(s *Session) {
+	h.registerPlay()
+	if s.sums != nil {
+		h.registerChecksums()
+	}
+	if s.stmts != nil {
+		h.registerStatements()
+	}
+}
+
+// registerPlay registers what every session takes: inputs, pings and
+// their replies, the start, departures and joins.
+func (h *handlers) registerPlay() {
 	h[wire.KindInput] = (*Session).handleInput
+	// A ping: send answers it.
 	h[wire.KindQuality] = func(s *Session, i int, b []byte) (Frame, bool) {
 		f, ok := s.handleRiding(i, b, &s.io.rx.q)
-		return f, ok && s.takePing(i)
+		if ok {
+			l := &s.peers[i].link
+			l.replyQuality, l.replyEcho = true, s.io.rx.q.Sent
+		}
+		return f, ok
 	}
+	// A reply to a ping: a round-trip sample.
 	h[wire.KindQualityReply] = func(s *Session, i int, b []byte) (Frame, bool) {
 		f, ok := s.handleRiding(i, b, &s.io.rx.qr)
-		return f, ok && s.takeReply(i)
+		if !ok {
+			return f, false
+		}
+		l := &s.peers[i].link
+		switch l.takeReply(time.Duration(s.io.rx.qr.Echo), s.now) {
+		case forged:
+			s.suspect(i, SuspectTiming) // a reply to a ping we never sent
+			return f, false
+		case dropped:
+			return f, false
+		}
+		s.pace.gov.Bound(i, linkLagBound(l.floor()))
+		return f, true
 	}
 	for _, k := range []wire.Kind{wire.KindReady, wire.KindStart, wire.KindGo} {
 		h[k] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleStart(i, k, b) }
@@ -55,37 +89,56 @@ func (h *handlers) register(s *Session) {
 		r := s.rejoins()
 		return r.handleJoin(i, b, s.anchor(s.frame))
 	}
-	if s.sums != nil {
-		// A checksum may carry an input packet, as a ping does: its
-		// inputs are taken first.
-		h[wire.KindChecksum] = func(s *Session, i int, b []byte) (Frame, bool) {
-			f, ok := s.handleRiding(i, b, &s.io.rx.sum)
-			return f, ok && s.takeChecksum(i)
+}
+
+// registerChecksums registers the checksums and the pieces of a peer's
+// state after a desync.
+func (h *handlers) registerChecksums() {
+	// A checksum may carry an input packet, as a ping does: its
+	// inputs are taken first.
+	h[wire.KindChecksum] = func(s *Session, i int, b []byte) (Frame, bool) {
+		c := &s.io.rx.sum
+		f, ok := s.handleRiding(i, b, c)
+		if !ok {
+			return f, false
 		}
-		// A piece of a peer's state after a desync.
-		h[wire.KindState] = func(s *Session, i int, b []byte) (Frame, bool) {
-			if wire.ParseControl(b, &s.io.rx.state) != nil {
-				return s.frame, false
-			}
-			ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
-			if completed {
-				s.events.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
-			}
-			return s.frame, ok
+		switch s.sums.take(i, c, s.inputs.next[s.roster.local[0]]) {
+		case forged:
+			s.suspect(i, SuspectChecksum)
+			return f, false
+		case dropped:
+			return f, false
 		}
+		if s.out.log != nil {
+			s.out.log.Checksum(s.now, int(c.Frame), c.Sum, i)
+		}
+		return f, true
 	}
-	if s.stmts != nil {
-		h[wire.KindKeys] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.stmts.port.handleKeys(i, b) }
-		// The inputs riding behind an Attest go first, as its statement
-		// covers them.
-		h[wire.KindAttest] = func(s *Session, i int, b []byte) (Frame, bool) {
-			m := &s.io.rx.att
-			mis, ok := s.handleRiding(i, b, m)
-			if !ok {
-				return mis, false
-			}
-			f, ok := s.stmts.port.takeAttest(s, i, m, s.frame)
-			return min(mis, f), ok
+	// A piece of a peer's state after a desync.
+	h[wire.KindState] = func(s *Session, i int, b []byte) (Frame, bool) {
+		if wire.ParseControl(b, &s.io.rx.state) != nil {
+			return s.frame, false
 		}
+		ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
+		if completed {
+			s.events.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
+		}
+		return s.frame, ok
+	}
+}
+
+// registerStatements registers the signing keys and the Attest messages.
+func (h *handlers) registerStatements() {
+	h[wire.KindKeys] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.stmts.port.handleKeys(i, b) }
+	// The inputs riding behind an Attest go first, as its statement
+	// covers them.
+	h[wire.KindAttest] = func(s *Session, i int, b []byte) (Frame, bool) {
+		m := &s.io.rx.att
+		mis, ok := s.handleRiding(i, b, m)
+		if !ok {
+			return mis, false
+		}
+		f, ok := s.stmts.port.takeAttest(s, i, m, s.frame)
+		return min(mis, f), ok
 	}
 }

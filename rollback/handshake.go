@@ -209,6 +209,7 @@ const (
 	dropped  verdict = iota // invalid: counted and dropped
 	taken                   // valid: counts as hearing from the peer
 	answered                // a handshake that proves nothing, answered: neither
+	forged                  // invalid, and only a liar sends it: dropped, and the peer suspected
 )
 
 // handleHandshake takes a handshake from peer i's address.

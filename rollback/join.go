@@ -112,16 +112,30 @@ func (s *Session) advanceJoin() (Result, error) {
 	s.receiveJoin()
 	r := Result{Frame: s.Frame(), Stalled: true}
 	if j.err == nil {
-		s.watchStep(&r)
+		j.watchStep(&r, s.peers, s.now, s.proto.hsTimeout)
 	}
 	if j.err == nil {
-		s.joinStep()
+		switch j.step(s.peers, s.now, s.proto.hsTimeout, s.snaps.arena.Bytes(), s.stmts) {
+		case joinGiveUp:
+			j.leave(s.peers, &s.tx)
+		case joinTakeOver:
+			s.takeOver()
+		}
 	}
 	if j.watch != nil && j.err == nil {
 		j.watch.send()
 		s.events = append(s.events, j.watch.events...)
 	}
-	s.sendJoiner()
+	for i := range s.peers {
+		a := &s.peers[i].auth
+		if a.handshakeDue(s.now) {
+			s.proto.sendHandshake(&s.tx, &s.io.hs, i, a.nonce)
+			a.replyHS = false
+		}
+	}
+	if s.join != nil {
+		j.propose(s.peers, &s.tx, &s.io.join, s.stmts, s.now)
+	}
 	r.Events = s.events
 	if j.err == nil && s.join == nil {
 		r.Frame = s.frame
@@ -129,20 +143,19 @@ func (s *Session) advanceJoin() (Result, error) {
 	return r, j.err
 }
 
-// watchStep starts a watch through the first peer keyed, moves to the
-// next when it fails, and simulates the frames due, never T or after.
-func (s *Session) watchStep(r *Result) {
-	j := s.join
+// watchStep starts a watch through the first of the peers keyed, moves to
+// the next when it fails, and simulates the frames due, never T or after.
+func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duration) {
 	if j.watch == nil {
-		for i := range s.peers {
-			if s.peers[i].auth.keyed() {
+		for i := range peers {
+			if peers[i].auth.keyed() {
 				j.watchFrom(i)
 				break
 			}
 		}
 		if j.watch == nil {
-			if s.now-j.born > s.proto.hsTimeout {
-				j.err = fmt.Errorf("%w: no peer answered within %v", ErrJoinTimeout, s.proto.hsTimeout)
+			if now-j.born > hsTimeout {
+				j.err = fmt.Errorf("%w: no peer answered within %v", ErrJoinTimeout, hsTimeout)
 			}
 			return
 		}
@@ -154,10 +167,10 @@ func (s *Session) watchStep(r *Result) {
 	}
 	*r = w.run(limit)
 	j.stats.CatchUp += int64(r.Simulated)
-	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) || (!w.up.verified && s.now-w.born > sourceWait) {
+	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) || (!w.up.verified && now-w.born > sourceWait) {
 		// It left, or never served us: the next peer, from a new state.
 		j.stats.WatchErrors++
-		next := (j.src + 1) % len(s.peers)
+		next := (j.src + 1) % len(peers)
 		j.watch, j.take, j.stats.StateFrame = nil, 0, -1 // the state comes anew
 		j.watchFrom(next)
 		return
@@ -166,7 +179,7 @@ func (s *Session) watchStep(r *Result) {
 		j.stats.StateFrame, j.stats.StateBytes, j.stats.StateTime = w.stats.StateFrame, w.stats.StateBytes, w.stats.StateTime
 	}
 	if w.stats.CaughtUp && j.caughtUp == 0 {
-		j.caughtUp = max(s.now, 1)
+		j.caughtUp = max(now, 1)
 	}
 }
 
@@ -179,112 +192,111 @@ func roundTake(t Frame, signed bool) Frame {
 	return t
 }
 
-// propose makes t the take-over frame: every answer starts again.
-func (j *joiner) propose(t Frame, now time.Duration) {
+// retake makes t the take-over frame: every answer starts again.
+func (j *joiner) retake(t Frame) {
 	j.take, j.proposedAt, j.summed = t, 0, false
 	j.acc, j.ready = [MaxPlayers]bool{}, [MaxPlayers]bool{}
 	j.stats.Proposals++
 }
 
-// joinStep proposes once the watch has caught up and every machine that
-// plays on is keyed; checks the state at the take-over frame once there;
-// and takes the players back when every machine that plays at it accepted
-// it and confirmed the state.
-func (s *Session) joinStep() {
-	j, w := s.join, s.join.watch
+// joinOutcome is what a joining tick's step asks of the session.
+type joinOutcome uint8
+
+const (
+	joinWait     joinOutcome = iota // nothing yet
+	joinGiveUp                      // the join failed (j.err): tell the machines proposed to
+	joinTakeOver                    // every machine that plays at the take-over frame confirmed it
+)
+
+// step proposes once the watch has caught up and every machine that plays
+// on among peers is keyed; checks the state at the take-over frame once
+// there (state: the arena's bytes); and says when to take the players
+// back: every machine that plays at it accepted it and confirmed the
+// state.
+func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte, stmts *statements) joinOutcome {
+	w := j.watch
 	if w == nil || !w.joined {
-		return
+		return joinWait
 	}
-	if j.caughtUp != 0 && s.now-j.caughtUp > s.proto.hsTimeout {
-		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, s.proto.hsTimeout, j.hint(s.peers))
-		return
+	if j.caughtUp != 0 && now-j.caughtUp > hsTimeout {
+		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, hsTimeout, j.hint(peers))
+		return joinWait
 	}
 	if j.take == 0 {
 		if j.caughtUp == 0 || w.feed.high == w.feed.low {
-			return
+			return joinWait
 		}
-		j.livePeers(s.peers)
-		for i := range s.peers {
-			if j.live[i] && !s.peers[i].auth.keyed() {
-				return
+		j.livePeers(peers)
+		for i := range peers {
+			if j.live[i] && !peers[i].auth.keyed() {
+				return joinWait
 			}
 		}
-		j.propose(roundTake(w.feed.high+joinLead, s.stmts != nil), s.now)
-		return
+		j.retake(roundTake(w.feed.high+joinLead, stmts != nil))
+		return joinWait
 	}
-	j.livePeers(s.peers) // a machine may have left, or come back, since
+	j.livePeers(peers) // a machine may have left, or come back, since
 	if w.frame == j.take && !j.summed {
-		j.mine, j.summed = xxhash.Sum64(s.snaps.arena.Bytes()), true
+		j.mine, j.summed = xxhash.Sum64(state), true
 	}
 	if !j.summed {
-		return
+		return joinWait
 	}
 	confirmed, playing := 0, -1
-	for i := range s.peers {
+	for i := range peers {
 		if !j.live[i] {
 			continue
 		}
 		if !j.acc[i] || !j.ready[i] {
-			return
+			return joinWait
 		}
 		if playing >= 0 && int(j.playing[i]) != playing {
-			return // they disagree on who plays at take: one has not yet heard of a join
+			return joinWait // they disagree on who plays at take: one has not yet heard of a join
 		}
 		playing = int(j.playing[i])
 		if j.sums[i] != j.mine {
 			j.err = fmt.Errorf("%w: peer %d's checksum of frame %d is %#x, ours %#x (the state came from peer %d at frame %d): not played",
 				ErrJoinState, i, j.take, j.sums[i], j.mine, j.src, w.stats.StateFrame)
-			s.leaveJoin()
-			return
+			return joinGiveUp
 		}
 		confirmed++
 	}
-	if s.stmts != nil && s.stmts.mismatch != nil {
-		j.err = s.stmts.mismatch
-		s.leaveJoin()
-		return
+	if stmts != nil && stmts.mismatch != nil {
+		j.err = stmts.mismatch
+		return joinGiveUp
 	}
 	if confirmed == 0 {
-		return
+		return joinWait
 	}
 	j.stats.Confirmed = confirmed
-	s.takeOver()
+	return joinTakeOver
 }
 
-// sendJoiner sends every peer our handshake while due, and each live one
-// our proposal every joinResend until it accepts it.
-func (s *Session) sendJoiner() {
-	j := s.join
-	for i := range s.peers {
-		a := &s.peers[i].auth
-		if a.handshakeDue(s.now) {
-			s.proto.sendHandshake(&s.tx, &s.io.hs, i, a.nonce)
-			a.replyHS = false
-		}
-	}
-	if j == nil || j.take == 0 || j.err != nil || s.now-j.proposedAt < joinResend {
+// propose sends each live one of the peers our proposal (m is its
+// scratch) every joinResend until it accepts it and sends its Ready.
+func (j *joiner) propose(peers peerSet, tx *outbox, m *wire.Join, stmts *statements, now time.Duration) {
+	if j.take == 0 || j.err != nil || now-j.proposedAt < joinResend {
 		return
 	}
-	j.proposedAt = s.now
-	m := &s.io.join
+	j.proposedAt = now
 	*m = wire.Join{Op: wire.JoinPropose, Take: int32(j.take), Keys: m.Keys[:0]}
-	if s.stmts != nil {
-		m.Keys = append(m.Keys, s.stmts.keys[s.stmts.me][:]...)
+	if stmts != nil {
+		m.Keys = append(m.Keys, stmts.keys[stmts.me][:]...)
 	}
-	for i := range s.peers {
-		if j.live[i] && s.peers[i].auth.keyed() && (!j.acc[i] || !j.ready[i]) {
-			s.tx.control(i, m)
+	for i := range peers {
+		if j.live[i] && peers[i].auth.keyed() && (!j.acc[i] || !j.ready[i]) {
+			tx.control(i, m)
 		}
 	}
 }
 
-// leaveJoin tells every machine we proposed to that we give up: its
+// leave tells every machine of peers we proposed to that we give up: its
 // players are absent again there.
-func (s *Session) leaveJoin() {
+func (j *joiner) leave(peers peerSet, tx *outbox) {
 	d := wire.Disconnect{Frame: -1}
-	for i := range s.peers {
-		if s.join.acc[i] && s.peers[i].auth.keyed() {
-			s.tx.control(i, &d)
+	for i := range peers {
+		if j.acc[i] && peers[i].auth.keyed() {
+			tx.control(i, &d)
 		}
 	}
 }

@@ -49,28 +49,27 @@ func (s *Session) receiveJoin() {
 		s.verify(i)
 		ps.link.lastRecv = s.now
 		if wire.SealedKind(b) == wire.KindJoin {
-			s.joinAnswer(i, body)
+			j.answer(i, body, &s.io.rx.join, s.peers, s.stmts)
 		}
 	}
 }
 
-// joinAnswer takes a machine's answer to our proposal.
-func (s *Session) joinAnswer(i int, b []byte) {
-	j, m := s.join, &s.io.rx.join
+// answer takes peer i's answer to our proposal, b (m is its scratch).
+func (j *joiner) answer(i int, b []byte, m *wire.Join, peers peerSet, stmts *statements) {
 	if wire.ParseControl(b, m) != nil || j.take == 0 || Frame(m.Take) != j.take {
 		return
 	}
 	switch m.Op {
 	case wire.JoinAccept:
-		if s.stmts != nil && !s.stmts.takeKeys(i, s.peers[i].machine, m.Keys) {
+		if stmts != nil && !stmts.takeKeys(i, peers[i].machine, m.Keys) {
 			return
 		}
 		j.acc[i] = true
 	case wire.JoinRefuse:
 		// Frames from T on are final there already, or it takes another
 		// machine back first, until Frame: a later one.
-		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, s.stmts != nil); t > j.take {
-			j.propose(t, s.now)
+		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, stmts != nil); t > j.take {
+			j.retake(t)
 		}
 	case wire.JoinReady:
 		j.ready[i], j.sums[i], j.playing[i] = true, m.Sum, m.Playing

@@ -116,6 +116,19 @@ func (l *link) echoes(echo time.Duration) bool {
 	return false
 }
 
+// takeReply takes a reply to one of our pings that echoes echo, at now: a
+// round-trip sample (taken). It is forged when no ping of ours carried
+// echo, and dropped when the sample is impossible.
+func (l *link) takeReply(echo, now time.Duration) verdict {
+	switch {
+	case !l.echoes(echo):
+		return forged
+	case !l.sample(now - echo):
+		return dropped
+	}
+	return taken
+}
+
 // sample folds one round-trip sample into the smoothed round trip
 // (RFC 6298's 1/8 gain). It reports false for an impossible sample.
 func (l *link) sample(d time.Duration) bool {

@@ -141,48 +141,6 @@ func (s *Session) handleRiding(i int, b []byte, m wire.Control) (Frame, bool) {
 	return s.handleInput(i, rest)
 }
 
-// takePing takes peer i's ping, parsed into s.io.rx.q: send answers it.
-func (s *Session) takePing(i int) bool {
-	l := &s.peers[i].link
-	l.replyQuality, l.replyEcho = true, s.io.rx.q.Sent
-	return true
-}
-
-// takeReply takes peer i's reply to a ping, parsed into s.io.rx.qr: a
-// round-trip sample.
-func (s *Session) takeReply(i int) bool {
-	l, echo := &s.peers[i].link, time.Duration(s.io.rx.qr.Echo)
-	if !l.echoes(echo) {
-		s.suspect(i, SuspectTiming) // a reply to a ping we never sent
-		return false
-	}
-	if !l.sample(s.now - echo) {
-		return false
-	}
-	s.pace.gov.Bound(i, linkLagBound(l.floor()))
-	return true
-}
-
-// takeChecksum takes peer i's checksum of a final frame, parsed into
-// s.io.rx.sum.
-func (s *Session) takeChecksum(i int) bool {
-	c := &s.io.rx.sum
-	if c.Frame <= 0 {
-		return false
-	}
-	if !s.sums.plausible(Frame(c.Frame), s.inputs.next[s.roster.local[0]]) {
-		// Not a checksum frame, or one it cannot have finished: the
-		// state at its start needs every input before it, ours too.
-		s.suspect(i, SuspectChecksum)
-		return false
-	}
-	s.sums.remote(i, c.Frame, c.Sum)
-	if s.out.log != nil {
-		s.out.log.Checksum(s.now, int(c.Frame), c.Sum, i)
-	}
-	return true
-}
-
 func verdictOf(ok bool) verdict {
 	if ok {
 		return taken

@@ -435,7 +435,7 @@ func (s *Session) Close() error {
 	}
 	s.now = s.clock.Now()
 	if s.join != nil {
-		s.leaveJoin()
+		s.join.leave(s.peers, &s.tx)
 		if s.join.watch != nil {
 			_ = s.join.watch.Close()
 		}
