@@ -258,11 +258,10 @@ func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
 	}
 }
 
-// take takes peer i's checksum c of a final frame (taken), localNext
-// being our next local frame. It is dropped for frame 0 or before, and
-// forged for a frame that is not a checksum frame or that the peer cannot
-// have finished: the state at its start needs every input before it, ours
-// too.
+// take takes peer i's checksum m of a final frame (taken), localNext our
+// next local frame: dropped for frame 0 or before; forged for a frame not
+// a checksum frame, or one the peer cannot have finished (the state at
+// its start needs every input before it, ours too).
 func (c *checksums) take(i int, m *wire.Checksum, localNext Frame) verdict {
 	switch {
 	case m.Frame <= 0:
