@@ -63,7 +63,7 @@ func NewSession(cfg Config) (*Session, error) {
 	case cfg.Snapshots == ConstantCost:
 		s.snaps.forced = cfg.maxRollback()
 	}
-	s.addPeers(cfg.Peers)
+	s.peers = newPeers(cfg.Peers, &s.roster, s.proto.hsStart)
 	for i := range s.peers {
 		s.pace.gov.Bound(i, linkLagBound(0))
 	}
@@ -163,31 +163,33 @@ func (s *Session) serve(spectators int) {
 		s.proto.interruptAfter, s.proto.disconnectAfter)
 }
 
-// addPeers sets up the remote machines, in Config.Peers order.
-func (s *Session) addPeers(peers []Peer) {
-	start := s.proto.hsStart
+// newPeers returns the remote machines, in Config.Peers order, heard
+// from at start (the handshake's), and notes in r who owns their players.
+func newPeers(peers []Peer, r *roster, start time.Duration) peerSet {
+	var set peerSet
 	for i, p := range peers {
 		ps := sortedPlayers(p.Players)
 		for _, pl := range ps {
-			s.roster.owner[pl] = i
+			r.owner[pl] = i
 		}
-		s.peers = append(s.peers, peer{players: ps, id: ps[0], late: p.Late,
+		set = append(set, peer{players: ps, id: ps[0], late: p.Late,
 			link: link{lastRecv: start, winStart: start}, start: peerStart{first: -1}, timing: timing{ackAgeMin: -1}})
 	}
-	for i := range s.peers {
-		for j := range s.peers {
+	for i := range set {
+		for j := range set {
 			if j != i {
-				s.peers[i].gossip.order = append(s.peers[i].gossip.order, j)
+				set[i].gossip.order = append(set[i].gossip.order, j)
 			}
-			if s.peers[j].id < s.peers[i].id {
-				s.peers[i].machine++ // machines are ordered by their lowest player
+			if set[j].id < set[i].id {
+				set[i].machine++ // machines are ordered by their lowest player
 			}
 		}
-		if s.roster.local[0] < s.peers[i].id {
-			s.peers[i].machine++
+		if r.local[0] < set[i].id {
+			set[i].machine++
 		}
-		slices.SortFunc(s.peers[i].gossip.order, func(a, b int) int { return int(s.peers[a].id - s.peers[b].id) })
+		slices.SortFunc(set[i].gossip.order, func(a, b int) int { return int(set[a].id - set[b].id) })
 	}
+	return set
 }
 
 // linkLagBound is the most frames of link lag (advantage.Governor.LinkLag)

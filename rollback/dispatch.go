@@ -71,7 +71,13 @@ func (h *handlers) registerPlay() {
 		return f, true
 	}
 	for _, k := range []wire.Kind{wire.KindReady, wire.KindStart, wire.KindGo} {
-		h[k] = func(s *Session, i int, b []byte) (Frame, bool) { return s.frame, s.handleStart(i, k, b) }
+		h[k] = func(s *Session, i int, b []byte) (Frame, bool) {
+			ok, lied := s.start.take(s.peers, i, k, b, &s.io.rx.start, s.proto.started)
+			if lied {
+				s.suspect(i, SuspectTiming)
+			}
+			return s.frame, ok
+		}
 	}
 	// A departure: a machine coming back that gives up, or a peer leaving.
 	h[wire.KindDisconnect] = func(s *Session, i int, b []byte) (Frame, bool) {

@@ -338,14 +338,15 @@ func (a *peerAuth) handshakeDue(now time.Duration) bool {
 	return a.replyHS || (!a.verified && a.mismatch == nil && (!a.sentHS || now-a.lastHS >= handshakeRetry))
 }
 
-// verify marks peer i as holding the link's keys: a datagram it sealed
-// opened.
-func (s *Session) verify(i int) {
-	ps := &s.peers[i]
-	if !ps.auth.verified {
-		ps.auth.verified = true
-		ps.link.lastRecv = s.now
-		s.events.emit(EventConnected, s.frame, i)
+// verify marks peer i as holding the link's keys, at now: a datagram it
+// sealed opened. The first time, EventConnected goes into events at
+// frame.
+func (ps peerSet) verify(i int, now time.Duration, events *eventLog, frame Frame) {
+	p := &ps[i]
+	if !p.auth.verified {
+		p.auth.verified = true
+		p.link.lastRecv = now
+		events.emit(EventConnected, frame, i)
 	}
 }
 

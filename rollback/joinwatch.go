@@ -46,7 +46,7 @@ func (s *Session) receiveJoin() {
 			s.stats.PacketsInvalid++
 			continue
 		}
-		s.verify(i)
+		s.peers.verify(i, s.now, &s.events, s.frame)
 		ps.link.lastRecv = s.now
 		if wire.SealedKind(b) == wire.KindJoin {
 			j.answer(i, body, &s.io.rx.join, s.peers, s.stmts)

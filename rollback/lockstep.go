@@ -113,9 +113,9 @@ func (s *Session) advanceLockstep() (Result, error) {
 		if r.Stalled {
 			s.stats.StallFrames++
 		}
-		s.starve(blame)
+		s.cut(s.pace.starving.starve(blame, s.now, s.proto.disconnectAfter, &s.events, s.frame))
 	} else {
-		s.resume()
+		s.pace.starving.resume(&s.events, s.frame)
 	}
 	err = s.endTick()
 	r.Events = s.events

@@ -115,7 +115,7 @@ func (s *Session) handleSealed(i int, b []byte) (Frame, verdict) {
 	case err != nil:
 		return s.frame, dropped
 	}
-	s.verify(i) // it holds the keys
+	s.peers.verify(i, s.now, &s.events, s.frame) // it holds the keys
 	s.peers[i].link.missing(s.now, a.open.Lost(), s.proto.started)
 	if h := s.proto.handlers.of(wire.SealedKind(b)); h != nil {
 		f, ok := h(s, i, body)

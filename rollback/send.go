@@ -28,9 +28,7 @@ type codec struct {
 		q     wire.Quality
 		qr    wire.QualityReply
 		d     wire.Disconnect
-		ready wire.Ready
-		start wire.Start
-		gomsg wire.Go
+		start startMsgs
 		sum   wire.Checksum
 		state wire.State
 		keys  wire.Keys
@@ -241,7 +239,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 		return
 	}
 	if !s.proto.started { // both send only before the start
-		s.sendStart(i)
+		s.start.send(s.peers, i, &s.tx, s.proto.lie, s.now)
 		if s.stmts != nil {
 			s.stmts.port.sendKeys(i)
 		}

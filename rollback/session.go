@@ -254,10 +254,10 @@ func (s *Session) advanceRollback() (Result, error) {
 func (s *Session) mustStallTick() bool {
 	if peer, ok := s.mustStall(); ok {
 		s.stats.StallFrames++
-		s.starve(peer)
+		s.cut(s.pace.starving.starve(peer, s.now, s.proto.disconnectAfter, &s.events, s.frame))
 		return true
 	}
-	s.resume()
+	s.pace.starving.resume(&s.events, s.frame)
 	if s.pace.lag.stalls > 0 {
 		s.pace.lag.stalls--
 		s.stats.LagStalls++
@@ -308,38 +308,44 @@ type starving struct {
 }
 
 // starve notes that the session waits for peer's input (-1: a local
-// player's), with EventStarved when it starts waiting. A peer that keeps
-// the session waiting for longer than the disconnect timeout is
-// disconnected, whatever it sends (a peer that still talks but withholds
-// its inputs is named: SuspectWithheld): no stall lasts for ever.
-func (s *Session) starve(peer int) {
-	w := &s.pace.starving
+// player's), at now, with EventStarved (at frame, into events) when it
+// starts waiting. It returns the peer to cut, -1 for none: a peer that
+// keeps the session waiting for longer than disconnectAfter is
+// disconnected, whatever it sends, so that no stall lasts for ever.
+func (w *starving) starve(peer int, now, disconnectAfter time.Duration, events *eventLog, frame Frame) int {
 	if !w.on || peer != w.peer {
 		if !w.on {
-			s.events.emit(EventStarved, s.frame, peer)
+			events.emit(EventStarved, frame, peer)
 		}
-		w.on, w.peer, w.since = true, peer, s.now
+		w.on, w.peer, w.since = true, peer, now
 	}
-	if peer < 0 || peer >= len(s.peers) || s.now-w.since <= s.proto.disconnectAfter {
-		return
+	if peer < 0 || now-w.since <= disconnectAfter {
+		return -1
 	}
-	ps := &s.peers[peer]
-	if ps.leave.disc {
-		return
-	}
-	if s.now-ps.link.lastRecv < s.proto.interruptAfter {
-		s.suspect(peer, SuspectWithheld)
-	}
-	s.disconnect(peer)
+	return peer
 }
 
-// resume notes that the session advances again, with EventResumed after a
-// wait.
-func (s *Session) resume() {
-	if s.pace.starving.on {
-		s.pace.starving.on = false
-		s.events.emit(EventResumed, s.frame, -1)
+// resume notes that the session advances again, with EventResumed (at
+// frame, into events) after a wait.
+func (w *starving) resume(events *eventLog, frame Frame) {
+	if w.on {
+		w.on = false
+		events.emit(EventResumed, frame, -1)
 	}
+}
+
+// cut disconnects peer i, which kept the session waiting for its inputs
+// past the disconnect timeout (starving.starve), unless it left already;
+// one that still talks but withholds its inputs is named
+// (SuspectWithheld).
+func (s *Session) cut(i int) {
+	if i < 0 || i >= len(s.peers) || s.peers[i].leave.disc {
+		return
+	}
+	if s.now-s.peers[i].link.lastRecv < s.proto.interruptAfter {
+		s.suspect(i, SuspectWithheld)
+	}
+	s.disconnect(i)
 }
 
 // Idle receives, corrects and sends like [Session.Advance] but simulates no

@@ -179,62 +179,68 @@ func newMesh(n int) [][]time.Duration {
 	return m
 }
 
-// handleStart processes the start-protocol messages from peer i.
-func (s *Session) handleStart(i int, k wire.Kind, b []byte) bool {
-	ps := &s.peers[i]
-	n := len(s.peers) + 1
-	switch k {
-	case wire.KindReady:
-		r := &s.io.rx.ready
-		if err := wire.ParseControl(b, r); err != nil || len(r.RTT) != n {
-			return false
-		}
-		ps.start.row = append(ps.start.row[:0], r.RTT...)
-		if capRTTs(ps.start.row, s.peers.startRTTLimit()) {
-			s.suspect(i, SuspectTiming)
-		}
-		return true
-	case wire.KindStart:
-		m := &s.io.rx.start
-		if err := wire.ParseControl(b, m); err != nil || i != s.start.host || len(m.Mesh) != n*n {
-			return false
-		}
-		if !s.start.meshKnown && !s.proto.started {
-			// The host's own row is its claim; the others it relays (capped
-			// at its limit, which can be above ours: capped here silently).
-			limit, host := s.peers.startRTTLimit(), ps.machine
-			if capRTTs(m.Mesh[host*n:(host+1)*n], limit) {
-				s.suspect(i, SuspectTiming)
-			}
-			capRTTs(m.Mesh, limit)
-			s.start.mesh = newMesh(n)
-			for a := range n {
-				for c := range n {
-					s.start.mesh[a][c] = time.Duration(m.Mesh[a*n+c]) * time.Microsecond
-				}
-			}
-			s.start.meshKnown = true
-		}
-		ps.start.goSeen = true
-		return true
-	case wire.KindGo:
-		if err := wire.ParseControl(b, &s.io.rx.gomsg); err != nil {
-			return false
-		}
-		ps.start.goSeen = true
-		return true
-	}
-	return false
+// startMsgs is the scratch the start-protocol messages are parsed into.
+type startMsgs struct {
+	ready wire.Ready
+	start wire.Start
+	gomsg wire.Go
 }
 
-// sendStart sends peer i the start-protocol messages due until the match
-// runs: Ready every 100 ms, Start and Go on every tick.
-func (s *Session) sendStart(i int) {
-	ps, st := &s.peers[i], &s.start
-	if s.proto.started || st.noDelay || !ps.auth.verified {
+// take takes peer i's start-protocol message of kind k, b, parsed into
+// rx, once the match runs or not (started). It reports whether it was
+// valid, and (lied) whether it claimed round trips no honest machine
+// measures: capped, but taken.
+func (st *starter) take(ps peerSet, i int, k wire.Kind, b []byte, rx *startMsgs, started bool) (ok, lied bool) {
+	p := &ps[i]
+	n := len(ps) + 1
+	switch k {
+	case wire.KindReady:
+		r := &rx.ready
+		if err := wire.ParseControl(b, r); err != nil || len(r.RTT) != n {
+			return false, false
+		}
+		p.start.row = append(p.start.row[:0], r.RTT...)
+		return true, capRTTs(p.start.row, ps.startRTTLimit())
+	case wire.KindStart:
+		m := &rx.start
+		if err := wire.ParseControl(b, m); err != nil || i != st.host || len(m.Mesh) != n*n {
+			return false, false
+		}
+		if !st.meshKnown && !started {
+			// The host's own row is its claim; the others it relays (capped
+			// at its limit, which can be above ours: capped here silently).
+			limit, host := ps.startRTTLimit(), p.machine
+			lied = capRTTs(m.Mesh[host*n:(host+1)*n], limit)
+			capRTTs(m.Mesh, limit)
+			st.mesh = newMesh(n)
+			for a := range n {
+				for c := range n {
+					st.mesh[a][c] = time.Duration(m.Mesh[a*n+c]) * time.Microsecond
+				}
+			}
+			st.meshKnown = true
+		}
+		p.start.goSeen = true
+		return true, lied
+	case wire.KindGo:
+		if err := wire.ParseControl(b, &rx.gomsg); err != nil {
+			return false, false
+		}
+		p.start.goSeen = true
+		return true, false
+	}
+	return false, false
+}
+
+// send sends peer i of peers, through tx, the start-protocol messages due
+// until the match runs: Ready every 100 ms, Start and Go on every tick
+// (lie: the soak's adversary, nil in a game).
+func (st *starter) send(peers peerSet, i int, tx *outbox, lie *adversary, now time.Duration) {
+	ps := &peers[i]
+	if st.noDelay || !ps.auth.verified {
 		return
 	}
-	n := len(s.peers) + 1
+	n := len(peers) + 1
 	switch {
 	case st.meshKnown && st.host < 0:
 		// Start and Go go out on every tick until the match runs: one lost
@@ -245,21 +251,21 @@ func (s *Session) sendStart(i int) {
 				st.start.Mesh = append(st.start.Mesh, uint32(min(st.mesh[a][c]/time.Microsecond, 1<<32-1)))
 			}
 		}
-		s.proto.lie.lieRTTs(st.start.Mesh)
-		s.tx.control(i, &st.start)
+		lie.lieRTTs(st.start.Mesh)
+		tx.control(i, &st.start)
 	case st.meshKnown:
-		s.tx.control(i, &st.gomsg)
-	case i == st.host && s.peers.rowReady() && (ps.start.lastSync == 0 || s.now-ps.start.lastSync >= handshakeRetry):
-		ps.start.lastSync = s.now
+		tx.control(i, &st.gomsg)
+	case i == st.host && peers.rowReady() && (ps.start.lastSync == 0 || now-ps.start.lastSync >= handshakeRetry):
+		ps.start.lastSync = now
 		st.ready.RTT = st.ready.RTT[:0]
 		for range n {
 			st.ready.RTT = append(st.ready.RTT, 0)
 		}
-		for j := range s.peers {
-			st.ready.RTT[s.peers[j].machine] = uint32(min(s.peers[j].link.rtt/time.Microsecond, 1<<32-1))
+		for j := range peers {
+			st.ready.RTT[peers[j].machine] = uint32(min(peers[j].link.rtt/time.Microsecond, 1<<32-1))
 		}
-		s.proto.lie.lieRTTs(st.ready.RTT)
-		s.tx.control(i, &st.ready)
+		lie.lieRTTs(st.ready.RTT)
+		tx.control(i, &st.ready)
 	}
 }
 
