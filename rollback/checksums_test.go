@@ -908,3 +908,28 @@ func TestChecksumsWants(t *testing.T) {
 		}
 	}
 }
+
+// TestChecksumsTake: a peer's checksum is taken for a checksum frame it
+// can have finished; frame 0 or before is dropped, and one that is not a
+// checksum frame, or past every input we sent, is forged.
+func TestChecksumsTake(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		frame     int32
+		localNext Frame
+		want      verdict
+	}{
+		{"a finished checksum frame", 20, 25, taken},
+		{"the frame we are at", 20, 20, taken},
+		{"frame 0", 0, 25, dropped},
+		{"negative", -10, 25, dropped},
+		{"not a checksum frame", 15, 25, forged},
+		{"past our inputs", 30, 25, forged},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newChecksums(10, nil, 2, roomy)
+			assert.Equal(t, tc.want, c.take(1, &wire.Checksum{Frame: tc.frame, Sum: 7}, tc.localNext))
+			assert.Equal(t, tc.want == taken, c.dirty, "only a taken checksum is compared")
+		})
+	}
+}

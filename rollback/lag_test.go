@@ -2,6 +2,7 @@ package rollback
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -57,4 +58,33 @@ func TestInputLagRaise(t *testing.T) {
 			assert.Equal(t, tc.want, l)
 		})
 	}
+}
+
+// TestStarving: the wait for an input starts with EventStarved, once,
+// moves to another peer without a second event, names the peer to cut
+// once it waited past the disconnect timeout (never a local player), and
+// ends with EventResumed.
+func TestStarving(t *testing.T) {
+	const after = 5 * time.Second
+	var w starving
+	var events eventLog
+	kinds := func() []EventKind {
+		var k []EventKind
+		for _, e := range events {
+			k = append(k, e.Kind)
+		}
+		return k
+	}
+	assert.Equal(t, -1, w.starve(1, time.Second, after, &events, 10))
+	assert.Equal(t, -1, w.starve(1, 2*time.Second, after, &events, 10))
+	assert.Equal(t, []EventKind{EventStarved}, kinds())
+	assert.Equal(t, -1, w.starve(0, 3*time.Second, after, &events, 10), "another peer: the wait starts again")
+	assert.Equal(t, -1, w.starve(0, 3*time.Second+after, after, &events, 10), "not past the timeout")
+	assert.Equal(t, 0, w.starve(0, 3*time.Second+after+1, after, &events, 10), "past it: cut")
+	assert.Equal(t, []EventKind{EventStarved}, kinds())
+	w.resume(&events, 11)
+	w.resume(&events, 12)
+	assert.Equal(t, []EventKind{EventStarved, EventResumed}, kinds())
+	assert.Equal(t, -1, w.starve(-1, time.Minute, after, &events, 12))
+	assert.Equal(t, -1, w.starve(-1, time.Hour, after, &events, 12), "a local player is never cut")
 }

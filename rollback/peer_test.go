@@ -368,3 +368,29 @@ func TestGossipViewCount(t *testing.T) {
 		assert.Equal(t, s.want, [3]Frame(g.sees[:3]), "step %d", i)
 	}
 }
+
+// TestLinkTakeReply: a reply that echoes one of our pings is a round-trip
+// sample; one that echoes no ping of ours is forged; an impossible sample
+// is dropped.
+func TestLinkTakeReply(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		echo time.Duration
+		now  time.Duration
+		want verdict
+		rtt  time.Duration
+	}{
+		{"our ping", time.Second, time.Second + 40*time.Millisecond, taken, 40 * time.Millisecond},
+		{"an older ping of ours", 500 * time.Millisecond, 600 * time.Millisecond, taken, 100 * time.Millisecond},
+		{"no ping of ours", 700 * time.Millisecond, time.Second, forged, 0},
+		{"a reply from the future", time.Second, 900 * time.Millisecond, dropped, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l link
+			l.pinged(500 * time.Millisecond)
+			l.pinged(time.Second)
+			assert.Equal(t, tc.want, l.takeReply(tc.echo, tc.now))
+			assert.Equal(t, tc.rtt, l.rtt)
+		})
+	}
+}

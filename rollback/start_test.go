@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -120,6 +121,66 @@ func TestNewProtocol(t *testing.T) {
 			assert.Equal(t, 5*time.Second, p.disconnectAfter)
 			assert.Equal(t, now, p.hsStart)
 			assert.Equal(t, now, p.startedAt)
+		})
+	}
+}
+
+// TestStarterTake: a Ready's row is kept, capped at what our round trips
+// allow (lied when capped); the host's Start sets the mesh once, naming a
+// lie in the host's own row only; a Start from a machine that is not the
+// host, a row of the wrong size, and a message that does not parse are
+// invalid; Start and Go mark the peer's Go seen.
+func TestStarterTake(t *testing.T) {
+	const limit = 2*50_000 + 100_000 // µs: twice our slowest round trip, plus the slack
+	encode := func(m wire.Control) []byte {
+		b, err := wire.AppendControl(nil, m)
+		require.NoError(t, err)
+		return b
+	}
+	for _, tc := range []struct {
+		name      string
+		from      int
+		kind      wire.Kind
+		msg       wire.Control
+		started   bool
+		ok, lied  bool
+		row       []uint32 // the peer's row after
+		meshKnown bool
+		goSeen    bool
+	}{
+		{name: "a Ready", from: 1, kind: wire.KindReady, msg: &wire.Ready{RTT: []uint32{10, 0, 20}}, ok: true, row: []uint32{10, 0, 20}},
+		{name: "a Ready over the limit", from: 1, kind: wire.KindReady, msg: &wire.Ready{RTT: []uint32{10, 0, 1 << 30}}, ok: true, lied: true, row: []uint32{10, 0, limit}},
+		{name: "a Ready of the wrong size", from: 1, kind: wire.KindReady, msg: &wire.Ready{RTT: []uint32{10, 0}}},
+		{name: "the host's Start", from: 0, kind: wire.KindStart, msg: &wire.Start{Mesh: make([]uint32, 9)}, ok: true, meshKnown: true, goSeen: true},
+		{name: "the host's Start, its row a lie", from: 0, kind: wire.KindStart, msg: &wire.Start{Mesh: []uint32{0, 1 << 30, 0, 0, 0, 0, 0, 0, 0}}, ok: true, lied: true, meshKnown: true, goSeen: true},
+		{name: "a Start relaying a lie in another's row", from: 0, kind: wire.KindStart, msg: &wire.Start{Mesh: []uint32{0, 0, 0, 1 << 30, 0, 0, 0, 0, 0}}, ok: true, meshKnown: true, goSeen: true},
+		{name: "a Start once the match runs", from: 0, kind: wire.KindStart, msg: &wire.Start{Mesh: make([]uint32, 9)}, started: true, ok: true, goSeen: true},
+		{name: "a Start from another machine", from: 1, kind: wire.KindStart, msg: &wire.Start{Mesh: make([]uint32, 9)}},
+		{name: "a Start of the wrong size", from: 0, kind: wire.KindStart, msg: &wire.Start{Mesh: make([]uint32, 4)}},
+		{name: "a Go", from: 1, kind: wire.KindGo, msg: &wire.Go{}, ok: true, goSeen: true},
+		{name: "not a start message", from: 1, kind: wire.KindQuality, msg: &wire.Quality{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// We are machine 1; peer 0 (machine 0) hosts; peer 1 is machine 2.
+			peers := peerSet{{id: 0}, {id: 2}}
+			peers[0].link.rtt, peers[1].link.rtt = 30*time.Millisecond, 50*time.Millisecond
+			peers[1].machine = 2
+			st := newStarter(false, 1, peers)
+			require.Equal(t, 0, st.host)
+			var rx startMsgs
+			ok, lied := st.take(peers, tc.from, tc.kind, encode(tc.msg), &rx, tc.started)
+			assert.Equal(t, tc.ok, ok, "valid")
+			assert.Equal(t, tc.lied, lied, "lied")
+			assert.Equal(t, tc.row, peers[tc.from].start.row)
+			assert.Equal(t, tc.meshKnown, st.meshKnown)
+			assert.Equal(t, tc.goSeen, peers[tc.from].start.goSeen)
+			if tc.meshKnown {
+				for _, row := range st.mesh {
+					for _, d := range row {
+						assert.LessOrEqual(t, d, time.Duration(limit)*time.Microsecond, "every round trip capped")
+					}
+				}
+			}
 		})
 	}
 }
