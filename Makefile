@@ -1,16 +1,23 @@
 # Rewind. `make test` is what CI runs (.ci/run); `make soak` is the main job.
 GO       ?= go
 FUZZTIME ?= 30s
-# make test covers four of the modules tied by go.work: the library (the
-# root), the soak with its gonum/plot report and WebRTC runner
-# (cmd/soak), the determinism analyzer with golang.org/x/tools
-# (cmd/rewindvet), and the module proxy writer of make module-check
-# (cmd/modcheck, golang.org/x/mod). In workspace mode ./... stops at a nested module's go.mod,
-# so its packages are named explicitly. The others have targets of their
-# own: the arena demo (play-test), the WebRTC transport rtc and the
-# rendezvous server (web-test).
-MODULES  := . ./cmd/soak ./cmd/rewindvet ./cmd/modcheck
-PKGS     := ./... ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
+# The library's module is the root; the tools that need heavy dependencies
+# have modules of their own, tied by go.work. make test covers the root
+# module (ROOT: the library, its examples and the match harness), and
+# stays within three minutes from a cold build cache on a two-core
+# machine; make tools-test covers three tool modules (TOOLS: the soak with
+# its gonum/plot report and WebRTC runner, cmd/soak; the determinism
+# analyzer with golang.org/x/tools, cmd/rewindvet; the module proxy writer
+# of make module-check with golang.org/x/mod, cmd/modcheck), and make race
+# the packages whose code or tests run goroutines under the race detector.
+# CI runs all three (.ci/run). In workspace mode ./... stops at a nested
+# module's go.mod, so the tools' packages are named explicitly. The other
+# modules have targets of their own: the arena demo (play-test), the
+# WebRTC transport rtc and the rendezvous server (web-test).
+ROOT     := ./...
+TOOLMODS := ./cmd/soak ./cmd/rewindvet ./cmd/modcheck
+TOOLS    := ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
+PKGS     := $(ROOT) $(TOOLS)
 # The soak's adversary and the test hooks (rollback/liar.go) are compiled
 # only with this tag: the tests run with it, a game's build never has it.
 ADVERSARY := -tags rewind_adversary
@@ -24,35 +31,45 @@ HEAVY    := gonum|ebiten|pion|chromedp
 # fetches it from the module proxy once and keeps the binary in the build cache.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: scale-test module-check determinism test lint check cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
+.PHONY: scale-test module-check determinism test race tools-test lint check tools-check cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
 
-## test: check, then the suite built with the adversary (ADVERSARY: the build tag rewind_adversary), in random order: with the race detector the packages whose code or tests run goroutines (RACE; their longest match tests play a sample under it), without it every other package, every benchmark once (a broken one fails); then rollback and cmd/soak again as a game builds them (no tag), and RACE's long tests in full without the detector. check has vetted everything, both ways: go test does not vet again. staticcheck is make lint's (CI runs both).
-# RACE: the packages whose code or tests run goroutines: the UDP transport, the network simulator, and the match harness and the soak, which drive several sessions at once (the detector checks that they share nothing). The session core has no goroutines: the detector has nothing to find in the other packages' tests, which it slowed 5-20 times, and it compiled the standard library and every package a second time.
-RACE     := ./rollback/udp/ ./rollback/netsim/ ./internal/match/ ./cmd/soak/...
-# LONG: the tests that play a sample under the race detector and in full without it.
-LONG     := TestNoFalseDesync|TestSoundAgainstTheTruth|TestReplays|TestLockstep|TestLockstepTable|TestMatches|TestLockstepSoak|TestSoakSoundOnIntercontinental|TestForgery|TestFloodFromOnePeerAddress
-# NORACE: every package of PKGS but RACE's.
-NORACE    = $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(RACE))")
+## test: check, then the root module's suite built with the adversary (ADVERSARY: the build tag rewind_adversary) in random order, every benchmark once (a broken one fails), the match tests in full; then rollback again as a game builds it (no tag). check has vetted everything, both ways: go test does not vet again. Within three minutes from a cold build cache on a quiet two-core machine: the race detector's builds (make race) and the tools' heavy dependencies (make tools-test) are not in it; CI runs both, and staticcheck (make lint).
 test: check
-	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(RACE)
-	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x $(NORACE)
-	$(GO) test -count=1 -vet=off ./rollback/ ./cmd/soak/
-	$(GO) test $(ADVERSARY) -count=1 -vet=off -run '^($(LONG))$$' ./internal/match/ ./cmd/soak/
+	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x $(ROOT)
+	$(GO) test -count=1 -vet=off ./rollback/
 
-## lint: check, and staticcheck (its default checks, over these modules and rtc).
-lint: check
+## race: the packages whose code or tests run goroutines (RACE) under the race detector, built with the adversary: the UDP transport, the network simulator, and the match harness and the soak, which drive several sessions at once (the detector checks that they share nothing); their longest match tests play a sample under it. The session core has no goroutines: the detector has nothing to find in the other packages' tests, which it slowed 5-20 times, and it compiles the standard library and every package a second time.
+RACE     := ./rollback/udp/ ./rollback/netsim/ ./internal/match/ ./cmd/soak/...
+race:
+	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(RACE)
+
+## tools-test: tools-check, then the tools' modules' tests (TOOLS) with the adversary in random order (the soak's match tests in full: make race plays a sample of them), every benchmark once; then the soak as a game builds the library (no tag).
+tools-test: tools-check
+	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x $(TOOLS)
+	$(GO) test -count=1 -vet=off ./cmd/soak/
+
+## lint: check, tools-check, and staticcheck (its default checks, over the root and tools' modules and rtc).
+lint: check tools-check
 	$(STATICCHECK) $(PKGS) ./rtc/...
 
-## check: go vet (with and without the adversary's tag), the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80, Session ≤ 25 fields; its ≤ 60 methods warned until the core is rebuilt), gofmt, a package comment on every package, every module's go.mod tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck.
+## check: for the root module: go vet (with and without the adversary's tag), the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80, Session ≤ 25 fields; its ≤ 60 methods warned until the core is rebuilt), gofmt (every file), a package comment on every package, go.mod's tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck. tools-check is the same for the tools' modules.
 check: library-deps
-	$(GO) vet $(PKGS)
-	$(GO) vet $(ADVERSARY) $(PKGS)
+	$(GO) vet $(ROOT)
+	$(GO) vet $(ADVERSARY) $(ROOT)
 	$(GO) run ./internal/shapecheck -methods-warn -doc docs/architecture.md
-	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(PKGS)); \
+	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(ROOT)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
-	@for m in $(MODULES); do echo "(cd $$m && GOWORK=off $(GO) mod tidy -diff)"; (cd $$m && GOWORK=off $(GO) mod tidy -diff) || exit 1; done
+	GOWORK=off $(GO) mod tidy -diff
+
+## tools-check: go vet (both ways), package comments and go.mod's tidiness for the tools' modules.
+tools-check:
+	$(GO) vet $(TOOLS)
+	$(GO) vet $(ADVERSARY) $(TOOLS)
+	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(TOOLS)); \
+		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
+	@for m in $(TOOLMODS); do echo "(cd $$m && GOWORK=off $(GO) mod tidy -diff)"; (cd $$m && GOWORK=off $(GO) mod tidy -diff) || exit 1; done
 
 ## api: rewrites api/*.txt, the exported API of the library's and rtc's packages (internal/apilist), after a deliberate change to it; name the change in CHANGELOG.md.
 api:
@@ -96,7 +113,7 @@ determinism:
 
 ## tidy: go mod tidy in every module (tidy ignores go.work: each module's go.mod must stand on its own); play-test checks the demo's.
 tidy:
-	for m in $(MODULES) ./cmd/arena ./rtc ./cmd/rendezvous; do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
+	for m in . $(TOOLMODS) ./cmd/arena ./rtc ./cmd/rendezvous; do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
 ## library-deps: fails if the root module's graph, or the packages the library imports, include a module matching HEAVY.
 library-deps:
