@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"slices"
 	"time"
 
@@ -124,9 +125,12 @@ type Config struct {
 	// the queued inputs at once.
 	InputLag int
 	// FixedInputLag keeps the input lag at InputLag for the whole match.
+	// Rollback mode only: lockstep's is always InputLag, and it refuses
+	// the option.
 	FixedInputLag bool
 	// NoFrameAdvantage turns off frame-advantage stall smoothing: the
 	// session never stalls to give a slower peer back its frames.
+	// Rollback mode only (lockstep refuses it).
 	NoFrameAdvantage bool
 	// NoStartDelay starts the first frame as soon as every peer has
 	// completed the handshake, without the start-of-match wait.
@@ -157,6 +161,7 @@ type Config struct {
 	// debugging aid, off by default.
 	Log slog.Handler
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
+	// Rollback mode only (lockstep never predicts, and refuses it).
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.
 	Snapshots SnapshotPolicy
@@ -204,7 +209,8 @@ type Config struct {
 	// that is up to half the datagrams while the players hold still (or
 	// hold a direction), with no rollback added: the peers' repeat-last
 	// predictions are right about every frame left out. Lossy and long
-	// links are sent every tick anyway. Rollback mode only.
+	// links are sent every tick anyway. Rollback mode only (lockstep
+	// sends on its own schedule, and refuses it).
 	SendEveryTick bool
 	// MaxSpectators is how many spectators this machine serves directly
 	// (a [Spectator] that names it as its source), at any time in the
@@ -230,7 +236,8 @@ type Config struct {
 	// RejoinWindow is how long after a peer is disconnected its machine
 	// may come back (a Session with InProgress set: docs/protocol.md,
 	// "Reconnect") and take its players back from the stand-in; 0 means
-	// DefaultRejoinWindow (60 s), negative never. Rollback mode only.
+	// DefaultRejoinWindow (60 s), negative never. Rollback mode only:
+	// lockstep refuses any but 0.
 	RejoinWindow time.Duration
 	// InProgress makes this machine join a match already under way: it
 	// dropped out (a crash, a link down past DisconnectTimeout) and comes
@@ -282,7 +289,7 @@ func (c *Config) validate() error {
 			return cfgErr(fmt.Sprintf("Peers[%d].Late", i), "lockstep matches cannot be joined in progress")
 		}
 	}
-	if len(c.Peers) > 0 && c.Transport == nil {
+	if len(c.Peers) > 0 && isNil(c.Transport) {
 		return cfgErr("Transport", "nil, with %d peers", len(c.Peers))
 	}
 	if err := c.validateMode(); err != nil {
@@ -348,6 +355,16 @@ func (c *Config) validateMode() error {
 			return cfgErr("Snapshots", "%v: lockstep never rolls back", c.Snapshots)
 		case c.SyncTest != 0:
 			return cfgErr("SyncTest", "%d: the sync test needs rollback mode", c.SyncTest)
+		case c.Predictor != nil:
+			return cfgErr("Predictor", "set: lockstep never predicts")
+		case c.NoFrameAdvantage:
+			return cfgErr("NoFrameAdvantage", "set: lockstep keeps no frame advantage to smooth")
+		case c.FixedInputLag:
+			return cfgErr("FixedInputLag", "set: lockstep's input lag is always InputLag")
+		case c.SendEveryTick:
+			return cfgErr("SendEveryTick", "set: lockstep sends on its own schedule")
+		case c.RejoinWindow != 0:
+			return cfgErr("RejoinWindow", "%v: no machine comes back into a lockstep match", c.RejoinWindow)
 		}
 	} else {
 		switch {
@@ -426,4 +443,17 @@ func sortedPlayers(ps []PlayerID) []PlayerID {
 	out := slices.Clone(ps)
 	slices.Sort(out)
 	return out
+}
+
+// isNil reports whether tr is nil, or a nil pointer, map, slice, channel
+// or function in the interface (a typed nil, which a nil check misses).
+func isNil(tr Transport) bool {
+	if tr == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(tr); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan, reflect.Func, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }

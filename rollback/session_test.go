@@ -13,11 +13,13 @@ import (
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/inputlag"
 	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/predict"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
 	"github.com/rewindgg/rewind/rollback/internal/testgame"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/rollback/udp"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -323,6 +325,15 @@ func TestConfigErrors(t *testing.T) {
 		{"InProgress", func(c *rollback.Config) { c.Mode, c.InProgress = rollback.LockstepMode, true }},
 		{"InProgress", func(c *rollback.Config) { c.InProgress, c.Recorder = true, nopRecorder{} }},
 		{"Peers[0].Late", func(c *rollback.Config) { c.Mode, c.Peers[0].Late = rollback.LockstepMode, true }},
+		// A typed nil (a nil *udp.Transport in the interface) passed and
+		// panicked at the first Advance.
+		{"Transport", func(c *rollback.Config) { c.Transport = (*udp.Transport)(nil) }},
+		// Rollback-only options that lockstep took silently.
+		{"Predictor", func(c *rollback.Config) { c.Mode, c.Predictor = rollback.LockstepMode, predict.RepeatLast{} }},
+		{"NoFrameAdvantage", func(c *rollback.Config) { c.Mode, c.NoFrameAdvantage = rollback.LockstepMode, true }},
+		{"FixedInputLag", func(c *rollback.Config) { c.Mode, c.FixedInputLag = rollback.LockstepMode, true }},
+		{"SendEveryTick", func(c *rollback.Config) { c.Mode, c.SendEveryTick = rollback.LockstepMode, true }},
+		{"RejoinWindow", func(c *rollback.Config) { c.Mode, c.RejoinWindow = rollback.LockstepMode, time.Minute }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {
