@@ -169,9 +169,15 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 	j.stats.CatchUp += int64(r.Simulated)
 	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) || (!w.up.verified && now-w.born > sourceWait) {
 		// It left, or never served us: the next peer, from a new state.
+		// The take-over frame stays proposed: the machines that accepted
+		// it hold every frame from it on for our inputs, so that a state
+		// past it can only come from one that did not (step proposes
+		// anew then). Dropping it deadlocked the join: the new source's
+		// final frames stopped at the take-over frame, and a join
+		// proposes only past a final frame.
 		j.stats.WatchErrors++
 		next := (j.src + 1) % len(peers)
-		j.watch, j.take, j.stats.StateFrame = nil, 0, -1 // the state comes anew
+		j.watch, j.summed, j.stats.StateFrame = nil, false, -1 // the state comes anew
 		j.watchFrom(next)
 		return
 	}
@@ -221,6 +227,11 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 	if j.caughtUp != 0 && now-j.caughtUp > hsTimeout {
 		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, hsTimeout, j.hint(peers))
 		return joinWait
+	}
+	if j.take > 0 && w.stats.StateFrame > j.take {
+		// The new source's state is past our take-over frame: it did not
+		// accept it. Propose anew from there.
+		j.take = 0
 	}
 	if j.take == 0 {
 		if j.caughtUp == 0 || w.feed.high == w.feed.low {
