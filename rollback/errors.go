@@ -98,10 +98,13 @@ func (e *HandshakeError) Error() string {
 
 // TermsError reports that a peer is configured differently in something
 // every machine of a match must share. The handshake fails with it on
-// both machines: each sends the other its terms before failing.
+// both machines: each sends the other its terms before failing. A
+// Spectator, or a session joining in progress, also fails with it (Field
+// "State") when its arena cannot hold the state its source sent: another
+// game, or another version of it.
 type TermsError struct {
-	Peer  int    // index in Config.Peers
-	Field string // "Players", "Local and Peers", "Layout", "Mode", "TickRate", "ChecksumEvery", "NoStartDelay" or "protocol version"
+	Peer  int    // index in Config.Peers (a Spectator's: its Source)
+	Field string // "Players", "Local and Peers", "Layout", "Mode", "TickRate", "ChecksumEvery", "NoStartDelay", "protocol version" or "State"
 	Ours  string // the value here
 	// Theirs is the value the peer's handshake carried.
 	Theirs string

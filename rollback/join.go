@@ -167,6 +167,11 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 	}
 	*r = w.run(limit)
 	j.stats.CatchUp += int64(r.Simulated)
+	var terms *TermsError
+	if errors.As(w.err, &terms) {
+		j.err = w.err // our arena cannot hold the match's state: no source will do
+		return
+	}
 	if w.err != nil || (w.stats.SourceLeft && w.frame >= w.feed.high) || (!w.up.verified && now-w.born > sourceWait) {
 		// It left, or never served us: the next peer, from a new state.
 		// The take-over frame stays proposed: the machines that accepted

@@ -10,6 +10,7 @@ import (
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
+	"github.com/rewindgg/rewind/savestate"
 )
 
 // watchPair plays a 2-player match of frames frames over p, with the
@@ -170,4 +171,55 @@ func TestSpectatorDelay(t *testing.T) {
 	assert.True(t, st.CaughtUp)
 	assert.Equal(t, rollback.Frame(600), st.Received)
 	assert.GreaterOrEqual(t, st.JoinTime, 2*time.Second, "its first frame waited for the delay")
+}
+
+// TestSpectatorStateRefused: a spectator whose arena cannot hold the
+// source's state (smaller than it, or allocated with other types: another
+// game, or another version of it) fails with a TermsError naming the
+// State, within a few seconds. It asked for the state again for ever.
+func TestSpectatorStateRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		arena func(t *testing.T) *savestate.Arena
+	}{
+		{"smaller", func(t *testing.T) *savestate.Arena {
+			a, err := savestate.New(512)
+			require.NoError(t, err)
+			_, err = savestate.Alloc[[32]uint64](a)
+			require.NoError(t, err)
+			return a
+		}},
+		{"other types", func(t *testing.T) *savestate.Arena {
+			a, err := savestate.New(4096)
+			require.NoError(t, err)
+			_, err = savestate.Alloc[[128]uint32](a)
+			require.NoError(t, err)
+			return a
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ss, _, nw := connectedPairOver(t, netsim.Profile{}, func(i int, c *rollback.Config) { c.MaxSpectators = 1 })
+			g := newCounterGame(t, 4096, false)
+			node := nw.AddNode()
+			sp, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: tc.arena(t), Game: g,
+				Transport: nw.Endpoint(node), Source: 0, SessionID: 77, Clock: nw, Rand: match.SeededRand(9, node)})
+			require.NoError(t, err)
+			for tick := 0; ; tick++ {
+				require.Less(t, tick, 10*60, "no error within 10 s")
+				for i, s := range ss {
+					offer(t, s, rollback.PlayerID(i), rollback.Input(tick%16))
+					_, err := s.Advance()
+					require.NoError(t, err)
+				}
+				if _, err = sp.Advance(); err != nil {
+					break
+				}
+				nw.Advance(match.Tick)
+			}
+			var te *rollback.TermsError
+			require.ErrorAs(t, err, &te)
+			assert.Equal(t, "State", te.Field)
+			t.Log(err)
+		})
+	}
 }

@@ -233,9 +233,15 @@ func (s *Spectator) takeSnap(body []byte) bool {
 	if s.joined {
 		return true
 	}
+	if int(m.Size) > s.arena.Size() {
+		// The source's state does not fit our arena: another game, or
+		// another version of it. Asking again would get the same.
+		s.refuse(fmt.Sprintf("an arena of %d bytes", s.arena.Size()), fmt.Sprintf("a state of %d bytes", m.Size))
+		return false
+	}
 	total := int(m.Total)
 	pieces := (total + wire.MaxSnapData - 1) / wire.MaxSnapData
-	if int(m.Size) > s.arena.Size() || total > maxCompressed(s.arena.Size()) || int(m.Piece) >= pieces ||
+	if total > maxCompressed(s.arena.Size()) || int(m.Piece) >= pieces ||
 		len(m.Data) != min(wire.MaxSnapData, total-int(m.Piece)*wire.MaxSnapData) {
 		return false
 	}
@@ -259,8 +265,15 @@ func (s *Spectator) takeSnap(body []byte) bool {
 		return true
 	}
 	state, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(r.data)), int64(r.size)+1))
-	if err != nil || uint64(len(state)) != r.size || xxhash.Sum64(state) != r.sum || s.arena.Load(state) != nil {
-		// Not a state of this game, or corrupt: ask for one again.
+	if err != nil || uint64(len(state)) != r.size || xxhash.Sum64(state) != r.sum {
+		// Corrupt: ask for one again.
+		r.on = false
+		return false
+	}
+	if err := s.arena.Load(state); err != nil {
+		// The state the source announced, whole, but not one of our
+		// arena's: another game, or another version of it.
+		s.refuse(fmt.Sprintf("an arena of %d bytes", s.arena.Size()), fmt.Sprintf("a state of %d bytes it cannot load (%v)", len(state), err))
 		r.on = false
 		return false
 	}
@@ -270,6 +283,14 @@ func (s *Spectator) takeSnap(body []byte) bool {
 	r.data, r.got = nil, nil
 	s.events.emit(EventJoined, s.frame, s.src)
 	return true
+}
+
+// refuse ends the watch: the source's state is not one our arena can
+// hold (ours and theirs say what each is).
+func (s *Spectator) refuse(ours, theirs string) {
+	if s.err == nil {
+		s.err = &TermsError{Peer: s.src, Field: "State", Ours: ours, Theirs: theirs}
+	}
 }
 
 // mask returns which of the 64 pieces after the first missing one we hold.
