@@ -49,6 +49,7 @@ type joiner struct {
 	src        int
 	born       time.Duration
 	caughtUp   time.Duration // when the watch caught up
+	served     bool          // a source let us watch (answered our watch's handshake)
 	take       Frame         // the take-over frame proposed; 0: none yet
 	proposedAt time.Duration
 	live       [MaxPlayers]bool // by peer: plays on, per the final inputs
@@ -181,11 +182,19 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 		// final frames stopped at the take-over frame, and a join
 		// proposes only past a final frame.
 		j.stats.WatchErrors++
+		if !j.served && now-j.born > hsTimeout {
+			// Every machine answers our handshake, but none lets us watch:
+			// a machine coming back after their RejoinWindow gets only
+			// that, and would try one after another for ever.
+			j.err = fmt.Errorf("%w: no peer let this machine watch the match within %v (the peers' RejoinWindow may have passed since it left)", ErrJoinTimeout, hsTimeout)
+			return
+		}
 		next := (j.src + 1) % len(peers)
 		j.watch, j.summed, j.stats.StateFrame = nil, false, -1 // the state comes anew
 		j.watchFrom(next)
 		return
 	}
+	j.served = j.served || w.up.verified
 	if w.joined && j.stats.StateFrame < 0 {
 		j.stats.StateFrame, j.stats.StateBytes, j.stats.StateTime = w.stats.StateFrame, w.stats.StateBytes, w.stats.StateTime
 	}
@@ -225,12 +234,14 @@ const (
 // back: every machine that plays at it accepted it and confirmed the
 // state.
 func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte, stmts *statements) joinOutcome {
-	w := j.watch
-	if w == nil || !w.joined {
+	if j.caughtUp != 0 && now-j.caughtUp > hsTimeout {
+		// Also while the next source's watch starts: one whose only
+		// source left after the catch-up waited for ever.
+		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, hsTimeout, j.hint(peers))
 		return joinWait
 	}
-	if j.caughtUp != 0 && now-j.caughtUp > hsTimeout {
-		j.err = fmt.Errorf("%w within %v of catching up (%s)", ErrJoinTimeout, hsTimeout, j.hint(peers))
+	w := j.watch
+	if w == nil || !w.joined {
 		return joinWait
 	}
 	if j.take > 0 && w.stats.StateFrame > j.take {

@@ -76,10 +76,11 @@ type Config struct {
 	// StandIn plays absent players with a stand-in that depends on the
 	// whole state (rollback.Config.StandIn), not the zero input.
 	StandIn bool
-	// DisconnectTimeout and HandshakeTimeout are the sessions' Config
-	// options (0: 5 s and 10 s).
+	// DisconnectTimeout, HandshakeTimeout and RejoinWindow are the
+	// sessions' Config options (0: 5 s, 10 s and 60 s).
 	DisconnectTimeout time.Duration
 	HandshakeTimeout  time.Duration
+	RejoinWindow      time.Duration
 	// FixedInputLag, NoFrameAdvantage and NoStartDelay are the sessions'
 	// Config options.
 	FixedInputLag    bool
@@ -690,7 +691,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
-			MaxSpectators: spectatorSlots(c),
+			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow,
 		}
 		if c.StandIn {
 			a := m.a

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/internal/match"
+	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 )
 
@@ -81,4 +82,18 @@ func TestLateJoin(t *testing.T) {
 			assert.Zero(t, r.Suspects, "nobody is suspected of anything: %v", r.Suspected)
 		})
 	}
+}
+
+// TestRejoinAfterTheWindow: a machine that comes back after the others'
+// RejoinWindow is refused by silence (nobody lets it watch); it fails
+// with ErrJoinTimeout within HandshakeTimeout of its restart, naming the
+// window. It watched through one machine after another for ever.
+func TestRejoinAfterTheWindow(t *testing.T) {
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	r := match.Run(match.Config{Players: 2, Frames: 1500, Seed: 3, Profile: p,
+		DropAt: 300, DropMachine: 1, RejoinAfter: 9 * time.Second, RejoinWindow: time.Second, StandIn: true})
+	require.ErrorIs(t, r.Err, rollback.ErrJoinTimeout)
+	assert.Contains(t, r.Err.Error(), "RejoinWindow")
+	t.Log(r.Err)
 }
