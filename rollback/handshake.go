@@ -262,6 +262,9 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 		// replayed it; it is not a sign of life (only sealed datagrams are).
 		return answered
 	case hsRenew, hsStray:
+		if s.join != nil {
+			return s.join.renew(i, h, v == hsRenew, &s.peers[i], &s.proto, &s.tx, &s.io, s.stmts, s.now)
+		}
 		return dropped // the first nonce to echo ours stays
 	}
 	if e := compareTerms(i, &s.proto.keys.terms, s.io.wantLocal(s.peers[i].players), h); e != nil {

@@ -277,9 +277,13 @@ func (r *rejoins) sendJoins(anchor Frame) {
 		if j.take == 0 || r.now-j.readyAt < joinResend {
 			continue
 		}
-		if f, ok := newDepartures(r.peers, r.inputs, r.lockstep).leftAfter(i, j.take, &r.io.floor); ok && !j.readied {
+		if f, ok := newDepartures(r.peers, r.inputs, r.lockstep).leftAfter(i, j.take, &r.io.floor); ok {
 			// A machine that plays at take left: it would wait for that
-			// machine's confirmation for ever. A frame after it left.
+			// machine's confirmation for ever. A frame after it left. Our
+			// Ready may have gone already (a machine that left after take
+			// had every input before it): the joiner, still waiting for
+			// that machine's, has not taken over (one that did ignores
+			// this), and proposes again.
 			j.readyAt = r.now
 			r.io.join = wire.Join{Op: wire.JoinRefuse, Take: int32(j.take), Frame: int32(max(f, r.finalFrontier(anchor)))}
 			r.tx.control(i, &r.io.join)

@@ -30,6 +30,14 @@ func (st *statements) rejoin(x, i int, key [wire.SigningKeySize]byte, k int32) {
 	st.dirty = true
 }
 
+// forget forgets machine x's signing key: it restarted, under a new one
+// that only it can teach us (takeKeys).
+func (st *statements) forget(x int) {
+	if st != nil {
+		st.known[x] = false
+	}
+}
+
 // reserve notes that peer i (machine x) has a reserved slot: the match
 // starts without its key, which comes with its take-over proposal (rejoin).
 func (st *statements) reserve(i, x int) {

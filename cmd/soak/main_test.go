@@ -544,15 +544,20 @@ func TestForge(t *testing.T) {
 
 // TestJoinRegressions: the seeds at which a rejoin or a late join of a
 // 4-machine match on wifi failed ("could not take the players back within
-// 10s of catching up"), 4 of 300 matches. 330151: the joiner's source
-// crashed after the others accepted its take-over frame; the joiner,
-// watching through the next machine, dropped its proposal and waited for
-// a final frame past it that could not come without its own inputs. The
-// others: a machine the joiner did not watch through heard nothing from
-// it for the disconnect timeout before it proposed, gave up on it, and
-// ignored its proposal for good. Under the race detector, one seed.
+// 10s of catching up"), 4 of 300 matches from seed 330000, then 4 of 1,000
+// from seed 1. 330151: the joiner's source crashed after the others
+// accepted its take-over frame; the joiner, watching through the next
+// machine, dropped its proposal and waited for a final frame past it that
+// could not come without its own inputs. 330212, 330236, 330285: a machine
+// the joiner did not watch through heard nothing from it for the
+// disconnect timeout before it proposed, gave up on it, and ignored its
+// proposal for good. 120, 857, 934: a machine restarted while the late
+// joiner joined, and the joiner kept the old machine's keys (and signing
+// key). 17: a machine left after the take-over frame, having sent its
+// Ready; the others, having sent theirs, never told the joiner to propose
+// past it. Under the race detector, one seed.
 func TestJoinRegressions(t *testing.T) {
-	seeds := []string{"330151", "330212", "330236", "330285"}
+	seeds := []string{"330151", "330212", "330236", "330285", "17", "120", "857", "934"}
 	if raceEnabled {
 		seeds = seeds[:1]
 	}
