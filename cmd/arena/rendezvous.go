@@ -10,6 +10,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/rtc"
 	rdv "github.com/rewindgg/rewind/rtc/lobby"
 )
 
@@ -65,15 +66,31 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		}
 		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
-	plan, err := netplay.Plan(m, c.Seat(), o.humans, o.frames)
+	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
+	dctx, dcancel := context.WithTimeout(context.Background(), o.connectWait)
+	defer dcancel()
+	// The creator's settings travel to the others before any WebRTC
+	// signal; a joiner plays them, or refuses the match when it was
+	// given others.
+	st := o.settings()
+	var sig rtc.Signaler = c
+	if c.Seat() == 0 {
+		err = netplay.SendSettings(dctx, c, m.Seats, st)
+	} else if st, sig, err = netplay.ReceiveSettings(dctx, c); err == nil {
+		st, err = netplay.Agree(st, o.settings(), o.given)
+	} else {
+		err = cli.TimedOut(err, fmt.Sprintf("match %s: the settings of the machine that created it did not arrive", m.Code), o.connectWait, connectWaitFlag)
+	}
 	if err != nil {
 		leave()
 		return cfg, nil, "", err
 	}
-	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
-	dctx, dcancel := context.WithTimeout(context.Background(), o.connectWait)
-	defer dcancel()
-	tr, err := netplay.Dial(dctx, m, c.Seat(), c, o.relay, o.loopback)
+	plan, err := netplay.Plan(m, c.Seat(), o.humans, st)
+	if err != nil {
+		leave()
+		return cfg, nil, "", err
+	}
+	tr, err := netplay.Dial(dctx, m, c.Seat(), sig, o.relay, o.loopback)
 	if err != nil {
 		leave()
 		return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the other machines did not all connect", m.Code), o.connectWait, connectWaitFlag)
@@ -85,7 +102,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		}
 	}
 	if len(routes) > 0 {
-		fmt.Printf("connected: routes %v\n", routes)
+		say(fmt.Sprintf("connected: routes %v", routes))
 	}
 	cfg, closeNet, err = configure(plan, tr, func() { _ = tr.Close(); leave() }, o)
 	return cfg, closeNet, fmt.Sprintf("Rewind arena — machine %d, match %s", plan.Machine, m.Code), err

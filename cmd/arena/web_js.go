@@ -109,6 +109,12 @@ func showCode(o options, code string) {
 	el.Call("appendChild", a)
 }
 
+// say shows a status line in the console.
+func say(s string) {
+	fmt.Println(s)
+	board.add(s)
+}
+
 // showFrame sets window.rewindFrame.
 func showFrame(f rollback.Frame) { js.Global().Set("rewindFrame", int(f)) }
 

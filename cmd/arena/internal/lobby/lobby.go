@@ -81,6 +81,9 @@ type Plan struct {
 	Secret    []byte // Config.Secret: 32 random bytes
 	Seed      uint64 // the game's seed, random, the same on every machine
 	Frames    int    // the match length in frames, 0 for endless
+	// RoundFrames and Target are the match's rules (play.Rules): the
+	// host's, the same on every machine.
+	RoundFrames, Target int
 }
 
 // Local returns this machine's players: Config.Local.
@@ -124,6 +127,10 @@ type HostOptions struct {
 	Humans int
 	// Frames is the match length in frames; 0 means endless.
 	Frames int
+	// RoundFrames and Target are the rules every machine plays by (the
+	// round timer in frames and the score target, 0 for none; the target
+	// at most 255). They travel in the plan.
+	RoundFrames, Target int
 	// Log, if not nil, is told of the lobby's progress: who joined, who
 	// was turned away.
 	Log func(string)
@@ -163,6 +170,8 @@ func Host(ctx context.Context, conn net.PacketConn, o HostOptions) (Plan, error)
 		return Plan{}, fmt.Errorf("lobby: %d ships for %d humans at the host and %d joiners", seats, o.Humans, o.Machines-1)
 	case o.Frames < 0 || uint64(o.Frames) > 1<<32-1:
 		return Plan{}, fmt.Errorf("lobby: %d frames", o.Frames)
+	case o.RoundFrames < 0 || uint64(o.RoundFrames) > 1<<32-1 || o.Target < 0 || o.Target > 255:
+		return Plan{}, fmt.Errorf("lobby: rounds of %d frames to %d", o.RoundFrames, o.Target)
 	}
 	defer conn.SetReadDeadline(time.Time{})
 	h := host{conn: conn, o: o, seats: seats, taken: ships(o.Humans)}
@@ -282,7 +291,8 @@ func (h *host) waiting() []int {
 // plan deals the players, draws the match's random values, encodes each
 // joiner's plan, and returns the host's.
 func (h *host) plan() Plan {
-	p := Plan{Machines: h.o.Machines, Players: h.o.Players, Secret: make([]byte, secretSize), Frames: h.o.Frames}
+	p := Plan{Machines: h.o.Machines, Players: h.o.Players, Secret: make([]byte, secretSize), Frames: h.o.Frames,
+		RoundFrames: h.o.RoundFrames, Target: h.o.Target}
 	for p.SessionID == 0 {
 		p.SessionID = random()
 	}

@@ -153,6 +153,7 @@ func checkMatch(t *testing.T, o HostOptions, hc *testConn, hp Plan, jcs []*testC
 	for i, p := range plans {
 		if p.Machines != hp.Machines || p.Players != hp.Players || p.SessionID != hp.SessionID ||
 			!bytes.Equal(p.Secret, hp.Secret) || p.Seed != hp.Seed || p.Frames != hp.Frames ||
+			p.RoundFrames != o.RoundFrames || p.Target != o.Target ||
 			!slices.Equal(p.Humans, hp.Humans) || !slices.EqualFunc(p.Owners, want, slices.Equal) {
 			t.Errorf("plan %d disagrees with the host's:\n%+v\n%+v (owners want %v)", i, p, hp, want)
 		}
@@ -261,7 +262,7 @@ func TestBotsOnly(t *testing.T) {
 func TestThreeJoiners(t *testing.T) {
 	hc := listen(t)
 	jcs := []*testConn{listen(t), listen(t), listen(t)}
-	o := HostOptions{Machines: 4, Players: 8, Humans: 1, Frames: 3600}
+	o := HostOptions{Machines: 4, Players: 8, Humans: 1, Frames: 3600, RoundFrames: 900, Target: 12}
 	hr, _ := match(t, o, hc, jcs, []int{2, 1, 1})
 	if got := len(hr.plan.Owners[0]); got != 4 {
 		t.Errorf("the host has %d players, want its human and the 3 bots", got)
@@ -312,9 +313,9 @@ func TestGarbage(t *testing.T) {
 		{},
 		[]byte("\x9b\x07random bytes\x00\xff"),
 		[]byte("RWLX\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01"), // a hello with a wrong magic
-		[]byte("RWLB\x02\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01"), // a hello of another version
-		[]byte("RWLB\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01"),     // a truncated hello
-		[]byte("RWLB\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01\x03"), // three humans
+		[]byte("RWLB\x09\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01"), // a hello of another version
+		[]byte("RWLB\x02\x01\x00\x00\x00\x00\x00\x00\x00\x01"),     // a truncated hello
+		[]byte("RWLB\x02\x01\x00\x00\x00\x00\x00\x00\x00\x01\x03"), // three humans
 		plan[:len(plan)-1], // a truncated plan
 		plan,               // a plan for another hello
 		message{kind: kindFull, nonce: 1}.append(nil),

@@ -21,7 +21,8 @@ import (
 //
 //	hello (joiner to host): nonce u64, humans u8
 //	plan  (host to joiner): nonce u64 (the hello's), machine u8, machines u8,
-//	      players u8, frames u32, session id u64, seed u64, secret [32],
+//	      players u8, frames u32, round frames u32, target u8, session id u64,
+//	      seed u64, secret [32],
 //	      then for each machine: humans u8, n u8, its n players [n]u8,
 //	      addrLen u8, its address [addrLen] (netip.AddrPort binary)
 //	ack   (joiner to host): nonce u64 (the plan's)
@@ -31,7 +32,7 @@ import (
 // that asked for it, and an ack to the plan it acknowledges.
 const (
 	magic   = "RWLB"
-	version = 1
+	version = 2 // 2: the plan carries the rules (round frames, target)
 	header  = len(magic) + 2
 
 	kindHello = 1
@@ -46,7 +47,7 @@ const (
 	// and an IPv6 zone name (an interface name, at most 15 bytes on Linux).
 	maxAddr = 16 + 2 + 32
 	// maxDatagram is larger than any valid lobby datagram (a plan is at
-	// most 69 bytes of fixed fields and 3+8+maxAddr bytes a machine).
+	// most 74 bytes of fixed fields and 3+8+maxAddr bytes a machine).
 	maxDatagram = 1024
 )
 
@@ -70,6 +71,8 @@ func (m message) append(b []byte) []byte {
 		p := &m.plan
 		b = append(b, byte(p.Machine), byte(p.Machines), byte(p.Players))
 		b = binary.BigEndian.AppendUint32(b, uint32(p.Frames))
+		b = binary.BigEndian.AppendUint32(b, uint32(p.RoundFrames))
+		b = append(b, byte(p.Target))
 		b = binary.BigEndian.AppendUint64(b, p.SessionID)
 		b = binary.BigEndian.AppendUint64(b, p.Seed)
 		b = append(b, p.Secret...)
@@ -128,6 +131,8 @@ func parse(b []byte) (message, error) {
 func (r *reader) plan() (Plan, error) {
 	p := Plan{Machine: r.u8(), Machines: r.u8(), Players: r.u8()}
 	p.Frames = int(r.u32())
+	p.RoundFrames = int(r.u32())
+	p.Target = r.u8()
 	p.SessionID = r.u64()
 	p.Seed = r.u64()
 	p.Secret = append([]byte(nil), r.bytes(secretSize)...)
@@ -183,6 +188,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("lobby: plan with a %d-byte secret", len(p.Secret))
 	case p.Frames < 0:
 		return fmt.Errorf("lobby: plan with %d frames", p.Frames)
+	case p.RoundFrames < 0 || p.Target < 0 || p.Target > 255:
+		return fmt.Errorf("lobby: plan with rounds of %d frames to %d", p.RoundFrames, p.Target)
 	}
 	var owned [rollback.MaxPlayers]bool
 	count := 0

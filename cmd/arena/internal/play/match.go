@@ -298,6 +298,14 @@ func (m *Match) Left() []int {
 	return left
 }
 
+// Humans are this machine's players that people fly (the first of
+// Config.Local): the ships the game marks as theirs.
+func (m *Match) Humans() []rollback.PlayerID { return m.cfg.Local[:m.cfg.Humans] }
+
+// PeerPlayers are the players of peer i (an index of Config.Peers, as
+// Left returns).
+func (m *Match) PeerPlayers(i int) []rollback.PlayerID { return m.cfg.Peers[i] }
+
 // Hash is the xxhash of the whole game state: equal on every machine at
 // the same frame.
 func (m *Match) Hash() uint64 { return xxhash.Sum64(m.a.Bytes()) }

@@ -99,10 +99,10 @@ func TestMatchOverWifi(t *testing.T) {
 	var repeats int64
 	for i, m := range ms {
 		o := m.Overlay()
-		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.DeepestAll <= 0 {
+		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.DepthAll <= 0 || o.TickAll < 2 {
 			t.Errorf("machine %d overlay: %+v", i, o)
 		}
-		if len(o.Lines()) != 4 {
+		if len(o.Lines()) != 5 {
 			t.Errorf("overlay lines: %q", o.Lines())
 		}
 		ghosts += m.ghost.seen

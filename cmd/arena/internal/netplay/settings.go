@@ -1,0 +1,126 @@
+package netplay
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/rtc"
+	rdv "github.com/rewindgg/rewind/rtc/lobby"
+)
+
+// Given says which settings this machine was given explicitly (a flag on
+// the command line, a parameter in the page's address): those must match
+// the host's; the others are taken from it.
+type Given struct{ Frames, Round, Target bool }
+
+// Agree returns the settings a joiner plays by: the host's, unless this
+// machine was given a different value for one of them, which it refuses
+// with both values named: machines that disagree would end their rounds
+// or their match on different frames.
+func Agree(host, mine play.Settings, given Given) (play.Settings, error) {
+	var diffs []string
+	if given.Frames && mine.Frames != host.Frames {
+		diffs = append(diffs, fmt.Sprintf("the host's match lasts %s, this machine's %s (-frames %d against %d)",
+			frames(host.Frames), frames(mine.Frames), host.Frames, mine.Frames))
+	}
+	if given.Round && mine.RoundFrames != host.RoundFrames {
+		diffs = append(diffs, fmt.Sprintf("the host's rounds last %s, this machine's %s (-round)",
+			frames(host.RoundFrames), frames(mine.RoundFrames)))
+	}
+	if given.Target && mine.Target != host.Target {
+		diffs = append(diffs, fmt.Sprintf("the host plays to a score of %d, this machine to %d (-target; 0 is none)", host.Target, mine.Target))
+	}
+	if len(diffs) > 0 {
+		return host, fmt.Errorf("the match settings differ: %s; start this machine without them to play the host's", strings.Join(diffs, "; "))
+	}
+	return host, nil
+}
+
+// frames writes a frame count as a person reads it.
+func frames(n int) string {
+	if n == 0 {
+		return "without end"
+	}
+	return fmt.Sprintf("%d frames (%.4g s)", n, float64(n)/60)
+}
+
+// settingsPrefix starts the settings' signal. The rendezvous relays only
+// WebRTC's signal kinds, so the settings travel as a candidate that no
+// ICE agent would take for one: a machine that does not know them (an
+// older build) drops it as malformed.
+const settingsPrefix = "rewind-arena-settings "
+
+// encodeSettings writes s as a settings signal's data.
+func encodeSettings(s play.Settings) string {
+	return fmt.Sprintf("%sframes=%d round=%d target=%d", settingsPrefix, s.Frames, s.RoundFrames, s.Target)
+}
+
+// decodeSettings reads a settings signal's data; ok is false for any other
+// signal.
+func decodeSettings(data string) (s play.Settings, ok bool) {
+	rest, found := strings.CutPrefix(data, settingsPrefix)
+	if !found {
+		return s, false
+	}
+	if _, err := fmt.Sscanf(rest, "frames=%d round=%d target=%d", &s.Frames, &s.RoundFrames, &s.Target); err != nil {
+		return s, false
+	}
+	if s.Frames < 0 || s.Frames > maxFrames || s.Rules.Check() != nil {
+		return s, false
+	}
+	return s, true
+}
+
+// SendSettings sends the settings of the match's creator (seat 0) to
+// every other seat, before any WebRTC signal: each receives them first
+// from seat 0.
+func SendSettings(ctx context.Context, sig rtc.Signaler, seats int, s play.Settings) error {
+	for to := 1; to < seats; to++ {
+		if err := sig.Send(ctx, to, rdv.KindCandidate, encodeSettings(s)); err != nil {
+			return fmt.Errorf("sending the match settings to machine %d: %w", to, err)
+		}
+	}
+	return nil
+}
+
+// ReceiveSettings waits for the settings seat 0 sends (SendSettings) and
+// returns them with the signaler to dial with: the other machines'
+// signals that arrived first are kept for it, in order.
+func ReceiveSettings(ctx context.Context, sig rtc.Signaler) (play.Settings, rtc.Signaler, error) {
+	b := &held{Signaler: sig}
+	for {
+		from, kind, data, err := sig.Receive(ctx)
+		if err != nil {
+			return play.Settings{}, b, err
+		}
+		if from == 0 && kind == rdv.KindCandidate {
+			if s, ok := decodeSettings(data); ok {
+				return s, b, nil
+			}
+		}
+		b.early = append(b.early, signal{from, kind, data})
+	}
+}
+
+type signal struct {
+	from       int
+	kind, data string
+}
+
+// held is a signaler that first gives back the signals ReceiveSettings
+// read before the settings.
+type held struct {
+	rtc.Signaler
+	early []signal
+}
+
+func (h *held) Receive(ctx context.Context) (int, string, string, error) {
+	if len(h.early) > 0 {
+		s := h.early[0]
+		h.early = h.early[1:]
+		return s.from, s.kind, s.data, nil
+	}
+	return h.Signaler.Receive(ctx)
+}
