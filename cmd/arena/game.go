@@ -271,7 +271,7 @@ func (g *game) Draw(screen *ebiten.Image) {
 	if g.o.shots != "" && !slices.Contains(g.shots, g.o.shots+"match.png") && int(g.m.Frame()) >= g.o.screenshotAt && !over {
 		g.shoot(screen, "match.png")
 	}
-	if over && g.endDraws == 45 && len(g.winners) == 1 {
+	if over && g.endDraws == 20 && len(g.winners) == 1 {
 		g.shoot(screen, "winner.png")
 	}
 }

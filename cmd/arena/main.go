@@ -6,7 +6,8 @@
 // example: a rollback.Session driven from a real render loop
 // (Ebitengine's).
 //
-//	arena                          # you against three bots, on this machine
+//	arena                          # the title screen: bots, host, join by address (or code)
+//	arena -solo                    # you against three bots, on this machine, at once
 //	arena -host :7000 -machines 2  # host a match for two machines
 //	arena -join 192.0.2.1:7000     # join it
 //	arena -host :7000 -profile wifi  # feel rollback: impair what this machine sends
@@ -16,12 +17,23 @@
 // js/wasm, served by the rendezvous) play native machines.
 //
 //	arena -rendezvous https://example.com -machines 2 -frames 3600      # create a match: prints its code
-//	arena -rendezvous https://example.com -code K7QX2MPL4Z -frames 3600 # join it
+//	arena -rendezvous https://example.com -code K7QX2MPL4Z              # join it
 //
 // With -rendezvous every machine flies one ship (-humans 0 for a bot, 1
-// for you; player p is seat p), the seed is derived from the match's
-// session id, and -frames must be given the same on every machine: the
-// rendezvous does not carry it (the browser link a creator prints does).
+// for you; player p is seat p) and the seed is derived from the match's
+// session id. -title with -rendezvous opens the title screen, which then
+// creates matches there and joins them by code.
+//
+// A match is played in rounds: a round ends when its timer runs out
+// (-round) or a ship reaches the score target (-target); the round-end
+// screen shows the winner and the scores, and the rematch starts when
+// every player asked (Enter; bots always do) or play.RematchFrames
+// later. -frames ends the whole match. These settings are the host's
+// (or the rendezvous match's creator's): a joiner receives them (in the
+// UDP lobby's plan, or in a signal before WebRTC's) and plays them, or
+// refuses the match, naming both values, when it was given different
+// ones itself.
+//
 // -relay sends everything through the rendezvous's TURN relay; -loopback
 // gathers loopback candidates only (tests in a loopback-only network
 // namespace).
@@ -37,8 +49,8 @@
 //
 // Keys: WASD thrusts, the arrows fire (with -humans 2: WASD and TFGH, IJKL
 // and the arrows); a gamepad's left stick thrusts and its right stick or
-// face buttons fire. Tab shows the overlay; Escape quits and tells the
-// peers.
+// face buttons fire. Tab shows the overlay; Enter asks for the rematch on
+// the round-end screen; Escape quits and tells the peers.
 package main
 
 import (

@@ -47,7 +47,7 @@ func main() {
 	}
 	placeCanvas()
 	o := options{rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
-		humans: q.Humans, frames: q.Frames, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
+		humans: q.Humans, frames: q.Frames, round: q.Round, target: q.Target, given: q.Given, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
 	_ = run(o) // run has shown and published the outcome
 	// Stay: Ebitengine's event handlers still call into the program.
 	select {}

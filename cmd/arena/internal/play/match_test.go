@@ -99,7 +99,7 @@ func TestMatchOverWifi(t *testing.T) {
 	var repeats int64
 	for i, m := range ms {
 		o := m.Overlay()
-		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.DepthAll <= 0 || o.TickAll < 2 {
+		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.Depth <= 0 || o.TickAll < 2 {
 			t.Errorf("machine %d overlay: %+v", i, o)
 		}
 		if len(o.Lines()) != 5 {

@@ -17,8 +17,8 @@ type Overlay struct {
 	Frame      rollback.Frame
 	RTT        time.Duration // the slowest peer's smoothed round trip
 	Rollbacks  int           // in the last second
-	Depth      int           // rollback depth: the most frames one rollback went back (and re-simulated), in the last second
-	DepthAll   int           // and in the whole match (rollback.Stats.MaxRollbackFrames)
+	Depth      int           // rollback depth: the most frames a rollback went back (to the first mispredicted frame), in the whole match (rollback.Stats.MaxRollbackFrames)
+	Resim      int           // frames re-simulated in the last second (rollbacks' and snapshots' steps: rollback.Stats.ResimulatedFrames)
 	TickFrames int           // the most frames simulated in one tick (re-simulated and new: a rollback plus a catch-up), in the last second
 	TickAll    int           // and in the whole match
 	Advantage  float64       // frames a peer ran ahead of us (rollback.Stats.Advantage)
@@ -38,8 +38,8 @@ func (o Overlay) Lines() []string {
 	return []string{
 		fmt.Sprintf("%.0f FPS   %.0f ticks/s   frame %d   players %v   peers %d", o.FPS, o.TicksPerSec, o.Frame, o.Local, o.Peers),
 		fmt.Sprintf("rtt %d ms   input lag %d   advantage %.1f   stalls %d", o.RTT.Milliseconds(), o.InputLag, o.Advantage, o.Stalls),
-		fmt.Sprintf("rollbacks %d/s   rollback depth %d (match %d)", o.Rollbacks, o.Depth, o.DepthAll),
-		fmt.Sprintf("frames simulated in a tick %d (match %d)", o.TickFrames, o.TickAll),
+		fmt.Sprintf("rollbacks %d/s   re-simulated frames %d/s   rollback depth %d (deepest in the match)", o.Rollbacks, o.Resim, o.Depth),
+		fmt.Sprintf("frames simulated in a tick %d (most in the last second; %d in the match)", o.TickFrames, o.TickAll),
 		fmt.Sprintf("sent %.1f KB/s   received %.1f KB/s", o.SentBps/1000, o.RecvBps/1000),
 	}
 }
@@ -58,16 +58,12 @@ const udpHeaders = 28
 // meter gathers the overlay's per-second figures.
 type meter struct {
 	ticks     int
-	depth     int // the deepest rollback this second
 	tickMost  int // the most frames simulated in a tick this second
 	tickMatch int // and in the match
 	last      rollback.Stats
 }
 
 func (mt *meter) tick(m *Match, res rollback.Result) {
-	// A rollback to the first mispredicted frame re-simulates every frame
-	// from there to the present: its depth.
-	mt.depth = max(mt.depth, res.Resimulated)
 	mt.tickMost = max(mt.tickMost, res.Resimulated+res.Simulated)
 	mt.tickMatch = max(mt.tickMatch, mt.tickMost)
 	if mt.ticks++; mt.ticks < 60 {
@@ -76,7 +72,7 @@ func (mt *meter) tick(m *Match, res rollback.Result) {
 	st := m.s.Stats()
 	o := &m.over
 	o.Rollbacks = int(st.Rollbacks - mt.last.Rollbacks)
-	o.Depth, o.DepthAll = mt.depth, st.MaxRollbackFrames
+	o.Depth, o.Resim = st.MaxRollbackFrames, int(st.ResimulatedFrames-mt.last.ResimulatedFrames)
 	o.TickFrames, o.TickAll = mt.tickMost, mt.tickMatch
 	o.Advantage, o.InputLag = st.Advantage, st.InputLag
 	o.Stalls = st.StallFrames + st.AdvantageStalls + st.LagStalls
@@ -89,7 +85,7 @@ func (mt *meter) tick(m *Match, res rollback.Result) {
 			o.Peers++
 		}
 	}
-	mt.ticks, mt.depth, mt.tickMost, mt.last = 0, 0, 0, st
+	mt.ticks, mt.tickMost, mt.last = 0, 0, st
 }
 
 // Ghost is where a remote ship was drawn, by prediction, before a
