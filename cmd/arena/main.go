@@ -226,13 +226,17 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 			return cfg, nil, "", err
 		}
 		say(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, waitFlag))
-		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans})
-		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, waitFlag)
-		if err == nil {
-			// The host's settings: this machine plays them, or refuses
-			// the match when it was given others.
-			_, err = netplay.Agree(netplay.Settings(plan), o.settings(), o.given)
+		// The settings this machine was given go with its hello: a host
+		// with others turns it away with its own, and both say so.
+		st := o.settings()
+		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans,
+			Settings: lobby.Settings{Frames: st.Frames, RoundFrames: st.RoundFrames, Target: st.Target},
+			Wants:    lobby.Wants{Frames: o.given.Frames, RoundFrames: o.given.Round, Target: o.given.Target}})
+		var se *lobby.SettingsError
+		if errors.As(err, &se) {
+			_, err = netplay.Agree(netplay.Settings(lobby.Plan{Frames: se.Host.Frames, RoundFrames: se.Host.RoundFrames, Target: se.Host.Target}), st, o.given)
 		}
+		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, waitFlag)
 	}
 	if err != nil {
 		conn.Close()

@@ -469,3 +469,41 @@ func TestOptions(t *testing.T) {
 		t.Error("Join with no host address: no error")
 	}
 }
+
+// TestSettingsRefused: a joiner that wants other settings than the
+// host's (the ones it was given) is turned away with the host's, which
+// its error holds; one that wants the same, or wants none, joins.
+func TestSettingsRefused(t *testing.T) {
+	ctx := timeout(t)
+	hc, bad, same, other := listen(t), listen(t), listen(t), listen(t)
+	o := HostOptions{Machines: 3, Humans: 1, Frames: 1200, RoundFrames: 600, Target: 10}
+	h := runHost(ctx, hc, o)
+	_, err := Join(ctx, bad, hc.addr(), JoinOptions{Humans: 1, Settings: Settings{Frames: 600, RoundFrames: 600, Target: 3},
+		Wants: Wants{Frames: true, RoundFrames: true}})
+	var se *SettingsError
+	if !errors.As(err, &se) || se.Host != (Settings{1200, 600, 10}) || se.Wanted.Frames != 600 || !se.Wants.Frames {
+		t.Fatalf("a joiner wanting 600 frames of a 1200-frame match: %v", err)
+	}
+	j1 := runJoin(ctx, other, hc, 1)
+	j2 := make(chan result, 1)
+	go func() {
+		p, err := Join(ctx, same, hc.addr(), JoinOptions{Humans: 0, Settings: Settings{Frames: 1200, Target: 3}, Wants: Wants{Frames: true}})
+		j2 <- result{plan: p, err: err}
+	}()
+	for i, j := range []<-chan result{j1, j2} {
+		if r := <-j; r.err != nil || r.plan.Settings() != (Settings{1200, 600, 10}) {
+			t.Errorf("joiner %d: %v, settings %+v", i, r.err, r.plan.Settings())
+		}
+	}
+	hr := <-h
+	if hr.err != nil {
+		t.Fatal(hr.err)
+	}
+	found := false
+	for _, l := range hr.log {
+		found = found || strings.Contains(l, "wants other settings")
+	}
+	if !found {
+		t.Errorf("the host's log does not say it turned a joiner away: %q", hr.log)
+	}
+}

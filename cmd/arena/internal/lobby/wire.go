@@ -19,7 +19,9 @@ import (
 // the message does not explain, is dropped as junk. Integers are
 // big-endian. After the header:
 //
-//	hello (joiner to host): nonce u64, humans u8
+//	hello (joiner to host): nonce u64, humans u8, wants u8 (bit 0 frames, bit 1
+//	      round frames, bit 2 target: the settings the joiner was given),
+//	      frames u32, round frames u32, target u8
 //	plan  (host to joiner): nonce u64 (the hello's), machine u8, machines u8,
 //	      players u8, frames u32, round frames u32, target u8, session id u64,
 //	      seed u64, secret [32],
@@ -27,18 +29,22 @@ import (
 //	      addrLen u8, its address [addrLen] (netip.AddrPort binary)
 //	ack   (joiner to host): nonce u64 (the plan's)
 //	full  (host to joiner): nonce u64 (the hello's)
+//	refuse (host to joiner): nonce u64 (the hello's), frames u32, round
+//	      frames u32, target u8: the host's settings, which differ from
+//	      those the joiner wants
 //
 // The nonce, random for each Join, binds a plan or a refusal to the hello
 // that asked for it, and an ack to the plan it acknowledges.
 const (
 	magic   = "RWLB"
-	version = 2 // 2: the plan carries the rules (round frames, target)
+	version = 2 // 2: the plan carries the rules (round frames, target); a hello the settings it wants
 	header  = len(magic) + 2
 
-	kindHello = 1
-	kindPlan  = 2
-	kindAck   = 3
-	kindFull  = 4
+	kindHello  = 1
+	kindPlan   = 2
+	kindAck    = 3
+	kindFull   = 4
+	kindRefuse = 5
 
 	maxMachines = rollback.MaxPlayers // every machine plays at least one ship
 	maxHumans   = 2                   // players at one machine
@@ -56,7 +62,11 @@ type message struct {
 	kind   byte
 	nonce  uint64 // the joiner's, chosen for its hello and echoed by the rest
 	humans int    // hello: how many humans the joiner brings
-	plan   Plan   // plan: the joiner's plan (its Machine is the joiner's index)
+	// hello: the settings the joiner wants (those of wants); refuse: the
+	// host's.
+	settings Settings
+	wants    Wants
+	plan     Plan // plan: the joiner's plan (its Machine is the joiner's index)
 }
 
 // append appends m's encoding to b. m must be valid (as parse returns).
@@ -66,7 +76,10 @@ func (m message) append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, m.nonce)
 	switch m.kind {
 	case kindHello:
-		b = append(b, byte(m.humans))
+		b = append(b, byte(m.humans), m.wants.bits())
+		b = m.settings.append(b)
+	case kindRefuse:
+		b = m.settings.append(b)
 	case kindPlan:
 		p := &m.plan
 		b = append(b, byte(p.Machine), byte(p.Machines), byte(p.Players))
@@ -109,6 +122,14 @@ func parse(b []byte) (message, error) {
 		if m.humans < 0 || m.humans > maxHumans {
 			return message{}, fmt.Errorf("lobby: hello with %d humans", m.humans)
 		}
+		w := r.u8()
+		if w > 7 {
+			return message{}, fmt.Errorf("lobby: hello wanting settings %#x", w)
+		}
+		m.wants = Wants{Frames: w&1 != 0, RoundFrames: w&2 != 0, Target: w&4 != 0}
+		m.settings = r.settings()
+	case kindRefuse:
+		m.settings = r.settings()
 	case kindPlan:
 		var err error
 		if m.plan, err = r.plan(); err != nil {
@@ -125,6 +146,27 @@ func parse(b []byte) (message, error) {
 		return message{}, fmt.Errorf("lobby: %d bytes left over", len(r.b))
 	}
 	return m, nil
+}
+
+// append appends s's encoding: frames u32, round frames u32, target u8.
+func (s Settings) append(b []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(s.Frames))
+	b = binary.BigEndian.AppendUint32(b, uint32(s.RoundFrames))
+	return append(b, byte(s.Target))
+}
+
+func (r *reader) settings() Settings {
+	return Settings{Frames: int(r.u32()), RoundFrames: int(r.u32()), Target: r.u8()}
+}
+
+func (w Wants) bits() byte {
+	var b byte
+	for i, on := range []bool{w.Frames, w.RoundFrames, w.Target} {
+		if on {
+			b |= 1 << i
+		}
+	}
+	return b
 }
 
 // plan decodes a plan's fields after its nonce.

@@ -36,6 +36,9 @@ func validMessages() map[string]message {
 		"ack":     {kind: kindAck, nonce: 0xfeedface},
 		"full":    {kind: kindFull, nonce: 0xfeedface},
 		"hello-1": {kind: kindHello, humans: 1},
+		"hello-wants": {kind: kindHello, nonce: 3, humans: 1, settings: Settings{Frames: 1200, RoundFrames: 3600, Target: 10},
+			wants: Wants{Frames: true, Target: true}},
+		"refuse": {kind: kindRefuse, nonce: 3, settings: Settings{Frames: 600, RoundFrames: 1, Target: 255}},
 	}
 }
 
