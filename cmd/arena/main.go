@@ -179,6 +179,14 @@ func showCode(o options, code string) {
 	say(fmt.Sprintf("  or in a browser: %s/%s", o.rendezvous, netplay.Share(code, o.frames)))
 }
 
+// showRoute prints how the datagrams to the other machines travel (the
+// selected candidate pairs' types, such as "host-host" or "relay-relay").
+func showRoute(routes []string) {
+	if len(routes) > 0 {
+		say(fmt.Sprintf("connected: routes %v", routes))
+	}
+}
+
 // showFrame is the browser build's window.rewindFrame (for its tests);
 // natively the -result file has the last frame.
 func showFrame(rollback.Frame) {}

@@ -101,9 +101,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 			routes = append(routes, r)
 		}
 	}
-	if len(routes) > 0 {
-		say(fmt.Sprintf("connected: routes %v", routes))
-	}
+	showRoute(routes)
 	cfg, closeNet, err = configure(plan, tr, func() { _ = tr.Close(); leave() }, o)
 	return cfg, closeNet, fmt.Sprintf("Rewind arena — machine %d, match %s", plan.Machine, m.Code), err
 }

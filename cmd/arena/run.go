@@ -113,7 +113,7 @@ func run(o options) error {
 	case err != nil:
 		showStatus(stateError, err.Error())
 	case r.Done:
-		showStatus(stateDone, fmt.Sprintf("The match is over: frame %d, state hash %s.", r.Frame, r.Hash))
+		showStatus(stateDone, fmt.Sprintf("The match is over: frame %d, state hash %s. Round %d: %s.", r.Frame, r.Hash, r.Round, g.m.Scores()))
 	default:
 		showStatus(stateDone, fmt.Sprintf("Left the match at frame %d.", r.Frame))
 	}

@@ -6,13 +6,18 @@
 //
 //	window.rewindStatus      "lobby", "connecting", "playing", "done" or "error: <message>"
 //	window.rewindCode        the match's code, once known
+//	window.rewindRoute       how the datagrams travel once connected: each peer's selected
+//	                         candidate pair ("host-host", "srflx-host", "relay-relay"...)
 //	window.rewindFrame       the match's current frame, once it plays
 //	window.rewindResult      the -result JSON as an object, once the game ends (or fails)
 //	window.rewindResultJSON  the same, as the JSON text
 //
 // The element with id "status" shows what happens in words (and, on the
-// page that created the match, its code and the link to share); the
-// element with id "arena", if any, receives Ebitengine's canvas.
+// page that created the match, its code and the link to share); the one
+// with id "route", whether the match is direct or relayed; the <details>
+// with id "help" folds away once the match plays; the element with id
+// "arena", if any, receives Ebitengine's canvas, which gets the keyboard's
+// focus when the match starts.
 
 package main
 
@@ -20,6 +25,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"syscall/js"
 
@@ -85,6 +91,17 @@ func showStatus(state, text string) {
 	if el := statusElement(); el.Truthy() && text != "" {
 		el.Set("textContent", text)
 	}
+	if state == statePlaying {
+		doc := js.Global().Get("document")
+		if help := doc.Call("getElementById", "help"); help.Truthy() {
+			help.Set("open", false) // the game needs the room now; a click opens it again
+		}
+		// The keys go to the game without a click first.
+		if canvas := doc.Call("querySelector", "canvas"); canvas.Truthy() {
+			canvas.Call("setAttribute", "tabindex", "0")
+			canvas.Call("focus")
+		}
+	}
 	fmt.Println(s + ": " + text) // the console
 }
 
@@ -107,6 +124,34 @@ func showCode(o options, code string) {
 	a.Set("href", link)
 	a.Set("textContent", link)
 	el.Call("appendChild", a)
+}
+
+// showRoute sets window.rewindRoute and says in the #route element
+// whether the match is direct or relayed.
+func showRoute(routes []string) {
+	js.Global().Set("rewindRoute", strings.Join(routes, " "))
+	fmt.Printf("connected: routes %v\n", routes) // the console
+	text := "Route: unknown (the browser gave no statistics)."
+	if len(routes) > 0 {
+		relayed := 0
+		for _, r := range routes {
+			if strings.Contains(r, "relay") {
+				relayed++
+			}
+		}
+		switch {
+		case relayed == len(routes):
+			text = "Route: relayed through the rendezvous's TURN server (" + strings.Join(routes, ", ") + ")."
+		case relayed == 0:
+			text = "Route: direct, peer to peer (" + strings.Join(routes, ", ") + ")."
+		default:
+			text = "Route: some peers direct, some relayed (" + strings.Join(routes, ", ") + ")."
+		}
+	}
+	if el := js.Global().Get("document").Call("getElementById", "route"); el.Truthy() {
+		el.Set("textContent", text)
+		el.Set("hidden", false)
+	}
 }
 
 // say shows a status line in the console.

@@ -53,13 +53,44 @@ const (
 // TestBrowserMatch: the page creates a match, the native game joins it by
 // its code, and both end the match with the same state hash. A
 // screenshot of the page, taken while it plays, must show the game.
+//
+// The page's flow: before the match its help is open (browser-lobby.png);
+// once it plays the help has folded away and the route is shown
+// (browser.png); at the end the page says the match is over
+// (browser-end.png).
 func TestBrowserMatch(t *testing.T) {
 	m := newBrowserMatch(t)
 	code := m.openPage(url.Values{})
+	m.capture("browser-lobby.png")
+	if open := m.poll(`document.getElementById("help").open === true`, 5*time.Second, "the help open before the match"); open != true {
+		t.Errorf("the help is not open before the match: %v", open)
+	}
 	m.startNative("-code", code)
 	m.waitPlaying()
+	m.poll(`document.getElementById("help").open === false`, 30*time.Second, "the help to fold away once playing")
+	route := m.poll(`window.rewindRoute && !document.getElementById("route").hidden && document.getElementById("route").textContent`,
+		time.Minute, "the route shown")
+	t.Logf("the page's route: %v (window.rewindRoute %v)", route, m.poll(`window.rewindRoute`, time.Second, "window.rewindRoute"))
+	if r, _ := route.(string); !strings.HasPrefix(r, "Route: direct") && !strings.HasPrefix(r, "Route: relayed") {
+		t.Errorf("the page shows the route %q: want it direct or relayed", route)
+	}
 	m.screenshot("browser.png")
 	m.finish()
+	m.capture("browser-end.png")
+}
+
+// capture saves a PNG of the page as it is now.
+func (m *browserMatch) capture(name string) {
+	m.t.Helper()
+	ctx, cancel := context.WithTimeout(m.tab, 30*time.Second)
+	defer cancel()
+	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		m.t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(m.out, name), b, 0o644); err != nil {
+		m.t.Fatal(err)
+	}
 }
 
 // TestBrowserHiddenTab: the native game creates the match, the page joins

@@ -77,6 +77,7 @@ type Match struct {
 
 	rematch bool // this machine's people asked for the rematch on the round-end screen
 	stalled int  // consecutive ticks the session stalled (waiting for a peer's input)
+	waited  int  // stalled, as of the tick before
 
 	over  Overlay
 	meter meter
@@ -174,16 +175,18 @@ func (m *Match) Tick(human []rollback.Input) error {
 			}
 		}
 		res, err = m.s.Advance()
+		// Stalled ticks in a row: waiting for a peer's input. (Past the
+		// end Idle stalls by design.)
+		if m.stalled = 0; res.Stalled {
+			m.stalled = m.waited + 1
+		}
+		m.waited = m.stalled
 	} else {
 		res, err = m.s.Idle()
+		m.stalled, m.waited = 0, 0
 	}
 	if err != nil {
 		return err
-	}
-	if res.Stalled {
-		m.stalled++
-	} else {
-		m.stalled = 0
 	}
 	m.ledger.Update(m.g.Scene())
 	if !m.music && m.s.Frame() > 0 {
@@ -305,6 +308,24 @@ func (m *Match) Humans() []rollback.PlayerID { return m.cfg.Local[:m.cfg.Humans]
 // PeerPlayers are the players of peer i (an index of Config.Peers, as
 // Left returns).
 func (m *Match) PeerPlayers(i int) []rollback.PlayerID { return m.cfg.Peers[i] }
+
+// Scores writes the live world's scores as "P1 3, P2 5" (the round's
+// when it is over).
+func (m *Match) Scores() string {
+	w, rd := m.g.World(), m.r.Round()
+	var b []byte
+	for i := range int(w.Players) {
+		score := w.Ships[i].Score
+		if rd.Over != 0 {
+			score = rd.Scores[i]
+		}
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = fmt.Appendf(b, "P%d %d", i+1, score)
+	}
+	return string(b)
+}
 
 // Hash is the xxhash of the whole game state: equal on every machine at
 // the same frame.
