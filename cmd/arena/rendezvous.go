@@ -37,7 +37,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	if o.code == "" {
 		showStatus(stateLobby, fmt.Sprintf("creating a match of %d machines at %s", o.machines, base))
 		if c, err = rdv.Create(ctx, base, o.machines, nil); err != nil {
-			return cfg, nil, "", cli.TimedOut(err, "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
+			return cfg, nil, "", cli.TimedOut(sentence(err, base, ""), "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
 		}
 		showCode(o, c.Code())
 	} else {
@@ -49,7 +49,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 			case errors.Is(err, rdv.ErrFull):
 				return cfg, nil, "", fmt.Errorf("match %s at %s is full: every seat is taken", o.code, base)
 			}
-			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
+			return cfg, nil, "", cli.TimedOut(sentence(err, base, o.code), fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
 		}
 		showStatus(stateLobby, cli.Waiting(fmt.Sprintf("match %s: seat %d taken, waiting for the other machines to join", c.Code(), c.Seat()), o.wait, waitFlag))
 	}
@@ -63,6 +63,9 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		leave()
 		if errors.Is(err, context.DeadlineExceeded) {
 			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, waitFlag)
+		}
+		if s := netplay.Sentence(err, base, c.Code()); s != nil {
+			return cfg, nil, "", s
 		}
 		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
@@ -104,4 +107,12 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	showRoute(routes)
 	cfg, closeNet, err = configure(plan, tr, func() { _ = tr.Close(); leave() }, o)
 	return cfg, closeNet, fmt.Sprintf("Rewind arena — machine %d, match %s", plan.Machine, m.Code), err
+}
+
+// sentence is err in words when netplay.Sentence knows it, else err.
+func sentence(err error, base, code string) error {
+	if s := netplay.Sentence(err, base, code); s != nil {
+		return s
+	}
+	return err
 }

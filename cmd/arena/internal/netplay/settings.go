@@ -2,6 +2,7 @@ package netplay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -124,3 +125,47 @@ func (h *held) Receive(ctx context.Context) (int, string, string, error) {
 	}
 	return h.Signaler.Receive(ctx)
 }
+
+// Sentence is err, from the rendezvous at base (about match code, if
+// any), as a sentence a person can act on; nil for errors it does not
+// know and for timeouts (which the caller words).
+func Sentence(err error, base, code string) error {
+	match := "the match"
+	if code != "" {
+		match = "match " + code
+	}
+	var why string
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, rdv.ErrRateLimited):
+		why = fmt.Sprintf("the rendezvous at %s is turning this address away for a moment (too many requests): try again in a minute", base)
+	case errors.Is(err, rdv.ErrUnavailable):
+		why = fmt.Sprintf("the rendezvous at %s is at its limits: try again later", base)
+	case errors.Is(err, rdv.ErrStoreDown):
+		why = fmt.Sprintf("the rendezvous at %s cannot reach its store for a moment: try again shortly", base)
+	case errors.Is(err, rdv.ErrQuota):
+		why = fmt.Sprintf("this address holds as many matches at the rendezvous at %s as it allows one address: leave one first", base)
+	case errors.Is(err, rdv.ErrLocked):
+		why = fmt.Sprintf("%s refuses joins for a while (too many tries with wrong codes from here): wait a minute", match)
+	case errors.Is(err, rdv.ErrGone):
+		why = fmt.Sprintf("%s: this machine's seat was given up (it left, or was silent too long)", match)
+	case errors.Is(err, rdv.ErrNotFound):
+		why = fmt.Sprintf("there is no %s at %s: check the code (a match ends when its machines leave or it expires)", match, base)
+	case errors.Is(err, rdv.ErrFull):
+		why = fmt.Sprintf("%s at %s is full: every seat is taken", match, base)
+	default:
+		return nil
+	}
+	return &sentence{why, err}
+}
+
+// sentence is an error told in words, which still matches (errors.Is)
+// the one it tells.
+type sentence struct {
+	text string
+	err  error
+}
+
+func (s *sentence) Error() string { return s.text }
+func (s *sentence) Unwrap() error { return s.err }

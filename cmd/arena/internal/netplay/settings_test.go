@@ -2,6 +2,7 @@ package netplay
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -70,4 +71,19 @@ func TestAgree(t *testing.T) {
 		}
 	}
 	t.Log(err)
+}
+
+// TestSentence: the rendezvous's refusals in words, still matching their
+// sentinels; other errors unchanged.
+func TestSentence(t *testing.T) {
+	err := Sentence(&rdv.StatusError{Status: 429, Code: rdv.CodeRateLimited}, "https://example.com", "")
+	if !errors.Is(err, rdv.ErrRateLimited) || !strings.Contains(err.Error(), "try again in a minute") {
+		t.Errorf("rate limited: %v", err)
+	}
+	if err := Sentence(rdv.ErrLocked, "https://example.com", "ABC123"); !strings.HasPrefix(err.Error(), "match ABC123 refuses joins") {
+		t.Errorf("locked: %v", err)
+	}
+	if err := Sentence(context.DeadlineExceeded, "https://example.com", ""); err != nil {
+		t.Errorf("a timeout: %v, want nil (the caller words it)", err)
+	}
 }
