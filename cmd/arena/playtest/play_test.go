@@ -67,9 +67,9 @@ func (p perf) String() string {
 // TestPlay: a host with one person (key presses injected through the X
 // server) and bots, and a machine of bots joining it, play a 25-second
 // match in rounds of 8 seconds over UDP on loopback with the wifi
-// profile applied to what each sends. The host starts on the title
-// screen and hosts from it (the key 2); the joiner joins by flags and
-// plays the host's settings. At the first round-end screen the person
+// profile applied to what each sends. Both start on the title screen:
+// the host hosts from it (the key 2), the joiner joins by address (3,
+// the address typed, Enter) and plays the host's settings. At the first round-end screen the person
 // asks for the rematch (Enter), and so on. Both must end on frame 1500
 // with the same state hash, having seen the same round winners and at
 // least one rematch; the keys must have reached the game, the sound the
@@ -87,7 +87,7 @@ func TestPlay(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"host-title.png", "host-match.png", "host-winner.png", "join-match.png", "join-winner.png", "screen.png"} {
+	for _, name := range []string{"host-title.png", "host-match.png", "host-winner.png", "join-title.png", "join-match.png", "join-winner.png", "screen.png"} {
 		_ = os.Remove(filepath.Join(out, name)) // a file left by an earlier run would be taken for this one's
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
@@ -110,8 +110,22 @@ func TestPlay(t *testing.T) {
 	_ = exec.Command("xdotool", "windowfocus", "--sync", win).Run()
 	run(ctx, t, "xdotool", "key", "2")
 	addr := host.await(t, regexp.MustCompile(`hosting on (\S+):`))
-	join := start(ctx, t, bin, append(common, "-join", addr, "-humans", "0", "-window-x", "800", "-window-y", "0",
+	// The joiner starts on its title screen too: "3  Join by address",
+	// the host's address typed, Enter.
+	join := start(ctx, t, bin, append(common, "-humans", "0", "-window-x", "800", "-window-y", "0",
 		"-shots", filepath.Join(out, "join-"), "-screenshot", filepath.Join(out, "join.png"), "-result", filepath.Join(out, "join.json"))...)
+	join.awaitFile(t, filepath.Join(out, "join-title.png"))
+	var joinWin string
+	for _, w := range strings.Fields(run(ctx, t, "xdotool", "search", "--name", "Rewind arena")) {
+		if w != win {
+			joinWin = w
+		}
+	}
+	_ = exec.Command("xdotool", "windowfocus", "--sync", joinWin).Run()
+	run(ctx, t, "xdotool", "key", "3")
+	run(ctx, t, "xdotool", "type", "--delay", "40", addr)
+	run(ctx, t, "xdotool", "key", "Return")
+	join.await(t, regexp.MustCompile(`machine 1 of 2`))
 	host.await(t, regexp.MustCompile(`machine 0 of 2`))
 
 	// The person at the host: focus its window and press keys through the
