@@ -79,8 +79,11 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	var sig rtc.Signaler = c
 	if c.Seat() == 0 {
 		err = netplay.SendSettings(dctx, c, m.Seats, st)
+		sig = netplay.WatchRefusals(c, st) // a joiner's refusal ends the dial at once
 	} else if st, sig, err = netplay.ReceiveSettings(dctx, c); err == nil {
-		st, err = netplay.Agree(st, o.settings(), o.given)
+		if st, err = netplay.Agree(st, o.settings(), o.given); err != nil {
+			_ = netplay.SendRefusal(dctx, c, o.settings()) // the creator learns it now, not at its timeout
+		}
 	} else {
 		err = cli.TimedOut(err, fmt.Sprintf("match %s: the settings of the machine that created it did not arrive", m.Code), o.connectWait, connectWaitFlag)
 	}
@@ -94,6 +97,11 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		return cfg, nil, "", err
 	}
 	tr, err := netplay.Dial(dctx, m, c.Seat(), sig, o.relay, o.loopback)
+	var refused *netplay.RefusedError
+	if errors.As(err, &refused) {
+		leave()
+		return cfg, nil, "", fmt.Errorf("match %s: %w", m.Code, refused)
+	}
 	if err != nil {
 		leave()
 		return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the other machines did not all connect", m.Code), o.connectWait, connectWaitFlag)

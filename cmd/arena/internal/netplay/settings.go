@@ -74,6 +74,63 @@ func decodeSettings(data string) (s play.Settings, ok bool) {
 	return s, true
 }
 
+// refusedPrefix starts a joiner's refusal of the creator's settings, sent
+// back to seat 0 (as a candidate, like the settings) with the settings
+// the joiner was started with.
+const refusedPrefix = "rewind-arena-refused "
+
+// SendRefusal tells seat 0 that this machine refuses the match's
+// settings, being started with mine: the creator's dial then fails at
+// once with a *RefusedError rather than waiting out its timeout.
+func SendRefusal(ctx context.Context, sig rtc.Signaler, mine play.Settings) error {
+	return sig.Send(ctx, 0, rdv.KindCandidate, refusedPrefix+strings.TrimPrefix(encodeSettings(mine), settingsPrefix))
+}
+
+// RefusedError is the creator's dial's error when a joiner refused the
+// match's settings (SendRefusal).
+type RefusedError struct {
+	Machine      int
+	Theirs, Ours play.Settings
+}
+
+func (e *RefusedError) Error() string {
+	var diffs []string
+	if e.Theirs.Frames != e.Ours.Frames {
+		diffs = append(diffs, fmt.Sprintf("a match of %s, not %s (-frames %d against %d)", frames(e.Theirs.Frames), frames(e.Ours.Frames), e.Theirs.Frames, e.Ours.Frames))
+	}
+	if e.Theirs.RoundFrames != e.Ours.RoundFrames {
+		diffs = append(diffs, fmt.Sprintf("rounds of %s, not %s (-round)", frames(e.Theirs.RoundFrames), frames(e.Ours.RoundFrames)))
+	}
+	if e.Theirs.Target != e.Ours.Target {
+		diffs = append(diffs, fmt.Sprintf("a score target of %d, not %d (-target)", e.Theirs.Target, e.Ours.Target))
+	}
+	return fmt.Sprintf("machine %d refused the match: it was started with %s", e.Machine, strings.Join(diffs, ", "))
+}
+
+// WatchRefusals is sig for the creator (seat 0), whose match has the
+// settings ours: a joiner's refusal ends its Receive with a
+// *RefusedError, which ends the dial.
+func WatchRefusals(sig rtc.Signaler, ours play.Settings) rtc.Signaler {
+	return &watch{Signaler: sig, ours: ours}
+}
+
+type watch struct {
+	rtc.Signaler
+	ours play.Settings
+}
+
+func (w *watch) Receive(ctx context.Context) (int, string, string, error) {
+	from, kind, data, err := w.Signaler.Receive(ctx)
+	if err == nil && kind == rdv.KindCandidate {
+		if rest, ok := strings.CutPrefix(data, refusedPrefix); ok {
+			if theirs, ok := decodeSettings(settingsPrefix + rest); ok {
+				return from, kind, data, &RefusedError{Machine: from, Theirs: theirs, Ours: w.ours}
+			}
+		}
+	}
+	return from, kind, data, err
+}
+
 // SendSettings sends the settings of the match's creator (seat 0) to
 // every other seat, before any WebRTC signal: each receives them first
 // from seat 0.

@@ -87,3 +87,25 @@ func TestSentence(t *testing.T) {
 		t.Errorf("a timeout: %v, want nil (the caller words it)", err)
 	}
 }
+
+// TestRefusal: a joiner that refuses the creator's settings tells it, and
+// the creator's signaler ends with both machines' settings named.
+func TestRefusal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sigs := rtc.MemorySignalers(2)
+	ours := play.Settings{Frames: 1200, Rules: play.Rules{RoundFrames: 3600, Target: 10}}
+	mine := play.Settings{Frames: 600, Rules: play.Rules{RoundFrames: 3600, Target: 3}}
+	if err := SendRefusal(ctx, sigs[1], mine); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err := WatchRefusals(sigs[0], ours).Receive(ctx)
+	var re *RefusedError
+	if !errors.As(err, &re) || re.Machine != 1 || re.Theirs != mine {
+		t.Fatalf("the creator's Receive: %v", err)
+	}
+	want := "machine 1 refused the match: it was started with a match of 600 frames (10 s), not 1200 frames (20 s) (-frames 600 against 1200), a score target of 3, not 10 (-target)"
+	if err.Error() != want {
+		t.Errorf("%q\nwant %q", err, want)
+	}
+}
