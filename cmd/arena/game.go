@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"image/color"
@@ -51,17 +52,19 @@ type game struct {
 	err          error
 	closeNet     func() // closes what the match's transport stands on
 
-	menu       titleMenu
-	setup      chan setupResult // the title screen's choice being set up; nil when none is
-	titleDraws int
-	roundOver  bool    // the round-end screen showed in the last Draw
-	endDraws   int     // Draws of the round-end screen since it showed
-	winners    []int32 // each round-end screen's winner
-	rate       rateMeter
-	hud        []string // the status lines shown over the match
-	inputs     []rollback.Input
-	pads       []ebiten.GamepadID
-	bindings   []play.Binding // the keyboard's, by person
+	menu        titleMenu
+	setup       chan setupResult // the title screen's choice being set up; nil when none is
+	cancelSetup context.CancelFunc
+	cancelled   bool // Escape cancelled the setup
+	titleDraws  int
+	roundOver   bool    // the round-end screen showed in the last Draw
+	endDraws    int     // Draws of the round-end screen since it showed
+	winners     []int32 // each round-end screen's winner
+	rate        rateMeter
+	hud         []string // the status lines shown over the match
+	inputs      []rollback.Input
+	pads        []ebiten.GamepadID
+	bindings    []play.Binding // the keyboard's, by person
 }
 
 // Update is called 60 times a second (Ebitengine's default TPS, the
@@ -74,8 +77,16 @@ func (g *game) Update() error {
 	if g.left {
 		return ebiten.Termination
 	}
-	if ebiten.IsWindowBeingClosed() || inpututil.IsKeyJustPressed(ebiten.KeyEscape) {
+	if ebiten.IsWindowBeingClosed() {
 		return ebiten.Termination
+	}
+	if inpututil.IsKeyJustPressed(ebiten.KeyEscape) {
+		if g.setup == nil || g.m != nil {
+			return ebiten.Termination
+		}
+		// On the title screen while a choice is set up: cancel it.
+		g.cancelled = true
+		g.cancelSetup()
 	}
 	if g.m == nil {
 		return g.updateTitle()

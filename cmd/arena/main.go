@@ -214,7 +214,7 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 	}
 	var plan lobby.Plan
 	var conn *net.UDPConn
-	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
+	ctx, cancel := context.WithTimeout(o.context(), o.wait)
 	defer cancel()
 	if o.host != "" {
 		if conn, err = listen(o.host); err != nil {

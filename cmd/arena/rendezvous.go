@@ -31,7 +31,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		return cfg, nil, "", fmt.Errorf("%d humans: with a rendezvous each machine flies one ship (want 0 or 1)", o.humans)
 	}
 	base := strings.TrimRight(o.rendezvous, "/")
-	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
+	ctx, cancel := context.WithTimeout(o.context(), o.wait)
 	defer cancel()
 	var c *rdv.Client
 	if o.code == "" {
@@ -70,7 +70,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
 	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
-	dctx, dcancel := context.WithTimeout(context.Background(), o.connectWait)
+	dctx, dcancel := context.WithTimeout(o.context(), o.connectWait)
 	defer dcancel()
 	// The creator's settings travel to the others before any WebRTC
 	// signal; a joiner plays them, or refuses the match when it was

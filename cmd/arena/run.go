@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -38,14 +39,23 @@ type options struct {
 	maxFPS            int // 0: no cap
 	result            string
 	windowX, windowY  int
-	wait              time.Duration // for the other machines to join
-	connectWait       time.Duration // with a rendezvous: for the WebRTC connections
-	round             time.Duration // the round timer (0: none)
-	target            int           // the score target (0: none)
-	given             netplay.Given // which settings were given explicitly (a joiner refuses the host's if they differ)
-	solo, title       bool          // skip the title screen against bots; show it even with a rendezvous
-	listen            string        // the title screen's Host listens here
-	shots             string        // the screenshots' prefix: title.png, winner.png, match.png
+	wait              time.Duration   // for the other machines to join
+	connectWait       time.Duration   // with a rendezvous: for the WebRTC connections
+	round             time.Duration   // the round timer (0: none)
+	target            int             // the score target (0: none)
+	given             netplay.Given   // which settings were given explicitly (a joiner refuses the host's if they differ)
+	solo, title       bool            // skip the title screen against bots; show it even with a rendezvous
+	listen            string          // the title screen's Host listens here
+	shots             string          // the screenshots' prefix: title.png, winner.png, match.png
+	ctx               context.Context // ends the setup's waits early (the title screen's Escape); nil: never
+}
+
+// context is the parent of the setup's waits.
+func (o options) context() context.Context {
+	if o.ctx == nil {
+		return context.Background()
+	}
+	return o.ctx
 }
 
 // settings are the match settings o asks for: a host's, or what a joiner
@@ -114,6 +124,8 @@ func run(o options) error {
 		showStatus(stateError, err.Error())
 	case r.Done:
 		showStatus(stateDone, fmt.Sprintf("The match is over: frame %d, state hash %s. Round %d: %s.", r.Frame, r.Hash, r.Round, g.m.Scores()))
+	case g.m == nil:
+		showStatus(stateDone, "Left from the title screen.")
 	default:
 		showStatus(stateDone, fmt.Sprintf("Left the match at frame %d.", r.Frame))
 	}

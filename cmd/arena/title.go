@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -65,7 +66,7 @@ func (t *titleMenu) cursor(item int) string {
 func (t *titleMenu) view(o options, busy bool) draw.Menu {
 	m := draw.Menu{Items: t.items(o), Selected: t.selected, Error: t.err,
 		Hints: []string{
-			"Up/Down and Enter, or a number; type the address or the code; Esc quits",
+			"Up/Down and Enter, or a number; type the address or the code; Esc quits (or stops a wait)",
 			fmt.Sprintf("%v (-round, -target and -frames; a joiner plays the host's)", o.settings()),
 			fmt.Sprintf("%d ships, %d machines when hosting (-players, -machines); WASD thrusts, the arrows fire, Tab shows the netcode", o.players, o.machines),
 		}}
@@ -83,7 +84,17 @@ func (g *game) updateTitle() error {
 		select {
 		case r := <-g.setup:
 			g.setup = nil
-			if r.err != nil {
+			g.cancelSetup()
+			switch {
+			case g.cancelled:
+				// Escape took the title back while this was set up.
+				g.cancelled = false
+				if r.err == nil {
+					r.closeNet()
+				}
+				t.err = "Cancelled."
+				return nil
+			case r.err != nil:
 				t.err = r.err.Error()
 				return nil
 			}
@@ -167,6 +178,7 @@ func (g *game) choose() {
 	board.clear()
 	ch := make(chan setupResult, 1)
 	g.setup = ch
+	o.ctx, g.cancelSetup = context.WithCancel(context.Background())
 	go func() {
 		cfg, closeNet, title, err := setUpAny(o)
 		ch <- setupResult{cfg, closeNet, title, err}
