@@ -142,6 +142,10 @@ func main() {
 	}
 }
 
+// hasUDP says the title screen offers joining by address: a native build
+// has UDP sockets.
+const hasUDP = true
+
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them.
 const (

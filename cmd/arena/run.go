@@ -102,6 +102,7 @@ func (b *statusBoard) get() []string {
 // The states of a run, as the browser build's window.rewindStatus shows
 // them (the native build prints the details).
 const (
+	stateTitle      = "title"      // the title screen: nothing chosen yet
 	stateLobby      = "lobby"      // creating, joining, or waiting for the match to fill
 	stateConnecting = "connecting" // the match is full: WebRTC connections to the other machines
 	statePlaying    = "playing"
@@ -148,6 +149,7 @@ func playMatch(o options, g *game) error {
 		}
 	} else {
 		ebiten.SetWindowTitle("Rewind arena")
+		showStatus(stateTitle, "")
 	}
 	defer func() {
 		if g.closeNet != nil {

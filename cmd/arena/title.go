@@ -14,16 +14,17 @@ import (
 
 // The title screen's choices.
 const (
-	itemSolo = iota
-	itemHost
-	itemJoinAddr
-	itemJoinCode // only with -rendezvous
+	itemSolo     = iota
+	itemHost     // on UDP, or a match code at the rendezvous
+	itemJoinAddr // not in a browser (no UDP)
+	itemJoinCode // only with a rendezvous
 )
 
 // titleMenu is the title screen's state: UI only, outside the
 // simulation.
 type titleMenu struct {
-	selected int
+	selected int    // an index of kinds
+	kinds    []int  // the choices shown, in order
 	addr     []rune // the address typed for itemJoinAddr
 	code     []rune // the code typed for itemJoinCode
 	err      string // why the last choice failed
@@ -38,38 +39,57 @@ type setupResult struct {
 	err      error
 }
 
-// items are the choices, as the menu shows them.
+// items are the choices, as the menu shows them (and t.kinds, what they
+// are).
 func (t *titleMenu) items(o options) []string {
-	host := fmt.Sprintf("Host a match on UDP %s", o.listen)
-	if o.rendezvous != "" {
-		host = "Create a match code at " + strings.TrimPrefix(strings.TrimPrefix(o.rendezvous, "https://"), "http://")
+	t.kinds = t.kinds[:0]
+	var it []string
+	add := func(kind int, label string) {
+		t.kinds = append(t.kinds, kind)
+		if len(t.kinds)-1 == t.selected && (kind == itemJoinAddr || kind == itemJoinCode) {
+			label += "_" // the cursor
+		}
+		it = append(it, label)
 	}
-	it := []string{
-		fmt.Sprintf("Play against %d bots", max(o.players, 1)-max(o.humans, 1)),
-		host,
-		"Join by address: " + string(t.addr) + t.cursor(itemJoinAddr),
+	add(itemSolo, fmt.Sprintf("Play against %d bots", max(o.players, 1)-max(o.humans, 1)))
+	if o.rendezvous != "" {
+		add(itemHost, "Create a match code at "+strings.TrimPrefix(strings.TrimPrefix(o.rendezvous, "https://"), "http://"))
+	} else {
+		add(itemHost, fmt.Sprintf("Host a match on UDP %s", o.listen))
+	}
+	if hasUDP {
+		add(itemJoinAddr, "Join by address: "+string(t.addr))
 	}
 	if o.rendezvous != "" {
-		it = append(it, "Join by code: "+string(t.code)+t.cursor(itemJoinCode))
+		add(itemJoinCode, "Join by code: "+string(t.code))
 	}
 	return it
 }
 
-func (t *titleMenu) cursor(item int) string {
-	if t.selected == item {
-		return "_"
+// kind is the selected choice's.
+func (t *titleMenu) kind() int {
+	if t.selected < len(t.kinds) {
+		return t.kinds[t.selected]
 	}
-	return ""
+	return itemSolo
 }
 
 // view is the menu as package draw shows it.
 func (t *titleMenu) view(o options, busy bool) draw.Menu {
+	typed := "type the address or the code"
+	if !hasUDP {
+		typed = "type the code"
+	}
 	m := draw.Menu{Items: t.items(o), Selected: t.selected, Error: t.err,
 		Hints: []string{
-			"Up/Down and Enter, or a number; type the address or the code; Esc quits (or stops a wait)",
+			fmt.Sprintf("Up/Down and Enter, or a number; %s; Esc quits (or stops a wait)", typed),
 			fmt.Sprintf("%v (-round, -target and -frames; a joiner plays the host's)", o.settings()),
 			fmt.Sprintf("%d ships, %d machines when hosting (-players, -machines); WASD thrusts, the arrows fire, Tab shows the netcode", o.players, o.machines),
 		}}
+	if !hasUDP {
+		m.Hints[1] = fmt.Sprintf("%v (round=, target= and frames= in the address; a joiner plays the creator's)", o.settings())
+		m.Hints[2] = fmt.Sprintf("%d machines when creating (seats=); WASD thrusts, the arrows fire, Tab shows the netcode", o.machines)
+	}
 	if busy {
 		m.Status = board.get()
 	}
@@ -139,7 +159,7 @@ func (g *game) updateTitle() error {
 
 // field is the text the selected item takes, if it takes any.
 func (t *titleMenu) field() *[]rune {
-	switch t.selected {
+	switch t.kind() {
 	case itemJoinAddr:
 		return &t.addr
 	case itemJoinCode:
@@ -153,7 +173,7 @@ func (t *titleMenu) field() *[]rune {
 func (g *game) choose() {
 	t := &g.menu
 	o := g.o
-	switch t.selected {
+	switch t.kind() {
 	case itemSolo:
 		o.solo = true
 	case itemHost:

@@ -4,7 +4,7 @@
 // (netplay.Query), its match always through the rendezvous server that
 // served the page. What a page script (or a browser test) can read:
 //
-//	window.rewindStatus      "lobby", "connecting", "playing", "done" or "error: <message>"
+//	window.rewindStatus      "title", "lobby", "connecting", "playing", "done" or "error: <message>"
 //	window.rewindCode        the match's code, once known
 //	window.rewindRoute       how the datagrams travel once connected: each peer's selected
 //	                         candidate pair ("host-host", "srflx-host", "relay-relay"...)
@@ -15,7 +15,8 @@
 // The element with id "status" shows what happens in words (and, on the
 // page that created the match, its code and the link to share); the one
 // with id "route", whether the match is direct or relayed; the <details>
-// with id "help" folds away once the match plays; the element with id
+// with id "help" folds away once the title screen shows or the match
+// plays; the element with id
 // "arena", if any, receives Ebitengine's canvas, which gets the keyboard's
 // focus when the match starts.
 
@@ -33,6 +34,10 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	"github.com/rewindgg/rewind/rollback"
 )
+
+// hasUDP says the title screen offers joining by address: a page has no
+// UDP sockets.
+const hasUDP = false
 
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them: in a browser, the
@@ -52,7 +57,9 @@ func main() {
 		select {}
 	}
 	placeCanvas()
-	o := options{rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
+	// Without a code the page opens on the title screen: play against
+	// bots, create a match code, or join one by its code.
+	o := options{title: q.Code == "", rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
 		humans: q.Humans, frames: q.Frames, round: q.Round, target: q.Target, given: q.Given, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
 	_ = run(o) // run has shown and published the outcome
 	// Stay: Ebitengine's event handlers still call into the program.
@@ -82,8 +89,12 @@ func showStatus(state, text string) {
 		s = "error: " + text
 	}
 	js.Global().Set("rewindStatus", s)
+	if (state == stateLobby || state == stateConnecting) && text != "" {
+		board.add(text) // the title screen's status too
+	}
 	if text == "" {
-		text = map[string]string{statePlaying: "Playing."}[state]
+		text = map[string]string{statePlaying: "Playing.",
+			stateTitle: "Choose how to play on the game's title screen: a number, or Up/Down and Enter."}[state]
 	}
 	if state == stateError {
 		text = "Error: " + text
@@ -91,10 +102,12 @@ func showStatus(state, text string) {
 	if el := statusElement(); el.Truthy() && text != "" {
 		el.Set("textContent", text)
 	}
-	if state == statePlaying {
+	if state == statePlaying || state == stateTitle {
 		doc := js.Global().Get("document")
 		if help := doc.Call("getElementById", "help"); help.Truthy() {
-			help.Set("open", false) // the game needs the room now; a click opens it again
+			// The game needs the room now, and its title screen says
+			// how to choose; a click opens the help again.
+			help.Set("open", false)
 		}
 		// The keys go to the game without a click first.
 		if canvas := doc.Call("querySelector", "canvas"); canvas.Truthy() {
@@ -114,6 +127,7 @@ func showCode(o options, code string) {
 	link := loc.Get("origin").String() + loc.Get("pathname").String() + netplay.Share(code, o.frames)
 	window.Get("history").Call("replaceState", nil, "", netplay.WithCode(loc.Get("search").String(), code))
 	fmt.Printf("lobby: match code %s; join it at %s\n", code, link) // the console
+	board.add(fmt.Sprintf("match code %s: waiting for %d more player(s); the link is under the game", code, o.machines-1))
 	el := statusElement()
 	if !el.Truthy() {
 		return
