@@ -499,8 +499,10 @@ func (t *Transport) Stats() Stats {
 
 // Route describes how the datagrams to peer travel: the local and remote
 // candidate types of the selected pair ("host", "srflx", "relay"), for
-// example "relay-relay"; empty when unknown (before the connection, or in
-// a browser).
+// example "relay-relay"; empty when unknown (before the connection). In
+// a browser it asks the RTCPeerConnection's getStats and waits for its
+// answer (2 s at most): call it from a goroutine of its own, not from a
+// JavaScript callback.
 func (t *Transport) Route(peer int) string {
 	if peer < 0 || peer >= len(t.links) {
 		return ""

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"image/color"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +15,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
 	"github.com/rewindgg/rewind/cmd/arena/internal/draw"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/rollback"
 )
 
@@ -44,10 +48,23 @@ type game struct {
 	overlayLines []string
 	overlayFrame rollback.Frame
 	shotPath     string
+	shots        []string // the screenshots saved (-shots, -screenshot)
 	err          error
-	inputs       []rollback.Input
-	pads         []ebiten.GamepadID
-	bindings     []play.Binding // the keyboard's, by person
+	closeNet     func() // closes what the match's transport stands on
+
+	menu        titleMenu
+	setup       chan setupResult // the title screen's choice being set up; nil when none is
+	cancelSetup context.CancelFunc
+	cancelled   bool // Escape cancelled the setup
+	titleDraws  int
+	roundOver   bool    // the round-end screen showed in the last Draw
+	endDraws    int     // Draws of the round-end screen since it showed
+	winners     []int32 // each round-end screen's winner
+	rate        rateMeter
+	hud         []string // the status lines shown over the match
+	inputs      []rollback.Input
+	pads        []ebiten.GamepadID
+	bindings    []play.Binding // the keyboard's, by person
 }
 
 // Update is called 60 times a second (Ebitengine's default TPS, the
@@ -60,14 +77,28 @@ func (g *game) Update() error {
 	if g.left {
 		return ebiten.Termination
 	}
+	if ebiten.IsWindowBeingClosed() {
+		return ebiten.Termination
+	}
+	if inpututil.IsKeyJustPressed(ebiten.KeyEscape) {
+		if g.setup == nil || g.m != nil {
+			return ebiten.Termination
+		}
+		// On the title screen while a choice is set up: cancel it.
+		g.cancelled = true
+		g.cancelSetup()
+	}
+	if g.m == nil {
+		return g.updateTitle()
+	}
 	if g.last.IsZero() {
 		g.overlay = g.o.overlay
 	}
 	if inpututil.IsKeyJustPressed(ebiten.KeyTab) {
 		g.overlay = !g.overlay
 	}
-	if ebiten.IsWindowBeingClosed() || inpututil.IsKeyJustPressed(ebiten.KeyEscape) {
-		return ebiten.Termination
+	if inpututil.IsKeyJustPressed(ebiten.KeyEnter) || inpututil.IsKeyJustPressed(ebiten.KeyNumpadEnter) {
+		g.m.Rematch()
 	}
 	if err := g.m.Tick(g.readInputs()); err != nil {
 		g.err = err
@@ -75,6 +106,7 @@ func (g *game) Update() error {
 	}
 	g.last = time.Now()
 	g.perf.tick()
+	g.rate.tick(g.last)
 	showFrame(g.m.Frame())
 	if g.m.Done() {
 		return ebiten.Termination
@@ -96,6 +128,10 @@ const (
 	leaveAfter = play.DisconnectTimeout - 2*time.Second
 )
 
+// errSetUp ends the game loop when the title screen's choice could not
+// start its match; g.err says why.
+var errSetUp = errors.New("the match could not start")
+
 // errStoodStill is the run's error when keepAlive left the match.
 var errStoodStill = errors.New("left the match: the game stood still (a hidden tab?) for longer than " + leaveAfter.String())
 
@@ -111,7 +147,7 @@ func (g *game) keepAlive(stop <-chan struct{}) {
 		}
 		g.mu.Lock()
 		switch since := time.Since(g.last); {
-		case g.last.IsZero() || g.left || g.err != nil || since < standStill:
+		case g.m == nil || g.last.IsZero() || g.left || g.err != nil || since < standStill:
 		case since > leaveAfter:
 			g.left = true
 			g.err = errStoodStill
@@ -181,34 +217,128 @@ func (g *game) Draw(screen *ebiten.Image) {
 	defer g.mu.Unlock()
 	start := g.perf.begin()
 	g.draws++
+	g.rate.draw(start)
 	f := g.frame
 	if f.Reset() {
 		screen.Fill(draw.Background)
+	}
+	if g.m == nil {
+		f.Title(g.menu.view(g.o, g.setup != nil))
+		g.atlas.draw(screen, f)
+		g.perf.end(start)
+		if g.titleDraws++; g.titleDraws == 30 {
+			g.shoot(screen, "title.png")
+		}
+		return
 	}
 	fraction := 0.0
 	if !g.last.IsZero() {
 		fraction = float64(time.Since(g.last)) / float64(play.Tick)
 	}
-	if err := g.m.Render(fraction, f.World); err != nil {
+	local := g.m.Humans() // the ships to mark "you": people's, not this machine's bots
+	if err := g.m.Render(fraction, func(w *arena.World) {
+		f.World(w)
+		f.Marks(w, local)
+	}); err != nil {
 		g.err = err
 	}
 	// Where the prediction had drawn a ship before a correction moved it:
 	// rollback, made visible.
 	f.Ghosts(g.m.Ghosts())
-	f.Scores(g.m.World())
+	w := g.m.World()
+	f.Scores(w, local)
+	rd := g.m.Round()
+	f.Timer(rd, g.m.Rules(), g.m.Frame())
+	f.Status(g.statusLines())
+	over := g.m.RoundOver()
+	if over {
+		if !g.roundOver {
+			g.endDraws = 0
+			g.winners = append(g.winners, rd.Winner)
+		}
+		g.endDraws++
+		f.RoundEnd(draw.RoundEnd{Round: rd, Players: int(w.Players), Local: local,
+			RematchIn: max(play.RematchFrames-int(g.m.Frame()-rollback.Frame(rd.End)), 0), Asked: g.m.RematchAsked(),
+			Leave: "Esc: leave the match (and close the arena)"})
+	}
+	g.roundOver = over
 	if g.overlay {
 		// The overlay's text changes once a tick at most.
 		if fr := g.m.Frame(); g.overlayLines == nil || fr != g.overlayFrame {
-			g.overlayLines, g.overlayFrame = g.m.Overlay().Lines(), fr
+			o := g.m.Overlay()
+			o.FPS, o.TicksPerSec = g.rate.fps, g.rate.tps
+			g.overlayLines, g.overlayFrame = o.Lines(), fr
 		}
 		for i, line := range g.overlayLines {
-			f.Text(line, 8, screenSize-16*(5-i), overlayText)
+			f.Text(line, 8, screenSize-16*(len(g.overlayLines)+1-i), overlayText)
 		}
 	}
 	g.atlas.draw(screen, f)
 	g.perf.end(start) // the screenshot's reading back and encoding is not drawing
 	if g.o.screenshot != "" && g.shotPath == "" && int(g.m.Frame()) >= g.o.screenshotAt {
-		g.save(screen)
+		g.save(screen, g.o.screenshot)
+		g.shotPath = g.o.screenshot
+	}
+	if g.o.shots != "" && !slices.Contains(g.shots, g.o.shots+"match.png") && int(g.m.Frame()) >= g.o.screenshotAt && !over {
+		g.shoot(screen, "match.png")
+	}
+	if over && g.endDraws == 20 && len(g.winners) == 1 {
+		g.shoot(screen, "winner.png")
+	}
+}
+
+// shoot saves the screen as -shots's name, if -shots was given.
+func (g *game) shoot(screen *ebiten.Image, name string) {
+	if g.o.shots != "" {
+		g.save(screen, g.o.shots+name)
+	}
+}
+
+// statusLines are what the match shows over the arena: it is still
+// connecting, a peer is slow, a peer left. They change once a tick at
+// most.
+func (g *game) statusLines() []string {
+	g.hud = g.hud[:0]
+	if !g.m.Started() {
+		g.hud = append(g.hud, "connecting to the other machines...")
+	}
+	if g.m.Waiting() {
+		g.hud = append(g.hud, "waiting for a slow peer: its inputs are late")
+	}
+	for _, p := range g.m.Left() {
+		for _, pl := range g.m.PeerPlayers(p) {
+			g.hud = append(g.hud, fmt.Sprintf("P%d left the match: its ship flies on without input", pl+1))
+		}
+	}
+	return g.hud
+}
+
+// rateMeter counts the frames drawn and the ticks run each second, for
+// the overlay.
+type rateMeter struct {
+	since        time.Time
+	draws, ticks int
+	fps, tps     float64
+}
+
+func (r *rateMeter) draw(now time.Time) {
+	r.draws++
+	r.roll(now)
+}
+
+func (r *rateMeter) tick(now time.Time) {
+	r.ticks++
+	r.roll(now)
+}
+
+func (r *rateMeter) roll(now time.Time) {
+	if r.since.IsZero() {
+		r.since = now
+		return
+	}
+	if d := now.Sub(r.since); d >= time.Second {
+		r.fps, r.tps = float64(r.draws)/d.Seconds(), float64(r.ticks)/d.Seconds()
+		r.draws, r.ticks, r.since = 0, 0, now
 	}
 }
 

@@ -6,7 +6,8 @@
 // example: a rollback.Session driven from a real render loop
 // (Ebitengine's).
 //
-//	arena                          # you against three bots, on this machine
+//	arena                          # the title screen: bots, host, join by address (or code)
+//	arena -solo                    # you against three bots, on this machine, at once
 //	arena -host :7000 -machines 2  # host a match for two machines
 //	arena -join 192.0.2.1:7000     # join it
 //	arena -host :7000 -profile wifi  # feel rollback: impair what this machine sends
@@ -16,12 +17,23 @@
 // js/wasm, served by the rendezvous) play native machines.
 //
 //	arena -rendezvous https://example.com -machines 2 -frames 3600      # create a match: prints its code
-//	arena -rendezvous https://example.com -code K7QX2MPL4Z -frames 3600 # join it
+//	arena -rendezvous https://example.com -code K7QX2MPL4Z              # join it
 //
 // With -rendezvous every machine flies one ship (-humans 0 for a bot, 1
-// for you; player p is seat p), the seed is derived from the match's
-// session id, and -frames must be given the same on every machine: the
-// rendezvous does not carry it (the browser link a creator prints does).
+// for you; player p is seat p) and the seed is derived from the match's
+// session id. -title with -rendezvous opens the title screen, which then
+// creates matches there and joins them by code.
+//
+// A match is played in rounds: a round ends when its timer runs out
+// (-round) or a ship reaches the score target (-target); the round-end
+// screen shows the winner and the scores, and the rematch starts when
+// every player asked (Enter; bots always do) or play.RematchFrames
+// later. -frames ends the whole match. These settings are the host's
+// (or the rendezvous match's creator's): a joiner receives them (in the
+// UDP lobby's plan, or in a signal before WebRTC's) and plays them, or
+// refuses the match, naming both values, when it was given different
+// ones itself.
+//
 // -relay sends everything through the rendezvous's TURN relay; -loopback
 // gathers loopback candidates only (tests in a loopback-only network
 // namespace).
@@ -37,8 +49,8 @@
 //
 // Keys: WASD thrusts, the arrows fire (with -humans 2: WASD and TFGH, IJKL
 // and the arrows); a gamepad's left stick thrusts and its right stick or
-// face buttons fire. Tab shows the overlay; Escape quits and tells the
-// peers.
+// face buttons fire. Tab shows the overlay; Enter asks for the rematch on
+// the round-end screen; Escape quits and tells the peers.
 package main
 
 import (
@@ -73,7 +85,13 @@ func main() {
 	flag.IntVar(&o.machines, "machines", 2, "with -host, or -rendezvous without -code: machines in the match, this one included (2 to 8)")
 	flag.IntVar(&o.players, "players", 4, "ships in the match (with -host, or alone); bots fly those nobody plays")
 	flag.IntVar(&o.humans, "humans", 1, "people at this machine: 0 (bots only), 1, or 2 sharing the keyboard (not with -rendezvous)")
-	flag.IntVar(&o.frames, "frames", 0, "with -host or alone: end the match after this many frames (0: play until you quit); with -rendezvous: the same on every machine")
+	flag.IntVar(&o.frames, "frames", 0, "end the match after this many frames (0: play until you quit); a joiner plays the host's, and refuses a different one given here")
+	flag.DurationVar(&o.round, "round", time.Minute, "the round timer: a round ends this long after it starts (0: no timer); a joiner plays the host's, and refuses a different one given here")
+	flag.IntVar(&o.target, "target", play.DefaultRules.Target, "the score target: a round ends when a ship reaches it (0: none); a joiner plays the host's, and refuses a different one given here")
+	flag.BoolVar(&o.solo, "solo", false, "skip the title screen: play against bots on this machine at once")
+	flag.BoolVar(&o.title, "title", false, "show the title screen even with -rendezvous (it then creates or joins matches there)")
+	flag.StringVar(&o.listen, "listen", ":7000", "the UDP address the title screen's \"Host\" listens on")
+	flag.StringVar(&o.shots, "shots", "", "save PNGs of the title screen, the first round-end screen and the match at -screenshot-at, named by this `prefix` (title.png, winner.png, match.png appended)")
 	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, intercontinental, far, hell, or a spec such as latency=80ms,loss=2%)")
 	flag.BoolVar(&o.mute, "mute", false, "no sound (no audio device is opened)")
 	flag.BoolVar(&o.overlay, "overlay", false, "start with the overlay shown (Tab toggles it)")
@@ -103,6 +121,16 @@ func main() {
 		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)
 		os.Exit(2)
 	}
+	flag.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "frames":
+			o.given.Frames = true
+		case "round":
+			o.given.Round = true
+		case "target":
+			o.given.Target = true
+		}
+	})
 	if err := cli.Check(o.flags(flag.Args())); err != nil {
 		// One line naming the flag; -h shows them all.
 		fmt.Fprintf(os.Stderr, "arena: %v (arena -h lists the flags)\n", err)
@@ -114,6 +142,10 @@ func main() {
 	}
 }
 
+// hasUDP says the title screen offers joining by address: a native build
+// has UDP sockets.
+const hasUDP = true
+
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them.
 const (
@@ -124,24 +156,39 @@ const (
 // flags are the options cli.Check validates.
 func (o options) flags(args []string) cli.Flags {
 	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
-		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Profile: o.profile,
+		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Round: o.round, Target: o.target, Solo: o.solo, Title: o.title, Profile: o.profile,
 		ScreenshotAt: o.screenshotAt, MaxFPS: o.maxFPS, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
 }
 
-// showStatus prints what a state change says; the error is main's to
-// print.
+// showStatus prints what a state change says (and shows it on the title
+// screen's status); the error is main's to print.
 func showStatus(state, text string) {
 	if text != "" && state != stateError {
-		fmt.Println(text)
+		say(text)
 	}
+}
+
+// say prints a status line, and shows it on screen while the title
+// screen waits for a match.
+func say(s string) {
+	fmt.Println(s)
+	board.add(s)
 }
 
 // showCode prints the code of the match this machine created, and how the
 // others join it.
 func showCode(o options, code string) {
-	fmt.Println(cli.Waiting(fmt.Sprintf("match code %s: waiting for %s to join", code, cli.Machines(o.machines-1)), o.wait, waitFlag))
-	fmt.Printf("  join it with: arena -rendezvous %s -code %s -frames %d\n", o.rendezvous, code, o.frames)
-	fmt.Printf("  or in a browser: %s/%s\n", o.rendezvous, netplay.Share(code, o.frames))
+	say(cli.Waiting(fmt.Sprintf("match code %s: waiting for %s to join", code, cli.Machines(o.machines-1)), o.wait, waitFlag))
+	say(fmt.Sprintf("  join it with: arena -rendezvous %s -code %s", o.rendezvous, code))
+	say(fmt.Sprintf("  or in a browser: %s/%s", o.rendezvous, netplay.Share(code, o.frames)))
+}
+
+// showRoute prints how the datagrams to the other machines travel (the
+// selected candidate pairs' types, such as "host-host" or "relay-relay").
+func showRoute(routes []string) {
+	if len(routes) > 0 {
+		say(fmt.Sprintf("connected: routes %v", routes))
+	}
 }
 
 // showFrame is the browser build's window.rewindFrame (for its tests);
@@ -167,19 +214,20 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		return cfg, nil, "", fmt.Errorf("-humans %d: want 0, 1 or 2", o.humans)
 	}
 	if o.host == "" && o.join == "" {
-		return alone(o), func() {}, "Rewind arena", nil
+		return alone(o), func() {}, "Rewind arena — against bots", nil
 	}
 	var plan lobby.Plan
 	var conn *net.UDPConn
-	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
+	ctx, cancel := context.WithTimeout(o.context(), o.wait)
 	defer cancel()
 	if o.host != "" {
 		if conn, err = listen(o.host); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Println(cli.Waiting(fmt.Sprintf("hosting on %v: waiting for %s to join", conn.LocalAddr(), cli.Machines(o.machines-1)), o.wait, waitFlag))
+		say(cli.Waiting(fmt.Sprintf("hosting on %v: waiting for %s to join", conn.LocalAddr(), cli.Machines(o.machines-1)), o.wait, waitFlag))
+		st := o.settings()
 		plan, err = lobby.Host(ctx, conn, lobby.HostOptions{Machines: o.machines, Players: o.players, Humans: o.humans,
-			Frames: o.frames, Log: func(s string) { fmt.Println(s) }})
+			Frames: st.Frames, RoundFrames: st.RoundFrames, Target: st.Target, Log: say})
 		err = cli.TimedOut(err, fmt.Sprintf("%s joined the match hosted on %v", cli.Nobody(o.machines), conn.LocalAddr()), o.wait, waitFlag)
 	} else {
 		var to netip.AddrPort
@@ -189,8 +237,17 @@ func setUp(o options) (cfg play.Config, closeNet func(), title string, err error
 		if conn, err = listen(":0"); err != nil {
 			return cfg, nil, "", err
 		}
-		fmt.Println(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, waitFlag))
-		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans})
+		say(cli.Waiting(fmt.Sprintf("joining %v from %v: waiting for the host to answer and its match to fill", to, conn.LocalAddr()), o.wait, waitFlag))
+		// The settings this machine was given go with its hello: a host
+		// with others turns it away with its own, and both say so.
+		st := o.settings()
+		plan, err = lobby.Join(ctx, conn, to, lobby.JoinOptions{Humans: o.humans,
+			Settings: lobby.Settings{Frames: st.Frames, RoundFrames: st.RoundFrames, Target: st.Target},
+			Wants:    lobby.Wants{Frames: o.given.Frames, RoundFrames: o.given.Round, Target: o.given.Target}})
+		var se *lobby.SettingsError
+		if errors.As(err, &se) {
+			_, err = netplay.Agree(netplay.Settings(lobby.Plan{Frames: se.Host.Frames, RoundFrames: se.Host.RoundFrames, Target: se.Host.Target}), st, o.given)
+		}
 		err = cli.TimedOut(err, fmt.Sprintf("the host at %v did not start a match", to), o.wait, waitFlag)
 	}
 	if err != nil {

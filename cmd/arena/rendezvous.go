@@ -10,6 +10,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/rtc"
 	rdv "github.com/rewindgg/rewind/rtc/lobby"
 )
 
@@ -30,13 +31,13 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		return cfg, nil, "", fmt.Errorf("%d humans: with a rendezvous each machine flies one ship (want 0 or 1)", o.humans)
 	}
 	base := strings.TrimRight(o.rendezvous, "/")
-	ctx, cancel := context.WithTimeout(context.Background(), o.wait)
+	ctx, cancel := context.WithTimeout(o.context(), o.wait)
 	defer cancel()
 	var c *rdv.Client
 	if o.code == "" {
 		showStatus(stateLobby, fmt.Sprintf("creating a match of %d machines at %s", o.machines, base))
 		if c, err = rdv.Create(ctx, base, o.machines, nil); err != nil {
-			return cfg, nil, "", cli.TimedOut(err, "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
+			return cfg, nil, "", cli.TimedOut(sentence(err, base, ""), "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
 		}
 		showCode(o, c.Code())
 	} else {
@@ -48,7 +49,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 			case errors.Is(err, rdv.ErrFull):
 				return cfg, nil, "", fmt.Errorf("match %s at %s is full: every seat is taken", o.code, base)
 			}
-			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
+			return cfg, nil, "", cli.TimedOut(sentence(err, base, o.code), fmt.Sprintf("the rendezvous at %s did not let this machine join match %s", base, o.code), o.wait, waitFlag)
 		}
 		showStatus(stateLobby, cli.Waiting(fmt.Sprintf("match %s: seat %d taken, waiting for the other machines to join", c.Code(), c.Seat()), o.wait, waitFlag))
 	}
@@ -63,17 +64,44 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 		if errors.Is(err, context.DeadlineExceeded) {
 			return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("%s joined match %s", cli.Nobody(o.machines), c.Code()), o.wait, waitFlag)
 		}
+		if s := netplay.Sentence(err, base, c.Code()); s != nil {
+			return cfg, nil, "", s
+		}
 		return cfg, nil, "", fmt.Errorf("match %s: %w", c.Code(), err)
 	}
-	plan, err := netplay.Plan(m, c.Seat(), o.humans, o.frames)
+	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
+	dctx, dcancel := context.WithTimeout(o.context(), o.connectWait)
+	defer dcancel()
+	// The creator's settings travel to the others before any WebRTC
+	// signal; a joiner plays them, or refuses the match when it was
+	// given others.
+	st := o.settings()
+	var sig rtc.Signaler = c
+	if c.Seat() == 0 {
+		err = netplay.SendSettings(dctx, c, m.Seats, st)
+		sig = netplay.WatchRefusals(c, st) // a joiner's refusal ends the dial at once
+	} else if st, sig, err = netplay.ReceiveSettings(dctx, c); err == nil {
+		if st, err = netplay.Agree(st, o.settings(), o.given); err != nil {
+			_ = netplay.SendRefusal(dctx, c, o.settings()) // the creator learns it now, not at its timeout
+		}
+	} else {
+		err = cli.TimedOut(err, fmt.Sprintf("match %s: the settings of the machine that created it did not arrive", m.Code), o.connectWait, connectWaitFlag)
+	}
 	if err != nil {
 		leave()
 		return cfg, nil, "", err
 	}
-	showStatus(stateConnecting, cli.Waiting(fmt.Sprintf("match %s is full: machine %d of %d, connecting to the others", m.Code, c.Seat(), m.Seats), o.connectWait, connectWaitFlag))
-	dctx, dcancel := context.WithTimeout(context.Background(), o.connectWait)
-	defer dcancel()
-	tr, err := netplay.Dial(dctx, m, c.Seat(), c, o.relay, o.loopback)
+	plan, err := netplay.Plan(m, c.Seat(), o.humans, st)
+	if err != nil {
+		leave()
+		return cfg, nil, "", err
+	}
+	tr, err := netplay.Dial(dctx, m, c.Seat(), sig, o.relay, o.loopback)
+	var refused *netplay.RefusedError
+	if errors.As(err, &refused) {
+		leave()
+		return cfg, nil, "", fmt.Errorf("match %s: %w", m.Code, refused)
+	}
 	if err != nil {
 		leave()
 		return cfg, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the other machines did not all connect", m.Code), o.connectWait, connectWaitFlag)
@@ -84,9 +112,15 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 			routes = append(routes, r)
 		}
 	}
-	if len(routes) > 0 {
-		fmt.Printf("connected: routes %v\n", routes)
-	}
+	showRoute(routes)
 	cfg, closeNet, err = configure(plan, tr, func() { _ = tr.Close(); leave() }, o)
 	return cfg, closeNet, fmt.Sprintf("Rewind arena — machine %d, match %s", plan.Machine, m.Code), err
+}
+
+// sentence is err in words when netplay.Sentence knows it, else err.
+func sentence(err error, base, code string) error {
+	if s := netplay.Sentence(err, base, code); s != nil {
+		return s
+	}
+	return err
 }

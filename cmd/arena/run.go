@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
@@ -35,13 +39,70 @@ type options struct {
 	maxFPS            int // 0: no cap
 	result            string
 	windowX, windowY  int
-	wait              time.Duration // for the other machines to join
-	connectWait       time.Duration // with a rendezvous: for the WebRTC connections
+	wait              time.Duration   // for the other machines to join
+	connectWait       time.Duration   // with a rendezvous: for the WebRTC connections
+	round             time.Duration   // the round timer (0: none)
+	target            int             // the score target (0: none)
+	given             netplay.Given   // which settings were given explicitly (a joiner refuses the host's if they differ)
+	solo, title       bool            // skip the title screen against bots; show it even with a rendezvous
+	listen            string          // the title screen's Host listens here
+	shots             string          // the screenshots' prefix: title.png, winner.png, match.png
+	ctx               context.Context // ends the setup's waits early (the title screen's Escape); nil: never
+}
+
+// context is the parent of the setup's waits.
+func (o options) context() context.Context {
+	if o.ctx == nil {
+		return context.Background()
+	}
+	return o.ctx
+}
+
+// settings are the match settings o asks for: a host's, or what a joiner
+// was given.
+func (o options) settings() play.Settings {
+	return play.Settings{Frames: o.frames, Rules: play.Rules{RoundFrames: int((o.round*60 + time.Second/2) / time.Second), Target: o.target}}
+}
+
+// titleScreen reports whether the game starts on the title screen: when
+// no flag chose the way to play.
+func (o options) titleScreen() bool {
+	return o.title || !o.solo && o.host == "" && o.join == "" && o.rendezvous == ""
+}
+
+// board is the status the title screen shows while a match is set up:
+// the last lines the setup said.
+var board statusBoard
+
+type statusBoard struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (b *statusBoard) add(s string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.lines = append(b.lines, s); len(b.lines) > 4 {
+		b.lines = b.lines[1:]
+	}
+}
+
+func (b *statusBoard) clear() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = nil
+}
+
+func (b *statusBoard) get() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.lines)
 }
 
 // The states of a run, as the browser build's window.rewindStatus shows
 // them (the native build prints the details).
 const (
+	stateTitle      = "title"      // the title screen: nothing chosen yet
 	stateLobby      = "lobby"      // creating, joining, or waiting for the match to fill
 	stateConnecting = "connecting" // the match is full: WebRTC connections to the other machines
 	statePlaying    = "playing"
@@ -53,7 +114,7 @@ const (
 // or window.rewindResult in a browser), also when it fails before the
 // game starts.
 func run(o options) error {
-	g := &game{o: o, keys: keyNames(), bindings: []play.Binding{play.Solo}}
+	g := &game{o: o, keys: keyNames(), bindings: []play.Binding{play.Solo}, winners: []int32{}}
 	err := playMatch(o, g)
 	r := g.result(err)
 	if perr := publish(o, r); err == nil {
@@ -63,58 +124,38 @@ func run(o options) error {
 	case err != nil:
 		showStatus(stateError, err.Error())
 	case r.Done:
-		showStatus(stateDone, fmt.Sprintf("The match is over: frame %d, state hash %s.", r.Frame, r.Hash))
+		showStatus(stateDone, fmt.Sprintf("The match is over: frame %d, state hash %s. Round %d: %s.", r.Frame, r.Hash, r.Round, g.m.Scores()))
+	case g.m == nil:
+		showStatus(stateDone, "Left from the title screen.")
 	default:
 		showStatus(stateDone, fmt.Sprintf("Left the match at frame %d.", r.Frame))
 	}
 	return err
 }
 
-// playMatch sets the match up, runs the game loop until the match is
-// over or the player quits, and tells the peers it leaves.
+// playMatch sets the match up (from the flags before the window opens,
+// or from the title screen's choice while it shows), runs the game loop
+// until the match is over or the player quits, and tells the peers it
+// leaves.
 func playMatch(o options, g *game) error {
-	var cfg play.Config
-	var closeNet func()
-	var title string
-	var err error
-	if o.rendezvous != "" {
-		cfg, closeNet, title, err = setUpRendezvous(o)
-	} else {
-		cfg, closeNet, title, err = setUp(o)
-	}
-	if err != nil {
-		return err
-	}
-	defer closeNet()
-	g.humans = cfg.Humans
-	if cfg.Humans == 2 {
-		g.bindings = []play.Binding{play.Left, play.Right}
-	}
-	// One mixer: the ledger (through the match) starts and stops voices in
-	// it, and Ebitengine's audio pulls the mixed samples from it.
-	g.mixer = audio.NewMixer()
-	if !o.mute {
-		// Without a device Ebitengine's audio fails the game from inside
-		// its loop: find out first, and play muted.
-		if err := alsa.Probe(); err != nil {
-			fmt.Fprintf(os.Stderr, "arena: no sound: %v; playing muted (-mute skips this check)\n", err)
-			o.mute = true
-		}
-	}
-	if !o.mute {
-		ctx := ebaudio.NewContext(audio.SampleRate)
-		p, err := ctx.NewPlayerF32(g.mixer)
+	if !o.titleScreen() {
+		cfg, closeNet, title, err := setUpAny(o)
 		if err != nil {
 			return err
 		}
-		p.SetBufferSize(50 * time.Millisecond) // latency against underruns
-		p.Play()
-		cfg.Backend = g.mixer
+		g.closeNet = closeNet
+		if err := g.begin(cfg, title); err != nil {
+			return err
+		}
+	} else {
+		ebiten.SetWindowTitle("Rewind arena")
+		showStatus(stateTitle, "")
 	}
-	if g.m, err = play.New(cfg); err != nil {
-		return err
-	}
-	ebiten.SetWindowTitle(title)
+	defer func() {
+		if g.closeNet != nil {
+			g.closeNet()
+		}
+	}()
 	ebiten.SetWindowSize(screenSize, screenSize)
 	if o.windowX >= 0 && o.windowY >= 0 {
 		ebiten.SetWindowPosition(o.windowX, o.windowY)
@@ -130,24 +171,79 @@ func playMatch(o options, g *game) error {
 	// not in the first Draw.
 	g.atlas, g.frame = newAtlas(), draw.NewFrame()
 	ebiten.SetWindowClosingHandled(true)
-	showStatus(statePlaying, "")
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
 		g.keepAlive(stop)
 	}()
-	err = ebiten.RunGame(g)
+	err := ebiten.RunGame(g)
 	if err != nil && strings.HasPrefix(err.Error(), "oto: ") {
 		// The device opened for the probe but not for Ebitengine's audio.
 		err = fmt.Errorf("sound failed: %w (-mute plays without sound)", err)
 	}
 	close(stop)
 	<-stopped
+	if errors.Is(err, errSetUp) {
+		err = g.err
+	}
 	// Tell the peers we leave (they play on, or finish, without us).
-	if cerr := g.m.Close(); err == nil {
-		err = cerr
+	if g.m != nil {
+		if cerr := g.m.Close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
+}
+
+// setUpAny makes the match's configuration the way o says: through the
+// rendezvous, the UDP lobby, or alone.
+func setUpAny(o options) (play.Config, func(), string, error) {
+	switch {
+	case o.solo:
+		return alone(o), func() {}, "Rewind arena — against bots", nil
+	case o.host == "" && o.join == "" && o.rendezvous != "":
+		return setUpRendezvous(o)
+	}
+	return setUp(o)
+}
+
+// begin starts the match cfg (its sound, then the session), titled
+// title: before the game loop, or from it when the title screen's setup
+// is done.
+func (g *game) begin(cfg play.Config, title string) error {
+	g.humans = cfg.Humans
+	if cfg.Humans == 2 {
+		g.bindings = []play.Binding{play.Left, play.Right}
+	}
+	// One mixer: the ledger (through the match) starts and stops voices in
+	// it, and Ebitengine's audio pulls the mixed samples from it.
+	g.mixer = audio.NewMixer()
+	if !g.o.mute {
+		// Without a device Ebitengine's audio fails the game from inside
+		// its loop: find out first, and play muted.
+		if err := alsa.Probe(); err != nil {
+			fmt.Fprintf(os.Stderr, "arena: no sound: %v; playing muted (-mute skips this check)\n", err)
+			g.o.mute = true
+		}
+	}
+	if !g.o.mute {
+		ctx := ebaudio.NewContext(audio.SampleRate)
+		p, err := ctx.NewPlayerF32(g.mixer)
+		if err != nil {
+			return err
+		}
+		p.SetBufferSize(50 * time.Millisecond) // latency against underruns
+		p.Play()
+		cfg.Backend = g.mixer
+	}
+	m, err := play.New(cfg)
+	if err != nil {
+		return err
+	}
+	g.m = m
+	ebiten.SetWindowTitle(title)
+	showStatus(statePlaying, "")
+	return nil
 }
 
 // alone is the configuration of a match against local bots: every ship
@@ -155,7 +251,8 @@ func playMatch(o options, g *game) error {
 // agree with it.
 func alone(o options) play.Config {
 	n := max(o.players, o.humans, 1)
-	cfg := play.Config{Players: n, Humans: o.humans, Seed: uint64(time.Now().UnixNano()), Frames: o.frames}
+	st := o.settings()
+	cfg := play.Config{Players: n, Humans: o.humans, Seed: uint64(time.Now().UnixNano()), Frames: st.Frames, Rules: st.Rules}
 	for p := range n {
 		cfg.Local = append(cfg.Local, rollback.PlayerID(p))
 	}
@@ -187,7 +284,7 @@ func configure(plan lobby.Plan, tr rollback.Transport, closeTr func(), o options
 		closeNet = func() { sh.Close(); closeTr() }
 	}
 	cfg = netplay.Config(plan, tr)
-	fmt.Printf("machine %d of %d: players %v (%d human), session %016x\n", plan.Machine, plan.Machines, cfg.Local, cfg.Humans, plan.SessionID)
+	say(fmt.Sprintf("machine %d of %d: players %v (%d human), session %016x; %v", plan.Machine, plan.Machines, cfg.Local, cfg.Humans, plan.SessionID, netplay.Settings(plan)))
 	return cfg, closeNet, nil
 }
 
@@ -202,6 +299,9 @@ type result struct {
 	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave before the match was over, by Transport index
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
+	Round          int32            `json:"round"`   // the round being played (or ended) when the game ended
+	Winners        []int32          `json:"winners"` // the winner of each round-end screen shown, in order (-1: a draw)
+	Screenshots    []string         `json:"screenshots,omitempty"`
 	Perf           perf             `json:"perf"` // the drawing's cost, frames and ticks a second
 	Screenshot     string           `json:"screenshot,omitempty"`
 	Sounds         sound.Stats      `json:"sounds"`
@@ -217,8 +317,10 @@ func (g *game) result(err error) result {
 		st := g.m.Session().Stats()
 		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
+			Round: g.m.Round().Number, Winners: g.winners,
 			Sounds: g.m.Sounds(), Disconnected: g.m.Left(), Perf: g.perf.summary()}
 	}
+	r.Screenshots = g.shots
 	if g.mixer != nil {
 		r.Audio = g.mixer.Stats()
 	}

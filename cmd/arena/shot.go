@@ -10,12 +10,13 @@ import (
 	"github.com/hajimehoshi/ebiten/v2"
 )
 
-// save writes the screen as a PNG (the play test checks what it shows).
-func (g *game) save(screen *ebiten.Image) {
+// save writes the screen as a PNG at path (the play test checks what it
+// shows).
+func (g *game) save(screen *ebiten.Image, path string) {
 	b := screen.Bounds()
 	img := image.NewRGBA(b)
 	screen.ReadPixels(img.Pix)
-	f, err := os.Create(g.o.screenshot)
+	f, err := os.Create(path)
 	if err == nil {
 		err = png.Encode(f, img)
 		if cerr := f.Close(); err == nil {
@@ -25,5 +26,5 @@ func (g *game) save(screen *ebiten.Image) {
 	if err != nil {
 		g.err = err
 	}
-	g.shotPath = g.o.screenshot
+	g.shots = append(g.shots, path)
 }

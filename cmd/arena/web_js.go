@@ -4,15 +4,21 @@
 // (netplay.Query), its match always through the rendezvous server that
 // served the page. What a page script (or a browser test) can read:
 //
-//	window.rewindStatus      "lobby", "connecting", "playing", "done" or "error: <message>"
+//	window.rewindStatus      "title", "lobby", "connecting", "playing", "done" or "error: <message>"
 //	window.rewindCode        the match's code, once known
+//	window.rewindRoute       how the datagrams travel once connected: each peer's selected
+//	                         candidate pair ("host-host", "srflx-host", "relay-relay"...)
 //	window.rewindFrame       the match's current frame, once it plays
 //	window.rewindResult      the -result JSON as an object, once the game ends (or fails)
 //	window.rewindResultJSON  the same, as the JSON text
 //
 // The element with id "status" shows what happens in words (and, on the
-// page that created the match, its code and the link to share); the
-// element with id "arena", if any, receives Ebitengine's canvas.
+// page that created the match, its code and the link to share); the one
+// with id "route", whether the match is direct or relayed; the <details>
+// with id "help" folds away once the title screen shows or the match
+// plays; the element with id
+// "arena", if any, receives Ebitengine's canvas, which gets the keyboard's
+// focus when the match starts.
 
 package main
 
@@ -20,6 +26,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"syscall/js"
 
@@ -27,6 +34,10 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	"github.com/rewindgg/rewind/rollback"
 )
+
+// hasUDP says the title screen offers joining by address: a page has no
+// UDP sockets.
+const hasUDP = false
 
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them: in a browser, the
@@ -46,8 +57,10 @@ func main() {
 		select {}
 	}
 	placeCanvas()
-	o := options{rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
-		humans: q.Humans, frames: q.Frames, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
+	// Without a code the page opens on the title screen: play against
+	// bots, create a match code, or join one by its code.
+	o := options{title: q.Code == "", rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
+		humans: q.Humans, frames: q.Frames, round: q.Round, target: q.Target, given: q.Given, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
 	_ = run(o) // run has shown and published the outcome
 	// Stay: Ebitengine's event handlers still call into the program.
 	select {}
@@ -76,14 +89,31 @@ func showStatus(state, text string) {
 		s = "error: " + text
 	}
 	js.Global().Set("rewindStatus", s)
+	if (state == stateLobby || state == stateConnecting) && text != "" {
+		board.add(text) // the title screen's status too
+	}
 	if text == "" {
-		text = map[string]string{statePlaying: "Playing."}[state]
+		text = map[string]string{statePlaying: "Playing.",
+			stateTitle: "Choose how to play on the game's title screen: a number, or Up/Down and Enter."}[state]
 	}
 	if state == stateError {
 		text = "Error: " + text
 	}
 	if el := statusElement(); el.Truthy() && text != "" {
 		el.Set("textContent", text)
+	}
+	if state == statePlaying || state == stateTitle {
+		doc := js.Global().Get("document")
+		if help := doc.Call("getElementById", "help"); help.Truthy() {
+			// The game needs the room now, and its title screen says
+			// how to choose; a click opens the help again.
+			help.Set("open", false)
+		}
+		// The keys go to the game without a click first.
+		if canvas := doc.Call("querySelector", "canvas"); canvas.Truthy() {
+			canvas.Call("setAttribute", "tabindex", "0")
+			canvas.Call("focus")
+		}
 	}
 	fmt.Println(s + ": " + text) // the console
 }
@@ -97,6 +127,7 @@ func showCode(o options, code string) {
 	link := loc.Get("origin").String() + loc.Get("pathname").String() + netplay.Share(code, o.frames)
 	window.Get("history").Call("replaceState", nil, "", netplay.WithCode(loc.Get("search").String(), code))
 	fmt.Printf("lobby: match code %s; join it at %s\n", code, link) // the console
+	board.add(fmt.Sprintf("match code %s: waiting for %d more player(s); the link is under the game", code, o.machines-1))
 	el := statusElement()
 	if !el.Truthy() {
 		return
@@ -107,6 +138,40 @@ func showCode(o options, code string) {
 	a.Set("href", link)
 	a.Set("textContent", link)
 	el.Call("appendChild", a)
+}
+
+// showRoute sets window.rewindRoute and says in the #route element
+// whether the match is direct or relayed.
+func showRoute(routes []string) {
+	js.Global().Set("rewindRoute", strings.Join(routes, " "))
+	fmt.Printf("connected: routes %v\n", routes) // the console
+	text := "Route: unknown (the browser gave no statistics)."
+	if len(routes) > 0 {
+		relayed := 0
+		for _, r := range routes {
+			if strings.Contains(r, "relay") {
+				relayed++
+			}
+		}
+		switch {
+		case relayed == len(routes):
+			text = "Route: relayed through the rendezvous's TURN server (" + strings.Join(routes, ", ") + ")."
+		case relayed == 0:
+			text = "Route: direct, peer to peer (" + strings.Join(routes, ", ") + ")."
+		default:
+			text = "Route: some peers direct, some relayed (" + strings.Join(routes, ", ") + ")."
+		}
+	}
+	if el := js.Global().Get("document").Call("getElementById", "route"); el.Truthy() {
+		el.Set("textContent", text)
+		el.Set("hidden", false)
+	}
+}
+
+// say shows a status line in the console.
+func say(s string) {
+	fmt.Println(s)
+	board.add(s)
 }
 
 // showFrame sets window.rewindFrame.

@@ -50,16 +50,46 @@ const (
 	hiddenLong    = 9 * time.Second // the page leaves; the native game plays on alone
 )
 
-// TestBrowserMatch: the page creates a match, the native game joins it by
-// its code, and both end the match with the same state hash. A
-// screenshot of the page, taken while it plays, must show the game.
+// TestBrowserMatch: the page creates a match (from the game's title
+// screen), the native game joins it by its code, and both end the match
+// with the same state hash. A screenshot of the page, taken while it
+// plays, must show the game.
+//
+// The page's flow: its title screen (browser-title.png), the page's help
+// folded away, where the key 2 creates the match; the code and the link
+// to share while it waits (browser-lobby.png); once it plays the route is
+// shown, the help still folded (browser.png); at the end the page says
+// the match is over (browser-end.png).
 func TestBrowserMatch(t *testing.T) {
 	m := newBrowserMatch(t)
 	code := m.openPage(url.Values{})
+	m.capture("browser-lobby.png")
 	m.startNative("-code", code)
 	m.waitPlaying()
+	m.poll(`document.getElementById("help").open === false`, 30*time.Second, "the help to fold away once playing")
+	route := m.poll(`window.rewindRoute && !document.getElementById("route").hidden && document.getElementById("route").textContent`,
+		time.Minute, "the route shown")
+	t.Logf("the page's route: %v (window.rewindRoute %v)", route, m.poll(`window.rewindRoute`, time.Second, "window.rewindRoute"))
+	if r, _ := route.(string); !strings.HasPrefix(r, "Route: direct") && !strings.HasPrefix(r, "Route: relayed") {
+		t.Errorf("the page shows the route %q: want it direct or relayed", route)
+	}
 	m.screenshot("browser.png")
 	m.finish()
+	m.capture("browser-end.png")
+}
+
+// capture saves a PNG of the page as it is now.
+func (m *browserMatch) capture(name string) {
+	m.t.Helper()
+	ctx, cancel := context.WithTimeout(m.tab, 30*time.Second)
+	defer cancel()
+	b, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		m.t.Fatalf("screenshot: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(m.out, name), b, 0o644); err != nil {
+		m.t.Fatal(err)
+	}
 }
 
 // TestBrowserHiddenTab: the native game creates the match, the page joins
@@ -221,6 +251,24 @@ func (m *browserMatch) openPage(q url.Values) string {
 	}
 	if q.Has("code") {
 		return q.Get("code")
+	}
+	// Without a code the page opens on the game's title screen: the key 2
+	// creates a match code (pressed again until the game's loop has read
+	// it: a key before its first frames may go unseen).
+	m.poll(`window.rewindStatus === "title"`, time.Minute, "the page's title screen")
+	m.poll(`document.getElementById("help").open === false`, 10*time.Second, "the help to fold away on the title screen")
+	for try := 0; ; try++ {
+		time.Sleep(time.Second)
+		if try == 0 {
+			m.capture("browser-title.png")
+		}
+		if err := chromedp.Do(m.tab, chromedp.KeyEvent("2")); err != nil {
+			m.t.Fatalf("pressing 2 on the title screen: %v", err)
+		}
+		time.Sleep(2 * time.Second)
+		if s, _ := chromedp.Run(m.tab, chromedp.Evaluate[string](`String(window.rewindStatus)`)); s != "title" || try == 10 {
+			break
+		}
 	}
 	code := m.poll("window.rewindCode", time.Minute, "the page's match code")
 	return code.(string)

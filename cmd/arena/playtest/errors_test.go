@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rewindgg/rewind/cmd/arena/internal/lobby"
 )
 
 // TestErrors runs the built arena in each situation that used to end in
@@ -39,6 +41,7 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	unused := unusedUDPAddr(t)
+	host := settingsHost(ctx, t)
 	waiting := lobbyServer(t, false)
 	full := lobbyServer(t, true)
 
@@ -68,12 +71,14 @@ func TestErrors(t *testing.T) {
 			stderr: `arena: invalid value "2" for flag -wait: parse error (arena -h lists the flags)` + "\n"},
 		{name: "too many machines", args: []string{"-host", ":0", "-machines", "9"}, status: 2, exact: true,
 			stderr: "arena: -machines 9: want 2 to 8 (this machine included) (arena -h lists the flags)\n"},
-		{name: "no audio device", args: []string{"-frames", "30", "-players", "1"}, env: []string{"ALSA_CONFIG_PATH=" + noCard}, status: 0,
+		{name: "no audio device", args: []string{"-solo", "-frames", "30", "-players", "1"}, env: []string{"ALSA_CONFIG_PATH=" + noCard}, status: 0,
 			stderr: "arena: no sound: ALSA cannot open its default device: ", // then ALSA's reason
 			stdout: "The match is over: frame 30"},
 		{name: "nobody hosting", args: []string{"-mute", "-join", unused, "-wait", "1s"}, status: 1, exact: true,
 			stderr: fmt.Sprintf("arena: the host at %s did not start a match within 1s (-wait to wait longer)\n", unused),
 			stdout: "waiting for the host to answer and its match to fill (up to 1s; -wait to change)"},
+		{name: "settings that differ from the host's", args: []string{"-mute", "-join", host, "-frames", "600", "-wait", "5s"}, status: 1, exact: true,
+			stderr: "arena: the match settings differ: the host's match lasts 1200 frames (20 s), this machine's 600 frames (10 s) (-frames 1200 against 600); start this machine without them to play the host's\n"},
 		{name: "nobody joining", args: []string{"-mute", "-host", "127.0.0.1:0", "-wait", "1s"}, status: 1,
 			stderrRE: `^arena: nobody joined the match hosted on 127\.0\.0\.1:\d+ within 1s \(-wait to wait longer\)\n$`,
 			stdout:   "waiting for 1 more machine to join (up to 1s; -wait to change)"},
@@ -125,6 +130,26 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// settingsHost hosts a UDP lobby of 1200 frames, rounds of a minute and
+// a target of 10, until ctx ends, and returns its address: every joiner
+// that wants other settings is turned away.
+func settingsHost(ctx context.Context, t *testing.T) string {
+	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = lobby.Host(ctx, c, lobby.HostOptions{Machines: 2, Humans: 1, Frames: 1200, RoundFrames: 3600, Target: 10})
+	}()
+	t.Cleanup(func() {
+		c.Close()
+		<-done
+	})
+	return c.LocalAddr().String()
 }
 
 // environ is the test's environment with env's changes: "K=" removes K.

@@ -13,23 +13,31 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
-// frames is the match length: 20 seconds at 60 Hz.
-const frames = 1200
+// frames is the match length: 25 seconds at 60 Hz, in rounds of 8
+// seconds (round): three rounds, two round-end screens and rematches.
+const (
+	frames = 1500
+	round  = "8s"
+)
 
 // result is the part of cmd/arena's -result JSON the test reads.
 type result struct {
-	Frame          int    `json:"frame"`
-	Done           bool   `json:"done"`
-	Hash           string `json:"hash"`
-	Rollbacks      int64  `json:"rollbacks"`
-	KeyboardFrames int    `json:"keyboard_frames"`
-	Draws          int    `json:"draws"`
-	Perf           perf   `json:"perf"`
+	Frame          int      `json:"frame"`
+	Done           bool     `json:"done"`
+	Hash           string   `json:"hash"`
+	Rollbacks      int64    `json:"rollbacks"`
+	KeyboardFrames int      `json:"keyboard_frames"`
+	Draws          int      `json:"draws"`
+	Round          int      `json:"round"`
+	Winners        []int    `json:"winners"`
+	Screenshots    []string `json:"screenshots"`
+	Perf           perf     `json:"perf"`
 	Sounds         struct {
 		Played, Triggered, StatefulStarted, Evicted int64
 	} `json:"sounds"`
@@ -57,12 +65,17 @@ func (p perf) String() string {
 }
 
 // TestPlay: a host with one person (key presses injected through the X
-// server) and bots, and a machine of bots joining it, play a 20-second
-// match over UDP on loopback with the wifi profile applied to what each
-// sends. Both must end on frame 1200 with the same state hash, the keys
-// must have reached the game, the sound must have reached the audio
-// device, and the screenshots — each game's own and the X server's
-// screen — must show ships and shots.
+// server) and bots, and a machine of bots joining it, play a 25-second
+// match in rounds of 8 seconds over UDP on loopback with the wifi
+// profile applied to what each sends. Both start on the title screen:
+// the host hosts from it (the key 2), the joiner joins by address (3,
+// the address typed, Enter) and plays the host's settings. At the first round-end screen the person
+// asks for the rematch (Enter), and so on. Both must end on frame 1500
+// with the same state hash, having seen the same round winners and at
+// least one rematch; the keys must have reached the game, the sound the
+// audio device, and the screenshots — the title, the match, the winner,
+// each game's own and the X server's screen — must show what they are
+// of.
 func TestPlay(t *testing.T) {
 	if os.Getenv("ARENA_PLAY_TEST") != "1" || os.Getenv("DISPLAY") == "" {
 		t.Skip("needs an X server and an audio sink: run make play-test")
@@ -74,7 +87,10 @@ func TestPlay(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	for _, name := range []string{"host-title.png", "host-match.png", "host-winner.png", "join-title.png", "join-match.png", "join-winner.png", "screen.png"} {
+		_ = os.Remove(filepath.Join(out, name)) // a file left by an earlier run would be taken for this one's
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	bin := filepath.Join(t.TempDir(), "arena")
 	if b, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
@@ -82,24 +98,48 @@ func TestPlay(t *testing.T) {
 	}
 	// -max-fps 60: Xvfb has no vsync, and each game would otherwise draw
 	// as fast as the CPU goes, taking it from the other.
-	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "900", "-max-fps", "60"}
-	host := start(ctx, t, bin, append(common, "-host", "127.0.0.1:0", "-machines", "2", "-players", "4", "-humans", "1",
-		"-frames", fmt.Sprint(frames), "-window-x", "0", "-window-y", "0",
-		"-screenshot", filepath.Join(out, "host.png"), "-result", filepath.Join(out, "host.json"))...)
+	common := []string{"-profile", "wifi", "-overlay", "-screenshot-at", "300", "-max-fps", "60"}
+	host := start(ctx, t, bin, append(common, "-listen", "127.0.0.1:0", "-machines", "2", "-players", "4", "-humans", "1",
+		"-frames", fmt.Sprint(frames), "-round", round, "-target", "50", "-window-x", "0", "-window-y", "0",
+		"-shots", filepath.Join(out, "host-"), "-screenshot", filepath.Join(out, "host.png"), "-result", filepath.Join(out, "host.json"))...)
+	// The title screen: saved once it has shown for 30 frames; then the
+	// person chooses "2  Host a match".
+	title := filepath.Join(out, "host-title.png")
+	host.awaitFile(t, title)
+	win := strings.Fields(run(ctx, t, "xdotool", "search", "--sync", "--name", "Rewind arena"))[0]
+	_ = exec.Command("xdotool", "windowfocus", "--sync", win).Run()
+	run(ctx, t, "xdotool", "key", "2")
 	addr := host.await(t, regexp.MustCompile(`hosting on (\S+):`))
-	join := start(ctx, t, bin, append(common, "-join", addr, "-humans", "0", "-window-x", "800", "-window-y", "0",
-		"-screenshot", filepath.Join(out, "join.png"), "-result", filepath.Join(out, "join.json"))...)
+	// The joiner starts on its title screen too: "3  Join by address",
+	// the host's address typed, Enter.
+	join := start(ctx, t, bin, append(common, "-humans", "0", "-window-x", "800", "-window-y", "0",
+		"-shots", filepath.Join(out, "join-"), "-screenshot", filepath.Join(out, "join.png"), "-result", filepath.Join(out, "join.json"))...)
+	join.awaitFile(t, filepath.Join(out, "join-title.png"))
+	var joinWin string
+	for _, w := range strings.Fields(run(ctx, t, "xdotool", "search", "--name", "Rewind arena")) {
+		if w != win {
+			joinWin = w
+		}
+	}
+	_ = exec.Command("xdotool", "windowfocus", "--sync", joinWin).Run()
+	run(ctx, t, "xdotool", "key", "3")
+	run(ctx, t, "xdotool", "type", "--delay", "40", addr)
+	run(ctx, t, "xdotool", "key", "Return")
+	join.await(t, regexp.MustCompile(`machine 1 of 2`))
 	host.await(t, regexp.MustCompile(`machine 0 of 2`))
 
 	// The person at the host: focus its window and press keys through the
 	// X server (XTEST), as a keyboard would. The script's timing is the
-	// input itself (how long each key is held), not a wait for an event.
-	win := strings.Fields(run(ctx, t, "xdotool", "search", "--sync", "--name", "machine 0"))[0]
+	// input itself (how long each key is held), not a wait for an event,
+	// but for two: the screen is saved once the host's match shot is
+	// (both windows in play), and Enter is pressed for the rematch once
+	// the first round-end screen is saved.
 	screenshotDone := make(chan struct{})
 	go func() {
 		defer close(screenshotDone)
 		presses := [][]string{{"d"}, {"d", "Up"}, {"s"}, {"s", "Left"}, {"a", "Right"}, {"w"}, {"w", "Down"}, {}}
 		var held []string
+		shot := false
 		tick := time.NewTicker(300 * time.Millisecond)
 		defer tick.Stop()
 		for k := 0; ; k++ {
@@ -111,7 +151,11 @@ func TestPlay(t *testing.T) {
 			if len(held) > 0 {
 				_ = exec.Command("xdotool", append([]string{"keydown"}, held...)...).Run()
 			}
-			if k == 30 { // about 9 s in: both windows are up and playing
+			if exists(filepath.Join(out, "host-winner.png")) {
+				_ = exec.Command("xdotool", "key", "Return").Run()
+			}
+			if !shot && exists(filepath.Join(out, "host-match.png")) {
+				shot = true
 				screen(t, out)
 			}
 			select {
@@ -159,11 +203,46 @@ func TestPlay(t *testing.T) {
 	if hr.Rollbacks+jr.Rollbacks == 0 {
 		t.Error("no rollback over wifi: the match proved nothing about rollback")
 	}
-	for _, name := range []string{"host.png", "join.png"} {
+	for _, name := range []string{"host.png", "join.png", "host-match.png"} {
 		img := readPNG(t, filepath.Join(out, name))
 		checkArena(t, name, img, img.Bounds())
 	}
+	// The rounds: the host saw a round-end screen and a rematch (a second
+	// round at least), and both machines saw the same winners.
+	if hr.Round < 2 || len(hr.Winners) == 0 {
+		t.Errorf("the host ended in round %d after the round-end screens %v: no round ended, or no rematch", hr.Round, hr.Winners)
+	}
+	if n := min(len(hr.Winners), len(jr.Winners)); !slices.Equal(hr.Winners[:n], jr.Winners[:n]) || hr.Round != jr.Round {
+		t.Errorf("the machines disagree on the rounds: the host round %d, winners %v; the joiner round %d, winners %v", hr.Round, hr.Winners, jr.Round, jr.Winners)
+	}
+	checkPanel(t, "host-title.png", readPNG(t, title), 5000)
+	checkPanel(t, "host-winner.png", readPNG(t, filepath.Join(out, "host-winner.png")), 60000)
+	t.Logf("round %d at the end; round winners %v (-1: a draw); screenshots %v and %v", hr.Round, hr.Winners, hr.Screenshots, jr.Screenshots)
 	t.Logf("host %+v\njoiner %+v", hr, jr)
+}
+
+// checkPanel checks that img shows at least n pixels of the panels the
+// title and the round-end screen draw (package draw's panel colour over
+// the background).
+func checkPanel(t *testing.T, name string, img image.Image, n int) {
+	t.Helper()
+	count := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			if near(color.RGBAModel.Convert(img.At(x, y)).(color.RGBA), color.RGBA{9, 10, 20, 255}, 2) {
+				count++
+			}
+		}
+	}
+	if count < n {
+		t.Errorf("%s shows %d pixels of a panel, want %d: not the screen it should be", name, count, n)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // screen saves the X server's whole screen (both windows) as screen.png
@@ -313,6 +392,20 @@ func (p *process) await(t *testing.T, re *regexp.Regexp) string {
 			t.Fatalf("%v exited (%v) before printing %v\n%s", p.cmd.Args, p.err, re, p.log.String())
 		}
 	}
+}
+
+// awaitFile waits until the process has written path (it exists), or
+// exits.
+func (p *process) awaitFile(t *testing.T, path string) {
+	t.Helper()
+	for !exists(path) {
+		select {
+		case <-p.exited:
+			t.Fatalf("%v exited (%v) before writing %s\n%s", p.cmd.Args, p.err, path, p.log.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	time.Sleep(100 * time.Millisecond) // written whole
 }
 
 // result waits for the process to exit and reads its -result file.

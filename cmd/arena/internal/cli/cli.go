@@ -24,6 +24,9 @@ type Flags struct {
 	Players          int
 	Humans           int
 	Frames           int
+	Round            time.Duration // the round timer (0: none)
+	Target           int           // the score target (0: none)
+	Solo, Title      bool
 	Profile          string
 	ScreenshotAt     int
 	MaxFPS           int
@@ -60,6 +63,12 @@ func Check(f Flags) error {
 		return fmt.Errorf("-humans %d: want 0, 1 or 2", f.Humans)
 	case f.Frames < 0:
 		return fmt.Errorf("-frames %d: want 0 (play until you quit) or more", f.Frames)
+	case f.Round < 0 || f.Round > 24*time.Hour:
+		return fmt.Errorf("-round %v: want a duration from 0 (no timer) to 24h, such as 90s or 2m", f.Round)
+	case f.Target < 0 || f.Target > 255:
+		return fmt.Errorf("-target %d: want 0 (no score target) to 255", f.Target)
+	case f.Solo && (f.Host != "" || f.Join != "" || f.Rendezvous != "" || f.Title):
+		return errors.New("-solo plays against bots on this machine: not with -host, -join, -rendezvous or -title")
 	case f.ScreenshotAt < 0:
 		return fmt.Errorf("-screenshot-at %d: want a frame, 0 or more", f.ScreenshotAt)
 	case f.MaxFPS < 0:

@@ -17,7 +17,6 @@ package draw
 import (
 	"image/color"
 	"math"
-	"strconv"
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	"github.com/rewindgg/rewind/examples/arena"
@@ -80,6 +79,7 @@ type layout struct {
 	shot      sprite
 	core      sprite
 	ghost     sprite
+	mark      sprite // the ring around this machine's ships
 	explosion [explosionFrames]sprite
 	glyphs    sprite // the font's cells from firstGlyph to lastGlyph in a row
 	shapes    []shape
@@ -111,10 +111,11 @@ func newLayout() *layout {
 	disc(&l.shot, 0, shotRadius)
 	disc(&l.core, 0, shotCore)
 	ring(&l.ghost, float64(shipRadius), ghostWidth)
+	ring(&l.mark, float64(shipRadius)+7, 2)
 	for t := range l.explosion {
 		ring(&l.explosion[t], float64(shipRadius)+float64(t*explosionGrowth), explosionWidth)
 	}
-	all := []*sprite{&l.glyphs, &l.white, &l.line, &l.ship, &l.shot, &l.core, &l.ghost}
+	all := []*sprite{&l.glyphs, &l.white, &l.line, &l.ship, &l.shot, &l.core, &l.ghost, &l.mark}
 	for t := range l.explosion {
 		all = append(all, &l.explosion[t])
 	}
@@ -372,20 +373,6 @@ func (f *Frame) Ghosts(gs []play.Ghost) {
 		c := ShipColors[gh.Ship]
 		c.A = uint8(200 * (play.GhostFrames - gh.Age) / play.GhostFrames)
 		f.sprite(f.l.ghost, float32(gh.X)*scale, float32(gh.Y)*scale, c)
-	}
-}
-
-// Scores adds each player's colour and score:deaths along the top.
-func (f *Frame) Scores(w *arena.World) {
-	for i := range int(w.Players) {
-		x := 8 + i*94
-		f.Rect(float32(x), 8, 10, 10, ShipColors[i])
-		f.num = strconv.AppendInt(f.num[:0], int64(w.Ships[i].Score), 10)
-		f.num = append(f.num, ':')
-		f.num = strconv.AppendInt(f.num, int64(w.Ships[i].Deaths), 10)
-		for k, ch := range f.num {
-			f.glyph(ch, x+14+1+glyphW*k, 4, white)
-		}
 	}
 }
 

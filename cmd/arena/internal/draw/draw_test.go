@@ -7,6 +7,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/fixed"
+	"github.com/rewindgg/rewind/rollback"
 )
 
 // busy is a world in play: 4 ships, one of them exploding, and 20 shots.
@@ -28,7 +29,7 @@ func busy() *arena.World {
 	return w
 }
 
-var overlay = play.Overlay{Peers: 1, Rollbacks: 12, Deepest: 3}.Lines()
+var overlay = play.Overlay{Peers: 1, Rollbacks: 12, Depth: 3, TickFrames: 4}.Lines()
 
 var ghosts = []play.Ghost{{Ship: 1, X: 500, Y: 500, Age: 3}}
 
@@ -37,7 +38,8 @@ var ghosts = []play.Ghost{{Ship: 1, X: 500, Y: 500, Age: 3}}
 func frame(f *Frame, w *arena.World, full bool) {
 	f.Reset()
 	f.World(w)
-	f.Scores(w)
+	f.Scores(w, []rollback.PlayerID{0})
+	f.Marks(w, []rollback.PlayerID{0})
 	if !full {
 		return
 	}

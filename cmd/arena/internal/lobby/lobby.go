@@ -81,6 +81,9 @@ type Plan struct {
 	Secret    []byte // Config.Secret: 32 random bytes
 	Seed      uint64 // the game's seed, random, the same on every machine
 	Frames    int    // the match length in frames, 0 for endless
+	// RoundFrames and Target are the match's rules (play.Rules): the
+	// host's, the same on every machine.
+	RoundFrames, Target int
 }
 
 // Local returns this machine's players: Config.Local.
@@ -110,6 +113,38 @@ func (p Plan) Peers() [][]rollback.PlayerID {
 	return peers
 }
 
+// Settings are a match's length and rules as the lobby carries them
+// (play.Settings): the host's are every machine's.
+type Settings struct {
+	Frames, RoundFrames, Target int
+}
+
+// Settings are p's.
+func (p Plan) Settings() Settings {
+	return Settings{Frames: p.Frames, RoundFrames: p.RoundFrames, Target: p.Target}
+}
+
+// Wants says which of a joiner's Settings it was given (a flag): those
+// must be the host's, or the host turns it away.
+type Wants struct{ Frames, RoundFrames, Target bool }
+
+// SettingsError is Join's error when the host turned this machine away
+// because the settings it wants differ from the host's, which it holds.
+type SettingsError struct {
+	Host, Wanted Settings
+	Wants        Wants
+}
+
+func (e *SettingsError) Error() string {
+	return fmt.Sprintf("lobby: the host plays %+v, this machine wants %+v", e.Host, e.Wanted)
+}
+
+// differs reports whether the host's settings h differ from s in one of
+// the wanted fields.
+func (w Wants) differs(h, s Settings) bool {
+	return w.Frames && h.Frames != s.Frames || w.RoundFrames && h.RoundFrames != s.RoundFrames || w.Target && h.Target != s.Target
+}
+
 // HostOptions configure [Host].
 type HostOptions struct {
 	// Machines is the number of machines in the match, the host's
@@ -124,6 +159,10 @@ type HostOptions struct {
 	Humans int
 	// Frames is the match length in frames; 0 means endless.
 	Frames int
+	// RoundFrames and Target are the rules every machine plays by (the
+	// round timer in frames and the score target, 0 for none; the target
+	// at most 255). They travel in the plan.
+	RoundFrames, Target int
 	// Log, if not nil, is told of the lobby's progress: who joined, who
 	// was turned away.
 	Log func(string)
@@ -163,6 +202,8 @@ func Host(ctx context.Context, conn net.PacketConn, o HostOptions) (Plan, error)
 		return Plan{}, fmt.Errorf("lobby: %d ships for %d humans at the host and %d joiners", seats, o.Humans, o.Machines-1)
 	case o.Frames < 0 || uint64(o.Frames) > 1<<32-1:
 		return Plan{}, fmt.Errorf("lobby: %d frames", o.Frames)
+	case o.RoundFrames < 0 || uint64(o.RoundFrames) > 1<<32-1 || o.Target < 0 || o.Target > 255:
+		return Plan{}, fmt.Errorf("lobby: rounds of %d frames to %d", o.RoundFrames, o.Target)
 	}
 	defer conn.SetReadDeadline(time.Time{})
 	h := host{conn: conn, o: o, seats: seats, taken: ships(o.Humans)}
@@ -242,6 +283,11 @@ func (h *host) hello(m message, from netip.AddrPort) {
 		h.logf("%v asked for %s: the match is full", from, humans(m.humans))
 		return
 	}
+	if ours := (Settings{h.o.Frames, h.o.RoundFrames, h.o.Target}); m.wants.differs(ours, m.settings) {
+		send(h.conn, message{kind: kindRefuse, nonce: m.nonce, settings: ours}.append(nil), from)
+		h.logf("%v wants other settings (%+v, the host's %+v): turned away", from, m.settings, ours)
+		return
+	}
 	h.joiners = append(h.joiners, &joiner{addr: from, nonce: m.nonce, humans: m.humans})
 	h.taken += ships(m.humans)
 	h.logf("machine %d joined from %v with %s", len(h.joiners), from, humans(m.humans))
@@ -282,7 +328,8 @@ func (h *host) waiting() []int {
 // plan deals the players, draws the match's random values, encodes each
 // joiner's plan, and returns the host's.
 func (h *host) plan() Plan {
-	p := Plan{Machines: h.o.Machines, Players: h.o.Players, Secret: make([]byte, secretSize), Frames: h.o.Frames}
+	p := Plan{Machines: h.o.Machines, Players: h.o.Players, Secret: make([]byte, secretSize), Frames: h.o.Frames,
+		RoundFrames: h.o.RoundFrames, Target: h.o.Target}
 	for p.SessionID == 0 {
 		p.SessionID = random()
 	}
@@ -330,6 +377,10 @@ type JoinOptions struct {
 	// Humans is the number of players at this machine: 0 (it flies one
 	// ship as a bot), 1 or 2.
 	Humans int
+	// Settings, those of them Wants names, must be the host's: it turns
+	// the joiner away with its own (a *SettingsError) if they differ.
+	Settings Settings
+	Wants    Wants
 }
 
 // Join says hello on conn to the host at addr until it answers with this
@@ -337,8 +388,9 @@ type JoinOptions struct {
 // from any other address are ignored. Before returning, Join lingers
 // until the host has been silent for 300 ms (1 s at most), acknowledging
 // again any plan the host repeats, so that a lost ack does not leave the
-// host waiting. It returns [ErrFull] if the host turns it away, and
-// ctx.Err() if ctx ends first.
+// host waiting. It returns [ErrFull] if the host turns it away for want
+// of seats, a *[SettingsError] if for its settings, and ctx.Err() if ctx
+// ends first.
 func Join(ctx context.Context, conn net.PacketConn, addr netip.AddrPort, o JoinOptions) (Plan, error) {
 	switch {
 	case conn == nil:
@@ -351,7 +403,7 @@ func Join(ctx context.Context, conn net.PacketConn, addr netip.AddrPort, o JoinO
 	defer conn.SetReadDeadline(time.Time{})
 	addr = unmap(addr)
 	nonce := random()
-	hello := message{kind: kindHello, nonce: nonce, humans: o.Humans}.append(nil)
+	hello := message{kind: kindHello, nonce: nonce, humans: o.Humans, settings: o.Settings, wants: o.Wants}.append(nil)
 	ack := message{kind: kindAck, nonce: nonce}.append(nil)
 	buf := make([]byte, maxDatagram)
 
@@ -370,6 +422,8 @@ func Join(ctx context.Context, conn net.PacketConn, addr netip.AddrPort, o JoinO
 		case !ok || !fromHost(m, from):
 		case m.kind == kindFull:
 			return Plan{}, ErrFull
+		case m.kind == kindRefuse:
+			return Plan{}, &SettingsError{Host: m.settings, Wanted: o.Settings, Wants: o.Wants}
 		case m.kind == kindPlan:
 			plan = m.plan
 		}

@@ -153,6 +153,7 @@ func checkMatch(t *testing.T, o HostOptions, hc *testConn, hp Plan, jcs []*testC
 	for i, p := range plans {
 		if p.Machines != hp.Machines || p.Players != hp.Players || p.SessionID != hp.SessionID ||
 			!bytes.Equal(p.Secret, hp.Secret) || p.Seed != hp.Seed || p.Frames != hp.Frames ||
+			p.RoundFrames != o.RoundFrames || p.Target != o.Target ||
 			!slices.Equal(p.Humans, hp.Humans) || !slices.EqualFunc(p.Owners, want, slices.Equal) {
 			t.Errorf("plan %d disagrees with the host's:\n%+v\n%+v (owners want %v)", i, p, hp, want)
 		}
@@ -261,7 +262,7 @@ func TestBotsOnly(t *testing.T) {
 func TestThreeJoiners(t *testing.T) {
 	hc := listen(t)
 	jcs := []*testConn{listen(t), listen(t), listen(t)}
-	o := HostOptions{Machines: 4, Players: 8, Humans: 1, Frames: 3600}
+	o := HostOptions{Machines: 4, Players: 8, Humans: 1, Frames: 3600, RoundFrames: 900, Target: 12}
 	hr, _ := match(t, o, hc, jcs, []int{2, 1, 1})
 	if got := len(hr.plan.Owners[0]); got != 4 {
 		t.Errorf("the host has %d players, want its human and the 3 bots", got)
@@ -312,9 +313,9 @@ func TestGarbage(t *testing.T) {
 		{},
 		[]byte("\x9b\x07random bytes\x00\xff"),
 		[]byte("RWLX\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01"), // a hello with a wrong magic
-		[]byte("RWLB\x02\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01"), // a hello of another version
-		[]byte("RWLB\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01"),     // a truncated hello
-		[]byte("RWLB\x01\x01\x00\x00\x00\x00\x00\x00\x00\x01\x03"), // three humans
+		[]byte("RWLB\x09\x01\x00\x00\x00\x00\x00\x00\x00\x01\x01"), // a hello of another version
+		[]byte("RWLB\x02\x01\x00\x00\x00\x00\x00\x00\x00\x01"),     // a truncated hello
+		[]byte("RWLB\x02\x01\x00\x00\x00\x00\x00\x00\x00\x01\x03"), // three humans
 		plan[:len(plan)-1], // a truncated plan
 		plan,               // a plan for another hello
 		message{kind: kindFull, nonce: 1}.append(nil),
@@ -466,5 +467,43 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := Join(ctx, c, netip.AddrPort{}, JoinOptions{Humans: 1}); err == nil {
 		t.Error("Join with no host address: no error")
+	}
+}
+
+// TestSettingsRefused: a joiner that wants other settings than the
+// host's (the ones it was given) is turned away with the host's, which
+// its error holds; one that wants the same, or wants none, joins.
+func TestSettingsRefused(t *testing.T) {
+	ctx := timeout(t)
+	hc, bad, same, other := listen(t), listen(t), listen(t), listen(t)
+	o := HostOptions{Machines: 3, Humans: 1, Frames: 1200, RoundFrames: 600, Target: 10}
+	h := runHost(ctx, hc, o)
+	_, err := Join(ctx, bad, hc.addr(), JoinOptions{Humans: 1, Settings: Settings{Frames: 600, RoundFrames: 600, Target: 3},
+		Wants: Wants{Frames: true, RoundFrames: true}})
+	var se *SettingsError
+	if !errors.As(err, &se) || se.Host != (Settings{1200, 600, 10}) || se.Wanted.Frames != 600 || !se.Wants.Frames {
+		t.Fatalf("a joiner wanting 600 frames of a 1200-frame match: %v", err)
+	}
+	j1 := runJoin(ctx, other, hc, 1)
+	j2 := make(chan result, 1)
+	go func() {
+		p, err := Join(ctx, same, hc.addr(), JoinOptions{Humans: 0, Settings: Settings{Frames: 1200, Target: 3}, Wants: Wants{Frames: true}})
+		j2 <- result{plan: p, err: err}
+	}()
+	for i, j := range []<-chan result{j1, j2} {
+		if r := <-j; r.err != nil || r.plan.Settings() != (Settings{1200, 600, 10}) {
+			t.Errorf("joiner %d: %v, settings %+v", i, r.err, r.plan.Settings())
+		}
+	}
+	hr := <-h
+	if hr.err != nil {
+		t.Fatal(hr.err)
+	}
+	found := false
+	for _, l := range hr.log {
+		found = found || strings.Contains(l, "wants other settings")
+	}
+	if !found {
+		t.Errorf("the host's log does not say it turned a joiner away: %q", hr.log)
 	}
 }

@@ -19,25 +19,32 @@ import (
 // the message does not explain, is dropped as junk. Integers are
 // big-endian. After the header:
 //
-//	hello (joiner to host): nonce u64, humans u8
+//	hello (joiner to host): nonce u64, humans u8, wants u8 (bit 0 frames, bit 1
+//	      round frames, bit 2 target: the settings the joiner was given),
+//	      frames u32, round frames u32, target u8
 //	plan  (host to joiner): nonce u64 (the hello's), machine u8, machines u8,
-//	      players u8, frames u32, session id u64, seed u64, secret [32],
+//	      players u8, frames u32, round frames u32, target u8, session id u64,
+//	      seed u64, secret [32],
 //	      then for each machine: humans u8, n u8, its n players [n]u8,
 //	      addrLen u8, its address [addrLen] (netip.AddrPort binary)
 //	ack   (joiner to host): nonce u64 (the plan's)
 //	full  (host to joiner): nonce u64 (the hello's)
+//	refuse (host to joiner): nonce u64 (the hello's), frames u32, round
+//	      frames u32, target u8: the host's settings, which differ from
+//	      those the joiner wants
 //
 // The nonce, random for each Join, binds a plan or a refusal to the hello
 // that asked for it, and an ack to the plan it acknowledges.
 const (
 	magic   = "RWLB"
-	version = 1
+	version = 2 // 2: the plan carries the rules (round frames, target); a hello the settings it wants
 	header  = len(magic) + 2
 
-	kindHello = 1
-	kindPlan  = 2
-	kindAck   = 3
-	kindFull  = 4
+	kindHello  = 1
+	kindPlan   = 2
+	kindAck    = 3
+	kindFull   = 4
+	kindRefuse = 5
 
 	maxMachines = rollback.MaxPlayers // every machine plays at least one ship
 	maxHumans   = 2                   // players at one machine
@@ -46,7 +53,7 @@ const (
 	// and an IPv6 zone name (an interface name, at most 15 bytes on Linux).
 	maxAddr = 16 + 2 + 32
 	// maxDatagram is larger than any valid lobby datagram (a plan is at
-	// most 69 bytes of fixed fields and 3+8+maxAddr bytes a machine).
+	// most 74 bytes of fixed fields and 3+8+maxAddr bytes a machine).
 	maxDatagram = 1024
 )
 
@@ -55,7 +62,11 @@ type message struct {
 	kind   byte
 	nonce  uint64 // the joiner's, chosen for its hello and echoed by the rest
 	humans int    // hello: how many humans the joiner brings
-	plan   Plan   // plan: the joiner's plan (its Machine is the joiner's index)
+	// hello: the settings the joiner wants (those of wants); refuse: the
+	// host's.
+	settings Settings
+	wants    Wants
+	plan     Plan // plan: the joiner's plan (its Machine is the joiner's index)
 }
 
 // append appends m's encoding to b. m must be valid (as parse returns).
@@ -65,11 +76,16 @@ func (m message) append(b []byte) []byte {
 	b = binary.BigEndian.AppendUint64(b, m.nonce)
 	switch m.kind {
 	case kindHello:
-		b = append(b, byte(m.humans))
+		b = append(b, byte(m.humans), m.wants.bits())
+		b = m.settings.append(b)
+	case kindRefuse:
+		b = m.settings.append(b)
 	case kindPlan:
 		p := &m.plan
 		b = append(b, byte(p.Machine), byte(p.Machines), byte(p.Players))
 		b = binary.BigEndian.AppendUint32(b, uint32(p.Frames))
+		b = binary.BigEndian.AppendUint32(b, uint32(p.RoundFrames))
+		b = append(b, byte(p.Target))
 		b = binary.BigEndian.AppendUint64(b, p.SessionID)
 		b = binary.BigEndian.AppendUint64(b, p.Seed)
 		b = append(b, p.Secret...)
@@ -106,6 +122,14 @@ func parse(b []byte) (message, error) {
 		if m.humans < 0 || m.humans > maxHumans {
 			return message{}, fmt.Errorf("lobby: hello with %d humans", m.humans)
 		}
+		w := r.u8()
+		if w > 7 {
+			return message{}, fmt.Errorf("lobby: hello wanting settings %#x", w)
+		}
+		m.wants = Wants{Frames: w&1 != 0, RoundFrames: w&2 != 0, Target: w&4 != 0}
+		m.settings = r.settings()
+	case kindRefuse:
+		m.settings = r.settings()
 	case kindPlan:
 		var err error
 		if m.plan, err = r.plan(); err != nil {
@@ -124,10 +148,33 @@ func parse(b []byte) (message, error) {
 	return m, nil
 }
 
+// append appends s's encoding: frames u32, round frames u32, target u8.
+func (s Settings) append(b []byte) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(s.Frames))
+	b = binary.BigEndian.AppendUint32(b, uint32(s.RoundFrames))
+	return append(b, byte(s.Target))
+}
+
+func (r *reader) settings() Settings {
+	return Settings{Frames: int(r.u32()), RoundFrames: int(r.u32()), Target: r.u8()}
+}
+
+func (w Wants) bits() byte {
+	var b byte
+	for i, on := range []bool{w.Frames, w.RoundFrames, w.Target} {
+		if on {
+			b |= 1 << i
+		}
+	}
+	return b
+}
+
 // plan decodes a plan's fields after its nonce.
 func (r *reader) plan() (Plan, error) {
 	p := Plan{Machine: r.u8(), Machines: r.u8(), Players: r.u8()}
 	p.Frames = int(r.u32())
+	p.RoundFrames = int(r.u32())
+	p.Target = r.u8()
 	p.SessionID = r.u64()
 	p.Seed = r.u64()
 	p.Secret = append([]byte(nil), r.bytes(secretSize)...)
@@ -183,6 +230,8 @@ func (p *Plan) check() error {
 		return fmt.Errorf("lobby: plan with a %d-byte secret", len(p.Secret))
 	case p.Frames < 0:
 		return fmt.Errorf("lobby: plan with %d frames", p.Frames)
+	case p.RoundFrames < 0 || p.Target < 0 || p.Target > 255:
+		return fmt.Errorf("lobby: plan with rounds of %d frames to %d", p.RoundFrames, p.Target)
 	}
 	var owned [rollback.MaxPlayers]bool
 	count := 0

@@ -17,7 +17,7 @@ func testPlan() Plan {
 		Humans: []int{1, 2, 1},
 		Addrs: []netip.AddrPort{netip.MustParseAddrPort("0.0.0.0:7000"),
 			netip.MustParseAddrPort("192.168.1.20:50123"), netip.MustParseAddrPort("[fe80::1%eth0]:7001")},
-		SessionID: 0x0123456789abcdef, Secret: bytes.Repeat([]byte{0xa5}, secretSize), Seed: 42, Frames: 3600}
+		SessionID: 0x0123456789abcdef, Secret: bytes.Repeat([]byte{0xa5}, secretSize), Seed: 42, Frames: 3600, RoundFrames: 1800, Target: 7}
 }
 
 // validMessages returns one message of each kind.
@@ -36,6 +36,9 @@ func validMessages() map[string]message {
 		"ack":     {kind: kindAck, nonce: 0xfeedface},
 		"full":    {kind: kindFull, nonce: 0xfeedface},
 		"hello-1": {kind: kindHello, humans: 1},
+		"hello-wants": {kind: kindHello, nonce: 3, humans: 1, settings: Settings{Frames: 1200, RoundFrames: 3600, Target: 10},
+			wants: Wants{Frames: true, Target: true}},
+		"refuse": {kind: kindRefuse, nonce: 3, settings: Settings{Frames: 600, RoundFrames: 1, Target: 255}},
 	}
 }
 
@@ -110,7 +113,7 @@ func TestParseRejects(t *testing.T) {
 	// An address longer than any netip.AddrPort: its length byte is the
 	// last of the first machine's entry.
 	b := message{kind: kindPlan, plan: testPlan()}.append(nil)
-	at := header + 8 + 3 + 4 + 8 + 8 + secretSize + 2 + 3
+	at := header + 8 + 3 + 4 + 4 + 1 + 8 + 8 + secretSize + 2 + 3
 	if b[at] != 6 {
 		t.Fatalf("byte %d is %d, want the host's address length 6", at, b[at])
 	}

@@ -27,7 +27,13 @@ import (
 // values every machine shares.
 func Config(plan lobby.Plan, tr rollback.Transport) play.Config {
 	return play.Config{Players: plan.Players, Local: plan.Local(), Humans: plan.Humans[plan.Machine], Peers: plan.Peers(),
-		Transport: tr, SessionID: plan.SessionID, Secret: plan.Secret, Seed: plan.Seed, Frames: plan.Frames}
+		Transport: tr, SessionID: plan.SessionID, Secret: plan.Secret, Seed: plan.Seed, Frames: plan.Frames,
+		Rules: play.Rules{RoundFrames: plan.RoundFrames, Target: plan.Target}}
+}
+
+// Settings are plan's match settings.
+func Settings(plan lobby.Plan) play.Settings {
+	return play.Settings{Frames: plan.Frames, Rules: play.Rules{RoundFrames: plan.RoundFrames, Target: plan.Target}}
 }
 
 // Seed is the game's seed of the match with session id id: every machine
@@ -43,11 +49,11 @@ func Seed(id uint64) uint64 {
 
 // Plan is seat's plan of the full match m: every seat is one machine
 // flying one ship (player p is seat p), with humans people at this one
-// (0 or 1) and frames frames (which the rendezvous does not carry: every
-// machine must be given the same). Plan.Addrs is empty (the transport
+// (0 or 1) and the settings st (the creator's: the rendezvous does not
+// carry them, SendSettings and ReceiveSettings do). Plan.Addrs is empty (the transport
 // finds its own routes), and Humans holds this machine's count only (the
 // others' are theirs to know; nothing here needs them).
-func Plan(m rdv.Match, seat, humans, frames int) (lobby.Plan, error) {
+func Plan(m rdv.Match, seat, humans int, st play.Settings) (lobby.Plan, error) {
 	switch {
 	case !m.Full || m.SessionID == 0 || len(m.Secret) == 0:
 		return lobby.Plan{}, fmt.Errorf("netplay: match %s is not ready (full %v)", m.Code, m.Full)
@@ -57,11 +63,14 @@ func Plan(m rdv.Match, seat, humans, frames int) (lobby.Plan, error) {
 		return lobby.Plan{}, fmt.Errorf("netplay: seat %d of a %d-seat match", seat, m.Seats)
 	case humans < 0 || humans > 1:
 		return lobby.Plan{}, fmt.Errorf("netplay: %d humans at a machine with one ship (want 0 or 1)", humans)
-	case frames < 0:
-		return lobby.Plan{}, fmt.Errorf("netplay: %d frames", frames)
+	case st.Frames < 0:
+		return lobby.Plan{}, fmt.Errorf("netplay: %d frames", st.Frames)
+	case st.Rules.Check() != nil:
+		return lobby.Plan{}, fmt.Errorf("netplay: %w", st.Rules.Check())
 	}
 	p := lobby.Plan{Machine: seat, Machines: m.Seats, Players: m.Seats, Humans: make([]int, m.Seats),
-		SessionID: m.SessionID, Secret: m.Secret, Seed: Seed(m.SessionID), Frames: frames}
+		SessionID: m.SessionID, Secret: m.Secret, Seed: Seed(m.SessionID), Frames: st.Frames,
+		RoundFrames: st.RoundFrames, Target: st.Target}
 	for s := range m.Seats {
 		p.Owners = append(p.Owners, []rollback.PlayerID{rollback.PlayerID(s)})
 	}

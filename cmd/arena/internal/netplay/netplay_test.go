@@ -22,7 +22,7 @@ func full(seats int) rdv.Match {
 
 func TestPlan(t *testing.T) {
 	m := full(3)
-	p, err := Plan(m, 1, 1, 900)
+	p, err := Plan(m, 1, 1, play.Settings{Frames: 900, Rules: play.Rules{RoundFrames: 600, Target: 5}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,10 +36,11 @@ func TestPlan(t *testing.T) {
 		t.Errorf("peers %v, want [[0] [2]]", peers)
 	}
 	cfg := Config(p, nil)
-	if cfg.Humans != 1 || cfg.Players != 3 || cfg.Seed != Seed(m.SessionID) || string(cfg.Secret) != string(m.Secret) {
+	if cfg.Humans != 1 || cfg.Players != 3 || cfg.Seed != Seed(m.SessionID) || string(cfg.Secret) != string(m.Secret) ||
+		cfg.Rules != (play.Rules{RoundFrames: 600, Target: 5}) || cfg.Frames != 900 {
 		t.Errorf("config %+v", cfg)
 	}
-	p0, _ := Plan(m, 0, 0, 900)
+	p0, _ := Plan(m, 0, 0, play.Settings{Frames: 900})
 	if p0.Seed != p.Seed || Config(p0, nil).Humans != 0 {
 		t.Errorf("seat 0's seed %x and humans %d; seat 1's seed %x", p0.Seed, Config(p0, nil).Humans, p.Seed)
 	}
@@ -49,9 +50,9 @@ func TestPlan(t *testing.T) {
 	bad := m
 	bad.Full, bad.SessionID = false, 0
 	for name, f := range map[string]func() error{
-		"not full":   func() error { _, err := Plan(bad, 0, 1, 0); return err },
-		"seat 3":     func() error { _, err := Plan(m, 3, 1, 0); return err },
-		"two humans": func() error { _, err := Plan(m, 0, 2, 0); return err },
+		"not full":   func() error { _, err := Plan(bad, 0, 1, play.Settings{}); return err },
+		"seat 3":     func() error { _, err := Plan(m, 3, 1, play.Settings{}); return err },
+		"two humans": func() error { _, err := Plan(m, 0, 2, play.Settings{}); return err },
 		"relay without TURN": func() error {
 			_, err := Dial(context.Background(), m, 0, rtc.MemorySignalers(3)[0], true, true)
 			return err
@@ -103,7 +104,7 @@ func TestMatchOverWebRTC(t *testing.T) {
 	}
 	var ms [2]*play.Match
 	for seat := range 2 {
-		p, err := Plan(m, seat, 0, frames)
+		p, err := Plan(m, seat, 0, play.Settings{Frames: frames})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rewindgg/rewind/cmd/arena/internal/play"
 	rdv "github.com/rewindgg/rewind/rtc/lobby"
 )
 
@@ -17,7 +18,9 @@ import (
 //	               code); any case, dashes or spaces between groups allowed
 //	&seats=2       creating: machines in the match, 2 to 8 (default 2)
 //	&frames=1200   end the match after that many frames (default 0: endless);
-//	               the same on every machine, so the link a creator shares carries it
+//	               a joiner plays its creator's, and refuses a different one given here
+//	&round=60s     the round timer (0: none; default a minute), as frames and target
+//	&target=10     the score target (0: none; default 10), as frames and round
 //	&humans=1      0: a bot flies this machine's ship; 1 (default): you do
 //	&relay=1       only the TURN relay's candidates (rtc.Config.Relay)
 //	&mute=1        no sound
@@ -36,6 +39,12 @@ type Query struct {
 	Mute    bool
 	Overlay bool
 	Timeout time.Duration
+	// Round and Target are the round timer and the score target (defaults:
+	// play.DefaultRules'); Given says which of frames, round and target the
+	// URL gave (a joiner refuses a host's that differ).
+	Round  time.Duration
+	Target int
+	Given  Given
 }
 
 // Defaults of the parameters a page's URL leaves out.
@@ -51,7 +60,8 @@ const maxFrames = 24 * 60 * 60 * 60
 // ParseQuery parses a URL's query string, with or without its leading
 // "?" (location.search is either "" or "?...").
 func ParseQuery(raw string) (Query, error) {
-	q := Query{Seats: DefaultSeats, Humans: DefaultHumans, Timeout: DefaultTimeout}
+	q := Query{Seats: DefaultSeats, Humans: DefaultHumans, Timeout: DefaultTimeout,
+		Round: time.Duration(play.DefaultRules.RoundFrames) * time.Second / 60, Target: play.DefaultRules.Target}
 	v, err := url.ParseQuery(strings.TrimPrefix(raw, "?"))
 	if err != nil {
 		return Query{}, fmt.Errorf("the page's URL: %w", err)
@@ -71,6 +81,7 @@ func ParseQuery(raw string) (Query, error) {
 		{"seats", &q.Seats, rdv.MinSeats, rdv.MaxSeats},
 		{"frames", &q.Frames, 0, maxFrames},
 		{"humans", &q.Humans, 0, 1},
+		{"target", &q.Target, 0, 255},
 	}
 	for _, p := range ints {
 		if !v.Has(p.name) {
@@ -95,6 +106,14 @@ func ParseQuery(raw string) (Query, error) {
 			return Query{}, fmt.Errorf("%s=%q: want 1 or 0", p.name, v.Get(p.name))
 		}
 		*p.dst = b
+	}
+	q.Given = Given{Frames: v.Has("frames"), Round: v.Has("round"), Target: v.Has("target")}
+	if v.Has("round") {
+		d, err := time.ParseDuration(strings.TrimSpace(v.Get("round")))
+		if err != nil || d < 0 || d > 24*time.Hour {
+			return Query{}, fmt.Errorf("round=%q: want a duration such as 90s or 2m (0: no timer)", v.Get("round"))
+		}
+		q.Round = d
 	}
 	if v.Has("timeout") {
 		d, err := time.ParseDuration(strings.TrimSpace(v.Get("timeout")))

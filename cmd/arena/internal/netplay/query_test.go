@@ -22,12 +22,21 @@ func TestParseQuery(t *testing.T) {
 		{"?relay=0&mute=off&timeout=90s", Query{Seats: 2, Humans: 1, Timeout: 90 * time.Second}},
 		{"?code=&frames=0&utm_source=x", def},                                                       // empty code: create; unknown keys ignored
 		{"?frames=600&frames=7", Query{Seats: 2, Humans: 1, Frames: 600, Timeout: 5 * time.Minute}}, // the first of a repeated key
+		{"?round=90s&target=3", Query{Seats: 2, Humans: 1, Timeout: 5 * time.Minute, Round: 90 * time.Second, Target: 3}},
 	} {
 		got, err := ParseQuery(c.raw)
 		if err != nil {
 			t.Errorf("ParseQuery(%q): %v", c.raw, err)
 			continue
 		}
+		// The rules' defaults, and which settings the URL gave.
+		if c.want.Round == 0 {
+			c.want.Round = time.Minute
+		}
+		if c.want.Target == 0 {
+			c.want.Target = 10
+		}
+		c.want.Given = Given{Frames: strings.Contains(c.raw, "frames="), Round: strings.Contains(c.raw, "round="), Target: strings.Contains(c.raw, "target=")}
 		if got != c.want {
 			t.Errorf("ParseQuery(%q) = %+v, want %+v", c.raw, got, c.want)
 		}
@@ -37,7 +46,7 @@ func TestParseQuery(t *testing.T) {
 func TestParseQueryErrors(t *testing.T) {
 	for _, raw := range []string{
 		"?code=AB_12", "?code=" + strings.Repeat("A", 17), "?code=%zz",
-		"?frames=-1", "?frames=x", "?frames=1e3", "?frames=99999999999",
+		"?frames=-1", "?frames=x", "?round=-1s", "?round=x", "?target=256", "?frames=1e3", "?frames=99999999999",
 		"?humans=2", "?humans=-1", "?seats=1", "?seats=9", "?seats=",
 		"?relay=maybe", "?mute=2", "?timeout=0s", "?timeout=soon",
 	} {

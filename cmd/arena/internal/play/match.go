@@ -52,6 +52,8 @@ type Config struct {
 	// Frames ends the match after that many frames; 0 plays on until
 	// Close.
 	Frames int
+	// Rules are the rounds' (the zero Rules: one endless round).
+	Rules Rules
 	// Backend plays the sounds; nil is silent.
 	Backend sound.Backend
 	// Clock and Rand as in rollback.Config: nil means the real clock and
@@ -66,11 +68,16 @@ type Match struct {
 	cfg    Config
 	a      *savestate.Arena
 	g      *arena.Game
+	r      *rounds // the game the session steps: g with rounds around it
 	s      *rollback.Session
 	ledger *sound.Ledger
 	bots   []*arena.Bot // for Local[Humans:]
 	end    rollback.Frame
 	music  bool // the music has started
+
+	rematch bool // this machine's people asked for the rematch on the round-end screen
+	stalled int  // consecutive ticks the session stalled (waiting for a peer's input)
+	waited  int  // stalled, as of the tick before
 
 	over  Overlay
 	meter meter
@@ -82,6 +89,9 @@ type Match struct {
 func New(cfg Config) (*Match, error) {
 	if cfg.Humans < 0 || cfg.Humans > len(cfg.Local) {
 		return nil, fmt.Errorf("play: %d humans for %d local players", cfg.Humans, len(cfg.Local))
+	}
+	if err := cfg.Rules.Check(); err != nil {
+		return nil, fmt.Errorf("play: %w", err)
 	}
 	m := &Match{cfg: cfg, end: rollback.Frame(cfg.Frames)}
 	// The whole game state in one arena: a snapshot is a copy.
@@ -104,12 +114,15 @@ func New(cfg Config) (*Match, error) {
 		return nil, err
 	}
 	m.g.SetLedger(m.ledger)
+	if m.r, err = newRounds(m.a, m.g, cfg.Rules); err != nil {
+		return nil, err
+	}
 	peers := make([]rollback.Peer, len(cfg.Peers))
 	for i, ps := range cfg.Peers {
 		peers[i] = rollback.Peer{Players: ps}
 	}
 	rc := rollback.Config{Players: cfg.Players, Local: cfg.Local, Peers: peers, Layout: arena.Layout,
-		State: m.a, Game: m.g, Observer: m.ledger, SessionID: cfg.SessionID, Secret: cfg.Secret,
+		State: m.a, Game: m.r, Observer: m.ledger, SessionID: cfg.SessionID, Secret: cfg.Secret,
 		Clock: cfg.Clock, Rand: cfg.Rand, Log: cfg.Log, DisconnectTimeout: DisconnectTimeout}
 	if len(peers) > 0 {
 		rc.Transport = cfg.Transport
@@ -134,17 +147,25 @@ func (m *Match) Tick(human []rollback.Input) error {
 	m.ghost.before(w, m.cfg.Local)
 	var res rollback.Result
 	var err error
+	over := m.r.Round().Over != 0
+	if !over {
+		m.rematch = false
+	}
 	if m.end == 0 || m.s.Frame() < m.end {
 		for k, p := range m.cfg.Local {
 			if m.end > 0 && m.s.InputFrame(p) >= m.end {
 				continue // no input past the end: every machine stops on the same frame
 			}
 			var in rollback.Input
-			if k < m.cfg.Humans {
+			switch {
+			case over && (k >= m.cfg.Humans || m.rematch):
+				in = Ready // bots are always ready for the rematch
+			case over:
+			case k < m.cfg.Humans:
 				if k < len(human) {
 					in = human[k]
 				}
-			} else {
+			default:
 				in = m.bots[k-m.cfg.Humans].Next()
 			}
 			// Not queued means the session is stalling this tick: the
@@ -154,8 +175,15 @@ func (m *Match) Tick(human []rollback.Input) error {
 			}
 		}
 		res, err = m.s.Advance()
+		// Stalled ticks in a row: waiting for a peer's input. (Past the
+		// end Idle stalls by design.)
+		if m.stalled = 0; res.Stalled {
+			m.stalled = m.waited + 1
+		}
+		m.waited = m.stalled
 	} else {
 		res, err = m.s.Idle()
+		m.stalled, m.waited = 0, 0
 	}
 	if err != nil {
 		return err
@@ -190,6 +218,45 @@ func (m *Match) Idle() error {
 func (m *Match) Render(fraction float64, draw func(w *arena.World)) error {
 	return m.s.Extrapolate(min(max(fraction, 0), 0.999), func() { draw(m.g.World()) })
 }
+
+// Round is the live round (predicted, like the live world).
+func (m *Match) Round() Round { return *m.r.Round() }
+
+// RoundOver reports whether the round has ended on a frame every machine
+// has the inputs for: the round-end screen shows then, not on a
+// prediction a correction could take back.
+func (m *Match) RoundOver() bool {
+	rd := m.r.Round()
+	return rd.Over != 0 && m.s.ConfirmedFrame() >= rollback.Frame(rd.End)
+}
+
+// Rematch asks for the next round on the round-end screen, for this
+// machine's people; it starts when every player asked (bots always do)
+// or RematchFrames after the round ended.
+func (m *Match) Rematch() {
+	if m.r.Round().Over != 0 {
+		m.rematch = true
+	}
+}
+
+// RematchAsked reports whether this machine's people asked for the
+// rematch of the round that ended.
+func (m *Match) RematchAsked() bool { return m.rematch }
+
+// Rules are the match's.
+func (m *Match) Rules() Rules { return m.cfg.Rules }
+
+// End is the match's last frame plus one (0: endless).
+func (m *Match) End() rollback.Frame { return m.end }
+
+// Waiting reports whether the session has stalled for a while (a quarter
+// of a second) waiting for a peer's input: a slow peer, or one that left
+// and is not yet disconnected.
+func (m *Match) Waiting() bool { return m.stalled >= 15 }
+
+// Started reports whether the match runs: every peer completed the
+// handshake (or left), and the first frame was simulated.
+func (m *Match) Started() bool { return m.s.Frame() > 0 }
 
 // World is the live world, for reading between Ticks.
 func (m *Match) World() *arena.World { return m.g.World() }
@@ -232,6 +299,32 @@ func (m *Match) Left() []int {
 		}
 	}
 	return left
+}
+
+// Humans are this machine's players that people fly (the first of
+// Config.Local): the ships the game marks as theirs.
+func (m *Match) Humans() []rollback.PlayerID { return m.cfg.Local[:m.cfg.Humans] }
+
+// PeerPlayers are the players of peer i (an index of Config.Peers, as
+// Left returns).
+func (m *Match) PeerPlayers(i int) []rollback.PlayerID { return m.cfg.Peers[i] }
+
+// Scores writes the live world's scores as "P1 3, P2 5" (the round's
+// when it is over).
+func (m *Match) Scores() string {
+	w, rd := m.g.World(), m.r.Round()
+	var b []byte
+	for i := range int(w.Players) {
+		score := w.Ships[i].Score
+		if rd.Over != 0 {
+			score = rd.Scores[i]
+		}
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = fmt.Appendf(b, "P%d %d", i+1, score)
+	}
+	return string(b)
 }
 
 // Hash is the xxhash of the whole game state: equal on every machine at

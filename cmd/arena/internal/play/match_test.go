@@ -24,6 +24,13 @@ func (*counting) SetVolume(sound.Voice, sound.Volume) {}
 // until both are Done, and returns the two matches and their backends.
 func pair(t *testing.T, p netsim.Profile, frames int, held rollback.Input) ([2]*Match, [2]*counting) {
 	t.Helper()
+	return pairWith(t, p, frames, held, Rules{}, nil)
+}
+
+// pairWith is pair with rules, and each tick calls every(m) on each
+// match before it ticks, when not nil.
+func pairWith(t *testing.T, p netsim.Profile, frames int, held rollback.Input, rules Rules, every func(m *Match)) ([2]*Match, [2]*counting) {
+	t.Helper()
 	nw, err := netsim.New(2, 5, p)
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +41,7 @@ func pair(t *testing.T, p netsim.Profile, frames int, held rollback.Input) ([2]*
 	for i := range ms {
 		bs[i] = &counting{plays: map[sound.Category]int{}}
 		ms[i], err = New(Config{Players: 4, Local: owners[i], Humans: 1 - i, Peers: [][]rollback.PlayerID{owners[1-i]},
-			Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11, Frames: frames,
+			Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11, Frames: frames, Rules: rules,
 			Backend: bs[i], Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})})
 		if err != nil {
 			t.Fatal(err)
@@ -45,6 +52,9 @@ func pair(t *testing.T, p netsim.Profile, frames int, held rollback.Input) ([2]*
 			t.Fatalf("not done after %d ticks: frames %d and %d", tick, ms[0].Frame(), ms[1].Frame())
 		}
 		for i, m := range ms {
+			if every != nil {
+				every(m)
+			}
 			if err := m.Tick([]rollback.Input{held}); err != nil {
 				t.Fatalf("machine %d: %v", i, err)
 			}
@@ -89,10 +99,10 @@ func TestMatchOverWifi(t *testing.T) {
 	var repeats int64
 	for i, m := range ms {
 		o := m.Overlay()
-		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.DeepestAll <= 0 {
+		if o.Peers != 1 || o.RTT <= 0 || o.SentBps <= 0 || o.Depth <= 0 || o.TickAll < 2 {
 			t.Errorf("machine %d overlay: %+v", i, o)
 		}
-		if len(o.Lines()) != 4 {
+		if len(o.Lines()) != 5 {
 			t.Errorf("overlay lines: %q", o.Lines())
 		}
 		ghosts += m.ghost.seen

@@ -17,22 +17,29 @@ type Overlay struct {
 	Frame      rollback.Frame
 	RTT        time.Duration // the slowest peer's smoothed round trip
 	Rollbacks  int           // in the last second
-	Deepest    int           // the most frames one rollback re-simulated, in the last second
-	DeepestAll int           // and in the whole match
+	Depth      int           // rollback depth: the most frames a rollback went back (to the first mispredicted frame), in the whole match (rollback.Stats.MaxRollbackFrames)
+	Resim      int           // frames re-simulated in the last second (rollbacks' and snapshots' steps: rollback.Stats.ResimulatedFrames)
+	TickFrames int           // the most frames simulated in one tick (re-simulated and new: a rollback plus a catch-up), in the last second
+	TickAll    int           // and in the whole match
 	Advantage  float64       // frames a peer ran ahead of us (rollback.Stats.Advantage)
 	InputLag   int           // frames
 	Stalls     int64         // frames not simulated, in the whole match: starved, or smoothing
 	SentBps    float64       // bytes a second, UDP/IP headers included
 	RecvBps    float64
 	Peers      int // peers connected
+	// FPS and TicksPerSec are the game loop's, over the last second: the
+	// frames drawn and the ticks run (60 when the loop keeps up). The
+	// caller measures and sets them.
+	FPS, TicksPerSec float64
 }
 
 // Lines renders the overlay as text.
 func (o Overlay) Lines() []string {
 	return []string{
-		fmt.Sprintf("frame %d   players %v   peers %d", o.Frame, o.Local, o.Peers),
-		fmt.Sprintf("rtt %d ms   input lag %d   advantage %.1f", o.RTT.Milliseconds(), o.InputLag, o.Advantage),
-		fmt.Sprintf("rollbacks %d/s   deepest %d (match %d)   stalls %d", o.Rollbacks, o.Deepest, o.DeepestAll, o.Stalls),
+		fmt.Sprintf("%.0f FPS   %.0f ticks/s   frame %d   players %v   peers %d", o.FPS, o.TicksPerSec, o.Frame, o.Local, o.Peers),
+		fmt.Sprintf("rtt %d ms   input lag %d   advantage %.1f   stalls %d", o.RTT.Milliseconds(), o.InputLag, o.Advantage, o.Stalls),
+		fmt.Sprintf("rollbacks %d/s   re-simulated frames %d/s   rollback depth %d (deepest in the match)", o.Rollbacks, o.Resim, o.Depth),
+		fmt.Sprintf("frames simulated in a tick %d (most in the last second; %d in the match)", o.TickFrames, o.TickAll),
 		fmt.Sprintf("sent %.1f KB/s   received %.1f KB/s", o.SentBps/1000, o.RecvBps/1000),
 	}
 }
@@ -50,20 +57,23 @@ const udpHeaders = 28
 
 // meter gathers the overlay's per-second figures.
 type meter struct {
-	ticks   int
-	deepest int
-	last    rollback.Stats
+	ticks     int
+	tickMost  int // the most frames simulated in a tick this second
+	tickMatch int // and in the match
+	last      rollback.Stats
 }
 
 func (mt *meter) tick(m *Match, res rollback.Result) {
-	mt.deepest = max(mt.deepest, res.Resimulated)
+	mt.tickMost = max(mt.tickMost, res.Resimulated+res.Simulated)
+	mt.tickMatch = max(mt.tickMatch, mt.tickMost)
 	if mt.ticks++; mt.ticks < 60 {
 		return
 	}
 	st := m.s.Stats()
 	o := &m.over
 	o.Rollbacks = int(st.Rollbacks - mt.last.Rollbacks)
-	o.Deepest, o.DeepestAll = mt.deepest, st.MaxResimulated
+	o.Depth, o.Resim = st.MaxRollbackFrames, int(st.ResimulatedFrames-mt.last.ResimulatedFrames)
+	o.TickFrames, o.TickAll = mt.tickMost, mt.tickMatch
 	o.Advantage, o.InputLag = st.Advantage, st.InputLag
 	o.Stalls = st.StallFrames + st.AdvantageStalls + st.LagStalls
 	o.SentBps = float64(st.BytesSent - mt.last.BytesSent + udpHeaders*(st.PacketsSent-mt.last.PacketsSent))
@@ -75,7 +85,7 @@ func (mt *meter) tick(m *Match, res rollback.Result) {
 			o.Peers++
 		}
 	}
-	mt.ticks, mt.deepest, mt.last = 0, 0, st
+	mt.ticks, mt.tickMost, mt.last = 0, 0, st
 }
 
 // Ghost is where a remote ship was drawn, by prediction, before a
