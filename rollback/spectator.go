@@ -59,7 +59,10 @@ type SpectatorConfig struct {
 	// MaxSpectators and TransferRate: this spectator relays to up to
 	// MaxSpectators further spectators, as a player machine serves them
 	// (Config.MaxSpectators), so that many spectators cost a player no
-	// more than the ones it serves directly. 0: it relays to none.
+	// more than the ones it serves directly. 0: it relays to none. A
+	// spectator that relays serves its own only while its Advance is
+	// called: keep calling it after its last frame (Stalled) until they
+	// have played theirs (Stats.Relayed falls to 0) or the game ends.
 	MaxSpectators int
 	TransferRate  int
 	// Observer, if not nil, is told every frame simulated (sound).
@@ -234,10 +237,13 @@ func (s *Spectator) Stats() SpectatorStats {
 }
 
 // Advance receives what arrived, simulates the next final frames (one, or
-// up to CatchUp while behind, none that arrived less than Delay ago) and sends the acknowledgements. Stalled means no frame was
-// simulated (still joining, or waiting for inputs). It returns ErrNoSource
-// (or a *TermsError) if the handshake fails and ErrSourceLeft once the
-// source has left and every frame received has been played.
+// up to CatchUp while behind, none that arrived less than Delay ago),
+// sends the acknowledgements, and serves the spectators it relays to.
+// Stalled means no frame was simulated (still joining, or waiting for
+// inputs). It returns ErrNoSource (or a *TermsError) if the handshake
+// fails, a *TermsError for State if the source's state does not fit the
+// arena, and ErrSourceLeft once the source has left and every frame
+// received has been played.
 func (s *Spectator) Advance() (Result, error) {
 	if s.closed {
 		return Result{Frame: s.frame, Stalled: true}, ErrClosed
