@@ -163,7 +163,7 @@ func (s *Session) handleJoin(i int, b []byte) (Frame, bool) {
 // finalFrontier returns the first frame that may not be final here: a
 // take-over frame must not be before it.
 func (s *Session) finalFrontier() Frame {
-	f := max(s.anchor(s.frame), s.out.recorded)
+	f := max(s.horizon().anchor(s.frame), s.out.recorded)
 	if s.stmts != nil {
 		f = max(f, s.stmts.end()) // settled statements that do not include it
 	}
@@ -252,7 +252,7 @@ func (s *Session) sendJoins() {
 			s.sendControl(i, &s.io.join)
 			continue
 		}
-		if !j.summed || s.anchor(s.frame) < j.take || s.frame <= j.take {
+		if !j.summed || s.horizon().anchor(s.frame) < j.take || s.frame <= j.take {
 			continue
 		}
 		j.readyAt = s.now

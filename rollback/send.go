@@ -390,7 +390,7 @@ func (s *Session) checkDesync() {
 		return
 	}
 	if s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
-		s.sums.finals(s.frame, s.anchor(s.frame), s)
+		s.sums.finals(s.frame, s.horizon().anchor(s.frame), s)
 	}
 	e := s.sums.detect(len(s.peers), s)
 	if e == nil {
