@@ -110,9 +110,9 @@ func (s *Session) ringRoom(end Frame) bool {
 }
 
 // joinState gives the audience the newest snapshot no later than the
-// frames already in its feed (final: record put them there), or the live
-// state when every frame simulated is (lockstep without snapshots): a
-// stateSource.
+// frames already in its feed (final: recording.record put them there), or
+// the live state when every frame simulated is (lockstep without
+// snapshots): a stateSource.
 func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
 	fed := s.out.recorded
 	if !s.proto.started {
