@@ -127,7 +127,7 @@ func (s *Session) secure(cfg *Config) error {
 // sync test's first sum, a join in progress, the recording.
 func (s *Session) open(cfg *Config) error {
 	if s.snaps.on {
-		if err := s.save(0, 0); err != nil {
+		if err := s.snaps.saveLogged(0, 0, s.out.log, s.now); err != nil {
 			return err
 		}
 	}
@@ -155,7 +155,7 @@ func (s *Session) open(cfg *Config) error {
 func (s *Session) serve(spectators int) {
 	if s.out.rec == nil && s.out.log == nil {
 		// Nothing recorded the final frames so far: they start here.
-		s.out.recorded = max(s.out.recorded, min(s.anchor(s.frame), s.frame))
+		s.out.recorded = max(s.out.recorded, min(s.horizon().anchor(s.frame), s.frame))
 	}
 	f := newFeed(s.roster.players)
 	f.reset(s.out.recorded)

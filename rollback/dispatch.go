@@ -93,7 +93,7 @@ func (h *handlers) registerPlay() {
 	}
 	h[wire.KindJoin] = func(s *Session, i int, b []byte) (Frame, bool) {
 		r := s.rejoins()
-		return r.handleJoin(i, b, s.anchor(s.frame))
+		return r.handleJoin(i, b, s.horizon().anchor(s.frame))
 	}
 }
 

@@ -30,7 +30,7 @@ func ring(f Frame) int { return int(uint32(f) % ringSize) }
 // frames in which absent players play the stand-in (Config.StandIn). It answers
 // the one question every caller asks — the inputs of frame f — in
 // inputsFor. It does not know which frames are still needed: the session
-// bounds what it may overwrite (Session.ringLow).
+// bounds what it may overwrite (horizon.ringLow).
 type inputRing struct {
 	players int
 	mask    Input
@@ -40,7 +40,7 @@ type inputRing struct {
 	// lowFloor is the session's ringLow when last computed (the oldest
 	// frame whose inputs it may still read): ringLow never decreases, so
 	// it is a lower bound of it, and most calls learn from it alone that
-	// the ring has room (frames.go).
+	// the ring has room (horizon.ringRoom).
 	lowFloor Frame
 
 	// The per-player state first, the rings after it: every call reads
@@ -66,6 +66,11 @@ func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predic
 	}
 	return r
 }
+
+// room reports whether the inputs of every frame before end fit in the
+// ring beside those from lowFloor on. A false answer is not a full ring:
+// ringLow, computed again, answers then (horizon.ringRoom).
+func (r *inputRing) room(end Frame) bool { return end-r.lowFloor <= ringSize }
 
 // confirmed returns the first frame some connected player's input is
 // missing for: every input before it is final.

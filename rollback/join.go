@@ -339,7 +339,7 @@ func (s *Session) takeOver() {
 	snaps := &s.snaps
 	*snaps = snapshots{arena: snaps.arena, slots: snaps.slots, interval: snaps.interval, reach: snaps.reach, forced: snaps.forced, on: snaps.on}
 	if snaps.on {
-		_ = s.save(0, t) // the live state: not inside a snapshot
+		_ = s.snaps.saveLogged(0, t, s.out.log, s.now) // the live state: not inside a snapshot
 	}
 	mask := w.feed.mask(t - 1)
 	for p := range s.roster.players {

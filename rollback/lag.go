@@ -1,6 +1,9 @@
 package rollback
 
-import "github.com/rewindgg/rewind/advantage"
+import (
+	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/inputlag"
+)
 
 // pace is how the session keeps time with its peers: the fairness
 // governor (frame advantage), the input lag, and the wait for a peer's
@@ -9,6 +12,23 @@ type pace struct {
 	gov      *advantage.Governor
 	lag      inputLag
 	starving starving // since EventStarved: who we wait for, since when
+}
+
+// played runs, once a frame is simulated during play (not a
+// re-simulation; f is the next frame now), the 100-frame evaluations of
+// frame advantage and input lag: it counts the frame in st's histogram of
+// input lags, and adds EventInputLagChanged to events when the lag is
+// retargeted.
+func (p *pace) played(f Frame, st *Stats, events *eventLog) {
+	st.LagFrames[min(p.lag.delay, MaxInputLagHistogram-1)]++
+	// Every frame not simulated gives frames back, whatever the reason.
+	stalled := st.AdvantageStalls + st.StallFrames + st.LagStalls
+	if !p.gov.Simulated(stalled) || p.lag.fixed {
+		return
+	}
+	if next, changed := p.lag.retarget(inputlag.Next(p.lag.delay, p.gov.LinkLag())); changed {
+		*events = append(*events, Event{Kind: EventInputLagChanged, Frame: f, Peer: -1, Lag: next})
+	}
 }
 
 // inputLag is the local input lag and the frames still to stall or to

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/rewindgg/rewind/advantage"
+	"github.com/rewindgg/rewind/inputlag"
 )
 
 // TestInputLagRetarget: raising the lag queues stalls, lowering it queues
@@ -87,4 +90,32 @@ func TestStarving(t *testing.T) {
 	assert.Equal(t, []EventKind{EventStarved, EventResumed}, kinds())
 	assert.Equal(t, -1, w.starve(-1, time.Minute, after, &events, 12))
 	assert.Equal(t, -1, w.starve(-1, time.Hour, after, &events, 12), "a local player is never cut")
+}
+
+// TestPacePlayed: every frame played is counted at its input lag; at the
+// end of the governor's window the lag is evaluated again, unless fixed,
+// with EventInputLagChanged when it moves.
+func TestPacePlayed(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		lag    inputLag
+		events []Event
+	}{
+		{"lowered on a link without lag", inputLag{delay: 4}, []Event{
+			{Kind: EventInputLagChanged, Frame: advantage.Window, Peer: -1, Lag: inputlag.Next(4, 0)},
+		}},
+		{"already the least", inputLag{}, nil},
+		{"fixed", inputLag{delay: 4, fixed: true}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pace{gov: advantage.NewGovernor(1, false), lag: tc.lag}
+			var st Stats
+			var events eventLog
+			for f := range Frame(advantage.Window) {
+				p.played(f+1, &st, &events)
+			}
+			assert.Equal(t, tc.events, []Event(events))
+			assert.Equal(t, int64(advantage.Window), st.LagFrames[tc.lag.delay], "each frame at the lag it was played with")
+		})
+	}
 }

@@ -94,7 +94,7 @@ func (s *Session) advanceLockstep() (Result, error) {
 		// the rollback window allow.
 		peer, stall := -1, !s.hasLocalInput()
 		if !stall {
-			peer, stall = s.mustStall()
+			peer, stall = s.horizon().mustStall()
 		}
 		if stall {
 			blame, dry = peer, true

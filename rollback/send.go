@@ -110,7 +110,7 @@ func (s *Session) send() {
 	}
 	if s.proto.joins > 0 {
 		r := s.rejoins()
-		r.sendJoins(s.anchor(s.frame))
+		r.sendJoins(s.horizon().anchor(s.frame))
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]
@@ -297,7 +297,7 @@ func (s *Session) checkDesync() {
 		return
 	}
 	if s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
-		s.sums.finals(s.frame, s.anchor(s.frame), s)
+		s.sums.finals(s.frame, s.horizon().anchor(s.frame), s)
 	}
 	e := s.sums.detect(len(s.peers), s)
 	if e == nil {

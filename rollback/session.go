@@ -234,14 +234,16 @@ func (s *Session) advanceRollback() (Result, error) {
 			return Result{Frame: frame, Resimulated: resim, Events: s.events}, err
 		}
 	}
-	s.play()
+	s.step(false)
+	s.pace.played(s.frame, &s.stats, &s.events)
 	simulated := 1
 	for s.pace.lag.catchUp > 0 && s.hasLocalInput() {
-		if _, stall := s.mustStall(); stall {
+		if _, stall := s.horizon().mustStall(); stall {
 			break
 		}
 		s.pace.lag.catchUp--
-		s.play()
+		s.step(false)
+		s.pace.played(s.frame, &s.stats, &s.events)
 		simulated++
 	}
 	err = s.endTick()
@@ -252,7 +254,7 @@ func (s *Session) advanceRollback() (Result, error) {
 // reason, and counts it: a missing input (the game shows the spinner), a
 // raised input lag, or the fairness governor's stall.
 func (s *Session) mustStallTick() bool {
-	if peer, ok := s.mustStall(); ok {
+	if peer, ok := s.horizon().mustStall(); ok {
 		s.stats.StallFrames++
 		s.cut(s.pace.starving.starve(peer, s.now, s.proto.disconnectAfter, &s.events, s.frame))
 		return true
@@ -276,7 +278,9 @@ func (s *Session) stall(r Result, err error) (Result, error) {
 	// What became final is given out on a stalled tick too: a machine
 	// taking over waits for the frames before its take-over frame, while
 	// we stall for its inputs from there.
-	s.record()
+	if s.out.feeding(s.aud) {
+		s.out.record(s.now, s.horizon())
+	}
 	s.send()
 	r.Stalled, r.Events = true, s.events
 	return r, err
@@ -288,7 +292,9 @@ func (s *Session) stall(r Result, err error) (Result, error) {
 // Result is not passed through it: the copies in and out stalled on store
 // forwarding.)
 func (s *Session) endTick() error {
-	s.record()
+	if s.out.feeding(s.aud) {
+		s.out.record(s.now, s.horizon())
+	}
 	s.checkDesync()
 	s.send()
 	if s.sync != nil && s.sync.err != nil {
@@ -363,7 +369,9 @@ func (s *Session) Idle() (Result, error) {
 	if err == nil && s.proto.started && mis < s.frame && s.sums.failed() == nil {
 		r.Resimulated, err = s.rollback(mis, s.frame)
 	}
-	s.record()
+	if s.out.feeding(s.aud) {
+		s.out.record(s.now, s.horizon())
+	}
 	s.checkDesync()
 	s.send()
 	r.Events = s.events

@@ -2,8 +2,10 @@ package rollback
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/rewindgg/rewind/netlog"
 	"github.com/rewindgg/rewind/savestate"
 )
 
@@ -27,7 +29,7 @@ type finalRunner interface {
 // restore supersedes.
 //
 // The anchor frame is the first frame a rollback may still need to restore
-// (Session.anchors): a snapshot at or before it is always usable. While
+// (horizon.anchors): a snapshot at or before it is always usable. While
 // predictions keep coming true nothing moves a snapshot, so, as in
 // INVERSUS, when the newest snapshot is interval frames old the present is
 // saved over another slot — only if that slot is invalid or superseded,
@@ -89,6 +91,18 @@ func (sn *snapshots) save(slot int, f Frame) error {
 	}
 	sn.backups[slot] = backup{frame: f, valid: true}
 	sn.saves++
+	return nil
+}
+
+// saveLogged is save, written to the network log (nil: none) at now once
+// it is done.
+func (sn *snapshots) saveLogged(slot int, f Frame, log *netlog.Writer, now time.Duration) error {
+	if err := sn.save(slot, f); err != nil {
+		return err
+	}
+	if log != nil {
+		log.Save(now, slot, int(f))
+	}
 	return nil
 }
 
