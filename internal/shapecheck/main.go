@@ -6,14 +6,13 @@
 // exceeds MaxFuncLines, or when rollback.Session exceeds MaxFields
 // fields or MaxMethods methods. It prints what it measured either way.
 //
-// The field limit is enforced (Session's state is on its owners since
-// November 2026); the method limit once the session core is rebuilt: until
-// then -methods-warn (make check's default) prints it as a warning.
+// Both of Session's limits are enforced: its state is on its owners
+// since November 2026, and its behaviour (58 methods, from 156) too.
 //
 // With -doc, the counts a document quotes ("(N fields and M methods") must
 // be the measured ones.
 //
-//	go run ./internal/shapecheck [-methods-warn] [-root DIR] [-doc docs/architecture.md]
+//	go run ./internal/shapecheck [-root DIR] [-doc docs/architecture.md]
 package main
 
 import (
@@ -49,10 +48,9 @@ var library = []string{
 
 func main() {
 	root := flag.String("root", ".", "the repository's root")
-	warn := flag.Bool("methods-warn", false, "report the Session's method limit as a warning, not a failure")
 	doc := flag.String("doc", "", "a document (from the root) whose \"(N fields and M methods\" must be Session's counts")
 	flag.Parse()
-	problems, warnings, report, err := check(*root)
+	problems, report, err := check(*root)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "shapecheck:", err)
 		os.Exit(2)
@@ -66,13 +64,6 @@ func main() {
 		problems = append(problems, p...)
 	}
 	fmt.Print(report)
-	if *warn {
-		for _, w := range warnings {
-			fmt.Println("warning:", w)
-		}
-	} else {
-		problems = append(problems, warnings...)
-	}
 	for _, p := range problems {
 		fmt.Println("FAIL:", p)
 	}
@@ -82,16 +73,16 @@ func main() {
 	}
 }
 
-// check measures the tree at root: problems break the file, function and
-// field limits, warnings the method limit.
-func check(root string) (problems, warnings []string, report string, err error) {
+// check measures the tree at root: problems break the file, function,
+// field and method limits.
+func check(root string) (problems []string, report string, err error) {
 	fset := token.NewFileSet()
 	var fields, methods int
 	longest := map[string]int{}
 	for _, dir := range library {
 		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
 		if err != nil {
-			return nil, nil, "", err
+			return nil, "", err
 		}
 		for _, path := range files {
 			if strings.HasSuffix(path, "_test.go") {
@@ -104,7 +95,7 @@ func check(root string) (problems, warnings []string, report string, err error) 
 			}
 			f, err := parser.ParseFile(fset, path, nil, 0)
 			if err != nil {
-				return nil, nil, "", err
+				return nil, "", err
 			}
 			rel, _ := filepath.Rel(root, path)
 			if dir == "rollback" {
@@ -135,7 +126,7 @@ func check(root string) (problems, warnings []string, report string, err error) 
 		problems = append(problems, fmt.Sprintf("rollback.Session has %d fields (at most %d)", fields, MaxFields))
 	}
 	if methods > MaxMethods {
-		warnings = append(warnings, fmt.Sprintf("rollback.Session has %d methods (at most %d)", methods, MaxMethods))
+		problems = append(problems, fmt.Sprintf("rollback.Session has %d methods (at most %d)", methods, MaxMethods))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "shapecheck: rollback.Session %d fields (limit %d), %d methods (limit %d); files of rollback ≤ %d lines; functions ≤ %d lines:", fields, MaxFields, methods, MaxMethods, MaxFileLines, MaxFuncLines)
@@ -148,7 +139,7 @@ func check(root string) (problems, warnings []string, report string, err error) 
 		fmt.Fprintf(&b, " %s %d", d, longest[d])
 	}
 	b.WriteString("\n")
-	return problems, warnings, b.String(), nil
+	return problems, b.String(), nil
 }
 
 // quoted finds a document's quote of Session's counts.
