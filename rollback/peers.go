@@ -23,6 +23,16 @@ func (ps peerSet) actedOn(i, j int, from Frame) bool {
 // over.
 func (ps peerSet) joining(i int) bool { return ps[i].leave.agreed && ps[i].join.keyed }
 
+// anyJoining reports whether a peer is coming back (joining).
+func (ps peerSet) anyJoining() bool {
+	for i := range ps {
+		if ps.joining(i) {
+			return true
+		}
+	}
+	return false
+}
+
 // pendingJoin returns the peer other than i whose join we accepted and
 // that has not taken over yet, or -1.
 func (ps peerSet) pendingJoin(i int) int {

@@ -24,14 +24,16 @@ func (s *Session) receive() Frame {
 	if s.tx.tr == nil {
 		return mis
 	}
-	buf, rj := s.io.recvBuf, s.rejoins()
+	buf := s.io.recvBuf
 	var judged [MaxPlayers]int
 	s.proto.keys.newCall()
 	if s.stmts != nil {
 		s.stmts.newCall()
 	}
+	var rj rejoins // made only with an audience: a machine coming back watches through it
 	if s.aud != nil {
 		s.aud.newCall()
+		rj = s.rejoins()
 	}
 	for {
 		n, peer, ok := s.tx.tr.Receive(buf)
@@ -229,8 +231,11 @@ func (s *Session) checkLiveness() Frame {
 			s.disconnect(i)
 		}
 	}
-	r := s.rejoins()
-	mis = min(mis, r.checkJoins())
+	s.proto.joins = 0
+	if s.peers.anyJoining() { // the view only then: this runs every call
+		r := s.rejoins()
+		mis = min(mis, r.checkJoins())
+	}
 	d := newDepartures(s.peers, &s.inputs, s.ls != nil)
 	for x := range s.peers {
 		px := &s.peers[x]
