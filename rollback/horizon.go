@@ -55,7 +55,22 @@ func (h *horizon) anchors(next Frame) (anchor, settled Frame) {
 	if h.confirmedAnchor() {
 		return c, c
 	}
-	return h.bounded(c, next)
+	return h.bounded(min(c, h.snaps.forcedBound(next)))
+}
+
+// final returns the first frame whose inputs may not be final yet: the
+// settled frame of anchors, but for a forced mode's next rollback, which
+// re-simulates the frames after it with the same final inputs. The
+// Recorder and the spectators' feed get the frames before it; held back
+// by the forced rollback, a ConstantCost session never gave them the last
+// MaxRollback frames of a match.
+func (h *horizon) final() Frame {
+	c := h.inputs.confirmed()
+	if len(h.peers) <= 1 && h.stmts == nil {
+		return c
+	}
+	_, settled := h.bounded(c)
+	return settled
 }
 
 // confirmedAnchor reports whether the anchor and the settled frame are the
@@ -66,12 +81,9 @@ func (h *horizon) confirmedAnchor() bool {
 }
 
 // bounded is anchors for three or more machines or a forced mode: the
-// confirmed frame c bounded by the other machines' counts, the forced
-// rollback and the settled statements.
-func (h *horizon) bounded(c, next Frame) (anchor, settled Frame) {
-	if h.snaps.forced > 0 {
-		c = min(c, h.snaps.forcedBound(next))
-	}
+// confirmed frame c (already bounded by the forced rollback) bounded by
+// the other machines' counts and the settled statements.
+func (h *horizon) bounded(c Frame) (anchor, settled Frame) {
 	if len(h.peers) > 1 { // the floors of third machines' counts
 		d := newDepartures(h.peers, h.inputs, h.lockstep)
 		for x := range h.peers {

@@ -44,13 +44,13 @@ func (r *recording) logStep(now time.Duration, f Frame, resim bool, in []PlayerI
 func (r *recording) feeding(aud *audience) bool { return r.rec != nil || r.log != nil || aud != nil }
 
 // record gives the Recorder, the log and the spectators' feed every frame
-// that has become final: simulated, and before the anchor (h), so that no
+// that has become final: simulated, and before h's final frame, so that no
 // rollback can change its inputs.
 func (r *recording) record(now time.Duration, h *horizon) {
 	if !r.feeding(h.aud) || r.recorded >= h.frame {
 		return
 	}
-	end := min(h.anchor(h.frame), h.frame)
+	end := min(h.final(), h.frame)
 	if r.log != nil && end > r.recorded {
 		r.log.Final(now, int(end))
 	}

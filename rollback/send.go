@@ -14,7 +14,6 @@ import (
 // codec is the session's wire scratch: buffers and messages reused by
 // every call, so that steady-state play allocates nothing.
 type codec struct {
-	sendBuf []byte
 	recvBuf []byte
 	pkt     wire.InputPacket
 	base    [MaxPlayers]uint64

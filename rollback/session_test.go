@@ -597,3 +597,54 @@ type nopRecorder struct{}
 func (nopRecorder) Begin(rollback.MatchInfo)                         {}
 func (nopRecorder) Confirmed(rollback.Frame, []rollback.PlayerInput) {}
 func (nopRecorder) Checksum(rollback.Frame, uint64)                  {}
+
+// countRecorder is a Recorder that counts the frames it is given, which
+// must come in order, and the checksums.
+type countRecorder struct {
+	t         testing.TB
+	frames    int
+	checksums int
+}
+
+func (r *countRecorder) Begin(rollback.MatchInfo) {}
+func (r *countRecorder) Confirmed(f rollback.Frame, _ []rollback.PlayerInput) {
+	require.Equal(r.t, rollback.Frame(r.frames), f, "frames in order")
+	r.frames++
+}
+func (r *countRecorder) Checksum(rollback.Frame, uint64) { r.checksums++ }
+
+// TestRecorderGetsEveryFrame: with either snapshot policy, the Recorder
+// gets every frame of a match once its inputs are confirmed and the
+// session idles after the last. With ConstantCost it never got the last
+// MaxRollback (580 of 600): the anchor stayed behind the next forced
+// rollback's frame, though a forced rollback re-simulates confirmed
+// frames with the same inputs.
+func TestRecorderGetsEveryFrame(t *testing.T) {
+	const frames = 600
+	for _, policy := range []rollback.SnapshotPolicy{rollback.TwoBackups, rollback.ConstantCost} {
+		t.Run(policy.String(), func(t *testing.T) {
+			rec := &countRecorder{t: t}
+			ss, _, nw := connectedPairOver(t, netsim.Profile{Latency: 30 * time.Millisecond}, func(i int, c *rollback.Config) {
+				c.Snapshots = policy
+				if i == 0 {
+					c.Recorder = rec
+				}
+			})
+			for tick := 0; rec.frames < frames; tick++ {
+				require.Less(t, tick, frames+600, "the Recorder has %d frames", rec.frames)
+				for i, s := range ss {
+					if s.Frame() < frames {
+						offer(t, s, rollback.PlayerID(i), rollback.Input(tick%16))
+						_, err := s.Advance()
+						require.NoError(t, err)
+					} else {
+						_, err := s.Idle()
+						require.NoError(t, err)
+					}
+				}
+				nw.Advance(match.Tick)
+			}
+			assert.Equal(t, frames, rec.frames)
+		})
+	}
+}
