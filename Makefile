@@ -34,8 +34,13 @@ STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 .PHONY: scale-test module-check determinism test race tools-test lint check tools-check cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
 
 ## test: check, then the root module's suite built with the adversary (ADVERSARY: the build tag rewind_adversary) in random order, every benchmark once (a broken one fails), the match tests in full; then rollback again as a game builds it (no tag). check has vetted everything, both ways: go test does not vet again. Within three minutes from a cold build cache on a quiet two-core machine: the race detector's builds (make race) and the tools' heavy dependencies (make tools-test) are not in it; CI runs both, and staticcheck (make lint).
+# ELSEWHERE: the root module's tests that build what make test leaves to
+# other targets: rtc's API listing (it compiles pion; make tools-test) and
+# the determinism command run whole on this platform (make determinism,
+# which runs it on seven).
+ELSEWHERE := TestAPIRTC|TestHostMatrix
 test: check
-	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x $(ROOT)
+	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x -skip '^($(ELSEWHERE))$$' $(ROOT)
 	$(GO) test -count=1 -vet=off ./rollback/
 
 ## race: the packages whose code or tests run goroutines (RACE) under the race detector, built with the adversary: the UDP transport, the network simulator, and the match harness and the soak, which drive several sessions at once (the detector checks that they share nothing); their longest match tests play a sample under it. The session core has no goroutines: the detector has nothing to find in the other packages' tests, which it slowed 5-20 times, and it compiles the standard library and every package a second time.
@@ -43,9 +48,10 @@ RACE     := ./rollback/udp/ ./rollback/netsim/ ./internal/match/ ./cmd/soak/...
 race:
 	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(RACE)
 
-## tools-test: tools-check, then the tools' modules' tests (TOOLS) with the adversary in random order (the soak's match tests in full: make race plays a sample of them), every benchmark once; then the soak as a game builds the library (no tag).
+## tools-test: tools-check, then the tools' modules' tests (TOOLS) with the adversary in random order (the soak's match tests in full: make race plays a sample of them), every benchmark once; then the soak as a game builds the library (no tag), and rtc's API listing (api/rtc.txt, TestAPIRTC: loading rtc compiles pion).
 tools-test: tools-check
 	$(GO) test $(ADVERSARY) -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m -bench . -benchtime 1x $(TOOLS)
+	$(GO) test -count=1 -run '^TestAPIRTC$$' ./internal/apilist/
 	$(GO) test -count=1 -vet=off ./cmd/soak/
 
 ## lint: check, tools-check, and staticcheck (its default checks, over the root and tools' modules and rtc).
@@ -54,14 +60,19 @@ lint: check tools-check
 
 ## check: for the root module: go vet (with and without the adversary's tag), the shape limits (internal/shapecheck: a rollback file ≤ 500 lines, a library function ≤ 80, Session ≤ 25 fields and ≤ 60 methods), gofmt (every file), a package comment on every package, go.mod's tidiness, and the library's dependencies. The API listing (api/*.txt, TestAPI) and the Go blocks of README.md and docs/ (TestDocs) are checked by tests, in internal/apilist and internal/doccheck. tools-check is the same for the tools' modules.
 check: library-deps
-	$(GO) vet $(ROOT)
 	$(GO) vet $(ADVERSARY) $(ROOT)
+	$(GO) vet $(TAGGED)
 	$(GO) run ./internal/shapecheck -doc docs/architecture.md
 	@missing=$$($(GO) list -f '{{if not .Doc}}{{.ImportPath}}{{end}}' $(ROOT)); \
 		if [ -n "$$missing" ]; then echo "package comment missing:"; echo "$$missing"; exit 1; fi
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	GOWORK=off $(GO) mod tidy -diff
+
+# TAGGED: the root module's packages with files of their own that the
+# adversary's tag leaves out or puts in: vetted again as a game builds them
+# (the others are the same either way).
+TAGGED   := ./rollback/ ./internal/match/
 
 ## tools-check: go vet (both ways), package comments and go.mod's tidiness for the tools' modules.
 tools-check:
@@ -73,7 +84,7 @@ tools-check:
 
 ## api: rewrites api/*.txt, the exported API of the library's and rtc's packages (internal/apilist), after a deliberate change to it; name the change in CHANGELOG.md.
 api:
-	$(GO) test ./internal/apilist -run '^TestAPI$$' -count=1 -update
+	$(GO) test ./internal/apilist -run '^TestAPI(RTC)?$$' -count=1 -update
 
 ## cross: a 32-bit build of the library (its frame counters and checksums are width-sensitive at compile time) and of the arena example (its state's size is asserted at compile time: the same layout on 32- and 64-bit platforms); the tools are not built for 32-bit targets. CI runs it after make test: cross-compiling the standard library costs half a minute of a cold make test.
 cross:

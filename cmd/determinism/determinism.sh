@@ -33,6 +33,10 @@ export DETERMINISM_OUT="$out"
 mkdir -p "$out"
 start=$(date +%s)
 
+# The command's own test, run whole on this platform (make test leaves it
+# here: it builds the program).
+go test -count=1 -run '^TestHostMatrix$' ./cmd/determinism/
+
 missing=()
 { command -v qemu-aarch64-static && command -v qemu-i386-static && command -v qemu-x86_64-static; } >/dev/null || missing+=(qemu-user-static)
 { command -v node || command -v nodejs; } >/dev/null || missing+=(nodejs)
