@@ -14,6 +14,7 @@ import (
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/savestate"
 )
@@ -269,4 +270,66 @@ func TestCheckpointsDoNotAllocate(t *testing.T) {
 	require.Greater(t, after.Frame-before.Frame, rollback.Frame(250))
 	require.Greater(t, after.Rollbacks, before.Rollbacks)
 	assert.Zero(t, allocs)
+}
+
+// checksumDropper is a Transport that drops the first n datagrams of kind
+// Checksum it is asked to send once armed.
+type checksumDropper struct {
+	rollback.Transport
+	armed   func() bool
+	n       int
+	dropped int
+}
+
+func (d *checksumDropper) Send(peer int, b []byte) error {
+	if len(b) > 0 && wire.Kind(b[0]>>4) == wire.KindChecksum && d.dropped < d.n && d.armed() {
+		d.dropped++
+		return nil
+	}
+	return d.Transport.Send(peer, b)
+}
+
+// TestDesyncReportArrives: when every copy of one machine's checksum of the
+// first desynced frame is lost, the other machine still learns of the
+// desync, and both name the field. It failed for two reasons: the machine
+// that detected the desync (and stopped) resent nothing, and the other,
+// stalled for its inputs, compared no checksums on its stalled ticks; it
+// cut the first after the disconnect timeout and played on alone.
+func TestDesyncReportArrives(t *testing.T) {
+	link := &fixedLink{delay: time.Millisecond}
+	x := &fullPair{advance: link.Advance}
+	drop := &checksumDropper{Transport: link.end(0), n: 3}
+	x.make(t, [2]rollback.Transport{drop, link.end(1)}, link, 10)
+	drop.armed = func() bool { return x.ss[0].Frame() >= 305 }
+	x.games[1].corruptAt = 300
+	var errs [2]*desync.Error
+	var reported [2]bool
+	for tick := 0; tick < 900 && !(reported[0] && reported[1]); tick++ {
+		for i, s := range x.ss {
+			var de *desync.Error
+			if _, err := s.AddLocalInput(rollback.PlayerID(i), rollback.Input((tick/3+i)%16)); err != nil && !errors.As(err, &de) {
+				t.Fatal(err)
+			}
+			r, err := s.Advance()
+			if err != nil && !errors.As(err, &de) {
+				t.Fatal(err)
+			}
+			if de != nil {
+				errs[i] = de
+			}
+			for _, e := range r.Events {
+				reported[i] = reported[i] || e.Kind == rollback.EventDesyncReport
+			}
+		}
+		link.Advance(match.Tick)
+	}
+	require.Equal(t, 3, drop.dropped, "machine 0's three copies of its checksum were lost")
+	for i := range errs {
+		require.NotNil(t, errs[i], "machine %d detected the desync", i)
+		assert.True(t, reported[i], "machine %d named the field", i)
+		assert.Equal(t, int32(310), errs[i].Frame, "machine %d: the first checksum frame after the corruption", i)
+		assert.Regexp(t, `^rollback_test\.fullState\.Blob\[12345\]: \d+ vs \d+$`, errs[i].Field, "machine %d", i)
+	}
+	st, _ := x.ss[1].PeerStats(0)
+	assert.Zero(t, st.Suspected[rollback.SuspectWithheld], "machine 0 is not read as withholding its inputs")
 }

@@ -304,6 +304,17 @@ func (c *checksums) remote(i int, f int32, sum uint64) {
 	}
 }
 
+// reported returns our checksum of the frame we found desynced, to resend
+// to the peer we compare with until it sends a State of that frame: on a
+// lossy link every copy of it can be lost, and the peer, never told,
+// would wait for our inputs and cut us as withholding them.
+func (c *checksums) reported(i int) (Frame, uint64, bool) {
+	if c == nil || c.err == nil || c.ex == nil || c.ex.serving || i != c.ex.peer || c.ex.heard[i] {
+		return 0, 0, false
+	}
+	return Frame(c.err.Frame), c.err.Local, true
+}
+
 // latest returns our newest final checksum.
 func (c *checksums) latest() (Frame, uint64, bool) {
 	if c == nil || c.det == nil {
@@ -398,11 +409,12 @@ type exchange struct {
 	next     []int           // per peer: the next chunk to send
 	done     []bool          // per peer: it has all of ours
 	status   []time.Duration // per peer: when we last sent a bare Done
+	heard    []bool          // per peer: it sent a State of frame: it knows of the desync
 	msg      wire.State      // scratch for outgoing states (here, not in checksums: no byte of it before a desync)
 }
 
 func newExchange(f Frame, peer, peers int) *exchange {
-	return &exchange{frame: f, peer: peer, next: make([]int, peers), done: make([]bool, peers), status: make([]time.Duration, peers)}
+	return &exchange{frame: f, peer: peer, next: make([]int, peers), done: make([]bool, peers), status: make([]time.Duration, peers), heard: make([]bool, peers)}
 }
 
 func deflate(b []byte) []byte {
@@ -450,6 +462,7 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 	}
 	x := c.ex
 	x.done[i] = x.done[i] || m.Done
+	x.heard[i] = true
 	if i != x.peer || x.complete || x.serving || len(m.Data) == 0 {
 		return true, false
 	}

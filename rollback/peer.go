@@ -386,6 +386,16 @@ const (
 	checksumResend  = 250 * time.Millisecond
 )
 
+// resend reports whether a checksum resent until the peer answers goes
+// now: every checksumResend.
+func (c *sumSender) resend(now time.Duration) bool {
+	if now-c.sentAt < checksumResend {
+		return false
+	}
+	c.sentAt = now
+	return true
+}
+
 // due reports whether the checksum of frame f goes to the peer now.
 func (c *sumSender) due(now time.Duration, f Frame) bool {
 	if f != c.frame {

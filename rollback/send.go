@@ -255,6 +255,10 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 			s.proto.lie.lieChecksum(s, i, f, sum)
 		}
 	}
+	if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
+		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
+		s.tx.riding(i, &s.io.sum, inputs)
+	}
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, &s.tx)
 	}
@@ -289,13 +293,15 @@ func (s *Session) outvoted(e *desync.Error) {
 	s.suspect(e.Peer, SuspectDesync)
 }
 
-// checkDesync hands on the checksums whose frame can no longer change and
-// compares them with the peers'.
-func (s *Session) checkDesync() {
+// checkDesync hands on the checksums whose frame can no longer change
+// (not on a stalled tick) and compares them with the peers'.
+func (s *Session) checkDesync(stalled bool) {
 	if s.sums == nil || s.sums.failed() != nil {
 		return
 	}
-	if s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
+	// A stalled tick compares the checksums that came; it hands on none
+	// (that waits for the next frame simulated, as it always did).
+	if !stalled && s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
 		s.sums.finals(s.frame, s.horizon().anchor(s.frame), s)
 	}
 	e := s.sums.detect(len(s.peers), s)

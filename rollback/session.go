@@ -281,8 +281,15 @@ func (s *Session) stall(r Result, err error) (Result, error) {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
+	// And the checksums that came are compared: a machine stalled for a
+	// peer that found a desync (and stopped: its inputs stop) learns of it
+	// from the peer's checksum only here.
+	s.checkDesync(true)
 	s.send()
 	r.Stalled, r.Events = true, s.events
+	if e := s.sums.failed(); err == nil && e != nil {
+		err = e
+	}
 	return r, err
 }
 
@@ -295,7 +302,7 @@ func (s *Session) endTick() error {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	s.checkDesync()
+	s.checkDesync(false)
 	s.send()
 	if s.sync != nil && s.sync.err != nil {
 		return s.sync.err
@@ -372,7 +379,7 @@ func (s *Session) Idle() (Result, error) {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	s.checkDesync()
+	s.checkDesync(false)
 	s.send()
 	r.Events = s.events
 	if e := s.sums.failed(); err == nil && e != nil {
