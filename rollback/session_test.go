@@ -91,6 +91,23 @@ func offer(t testing.TB, s *rollback.Session, p rollback.PlayerID, in rollback.I
 	require.NoError(t, err)
 }
 
+// playTo plays one tick of each session in ss (player i on session i)
+// until it reaches frame end, giving input(i) as its input, then idles
+// it.
+func playTo(t testing.TB, ss [2]*rollback.Session, end rollback.Frame, input func(i int) rollback.Input) {
+	t.Helper()
+	for i, s := range ss {
+		var err error
+		if s.Frame() < end {
+			offer(t, s, rollback.PlayerID(i), input(i))
+			_, err = s.Advance()
+		} else {
+			_, err = s.Idle()
+		}
+		require.NoError(t, err)
+	}
+}
+
 // connectedPair returns two sessions, one player each, over a perfect
 // netsim network, with the handshake done.
 func connectedPair(t testing.TB, edit func(i int, c *rollback.Config)) ([2]*rollback.Session, [2]*counterGame, *netsim.Network) {
@@ -632,16 +649,7 @@ func TestRecorderGetsEveryFrame(t *testing.T) {
 			})
 			for tick := 0; rec.frames < frames; tick++ {
 				require.Less(t, tick, frames+600, "the Recorder has %d frames", rec.frames)
-				for i, s := range ss {
-					if s.Frame() < frames {
-						offer(t, s, rollback.PlayerID(i), rollback.Input(tick%16))
-						_, err := s.Advance()
-						require.NoError(t, err)
-					} else {
-						_, err := s.Idle()
-						require.NoError(t, err)
-					}
-				}
+				playTo(t, ss, frames, func(int) rollback.Input { return rollback.Input(tick % 16) })
 				nw.Advance(match.Tick)
 			}
 			assert.Equal(t, frames, rec.frames)

@@ -62,16 +62,7 @@ func watchPairStats(t *testing.T, p netsim.Profile, frames int, join []int, src 
 			break
 		}
 		require.Less(t, tick, frames+1200, "the spectators did not reach the end")
-		for i, s := range ss {
-			if s.Frame() < rollback.Frame(frames) {
-				offer(t, s, rollback.PlayerID(i), rollback.Input((tick*7+i*3)/5%16))
-				_, err := s.Advance()
-				require.NoError(t, err)
-			} else {
-				_, err := s.Idle()
-				require.NoError(t, err)
-			}
-		}
+		playTo(t, ss, rollback.Frame(frames), func(i int) rollback.Input { return rollback.Input((tick*7 + i*3) / 5 % 16) })
 		nw.Advance(match.Tick)
 	}
 	var st [2]rollback.Stats
