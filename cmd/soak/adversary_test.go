@@ -16,7 +16,7 @@ import (
 )
 
 // The tests here run the soak's adversary: they need the build tag
-// rewind_adversary (make test passes it).
+// rewind_adversary (make tools-test passes it).
 
 // TestAdversary: -adversary all gives every match its own kind of lie and
 // lying machine (match i: kind i%9+1, each round of the kinds on the next

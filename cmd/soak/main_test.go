@@ -132,7 +132,7 @@ func TestSoakSoundOnIntercontinental(t *testing.T) {
 	t.Parallel()
 	frames := "3600"
 	if raceEnabled {
-		frames = "1200" // a sample: make test also plays the 3600 without the race detector
+		frames = "1200" // a sample: make tools-test also plays the 3600 without the race detector
 	}
 	var out, errOut bytes.Buffer
 	code := run([]string{"-matches", "2", "-players", "4", "-frames", frames, "-profile", "intercontinental", "-json", "-"}, &out, &errOut)
@@ -454,7 +454,7 @@ func TestLockstepSoak(t *testing.T) {
 	t.Parallel()
 	matches := 20
 	if raceEnabled {
-		matches = 4 // a sample (seeds 1 to 4): make test also plays the 20 without the race detector
+		matches = 4 // a sample (seeds 1 to 4): make tools-test also plays the 20 without the race detector
 	}
 	soak := func(args ...string) Summary {
 		var out, errOut bytes.Buffer

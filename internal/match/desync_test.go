@@ -49,7 +49,7 @@ func TestNoFalseDesync(t *testing.T) {
 	require.NoError(t, err)
 	matches, checksums := 200, 0
 	if testing.Short() || raceEnabled {
-		matches = 10 // a sample: make test also runs the 200 without the race detector
+		matches = 10 // a sample (make race): make test runs the 200 without the race detector
 	}
 	var rollbacks int64
 	for seed := range uint64(matches) {
@@ -92,7 +92,7 @@ func TestReplays(t *testing.T) {
 			require.NoError(t, err)
 			frames := 1500
 			if raceEnabled && tc.players == 8 {
-				frames = 600 // a sample: make test also runs it in full without the race detector
+				frames = 600 // a sample (make race): make test runs it in full without the race detector
 			}
 			c := Config{Players: tc.players, Frames: frames, Seed: 11, Profile: p, ChecksumEvery: tc.every, Record: true,
 				DropAt: tc.drop, DropMachine: 1, DisconnectTimeout: 2 * time.Second}

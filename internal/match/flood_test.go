@@ -32,7 +32,7 @@ type flooded struct {
 // oldest); the honest machine 1's datagrams still arrive, and the match
 // completes and verifies with all three machines.
 //
-// It runs only without the race detector (make test's plain pass): under
+// It runs only without the race detector (make test): under
 // it, with a cold build competing for both cores, the transport's reader
 // fell behind, the kernel's socket buffer (shared by every peer) overflowed
 // with the flood, and machine 0 went 5 s without the honest peer's
@@ -44,7 +44,7 @@ type flooded struct {
 // still overflows machine 2's queue at machine 0 at every tick.
 func TestFloodFromOnePeerAddress(t *testing.T) {
 	if match.RaceEnabled {
-		t.Skip("a real-time flood: run without the race detector (make test's plain pass)")
+		t.Skip("a real-time flood: run without the race detector (make test)")
 	}
 	t.Parallel()
 	const perTick = 2 * udp.PeerQueue

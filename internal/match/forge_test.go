@@ -35,7 +35,7 @@ const handshakeRetryTicks = 6
 // bit-flipped, byte-changed and truncated copies of the match's own
 // datagrams, replays of an earlier match with the same session id, and
 // handshakes racing the real ones from before the start): at least 10^6
-// in all without the race detector (make test's plain pass), a sample
+// in all without the race detector (make test), a sample
 // under it. The matches start, on average, within one handshake retry
 // of the same matches unattacked, nobody is disconnected, no forged
 // datagram is taken (so no forged input is ever used), and every match

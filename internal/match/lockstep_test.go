@@ -26,7 +26,7 @@ func TestLockstep(t *testing.T) {
 		t.Run(fmt.Sprintf("%dp-%dHz", tc.players, tc.hz), func(t *testing.T) {
 			seeds := uint64(3)
 			if match.RaceEnabled {
-				seeds = 1 // a sample: make test also runs the three without the race detector
+				seeds = 1 // a sample (make race): make test runs the three without the race detector
 			}
 			for seed := uint64(1); seed <= seeds; seed++ {
 				r := match.Run(match.Config{Players: tc.players, Frames: tc.frames, Seed: seed, Profile: wifi,
@@ -88,7 +88,7 @@ func TestLockstepTable(t *testing.T) {
 	t.Parallel()
 	seeds := uint64(2)
 	if match.RaceEnabled {
-		seeds = 1 // a sample (fewer hitches to clear the same bars): make test also runs the two without the race detector
+		seeds = 1 // a sample (fewer hitches to clear the same bars): make test runs the two without the race detector
 	}
 	play := func(profile string, reliable bool, playout time.Duration) (hitches int64) {
 		p, err := netsim.ParseProfile(profile)
