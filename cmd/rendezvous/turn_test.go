@@ -326,12 +326,20 @@ func TestTURNSeatQuota(t *testing.T) {
 func TestTURNSecretFile(t *testing.T) {
 	ctx := testCtx(t, 20*time.Second)
 	path := filepath.Join(t.TempDir(), "secrets")
+	// write replaces the file at once, its content and time together (a
+	// rename): written in place, then dated, the watcher could see both
+	// and reload twice, and the second reload's signal answered the next
+	// wait before its change was read (the test failed once in CI).
 	write := func(content string, mod time.Time) {
 		t.Helper()
-		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		tmp := path + ".new"
+		if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.Chtimes(path, mod, mod); err != nil {
+		if err := os.Chtimes(tmp, mod, mod); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, path); err != nil {
 			t.Fatal(err)
 		}
 	}
