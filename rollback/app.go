@@ -3,7 +3,7 @@ package rollback
 // app is the game as a session or a spectator calls it: each Game.Step,
 // told first to the Observer when it watches; the steps it is told are
 // not news (Extrapolating); and the game's render function, during which
-// the calls that would change the session are refused (ErrInRender).
+// the calls that would change the session are refused (errInRender).
 type app struct {
 	game      Game
 	obs       Observer // nil: none

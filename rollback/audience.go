@@ -28,9 +28,9 @@ const (
 	snapWrap        = 250 * time.Millisecond // pieces in flight are sent again after this
 	feedKeepalive   = 250 * time.Millisecond // an idle spectator hears from us this often
 	maxFeedFrames   = 64                     // frames in one feed packet
-	// DefaultTransferRate is the state transfer's pace to each spectator
+	// defaultTransferRate is the state transfer's pace to each spectator
 	// when Config.TransferRate is 0, in bytes a second (two pieces a tick).
-	DefaultTransferRate = 2 * wire.MaxSnapData * 60
+	defaultTransferRate = 2 * wire.MaxSnapData * 60
 )
 
 // stateSource gives the audience the state it offers joiners.
@@ -97,7 +97,7 @@ type guest struct {
 }
 
 func newAudience(limit, peers, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
-	a := &audience{max: limit, peers: peers, perTick: max(1, orDefault(rate, DefaultTransferRate)/60/wire.MaxSnapData),
+	a := &audience{max: limit, peers: peers, perTick: max(1, orDefault(rate, defaultTransferRate)/60/wire.MaxSnapData),
 		keys: keys, session: session, tr: tr, feed: f, interr: interr, discon: discon}
 	a.format, _ = wire.NewFormat(wire.Layout(keys.terms.Layout)) // the session's, validated; a bad one encodes nothing
 	a.io.buf = make([]byte, 0, maxDatagram)

@@ -79,9 +79,9 @@ type (
 // place, restored (one copy of the arena) and 20 frames are simulated.
 func BenchmarkAdvance(b *testing.B) {
 	rollback.NoLowFloorCheck(b)
-	b.Run("steady-1KiB", benchSteady(rollback.RollbackMode, false))
-	b.Run("steady-1KiB-plain", benchSteady(rollback.RollbackMode, true))
-	b.Run("steady-lockstep-1KiB", benchSteady(rollback.LockstepMode, false))
+	b.Run("steady-1KiB", benchSteady(false, false))
+	b.Run("steady-1KiB-plain", benchSteady(false, true))
+	b.Run("steady-lockstep-1KiB", benchSteady(true, false))
 	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10, 0))
 	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20, 0))
 	// Desync detection's worst case: every checksum frame is re-simulated
@@ -89,11 +89,11 @@ func BenchmarkAdvance(b *testing.B) {
 	b.Run("rollback20-1MiB-no-checksums", benchRollback20[blob1MiB](1<<20, -1))
 }
 
-func benchSteady(mode rollback.Mode, plain bool) func(b *testing.B) {
-	return func(b *testing.B) { benchSteadyMode(b, mode, plain) }
+func benchSteady(lockstep, plain bool) func(b *testing.B) {
+	return func(b *testing.B) { benchSteadyMode(b, lockstep, plain) }
 }
 
-func benchSteadyMode(b *testing.B, mode rollback.Mode, plain bool) {
+func benchSteadyMode(b *testing.B, lockstep, plain bool) {
 	nw, err := netsim.New(2, 1, netsim.Profile{Latency: 1e6})
 	if err != nil {
 		b.Fatal(err)
@@ -109,12 +109,12 @@ func benchSteadyMode(b *testing.B, mode rollback.Mode, plain bool) {
 		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i),
-			Clock: nw, Rand: match.SeededRand(1, i), Mode: mode,
+			Clock: nw, Rand: match.SeededRand(1, i), Lockstep: lockstep,
 			// One input packet per peer-frame, as the floor sends: the
 			// held input would otherwise let lazy sending leave every
 			// other one out after 5 s (lockstep sends on its own
 			// schedule, and refuses the option).
-			SendEveryTick: mode != rollback.LockstepMode}
+			SendEveryTick: !lockstep}
 		if plain {
 			c.Transport, c.Clock = link.end(i), link
 		}

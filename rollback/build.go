@@ -29,7 +29,7 @@ func NewSession(cfg Config) (*Session, error) {
 		io:     newCodec(cfg.Players),
 	}
 	if s.clock == nil {
-		s.clock = RealClock()
+		s.clock = realClock()
 	}
 	var err error
 	if s.roster.format, err = wire.NewFormat(s.roster.layout); err != nil {
@@ -38,14 +38,14 @@ func NewSession(cfg Config) (*Session, error) {
 	s.tx = newOutbox(cfg.Transport, &s.peers, &s.now, &s.stats, s.roster.format)
 	perFrame := len(s.roster.local) * (len(s.roster.layout) + s.roster.layout.Bits())
 	s.roster.maxFrames = min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
-	lockstepMode := cfg.Mode == LockstepMode
+	lockstepMode := cfg.Lockstep
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.inputs.standIn = cfg.StandIn
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
 	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
-	s.quiet.on = !cfg.SendEveryTick && cfg.Mode != LockstepMode
+	s.quiet.on = !cfg.SendEveryTick && !cfg.Lockstep
 	s.proto.lie = liarOf(cfg.Transport)
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With

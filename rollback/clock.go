@@ -14,10 +14,10 @@ type clockFunc func() time.Duration
 // Now returns f().
 func (f clockFunc) Now() time.Duration { return f() }
 
-// RealClock returns a Clock that reads the machine's monotonic clock,
+// realClock returns a Clock that reads the machine's monotonic clock,
 // counting from the call. It is the default Config.Clock; the session itself
 // reads time only through its Clock.
-func RealClock() Clock {
+func realClock() Clock {
 	start := time.Now() // safe: the default Config.Clock, which callers replace; the session core reads time only through it
 	return clockFunc(func() time.Duration { return time.Since(start) })
 }

@@ -14,12 +14,12 @@ import (
 
 // Defaults.
 const (
-	DefaultMaxRollback = 20 // frames; the INVERSUS value
-	// MaxRollbackLimit bounds MaxRollback so that every frame number a healthy
+	defaultMaxRollback = 20 // frames; the INVERSUS value
+	// maxRollbackLimit bounds MaxRollback so that every frame number a healthy
 	// match puts in a packet fits the 8-bit relative fields of the header.
-	MaxRollbackLimit = 64
-	// MaxInputLag bounds InputLag for the same reason.
-	MaxInputLag = 30
+	maxRollbackLimit = 64
+	// maxInputLag bounds InputLag for the same reason.
+	maxInputLag = 30
 
 	defaultHandshakeTimeout  = 10 * time.Second
 	defaultInterruptTimeout  = 750 * time.Millisecond // GGPO's disconnect notice
@@ -27,16 +27,16 @@ const (
 	defaultQualityInterval   = time.Second
 	defaultRedundantFrames   = 8
 
-	// DefaultTickRate is the lockstep simulation rate, in frames a second.
-	DefaultTickRate = 60
-	// MaxTickRate bounds Config.TickRate.
-	MaxTickRate = 240
-	// DefaultPlayoutDelay is the lockstep playout delay (Gaffer's value).
-	DefaultPlayoutDelay = 100 * time.Millisecond
-	// LockstepCatchUp is the most frames a lockstep Advance simulates to
+	// defaultTickRate is the lockstep simulation rate, in frames a second.
+	defaultTickRate = 60
+	// maxTickRate bounds Config.TickRate.
+	maxTickRate = 240
+	// defaultPlayoutDelay is the lockstep playout delay (Gaffer's value).
+	defaultPlayoutDelay = 100 * time.Millisecond
+	// lockstepCatchUp is the most frames a lockstep Advance simulates to
 	// catch up with the playout schedule (Gaffer's value): more would make
 	// a slow render frame slower still.
-	LockstepCatchUp = 4
+	lockstepCatchUp = 4
 )
 
 // SnapshotPolicy chooses when the session saves and restores the arena.
@@ -54,19 +54,10 @@ const (
 	ConstantCost // constant-cost
 )
 
-// Mode is how a session keeps the machines in step.
-type Mode uint8
-
-// Modes.
+// The modes a handshake's terms carry (Config.Lockstep).
 const (
-	// RollbackMode (the default) predicts missing remote inputs, simulates
-	// on, and rolls back and re-simulates when a prediction was wrong.
-	RollbackMode Mode = 1 + iota // rollback
-	// LockstepMode simulates a frame only once every player's input for it
-	// has arrived, on a steady schedule a playout delay behind the first
-	// inputs received: no prediction, no rollback, no snapshots (see the
-	// package documentation).
-	LockstepMode // lockstep
+	rollbackMode = 1 + iota
+	lockstepMode
 )
 
 // Peer is another machine in the match.
@@ -103,21 +94,27 @@ type Config struct {
 	Game Game
 	// Transport carries packets to the peers; required when Peers is not empty.
 	Transport Transport
-	// Mode is RollbackMode or LockstepMode; 0 means RollbackMode.
-	Mode Mode
+	// Lockstep makes this a lockstep session: it simulates a frame only
+	// once every player's input for it has arrived, on a steady schedule a
+	// playout delay behind the first inputs received: no prediction, no
+	// rollback, no snapshots (see the package documentation). false is
+	// rollback mode: it predicts missing remote inputs, simulates on, and
+	// rolls back and re-simulates when a prediction was wrong. Every
+	// machine of a match must agree.
+	Lockstep bool
 	// TickRate is the lockstep simulation rate in frames a second, 1 to
-	// MaxTickRate (10 for an RTS); 0 means 60. Rollback mode runs at 60.
+	// 240 (10 for an RTS); 0 means 60. Rollback mode runs at 60.
 	TickRate int
 	// PlayoutDelay is how long after the first inputs arrived from every
 	// peer a lockstep session simulates frame 0; frame f is then due
 	// f/TickRate later. It absorbs jitter and lost packets; 0 means
-	// DefaultPlayoutDelay (100 ms), negative means none. Lockstep only.
+	// 100 ms (Gaffer's value), negative means none. Lockstep only.
 	PlayoutDelay time.Duration
 	// MaxRollback is the most frames a rollback reaches back, 1 to
-	// MaxRollbackLimit; 0 means DefaultMaxRollback (20). The session stalls
+	// 64; 0 means 20 (the INVERSUS value). The session stalls
 	// rather than run further ahead of a peer's last input.
 	MaxRollback int
-	// InputLag is the local input lag in frames, 0 to MaxInputLag, at
+	// InputLag is the local input lag in frames, 0 to 30, at
 	// the start of the match: an input added while frame f is next is used
 	// for frame f+InputLag. Unless FixedInputLag is set, the session then
 	// re-evaluates it every 100 frames with inputlag.Next (at most
@@ -223,8 +220,8 @@ type Config struct {
 	// (SpectatorConfig.MaxSpectators).
 	MaxSpectators int
 	// TransferRate paces the state sent to each joining spectator or
-	// machine, in bytes a second; 0 means DefaultTransferRate (about
-	// 120 KB/s).
+	// machine, in bytes a second; 0 means about
+	// 120 KB/s (2 KiB a tick).
 	TransferRate int
 	// StandIn, if not nil, gives the input of player p for frame f while p
 	// is absent (its machine disconnected, until it takes p back), with the
@@ -236,7 +233,7 @@ type Config struct {
 	// RejoinWindow is how long after a peer is disconnected its machine
 	// may come back (a Session with InProgress set: docs/protocol.md,
 	// "Reconnect") and take its players back from the stand-in; 0 means
-	// DefaultRejoinWindow (60 s), negative never. Rollback mode only:
+	// 60 s, negative never. Rollback mode only:
 	// lockstep refuses any but 0.
 	RejoinWindow time.Duration
 	// InProgress makes this machine join a match already under way: it
@@ -276,7 +273,7 @@ func (c *Config) validate() error {
 		switch {
 		case len(c.Peers) == 0:
 			return cfgErr("InProgress", "no peers to join")
-		case c.Mode == LockstepMode:
+		case c.Lockstep:
 			return cfgErr("InProgress", "lockstep matches cannot be joined in progress")
 		case c.Recorder != nil:
 			return cfgErr("InProgress", "with a Recorder: a joiner has no inputs before the state it joins at")
@@ -285,7 +282,7 @@ func (c *Config) validate() error {
 		}
 	}
 	for i, p := range c.Peers {
-		if p.Late && c.Mode == LockstepMode {
+		if p.Late && c.Lockstep {
 			return cfgErr(fmt.Sprintf("Peers[%d].Late", i), "lockstep matches cannot be joined in progress")
 		}
 	}
@@ -342,13 +339,10 @@ func (c *Config) validatePlayers() error {
 
 // validateMode checks the mode and the fields that only one mode takes.
 func (c *Config) validateMode() error {
-	if c.Mode > LockstepMode {
-		return cfgErr("Mode", "unknown mode %d", c.Mode)
-	}
-	if c.Mode == LockstepMode {
+	if c.Lockstep {
 		switch {
-		case c.TickRate < 0 || c.TickRate > MaxTickRate:
-			return cfgErr("TickRate", "%d (want 1 to %d, or 0 for %d)", c.TickRate, MaxTickRate, DefaultTickRate)
+		case c.TickRate < 0 || c.TickRate > maxTickRate:
+			return cfgErr("TickRate", "%d (want 1 to %d, or 0 for %d)", c.TickRate, maxTickRate, defaultTickRate)
 		case c.MaxRollback != 0:
 			return cfgErr("MaxRollback", "%d: lockstep never rolls back (leave it 0)", c.MaxRollback)
 		case c.Snapshots == ConstantCost:
@@ -368,10 +362,10 @@ func (c *Config) validateMode() error {
 		}
 	} else {
 		switch {
-		case c.TickRate != 0 && c.TickRate != DefaultTickRate:
-			return cfgErr("TickRate", "%d: rollback mode runs at %d Hz (other rates are for LockstepMode)", c.TickRate, DefaultTickRate)
+		case c.TickRate != 0 && c.TickRate != defaultTickRate:
+			return cfgErr("TickRate", "%d: rollback mode runs at %d Hz (other rates are for Lockstep)", c.TickRate, defaultTickRate)
 		case c.PlayoutDelay != 0:
-			return cfgErr("PlayoutDelay", "%v: a playout delay is for LockstepMode", c.PlayoutDelay)
+			return cfgErr("PlayoutDelay", "%v: a playout delay is for Lockstep", c.PlayoutDelay)
 		}
 	}
 	return nil
@@ -379,11 +373,11 @@ func (c *Config) validateMode() error {
 
 // validateTuning checks the bounds of the tuning fields.
 func (c *Config) validateTuning() error {
-	if c.MaxRollback < 0 || c.MaxRollback > MaxRollbackLimit {
-		return cfgErr("MaxRollback", "%d (want 1 to %d, or 0 for %d)", c.MaxRollback, MaxRollbackLimit, DefaultMaxRollback)
+	if c.MaxRollback < 0 || c.MaxRollback > maxRollbackLimit {
+		return cfgErr("MaxRollback", "%d (want 1 to %d, or 0 for %d)", c.MaxRollback, maxRollbackLimit, defaultMaxRollback)
 	}
-	if c.InputLag < 0 || c.InputLag > MaxInputLag {
-		return cfgErr("InputLag", "%d (want 0 to %d)", c.InputLag, MaxInputLag)
+	if c.InputLag < 0 || c.InputLag > maxInputLag {
+		return cfgErr("InputLag", "%d (want 0 to %d)", c.InputLag, maxInputLag)
 	}
 	if c.Snapshots > ConstantCost {
 		return cfgErr("Snapshots", "unknown policy %d", c.Snapshots)
@@ -434,7 +428,7 @@ func orDefault[T comparable](v, def T) T {
 
 func (c *Config) maxRollback() int {
 	if c.MaxRollback == 0 {
-		return DefaultMaxRollback
+		return defaultMaxRollback
 	}
 	return c.MaxRollback
 }

@@ -19,8 +19,8 @@ func newDepartures(ps peerSet, in *inputRing, lockstep bool) departures {
 
 // floor returns the fewest frames of machine x that peer m can have: the
 // count it claimed (gossip), or, in rollback mode, what its own progress
-// proves: it cannot have simulated a frame MaxRollbackLimit past x's
-// inputs, nor have inputs more than MaxInputLag ahead of its simulation,
+// proves: it cannot have simulated a frame maxRollbackLimit past x's
+// inputs, nor have inputs more than maxInputLag ahead of its simulation,
 // so a count further behind its inputs than countSlack is not honest. The
 // anchor and the disconnect frame use it, so a peer that withholds or
 // lowers its counts cannot hold back our snapshots.

@@ -146,7 +146,7 @@
 //
 // # Lockstep mode
 //
-// Config.Mode = [LockstepMode] serves games that cannot or need not
+// Config.Lockstep serves games that cannot or need not
 // predict — an RTS at 10 Hz, a co-op game with thousands of physics
 // bodies — with the same protocol, transport and tools: a frame is
 // simulated only when every player's input for it is here, so there are no
@@ -160,7 +160,7 @@
 // frame 0 is due Config.PlayoutDelay (default 100 ms) after the first
 // inputs of every peer arrived, frame f f ticks later. Call Advance once
 // per render frame: it simulates every due frame whose inputs are here, at
-// most [LockstepCatchUp] (4) per call; a due frame that still lacks an
+// most 4 per call; a due frame that still lacks an
 // input is a hitch ([Result.Hitch], Stats.Hitches, EventStarved naming the
 // peer, EventResumed when it comes). Packets repeat every unacknowledged
 // input (Config.RedundantFrames -1 is the lockstep default), which is what

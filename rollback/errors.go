@@ -10,25 +10,22 @@ import (
 // Errors returned by a [Session]. Each is returned wrapped with details;
 // test for it with errors.Is.
 var (
-	// ErrNotLocal: the player is not one of Config.Local.
-	ErrNotLocal = errors.New("rollback: player is not local")
-	// ErrInputRange: the input has bits outside the layout.
-	ErrInputRange = errors.New("rollback: input has bits outside the layout")
-	// ErrNoLocalInput: Advance was called before every local player's input
-	// for the frame to simulate was added.
-	ErrNoLocalInput = errors.New("rollback: local input missing for the frame to simulate")
+	// ErrInput: a local input that the session cannot take, or one it
+	// lacks; the message says which. AddLocalInput returns it for a player
+	// not in Config.Local and for bits outside the layout, Advance when
+	// called before every local player's input for the frame to simulate
+	// was added, and Layout.Pack for values that do not fit the layout.
+	ErrInput = errors.New("rollback: invalid local input")
 	// ErrClosed: the session was closed; every method that changes it
 	// returns ErrClosed after Close.
 	ErrClosed = errors.New("rollback: session closed")
-	// ErrInRender: Advance, Idle, Extrapolate or Close was called from inside
+	// ErrExtrapolate: Extrapolate cannot extrapolate (the message says
+	// why), or Advance, Idle, Extrapolate or Close was called from inside
 	// Extrapolate's render, while the arena holds the throwaway state.
-	ErrInRender = errors.New("rollback: called from inside Extrapolate's render")
-	// ErrExtrapolate: Extrapolate cannot extrapolate; the message says why.
 	ErrExtrapolate = errors.New("rollback: cannot extrapolate")
-	// ErrConfig is wrapped by every [*ConfigError].
+	// ErrConfig is wrapped by every [*ConfigError] and by [Layout.Check]'s
+	// errors.
 	ErrConfig = errors.New("rollback: invalid config")
-	// ErrLayout is wrapped by the errors of [Layout.Check] and [Layout.Pack].
-	ErrLayout = errors.New("rollback: invalid layout")
 	// ErrFrameLimit: the match reached MaxFrame, the last frame number the
 	// protocol carries (over a year at 60 Hz). Every machine gets it at the
 	// same frame.
@@ -38,6 +35,10 @@ var (
 	// and the match does not start. The message names who said what.
 	ErrSigningKeys = errors.New("rollback: machines disagree about a signing key")
 )
+
+// errInRender is ErrExtrapolate for a call from inside Extrapolate's
+// render.
+var errInRender = fmt.Errorf("%w: called from inside its render", ErrExtrapolate)
 
 // errSnapshot reports a rollback with no usable snapshot: unreachable while
 // the invariants hold; returned rather than a panic.
@@ -104,7 +105,7 @@ func (e *HandshakeError) Error() string {
 // game, or another version of it.
 type TermsError struct {
 	Peer  int    // index in Config.Peers (a Spectator's: its Source)
-	Field string // "Players", "Local and Peers", "Layout", "Mode", "TickRate", "ChecksumEvery", "NoStartDelay", "protocol version" or "State"
+	Field string // "Players", "Local and Peers", "Layout", "Lockstep", "TickRate", "ChecksumEvery", "NoStartDelay", "protocol version" or "State"
 	Ours  string // the value here
 	// Theirs is the value the peer's handshake carried.
 	Theirs string

@@ -2,7 +2,7 @@ package rollback
 
 import "fmt"
 
-//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind,InputStatus,SnapshotPolicy,Mode,Suspicion -linecomment -output=strings.go
+//go:generate go run golang.org/x/tools/cmd/stringer@v0.52.0 -type=EventKind,InputStatus,SnapshotPolicy,Suspicion -linecomment -output=strings.go
 
 // EventKind identifies an [Event].
 type EventKind uint8
@@ -20,10 +20,6 @@ const (
 	// EventResumed: input arrived and the session advances again. Frame:
 	// the frame that waited, simulated now.
 	EventResumed // resumed
-	// EventSyncTestFailed: in sync-test mode, re-simulating Frame gave a
-	// different state; the Advance that reports it also returns a
-	// [*SyncTestError]. Frame: the frame whose re-simulation differed.
-	EventSyncTestFailed // sync-test-failed
 	// EventConnected: Peer completed the handshake. Frame: the next frame
 	// to simulate (0 during the handshake).
 	EventConnected // connected
@@ -54,7 +50,7 @@ const (
 	// on names the first differing field and both values (the error
 	// returned before is not changed).
 	EventDesyncReport // desync-report
-	// EventForgery: at least ForgeryAlarm datagrams from Peer's address
+	// EventForgery: at least 32 datagrams from Peer's address
 	// failed the MAC check within a second: someone is forging its
 	// datagrams (they are dropped; see PeerStats.PacketsForged). Emitted at most once a second per peer.
 	// Frame: the next frame to simulate.
@@ -88,10 +84,10 @@ const (
 	EventTookOver // took-over
 )
 
-// ForgeryAlarm is how many datagrams failing the MAC check within a second
+// forgeryAlarm is how many datagrams failing the MAC check within a second
 // raise EventForgery. A healthy link has none: loss, duplicates and
 // reordering do not make them.
-const ForgeryAlarm = 32
+const forgeryAlarm = 32
 
 // Event is something the game may want to show or log.
 type Event struct {

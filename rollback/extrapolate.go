@@ -18,7 +18,7 @@ import (
 // local inputs already queued for it (otherwise the last frame's), and the
 // remote inputs received or predicted. render reads the state through its
 // handles as usual; it must not advance the session: Advance, Idle,
-// Extrapolate and Close return [ErrInRender] from inside it. The game must
+// Extrapolate and Close return [ErrExtrapolate] from inside it. The game must
 // implement [PartialStepper]. A fraction of 0 just calls render.
 //
 // Extrapolate allocates nothing after its first call.

@@ -142,13 +142,14 @@ func TestExtrapolateErrors(t *testing.T) {
 	// Re-entering from render is refused, not corrupting.
 	var inner error
 	require.NoError(t, s.Extrapolate(0.5, func() { inner = s.Extrapolate(0.5, render) }))
-	assert.ErrorIs(t, inner, rollback.ErrInRender)
+	assert.ErrorIs(t, inner, rollback.ErrExtrapolate)
+	assert.ErrorContains(t, inner, "inside its render")
 	assert.Len(t, pg.partials, 1)
 }
 
 // TestRenderCannotAdvance: Advance, Idle and Close called from inside
 // Extrapolate's render (the arena holds the throwaway state then) return
-// ErrInRender and change nothing; the live state is still bit for bit the
+// ErrExtrapolate and change nothing; the live state is still bit for bit the
 // one before, and the session goes on.
 func TestRenderCannotAdvance(t *testing.T) {
 	for _, fraction := range []float64{0, 0.5} {
@@ -171,7 +172,7 @@ func TestRenderCannotAdvance(t *testing.T) {
 		}))
 		require.Len(t, errs, 3)
 		for i, err := range errs {
-			assert.ErrorIs(t, err, rollback.ErrInRender, "call %d, fraction %v", i, fraction)
+			assert.ErrorIs(t, err, rollback.ErrExtrapolate, "call %d, fraction %v", i, fraction)
 		}
 		assert.Equal(t, rollback.Frame(5), s.Frame(), "nothing was simulated inside render")
 		assert.Equal(t, before, pg.Arena.Bytes(), "the live state is untouched")

@@ -158,6 +158,5 @@ func (c *syncCheck) check(s *Session, f Frame, sum uint64) {
 	}
 	if want := c.sums[ring(f)]; want != sum && c.err == nil {
 		c.err = &SyncTestError{Frame: f - 1, Want: want, Got: sum}
-		s.events.emit(EventSyncTestFailed, f-1, -1)
 	}
 }

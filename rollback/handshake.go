@@ -117,7 +117,7 @@ func readNonce(r io.Reader) (uint64, error) {
 // machine's config has it.
 func (s *Session) terms(cfg *Config) wire.Terms {
 	t := wire.Terms{Players: s.roster.players, Owners: make([]uint8, s.roster.players),
-		Layout: slices.Clone(s.roster.layout), Mode: uint8(RollbackMode), TickRate: DefaultTickRate,
+		Layout: slices.Clone(s.roster.layout), Mode: uint8(rollbackMode), TickRate: defaultTickRate,
 		ChecksumEvery: -1, StartDelay: !s.start.noDelay}
 	for p := range t.Owners {
 		t.Owners[p] = uint8(s.roster.local[0])
@@ -126,7 +126,7 @@ func (s *Session) terms(cfg *Config) wire.Terms {
 		}
 	}
 	if s.ls != nil {
-		t.Mode, t.TickRate = uint8(LockstepMode), orDefault(cfg.TickRate, DefaultTickRate)
+		t.Mode, t.TickRate = uint8(lockstepMode), orDefault(cfg.TickRate, defaultTickRate)
 	}
 	if s.sums != nil {
 		t.ChecksumEvery = int32(s.sums.every)
@@ -380,7 +380,7 @@ func compareTerms(i int, ours *wire.Terms, local []uint8, h *wire.Handshake) *Te
 	case !slices.Equal(ours.Layout, theirs.Layout):
 		return diff("Layout", Layout(ours.Layout), Layout(theirs.Layout))
 	case ours.Mode != theirs.Mode:
-		return diff("Mode", Mode(ours.Mode), Mode(theirs.Mode))
+		return diff("Lockstep", ours.Mode == uint8(lockstepMode), theirs.Mode == uint8(lockstepMode))
 	case ours.TickRate != theirs.TickRate:
 		return diff("TickRate", ours.TickRate, theirs.TickRate)
 	case ours.ChecksumEvery != theirs.ChecksumEvery:

@@ -56,7 +56,7 @@ func handshake(t *testing.T, nw *netsim.Network, ss []*rollback.Session, limit i
 // ever, a different Layout surfaced minutes later as a desync, and two
 // machines claiming one player only timed out).
 func TestTermsMismatch(t *testing.T) {
-	lockstep := func(c *rollback.Config) { c.Mode, c.MaxRollback = rollback.LockstepMode, 0 }
+	lockstep := func(c *rollback.Config) { c.Lockstep, c.MaxRollback = true, 0 }
 	for _, tc := range []struct {
 		field        string
 		nodes        int
@@ -70,7 +70,7 @@ func TestTermsMismatch(t *testing.T) {
 			c.Local, c.Peers = []rollback.PlayerID{0}, []rollback.Peer{{Players: []rollback.PlayerID{1}}}
 		}, "[1]", "[0]"},
 		{"Layout", 2, nil, func(c *rollback.Config) { c.Layout = rollback.Layout{4, 4} }, "[4]", "[4 4]"},
-		{"Mode", 2, nil, lockstep, "rollback", "lockstep"},
+		{"Lockstep", 2, nil, lockstep, "false", "true"},
 		{"TickRate", 2, lockstep, func(c *rollback.Config) { lockstep(c); c.TickRate = 30 }, "60", "30"},
 		{"ChecksumEvery", 2, nil, func(c *rollback.Config) { c.ChecksumEvery = -1 }, "500", "off"},
 		{"NoStartDelay", 2, nil, func(c *rollback.Config) { c.NoStartDelay = true }, "false", "true"},
@@ -251,7 +251,7 @@ func TestReplayedHandshakeIsNotASignOfLife(t *testing.T) {
 	assert.True(t, st.Interrupted)
 }
 
-// TestForgeryEvent: ForgeryAlarm datagrams failing the MAC within a second
+// TestForgeryEvent: forgeryAlarm datagrams failing the MAC within a second
 // raise one EventForgery naming the peer whose address they came from; a
 // few do not.
 func TestForgeryEvent(t *testing.T) {
@@ -282,9 +282,9 @@ func TestForgeryEvent(t *testing.T) {
 	}
 	require.NotEmpty(t, tap.Last)
 	forgeries(rollback.ForgeryAlarm - 1)
-	assert.Zero(t, count(), "fewer than ForgeryAlarm in a second")
+	assert.Zero(t, count(), "fewer than forgeryAlarm in a second")
 	forgeries(rollback.ForgeryAlarm)
-	assert.Equal(t, 1, count(), "exactly ForgeryAlarm in a second")
+	assert.Equal(t, 1, count(), "exactly forgeryAlarm in a second")
 	forgeries(2 * rollback.ForgeryAlarm) // all judged in one call: the budget is 64
 	assert.Equal(t, 1, count(), "one event for the second's flood")
 	st, _ := ss[0].PeerStats(0)

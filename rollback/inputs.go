@@ -3,8 +3,8 @@ package rollback
 import "github.com/rewindgg/rewind/predict"
 
 // ringSize is how many frames of inputs the session keeps. It is a power of
-// two larger than any window a healthy match needs (2×MaxRollbackLimit +
-// 2×MaxInputLag plus slack); a peer that would push past it is stalled on
+// two larger than any window a healthy match needs (2×maxRollbackLimit +
+// 2×maxInputLag plus slack); a peer that would push past it is stalled on
 // or ignored, never allowed to overwrite what is still needed.
 const ringSize = 256
 

@@ -173,7 +173,7 @@ func playScript(t *testing.T, data []byte, every uint8) *Session {
 	var chunk []byte
 	s, tr := fourPlayers(t, func(c *Config) {
 		if every&0x80 != 0 {
-			c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1
+			c.Lockstep, c.MaxRollback, c.PlayoutDelay = true, 0, -1
 		}
 	})
 	tr.Next = script(tr, &chunk)

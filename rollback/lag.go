@@ -20,7 +20,7 @@ type pace struct {
 // input lags, and adds EventInputLagChanged to events when the lag is
 // retargeted.
 func (p *pace) played(f Frame, st *Stats, events *eventLog) {
-	st.LagFrames[min(p.lag.delay, MaxInputLagHistogram-1)]++
+	st.LagFrames[min(p.lag.delay, maxInputLagHistogram-1)]++
 	// Every frame not simulated gives frames back, whatever the reason.
 	stalled := st.AdvantageStalls + st.StallFrames + st.LagStalls
 	if !p.gov.Simulated(stalled) || p.lag.fixed {

@@ -16,7 +16,7 @@ type Layout []uint8
 // Check reports whether l is a valid layout.
 func (l Layout) Check() error {
 	if err := wire.Layout(l).Check(); err != nil {
-		return fmt.Errorf("%w: %v", ErrLayout, err)
+		return fmt.Errorf("%w: layout: %v", ErrConfig, err)
 	}
 	return nil
 }
@@ -28,22 +28,23 @@ func (l Layout) Bits() int { return wire.Layout(l).Bits() }
 func (l Layout) Mask() Input { return Input(wire.Layout(l).Mask()) }
 
 // Pack packs one value per field (fields[i] in the lowest bits after the
-// fields before it) into an Input. It returns an error, wrapping
-// [ErrLayout], when the layout is invalid, the count of values differs from
-// the layout's, or a value does not fit its field.
+// fields before it) into an Input. It returns an error wrapping
+// [ErrConfig] when the layout is invalid, and one wrapping [ErrInput] when
+// the count of values differs from the layout's or a value does not fit its
+// field.
 func (l Layout) Pack(fields ...uint64) (Input, error) {
 	if err := l.Check(); err != nil {
 		return 0, err
 	}
 	if len(fields) != len(l) {
-		return 0, fmt.Errorf("%w: %d values for %d fields", ErrLayout, len(fields), len(l))
+		return 0, fmt.Errorf("%w: %d values for %d layout fields", ErrInput, len(fields), len(l))
 	}
 	var in Input
 	shift := 0
 	for i, v := range fields {
 		w := int(l[i])
 		if w < 64 && v>>w != 0 {
-			return 0, fmt.Errorf("%w: field %d value %d does not fit %d bits", ErrLayout, i, v, w)
+			return 0, fmt.Errorf("%w: layout field %d value %d does not fit %d bits", ErrInput, i, v, w)
 		}
 		in |= Input(v) << shift
 		shift += w

@@ -37,17 +37,18 @@ func TestLayoutErrors(t *testing.T) {
 		name   string
 		layout rollback.Layout
 		fields []uint64
+		want   error
 	}{
-		{"value too wide", rollback.Layout{3, 8}, []uint64{8, 0}},
-		{"too few values", rollback.Layout{3, 8}, []uint64{1}},
-		{"too many values", rollback.Layout{3}, []uint64{1, 2}},
-		{"empty layout", rollback.Layout{}, nil},
-		{"zero-width field", rollback.Layout{0, 4}, []uint64{0, 0}},
-		{"over 64 bits", rollback.Layout{32, 33}, []uint64{0, 0}},
+		{"value too wide", rollback.Layout{3, 8}, []uint64{8, 0}, rollback.ErrInput},
+		{"too few values", rollback.Layout{3, 8}, []uint64{1}, rollback.ErrInput},
+		{"too many values", rollback.Layout{3}, []uint64{1, 2}, rollback.ErrInput},
+		{"empty layout", rollback.Layout{}, nil, rollback.ErrConfig},
+		{"zero-width field", rollback.Layout{0, 4}, []uint64{0, 0}, rollback.ErrConfig},
+		{"over 64 bits", rollback.Layout{32, 33}, []uint64{0, 0}, rollback.ErrConfig},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, err := c.layout.Pack(c.fields...)
-			assert.ErrorIs(t, err, rollback.ErrLayout)
+			assert.ErrorIs(t, err, c.want)
 			assert.Zero(t, in)
 		})
 	}

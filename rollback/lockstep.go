@@ -2,7 +2,7 @@ package rollback
 
 import "time"
 
-// Lockstep mode (Config.Mode = LockstepMode): the session simulates a frame
+// Lockstep mode (Config.Lockstep): the session simulates a frame
 // only when every player's input for it is here, and never predicts. Two
 // clocks drive it, both counted in ticks of Config.TickRate:
 //
@@ -13,7 +13,7 @@ import "time"
 //     inputs of every peer have arrived, frame 0 is due PlayoutDelay later
 //     and frame f another f ticks after that. An Advance simulates every
 //     frame that is due and whose inputs are all here, at most
-//     LockstepCatchUp of them; when a due frame still lacks an input the
+//     lockstepCatchUp of them; when a due frame still lacks an input the
 //     buffer has run dry, and the Advance counts a hitch.
 //
 // The inputs of a peer arrive one way trip after they were given, so the
@@ -31,8 +31,8 @@ type lockstep struct {
 
 func newLockstep(cfg Config) *lockstep {
 	return &lockstep{
-		tick:     time.Second / time.Duration(orDefault(cfg.TickRate, DefaultTickRate)),
-		playout:  max(0, orDefault(cfg.PlayoutDelay, DefaultPlayoutDelay)),
+		tick:     time.Second / time.Duration(orDefault(cfg.TickRate, defaultTickRate)),
+		playout:  max(0, orDefault(cfg.PlayoutDelay, defaultPlayoutDelay)),
 		playFrom: -1,
 	}
 }
@@ -89,7 +89,7 @@ func (s *Session) advanceLockstep() (Result, error) {
 	}
 	due := s.ls.due(s.now, first, len(s.peers) > 0)
 	blame, dry := -1, false
-	for s.frame < due && r.Simulated < LockstepCatchUp {
+	for s.frame < due && r.Simulated < lockstepCatchUp {
 		// Our own input first (-1: it is ours), then what the ring and
 		// the rollback window allow.
 		peer, stall := -1, !s.hasLocalInput()

@@ -29,7 +29,7 @@ func TestModes(t *testing.T) {
 		want string
 	}{
 		{"rollback", func(*Config) {}, "rollback"},
-		{"lockstep", func(c *Config) { c.Mode, c.MaxRollback, c.PlayoutDelay = LockstepMode, 0, -1 }, "lockstep"},
+		{"lockstep", func(c *Config) { c.Lockstep, c.MaxRollback, c.PlayoutDelay = true, 0, -1 }, "lockstep"},
 		{"joining", func(c *Config) { c.InProgress = true }, "joining"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

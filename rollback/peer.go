@@ -178,10 +178,10 @@ func (l *link) roll(now time.Duration, st *PeerStats) {
 }
 
 // forged notes a datagram that failed the MAC check and reports
-// whether it is the one that makes this second's count ForgeryAlarm.
+// whether it is the one that makes this second's count forgeryAlarm.
 func (l *link) forged() bool {
 	l.winForged++
-	return l.winForged == ForgeryAlarm
+	return l.winForged == forgeryAlarm
 }
 
 // progress is what the peer has of our inputs and how we resend them.

@@ -206,7 +206,7 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 // rollback, the largest input lag, and a few packets' staleness (a count
 // goes in every input packet, but packets are lost, and quiet ticks send
 // none).
-const countSlack = MaxRollbackLimit + MaxInputLag + 8
+const countSlack = maxRollbackLimit + maxInputLag + 8
 
 // doubtFor is how long a report that a machine we hear from left waits
 // for the proof that would justify it before its reporter is named.

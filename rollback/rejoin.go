@@ -17,8 +17,8 @@ import (
 // send it our checksum of the state at T: it takes over only when that
 // matches its own state there. Its first input packet ends the join.
 
-// DefaultRejoinWindow is Config.RejoinWindow's default.
-const DefaultRejoinWindow = 60 * time.Second
+// defaultRejoinWindow is Config.RejoinWindow's default.
+const defaultRejoinWindow = 60 * time.Second
 
 // joinResend is how often the messages of a join are repeated while
 // unanswered.

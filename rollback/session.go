@@ -104,7 +104,7 @@ func (s *Session) usable() error {
 	case s.proto.closed:
 		return ErrClosed
 	case s.app.rendering:
-		return ErrInRender
+		return errInRender
 	}
 	return nil
 }
@@ -154,16 +154,16 @@ func (s *Session) InputFrame(p PlayerID) Frame {
 //     returns false: after a slow render frame more than one is due.
 //
 // err is non-nil only for a call that is wrong: a player that is not local
-// ([ErrNotLocal]), bits outside the layout ([ErrInputRange]), or a closed
-// session ([ErrClosed]). It does not allocate.
+// or bits outside the layout ([ErrInput]), or a closed session
+// ([ErrClosed]). It does not allocate.
 func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 	switch {
 	case s.proto.closed:
 		return false, ErrClosed
 	case p < 0 || int(p) >= s.roster.players || !s.inputs.local[p]:
-		return false, fmt.Errorf("%w: %d", ErrNotLocal, p)
+		return false, fmt.Errorf("%w: player %d is not local", ErrInput, p)
 	case in&^s.inputs.mask != 0:
-		return false, fmt.Errorf("%w: %#x (layout mask %#x)", ErrInputRange, uint64(in), uint64(s.inputs.mask))
+		return false, fmt.Errorf("%w: %#x has bits outside the layout (mask %#x)", ErrInput, uint64(in), uint64(s.inputs.mask))
 	}
 	if s.join != nil {
 		return false, nil // its players are not back yet
@@ -190,7 +190,7 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 //
 // In lockstep mode Advance is called once per render frame instead: it
 // simulates every frame the playout schedule has made due whose inputs are
-// all here, up to LockstepCatchUp of them, and no local input is required
+// all here, up to lockstepCatchUp of them, and no local input is required
 // (see the package documentation).
 //
 // Advance allocates nothing in steady state, rollbacks included.
@@ -207,7 +207,7 @@ func (s *Session) Advance() (Result, error) {
 // advanceRollback is Advance in rollback mode.
 func (s *Session) advanceRollback() (Result, error) {
 	if !s.hasLocalInput() && s.pace.lag.stalls == 0 {
-		return Result{Frame: s.frame}, fmt.Errorf("%w: frame %d", ErrNoLocalInput, s.frame)
+		return Result{Frame: s.frame}, fmt.Errorf("%w: a local input for frame %d is missing", ErrInput, s.frame)
 	}
 	// The Result is built at each return from scalars: one assembled field
 	// by field on the stack and copied out stalled on store forwarding

@@ -12,9 +12,9 @@ import (
 	"github.com/rewindgg/rewind/savestate"
 )
 
-// DefaultCatchUp is SpectatorConfig.CatchUp's default: a spectator that is
+// defaultCatchUp is SpectatorConfig.CatchUp's default: a spectator that is
 // behind simulates up to 3 frames a tick, catching up at twice real time.
-const DefaultCatchUp = 3
+const defaultCatchUp = 3
 
 // Errors of a [Spectator].
 var (
@@ -54,7 +54,7 @@ type SpectatorConfig struct {
 	// after it arrived (against stream sniping). 0: none.
 	Delay time.Duration
 	// CatchUp is the most frames one Advance simulates while behind; 0
-	// means DefaultCatchUp (3).
+	// means 3.
 	CatchUp int
 	// MaxSpectators and TransferRate: this spectator relays to up to
 	// MaxSpectators further spectators, as a player machine serves them
@@ -182,14 +182,14 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	}
 	s := &Spectator{players: cfg.Players, layout: append(wire.Layout(nil), cfg.Layout...), arena: cfg.State,
 		app: app{game: cfg.Game, obs: cfg.Observer}, tr: cfg.Transport, src: cfg.Source, clock: cfg.Clock,
-		session: cfg.SessionID, feed: newFeed(cfg.Players), catchUp: orDefault(cfg.CatchUp, DefaultCatchUp),
+		session: cfg.SessionID, feed: newFeed(cfg.Players), catchUp: orDefault(cfg.CatchUp, defaultCatchUp),
 		delay: cfg.Delay, events: make([]Event, 0, 4)}
 	s.format, _ = wire.NewFormat(s.layout) // checked above
 	if s.delay > 0 {
 		s.arrived = make([]time.Duration, feedFrames)
 	}
 	if s.clock == nil {
-		s.clock = RealClock()
+		s.clock = realClock()
 	}
 	s.timeout.hs = orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout)
 	s.timeout.interrupt = orDefault(cfg.InterruptTimeout, defaultInterruptTimeout)
@@ -201,7 +201,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	// Our terms say only what we know; the source's, adopted from its
 	// handshake, are the ones the link's keys bind.
 	terms := wire.Terms{Players: cfg.Players, Owners: make([]uint8, cfg.Players), Layout: slices.Clone(s.layout),
-		Mode: uint8(RollbackMode), TickRate: DefaultTickRate, ChecksumEvery: -1}
+		Mode: uint8(rollbackMode), TickRate: defaultTickRate, ChecksumEvery: -1}
 	var err error
 	if s.keys, err = newKeyring(r, cfg.Secret, terms); err != nil {
 		return nil, err

@@ -45,9 +45,9 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 		disconnectAfter: orDefault(cfg.DisconnectTimeout, defaultDisconnectTimeout),
 		qualityEvery:    orDefault(cfg.QualityInterval, defaultQualityInterval),
 		redundant:       orDefault(cfg.RedundantFrames, defaultRedundantFrames),
-		rejoinWindow:    max(0, orDefault(cfg.RejoinWindow, DefaultRejoinWindow)),
+		rejoinWindow:    max(0, orDefault(cfg.RejoinWindow, defaultRejoinWindow)),
 	}
-	if cfg.Mode == LockstepMode && cfg.RedundantFrames == 0 {
+	if cfg.Lockstep && cfg.RedundantFrames == 0 {
 		// Gaffer: every unacknowledged input in every packet. A lockstep
 		// peer cannot predict past a lost frame, so the repair must not
 		// wait for the acknowledgement to stall; on a short link it is no

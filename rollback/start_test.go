@@ -107,8 +107,8 @@ func TestNewProtocol(t *testing.T) {
 		{name: "no peers: started", cfg: Config{}, started: true, redundant: 8, hsTimeout: 10 * time.Second, every: time.Second},
 		{name: "set", cfg: Config{Peers: []Peer{{}}, RedundantFrames: 3, HandshakeTimeout: time.Second, QualityInterval: 500 * time.Millisecond},
 			redundant: 3, hsTimeout: time.Second, every: 500 * time.Millisecond},
-		{name: "lockstep: every unacknowledged frame", cfg: Config{Peers: []Peer{{}}, Mode: LockstepMode}, redundant: -1, hsTimeout: 10 * time.Second, every: time.Second},
-		{name: "lockstep, set", cfg: Config{Peers: []Peer{{}}, Mode: LockstepMode, RedundantFrames: 4}, redundant: 4, hsTimeout: 10 * time.Second, every: time.Second},
+		{name: "lockstep: every unacknowledged frame", cfg: Config{Peers: []Peer{{}}, Lockstep: true}, redundant: -1, hsTimeout: 10 * time.Second, every: time.Second},
+		{name: "lockstep, set", cfg: Config{Peers: []Peer{{}}, Lockstep: true, RedundantFrames: 4}, redundant: 4, hsTimeout: 10 * time.Second, every: time.Second},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

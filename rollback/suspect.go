@@ -44,8 +44,8 @@ const (
 	SuspectEquivocation // equivocation
 )
 
-// NumSuspicions is the length of PeerStats.Suspected.
-const NumSuspicions = int(SuspectEquivocation) + 1
+// numSuspicions is the length of PeerStats.Suspected.
+const numSuspicions = int(SuspectEquivocation) + 1
 
 // suspectEvery is the shortest interval between two EventSuspect of one
 // kind for one peer; every occurrence is counted.
@@ -53,14 +53,14 @@ const suspectEvery = time.Second
 
 // suspicions is one peer's record of what it was caught at.
 type suspicions struct {
-	count [NumSuspicions]int64
-	last  [NumSuspicions]time.Duration // when each last raised the event
+	count [numSuspicions]int64
+	last  [numSuspicions]time.Duration // when each last raised the event
 }
 
 // note counts one suspicion of kind k at now and reports whether it raises
 // the event: the first time, then at most once per suspectEvery.
 func (s *suspicions) note(k Suspicion, now time.Duration) bool {
-	if int(k) >= NumSuspicions {
+	if int(k) >= numSuspicions {
 		return false
 	}
 	s.count[k]++

@@ -21,7 +21,7 @@ func TestSuspicionsNote(t *testing.T) {
 		{SuspectGossip, 600 * time.Millisecond, true}, // another kind has its own pace
 		{SuspectAck, time.Second, true},
 		{SuspectAck, 1500 * time.Millisecond, false},
-		{Suspicion(NumSuspicions), 0, false}, // no such kind: ignored
+		{Suspicion(numSuspicions), 0, false}, // no such kind: ignored
 	}
 	for i, st := range steps {
 		assert.Equal(t, st.raise, s.note(st.k, st.at), "step %d", i)

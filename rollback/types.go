@@ -153,8 +153,8 @@ type Result struct {
 	Events []Event
 }
 
-// MaxInputLagHistogram is the length of Stats.LagFrames.
-const MaxInputLagHistogram = 6
+// maxInputLagHistogram is the length of Stats.LagFrames.
+const maxInputLagHistogram = 6
 
 // Stats are the session's running statistics.
 type Stats struct {
@@ -172,7 +172,7 @@ type Stats struct {
 	InputLag          int                         // the current local input lag, in frames
 	Advantage         float64                     // the largest input frame advantage a peer had over us, last 100-frame window
 	QueuedStalls      int                         // advantage stalls waiting to be spread out
-	LagFrames         [MaxInputLagHistogram]int64 // frames simulated at each input lag, 0 to 4 and 5+ in the last
+	LagFrames         [maxInputLagHistogram]int64 // frames simulated at each input lag, 0 to 4 and 5+ in the last
 	Saves             int64                       // snapshots copied from the live state
 	SnapshotSteps     int64                       // frames simulated inside a snapshot to move it forward (part of ResimulatedFrames)
 
@@ -242,5 +242,5 @@ type PeerStats struct {
 	StateTime  time.Duration
 	// Suspected counts, by Suspicion, what this peer was caught at
 	// (EventSuspect); index 0 is unused.
-	Suspected [NumSuspicions]int64
+	Suspected [numSuspicions]int64
 }

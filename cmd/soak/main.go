@@ -380,7 +380,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.profile, "profile", "wifi", "network profile: a preset or a spec like latency=80ms,jitter=10ms,loss=2%")
 	fs.StringVar(&o.jsonPath, "json", "", "write the JSON summary to FILE (- for stdout)")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "matches to run at once")
-	fs.IntVar(&o.maxRollback, "maxrollback", rollback.DefaultMaxRollback, "Config.MaxRollback")
+	fs.IntVar(&o.maxRollback, "maxrollback", defaultMaxRollback, "Config.MaxRollback")
 	fs.IntVar(&o.delay, "delay", 0, "Config.InputLag, in frames")
 	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
 	fs.BoolVar(&o.fixedLag, "fixed-lag", false, "keep the input lag at -delay (Config.FixedInputLag)")
@@ -407,7 +407,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips), udp (real sockets on loopback, real time, profile applied by a shaper) or webrtc (pion data channels on loopback, in process, real time, profile applied by a shaper)")
 	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
-	fs.IntVar(&o.tick, "tick", rollback.DefaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
+	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
 	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%9+1)")
@@ -1027,7 +1027,7 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, err
 	}
 	if o.tick == 0 {
-		o.tick = rollback.DefaultTickRate // 0 means the default, as in Config
+		o.tick = defaultTickRate // 0 means the default, as in Config
 	}
 	flagName, names := "-profile", []string{o.profile}
 	if o.profiles != "" {
@@ -1141,7 +1141,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.AdvantageStallFrames += r.AdvantageStalls
 		s.InputLagStallFrames += r.LagStalls
 		s.StallCadenceViolation += r.CadenceViolations
-		for k := range rollback.MaxInputLagHistogram {
+		for k := range r.LagFrames {
 			s.InputLagHistogram[lagBucket(k)] += r.LagFrames[k]
 		}
 		s.InputLagFinal = append(s.InputLagFinal, r.FinalInputLag)
@@ -1247,6 +1247,14 @@ func failReason(o options, r *match.Result) string {
 
 // playoutMs is the lockstep playout delay in effect, in milliseconds (-1
 // for none; 0 outside lockstep).
+// Config's documented defaults, which the summary reports where a flag
+// leaves a field 0.
+const (
+	defaultMaxRollback = 20
+	defaultTickRate    = 60
+	defaultPlayout     = 100 * time.Millisecond
+)
+
 func playoutMs(o options) int64 {
 	switch {
 	case o.mode != "lockstep":
@@ -1254,7 +1262,7 @@ func playoutMs(o options) int64 {
 	case o.playout < 0:
 		return -1
 	case o.playout == 0:
-		return rollback.DefaultPlayoutDelay.Milliseconds()
+		return defaultPlayout.Milliseconds()
 	}
 	return o.playout.Milliseconds()
 }
@@ -1333,7 +1341,7 @@ func printSummary(w io.Writer, s *Summary) {
 // lagBucket names bucket k of Stats.LagFrames in the summary: the last
 // one holds every higher lag.
 func lagBucket(k int) string {
-	if k == rollback.MaxInputLagHistogram-1 {
+	if k == len(rollback.Stats{}.LagFrames)-1 {
 		return strconv.Itoa(k) + "+"
 	}
 	return strconv.Itoa(k)
@@ -1368,9 +1376,7 @@ func checkConfig(o *options, policy rollback.SnapshotPolicy) error {
 		Layout: rollback.Layout{1}, State: a, Game: rollback.GameFunc(func(rollback.Frame, []rollback.PlayerInput) {}),
 		Transport: noTransport{}, MaxRollback: o.maxRollback, InputLag: o.delay, RedundantFrames: o.redundant,
 		HandshakeTimeout: o.handshakeTimeout, TickRate: o.tick, PlayoutDelay: o.playout, Snapshots: policy}
-	if o.mode == "lockstep" {
-		cfg.Mode = rollback.LockstepMode
-	}
+	cfg.Lockstep = o.mode == "lockstep"
 	_, err = rollback.NewSession(cfg)
 	var ce *rollback.ConfigError
 	if errors.As(err, &ce) {

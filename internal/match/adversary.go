@@ -35,7 +35,7 @@ type AdversaryReport struct {
 	DetectedAt rollback.Frame
 	// SuspectsByKind counts the honest machines' suspicions of the
 	// adversary (PeerStats.Suspected), by rollback.Suspicion.
-	SuspectsByKind [rollback.NumSuspicions]int64
+	SuspectsByKind [numSuspicions]int64
 	// SuspectedHonest counts the suspicions an honest machine raised about
 	// another honest machine: it must be 0.
 	SuspectedHonest int64
@@ -57,7 +57,7 @@ type AdversaryReport struct {
 	// reached the last one), at most 1.
 	HonestSpeedMin float64
 	// HonestInputLagMax is the largest input lag an honest machine
-	// simulated a frame at (rollback.MaxInputLagHistogram-1: that or more).
+	// simulated a frame at (lagHistogram-1: that or more).
 	HonestInputLagMax int
 	// Lookahead is the adversary's mean lookahead in frames
 	// (liar.Script.Looked / Decided; 0 when it decided nothing).

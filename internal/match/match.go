@@ -106,7 +106,7 @@ type Config struct {
 	// Record makes every machine record a replay (Result.Replays), each
 	// verified offline at the end of a completed match.
 	Record bool
-	// Lockstep runs the sessions in rollback.LockstepMode at TickRate
+	// Lockstep runs the sessions in lockstep (rollback.Config.Lockstep) at TickRate
 	// frames a second (0: 60) with a playout delay of Playout (0: the
 	// session default, negative: none). The machines still render, and
 	// give input, on the 60 Hz loop.
@@ -195,11 +195,11 @@ type Result struct {
 	Hits                   int32 // ships destroyed, from the final state
 	AdvantageStalls        int64
 	LagStalls              int64
-	LagFrames              [rollback.MaxInputLagHistogram]int64 // frames simulated at each input lag, all machines
-	FinalInputLag          []int                                // each remaining machine's input lag at the end
-	CadenceViolations      int                                  // frame-advantage stalls closer together than StallPeriod allows
-	MachineAdvantageStalls []int64                              // each remaining machine's frame-advantage stalls
-	LossBursts             int64                                // loss bursts that outran the redundancy window
+	LagFrames              [lagHistogram]int64 // frames simulated at each input lag, all machines
+	FinalInputLag          []int               // each remaining machine's input lag at the end
+	CadenceViolations      int                 // frame-advantage stalls closer together than StallPeriod allows
+	MachineAdvantageStalls []int64             // each remaining machine's frame-advantage stalls
+	LossBursts             int64               // loss bursts that outran the redundancy window
 	// AdvantageSum / AdvantageWindows is the mean absolute input advantage
 	// of every peer pair after the first 10 s, averaged over 100-tick windows.
 	AdvantageSum     float64
@@ -258,7 +258,7 @@ type Result struct {
 	// (PeerStats.Suspected, every peer of every machine): an honest match
 	// has none. Suspected is the same by rollback.Suspicion.
 	Suspects  int64
-	Suspected [rollback.NumSuspicions]int64
+	Suspected [numSuspicions]int64
 	// Config.Forge: ForgedDatagrams counts the forged datagrams sent,
 	// ForgedKinds the same by offpath.ForgeKind, ForgedReceived those the
 	// sessions received (over UDP the transport drops the stranger's),
@@ -580,7 +580,7 @@ func (rn *run) retarget() {
 			t = max(t, rn.ms[i].frame.Load())
 		}
 	}
-	rn.target.Store(int32(min(t, rollback.Frame(rn.c.Frames+rollback.MaxInputLag))))
+	rn.target.Store(int32(min(t, rollback.Frame(rn.c.Frames+maxInputLag))))
 }
 
 func prepare(c Config, transport func(i int) rollback.Transport, clock func(i int) rollback.Clock, rnd func(i int) io.Reader) (*run, error) {
@@ -590,7 +590,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	}
 	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines), clockOf: clock,
 		rejoin:   RejoinReport{From: -1, Back: -1},
-		truth:    make([]rollback.Input, (c.Frames+rollback.MaxInputLag+1)*c.Players),
+		truth:    make([]rollback.Input, (c.Frames+maxInputLag+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
 	if err := checkAdversary(c, machines); err != nil {
 		return nil, err
@@ -628,7 +628,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if err := newMachineSound(m, clock(i).Now); err != nil {
 			return nil, err
 		}
-		m.shown = make([]time.Duration, c.Frames+rollback.MaxInputLag+1)
+		m.shown = make([]time.Duration, c.Frames+maxInputLag+1)
 		g := m.g
 		m.render = func() { _ = g.World().Ships[0].X } // through the handle: it sees the extrapolated state
 		var peers []rollback.Peer
@@ -680,12 +680,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if c.Log {
 			lh = slog.NewJSONHandler(&m.log, &slog.HandlerOptions{Level: slog.LevelDebug})
 		}
-		mode := rollback.RollbackMode
-		if c.Lockstep {
-			mode = rollback.LockstepMode
-		}
 		m.cfg = rollback.Config{Recorder: rec, Log: lh,
-			Mode: mode, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames, SendEveryTick: c.SendEveryTick,
+			Lockstep: c.Lockstep, TickRate: c.TickRate, PlayoutDelay: c.Playout, RedundantFrames: c.RedundantFrames, SendEveryTick: c.SendEveryTick,
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,

@@ -19,8 +19,8 @@ import (
 // other than the one it used).
 
 // probeFrames is how many frames of inputs the probe remembers: more than
-// a rollback re-simulates (at most twice rollback.MaxRollbackLimit).
-const probeFrames = 4 * rollback.MaxRollbackLimit
+// a rollback re-simulates (at most twice maxRollbackLimit).
+const probeFrames = 4 * maxRollbackLimit
 
 // mispredictions measures one machine's rollbacks' misprediction depths.
 type mispredictions struct {

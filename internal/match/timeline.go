@@ -22,7 +22,7 @@ type Sample struct {
 }
 
 // DepthBuckets is the length of Result.RollbackDepths.
-const DepthBuckets = 2*rollback.MaxRollbackLimit + 1
+const DepthBuckets = 2*maxRollbackLimit + 1
 
 // timeline keeps one machine's samples and the previous sample's counters.
 type timeline struct {

@@ -186,7 +186,7 @@ func runLive(c Config, o UDPOptions, sessionTrs []rollback.Transport, x *udpExtr
 	fg, machines := x.fg, len(sessionTrs)
 	clocks := make([]rollback.Clock, machines) // one each: a machine that restarts reads its own
 	for i := range clocks {
-		clocks[i] = rollback.RealClock()
+		clocks[i] = realClock()
 	}
 	rn, err := prepare(c, func(i int) rollback.Transport { return sessionTrs[i] },
 		func(i int) rollback.Clock { return clocks[i] }, func(int) io.Reader { return nil })
@@ -320,3 +320,17 @@ func closeAll(conns []*net.UDPConn) {
 		}
 	}
 }
+
+// realClock reads the machine's monotonic clock from the call on: the
+// clock of a match over real sockets, shared by its sessions and
+// spectators where they must agree.
+func realClock() rollback.Clock {
+	start := time.Now()
+	return clockFunc(func() time.Duration { return time.Since(start) })
+}
+
+// clockFunc adapts a function to rollback.Clock.
+type clockFunc func() time.Duration
+
+// Now returns f().
+func (f clockFunc) Now() time.Duration { return f() }

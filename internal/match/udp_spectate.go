@@ -28,7 +28,7 @@ type udpAudience struct {
 
 // newUDPAudience binds n sockets on ip.
 func newUDPAudience(n int, network string, ip netip.Addr) (*udpAudience, error) {
-	au := &udpAudience{conns: make([]*net.UDPConn, n), addrs: make([]netip.AddrPort, n), trs: make([]*udp.Transport, n), clock: rollback.RealClock()}
+	au := &udpAudience{conns: make([]*net.UDPConn, n), addrs: make([]netip.AddrPort, n), trs: make([]*udp.Transport, n), clock: realClock()}
 	for k := range au.conns {
 		conn, err := net.ListenUDP(network, net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, 0)))
 		if err != nil {

@@ -8,8 +8,9 @@ import (
 )
 
 // TestCheck: a tree with a rollback file over the limit, a library
-// function over the limit and a Session with too many fields and methods
-// is reported for each; the same tree within the limits is not.
+// function over the limit, a Session with too many fields and methods and
+// a rollback that exports too many names is reported for each; the same
+// tree within the limits is not.
 func TestCheck(t *testing.T) {
 	write := func(root, rel, src string) {
 		t.Helper()
@@ -21,7 +22,7 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tree := func(fileLines, funcLines, fields, methods int) string {
+	tree := func(fileLines, funcLines, fields, methods, exports int) string {
 		root := t.TempDir()
 		var s strings.Builder
 		s.WriteString("package rollback\n\ntype Session struct {\n")
@@ -29,7 +30,11 @@ func TestCheck(t *testing.T) {
 			s.WriteString("\tf" + strings.Repeat("x", i+1) + " int\n")
 		}
 		s.WriteString("}\n")
-		for i := range methods {
+		for i := range exports - 3 { // Session, F and E are the other 3
+			s.WriteString("const C" + strings.Repeat("x", i+1) + ", c" + strings.Repeat("x", i+1) + " = 1, 2\n")
+		}
+		s.WriteString("type e int\nconst (\n\tE e = iota\n\te1\n)\nfunc F() {}\nfunc (s *Session) Exported() {}\n")
+		for i := range methods - 1 {
 			s.WriteString("func (s *Session) m" + strings.Repeat("x", i+1) + "() {}\n")
 		}
 		for strings.Count(s.String(), "\n") < fileLines {
@@ -40,17 +45,18 @@ func TestCheck(t *testing.T) {
 		write(root, "sound/sound.go", body)
 		return root
 	}
-	problems, _, err := check(tree(MaxFileLines, MaxFuncLines, MaxFields, MaxMethods))
+	problems, _, err := check(tree(MaxFileLines, MaxFuncLines, MaxFields, MaxMethods, MaxExports))
 	if err != nil || len(problems) != 0 {
 		t.Fatalf("within the limits: %v %v", problems, err)
 	}
-	problems, _, err = check(tree(MaxFileLines+1, MaxFuncLines+1, MaxFields+1, MaxMethods+1))
+	problems, _, err = check(tree(MaxFileLines+1, MaxFuncLines+1, MaxFields+1, MaxMethods+1, MaxExports+1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	all := strings.Join(problems, "\n")
-	if len(problems) != 4 || !strings.Contains(all, "rollback/session.go: 501 lines") ||
-		!strings.Contains(all, "long is 81 lines") || !strings.Contains(all, "26 fields") || !strings.Contains(all, "61 methods") {
+	if len(problems) != 5 || !strings.Contains(all, "rollback/session.go: 501 lines") ||
+		!strings.Contains(all, "long is 81 lines") || !strings.Contains(all, "26 fields") || !strings.Contains(all, "61 methods") ||
+		!strings.Contains(all, "exports 78 names") {
 		t.Errorf("problems %q", problems)
 	}
 }

@@ -46,6 +46,11 @@ const SessionID = 77
 // arenaSize is each machine's arena: the test game's totals fit in it.
 const arenaSize = 4096
 
+// lockstepCatchUp is the most frames a lockstep Advance simulates to catch
+// up with its schedule (the rollback package's bound): offer tries once
+// more, so that a session that wants no more says so.
+const lockstepCatchUp = 4
+
 // Config describes the match an Env runs.
 type Config struct {
 	// Machines is the number of machines, 1 to rollback.MaxPlayers;
@@ -418,7 +423,7 @@ func (e *Env) step(advance func(i int) bool, failed map[any]bool) {
 // mode (a stalled session did not want it), and in lockstep mode while
 // the session takes one.
 func (m *machine) offer() error {
-	for range rollback.LockstepCatchUp + 1 {
+	for range lockstepCatchUp + 1 {
 		queued, err := m.s.AddLocalInput(rollback.PlayerID(m.id), m.input)
 		if err != nil || !queued {
 			return err

@@ -193,7 +193,7 @@ func newMatch(a args) (*rollbacktest.Env, error) {
 				c.ChecksumEvery = num(v)
 			}
 			if v, ok := lockstep(i); ok && v != "false" {
-				c.Mode = rollback.LockstepMode
+				c.Lockstep = true
 			}
 			c.MaxSpectators, c.RejoinWindow = spectators, rejoin
 			c.HandshakeTimeout, c.InterruptTimeout, c.DisconnectTimeout = hs, interrupt, disconnect
