@@ -54,6 +54,8 @@ type joiner struct {
 	proposedAt time.Duration
 	live       [MaxPlayers]bool // by peer: plays on, per the final inputs
 	late       [MaxPlayers]bool // by peer: Peer.Late (a slot still empty if it does not play)
+	absent     [MaxPlayers]bool // by peer: said it joins itself, so does not play at take
+	refuted    [MaxPlayers]bool // by peer: watched, and its state refuted by another machine's checksum
 	acc        [MaxPlayers]bool // by peer: accepted take
 	ready      [MaxPlayers]bool // by peer: sent its checksum of the state at take
 	sums       [MaxPlayers]uint64
@@ -78,6 +80,10 @@ type JoinStats struct {
 	CatchUp     int64         // frames simulated before the take-over
 	TookOver    bool
 	WatchErrors int // sources that failed before the take-over
+	// Refuted counts the sources whose state another machine's checksum
+	// of the take-over frame refuted: the joiner watched through the next
+	// (and once it took over, suspects each of SuspectDesync).
+	Refuted int
 }
 
 // newJoiner prepares a session's join: the watch starts once a peer
@@ -190,6 +196,9 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 			return
 		}
 		next := (j.src + 1) % len(peers)
+		for k := 1; k < len(peers) && j.refuted[next]; k++ {
+			next = (j.src + 1 + k) % len(peers) // not one whose state was refuted, while another is left
+		}
 		j.watch, j.summed, j.stats.StateFrame = nil, false, -1 // the state comes anew
 		j.watchFrom(next)
 		return
@@ -215,7 +224,7 @@ func roundTake(t Frame, signed bool) Frame {
 // retake makes t the take-over frame: every answer starts again.
 func (j *joiner) retake(t Frame) {
 	j.take, j.proposedAt, j.summed = t, 0, false
-	j.acc, j.ready = [MaxPlayers]bool{}, [MaxPlayers]bool{}
+	j.acc, j.ready, j.absent = [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]bool{}
 	j.stats.Proposals++
 }
 
@@ -282,9 +291,7 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 		}
 		playing = int(j.playing[i])
 		if j.sums[i] != j.mine {
-			j.err = fmt.Errorf("%w: peer %d's checksum of frame %d is %#x, ours %#x (the state came from peer %d at frame %d): not played",
-				ErrJoinState, i, j.take, j.sums[i], j.mine, j.src, w.stats.StateFrame)
-			return joinGiveUp
+			return j.refute(i, peers)
 		}
 		confirmed++
 	}
@@ -297,6 +304,29 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 	}
 	j.stats.Confirmed = confirmed
 	return joinTakeOver
+}
+
+// refute is a checksum of the take-over frame, peer i's, that differs
+// from ours: the state the source sent is refuted, as one machine's word
+// against another's. It watches through the next peer that plays and is
+// not refuted (the take-over frame still proposed, as when a source
+// fails), with a new catch-up time; with none left, the join fails with
+// ErrJoinState.
+func (j *joiner) refute(i int, peers peerSet) joinOutcome {
+	w := j.watch
+	err := fmt.Errorf("%w: peer %d's checksum of frame %d is %#x, ours %#x (the state came from peer %d at frame %d): not played",
+		ErrJoinState, i, j.take, j.sums[i], j.mine, j.src, w.stats.StateFrame)
+	j.refuted[j.src] = true
+	j.stats.Refuted++
+	for k := 1; k < len(peers); k++ {
+		if n := (j.src + k) % len(peers); !j.refuted[n] && j.live[n] && peers[n].auth.keyed() {
+			j.watch, j.summed, j.caughtUp, j.stats.StateFrame = nil, false, 0, -1
+			j.watchFrom(n)
+			return joinWait
+		}
+	}
+	j.err = err
+	return joinGiveUp
 }
 
 // propose sends each live one of the peers our proposal (m is its
@@ -406,10 +436,22 @@ func (s *Session) takeOver() {
 	s.join = nil
 	s.becomePlaying()
 	s.events.emit(EventTookOver, t, -1)
+	for i := range s.peers {
+		if j.refuted[i] {
+			s.suspect(i, SuspectDesync) // its state lost to the one every machine confirmed
+		}
+	}
 }
 
 // hint says what a join that timed out waited for, of the peers ps.
 func (j *joiner) hint(ps peerSet) string {
+	for i := range ps {
+		for k := range i {
+			if j.ready[i] && j.ready[k] && j.playing[i] != j.playing[k] {
+				return fmt.Sprintf("peers %d and %d disagree on who plays at frame %d (players %#b and %#b)", k, i, j.take, j.playing[k], j.playing[i])
+			}
+		}
+	}
 	for i := range ps {
 		switch {
 		case !j.live[i]:
@@ -440,7 +482,10 @@ func (j *joiner) livePeers(ps peerSet) {
 		}
 	}
 	for i := range ps {
-		j.live[i] = false
+		// One that answered our handshake is asked whatever they say of
+		// it, unless it says itself that it joins too: the source's word
+		// that a machine left is not enough to leave it unasked.
+		j.live[i] = ps[i].auth.keyed() && !j.absent[i]
 		for _, p := range ps[i].players {
 			j.live[i] = j.live[i] || playing&(1<<p) != 0
 		}

@@ -50,17 +50,29 @@ func (s *Session) receiveJoin() {
 		s.peers.verify(i, s.now, &s.events, s.frame)
 		ps.link.lastRecv = s.now
 		if wire.SealedKind(b) == wire.KindJoin {
-			j.answer(i, body, &s.io.rx.join, s.peers, s.stmts)
+			j.answer(i, body, &s.io.rx.join, s.peers, s.stmts, &s.tx)
 		}
 	}
 }
 
-// answer takes peer i's answer to our proposal, b (m is its scratch).
-func (j *joiner) answer(i int, b []byte, m *wire.Join, peers peerSet, stmts *statements) {
-	if wire.ParseControl(b, m) != nil || j.take == 0 || Frame(m.Take) != j.take {
+// answer takes peer i's answer to our proposal, b (m is its scratch), or
+// answers its own: we join too, so we do not play at its take-over frame
+// (tx sends that).
+func (j *joiner) answer(i int, b []byte, m *wire.Join, peers peerSet, stmts *statements, tx *outbox) {
+	if wire.ParseControl(b, m) != nil {
+		return
+	}
+	if m.Op == wire.JoinPropose {
+		*m = wire.Join{Op: wire.JoinAbsent, Take: m.Take, Keys: m.Keys[:0]}
+		tx.control(i, m)
+		return
+	}
+	if j.take == 0 || Frame(m.Take) != j.take {
 		return
 	}
 	switch m.Op {
+	case wire.JoinAbsent:
+		j.absent[i] = true
 	case wire.JoinAccept:
 		if stmts != nil && !stmts.takeKeys(i, peers[i].machine, m.Keys) {
 			return

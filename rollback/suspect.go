@@ -34,7 +34,10 @@ const (
 	// or answered a ping we never sent (to look closer than it is).
 	SuspectTiming // timing
 	// SuspectDesync: with three or more machines, its checksum disagrees
-	// with ours and with another machine's that agrees with ours.
+	// with ours and with another machine's that agrees with ours; or,
+	// watched by a machine joining in progress, it sent a state another
+	// machine's checksum refuted, and the machine took over from another
+	// source's state, which every machine that plays confirmed.
 	SuspectDesync // desync
 	// SuspectEquivocation: with three or more machines, it signed two
 	// statements of its inputs that disagree on a frame — it sent

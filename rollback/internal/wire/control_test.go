@@ -282,11 +282,22 @@ func TestJoinMessagesFit(t *testing.T) {
 		"state below -1":      &wire.Watch{State: -2},
 		"too many pieces":     &wire.Watch{Have: wire.MaxSnapPieces + 1},
 		"no operation":        &wire.Join{Take: 1},
-		"unknown operation":   &wire.Join{Op: wire.JoinReady + 1},
+		"unknown operation":   &wire.Join{Op: wire.JoinAbsent + 1},
 		"too many keys":       &wire.Join{Op: wire.JoinAccept, Keys: make([]byte, wire.MaxJoinKeys+1)},
 	} {
 		b, err := wire.AppendControl(nil, m)
 		require.NoError(t, err)
 		assert.ErrorIs(t, wire.ParseControl(b, m), wire.ErrMalformed, name)
 	}
+}
+
+// TestJoinAbsent: a joining machine's answer to another's proposal
+// round-trips; it was an unknown operation before version 5.
+func TestJoinAbsent(t *testing.T) {
+	b, err := wire.AppendControl(nil, &wire.Join{Op: wire.JoinAbsent, Take: 480})
+	require.NoError(t, err)
+	var m wire.Join
+	require.NoError(t, wire.ParseControl(b, &m))
+	assert.Equal(t, wire.JoinAbsent, m.Op)
+	assert.Equal(t, int32(480), m.Take)
 }

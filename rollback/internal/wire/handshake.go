@@ -20,8 +20,9 @@ import (
 
 // Version is the protocol version every handshake carries. 3: an Attest
 // datagram may carry an input packet after the message. 4: so may a ping
-// (Quality), a reply (QualityReply) and a Checksum.
-const Version = 4
+// (Quality), a reply (QualityReply) and a Checksum. 5: a joining machine
+// answers another's Join proposal with JoinAbsent.
+const Version = 5
 
 // HandshakeAuthSize is the size of the handshake's MAC with a secret.
 const HandshakeAuthSize = 16

@@ -82,6 +82,7 @@ const (
 	JoinAccept                   // a machine: from Take on; Keys is every machine's signing key as it knows them
 	JoinRefuse                   // a machine: too late, Frame is final here already
 	JoinReady                    // a machine: Sum is the state at the start of Take, every input before it final; Playing who plays at Take
+	JoinAbsent                   // a machine joining itself: it does not play at Take, and has no state to vouch for
 )
 
 // Join is a take-over message: Op says which.
@@ -106,7 +107,7 @@ func (m *Join) appendBody(b []byte) []byte {
 
 func (m *Join) parseBody(r reader) reader {
 	r.array(6)
-	op, take, frame := uint8(r.uint(uint64(JoinReady))), int32(r.int(0, maxInt32)), int32(r.int(0, maxInt32))
+	op, take, frame := uint8(r.uint(uint64(JoinAbsent))), int32(r.int(0, maxInt32)), int32(r.int(0, maxInt32))
 	sum, playing, keys := r.uint(1<<64-1), uint8(r.uint(1<<8-1)), r.bytes(MaxJoinKeys)
 	if r.err == nil && op < JoinPropose {
 		r.err = errControlBody
