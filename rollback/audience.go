@@ -16,7 +16,11 @@ import (
 // and sends back only Watch acknowledgements. Nothing a spectator sends
 // reaches the match: it can only slow down its own service, which is
 // bounded (guestBudget datagrams a call, the pieces and frames of one
-// packet or two a tick).
+// packet or two a tick), and the state it is sent is bounded too: a guest
+// that has not taken the state within its budget (stateBudget times its
+// compressed size, stateTime plus stateBudget times its transfer time at
+// the pace) is cut off and counted (Stats.SpectatorsCut), and a spectator
+// cut off is not admitted again from its index for cutOff.
 
 // Spectator service limits.
 const (
@@ -28,6 +32,12 @@ const (
 	snapWrap        = 250 * time.Millisecond // pieces in flight are sent again after this
 	feedKeepalive   = 250 * time.Millisecond // an idle spectator hears from us this often
 	maxFeedFrames   = 64                     // frames in one feed packet
+	stateBudget     = 4                      // times the compressed state a guest may be sent before it takes it
+	stateTime       = 10 * time.Second       // the time budget's floor, before the transfer time at the pace
+	cutOff          = time.Minute            // how long a spectator cut off is not admitted again
+	// maxSpectatorDelay bounds Config.SpectatorDelay: the feed holds the
+	// frames since the offered state's until they are sent (feedFrames).
+	maxSpectatorDelay = 20 * time.Second
 	// defaultTransferRate is the state transfer's pace to each spectator
 	// when Config.TransferRate is 0, in bytes a second (two pieces a tick).
 	defaultTransferRate = 2 * wire.MaxSnapData * 60
@@ -58,6 +68,7 @@ type audience struct {
 	format  wire.Format // the match's layout (keys.terms), checked once
 	session uint64
 	tr      Transport
+	delay   time.Duration // Config.SpectatorDelay: spectators get each frame this long after it became final (the feed is timed)
 	interr  time.Duration // Config.InterruptTimeout: a silent guest's slot may be taken
 	discon  time.Duration // Config.DisconnectTimeout: a silent guest is dropped
 	feed    *feed
@@ -67,6 +78,9 @@ type audience struct {
 	judged  int     // stranger datagrams this call
 
 	sent, sentBytes int64 // to spectators, also in the host's totals
+	cut             int64 // guests cut off over their state budget
+	cuts            [maxGuests]cutGuest
+	nextCut         int // the entry of cuts the next one overwrites
 
 	io struct {
 		buf    []byte
@@ -79,6 +93,13 @@ type audience struct {
 		base   [MaxPlayers]uint64
 		gossip []wire.Gossip
 	}
+}
+
+// cutGuest is a spectator cut off over its state budget: not admitted
+// again from its transport index until then.
+type cutGuest struct {
+	idx   int
+	until time.Duration
 }
 
 // guest is one spectator served directly.
@@ -94,6 +115,7 @@ type guest struct {
 	since    time.Duration // when it first proved its handshake
 	stateAt  time.Duration // when it acknowledged the whole state (0: not yet)
 	size     int           // the compressed state it acknowledged
+	sentSnap int           // Snap bytes sent it
 }
 
 func newAudience(limit, peers, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
@@ -211,8 +233,8 @@ func (a *audience) handshake(idx, k int, b []byte, now time.Duration) bool {
 			return false // re-keyed a moment ago: one derivation per retry period
 		}
 	}
-	if k < 0 && idx >= a.peers && a.spectators() == a.max {
-		return false // full: it is not answered, and its handshake times out
+	if k < 0 && idx >= a.peers && (a.spectators() == a.max || a.isCut(idx, now)) {
+		return false // full, or cut off: it is not answered, and its handshake times out
 	}
 	ours := link.ours
 	seal, open, err := a.keys.relink(a.session, ours, h.Nonce, h.Key)
@@ -335,11 +357,55 @@ func (a *audience) send(now time.Duration, host stateSource) {
 			a.sendFeed(g, now)
 			continue
 		}
-		if a.offerFor(now, host) {
+		if a.overBudget(g, now) {
+			a.sendControl(g, &wire.Disconnect{Frame: -1}, now)
+			if g.idx >= a.peers {
+				a.cuts[a.nextCut] = cutGuest{idx: g.idx, until: now + cutOff}
+				a.nextCut = (a.nextCut + 1) % len(a.cuts)
+			}
+			a.drop(k, host)
+			a.cut++
+			k--
+			continue
+		}
+		if a.offerFor(now, host) && (g.idx < a.peers || a.ripe(a.offer.frame-1, now)) {
 			a.sendPieces(g, now)
 		}
 	}
 	a.compress()
+}
+
+// overBudget reports whether g, still without the state, has had more of
+// it than its budget: stateBudget times the offer's compressed size (and
+// stateBudget pieces), or stateTime plus stateBudget times the offer's
+// transfer time at the pace since it proved its handshake. One that never
+// takes the state (it keeps asking) would cost the pace for ever.
+func (a *audience) overBudget(g *guest, now time.Duration) bool {
+	size := len(a.offer.data)
+	pieces := (size + wire.MaxSnapData - 1) / wire.MaxSnapData
+	pace := time.Duration((pieces+a.perTick-1)/a.perTick) * time.Second / 60
+	wait := time.Duration(0)
+	if g.idx >= a.peers {
+		wait = a.delay // the offer is held back from spectators that long
+	}
+	return g.sentSnap > stateBudget*(size+wire.MaxSnapData) || now-g.since > stateTime+wait+stateBudget*pace
+}
+
+// isCut reports whether a spectator at transport index idx was cut off
+// less than cutOff ago. The most recent maxGuests cuts are kept.
+func (a *audience) isCut(idx int, now time.Duration) bool {
+	for _, c := range a.cuts {
+		if c.until > now && c.idx == idx {
+			return true
+		}
+	}
+	return false
+}
+
+// ripe reports whether frame f may go to a spectator: it became final
+// at least the stream delay ago (one the feed no longer holds did).
+func (a *audience) ripe(f Frame, now time.Duration) bool {
+	return !a.feed.has(f) || a.feed.ripe(f, now, a.delay)
 }
 
 // behind reports whether the feed no longer holds what g needs next: the
@@ -379,6 +445,7 @@ func (a *audience) sendPieces(g *guest, now time.Duration) {
 		a.io.snap = wire.Snap{Frame: int32(o.frame), Size: uint32(len(o.raw)), Sum: o.sum, Total: uint32(len(o.data)),
 			Piece: uint32(n), Data: o.data[off:min(off+wire.MaxSnapData, len(o.data))]}
 		a.sendControl(g, &a.io.snap, now)
+		g.sentSnap += len(a.io.snap.Data)
 		sent++
 	}
 }
@@ -390,6 +457,14 @@ func (a *audience) sendFeed(g *guest, now time.Duration) {
 	l, pkt := a.feed, &a.io.pkt
 	first := Frame(g.watch.Next)
 	end := min(l.high, first+maxFeedFrames)
+	if g.idx >= a.peers {
+		for f := first; f < end; f++ {
+			if !a.ripe(f, now) {
+				end = f // a spectator's frames wait out the stream delay
+				break
+			}
+		}
+	}
 	if first < end {
 		for f := first + 1; f < end; f++ {
 			if l.mask(f) != l.mask(first) {

@@ -112,7 +112,7 @@ func (s *Session) secure(cfg *Config) error {
 		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto, nLocal: len(s.roster.local)}
 		s.snaps.slots = savestate.Slots // one kept at the settled frame
 	}
-	s.proto.transferRate = cfg.TransferRate
+	s.proto.transferRate, s.proto.spectatorDelay = cfg.TransferRate, cfg.SpectatorDelay
 	if !cfg.InProgress {
 		r := s.rejoins()
 		r.reserve()
@@ -161,6 +161,10 @@ func (s *Session) serve(spectators int) {
 	f.reset(s.out.recorded)
 	s.aud = newAudience(spectators, len(s.peers), s.proto.transferRate, &s.proto.keys, s.proto.sessionID, s.tx.tr, &f,
 		s.proto.interruptAfter, s.proto.disconnectAfter)
+	if s.proto.spectatorDelay > 0 {
+		f.timed()
+		s.aud.delay = s.proto.spectatorDelay
+	}
 }
 
 // newPeers returns the remote machines, in Config.Peers order, heard

@@ -223,6 +223,15 @@ type Config struct {
 	// machine, in bytes a second; 0 means about
 	// 120 KB/s (2 KiB a tick).
 	TransferRate int
+	// SpectatorDelay is the stream delay this machine enforces, against
+	// stream sniping, 0 to 20 s: it sends its spectators each frame's
+	// inputs no sooner than this after the frame became final here, and
+	// the state they start from no sooner than this after its frame
+	// (a spectator's own SpectatorConfig.Delay is the viewer's choice,
+	// which a modified viewer ignores). A spectator then waits up to
+	// SpectatorDelay more to start. Machines coming back into the match
+	// are never delayed. 0: none.
+	SpectatorDelay time.Duration
 	// StandIn, if not nil, gives the input of player p for frame f while p
 	// is absent (its machine disconnected, until it takes p back), with the
 	// State at the start of frame f: a bot or an AI takes over. It must be
@@ -408,6 +417,9 @@ func (c *Config) validateTuning() error {
 	}
 	if c.TransferRate < 0 {
 		return cfgErr("TransferRate", "negative rate %d", c.TransferRate)
+	}
+	if c.SpectatorDelay < 0 || c.SpectatorDelay > maxSpectatorDelay {
+		return cfgErr("SpectatorDelay", "%v (want 0 to %v)", c.SpectatorDelay, maxSpectatorDelay)
 	}
 	if c.MaxSpectators > 0 && (c.Transport == nil || c.SyncTest > 0) {
 		return cfgErr("MaxSpectators", "%d spectators need a Transport (and no sync test)", c.MaxSpectators)

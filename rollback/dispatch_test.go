@@ -2,6 +2,7 @@ package rollback
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -57,7 +58,7 @@ func TestFeed(t *testing.T) {
 		if i%2 == 0 {
 			in[1].Status = Confirmed
 		}
-		f.add(in)
+		f.add(in, 0)
 	}
 	assert.Equal(t, Frame(10+feedFrames+5), f.high)
 	assert.Equal(t, f.high-feedFrames, f.low, "the oldest frames went")
@@ -74,7 +75,26 @@ func TestFeed(t *testing.T) {
 	f.inputs(last-1, got)
 	assert.Equal(t, []PlayerInput{{Input: Input(i - 1), Status: Confirmed}, {Input: Input(i), Status: Disconnected}}, got)
 	assert.Equal(t, Input(i+1), f.input(last, 1))
-	f.addRaw([]uint64{7, 8}, 1)
+	f.addRaw([]uint64{7, 8}, 1, 0)
 	f.inputs(f.high-1, got)
 	assert.Equal(t, []PlayerInput{{Input: 7, Status: Disconnected}, {Input: 8, Status: Confirmed}}, got)
+	assert.True(t, f.ripe(f.high-1, 0, time.Hour), "an untimed feed has every frame ripe")
+}
+
+// TestFeedTimed: a timed feed notes when each frame came, and a frame is
+// ripe once the delay has passed since.
+func TestFeedTimed(t *testing.T) {
+	f := newFeed(1)
+	f.timed()
+	for i := range 3 {
+		f.add([]PlayerInput{{}}, time.Duration(i)*time.Second)
+	}
+	f.addRaw([]uint64{0}, 0, 5*time.Second)
+	for _, tc := range []struct {
+		f    Frame
+		now  time.Duration
+		ripe bool
+	}{{0, 2 * time.Second, true}, {1, 2 * time.Second, false}, {1, 3 * time.Second, true}, {3, 6 * time.Second, false}, {3, 7 * time.Second, true}} {
+		assert.Equal(t, tc.ripe, f.ripe(tc.f, tc.now, 2*time.Second), "frame %d at %v", tc.f, tc.now)
+	}
 }

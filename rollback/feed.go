@@ -1,5 +1,7 @@
 package rollback
 
+import "time"
+
 // feedFrames is how many of the latest final frames a feed holds: a
 // spectator may fall this far behind what its source has (34 s at 60 Hz)
 // and still catch up; one further behind is dropped and must join again.
@@ -12,8 +14,9 @@ const feedFrames = 2048
 // high) are held.
 type feed struct {
 	players   int
-	in        []Input // frame f's inputs at slot(f)*players
-	disc      []uint8 // frame f's Disconnected players, one bit each
+	in        []Input         // frame f's inputs at slot(f)*players
+	disc      []uint8         // frame f's Disconnected players, one bit each
+	at        []time.Duration // when frame f was added, at slot(f); nil unless timed
 	low, high Frame
 }
 
@@ -23,15 +26,27 @@ func newFeed(players int) feed {
 
 func (l *feed) slot(f Frame) int { return int(uint32(f) % feedFrames) }
 
+// timed makes the feed note when each frame is added, for a stream delay.
+func (l *feed) timed() { l.at = make([]time.Duration, feedFrames) }
+
+// ripe reports whether frame f (held) was added at least d before now, or
+// the feed is not timed.
+func (l *feed) ripe(f Frame, now, d time.Duration) bool {
+	return l.at == nil || now-l.at[l.slot(f)] >= d
+}
+
 // reset empties the feed: its next frame is f.
 func (l *feed) reset(f Frame) { l.low, l.high = f, f }
 
 // has reports whether frame f is held.
 func (l *feed) has(f Frame) bool { return f >= l.low && f < l.high }
 
-// add appends frame l.high's inputs: in has one entry per player.
-func (l *feed) add(in []PlayerInput) {
+// add appends frame l.high's inputs, at now: in has one entry per player.
+func (l *feed) add(in []PlayerInput, now time.Duration) {
 	k := l.slot(l.high)
+	if l.at != nil {
+		l.at[k] = now
+	}
 	var mask uint8
 	for p, pi := range in[:l.players] {
 		l.in[k*l.players+p] = pi.Input
@@ -44,10 +59,13 @@ func (l *feed) add(in []PlayerInput) {
 	l.low = max(l.low, l.high-feedFrames)
 }
 
-// addRaw appends frame l.high's inputs from a packet: one per player, and
-// the Disconnected players' mask.
-func (l *feed) addRaw(in []uint64, mask uint8) {
+// addRaw appends frame l.high's inputs from a packet, at now: one per
+// player, and the Disconnected players' mask.
+func (l *feed) addRaw(in []uint64, mask uint8, now time.Duration) {
 	k := l.slot(l.high)
+	if l.at != nil {
+		l.at[k] = now
+	}
 	for p := range l.players {
 		l.in[k*l.players+p] = Input(in[p])
 	}

@@ -65,7 +65,7 @@ func (r *recording) record(now time.Duration, h *horizon) {
 			r.rec.Confirmed(f, in)
 		}
 		if h.aud != nil {
-			h.aud.feed.add(in)
+			h.aud.feed.add(in, now)
 		}
 	}
 }

@@ -37,7 +37,10 @@ type offer struct {
 // ready to send.
 func (a *audience) offerFor(now time.Duration, host stateSource) bool {
 	o := &a.offer
-	stale := o.on && (o.frame < a.feed.low || (o.done && a.feed.high-o.frame > offerFresh && !a.receiving()))
+	// With a stream delay, an offer is kept that much longer: spectators
+	// get it only once it is that old.
+	fresh := offerFresh + Frame(a.delay*60/time.Second)
+	stale := o.on && (o.frame < a.feed.low || (o.done && a.feed.high-o.frame > fresh && !a.receiving()))
 	if !o.on || stale {
 		if o.done {
 			a.prev = offered{frame: o.frame, size: len(o.data)}

@@ -120,7 +120,7 @@ func (s *Session) Stats() Stats {
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
 	st.QuietTicks = s.quiet.ticks
 	if s.aud != nil {
-		st.Spectators, st.SpectatorPackets, st.SpectatorBytes = s.aud.served(), s.aud.sent, s.aud.sentBytes
+		st.Spectators, st.SpectatorPackets, st.SpectatorBytes, st.SpectatorsCut = s.aud.served(), s.aud.sent, s.aud.sentBytes, s.aud.cut
 		st.PacketsSent += s.aud.sent
 		st.BytesSent += s.aud.sentBytes
 	}

@@ -51,7 +51,9 @@ type SpectatorConfig struct {
 	SessionID uint64
 	Secret    []byte
 	// Delay is the stream delay: each frame is played no sooner than this
-	// after it arrived (against stream sniping). 0: none.
+	// after it arrived. 0: none. It is the viewer's choice; a player
+	// machine enforces its own (Config.SpectatorDelay) against stream
+	// sniping.
 	Delay time.Duration
 	// CatchUp is the most frames one Advance simulates while behind; 0
 	// means 3.
@@ -128,8 +130,7 @@ type Spectator struct {
 	frame   Frame
 	joined  bool
 	feed    feed
-	delay   time.Duration
-	arrived []time.Duration // when each frame of the feed arrived, by feed slot (with a Delay)
+	delay   time.Duration // SpectatorConfig.Delay: the feed is timed
 	catchUp int
 	snap    snapReceiver
 	aud     *audience
@@ -186,7 +187,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		delay: cfg.Delay, events: make([]Event, 0, 4)}
 	s.format, _ = wire.NewFormat(s.layout) // checked above
 	if s.delay > 0 {
-		s.arrived = make([]time.Duration, feedFrames)
+		s.feed.timed()
 	}
 	if s.clock == nil {
 		s.clock = realClock()
@@ -292,7 +293,7 @@ func (s *Spectator) playable() Frame {
 		return s.feed.high
 	}
 	f := s.frame
-	for f < s.feed.high && s.now-s.arrived[s.feed.slot(f)] >= s.delay {
+	for f < s.feed.high && s.feed.ripe(f, s.now, s.delay) {
 		f++
 	}
 	return f

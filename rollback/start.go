@@ -27,6 +27,7 @@ type protocol struct {
 	rejoinWindow    time.Duration // RejoinWindow; 0: no machine comes back
 	joins           int           // peers joining now (rejoin.go)
 	transferRate    int           // Config.TransferRate
+	spectatorDelay  time.Duration // Config.SpectatorDelay
 
 	lie *adversary // the soak's adversary (internal/liar); nil in every game
 

@@ -201,6 +201,11 @@ type Stats struct {
 	Spectators       int
 	SpectatorPackets int64
 	SpectatorBytes   int64
+	// SpectatorsCut counts the spectators and joiners this machine cut
+	// off because they had not taken the state within their budget: four
+	// times its compressed size sent, or 10 s plus four times its transfer
+	// time at TransferRate (docs/tuning.md).
+	SpectatorsCut int64
 
 	// Join is how this machine came back, when it joined in progress
 	// (Config.InProgress).

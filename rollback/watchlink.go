@@ -205,10 +205,7 @@ func (s *Spectator) takeFeed(body []byte) bool {
 		}
 	}
 	for f := s.feed.high; f < Frame(pkt.End()) && f < s.frame+feedFrames; f++ {
-		if s.arrived != nil {
-			s.arrived[s.feed.slot(f)] = s.now
-		}
-		s.feed.addRaw(pkt.Inputs[int(f-first)*s.players:], mask)
+		s.feed.addRaw(pkt.Inputs[int(f-first)*s.players:], mask, s.now)
 	}
 	return true
 }

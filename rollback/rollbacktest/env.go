@@ -535,7 +535,8 @@ func (e *Env) Spectate(via int) (int, error) {
 	// The new node is the highest: via keeps its index in the node's view.
 	s, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: e.cfg.Machines, Layout: layout,
 		State: g.Arena, Game: g, Transport: &port{e: e, node: node}, Source: via, SessionID: m.cfg.SessionID,
-		Secret: m.cfg.Secret, Clock: e.nw, Rand: seeded(e.cfg.Seed, 1, k)})
+		Secret: m.cfg.Secret, Clock: e.nw, Rand: seeded(e.cfg.Seed, 1, k), HandshakeTimeout: m.cfg.HandshakeTimeout,
+		InterruptTimeout: m.cfg.InterruptTimeout, DisconnectTimeout: m.cfg.DisconnectTimeout})
 	if err != nil {
 		return 0, err
 	}

@@ -22,7 +22,7 @@ import (
 // The commands (handle has an example of each):
 //
 //	new-match players=N [seed latency jitter loss nostartdelay send-every-tick
-//	          spectators rejoin handshake interrupt disconnect late=(i...)]
+//	          spectators rejoin handshake interrupt disconnect stream-delay late=(i...)]
 //	          [secret session bits checksum lockstep]=(one value, or one a machine)
 //	advance [machine=(i...)] [n=]     the named machines Advance, the others Idle
 //	advance-to frame=F [limit=]       each machine Advances until it reaches F
@@ -65,7 +65,7 @@ func (h *handler) handle(t *testing.T, d *datadriven.TestData) (string, error) {
 	switch d.Cmd {
 	case "new-match":
 		// Example: new-match players=3 seed=2 latency=20ms loss=10% secret=(lobby,lobby,other)
-		// spectators=1 rejoin=30s late=(2) lockstep=(false,true) checksum=10 bits=(8,4)
+		// spectators=1 rejoin=30s stream-delay=2s late=(2) lockstep=(false,true) checksum=10 bits=(8,4)
 		// session=(77,78) handshake=1s interrupt=250ms disconnect=1s nostartdelay
 		env, err := newMatch(a)
 		h.env = env
@@ -163,7 +163,7 @@ func newMatch(a args) (*rollbacktest.Env, error) {
 			}
 		}
 	}
-	spectators, rejoin := a.intOr("spectators", 0), a.durationOr("rejoin", 0)
+	spectators, rejoin, streamDelay := a.intOr("spectators", 0), a.durationOr("rejoin", 0), a.durationOr("stream-delay", 0)
 	hs, interrupt, disconnect := a.durationOr("handshake", 0), a.durationOr("interrupt", 0), a.durationOr("disconnect", 0)
 	noStartDelay, sendEveryTick := a.has("nostartdelay"), a.has("send-every-tick")
 	var p netsim.Profile
@@ -195,7 +195,7 @@ func newMatch(a args) (*rollbacktest.Env, error) {
 			if v, ok := lockstep(i); ok && v != "false" {
 				c.Lockstep = true
 			}
-			c.MaxSpectators, c.RejoinWindow = spectators, rejoin
+			c.MaxSpectators, c.RejoinWindow, c.SpectatorDelay = spectators, rejoin, streamDelay
 			c.HandshakeTimeout, c.InterruptTimeout, c.DisconnectTimeout = hs, interrupt, disconnect
 			c.NoStartDelay, c.SendEveryTick = noStartDelay, sendEveryTick
 		}})

@@ -30,7 +30,7 @@ func (e *Env) Stats(i int) (string, error) {
 	fmt.Fprintf(&b, " rollbacks=%d resimulated=%d deepest=%d stalls=%d\n", st.Rollbacks, st.ResimulatedFrames, st.MaxRollbackFrames, st.StallFrames)
 	fmt.Fprintf(&b, "  received: invalid=%d forged=%d duplicate=%d over-budget=%d\n", st.PacketsInvalid, st.PacketsForged, st.PacketsDuplicate, st.PacketsOverBudget)
 	if st.Spectators > 0 || m.cfg.MaxSpectators > 0 {
-		fmt.Fprintf(&b, "  spectators=%d\n", st.Spectators)
+		fmt.Fprintf(&b, "  spectators=%d cut=%d sent=%d\n", st.Spectators, st.SpectatorsCut, st.SpectatorPackets)
 	}
 	if j := st.Join; m.cfg.InProgress {
 		fmt.Fprintf(&b, "  join: source=%d took-over=%v at=%d proposals=%d confirmed=%d\n", j.Source, j.TookOver, j.TakeOver, j.Proposals, j.Confirmed)
