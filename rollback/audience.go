@@ -20,7 +20,7 @@ import (
 // that has not taken the state within its budget (stateBudget times its
 // compressed size, stateTime plus stateBudget times its transfer time at
 // the pace) is cut off and counted (Stats.SpectatorsCut), and a spectator
-// cut off is not admitted again from its index for cutOff.
+// cut off is not admitted again from its index for cutFor.
 
 // Spectator service limits.
 const (
@@ -32,12 +32,6 @@ const (
 	snapWrap        = 250 * time.Millisecond // pieces in flight are sent again after this
 	feedKeepalive   = 250 * time.Millisecond // an idle spectator hears from us this often
 	maxFeedFrames   = 64                     // frames in one feed packet
-	stateBudget     = 4                      // times the compressed state a guest may be sent before it takes it
-	stateTime       = 10 * time.Second       // the time budget's floor, before the transfer time at the pace
-	cutOff          = time.Minute            // how long a spectator cut off is not admitted again
-	// maxSpectatorDelay bounds Config.SpectatorDelay: the feed holds the
-	// frames since the offered state's until they are sent (feedFrames).
-	maxSpectatorDelay = 20 * time.Second
 	// defaultTransferRate is the state transfer's pace to each spectator
 	// when Config.TransferRate is 0, in bytes a second (two pieces a tick).
 	defaultTransferRate = 2 * wire.MaxSnapData * 60
@@ -93,13 +87,6 @@ type audience struct {
 		base   [MaxPlayers]uint64
 		gossip []wire.Gossip
 	}
-}
-
-// cutGuest is a spectator cut off over its state budget: not admitted
-// again from its transport index until then.
-type cutGuest struct {
-	idx   int
-	until time.Duration
 }
 
 // guest is one spectator served directly.
@@ -358,13 +345,7 @@ func (a *audience) send(now time.Duration, host stateSource) {
 			continue
 		}
 		if a.overBudget(g, now) {
-			a.sendControl(g, &wire.Disconnect{Frame: -1}, now)
-			if g.idx >= a.peers {
-				a.cuts[a.nextCut] = cutGuest{idx: g.idx, until: now + cutOff}
-				a.nextCut = (a.nextCut + 1) % len(a.cuts)
-			}
-			a.drop(k, host)
-			a.cut++
+			a.cutOff(k, now, host)
 			k--
 			continue
 		}
@@ -373,33 +354,6 @@ func (a *audience) send(now time.Duration, host stateSource) {
 		}
 	}
 	a.compress()
-}
-
-// overBudget reports whether g, still without the state, has had more of
-// it than its budget: stateBudget times the offer's compressed size (and
-// stateBudget pieces), or stateTime plus stateBudget times the offer's
-// transfer time at the pace since it proved its handshake. One that never
-// takes the state (it keeps asking) would cost the pace for ever.
-func (a *audience) overBudget(g *guest, now time.Duration) bool {
-	size := len(a.offer.data)
-	pieces := (size + wire.MaxSnapData - 1) / wire.MaxSnapData
-	pace := time.Duration((pieces+a.perTick-1)/a.perTick) * time.Second / 60
-	wait := time.Duration(0)
-	if g.idx >= a.peers {
-		wait = a.delay // the offer is held back from spectators that long
-	}
-	return g.sentSnap > stateBudget*(size+wire.MaxSnapData) || now-g.since > stateTime+wait+stateBudget*pace
-}
-
-// isCut reports whether a spectator at transport index idx was cut off
-// less than cutOff ago. The most recent maxGuests cuts are kept.
-func (a *audience) isCut(idx int, now time.Duration) bool {
-	for _, c := range a.cuts {
-		if c.until > now && c.idx == idx {
-			return true
-		}
-	}
-	return false
 }
 
 // ripe reports whether frame f may go to a spectator: it became final
