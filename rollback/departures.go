@@ -66,14 +66,20 @@ func (d departures) leftAfter(i int, t Frame, scratch *[MaxPlayers]Frame) (Frame
 }
 
 // withholds reports whether one of peer m's counts of the other machines
-// is below what its own progress proves (floor): it withholds them. Only
-// in rollback mode.
+// is below what its own progress proves (floor), and below what we have
+// of that machine less countSlack: it withholds them. Only in rollback
+// mode. The second bound is for a machine x that took its players back:
+// its take-over frame made its inputs from there needed again at frames m
+// had already simulated, so m's count of x can honestly stay far behind
+// m's own inputs until x's come, as ours does (127 suspicions of honest
+// machines in one match of 4 on hell with a late join).
 func (d departures) withholds(m int) bool {
 	if d.lockstep {
 		return false
 	}
 	for _, x := range d.peers[m].gossip.order {
-		if !d.peers[x].leave.disc && d.peers[m].gossip.sees[x] < d.floor(m, x) {
+		ours := d.inputs.next[d.peers[x].players[0]] - countSlack
+		if !d.peers[x].leave.disc && d.peers[m].gossip.sees[x] < min(d.floor(m, x), ours) {
 			return true
 		}
 	}

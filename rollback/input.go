@@ -186,7 +186,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 					mis = min(mis, f)
 				}
 			}
-			if ps.timing.input(s.now, f, &s.times.simmed, ps.link.rtt) {
+			if ps.timing.input(s.now, f, &s.times.simmed, ps.timing.judged(ps.link.rtt)) {
 				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 {
 					ps.timing.late() // the governor does not wait for it
 				}
@@ -194,7 +194,10 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 		}
 	}
 	have := s.inputs.next[ps.players[0]]
-	if f := have - countSlack; s.ls == nil && ps.progress.ack < f {
+	if ps.progress.proves < 0 {
+		ps.progress.proves = have
+	}
+	if f := have - countSlack; s.ls == nil && ps.progress.ack < f && f > ps.progress.proves {
 		// Its own inputs prove it has more of ours than it says (it cannot
 		// simulate that far without them): the ring need not wait for it.
 		s.suspect(i, SuspectAck)

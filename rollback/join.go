@@ -371,7 +371,7 @@ func (s *Session) takeOver() {
 	}
 	for i := range s.peers {
 		ps := &s.peers[i]
-		ps.progress = progress{ack: t}
+		ps.progress = progress{ack: t, proves: -1}
 		ps.link.lastRecv, ps.link.winStart, ps.link.lastQuality = s.now, s.now, s.now-s.proto.qualityEvery
 		ps.start.goSeen = true
 		for x := range s.peers {

@@ -188,6 +188,12 @@ func (l *link) forged() bool {
 type progress struct {
 	ack       Frame // the next of our frames it wants; all before it arrived
 	fullUntil time.Duration
+	// proves is how many of its inputs its first packet after we took our
+	// players back brought (Session.takeOver sets -1 until it comes): it
+	// produced those before it needed our inputs from the take-over frame
+	// on, so only the ones after them prove how many of ours it has (the
+	// ack check of Session.handleInput).
+	proves Frame
 
 	sentNext    Frame         // lockstep: our next local frame when we last sent it inputs
 	inputSentAt time.Duration // lockstep: when we last sent it inputs

@@ -24,20 +24,24 @@ func TestDepartures(t *testing.T) {
 		name      string
 		sees      Frame // peer 0's count of peer 1's frames
 		next      Frame // peer 0's own next input: its progress
+		ours      Frame // our own count of peer 1's frames
 		lockstep  bool
 		floor     Frame
 		withholds bool
 	}{
-		{"its count, ahead of what it proves", 500, 400, false, 500, false},
-		{"raised to what it proves", 10, 400, false, 400 - countSlack, true},
-		{"lockstep: its count alone", 10, 400, true, 10, false},
-		{"nothing to prove yet", 0, 5, false, 0, false},
+		{"its count, ahead of what it proves", 500, 400, 500, false, 500, false},
+		{"raised to what it proves", 10, 400, 400, false, 400 - countSlack, true},
+		// Peer 1 took its players back at frame 10: its inputs are needed
+		// again at frames peer 0 had simulated, and we lack them as much.
+		{"we lack them too", 10, 400, 11, false, 400 - countSlack, false},
+		{"lockstep: its count alone", 10, 400, 400, true, 10, false},
+		{"nothing to prove yet", 0, 5, 5, false, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := threePeers()
 			ps[0].gossip.sees[1], ps[0].gossip.sees[2] = tc.sees, 1000
 			var in inputRing
-			in.next[1] = tc.next
+			in.next[1], in.next[2] = tc.next, tc.ours
 			d := departures{peers: ps, inputs: &in, lockstep: tc.lockstep}
 			assert.Equal(t, tc.floor, d.floor(0, 1))
 			assert.Equal(t, tc.withholds, d.withholds(0))

@@ -405,8 +405,9 @@ func (s *Session) poll() (Frame, error) {
 		ps := &s.peers[i]
 		if l := &ps.link; s.now-l.winStart >= time.Second {
 			l.roll(s.now, &ps.st)
-			ackLies, lookahead := ps.timing.roll(l.rtt)
-			if s.proto.started && l.rtt > 0 && !ps.leave.disc {
+			rtt := ps.timing.judged(l.rtt)
+			ackLies, lookahead := ps.timing.roll(rtt)
+			if s.proto.started && rtt > 0 && !ps.leave.disc {
 				if ackLies {
 					s.suspect(i, SuspectAck)
 				}

@@ -12,6 +12,7 @@ import "time"
 // it could choose each after seeing ours (docs/security.md).
 type timing struct {
 	ackAgeMin time.Duration // the least ack age this window; -1 for no sample
+	ackAge    time.Duration // the last window's least ack age (0: none)
 	ackLate   int           // consecutive windows whose least ack age was too old
 
 	inputs, lateInputs int // this window: its frames received, and those past lateAfter
@@ -67,7 +68,21 @@ func (t *timing) acked(now time.Duration, ack, localNext Frame, sent *frameTimes
 func (t *timing) input(now time.Duration, f Frame, simmed *frameTimes, rtt time.Duration) (late bool) {
 	t.inputs++
 	at, ok := simmed.of(f)
-	return ok && now-at > rtt+lateSlack
+	return ok && rtt > 0 && now-at > rtt+lateSlack
+}
+
+// judged returns the round trip the judgements use: ours, from pings
+// (rtt), or while the peer has answered none, the last window's least
+// ack age. That is at most a round trip for an honest peer (it still
+// wanted a frame we sent that long ago), so a peer that never answers a
+// ping is judged all the same from its first second of acknowledgements;
+// it can only claim a longer link by acknowledging later, and hide a
+// lookahead shorter than that delay (docs/security.md). 0: none yet.
+func (t *timing) judged(rtt time.Duration) time.Duration {
+	if rtt == 0 {
+		return t.ackAge
+	}
+	return rtt
 }
 
 // late counts an input that input found late and the governor did not
@@ -80,6 +95,12 @@ func (t *timing) late() { t.lateInputs++ }
 // of its inputs arrived more than a round trip plus lateSlack after we
 // simulated their frame.
 func (t *timing) roll(rtt time.Duration) (ackLies, lookahead bool) {
+	t.ackAge = max(0, t.ackAgeMin)
+	if rtt == 0 {
+		// No round trip to judge by: nothing counts, and nothing is named.
+		t.ackLate, t.inputsLate, t.ackAgeMin, t.inputs, t.lateInputs = 0, 0, -1, 0, 0
+		return false, false
+	}
 	if t.ackAgeMin > rtt+ackSlack {
 		t.ackLate++
 	} else {

@@ -570,3 +570,21 @@ func TestJoinRegressions(t *testing.T) {
 		})
 	}
 }
+
+// TestNoSuspicionOfHonestJoins: 4 machines on hell without the start
+// delay, one joining late (seed 45). Its take-over frame made its inputs
+// needed again at frames the others had simulated, and their counts of it
+// and acknowledgements of it lagged their own inputs honestly: every
+// machine suspected the others of withholding counts (127 times) and the
+// joiner suspected every peer of low acknowledgements (3). None is now.
+func TestNoSuspicionOfHonestJoins(t *testing.T) {
+	var out, errs bytes.Buffer
+	code := run([]string{"-players", "4", "-late-join", "1", "-no-start-delay", "-profile", "hell", "-seed", "45", "-matches", "1", "-json", "-"}, &out, &errs)
+	require.Equal(t, 0, code, "%s\n%s", errs.String(), out.String())
+	var sum struct {
+		Suspects int            `json:"suspects"`
+		ByKind   map[string]int `json:"suspects_by_kind"`
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &sum), out.String())
+	assert.Zero(t, sum.Suspects, "%v", sum.ByKind)
+}
