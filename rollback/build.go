@@ -46,7 +46,6 @@ func NewSession(cfg Config) (*Session, error) {
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
 	s.quiet.on = !cfg.SendEveryTick && cfg.Mode != LockstepMode
-	s.proto.lie = liarOf(cfg.Transport)
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With
 		// three or more machines a machine that leaves is cut at the fewest
@@ -77,6 +76,7 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 	}
+	s.tx.adv = adversaryOf(&cfg, s) // nil in every game
 	s.proto.handlers.register(s)
 	if err := s.open(&cfg); err != nil {
 		return nil, err
@@ -109,7 +109,7 @@ func (s *Session) secure(cfg *Config) error {
 		if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
 			return err
 		}
-		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto, nLocal: len(s.roster.local)}
+		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto}
 		s.snaps.slots = savestate.Slots // one kept at the settled frame
 	}
 	s.proto.transferRate = cfg.TransferRate
