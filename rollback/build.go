@@ -100,7 +100,7 @@ func (s *Session) secure(cfg *Config) error {
 	for i := range s.peers {
 		s.peers[i].auth.ours = s.proto.keys.nonceFor(linkPeer | uint64(i))
 	}
-	if len(s.peers) >= 2 && s.ls == nil && !unsigned(cfg.Transport) {
+	if len(s.peers) >= 2 && s.ls == nil && !unsigned(cfg) {
 		var np, peerOf [MaxPlayers]int
 		np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
 		for i := range s.peers {

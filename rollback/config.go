@@ -256,6 +256,11 @@ type Config struct {
 	// them and compares checksums of the arena with the first simulation.
 	// All players must be local.
 	SyncTest int
+
+	// hooks is what this module's own test support asks of the session
+	// (liar.go: set only by WithTestHooks, in a build with the tag
+	// rewind_adversary): nil in every game.
+	hooks *testHooks
 }
 
 // validate checks c without modifying it.

@@ -2,14 +2,19 @@
 
 package rollback
 
-// This file is the honest build, every game's: the soak's adversary
-// (liar.go, compiled only with the build tag rewind_adversary) is absent.
-// adversaryBuilt is false, so the outbox's one seam (outbox.post) is
-// removed by the compiler, and a session's adversary is always nil.
+// This file is the honest build, every game's: the soak's adversary and
+// the test hooks (liar.go, compiled only with the build tag
+// rewind_adversary) are absent, and so is WithTestHooks, the only way to
+// ask for them. adversaryBuilt is false, so the compiler removes the
+// outbox's one seam (outbox.post); a session's adversary is always nil.
 
 // adversaryBuilt reports whether this build has the adversary: not a
 // game's.
 const adversaryBuilt = false
+
+// testHooks is Config's field of the test hooks: always nil in this
+// build.
+type testHooks struct{}
 
 // adversary is the soak's lying session: never one in this build.
 type adversary struct{}
@@ -20,5 +25,9 @@ func adversaryOf(*Config, *Session) *adversary { return nil }
 // rewrite is never called: adversaryBuilt is false.
 func (*adversary) rewrite(o *outbox, i int, p post) bool { return o.deliver(i, p) }
 
-func unsigned(Transport) bool         { return false }
-func corruptJoinState(Transport) bool { return false }
+// corruptsStates is never called: adversaryBuilt is false.
+func (*adversary) corruptsStates() bool { return false }
+
+// unsigned reports whether cfg asks for a match without statements: never
+// in this build.
+func unsigned(*Config) bool { return false }

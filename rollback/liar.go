@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/rewindgg/rewind/internal/liar"
-	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -14,9 +13,11 @@ import (
 // with the build tag rewind_adversary (make test, the soak's -adversary,
 // the adversary tests): a session given a liar.Script lies as the script
 // says, in the fields an authenticated peer controls, so that the soak can
-// measure what the honest machines make of it; and the hooks of this
-// module's own test support (internal/testhook). Without the tag,
-// honest.go stands in: a game's build holds no lie.
+// measure what the honest machines make of it; and the other hooks of
+// this module's own test support. They are installed explicitly, by
+// WithTestHooks, which exists only in this build: without the tag,
+// honest.go stands in, and a game's build holds no lie and no way to ask
+// for one.
 //
 // The adversary has one seam: the outbox hands it every control message
 // and input packet to a peer, typed, before it is encoded (outbox.post).
@@ -27,11 +28,49 @@ import (
 // hands it the messages only then.
 const adversaryBuilt = true
 
+// TestHooks is what this module's own test support may ask of a session
+// that no game can: a lie, a match without statements, corrupted states.
+// It exists only in a build with the tag rewind_adversary; a game cannot
+// name a liar.Script (internal/liar) to lie with either.
+type TestHooks struct {
+	// Liar makes the session lie as its Kind says, in the messages it
+	// sends its peers, and counts what it did in it (nil or liar.None:
+	// honest).
+	Liar *liar.Script
+	// Unsigned makes a session of three or more machines do without
+	// statements (statements.go): it neither signs its inputs nor
+	// cross-checks the others', so an equivocator goes unnamed. Only the
+	// measurements of what statements cost, and the tests whose fake
+	// peers sign nothing, use it.
+	Unsigned bool
+	// CorruptJoinState makes the session flip a bit of every state it
+	// hands a machine that comes back (rejoin.go), which must catch it
+	// before it plays. Only the test that proves it does uses it.
+	CorruptJoinState bool
+}
+
+// testHooks is Config's field of the hooks (nil: none).
+type testHooks = TestHooks
+
+// WithTestHooks returns cfg with the test hooks h: the session made of it
+// lies, or does without statements, or corrupts the states it serves, as
+// h says. It exists only in a build with the tag rewind_adversary.
+func WithTestHooks(cfg Config, h TestHooks) Config {
+	cfg.hooks = &h
+	return cfg
+}
+
+// unsigned reports whether cfg asks for a match without statements
+// (TestHooks.Unsigned).
+func unsigned(cfg *Config) bool { return cfg.hooks != nil && cfg.hooks.Unsigned }
+
 // adversary is a lying session's rewriter of its outgoing messages: the
-// script, its bookkeeping, and the scratch of the messages it adds.
+// script, its bookkeeping, and the scratch of the messages it adds; and
+// whether it corrupts the states it serves a machine coming back.
 type adversary struct {
 	*liar.Script
-	view liarView
+	view    liarView
+	corrupt bool // TestHooks.CorruptJoinState
 
 	decided Frame         // our frames whose lookahead is counted
 	seen    Frame         // Lookahead: the slowest peer's frames we had
@@ -55,16 +94,26 @@ type liarView struct {
 	signer  *statements
 }
 
-// adversaryOf returns the adversary cfg's Transport asks for, reading
-// session s through a liarView, or nil.
+// adversaryOf returns the adversary cfg's test hooks ask for (a lie, or
+// corrupted states), reading session s through a liarView, or nil.
 func adversaryOf(cfg *Config, s *Session) *adversary {
-	c, ok := cfg.Transport.(liar.Carrier)
-	if !ok || c.Liar() == nil || c.Liar().Kind == liar.None || len(s.peers) == 0 {
+	h := cfg.hooks
+	if h == nil || len(s.peers) == 0 {
 		return nil
+	}
+	lies := h.Liar != nil && h.Liar.Kind != liar.None
+	if !lies && !h.CorruptJoinState {
+		return nil
+	}
+	script := h.Liar
+	if !lies {
+		script = &liar.Script{}
 	}
 	v := liarView{now: &s.now, players: s.roster.players, local: s.roster.local, inputs: &s.inputs,
 		sent: &s.times.sent, peers: len(s.peers), signer: s.stmts}
-	return newAdversary(c.Liar(), v)
+	a := newAdversary(script, v)
+	a.corrupt = h.CorruptJoinState
+	return a
 }
 
 // newAdversary returns the rewriter that lies as script says, reading its
@@ -331,19 +380,6 @@ func (a *adversary) statement(i int, m *wire.Attest) {
 	}
 }
 
-// unsigned reports whether tr asks for a match without statements
-// (testhook.Unsigned): only to measure what they cost.
-func unsigned(tr Transport) bool {
-	_, ok := tr.(interface{ Unsigned() testhook.Unsigned })
-	return ok
-}
-
-// corruptJoinState reports whether tr asks that every state handed to a
-// machine coming back be corrupted (testhook.CorruptJoinState): only to
-// prove the joiner catches it.
-func corruptJoinState(tr Transport) bool {
-	_, ok := tr.(interface {
-		CorruptJoinState() testhook.CorruptJoinState
-	})
-	return ok
-}
+// corruptsStates reports whether the session corrupts every state it
+// hands a machine coming back (TestHooks.CorruptJoinState).
+func (a *adversary) corruptsStates() bool { return a != nil && a.corrupt }
