@@ -83,7 +83,7 @@ type adversary struct {
 
 // liarView is what the adversary reads of its session: the clock, the
 // players, the input ring, when our frames went out, the number of peers
-// and the statements' signer (nil without statements).
+// and the statements' signer (nil without statements) with our machine.
 type liarView struct {
 	now     *time.Duration
 	players int
@@ -91,7 +91,20 @@ type liarView struct {
 	inputs  *inputRing
 	sent    *frameTimes
 	peers   int
-	signer  *statements
+	signer  stmtSigner
+	me      int // our machine: a statement of it is ours
+}
+
+// stmtSigner signs a statement of ours (statements.signFor): Equivocate's
+// statement to the peer it lies to, signed again over the lie.
+type stmtSigner interface {
+	signFor(k int32, inputs []uint64, sig []byte)
+}
+
+// deliverer is the adversary's way out, past itself (outbox.deliver):
+// the messages it rewrote or let through, and those it adds.
+type deliverer interface {
+	deliver(i int, p post) bool
 }
 
 // adversaryOf returns the adversary cfg's test hooks ask for (a lie, or
@@ -110,7 +123,10 @@ func adversaryOf(cfg *Config, s *Session) *adversary {
 		script = &liar.Script{}
 	}
 	v := liarView{now: &s.now, players: s.roster.players, local: s.roster.local, inputs: &s.inputs,
-		sent: &s.times.sent, peers: len(s.peers), signer: s.stmts}
+		sent: &s.times.sent, peers: len(s.peers)}
+	if s.stmts != nil {
+		v.signer, v.me = s.stmts, s.stmts.me
+	}
 	a := newAdversary(script, v)
 	a.corrupt = h.CorruptJoinState
 	return a
@@ -152,7 +168,7 @@ const (
 // rewrite is the seam (outbox.post): it rewrites p, a message to peer i,
 // as the script says, delivers it unless the lie drops it, and sends what
 // the lie adds after it. It reports false when an input packet did not go.
-func (a *adversary) rewrite(o *outbox, i int, p post) bool {
+func (a *adversary) rewrite(o deliverer, i int, p post) bool {
 	if p.pkt != nil {
 		return a.input(o, i, p.pkt)
 	}
@@ -175,7 +191,7 @@ func (a *adversary) rewrite(o *outbox, i int, p post) bool {
 // input rewrites input packet pkt to peer i (its frames, header and
 // gossip), delivers it unless Lookahead held back every frame it had,
 // and sends the packets the lie adds.
-func (a *adversary) input(o *outbox, i int, pkt *wire.InputPacket) bool {
+func (a *adversary) input(o deliverer, i int, pkt *wire.InputPacket) bool {
 	if !a.hold(pkt) {
 		return false
 	}
@@ -286,7 +302,7 @@ func (a *adversary) gossip(e *wire.Gossip) {
 // extras sends peer i the packets the lie adds after input packet pkt:
 // AdvantageLie's header-only packets 250 frames behind, and (2 machines)
 // Equivocate's re-send of an already-sent frame with another input.
-func (a *adversary) extras(o *outbox, i int, pkt *wire.InputPacket) {
+func (a *adversary) extras(o deliverer, i int, pkt *wire.InputPacket) {
 	localNext := a.view.inputs.next[a.view.local[0]]
 	x, n := &a.extra, 0
 	switch {
@@ -321,7 +337,7 @@ func (a *adversary) extras(o *outbox, i int, pkt *wire.InputPacket) {
 // checksum sends peer i what ForgedChecksum adds to our real checksum
 // of frame f: one for a frame we cannot have finished and, with three or
 // more machines, a wrong one of f itself to peer 0.
-func (a *adversary) checksum(o *outbox, i int, f Frame, sum uint64) {
+func (a *adversary) checksum(o deliverer, i int, f Frame, sum uint64) {
 	if !a.is(liar.ForgedChecksum) {
 		return
 	}
@@ -354,7 +370,7 @@ func (a *adversary) rtts(rtts []uint32) {
 // signed over our inputs as the ring holds them.
 func (a *adversary) statement(i int, m *wire.Attest) {
 	st := a.view.signer
-	if !a.is(liar.Equivocate) || a.view.peers < 2 || i != 0 || !m.HasStatement || st == nil || int(m.Machine) != st.me {
+	if !a.is(liar.Equivocate) || a.view.peers < 2 || i != 0 || !m.HasStatement || st == nil || int(m.Machine) != a.view.me {
 		return
 	}
 	from, nLocal := Frame(m.Interval)*stmtFrames, len(a.view.local)
