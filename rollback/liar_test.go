@@ -123,33 +123,42 @@ func honestSent(peers int) []sentMsg {
 	return r.sent
 }
 
+// nMsgs is the number of rewriterMessages.
+const nMsgs = 6
+
+// sentPacket returns peer i's input packet in s, an honest session's
+// messages, to edit (unwrapPackets makes it a value again).
+func sentPacket(s []sentMsg, i int) *wire.InputPacket {
+	if p, ok := s[i*nMsgs].msg.(*wire.InputPacket); ok {
+		return p
+	}
+	p := s[i*nMsgs].msg.(wire.InputPacket)
+	s[i*nMsgs].msg = &p
+	return &p
+}
+
+// unwrapPackets makes the packets sentPacket edited values again.
+func unwrapPackets(s []sentMsg) []sentMsg {
+	for k := range s {
+		if p, ok := s[k].msg.(*wire.InputPacket); ok {
+			s[k].msg = *p
+		}
+	}
+	return s
+}
+
+// headerOnly is AdvantageLie's added packet to peer i: no frames, from
+// first, 250 behind our next frame.
+func headerOnly(i int) sentMsg {
+	return sentMsg{i, wire.InputPacket{Ack: 100, First: int32(lieNext - 250), Players: 1, Base: []uint64{0}, Inputs: []uint64{},
+		Gossip: []wire.Gossip{{Frame: 70}}}}
+}
+
 // TestRewriter: each kind of lie rewrites the messages it should, as it
 // should, drops or adds what it should, and leaves every other message
 // as the session made it. The want of each row edits what an honest
 // session sends (None's is the messages as they are).
 func TestRewriter(t *testing.T) {
-	const nMsgs = 6 // rewriterMessages
-	pkt := func(s []sentMsg, i int) *wire.InputPacket { // peer i's packet, to edit
-		if p, ok := s[i*nMsgs].msg.(*wire.InputPacket); ok {
-			return p
-		}
-		p := s[i*nMsgs].msg.(wire.InputPacket)
-		s[i*nMsgs].msg = &p
-		return &p
-	}
-	unwrap := func(s []sentMsg) []sentMsg { // the packets edited through pkt, as values again
-		for k := range s {
-			if p, ok := s[k].msg.(*wire.InputPacket); ok {
-				s[k].msg = *p
-			}
-		}
-		return s
-	}
-	insert := func(s []sentMsg, at int, m ...sentMsg) []sentMsg { return slices.Insert(s, at, m...) }
-	header := func(i int, first int32) sentMsg { // AdvantageLie's added packet
-		return sentMsg{i, wire.InputPacket{Ack: 100, First: first, Players: 1, Base: []uint64{0}, Inputs: []uint64{},
-			Gossip: []wire.Gossip{{Frame: 70}}}}
-	}
 	for _, tc := range []struct {
 		name    string
 		kind    liar.Kind
@@ -161,45 +170,45 @@ func TestRewriter(t *testing.T) {
 		{name: "none", kind: liar.None, peers: 2, want: func(s []sentMsg) []sentMsg { return s }},
 		{name: "forged-gossip", kind: liar.ForgedGossip, peers: 2, lies: 2, want: func(s []sentMsg) []sentMsg {
 			for i := range 2 {
-				pkt(s, i).Gossip[0] = wire.Gossip{Disconnected: true, Frame: 70 - lieGossipBack}
+				sentPacket(s, i).Gossip[0] = wire.Gossip{Disconnected: true, Frame: 70 - lieGossipBack}
 			}
 			return s
 		}},
 		{name: "withhold-counts", kind: liar.WithholdCounts, peers: 2, lies: 2, want: func(s []sentMsg) []sentMsg {
 			for i := range 2 {
-				pkt(s, i).Gossip[0].Frame = -1
+				sentPacket(s, i).Gossip[0].Frame = -1
 			}
 			return s
 		}},
 		{name: "advantage-lie", kind: liar.AdvantageLie, peers: 2, lies: 2 * 9, want: func(s []sentMsg) []sentMsg {
 			for i := range 2 {
-				pkt(s, i).Lag = wire.MaxLag
+				sentPacket(s, i).Lag = wire.MaxLag
 			}
 			extra := func(i int) []sentMsg {
 				var x []sentMsg
 				for range 8 {
-					x = append(x, header(i, int32(lieNext-250)))
+					x = append(x, headerOnly(i))
 				}
 				return x
 			}
-			s = insert(s, nMsgs+1, extra(1)...)
-			return insert(s, 1, extra(0)...)
+			s = slices.Insert(s, nMsgs+1, extra(1)...)
+			return slices.Insert(s, 1, extra(0)...)
 		}},
 		{name: "inflate-lag", kind: liar.InflateLag, peers: 2, lies: 2, want: func(s []sentMsg) []sentMsg {
 			for i := range 2 {
-				pkt(s, i).Lag, pkt(s, i).Ack = wire.MaxLag, 100-lieAckShort
+				sentPacket(s, i).Lag, sentPacket(s, i).Ack = wire.MaxLag, 100-lieAckShort
 			}
 			return s
 		}},
 		{name: "stall-ack", kind: liar.StallAck, peers: 2, lies: 2, want: func(s []sentMsg) []sentMsg {
 			for i := range 2 {
-				pkt(s, i).Ack = 0
+				sentPacket(s, i).Ack = 0
 			}
 			return s
 		}},
 		{name: "lookahead", kind: liar.Lookahead, peers: 2, slowest: lieSlowest, lies: 2, want: func(s []sentMsg) []sentMsg {
 			for i := range 2 {
-				p := pkt(s, i)
+				p := sentPacket(s, i)
 				p.Ack, p.Count = 100-lieAckShort, int(lieSlowest-(lieAhead-1)-40)
 				p.Inputs = p.Inputs[:p.Count]
 			}
@@ -210,11 +219,11 @@ func TestRewriter(t *testing.T) {
 		}},
 		{name: "forged-checksum", kind: liar.ForgedChecksum, peers: 2, lies: 3, want: func(s []sentMsg) []sentMsg {
 			far := wire.Checksum{Frame: int32(lieFarFrame), Sum: 7 ^ 0x5eed}
-			s = insert(s, nMsgs+2, sentMsg{1, far})
-			return insert(s, 2, sentMsg{0, far}, sentMsg{0, wire.Checksum{Frame: 30, Sum: 7 ^ 1}})
+			s = slices.Insert(s, nMsgs+2, sentMsg{1, far})
+			return slices.Insert(s, 2, sentMsg{0, far}, sentMsg{0, wire.Checksum{Frame: 30, Sum: 7 ^ 1}})
 		}},
 		{name: "equivocate", kind: liar.Equivocate, peers: 2, lies: 1, want: func(s []sentMsg) []sentMsg {
-			pkt(s, 0).Inputs[50-40] = 1 // to peer 0 only
+			sentPacket(s, 0).Inputs[50-40] = 1 // to peer 0 only
 			a := s[4].msg.(wire.Attest)
 			a.Inputs[50-48] = 1
 			a.Sig = bytes.Repeat([]byte{3}, wire.SignatureSize)
@@ -222,7 +231,7 @@ func TestRewriter(t *testing.T) {
 			return s
 		}},
 		{name: "equivocate-two-machines", kind: liar.Equivocate, peers: 1, lies: 1, want: func(s []sentMsg) []sentMsg {
-			return insert(s, 1, sentMsg{0, wire.InputPacket{Ack: 100, First: int32(lieNext - 10), Count: 1, Players: 1,
+			return slices.Insert(s, 1, sentMsg{0, wire.InputPacket{Ack: 100, First: int32(lieNext - 10), Count: 1, Players: 1,
 				Base: []uint64{0}, Inputs: []uint64{1}, Gossip: []wire.Gossip{{Frame: 70}}}})
 		}},
 		{name: "start-grief", kind: liar.StartGrief, peers: 2, lies: 4, want: func(s []sentMsg) []sentMsg {
@@ -239,7 +248,7 @@ func TestRewriter(t *testing.T) {
 				slowest = lieNext
 			}
 			got, lies := rewritten(tc.kind, rewriterView(tc.peers, slowest))
-			assert.Equal(t, unwrap(tc.want(honestSent(tc.peers))), got)
+			assert.Equal(t, unwrapPackets(tc.want(honestSent(tc.peers))), got)
 			assert.Equal(t, tc.lies, lies, "lies counted")
 		})
 	}
