@@ -12,8 +12,9 @@ package rollback
 // game's.
 const adversaryBuilt = false
 
-// testHooks is Config's field of the test hooks: always nil in this
-// build.
+// testHooks is Config's field of the test hooks: empty in this build.
+//
+//lint:ignore U1000 Config embeds it, and only the tagged build reads it.
 type testHooks struct{}
 
 // adversary is the soak's lying session: never one in this build.

@@ -49,8 +49,10 @@ type TestHooks struct {
 	CorruptJoinState bool
 }
 
-// testHooks is Config's field of the hooks (nil: none).
-type testHooks = TestHooks
+// testHooks is Config's field of the hooks.
+type testHooks struct {
+	hooks *TestHooks // nil: none
+}
 
 // WithTestHooks returns cfg with the test hooks h: the session made of it
 // lies, or does without statements, or corrupts the states it serves, as
