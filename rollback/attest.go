@@ -19,7 +19,6 @@ type stmtPort struct {
 	tx     *outbox
 	io     *codec
 	proto  *protocol
-	nLocal int // our players: the adversary's lie reads them
 }
 
 // view returns what the statements read of the session in this call,
@@ -135,9 +134,6 @@ func (p *stmtPort) sendStatement(i, x int, k int32, in []uint64, sig []byte, ful
 	m.HasStatement, m.Machine, m.Interval = true, uint8(x), uint32(k)
 	m.Frames = uint8(len(in) / p.st.np[x])
 	m.Inputs, m.Sig = append(m.Inputs[:0], in...), append(m.Sig[:0], sig...)
-	if x == p.st.me && p.proto.lie != nil {
-		p.proto.lie.lieStatement(p.st, len(*p.peers), p.nLocal, i, k, m)
-	}
 	if !full {
 		m.Inputs = m.Inputs[:0]
 	}

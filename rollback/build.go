@@ -46,7 +46,6 @@ func NewSession(cfg Config) (*Session, error) {
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock.Now())
 	s.quiet.on = !cfg.SendEveryTick && !cfg.Lockstep
-	s.proto.lie = liarOf(cfg.Transport)
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With
 		// three or more machines a machine that leaves is cut at the fewest
@@ -77,6 +76,7 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 	}
+	s.tx.adv = adversaryOf(&cfg, s) // nil in every game
 	s.proto.handlers.register(s)
 	if err := s.open(&cfg); err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s *Session) secure(cfg *Config) error {
 	for i := range s.peers {
 		s.peers[i].auth.ours = s.proto.keys.nonceFor(linkPeer | uint64(i))
 	}
-	if len(s.peers) >= 2 && s.ls == nil && !unsigned(cfg.Transport) {
+	if len(s.peers) >= 2 && s.ls == nil && !unsigned(cfg) {
 		var np, peerOf [MaxPlayers]int
 		np[s.start.machine], peerOf[s.start.machine] = len(s.roster.local), -1
 		for i := range s.peers {
@@ -109,7 +109,7 @@ func (s *Session) secure(cfg *Config) error {
 		if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
 			return err
 		}
-		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto, nLocal: len(s.roster.local)}
+		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto}
 		s.snaps.slots = savestate.Slots // one kept at the settled frame
 	}
 	s.proto.transferRate, s.proto.spectatorDelay = cfg.TransferRate, cfg.SpectatorDelay

@@ -78,6 +78,12 @@ type Peer struct {
 // Config configures a [Session]. Zero values mean the documented defaults.
 // NewSession copies what it needs; the caller may reuse the Config.
 type Config struct {
+	// testHooks is what this module's own test support asks of the
+	// session (liar.go: set only by WithTestHooks, in a build with the
+	// tag rewind_adversary); in every game's build it is empty, of size 0.
+	//lint:ignore U1000 only a build with the tag rewind_adversary reads it (liar.go).
+	testHooks
+
 	// Players is the number of players in the match, 1 to MaxPlayers.
 	Players int
 	// Local are the players whose inputs this machine provides.

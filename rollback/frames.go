@@ -131,7 +131,7 @@ func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
 	n := len(dst)
 	dst = append(dst, s.snaps.arena.Bytes()...)
 	s.snaps.arena.Leave()
-	if corruptJoinState(s.tx.tr) && len(dst) > n {
+	if adversaryBuilt && s.tx.adv.corruptsStates() && len(dst) > n {
 		dst[len(dst)-1] ^= 1 // the test of a state that must be caught
 	}
 	return s.snaps.backups[slot].frame, dst, true

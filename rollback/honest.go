@@ -2,23 +2,33 @@
 
 package rollback
 
-import "github.com/rewindgg/rewind/rollback/internal/wire"
+// This file is the honest build, every game's: the soak's adversary and
+// the test hooks (liar.go, compiled only with the build tag
+// rewind_adversary) are absent, and so is WithTestHooks, the only way to
+// ask for them. adversaryBuilt is false, so the compiler removes the
+// outbox's one seam (outbox.post); a session's adversary is always nil.
 
-// This file is the honest build, every game's: the soak's adversary
-// (liar.go, compiled only with the build tag rewind_adversary) is absent,
-// and each of its hooks below does nothing. A session's lie is always nil.
+// adversaryBuilt reports whether this build has the adversary: not a
+// game's.
+const adversaryBuilt = false
+
+// testHooks is Config's field of the test hooks: empty in this build.
+//
+//lint:ignore U1000 Config embeds it, and only the tagged build reads it.
+type testHooks struct{}
 
 // adversary is the soak's lying session: never one in this build.
 type adversary struct{}
 
-func liarOf(Transport) *adversary { return nil }
+// adversaryOf returns the session's adversary: none in this build.
+func adversaryOf(*Config, *Session) *adversary { return nil }
 
-func (*adversary) lieGossip(*wire.Gossip, Frame)                                {}
-func (*adversary) lieRTTs([]uint32)                                             {}
-func (*adversary) lieEnd(_ *Session, end Frame) Frame                           { return end }
-func (*adversary) liePacket(*Session, int, *wire.InputPacket)                   {}
-func (*adversary) lieExtra(*Session, int, *wire.InputPacket, Frame)             {}
-func (*adversary) lieChecksum(*Session, int, Frame, uint64)                     {}
-func (*adversary) lieStatement(*statements, int, int, int, int32, *wire.Attest) {}
-func unsigned(Transport) bool                                                   { return false }
-func corruptJoinState(Transport) bool                                           { return false }
+// rewrite is never called: adversaryBuilt is false.
+func (*adversary) rewrite(o *outbox, i int, p post) bool { return o.deliver(i, p) }
+
+// corruptsStates is never called: adversaryBuilt is false.
+func (*adversary) corruptsStates() bool { return false }
+
+// unsigned reports whether cfg asks for a match without statements: never
+// in this build.
+func unsigned(*Config) bool { return false }

@@ -159,6 +159,7 @@ func fourPlayers(t *testing.T, edit func(c *Config)) (*Session, *fakepeer.Peers)
 		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
 		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
 		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr}
+	withoutStatements(&c)
 	edit(&c)
 	s, err := NewSession(c)
 	require.NoError(t, err)

@@ -6,34 +6,151 @@ import (
 	"time"
 
 	"github.com/rewindgg/rewind/internal/liar"
-	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // This file is the adversary of the soak (internal/liar), compiled only
 // with the build tag rewind_adversary (make test, the soak's -adversary,
-// the adversary tests): a session whose Transport carries a liar.Script
-// lies as the script says, in the fields an authenticated peer controls,
-// so that the soak can measure what the honest machines make of it; and
-// the hooks of this module's own test support (internal/testhook). Without
-// the tag, honest.go's no-ops stand in: a game's build holds no lie.
+// the adversary tests): a session given a liar.Script lies as the script
+// says, in the fields an authenticated peer controls, so that the soak can
+// measure what the honest machines make of it; and the other hooks of
+// this module's own test support. They are installed explicitly, by
+// WithTestHooks, which exists only in this build: without the tag,
+// honest.go stands in, and a game's build holds no lie and no way to ask
+// for one.
+//
+// The adversary has one seam: the outbox hands it every control message
+// and input packet to a peer, typed, before it is encoded (outbox.post).
+// Each lie is a rewrite of one kind of message, a drop, or messages it
+// adds; what it reads of the session it reads through a liarView.
 
-// adversary is the session's lie script and its bookkeeping.
-type adversary struct {
-	*liar.Script
-	decided Frame // our frames whose lookahead is counted
+// adversaryBuilt reports whether this build has the adversary: the outbox
+// hands it the messages only then.
+const adversaryBuilt = true
 
-	seen  Frame         // Lookahead: the slowest peer's frames we had
-	still time.Duration // since when seen has not moved
+// TestHooks is what this module's own test support may ask of a session
+// that no game can: a lie, a match without statements, corrupted states.
+// It exists only in a build with the tag rewind_adversary; a game cannot
+// name a liar.Script (internal/liar) to lie with either.
+type TestHooks struct {
+	// Liar makes the session lie as its Kind says, in the messages it
+	// sends its peers, and counts what it did in it (nil or liar.None:
+	// honest).
+	Liar *liar.Script
+	// Unsigned makes a session of three or more machines do without
+	// statements (statements.go): it neither signs its inputs nor
+	// cross-checks the others', so an equivocator goes unnamed. Only the
+	// measurements of what statements cost, and the tests whose fake
+	// peers sign nothing, use it.
+	Unsigned bool
+	// CorruptJoinState makes the session flip a bit of every state it
+	// hands a machine that comes back (rejoin.go), which must catch it
+	// before it plays. Only the test that proves it does uses it.
+	CorruptJoinState bool
 }
 
-// liarOf returns the adversary tr asks for, or nil.
-func liarOf(tr Transport) *adversary {
-	c, ok := tr.(liar.Carrier)
-	if !ok || c.Liar() == nil || c.Liar().Kind == liar.None {
+// testHooks is Config's field of the hooks.
+type testHooks struct {
+	hooks *TestHooks // nil: none
+}
+
+// WithTestHooks returns cfg with the test hooks h: the session made of it
+// lies, or does without statements, or corrupts the states it serves, as
+// h says. It exists only in a build with the tag rewind_adversary.
+func WithTestHooks(cfg Config, h TestHooks) Config {
+	cfg.hooks = &h
+	return cfg
+}
+
+// unsigned reports whether cfg asks for a match without statements
+// (TestHooks.Unsigned).
+func unsigned(cfg *Config) bool { return cfg.hooks != nil && cfg.hooks.Unsigned }
+
+// adversary is a lying session's rewriter of its outgoing messages: the
+// script, its bookkeeping, and the scratch of the messages it adds; and
+// whether it corrupts the states it serves a machine coming back.
+type adversary struct {
+	*liar.Script
+	view    liarView
+	corrupt bool // TestHooks.CorruptJoinState
+
+	decided Frame         // our frames whose lookahead is counted
+	seen    Frame         // Lookahead: the slowest peer's frames we had
+	still   time.Duration // since when seen has not moved
+
+	sum   wire.Checksum    // ForgedChecksum's added checksums
+	extra wire.InputPacket // AdvantageLie's and Equivocate's added packets
+	stmt  []uint64         // Equivocate's statement inputs, re-signed
+}
+
+// liarView is what the adversary reads of its session: the clock, the
+// players, the input ring, when our frames went out, the number of peers
+// and the statements' signer (nil without statements) with our machine.
+type liarView struct {
+	now     *time.Duration
+	players int
+	local   []PlayerID
+	inputs  *inputRing
+	sent    *frameTimes
+	peers   int
+	signer  stmtSigner
+	me      int // our machine: a statement of it is ours
+}
+
+// stmtSigner signs a statement of ours (statements.signFor): Equivocate's
+// statement to the peer it lies to, signed again over the lie.
+type stmtSigner interface {
+	signFor(k int32, inputs []uint64, sig []byte)
+}
+
+// deliverer is the adversary's way out, past itself (outbox.deliver):
+// the messages it rewrote or let through, and those it adds.
+type deliverer interface {
+	deliver(i int, p post) bool
+}
+
+// adversaryOf returns the adversary cfg's test hooks ask for (a lie, or
+// corrupted states), reading session s through a liarView, or nil.
+func adversaryOf(cfg *Config, s *Session) *adversary {
+	h := cfg.hooks
+	if h == nil || len(s.peers) == 0 {
 		return nil
 	}
-	return &adversary{Script: c.Liar()}
+	lies := h.Liar != nil && h.Liar.Kind != liar.None
+	if !lies && !h.CorruptJoinState {
+		return nil
+	}
+	script := h.Liar
+	if !lies {
+		script = &liar.Script{}
+	}
+	v := liarView{now: &s.now, players: s.roster.players, local: s.roster.local, inputs: &s.inputs,
+		sent: &s.times.sent, peers: len(s.peers)}
+	if s.stmts != nil {
+		v.signer, v.me = s.stmts, s.stmts.me
+	}
+	a := newAdversary(script, v)
+	a.corrupt = h.CorruptJoinState
+	return a
+}
+
+// newAdversary returns the rewriter that lies as script says, reading its
+// session through v.
+func newAdversary(script *liar.Script, v liarView) *adversary {
+	return &adversary{Script: script, view: v,
+		extra: wire.InputPacket{Base: make([]uint64, 0, MaxPlayers), Inputs: make([]uint64, 0, wire.MaxFrames*MaxPlayers)}}
+}
+
+// slowestRemote returns the fewest frames we have of a remote player still
+// playing (MaxFrame: none).
+func (v *liarView) slowestRemote() Frame {
+	least := MaxFrame
+	for p := range v.players {
+		if !v.inputs.local[p] && !v.inputs.disconnected(PlayerID(p)) {
+			least = min(least, v.inputs.next[p])
+		}
+	}
+	return least
 }
 
 // is reports whether a lies as k.
@@ -47,63 +164,91 @@ const (
 	lieGossipBack = 60                  // ForgedGossip's departure frame, behind the count
 	lieEvery      = 100                 // Equivocate: one frame in this many
 	lieFarFrame   = Frame(1<<31 - 1024) // ForgedChecksum's frame it cannot have finished
+	lieHoldFor    = 250 * time.Millisecond
 )
 
-// lieGossip rewrites the gossip entry about third machine x.
-func (a *adversary) lieGossip(e *wire.Gossip, count Frame) {
-	switch {
-	case e.Disconnected:
-	case a.is(liar.ForgedGossip):
-		e.Disconnected, e.Frame = true, int32(max(0, count-lieGossipBack))
-		a.Lies++
-	case a.is(liar.WithholdCounts) && e.Frame >= 0:
-		e.Frame = -1
-		a.Lies++
+// rewrite is the seam (outbox.post): it rewrites p, a message to peer i,
+// as the script says, delivers it unless the lie drops it, and sends what
+// the lie adds after it. It reports false when an input packet did not go.
+func (a *adversary) rewrite(o deliverer, i int, p post) bool {
+	if p.pkt != nil {
+		return a.input(o, i, p.pkt)
 	}
+	switch m := p.ctl.(type) {
+	case *wire.Start:
+		a.rtts(m.Mesh)
+	case *wire.Ready:
+		a.rtts(m.RTT)
+	case *wire.Attest:
+		a.statement(i, m)
+	case *wire.Checksum:
+		f, sum := Frame(m.Frame), m.Sum
+		o.deliver(i, p)
+		a.checksum(o, i, f, sum)
+		return true
+	}
+	return o.deliver(i, p)
 }
 
-// lieEnd lowers the end of the local frames an input packet carries:
-// Lookahead sends its input for a frame only once it has every peer's
-// for that frame and the lieAhead-1 after it.
-// Once the peers' inputs stop coming for a quarter second (the match is
-// over: they add no more) it lets the held ones go.
-func (a *adversary) lieEnd(s *Session, end Frame) Frame {
+// input rewrites input packet pkt to peer i (its frames, header and
+// gossip), delivers it unless Lookahead held back every frame it had,
+// and sends the packets the lie adds.
+func (a *adversary) input(o deliverer, i int, pkt *wire.InputPacket) bool {
+	if !a.hold(pkt) {
+		return false
+	}
+	a.count(pkt)
+	a.packet(i, pkt)
+	for k := range pkt.Gossip {
+		a.gossip(&pkt.Gossip[k])
+	}
+	if !o.deliver(i, post{pkt: pkt}) {
+		return false
+	}
+	a.extras(o, i, pkt)
+	return true
+}
+
+// hold truncates the frames of a Lookahead's input packet: it sends its
+// input for a frame only once it has every peer's for that frame and the
+// lieAhead-1 after it. Once the peers' inputs stop coming for lieHoldFor
+// (the match is over: they add no more) it lets the held ones go. It
+// reports false when it held back every frame the packet had: the packet
+// is dropped.
+func (a *adversary) hold(pkt *wire.InputPacket) bool {
 	if !a.is(liar.Lookahead) {
-		return end
+		return true
 	}
-	seen := slowestRemote(s)
+	now := *a.view.now
+	seen := a.view.slowestRemote()
 	if seen != a.seen {
-		a.seen, a.still = seen, s.now
+		a.seen, a.still = seen, now
 	}
-	if s.now-a.still > 250*time.Millisecond {
-		return end
+	first, end := Frame(pkt.First), Frame(pkt.End())
+	if now-a.still > lieHoldFor || end <= first {
+		return true
 	}
-	return max(0, min(end, seen-(lieAhead-1)))
+	end = max(first, min(end, seen-(lieAhead-1)))
+	pkt.Count = int(end - first)
+	pkt.Inputs = pkt.Inputs[:pkt.Count*pkt.Players]
+	return pkt.Count > 0
 }
 
-// slowestRemote returns the fewest frames we have of a remote player still
-// playing (MaxFrame: none).
-func slowestRemote(s *Session) Frame {
-	least := MaxFrame
-	for p := range s.roster.players {
-		if !s.inputs.local[p] && !s.inputs.disconnected(PlayerID(p)) {
-			least = min(least, s.inputs.next[p])
-		}
-	}
-	return least
-}
-
-// liePacket rewrites the input packet to peer i before it is encoded, and
-// counts the lookahead of the frames it sends first.
-func (a *adversary) liePacket(s *Session, i int, pkt *wire.InputPacket) {
-	end := Frame(pkt.First) + Frame(pkt.Count)
-	if seen := slowestRemote(s); end > a.decided && seen != MaxFrame {
+// count counts the lookahead of the frames pkt sends first: for each, how
+// many of the slowest peer's inputs from it on we had (liar.Script).
+func (a *adversary) count(pkt *wire.InputPacket) {
+	end := Frame(pkt.End())
+	if seen := a.view.slowestRemote(); end > a.decided && seen != MaxFrame {
 		for f := max(a.decided, Frame(pkt.First)); f < end; f++ {
 			a.Looked += int64(seen - f)
 			a.Decided++
 		}
 	}
 	a.decided = max(a.decided, end)
+}
+
+// packet rewrites the header and inputs of input packet pkt to peer i.
+func (a *adversary) packet(i int, pkt *wire.InputPacket) {
 	switch a.Kind {
 	case liar.AdvantageLie:
 		pkt.Lag = wire.MaxLag
@@ -115,22 +260,7 @@ func (a *adversary) liePacket(s *Session, i int, pkt *wire.InputPacket) {
 	case liar.StallAck:
 		pkt.Ack = max(0, pkt.Ack-lieAckStall)
 	case liar.Equivocate:
-		if len(s.peers) < 2 || i != 0 {
-			return
-		}
-		// Peer 0 gets another input than the others for one frame in
-		// lieEvery: every time the frame goes to it.
-		// The base too, so that the packet decodes as the lie throughout.
-		nLocal := len(s.roster.local)
-		for f := Frame(pkt.First); f < end; f++ {
-			if f%lieEvery == lieEvery/2 {
-				pkt.Inputs[int(f-Frame(pkt.First))*nLocal] ^= 1
-				a.Lies++
-			}
-		}
-		if f := Frame(pkt.First) - 1; len(pkt.Base) > 0 && f%lieEvery == lieEvery/2 {
-			pkt.Base[0] ^= 1
-		}
+		a.equivocate(i, pkt)
 		return
 	default:
 		return
@@ -138,62 +268,94 @@ func (a *adversary) liePacket(s *Session, i int, pkt *wire.InputPacket) {
 	a.Lies++
 }
 
-// lieExtra sends peer i what the lie adds after its input packet:
+// equivocate gives peer 0 of two or more another input than the others
+// for one frame in lieEvery: every time the frame goes to it. The base
+// too, so that the packet decodes as the lie throughout.
+func (a *adversary) equivocate(i int, pkt *wire.InputPacket) {
+	if a.view.peers < 2 || i != 0 {
+		return
+	}
+	first, nLocal := Frame(pkt.First), pkt.Players
+	for f := first; f < Frame(pkt.End()); f++ {
+		if f%lieEvery == lieEvery/2 {
+			pkt.Inputs[int(f-first)*nLocal] ^= 1
+			a.Lies++
+		}
+	}
+	if f := first - 1; len(pkt.Base) > 0 && f%lieEvery == lieEvery/2 {
+		pkt.Base[0] ^= 1
+	}
+}
+
+// gossip rewrites an input packet's gossip entry about a third machine
+// (its Frame, when it plays, is how many frames of it we have).
+func (a *adversary) gossip(e *wire.Gossip) {
+	switch {
+	case e.Disconnected:
+	case a.is(liar.ForgedGossip):
+		e.Disconnected, e.Frame = true, max(0, e.Frame-lieGossipBack)
+		a.Lies++
+	case a.is(liar.WithholdCounts) && e.Frame >= 0:
+		e.Frame = -1
+		a.Lies++
+	}
+}
+
+// extras sends peer i the packets the lie adds after input packet pkt:
 // AdvantageLie's header-only packets 250 frames behind, and (2 machines)
 // Equivocate's re-send of an already-sent frame with another input.
-func (a *adversary) lieExtra(s *Session, i int, pkt *wire.InputPacket, localNext Frame) {
-	var extra wire.InputPacket
-	n := 0
+func (a *adversary) extras(o deliverer, i int, pkt *wire.InputPacket) {
+	localNext := a.view.inputs.next[a.view.local[0]]
+	x, n := &a.extra, 0
 	switch {
 	case a.is(liar.AdvantageLie) && localNext > 255:
-		first := localNext - 250
-		extra = wire.InputPacket{Ack: pkt.Ack, First: int32(first), Players: pkt.Players, Gossip: pkt.Gossip}
+		*x = wire.InputPacket{Ack: pkt.Ack, First: int32(localNext - 250), Players: pkt.Players, Gossip: pkt.Gossip,
+			Base: x.Base, Inputs: x.Inputs}
 		n = 8
-	case a.is(liar.Equivocate) && len(s.peers) == 1 && localNext%lieEvery == 0 && localNext > 10 && s.times.sent.high >= localNext:
-		f := localNext - 10
-		extra = wire.InputPacket{Ack: pkt.Ack, First: int32(f), Count: 1, Players: pkt.Players, Gossip: pkt.Gossip}
+	case a.is(liar.Equivocate) && a.view.peers == 1 && localNext%lieEvery == 0 && localNext > 10 && a.view.sent.high >= localNext:
+		*x = wire.InputPacket{Ack: pkt.Ack, First: int32(localNext - 10), Count: 1, Players: pkt.Players, Gossip: pkt.Gossip,
+			Base: x.Base, Inputs: x.Inputs}
 		n = 1
 	default:
 		return
 	}
-	nLocal := len(s.roster.local)
-	first := Frame(extra.First)
-	extra.Base = s.io.base[:0]
-	for _, p := range s.roster.local {
-		extra.Base = append(extra.Base, uint64(s.inputs.at(first-1, p)))
+	first, nLocal := Frame(x.First), len(a.view.local)
+	x.Base = x.Base[:0]
+	for _, p := range a.view.local {
+		x.Base = append(x.Base, uint64(a.view.inputs.at(first-1, p)))
 	}
-	extra.Inputs = pkt.Inputs[:0]
-	for k := range extra.Count * nLocal {
-		extra.Inputs = append(extra.Inputs, uint64(s.inputs.at(first, s.roster.local[k%nLocal]))^1)
+	x.Inputs = x.Inputs[:0]
+	for k := range x.Count * nLocal {
+		x.Inputs = append(x.Inputs, uint64(a.view.inputs.at(first, a.view.local[k%nLocal]))^1)
 	}
 	for range n {
-		if !s.tx.input(i, &extra) {
+		if !o.deliver(i, post{pkt: x}) {
 			return
 		}
 		a.Lies++
 	}
 }
 
-// lieChecksum sends peer i what ForgedChecksum adds to our real checksum
+// checksum sends peer i what ForgedChecksum adds to our real checksum
 // of frame f: one for a frame we cannot have finished and, with three or
 // more machines, a wrong one of f itself to peer 0.
-func (a *adversary) lieChecksum(s *Session, i int, f Frame, sum uint64) {
+func (a *adversary) checksum(o deliverer, i int, f Frame, sum uint64) {
 	if !a.is(liar.ForgedChecksum) {
 		return
 	}
-	s.io.sum = wire.Checksum{Frame: int32(lieFarFrame), Sum: sum ^ 0x5eed}
-	s.tx.control(i, &s.io.sum)
+	a.sum = wire.Checksum{Frame: int32(lieFarFrame), Sum: sum ^ 0x5eed}
+	o.deliver(i, post{ctl: &a.sum})
 	a.Lies++
-	if len(s.peers) >= 2 && i == 0 {
-		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum ^ 1}
-		s.tx.control(i, &s.io.sum)
+	if a.view.peers >= 2 && i == 0 {
+		a.sum = wire.Checksum{Frame: int32(f), Sum: sum ^ 1}
+		o.deliver(i, post{ctl: &a.sum})
 		a.Lies++
 	}
 }
 
-// lieRTTs makes StartGrief's start-protocol round trips the largest the
-// message can say.
-func (a *adversary) lieRTTs(rtts []uint32) {
+// rtts makes StartGrief's start-protocol round trips (a Start's mesh, a
+// Ready's row) the largest the message can say.
+func (a *adversary) rtts(rtts []uint32) {
 	if !a.is(liar.StartGrief) {
 		return
 	}
@@ -203,38 +365,39 @@ func (a *adversary) lieRTTs(rtts []uint32) {
 	a.Lies++
 }
 
-// lieStatement makes the soak's equivocating adversary's statement to
-// peer 0 match the inputs it sent that peer (liePacket): its own
-// signature on them, so that the two versions are proof.
-func (a *adversary) lieStatement(st *statements, peers, nLocal, i int, k int32, m *wire.Attest) {
-	if !a.is(liar.Equivocate) || peers < 2 || i != 0 {
+// statement makes the equivocating adversary's own statement to peer 0
+// match the inputs it sent that peer (equivocate): its own signature on
+// them, so that the two versions are proof. A statement that goes
+// without its inputs (the newest: the peer has them from the packets) is
+// signed over our inputs as the ring holds them.
+func (a *adversary) statement(i int, m *wire.Attest) {
+	st := a.view.signer
+	if !a.is(liar.Equivocate) || a.view.peers < 2 || i != 0 || !m.HasStatement || st == nil || int(m.Machine) != a.view.me {
 		return
 	}
+	from, nLocal := Frame(m.Interval)*stmtFrames, len(a.view.local)
+	in := m.Inputs
+	if len(in) == 0 {
+		a.stmt = a.stmt[:0]
+		for f := from; f < from+Frame(m.Frames); f++ {
+			for _, p := range a.view.local {
+				a.stmt = append(a.stmt, uint64(a.view.inputs.at(f, p)))
+			}
+		}
+		in = a.stmt
+	}
 	lied := false
-	for f := Frame(k) * stmtFrames; f < Frame(k)*stmtFrames+Frame(len(m.Inputs)/nLocal); f++ {
+	for f := from; f < from+Frame(len(in)/nLocal); f++ {
 		if f%lieEvery == lieEvery/2 {
-			m.Inputs[int(f-Frame(k)*stmtFrames)*nLocal] ^= 1
+			in[int(f-from)*nLocal] ^= 1
 			lied = true
 		}
 	}
 	if lied {
-		st.signFor(k, m.Inputs, m.Sig)
+		st.signFor(int32(m.Interval), in, m.Sig)
 	}
 }
 
-// unsigned reports whether tr asks for a match without statements
-// (testhook.Unsigned): only to measure what they cost.
-func unsigned(tr Transport) bool {
-	_, ok := tr.(interface{ Unsigned() testhook.Unsigned })
-	return ok
-}
-
-// corruptJoinState reports whether tr asks that every state handed to a
-// machine coming back be corrupted (testhook.CorruptJoinState): only to
-// prove the joiner catches it.
-func corruptJoinState(tr Transport) bool {
-	_, ok := tr.(interface {
-		CorruptJoinState() testhook.CorruptJoinState
-	})
-	return ok
-}
+// corruptsStates reports whether the session corrupts every state it
+// hands a machine coming back (TestHooks.CorruptJoinState).
+func (a *adversary) corruptsStates() bool { return a != nil && a.corrupt }

@@ -14,12 +14,19 @@ import (
 //
 // It shares the session's peers, clock reading and statistics: it is
 // made once, in NewSession, pointing at them (newOutbox).
+//
+// Every control message and input packet the session sends a peer passes
+// through post, typed, before it is encoded and sealed: the one seam of
+// the soak's adversary (adv, liar.go), which may rewrite it, drop it or
+// add others. In a game's build there is none: adversaryBuilt is false,
+// and the compiler removes the branch.
 type outbox struct {
 	tr     Transport
 	peers  *peerSet
 	now    *time.Duration // the session's clock, read once per call
 	stats  *Stats         // PacketsSent, BytesSent and SendErrors
 	format wire.Format    // the input packets' (roster.format)
+	adv    *adversary     // the soak's adversary (liar.go); nil in every game
 
 	buf       []byte    // the datagram being sealed
 	body      []byte    // an input packet's body, encoded before it is sealed behind the carry
@@ -46,9 +53,59 @@ func (o *outbox) transmit(i int, b []byte) {
 	o.stats.BytesSent += int64(len(b))
 }
 
+// post is one message on its way out to a peer, as the session handed it
+// to the outbox: a control message (ctl), to ride with this call's input
+// packet to the peer if one goes (riding, inputs: riding's arguments), or
+// an input packet (pkt).
+type post struct {
+	ctl    wire.Control
+	pkt    *wire.InputPacket
+	riding bool
+	inputs bool
+}
+
 // control seals control message m to peer i (the link is keyed) and
 // sends it.
-func (o *outbox) control(i int, m wire.Control) {
+func (o *outbox) control(i int, m wire.Control) { o.post(i, post{ctl: m}) }
+
+// riding sends control message m to peer i or, when an input packet goes
+// to it in this call (inputs), holds it to ride in front of that packet
+// if nothing rides there yet.
+func (o *outbox) riding(i int, m wire.Control, inputs bool) {
+	o.post(i, post{ctl: m, riding: true, inputs: inputs})
+}
+
+// input seals input packet pkt to peer i, behind the carry if one waits,
+// and sends it. It reports false when the packet did not encode.
+func (o *outbox) input(i int, pkt *wire.InputPacket) bool { return o.post(i, post{pkt: pkt}) }
+
+// post sends p to peer i: through the adversary when the session has one
+// (it rewrites p, or drops it, and may add others), else as it is. It
+// reports false when an input packet did not go.
+func (o *outbox) post(i int, p post) bool {
+	if adversaryBuilt && o.adv != nil {
+		return o.adv.rewrite(o, i, p)
+	}
+	return o.deliver(i, p)
+}
+
+// deliver sends p to peer i as it is: post's way out, and the adversary's
+// for what it sends (it never comes back to the adversary). It reports
+// false when an input packet did not encode.
+func (o *outbox) deliver(i int, p post) bool {
+	switch {
+	case p.pkt != nil:
+		return o.sendInput(i, p.pkt)
+	case p.riding:
+		o.ride(i, p.ctl, p.inputs)
+	default:
+		o.sendControl(i, p.ctl)
+	}
+	return true
+}
+
+// sendControl seals control message m to peer i and sends it.
+func (o *outbox) sendControl(i int, m wire.Control) {
 	seal := (*o.peers)[i].auth.seal
 	b, err := wire.AppendControl(seal.Begin(o.buf[:0], m.Kind()), m)
 	if err != nil {
@@ -58,22 +115,22 @@ func (o *outbox) control(i int, m wire.Control) {
 	o.transmit(i, seal.Seal(b))
 }
 
-// riding sends control message m to peer i or, when an input packet goes
-// to it in this call (inputs), holds it to ride in front of that packet
-// if nothing rides there yet.
-func (o *outbox) riding(i int, m wire.Control, inputs bool) {
+// ride holds control message m to ride in front of this call's input
+// packet to peer i (inputs: one goes) if nothing rides there yet, or
+// sends it.
+func (o *outbox) ride(i int, m wire.Control, inputs bool) {
 	if inputs && len(o.carry) == 0 {
 		if b, err := wire.AppendControl(o.carry[:0], m); err == nil {
 			o.carry, o.carryKind = b, m.Kind()
 			return
 		}
 	}
-	o.control(i, m)
+	o.sendControl(i, m)
 }
 
-// input seals input packet pkt to peer i, behind the carry if one waits,
-// and sends it. It reports false when the packet did not encode.
-func (o *outbox) input(i int, pkt *wire.InputPacket) bool {
+// sendInput seals input packet pkt to peer i, behind the carry if one
+// waits, and sends it. It reports false when the packet did not encode.
+func (o *outbox) sendInput(i int, pkt *wire.InputPacket) bool {
 	if len(o.carry) > 0 {
 		return o.carried(i, pkt)
 	}
@@ -98,7 +155,7 @@ func (o *outbox) carried(i int, pkt *wire.InputPacket) bool {
 	}
 	if wire.SealOverhead+len(o.carry)+len(body) > maxDatagram {
 		o.flush(i, nil)
-		return o.input(i, pkt)
+		return o.sendInput(i, pkt)
 	}
 	o.flush(i, body)
 	return true

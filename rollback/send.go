@@ -148,9 +148,6 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		first = want - 255 // it is hopelessly behind; keep the header encodable
 	}
 	end := min(localNext, min(want, first)+255, first+Frame(s.roster.maxFrames))
-	if s.proto.lie != nil {
-		end = max(first, s.proto.lie.lieEnd(s, end))
-	}
 	pkt.Ack, pkt.First, pkt.Players = int32(want), int32(first), nLocal
 	pkt.Count = max(0, int(end-first))
 	pkt.Inputs = pkt.Inputs[:0]
@@ -176,17 +173,11 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	ps.st.LocalFrameLag = s.frame + Frame(s.pace.lag.delay) - want
 	s.pace.gov.Local(i, int(ps.st.LocalFrameLag))
 	pkt.Lag = min(s.pace.lag.delay, wire.MaxLag)
-	if s.proto.lie != nil {
-		s.proto.lie.liePacket(s, i, pkt)
-	}
 	if !s.tx.input(i, pkt) {
 		return
 	}
 	if s.out.log != nil {
 		s.out.log.Send(s.now, i, int(first), pkt.Count, int(want), pkt.Lag, slices.Clone(pkt.Inputs))
-	}
-	if s.proto.lie != nil {
-		s.proto.lie.lieExtra(s, i, pkt, localNext)
 	}
 }
 
@@ -210,9 +201,6 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 			e.Frame = int32(newDepartures(s.peers, &s.inputs, s.ls != nil).cut(x, &s.io.floor))
 		default:
 			e.Frame = int32(s.inputs.next[px.players[0]])
-		}
-		if s.proto.lie != nil {
-			s.proto.lie.lieGossip(&e, s.inputs.next[px.players[0]])
 		}
 		g = append(g, e)
 	}
@@ -238,7 +226,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 		return
 	}
 	if !s.proto.started { // both send only before the start
-		s.start.send(s.peers, i, &s.tx, s.proto.lie, s.now)
+		s.start.send(s.peers, i, &s.tx, s.now)
 		if s.stmts != nil {
 			s.stmts.port.sendKeys(i)
 		}
@@ -251,9 +239,6 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 		s.tx.riding(i, &s.io.sum, inputs)
-		if s.proto.lie != nil {
-			s.proto.lie.lieChecksum(s, i, f, sum)
-		}
 	}
 	if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
 		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}

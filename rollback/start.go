@@ -29,8 +29,6 @@ type protocol struct {
 	transferRate    int           // Config.TransferRate
 	spectatorDelay  time.Duration // Config.SpectatorDelay
 
-	lie *adversary // the soak's adversary (internal/liar); nil in every game
-
 	handlers handlers // a handler per sealed kind, for the features present (dispatch.go)
 }
 
@@ -234,9 +232,8 @@ func (st *starter) take(ps peerSet, i int, k wire.Kind, b []byte, rx *startMsgs,
 }
 
 // send sends peer i of peers, through tx, the start-protocol messages due
-// until the match runs: Ready every 100 ms, Start and Go on every tick
-// (lie: the soak's adversary, nil in a game).
-func (st *starter) send(peers peerSet, i int, tx *outbox, lie *adversary, now time.Duration) {
+// until the match runs: Ready every 100 ms, Start and Go on every tick.
+func (st *starter) send(peers peerSet, i int, tx *outbox, now time.Duration) {
 	ps := &peers[i]
 	if st.noDelay || !ps.auth.verified {
 		return
@@ -252,7 +249,6 @@ func (st *starter) send(peers peerSet, i int, tx *outbox, lie *adversary, now ti
 				st.start.Mesh = append(st.start.Mesh, uint32(min(st.mesh[a][c]/time.Microsecond, 1<<32-1)))
 			}
 		}
-		lie.lieRTTs(st.start.Mesh)
 		tx.control(i, &st.start)
 	case st.meshKnown:
 		tx.control(i, &st.gomsg)
@@ -265,7 +261,6 @@ func (st *starter) send(peers peerSet, i int, tx *outbox, lie *adversary, now ti
 		for j := range peers {
 			st.ready.RTT[peers[j].machine] = uint32(min(peers[j].link.rtt/time.Microsecond, 1<<32-1))
 		}
-		lie.lieRTTs(st.ready.RTT)
 		tx.control(i, &st.ready)
 	}
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // The tests here drive a session of three or more machines with fake peers,
-// which do not sign statements: they need the transport's Unsigned hook
-// (internal/testhook), compiled only with the build tag rewind_adversary.
+// which do not sign statements: they need the session without them
+// (TestHooks.Unsigned: fourPlayers asks for it), a hook compiled only with
+// the build tag rewind_adversary.
 
 // TestInputPacketIsCheckedWhole: an input packet is validated whole before
 // anything of it is applied. Peer 1 never sends, so the input ring cannot

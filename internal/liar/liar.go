@@ -1,9 +1,10 @@
 // Package liar is test support for the adversary soak (docs/security.md,
-// "A peer that lies"): a rollback.Transport that also implements Carrier
-// makes its session lie, as its Script's Kind says, in the fields an
+// "A peer that lies"): a session whose Config carries a Script
+// (rollback.WithTestHooks, which exists only in a build with the tag
+// rewind_adversary) lies, as the Script's Kind says, in the fields an
 // authenticated peer controls. A game cannot reach it: the package is
-// internal to the module, and a Transport can only name *Script by
-// importing it.
+// internal to the module, and the rollback package a game builds has no
+// way to ask for a lie.
 //
 // Each lie is one a modified client could tell; the honest machines must
 // keep playing at full speed, agree with each other, and (for the lies
@@ -74,9 +75,4 @@ type Script struct {
 	// had (its lookahead, in frames; negative: none); Looked sums them
 	// over Decided frames.
 	Looked, Decided int64
-}
-
-// Carrier is implemented by a Transport whose session lies.
-type Carrier interface {
-	Liar() *Script
 }

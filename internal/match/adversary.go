@@ -6,16 +6,17 @@ import (
 
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/internal/liar"
-	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback"
 )
 
 // This file is the match with an adversary (Config.Adversary): one machine
 // runs a modified protocol. Its session lies as its liar.Script says (the
-// rollback package does that when the Transport is a liar.Carrier); the
-// match wraps that machine's transport to carry the Script, watches what
-// the honest machines suspect, and verifies the honest machines only,
-// against the offline re-simulation of the inputs they used.
+// rollback package does that when its Config's test hooks carry the
+// Script: rollback.WithTestHooks, in a build with the tag
+// rewind_adversary); the match gives that machine's session the Script,
+// watches what the honest machines suspect, and verifies the honest
+// machines only, against the offline re-simulation of the inputs they
+// used.
 
 // adversaryGrace is how long, in virtual or real time, a match waits for
 // the adversary once every honest machine has finished: its own session
@@ -67,30 +68,27 @@ type AdversaryReport struct {
 	Err error
 }
 
-// liarTransport is the adversary's transport: the real one (or the
-// forgery's wrapper around it), carrying the match's Script.
-type liarTransport struct {
-	rollback.Transport
-	script *liar.Script
+// testHooks is what the match asks of a machine's session that no game
+// can (rollback.TestHooks): the adversary's Script (nil: it plays
+// honestly), no statements (Config.NoStatements), corrupted states
+// (Config.CorruptJoinState). withTestHooks puts them in its Config, in a
+// build with the tag rewind_adversary; checkAdversary refuses them in any
+// other.
+type testHooks struct {
+	script   *liar.Script
+	unsigned bool
+	corrupt  bool
 }
 
-// Liar returns the match's Script.
-func (t *liarTransport) Liar() *liar.Script { return t.script }
-
-// unsignedTransport is a machine's transport in a match without
-// statements (Config.NoStatements): it asks its session not to sign its
-// inputs, and carries the adversary's script when it is the liar's (nil
-// otherwise).
-type unsignedTransport struct {
-	rollback.Transport
-	script *liar.Script
+// hooksOf returns the test hooks of machine i's session.
+func (rn *run) hooksOf(i int) testHooks {
+	c := rn.c
+	h := testHooks{unsigned: c.NoStatements, corrupt: c.CorruptJoinState && i != c.DropMachine}
+	if rn.script != nil && i == c.AdversaryMachine {
+		h.script = rn.script
+	}
+	return h
 }
-
-// Unsigned turns the session's statements off.
-func (t *unsignedTransport) Unsigned() testhook.Unsigned { return testhook.Unsigned{} }
-
-// Liar returns the adversary's Script, or nil.
-func (t *unsignedTransport) Liar() *liar.Script { return t.script }
 
 // usedInputs is the game of a machine in a match with an adversary: it
 // keeps the inputs each frame was last simulated with. At the end of a

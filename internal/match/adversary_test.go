@@ -16,23 +16,20 @@ import (
 )
 
 // carriers returns an inspect hook and what it saw: each machine's
-// transport's Script (nil: not a liar.Carrier).
-func carriers(machines int) (func(int, rollback.Transport), []*liar.Script, []rollback.Transport) {
+// transport and the Script its session's test hooks carry (nil: none).
+func carriers(machines int) (func(int, rollback.Transport, testHooks), []*liar.Script, []rollback.Transport) {
 	scripts := make([]*liar.Script, machines)
 	trs := make([]rollback.Transport, machines)
-	return func(i int, tr rollback.Transport) {
-		trs[i] = tr
-		if lc, ok := tr.(liar.Carrier); ok {
-			scripts[i] = lc.Liar()
-		}
+	return func(i int, tr rollback.Transport, h testHooks) {
+		trs[i], scripts[i] = tr, h.script
 	}, scripts, trs
 }
 
 // TestAdversaryPlumbing: with Config.Adversary the adversary machine's
-// session, and only its session, gets a transport that is a liar.Carrier
-// whose Script has the kind (around the forgery's wrapper when both are
-// set), every kind plays a short match without a session error, and the
-// Result names the kind and the machine.
+// session, and only its session, gets test hooks that carry a Script of
+// the kind (its transport is the forgery's wrapper, as every machine's,
+// when both are set), every kind plays a short match without a session
+// error, and the Result names the kind and the machine.
 func TestAdversaryPlumbing(t *testing.T) {
 	t.Parallel()
 	p, err := netsim.ParseProfile("wifi")
@@ -55,7 +52,7 @@ func TestAdversaryPlumbing(t *testing.T) {
 					require.NotNil(t, s, "the adversary's transport carries no script")
 					assert.Equal(t, kind, s.Kind)
 					if forge > 0 {
-						assert.IsType(t, &forgeTransport{}, under(trs[i]), "the forgery's accounting is under the liar's wrapper")
+						assert.IsType(t, &forgeTransport{}, trs[i], "the liar's datagrams are counted by the forgery's wrapper")
 					}
 				}
 				if kind == liar.None {
@@ -93,9 +90,8 @@ func TestAdversaryPlumbing(t *testing.T) {
 	})
 }
 
-// TestAdversaryOverUDP: over real sockets too, the adversary's transport
-// (here around the forgery's wrapper) carries the script and the match
-// plays.
+// TestAdversaryOverUDP: over real sockets too (here with the forgery's
+// wrapper), the adversary's session gets the script and the match plays.
 func TestAdversaryOverUDP(t *testing.T) {
 	t.Parallel()
 	inspect, scripts, trs := carriers(3)
@@ -105,7 +101,7 @@ func TestAdversaryOverUDP(t *testing.T) {
 	assert.Nil(t, scripts[2])
 	require.NotNil(t, scripts[1])
 	assert.Equal(t, liar.Lookahead, scripts[1].Kind)
-	assert.IsType(t, &forgeTransport{}, under(trs[1]))
+	assert.IsType(t, &forgeTransport{}, trs[1])
 	assert.Equal(t, liar.Lookahead, r.Adversary.Kind)
 	assert.Equal(t, 1, r.Adversary.Machine)
 	assert.True(t, r.Completed)
@@ -228,16 +224,4 @@ func TestAdversaryVerification(t *testing.T) {
 		assert.False(t, r.Adversary.HonestDisconnected)
 		assert.False(t, r.Adversary.Disconnected)
 	})
-}
-
-// under returns the transport a liar's (or an unsigned machine's) wrapper
-// sends through.
-func under(tr rollback.Transport) rollback.Transport {
-	switch w := tr.(type) {
-	case *liarTransport:
-		return w.Transport
-	case *unsignedTransport:
-		return w.Transport
-	}
-	return nil
 }

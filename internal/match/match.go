@@ -136,8 +136,8 @@ type Config struct {
 	// took as valid.
 	Forge int
 	// Adversary, when not liar.None, runs machine AdversaryMachine with a
-	// modified protocol (adversary.go): its transport carries a
-	// liar.Script, and its session lies as the script's Kind says
+	// modified protocol (adversary.go): its session gets a liar.Script
+	// (rollback.TestHooks), and lies as the script's Kind says
 	// (docs/security.md, "A peer that lies"). The match then judges the
 	// honest machines only: Completed and Verified are theirs (Verified is
 	// Result.Adversary.HonestVerified), a session error of the adversary's
@@ -147,7 +147,8 @@ type Config struct {
 	AdversaryMachine int
 	// NoStatements turns off every machine's statements
 	// (rollback/statements.go; on in every session of three or more
-	// machines): only to measure what they cost, through internal/testhook.
+	// machines): only to measure what they cost, through
+	// rollback.TestHooks.
 	NoStatements bool
 	// Spectators, when positive, has that many rollback.Spectators watch
 	// the match (spectate.go): a quarter join at the start, a quarter in
@@ -165,9 +166,9 @@ type Config struct {
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
-	// inspect, when set (tests), sees each machine's transport as its
-	// session gets it.
-	inspect func(i int, tr rollback.Transport)
+	// inspect, when set (tests), sees each machine's transport and test
+	// hooks as its session gets them.
+	inspect func(i int, tr rollback.Transport, h testHooks)
 }
 
 // Result is what happened in one match.
@@ -641,21 +642,10 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		var tr rollback.Transport
 		if machines > 1 {
 			tr = transport(i)
-			var script *liar.Script
-			if rn.script != nil && i == c.AdversaryMachine {
-				script = rn.script
-			}
-			switch {
-			case c.CorruptJoinState && i != c.DropMachine:
-				tr = corruptingTransport{tr}
-			case c.NoStatements:
-				tr = &unsignedTransport{tr, script}
-			case script != nil:
-				tr = &liarTransport{tr, script}
-			}
 		}
+		hooks := rn.hooksOf(i)
 		if c.inspect != nil {
-			c.inspect(i, tr)
+			c.inspect(i, tr, hooks)
 		}
 		m.suspectAt = make([]rollback.Frame, machines-1)
 		for j := range m.suspectAt {
@@ -689,6 +679,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow,
 		}
+		m.cfg = withTestHooks(m.cfg, hooks)
 		if c.StandIn {
 			a := m.a
 			m.cfg.StandIn = func(f rollback.Frame, p rollback.PlayerID) rollback.Input { return standIn(a, f, p) }

@@ -7,7 +7,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 
 	"github.com/rewindgg/rewind/examples/arena"
-	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/savestate"
 )
@@ -206,12 +205,4 @@ func (rn *run) absences(r *Result, discFrom []rollback.Frame) []rollback.Frame {
 		r.Late = append(r.Late, rep)
 	}
 	return back
-}
-
-// corruptingTransport is a machine's transport with
-// Config.CorruptJoinState: its session corrupts the states it serves.
-type corruptingTransport struct{ rollback.Transport }
-
-func (corruptingTransport) CorruptJoinState() testhook.CorruptJoinState {
-	return testhook.CorruptJoinState{}
 }

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rewindgg/rewind/internal/testhook"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -86,12 +85,6 @@ var ErrPeer = errors.New("fakepeer: no such peer")
 
 // Send takes a datagram from the session. Without an inner transport, a
 // handshake gives each fake peer the link's keys and, unless it already
-// Unsigned turns the statements of the session under test off: the fake
-// peers never sign their inputs (rollback/statements.go), so a session of
-// three or more machines with statements would wait for their keys for
-// ever. The statements have their own tests, between real sessions.
-func (p *Peers) Unsigned() testhook.Unsigned { return testhook.Unsigned{} }
-
 // echoes the fake peer's nonce, queues the fake peer's reply.
 func (p *Peers) Send(peer int, b []byte) error {
 	if peer < 0 || peer >= len(p.peers) {
