@@ -181,6 +181,11 @@ func (a *adversary) rewrite(o deliverer, i int, p post) bool {
 		a.rtts(m.RTT)
 	case *wire.Attest:
 		a.statement(i, m)
+	case *wire.QualityReply:
+		if a.is(liar.HiddenLookahead) && m.Frame > 0 {
+			a.Lies++
+			return true // never answered once the match runs
+		}
 	case *wire.Checksum:
 		f, sum := Frame(m.Frame), m.Sum
 		o.deliver(i, p)
@@ -216,7 +221,7 @@ func (a *adversary) input(o deliverer, i int, pkt *wire.InputPacket) bool {
 // reports false when it held back every frame the packet had: the packet
 // is dropped.
 func (a *adversary) hold(pkt *wire.InputPacket) bool {
-	if !a.is(liar.Lookahead) {
+	if !a.is(liar.Lookahead) && !a.is(liar.HiddenLookahead) {
 		return true
 	}
 	now := *a.view.now
@@ -255,7 +260,7 @@ func (a *adversary) packet(i int, pkt *wire.InputPacket) {
 	case liar.InflateLag:
 		pkt.Lag = wire.MaxLag
 		pkt.Ack = max(0, pkt.Ack-lieAckShort)
-	case liar.Lookahead:
+	case liar.Lookahead, liar.HiddenLookahead:
 		pkt.Ack = max(0, pkt.Ack-lieAckShort)
 	case liar.StallAck:
 		pkt.Ack = max(0, pkt.Ack-lieAckStall)

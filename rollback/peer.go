@@ -104,6 +104,17 @@ func (l *link) pinged(now time.Duration) {
 	l.nextPing++
 }
 
+// unansweredPings is how many of our pings a peer may leave unanswered,
+// with none answered, while it talks to us, before it is named for
+// withholding them (SuspectWithheld): a round trip is what judges its
+// timing (timing.judged). Honest links lose 8 in a row almost never (10%
+// loss each way: 3 in a million).
+const unansweredPings = 8
+
+// unanswered reports whether the peer answered none of our pings and we
+// have sent it unansweredPings or more.
+func (l *link) unanswered() bool { return l.samples == 0 && l.nextPing >= unansweredPings }
+
 // echoes reports whether a reply's echo is the time one of our latest
 // pings carried: a peer cannot answer a ping before it arrives, so a
 // round trip cannot be made shorter than it is.

@@ -23,8 +23,9 @@ const (
 	// it had already sent.
 	SuspectRewrite // rewrite
 	// SuspectWithheld: it holds back what the protocol needs from it: the
-	// counts of third machines' frames, or its inputs while it still
-	// talks.
+	// counts of third machines' frames, its inputs while it still talks,
+	// or the answers to our pings (8 and more, none answered, while it
+	// talks).
 	SuspectWithheld // withheld
 	// SuspectChecksum: it sent a checksum for a frame it cannot have
 	// finished: one whose inputs from us it has not received.

@@ -35,7 +35,7 @@
 // With -adversary KIND one machine of every match (-adversary-machine, or
 // by default machine i%machines in match i) runs a modified protocol that
 // lies as KIND says (docs/security.md, "A peer that lies"; "all": match i
-// tells kind i%9+1, from machine (i%9 + i/9) % machines). Only the honest
+// tells kind i%10+1, from machine (i%10 + i/10) % machines). Only the honest
 // machines are judged: they must verify, and suspect and disconnect none
 // of their own; the summary says whether and when they named the liar,
 // how fast they played and their input lag.
@@ -410,7 +410,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
 	fs.StringVar(&o.network, "network", "udp4", "with -transport udp: udp4 (127.0.0.1) or udp6 (::1)")
-	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%9+1)")
+	fs.StringVar(&o.adversary, "adversary", "", "one machine of every match runs a modified protocol that lies: "+kindNames()+", or all (match i tells kind i%"+strconv.Itoa(int(liar.NumKinds)-1)+"+1)")
 	fs.IntVar(&o.adversaryMachine, "adversary-machine", -1, "with -adversary: the machine that lies (-1: machine i%machines in match i; with all, each round of the kinds moves every kind to the next machine)")
 	fs.IntVar(&o.lateJoin, "late-join", 0, "K player machines (not the host, nor the one -rejoin crashes) have reserved slots (rollback.Peer.Late): the match starts without them and each starts at a random time in its first half, joining in progress and taking its players from a stand-in that reads the state; each match must verify")
 	fs.IntVar(&o.rejoin, "rejoin", 0, "K (0 or 1) player machines crash at a random frame and restart 1 to 10 s later (a fresh session joining in progress: rollback.Config.InProgress), taking their players back from a stand-in that reads the state; each match must verify with the absence as agreed")

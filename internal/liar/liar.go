@@ -50,6 +50,12 @@ const (
 	Equivocate // equivocate
 	// StartGrief reports round trips of 2^32-1 µs in the start protocol.
 	StartGrief // start-grief
+	// HiddenLookahead looks ahead as Lookahead does, and once the match
+	// runs never answers a ping, so that a machine that has not measured
+	// its round trip at the start (Config.NoStartDelay, a late joiner, a
+	// rejoin) has none for it. (It answers the start protocol's: without
+	// them the match does not start.)
+	HiddenLookahead // hidden-lookahead
 	// NumKinds is the number of kinds, None included.
 	NumKinds // kinds
 )

@@ -18,12 +18,13 @@ func _() {
 	_ = x[ForgedChecksum-7]
 	_ = x[Equivocate-8]
 	_ = x[StartGrief-9]
-	_ = x[NumKinds-10]
+	_ = x[HiddenLookahead-10]
+	_ = x[NumKinds-11]
 }
 
-const _Kind_name = "noneforged-gossipadvantage-lielookaheadinflate-lagwithhold-countsstall-ackforged-checksumequivocatestart-griefkinds"
+const _Kind_name = "noneforged-gossipadvantage-lielookaheadinflate-lagwithhold-countsstall-ackforged-checksumequivocatestart-griefhidden-lookaheadkinds"
 
-var _Kind_index = [...]uint8{0, 4, 17, 30, 39, 50, 65, 74, 89, 99, 110, 115}
+var _Kind_index = [...]uint8{0, 4, 17, 30, 39, 50, 65, 74, 89, 99, 110, 126, 131}
 
 func (i Kind) String() string {
 	idx := int(i) - 0

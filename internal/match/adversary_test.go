@@ -137,7 +137,7 @@ func TestAdversaries(t *testing.T) {
 		}
 	}
 	gains := map[liar.Kind]bool{liar.Lookahead: true, liar.Equivocate: true, liar.ForgedChecksum: true,
-		liar.WithholdCounts: true, liar.StallAck: true}
+		liar.WithholdCounts: true, liar.StallAck: true, liar.HiddenLookahead: true}
 	for kind := liar.None + 1; kind < liar.NumKinds; kind++ {
 		t.Run(kind.String(), func(t *testing.T) {
 			t.Parallel()
@@ -162,6 +162,32 @@ func TestAdversaries(t *testing.T) {
 				assert.True(t, a.Detected, "the liar was not named")
 				assert.LessOrEqual(t, a.DetectedAt, rollback.Frame(600), "named too late")
 			}
+		})
+	}
+}
+
+// TestHiddenLookahead: without the start delay no machine measures a
+// round trip at the start, and a machine that looks ahead and answers no
+// ping once the match runs kept every judgement of its timing off (issue
+// 46: its lookahead went unnamed). It is now named, for the pings it
+// withholds, and no honest machine is suspected.
+func TestHiddenLookahead(t *testing.T) {
+	t.Parallel()
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	for _, players := range []int{2, 3} {
+		t.Run(fmt.Sprint(players), func(t *testing.T) {
+			t.Parallel()
+			r := Run(Config{Players: players, Frames: 900, Seed: 2, Profile: p, NoStartDelay: true,
+				Adversary: liar.HiddenLookahead, AdversaryMachine: 1})
+			require.NoError(t, r.Err)
+			a := r.Adversary
+			t.Logf("%+v", a)
+			assert.Positive(t, a.Lies)
+			assert.True(t, a.Detected, "the liar was not named")
+			assert.LessOrEqual(t, a.DetectedAt, rollback.Frame(900))
+			assert.Zero(t, a.SuspectedHonest, "an honest machine was suspected")
+			assert.True(t, a.HonestVerified, r.Desync)
 		})
 	}
 }
