@@ -102,7 +102,7 @@ func (b *statusBoard) get() []string {
 // The states of a run, as the browser build's window.rewindStatus shows
 // them (the native build prints the details).
 const (
-	stateTitle      = "title"      // the title screen: nothing chosen yet
+	stateTitle      = "title"      // the title screen has been drawn and reads the keys: nothing chosen yet
 	stateLobby      = "lobby"      // creating, joining, or waiting for the match to fill
 	stateConnecting = "connecting" // the match is full: WebRTC connections to the other machines
 	statePlaying    = "playing"
@@ -148,8 +148,9 @@ func playMatch(o options, g *game) error {
 			return err
 		}
 	} else {
+		// The state says "title" once the game loop has drawn the title
+		// screen (game.Draw): from then on it reads the keys.
 		ebiten.SetWindowTitle("Rewind arena")
-		showStatus(stateTitle, "")
 	}
 	defer func() {
 		if g.closeNet != nil {

@@ -253,23 +253,17 @@ func (m *browserMatch) openPage(q url.Values) string {
 		return q.Get("code")
 	}
 	// Without a code the page opens on the game's title screen: the key 2
-	// creates a match code (pressed again until the game's loop has read
-	// it: a key before its first frames may go unseen).
-	m.poll(`window.rewindStatus === "title"`, time.Minute, "the page's title screen")
+	// creates a match code. window.rewindStatus turns "title" once the
+	// game's loop has drawn the title screen, and reads the keys from
+	// then on; the key is taken when the status leaves "title" (the
+	// setup says "lobby").
+	m.poll(`window.rewindStatus === "title"`, time.Minute, "the page's title screen (drawn, reading keys)")
 	m.poll(`document.getElementById("help").open === false`, 10*time.Second, "the help to fold away on the title screen")
-	for try := 0; ; try++ {
-		time.Sleep(time.Second)
-		if try == 0 {
-			m.capture("browser-title.png")
-		}
-		if err := chromedp.Do(m.tab, chromedp.KeyEvent("2")); err != nil {
-			m.t.Fatalf("pressing 2 on the title screen: %v", err)
-		}
-		time.Sleep(2 * time.Second)
-		if s, _ := chromedp.Run(m.tab, chromedp.Evaluate[string](`String(window.rewindStatus)`)); s != "title" || try == 10 {
-			break
-		}
+	m.capture("browser-title.png")
+	if err := chromedp.Do(m.tab, chromedp.KeyEvent("2")); err != nil {
+		m.t.Fatalf("pressing 2 on the title screen: %v", err)
 	}
+	m.poll(`window.rewindStatus !== "title"`, 10*time.Second, "the key 2 to leave the title screen (the status to turn from \"title\" to \"lobby\")")
 	code := m.poll("window.rewindCode", time.Minute, "the page's match code")
 	return code.(string)
 }

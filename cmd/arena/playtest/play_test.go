@@ -105,7 +105,7 @@ func TestPlay(t *testing.T) {
 	// The title screen: saved once it has shown for 30 frames; then the
 	// person chooses "2  Host a match".
 	title := filepath.Join(out, "host-title.png")
-	host.awaitFile(t, title)
+	host.awaitFile(t, title, time.Minute)
 	win := strings.Fields(run(ctx, t, "xdotool", "search", "--sync", "--name", "Rewind arena"))[0]
 	_ = exec.Command("xdotool", "windowfocus", "--sync", win).Run()
 	run(ctx, t, "xdotool", "key", "2")
@@ -114,7 +114,7 @@ func TestPlay(t *testing.T) {
 	// the host's address typed, Enter.
 	join := start(ctx, t, bin, append(common, "-humans", "0", "-window-x", "800", "-window-y", "0",
 		"-shots", filepath.Join(out, "join-"), "-screenshot", filepath.Join(out, "join.png"), "-result", filepath.Join(out, "join.json"))...)
-	join.awaitFile(t, filepath.Join(out, "join-title.png"))
+	join.awaitFile(t, filepath.Join(out, "join-title.png"), time.Minute)
 	var joinWin string
 	for _, w := range strings.Fields(run(ctx, t, "xdotool", "search", "--name", "Rewind arena")) {
 		if w != win {
@@ -394,18 +394,33 @@ func (p *process) await(t *testing.T, re *regexp.Regexp) string {
 	}
 }
 
-// awaitFile waits until the process has written path (it exists), or
-// exits.
-func (p *process) awaitFile(t *testing.T, path string) {
+// awaitFile waits, at most d, until the process has written the PNG at
+// path: the game writes it beside path and renames it (cmd/arena's
+// save), so the file is whole once it exists; it must also decode. There
+// is no event to wait on (the game tells nobody), so it polls, and fails
+// naming the file at the deadline or when the process exits first.
+func (p *process) awaitFile(t *testing.T, path string, d time.Duration) {
 	t.Helper()
-	for !exists(path) {
+	deadline := time.After(d)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if f, err := os.Open(path); err == nil {
+			_, derr := png.Decode(f)
+			f.Close()
+			if derr == nil {
+				return
+			}
+			t.Fatalf("%s exists but is not a whole PNG (the game renames it into place whole): %v", path, derr)
+		}
 		select {
 		case <-p.exited:
 			t.Fatalf("%v exited (%v) before writing %s\n%s", p.cmd.Args, p.err, path, p.log.String())
-		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("waiting for %v to write %s: not there after %v\n%s", p.cmd.Args, path, d, p.log.String())
+		case <-poll.C:
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // written whole
 }
 
 // result waits for the process to exit and reads its -result file.
