@@ -13,7 +13,9 @@
 //	window.rewindResultJSON  the same, as the JSON text
 //
 // The element with id "status" shows what happens in words (and, on the
-// page that created the match, its code and the link to share); the one
+// page that created the match, its code and the link to share; at the
+// end, the result in sentences: the winner and the scores); the one with
+// id "detail", at the end, the state hash; the one
 // with id "route", whether the match is direct or relayed; the <details>
 // with id "help" folds away once the title screen shows or the match
 // plays; the element with id
@@ -92,9 +94,14 @@ func showStatus(state, text string) {
 	if (state == stateLobby || state == stateConnecting) && text != "" {
 		board.add(text) // the title screen's status too
 	}
-	if text == "" {
-		text = map[string]string{statePlaying: "Playing.",
-			stateTitle: "Choose how to play on the game's title screen: a number, or Up/Down and Enter."}[state]
+	const choose = "Choose how to play on the game's title screen: a number, or Up/Down and Enter."
+	switch {
+	case text == "" && state == statePlaying:
+		text = "Playing."
+	case text == "" && state == stateTitle:
+		text = choose
+	case state == stateTitle: // how the last match ended (it was left), then the choice
+		text += " " + choose
 	}
 	if state == stateError {
 		text = "Error: " + text
@@ -116,6 +123,17 @@ func showStatus(state, text string) {
 		}
 	}
 	fmt.Println(s + ": " + text) // the console
+}
+
+// showEnd shows how the match ended in the status element (the winner,
+// the scores) and the state hash in the detail element, a smaller line.
+func showEnd(sentences, detail string) {
+	showStatus(stateDone, sentences)
+	if el := js.Global().Get("document").Call("getElementById", "detail"); el.Truthy() {
+		el.Set("textContent", detail)
+		el.Set("hidden", false)
+	}
+	fmt.Println(detail) // the console
 }
 
 // showCode shows the code of the match this page created and the link
