@@ -308,7 +308,7 @@ func (g *game) Draw(screen *ebiten.Image) {
 		}
 		f.RoundEnd(draw.RoundEnd{Round: rd, Players: int(w.Players), Local: local,
 			RematchIn: max(play.RematchFrames-int(g.m.Frame()-rollback.Frame(rd.End)), 0), Asked: g.m.RematchAsked(),
-			Leave: "Esc: leave the match for the title screen", ClosesIn: closesIn, Close: "Esc: close now"})
+			Leave: "Esc: leave the match for the title screen", ClosesIn: closesIn, Close: closeHint})
 		if final {
 			g.finalDraws++
 		}

@@ -152,6 +152,9 @@ func main() {
 // has UDP sockets.
 const hasUDP = true
 
+// closeHint is how the match's standings are cut short.
+const closeHint = "Esc: close the arena now"
+
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them.
 const (

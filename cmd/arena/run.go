@@ -124,8 +124,11 @@ func run(o options) error {
 	case err != nil:
 		showStatus(stateError, err.Error())
 	case r.Done:
-		showEnd(fmt.Sprintf("The match is over after %d frames (%.3g s). %s", r.Frame, float64(r.Frame)/60, r.Standings),
-			fmt.Sprintf("State hash %s at frame %d: the same on every machine.", r.Hash, r.Frame))
+		detail := fmt.Sprintf("State hash %s at frame %d.", r.Hash, r.Frame)
+		if g.lastMatch().Peers() > 0 {
+			detail = fmt.Sprintf("State hash %s at frame %d: the same on every machine.", r.Hash, r.Frame)
+		}
+		showEnd(fmt.Sprintf("The match is over after %d frames (%.3g s). %s", r.Frame, float64(r.Frame)/60, r.Standings), detail)
 	case g.m == nil && g.past == nil:
 		showStatus(stateDone, "Left from the title screen.")
 	case g.m == nil:
@@ -321,15 +324,20 @@ type result struct {
 	Err            string           `json:"error,omitempty"`
 }
 
+// lastMatch is the match playing, else the one left for the title
+// screen, else nil.
+func (g *game) lastMatch() *play.Match {
+	if g.m != nil {
+		return g.m
+	}
+	return g.past
+}
+
 // result summarizes the run; err is playMatch's (the game's own error,
 // if any, comes first). Before the match exists only the error is known.
 func (g *game) result(err error) result {
 	var r result
-	m := g.m
-	if m == nil {
-		m = g.past // left for the title screen
-	}
-	if m != nil {
+	if m := g.lastMatch(); m != nil {
 		st := m.Session().Stats()
 		r = result{Frame: m.Frame(), Done: m.Done(), Hash: fmt.Sprintf("%016x", m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,

@@ -52,7 +52,12 @@ func (t *titleMenu) items(o options) []string {
 		}
 		it = append(it, label)
 	}
-	add(itemSolo, fmt.Sprintf("Play against %d bots", max(o.players, 1)-max(o.humans, 1)))
+	bots := max(o.players, 1) - max(o.humans, 1)
+	if bots == 1 {
+		add(itemSolo, "Play against 1 bot")
+	} else {
+		add(itemSolo, fmt.Sprintf("Play against %d bots", bots))
+	}
 	if o.rendezvous != "" {
 		add(itemHost, "Create a match code at "+strings.TrimPrefix(strings.TrimPrefix(o.rendezvous, "https://"), "http://"))
 	} else {

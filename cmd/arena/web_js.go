@@ -41,6 +41,10 @@ import (
 // UDP sockets.
 const hasUDP = false
 
+// closeHint is how the match's standings are cut short: the page then
+// says the result under the game.
+const closeHint = "Esc: end now (the result shows under the game)"
+
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them: in a browser, the
 // page's timeout parameter sets both.
