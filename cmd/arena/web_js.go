@@ -5,6 +5,7 @@
 // served the page. What a page script (or a browser test) can read:
 //
 //	window.rewindStatus      "title", "lobby", "connecting", "playing", "done" or "error: <message>"
+//	                         ("title" once the title screen is drawn and reads keys, again after a match is left)
 //	window.rewindCode        the match's code, once known
 //	window.rewindRoute       how the datagrams travel once connected: each peer's selected
 //	                         candidate pair ("host-host", "srflx-host", "relay-relay"...)
