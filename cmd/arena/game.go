@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hajimehoshi/ebiten/v2"
+	ebaudio "github.com/hajimehoshi/ebiten/v2/audio"
 	"github.com/hajimehoshi/ebiten/v2/inpututil"
 
 	"github.com/rewindgg/rewind/cmd/arena/internal/audio"
@@ -32,7 +33,10 @@ type game struct {
 	left   bool // keepAlive ended the match: the loop stood still too long, or Idle failed
 	o      options
 	m      *play.Match
+	past   *play.Match // the match left for the title screen, for the result while none plays
+	flow   play.Flow   // leaving for the title screen; the frame limit's standings
 	mixer  *audio.Mixer
+	player *ebaudio.Player // plays mixer: made with the first match's sound, kept for the next
 	humans int
 	keys   map[string]ebiten.Key
 
@@ -59,6 +63,7 @@ type game struct {
 	titleDraws  int
 	roundOver   bool    // the round-end screen showed in the last Draw
 	endDraws    int     // Draws of the round-end screen since it showed
+	finalDraws  int     // Draws of the match's standings (the frame limit ended it)
 	winners     []int32 // each round-end screen's winner
 	rate        rateMeter
 	hud         []string // the status lines shown over the match
@@ -80,9 +85,10 @@ func (g *game) Update() error {
 	if ebiten.IsWindowBeingClosed() {
 		return ebiten.Termination
 	}
-	if inpututil.IsKeyJustPressed(ebiten.KeyEscape) {
-		if g.setup == nil || g.m != nil {
-			return ebiten.Termination
+	esc := inpututil.IsKeyJustPressed(ebiten.KeyEscape)
+	if esc && g.m == nil {
+		if g.setup == nil {
+			return ebiten.Termination // Escape on the title screen quits
 		}
 		// On the title screen while a choice is set up: cancel it.
 		g.cancelled = true
@@ -90,6 +96,16 @@ func (g *game) Update() error {
 	}
 	if g.m == nil {
 		return g.updateTitle()
+	}
+	// Escape in a match leaves it for the title screen; so does every
+	// other machine leaving at the round-end screen; the frame limit's
+	// standings show, then the game ends (play.Flow).
+	switch g.flow.Update(g.m, esc) {
+	case play.Title:
+		g.toTitle()
+		return nil
+	case play.Close:
+		return ebiten.Termination
 	}
 	if g.last.IsZero() {
 		g.overlay = g.o.overlay
@@ -108,10 +124,30 @@ func (g *game) Update() error {
 	g.perf.tick()
 	g.rate.tick(g.last)
 	showFrame(g.m.Frame())
-	if g.m.Done() {
-		return ebiten.Termination
-	}
 	return nil
+}
+
+// toTitle leaves the match for the title screen: it tells the peers,
+// closes the transport, fades the sound out, and the title screen says
+// why (play.Flow's Notice; the status says "title" again once it is
+// drawn).
+func (g *game) toTitle() {
+	if err := g.m.Close(); err != nil {
+		g.menu.err = err.Error()
+	}
+	if g.closeNet != nil {
+		g.closeNet()
+		g.closeNet = nil
+	}
+	if g.mixer != nil {
+		g.mixer.FadeAll(200 * time.Millisecond)
+	}
+	g.menu.notice = g.flow.Notice
+	g.past, g.m, g.flow = g.m, nil, play.Flow{}
+	g.last, g.roundOver, g.endDraws, g.finalDraws, g.titleDraws, g.overlayLines = time.Time{}, false, 0, 0, 0, nil
+	g.humans, g.bindings = 0, []play.Binding{play.Solo}
+	board.clear()
+	ebiten.SetWindowTitle("Rewind arena")
 }
 
 // While the game loop stands still (a browser calls neither Update nor
@@ -226,8 +262,17 @@ func (g *game) Draw(screen *ebiten.Image) {
 		f.Title(g.menu.view(g.o, g.setup != nil))
 		g.atlas.draw(screen, f)
 		g.perf.end(start)
-		if g.titleDraws++; g.titleDraws == 30 {
-			g.shoot(screen, "title.png")
+		switch g.titleDraws++; g.titleDraws {
+		case 2:
+			// Update has run and Draw has drawn the menu: a key pressed now
+			// is read. (A page's tests wait for this before pressing one.)
+			if g.setup == nil {
+				showStatus(stateTitle, g.menu.notice)
+			}
+		case 30:
+			if !slices.Contains(g.shots, g.o.shots+"title.png") {
+				g.shoot(screen, "title.png")
+			}
 		}
 		return
 	}
@@ -257,9 +302,16 @@ func (g *game) Draw(screen *ebiten.Image) {
 			g.winners = append(g.winners, rd.Winner)
 		}
 		g.endDraws++
+		final, closesIn := g.flow.Final()
+		if !final {
+			closesIn = play.FinalTicks
+		}
 		f.RoundEnd(draw.RoundEnd{Round: rd, Players: int(w.Players), Local: local,
 			RematchIn: max(play.RematchFrames-int(g.m.Frame()-rollback.Frame(rd.End)), 0), Asked: g.m.RematchAsked(),
-			Leave: "Esc: leave the match (and close the arena)"})
+			Leave: "Esc: leave the match for the title screen", ClosesIn: closesIn, Close: closeHint})
+		if final {
+			g.finalDraws++
+		}
 	}
 	g.roundOver = over
 	if g.overlay {
@@ -285,6 +337,9 @@ func (g *game) Draw(screen *ebiten.Image) {
 	if over && g.endDraws == 20 && len(g.winners) == 1 {
 		g.shoot(screen, "winner.png")
 	}
+	if g.finalDraws == 20 {
+		g.shoot(screen, "final.png")
+	}
 }
 
 // shoot saves the screen as -shots's name, if -shots was given.
@@ -299,6 +354,9 @@ func (g *game) shoot(screen *ebiten.Image, name string) {
 // most.
 func (g *game) statusLines() []string {
 	g.hud = g.hud[:0]
+	if s := g.flow.Alone(); s != "" {
+		return append(g.hud, s) // every other machine left: the title screen comes next
+	}
 	if !g.m.Started() {
 		g.hud = append(g.hud, "connecting to the other machines...")
 	}

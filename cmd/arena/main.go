@@ -28,7 +28,8 @@
 // (-round) or a ship reaches the score target (-target); the round-end
 // screen shows the winner and the scores, and the rematch starts when
 // every player asked (Enter; bots always do) or play.RematchFrames
-// later. -frames ends the whole match. These settings are the host's
+// later. -frames ends the whole match: its last round ends with it, and
+// the round-end screen shows the match's standings. These settings are the host's
 // (or the rendezvous match's creator's): a joiner receives them (in the
 // UDP lobby's plan, or in a signal before WebRTC's) and plays them, or
 // refuses the match, naming both values, when it was given different
@@ -50,7 +51,12 @@
 // Keys: WASD thrusts, the arrows fire (with -humans 2: WASD and TFGH, IJKL
 // and the arrows); a gamepad's left stick thrusts and its right stick or
 // face buttons fire. Tab shows the overlay; Enter asks for the rematch on
-// the round-end screen; Escape quits and tells the peers.
+// the round-end screen; Escape in a match leaves it (the peers are told)
+// for the title screen, where Escape quits. When every other machine
+// left at the round-end screen, "your opponent left the match" shows for
+// 3 seconds, then the title screen. When -frames ends the match, its
+// standings show on the round-end screen for 4 seconds (Escape: at
+// once), then the arena closes.
 package main
 
 import (
@@ -91,7 +97,7 @@ func main() {
 	flag.BoolVar(&o.solo, "solo", false, "skip the title screen: play against bots on this machine at once")
 	flag.BoolVar(&o.title, "title", false, "show the title screen even with -rendezvous (it then creates or joins matches there)")
 	flag.StringVar(&o.listen, "listen", ":7000", "the UDP address the title screen's \"Host\" listens on")
-	flag.StringVar(&o.shots, "shots", "", "save PNGs of the title screen, the first round-end screen and the match at -screenshot-at, named by this `prefix` (title.png, winner.png, match.png appended)")
+	flag.StringVar(&o.shots, "shots", "", "save PNGs of the title screen, the first round-end screen and the match at -screenshot-at, named by this `prefix` (title.png, winner.png, match.png, final.png appended; final.png: the standings when -frames ends the match)")
 	flag.StringVar(&o.profile, "profile", "", "impair the datagrams this machine sends like a soak profile (lan, wifi, continental, intercontinental, far, hell, or a spec such as latency=80ms,loss=2%)")
 	flag.BoolVar(&o.mute, "mute", false, "no sound (no audio device is opened)")
 	flag.BoolVar(&o.overlay, "overlay", false, "start with the overlay shown (Tab toggles it)")
@@ -146,6 +152,9 @@ func main() {
 // has UDP sockets.
 const hasUDP = true
 
+// closeHint is how the match's standings are cut short.
+const closeHint = "Esc: close the arena now"
+
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them.
 const (
@@ -173,6 +182,12 @@ func showStatus(state, text string) {
 func say(s string) {
 	fmt.Println(s)
 	board.add(s)
+}
+
+// showEnd prints how the match ended (the winner, the scores) and a
+// detail line (the state hash).
+func showEnd(sentences, detail string) {
+	showStatus(stateDone, sentences+" "+detail)
 }
 
 // showCode prints the code of the match this machine created, and how the

@@ -5,8 +5,9 @@
 # presses and a screenshot; PulseAudio for a null sink that plays in real
 # time), runs the demo module's vet and unit tests, then under Xvfb
 # TestErrors (each error situation: the lines a person sees and the exit
-# status; none panics) and TestPlay, with the sound going to
-# PulseAudio's null sink. Screenshots and results land in play-test-out/.
+# status; none panics), TestPlay, with the sound going to PulseAudio's
+# null sink, and TestLeave (Escape at the round-end screen: both machines
+# back on their title screens, the peer told its opponent left). Screenshots and results land in play-test-out/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root/cmd/arena"
@@ -48,4 +49,4 @@ pgrep -f "pulseaudio -n -F $run/default.pa" >"$run/pid" || true
 
 mkdir -p "$root/play-test-out"
 ALSA_CONFIG_PATH="$run/asound.conf" ARENA_PLAY_TEST=1 ARENA_PLAY_OUT="$root/play-test-out" \
-	xvfb-run -a -s "-screen 0 1600x800x24" go test -count=1 -v -run 'TestErrors|TestPlay' ./playtest
+	xvfb-run -a -s "-screen 0 1600x800x24" go test -count=1 -v -run 'TestErrors|TestPlay|TestLeave' ./playtest

@@ -46,7 +46,7 @@ type options struct {
 	given             netplay.Given   // which settings were given explicitly (a joiner refuses the host's if they differ)
 	solo, title       bool            // skip the title screen against bots; show it even with a rendezvous
 	listen            string          // the title screen's Host listens here
-	shots             string          // the screenshots' prefix: title.png, winner.png, match.png
+	shots             string          // the screenshots' prefix: title.png, winner.png, match.png, final.png
 	ctx               context.Context // ends the setup's waits early (the title screen's Escape); nil: never
 }
 
@@ -102,7 +102,7 @@ func (b *statusBoard) get() []string {
 // The states of a run, as the browser build's window.rewindStatus shows
 // them (the native build prints the details).
 const (
-	stateTitle      = "title"      // the title screen: nothing chosen yet
+	stateTitle      = "title"      // the title screen has been drawn and reads the keys: nothing chosen yet
 	stateLobby      = "lobby"      // creating, joining, or waiting for the match to fill
 	stateConnecting = "connecting" // the match is full: WebRTC connections to the other machines
 	statePlaying    = "playing"
@@ -124,9 +124,15 @@ func run(o options) error {
 	case err != nil:
 		showStatus(stateError, err.Error())
 	case r.Done:
-		showStatus(stateDone, fmt.Sprintf("The match is over: frame %d, state hash %s. Round %d: %s.", r.Frame, r.Hash, r.Round, g.m.Scores()))
-	case g.m == nil:
+		detail := fmt.Sprintf("State hash %s at frame %d.", r.Hash, r.Frame)
+		if g.lastMatch().Peers() > 0 {
+			detail = fmt.Sprintf("State hash %s at frame %d: the same on every machine.", r.Hash, r.Frame)
+		}
+		showEnd(fmt.Sprintf("The match is over after %d frames (%.3g s). %s", r.Frame, float64(r.Frame)/60, r.Standings), detail)
+	case g.m == nil && g.past == nil:
 		showStatus(stateDone, "Left from the title screen.")
+	case g.m == nil:
+		showStatus(stateDone, fmt.Sprintf("Left from the title screen (the last match was left at frame %d).", r.Frame))
 	default:
 		showStatus(stateDone, fmt.Sprintf("Left the match at frame %d.", r.Frame))
 	}
@@ -148,8 +154,9 @@ func playMatch(o options, g *game) error {
 			return err
 		}
 	} else {
+		// The state says "title" once the game loop has drawn the title
+		// screen (game.Draw): from then on it reads the keys.
 		ebiten.SetWindowTitle("Rewind arena")
-		showStatus(stateTitle, "")
 	}
 	defer func() {
 		if g.closeNet != nil {
@@ -217,7 +224,9 @@ func (g *game) begin(cfg play.Config, title string) error {
 	}
 	// One mixer: the ledger (through the match) starts and stops voices in
 	// it, and Ebitengine's audio pulls the mixed samples from it.
-	g.mixer = audio.NewMixer()
+	if g.mixer == nil {
+		g.mixer = audio.NewMixer()
+	}
 	if !g.o.mute {
 		// Without a device Ebitengine's audio fails the game from inside
 		// its loop: find out first, and play muted.
@@ -227,13 +236,18 @@ func (g *game) begin(cfg play.Config, title string) error {
 		}
 	}
 	if !g.o.mute {
-		ctx := ebaudio.NewContext(audio.SampleRate)
-		p, err := ctx.NewPlayerF32(g.mixer)
-		if err != nil {
-			return err
+		// One audio context a process: the first match's player plays
+		// the mixer for the next matches too.
+		if g.player == nil {
+			ctx := ebaudio.NewContext(audio.SampleRate)
+			p, err := ctx.NewPlayerF32(g.mixer)
+			if err != nil {
+				return err
+			}
+			p.SetBufferSize(50 * time.Millisecond) // latency against underruns
+			p.Play()
+			g.player = p
 		}
-		p.SetBufferSize(50 * time.Millisecond) // latency against underruns
-		p.Play()
 		cfg.Backend = g.mixer
 	}
 	m, err := play.New(cfg)
@@ -299,8 +313,9 @@ type result struct {
 	Disconnected   []int            `json:"disconnected"`    // the peers this machine saw leave before the match was over, by Transport index
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
-	Round          int32            `json:"round"`   // the round being played (or ended) when the game ended
-	Winners        []int32          `json:"winners"` // the winner of each round-end screen shown, in order (-1: a draw)
+	Round          int32            `json:"round"`               // the round being played (or ended) when the game ended
+	Winners        []int32          `json:"winners"`             // the winner of each round-end screen shown, in order (-1: a draw)
+	Standings      string           `json:"standings,omitempty"` // when the match is over: its last round's result in sentences (play.Round.Standings)
 	Screenshots    []string         `json:"screenshots,omitempty"`
 	Perf           perf             `json:"perf"` // the drawing's cost, frames and ticks a second
 	Screenshot     string           `json:"screenshot,omitempty"`
@@ -309,16 +324,28 @@ type result struct {
 	Err            string           `json:"error,omitempty"`
 }
 
+// lastMatch is the match playing, else the one left for the title
+// screen, else nil.
+func (g *game) lastMatch() *play.Match {
+	if g.m != nil {
+		return g.m
+	}
+	return g.past
+}
+
 // result summarizes the run; err is playMatch's (the game's own error,
 // if any, comes first). Before the match exists only the error is known.
 func (g *game) result(err error) result {
 	var r result
-	if g.m != nil {
-		st := g.m.Session().Stats()
-		r = result{Frame: g.m.Frame(), Done: g.m.Done(), Hash: fmt.Sprintf("%016x", g.m.Hash()), Rollbacks: st.Rollbacks,
+	if m := g.lastMatch(); m != nil {
+		st := m.Session().Stats()
+		r = result{Frame: m.Frame(), Done: m.Done(), Hash: fmt.Sprintf("%016x", m.Hash()), Rollbacks: st.Rollbacks,
 			Resimulated: st.ResimulatedFrames, Stalls: st.StallFrames, KeyboardFrames: g.keyFrames, Draws: g.draws, Screenshot: g.shotPath,
-			Round: g.m.Round().Number, Winners: g.winners,
-			Sounds: g.m.Sounds(), Disconnected: g.m.Left(), Perf: g.perf.summary()}
+			Round: m.Round().Number, Winners: g.winners,
+			Sounds: m.Sounds(), Disconnected: m.Left(), Perf: g.perf.summary()}
+		if r.Done {
+			r.Standings = m.Round().Standings(int(m.World().Players), m.Humans())
+		}
 	}
 	r.Screenshots = g.shots
 	if g.mixer != nil {

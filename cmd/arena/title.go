@@ -28,6 +28,7 @@ type titleMenu struct {
 	addr     []rune // the address typed for itemJoinAddr
 	code     []rune // the code typed for itemJoinCode
 	err      string // why the last choice failed
+	notice   string // how the last match ended, when it was left (play.Flow's Notice)
 	chars    []rune
 }
 
@@ -51,7 +52,12 @@ func (t *titleMenu) items(o options) []string {
 		}
 		it = append(it, label)
 	}
-	add(itemSolo, fmt.Sprintf("Play against %d bots", max(o.players, 1)-max(o.humans, 1)))
+	bots := max(o.players, 1) - max(o.humans, 1)
+	if bots == 1 {
+		add(itemSolo, "Play against 1 bot")
+	} else {
+		add(itemSolo, fmt.Sprintf("Play against %d bots", bots))
+	}
 	if o.rendezvous != "" {
 		add(itemHost, "Create a match code at "+strings.TrimPrefix(strings.TrimPrefix(o.rendezvous, "https://"), "http://"))
 	} else {
@@ -80,7 +86,7 @@ func (t *titleMenu) view(o options, busy bool) draw.Menu {
 	if !hasUDP {
 		typed = "type the code"
 	}
-	m := draw.Menu{Items: t.items(o), Selected: t.selected, Error: t.err,
+	m := draw.Menu{Items: t.items(o), Selected: t.selected, Error: t.err, Notice: t.notice,
 		Hints: []string{
 			fmt.Sprintf("Up/Down and Enter, or a number; %s; Esc quits (or stops a wait)", typed),
 			fmt.Sprintf("%v (-round, -target and -frames; a joiner plays the host's)", o.settings()),
@@ -113,9 +119,11 @@ func (g *game) updateTitle() error {
 					r.closeNet()
 				}
 				t.err = "Cancelled."
+				g.titleDraws = 0 // the status says "title" again once drawn
 				return nil
 			case r.err != nil:
 				t.err = r.err.Error()
+				g.titleDraws = 0
 				return nil
 			}
 			g.closeNet = r.closeNet
@@ -173,6 +181,10 @@ func (t *titleMenu) field() *[]rune {
 func (g *game) choose() {
 	t := &g.menu
 	o := g.o
+	// Only the choice says how to meet: a match started by the flags
+	// (-host, -join, -code, -solo) and left for this screen is not
+	// repeated by another choice.
+	o.host, o.join, o.code, o.solo = "", "", "", false
 	switch t.kind() {
 	case itemSolo:
 		o.solo = true
@@ -194,7 +206,7 @@ func (g *game) choose() {
 			return
 		}
 	}
-	t.err = ""
+	t.err, t.notice = "", ""
 	board.clear()
 	ch := make(chan setupResult, 1)
 	g.setup = ch

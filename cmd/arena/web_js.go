@@ -5,6 +5,7 @@
 // served the page. What a page script (or a browser test) can read:
 //
 //	window.rewindStatus      "title", "lobby", "connecting", "playing", "done" or "error: <message>"
+//	                         ("title" once the title screen is drawn and reads keys, again after a match is left)
 //	window.rewindCode        the match's code, once known
 //	window.rewindRoute       how the datagrams travel once connected: each peer's selected
 //	                         candidate pair ("host-host", "srflx-host", "relay-relay"...)
@@ -13,7 +14,9 @@
 //	window.rewindResultJSON  the same, as the JSON text
 //
 // The element with id "status" shows what happens in words (and, on the
-// page that created the match, its code and the link to share); the one
+// page that created the match, its code and the link to share; at the
+// end, the result in sentences: the winner and the scores); the one with
+// id "detail", at the end, the state hash; the one
 // with id "route", whether the match is direct or relayed; the <details>
 // with id "help" folds away once the title screen shows or the match
 // plays; the element with id
@@ -38,6 +41,10 @@ import (
 // hasUDP says the title screen offers joining by address: a page has no
 // UDP sockets.
 const hasUDP = false
+
+// closeHint is how the match's standings are cut short: the page then
+// says the result under the game.
+const closeHint = "Esc: end now (the result shows under the game)"
 
 // waitFlag and connectWaitFlag are what a person changes to wait longer,
 // as the waits' announcements and timeouts name them: in a browser, the
@@ -92,9 +99,14 @@ func showStatus(state, text string) {
 	if (state == stateLobby || state == stateConnecting) && text != "" {
 		board.add(text) // the title screen's status too
 	}
-	if text == "" {
-		text = map[string]string{statePlaying: "Playing.",
-			stateTitle: "Choose how to play on the game's title screen: a number, or Up/Down and Enter."}[state]
+	const choose = "Choose how to play on the game's title screen: a number, or Up/Down and Enter."
+	switch {
+	case text == "" && state == statePlaying:
+		text = "Playing."
+	case text == "" && state == stateTitle:
+		text = choose
+	case state == stateTitle: // how the last match ended (it was left), then the choice
+		text += " " + choose
 	}
 	if state == stateError {
 		text = "Error: " + text
@@ -116,6 +128,17 @@ func showStatus(state, text string) {
 		}
 	}
 	fmt.Println(s + ": " + text) // the console
+}
+
+// showEnd shows how the match ended in the status element (the winner,
+// the scores) and the state hash in the detail element, a smaller line.
+func showEnd(sentences, detail string) {
+	showStatus(stateDone, sentences)
+	if el := js.Global().Get("document").Call("getElementById", "detail"); el.Truthy() {
+		el.Set("textContent", detail)
+		el.Set("hidden", false)
+	}
+	fmt.Println(detail) // the console
 }
 
 // showCode shows the code of the match this page created and the link

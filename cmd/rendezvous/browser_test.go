@@ -59,7 +59,9 @@ const (
 // folded away, where the key 2 creates the match; the code and the link
 // to share while it waits (browser-lobby.png); once it plays the route is
 // shown, the help still folded (browser.png); at the end the page says
-// the match is over (browser-end.png).
+// in sentences how the match ended — the winner by rounds won, the last
+// round's scores, the same as the native game says — with the state
+// hash on a smaller line (browser-end.png).
 func TestBrowserMatch(t *testing.T) {
 	m := newBrowserMatch(t)
 	code := m.openPage(url.Values{})
@@ -74,7 +76,17 @@ func TestBrowserMatch(t *testing.T) {
 		t.Errorf("the page shows the route %q: want it direct or relayed", route)
 	}
 	m.screenshot("browser.png")
-	m.finish()
+	b, _ := m.finish()
+	status := m.poll(`document.getElementById("status").textContent`, 10*time.Second, "the page's end sentences").(string)
+	detail := m.poll(`!document.getElementById("detail").hidden && document.getElementById("detail").textContent`, 10*time.Second, "the page's detail line").(string)
+	t.Logf("the page's end: %q; detail %q", status, detail)
+	if want := fmt.Sprintf("The match is over after %d frames (20 s). ", browserFrames); !strings.HasPrefix(status, want) ||
+		b.Standings == "" || !strings.HasSuffix(status, b.Standings) || !strings.Contains(status, "Scores: ") {
+		t.Errorf("the page ends with %q: want %q then the standings %q", status, want, b.Standings)
+	}
+	if !strings.Contains(detail, b.Hash) || strings.Contains(status, b.Hash) {
+		t.Errorf("the page's end: %q, detail %q: want the state hash %s in the detail only", status, detail, b.Hash)
+	}
 	m.capture("browser-end.png")
 }
 
@@ -147,6 +159,7 @@ type arenaResult struct {
 	Rollbacks int64  `json:"rollbacks"`
 	Stalls    int64  `json:"stall_frames"`
 	Left      []int  `json:"disconnected"`
+	Standings string `json:"standings"`
 	Draws     int    `json:"draws"`
 	Err       string `json:"error"`
 }
@@ -253,23 +266,17 @@ func (m *browserMatch) openPage(q url.Values) string {
 		return q.Get("code")
 	}
 	// Without a code the page opens on the game's title screen: the key 2
-	// creates a match code (pressed again until the game's loop has read
-	// it: a key before its first frames may go unseen).
-	m.poll(`window.rewindStatus === "title"`, time.Minute, "the page's title screen")
+	// creates a match code. window.rewindStatus turns "title" once the
+	// game's loop has drawn the title screen, and reads the keys from
+	// then on; the key is taken when the status leaves "title" (the
+	// setup says "lobby").
+	m.poll(`window.rewindStatus === "title"`, time.Minute, "the page's title screen (drawn, reading keys)")
 	m.poll(`document.getElementById("help").open === false`, 10*time.Second, "the help to fold away on the title screen")
-	for try := 0; ; try++ {
-		time.Sleep(time.Second)
-		if try == 0 {
-			m.capture("browser-title.png")
-		}
-		if err := chromedp.Do(m.tab, chromedp.KeyEvent("2")); err != nil {
-			m.t.Fatalf("pressing 2 on the title screen: %v", err)
-		}
-		time.Sleep(2 * time.Second)
-		if s, _ := chromedp.Run(m.tab, chromedp.Evaluate[string](`String(window.rewindStatus)`)); s != "title" || try == 10 {
-			break
-		}
+	m.capture("browser-title.png")
+	if err := chromedp.Do(m.tab, chromedp.KeyEvent("2")); err != nil {
+		m.t.Fatalf("pressing 2 on the title screen: %v", err)
 	}
+	m.poll(`window.rewindStatus !== "title"`, 10*time.Second, "the key 2 to leave the title screen (the status to turn from \"title\" to \"lobby\")")
 	code := m.poll("window.rewindCode", time.Minute, "the page's match code")
 	return code.(string)
 }
@@ -505,6 +512,11 @@ func (m *browserMatch) finish() (browser, native arenaResult) {
 	}
 	if browser.Hash == "" || browser.Hash != native.Hash {
 		m.t.Errorf("state hashes differ: browser %q, native %q", browser.Hash, native.Hash)
+	}
+	// The standings, each naming its own people's ships "(you)".
+	mine := func(s string) string { return strings.ReplaceAll(s, " (you)", "") }
+	if browser.Standings == "" || mine(browser.Standings) != mine(native.Standings) {
+		m.t.Errorf("the standings differ: browser %q, native %q", browser.Standings, native.Standings)
 	}
 	return browser, native
 }

@@ -73,7 +73,7 @@ func TestErrors(t *testing.T) {
 			stderr: "arena: -machines 9: want 2 to 8 (this machine included) (arena -h lists the flags)\n"},
 		{name: "no audio device", args: []string{"-solo", "-frames", "30", "-players", "1"}, env: []string{"ALSA_CONFIG_PATH=" + noCard}, status: 0,
 			stderr: "arena: no sound: ALSA cannot open its default device: ", // then ALSA's reason
-			stdout: "The match is over: frame 30"},
+			stdout: "The match is over after 30 frames (0.5 s). "},
 		{name: "nobody hosting", args: []string{"-mute", "-join", unused, "-wait", "1s"}, status: 1, exact: true,
 			stderr: fmt.Sprintf("arena: the host at %s did not start a match within 1s (-wait to wait longer)\n", unused),
 			stdout: "waiting for the host to answer and its match to fill (up to 1s; -wait to change)"},

@@ -36,6 +36,7 @@ type result struct {
 	Draws          int      `json:"draws"`
 	Round          int      `json:"round"`
 	Winners        []int    `json:"winners"`
+	Standings      string   `json:"standings"`
 	Screenshots    []string `json:"screenshots"`
 	Perf           perf     `json:"perf"`
 	Sounds         struct {
@@ -70,10 +71,12 @@ func (p perf) String() string {
 // profile applied to what each sends. Both start on the title screen:
 // the host hosts from it (the key 2), the joiner joins by address (3,
 // the address typed, Enter) and plays the host's settings. At the first round-end screen the person
-// asks for the rematch (Enter), and so on. Both must end on frame 1500
-// with the same state hash, having seen the same round winners and at
-// least one rematch; the keys must have reached the game, the sound the
-// audio device, and the screenshots — the title, the match, the winner,
+// asks for the rematch (Enter), and so on. The frame limit ends the
+// last round: its round-end screen shows the match's standings. Both
+// must end on frame 1500 with the same state hash, having seen the same
+// round winners and at least one rematch, and say the same standings;
+// the keys must have reached the game, the sound the audio device, and
+// the screenshots — the title, the match, the winner, the standings,
 // each game's own and the X server's screen — must show what they are
 // of.
 func TestPlay(t *testing.T) {
@@ -87,7 +90,7 @@ func TestPlay(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"host-title.png", "host-match.png", "host-winner.png", "join-title.png", "join-match.png", "join-winner.png", "screen.png"} {
+	for _, name := range []string{"host-title.png", "host-match.png", "host-winner.png", "host-final.png", "join-title.png", "join-match.png", "join-winner.png", "join-final.png", "screen.png"} {
 		_ = os.Remove(filepath.Join(out, name)) // a file left by an earlier run would be taken for this one's
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
@@ -105,7 +108,7 @@ func TestPlay(t *testing.T) {
 	// The title screen: saved once it has shown for 30 frames; then the
 	// person chooses "2  Host a match".
 	title := filepath.Join(out, "host-title.png")
-	host.awaitFile(t, title)
+	host.awaitFile(t, title, time.Minute)
 	win := strings.Fields(run(ctx, t, "xdotool", "search", "--sync", "--name", "Rewind arena"))[0]
 	_ = exec.Command("xdotool", "windowfocus", "--sync", win).Run()
 	run(ctx, t, "xdotool", "key", "2")
@@ -114,7 +117,7 @@ func TestPlay(t *testing.T) {
 	// the host's address typed, Enter.
 	join := start(ctx, t, bin, append(common, "-humans", "0", "-window-x", "800", "-window-y", "0",
 		"-shots", filepath.Join(out, "join-"), "-screenshot", filepath.Join(out, "join.png"), "-result", filepath.Join(out, "join.json"))...)
-	join.awaitFile(t, filepath.Join(out, "join-title.png"))
+	join.awaitFile(t, filepath.Join(out, "join-title.png"), time.Minute)
 	var joinWin string
 	for _, w := range strings.Fields(run(ctx, t, "xdotool", "search", "--name", "Rewind arena")) {
 		if w != win {
@@ -217,8 +220,73 @@ func TestPlay(t *testing.T) {
 	}
 	checkPanel(t, "host-title.png", readPNG(t, title), 5000)
 	checkPanel(t, "host-winner.png", readPNG(t, filepath.Join(out, "host-winner.png")), 60000)
+	// The frame limit's standings: the last round's result, the same on
+	// both, in sentences, and on screen.
+	// (Each names its own people's ships "(you)".)
+	mine := func(s string) string { return strings.ReplaceAll(s, " (you)", "") }
+	if hr.Standings == "" || mine(hr.Standings) != mine(jr.Standings) || !regexp.MustCompile(`^(P\d+ (\(you\) )?won the match|The match was a draw)`).MatchString(hr.Standings) || !strings.Contains(hr.Standings, "Scores: ") {
+		t.Errorf("the match's standings: the host says %q, the joiner %q", hr.Standings, jr.Standings)
+	}
+	for _, name := range []string{"host-final.png", "join-final.png"} {
+		checkPanel(t, name, readPNG(t, filepath.Join(out, name)), 60000)
+	}
+	t.Logf("standings: %s", hr.Standings)
 	t.Logf("round %d at the end; round winners %v (-1: a draw); screenshots %v and %v", hr.Round, hr.Winners, hr.Screenshots, jr.Screenshots)
 	t.Logf("host %+v\njoiner %+v", hr, jr)
+}
+
+// TestLeave: "rematch or leave". A host (one person, idle) and a joiner
+// (bots), started by their flags, play rounds of 2 seconds. Once the
+// host's first round-end screen is saved, the person presses Escape: the
+// host leaves the match for its title screen ("You left the match."),
+// and the joiner, its opponent gone at the round-end screen, says "your
+// opponent left the match" and goes to its title screen too, saying so,
+// rather than waiting out the rematch. Escape on each title screen then
+// quits, each saying it was left from there.
+func TestLeave(t *testing.T) {
+	if os.Getenv("ARENA_PLAY_TEST") != "1" || os.Getenv("DISPLAY") == "" {
+		t.Skip("needs an X server: run make play-test")
+	}
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	bin := filepath.Join(t.TempDir(), "arena")
+	if b, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	common := []string{"-mute", "-max-fps", "60", "-round", "2s"}
+	host := start(ctx, t, bin, append(common, "-host", "127.0.0.1:0", "-machines", "2", "-players", "2", "-humans", "1",
+		"-window-x", "0", "-window-y", "0", "-shots", filepath.Join(out, "host-"), "-result", filepath.Join(out, "host.json"))...)
+	addr := host.await(t, regexp.MustCompile(`hosting on (\S+):`))
+	join := start(ctx, t, bin, append(common, "-join", addr, "-humans", "0", "-window-x", "800", "-window-y", "0",
+		"-result", filepath.Join(out, "join.json"))...)
+	host.awaitFile(t, filepath.Join(out, "host-winner.png"), time.Minute)
+	key := func(p *process, k string) {
+		t.Helper()
+		win := strings.Fields(run(ctx, t, "xdotool", "search", "--sync", "--pid", fmt.Sprint(p.cmd.Process.Pid)))[0]
+		_ = exec.Command("xdotool", "windowfocus", "--sync", win).Run()
+		run(ctx, t, "xdotool", "key", k)
+	}
+	key(host, "Escape")
+	host.await(t, regexp.MustCompile(`^You left the match\.$`))
+	left := join.await(t, regexp.MustCompile(`^(.*your opponent left the match.*)$`))
+	if left != "The match is over: your opponent left the match at the round-end screen." {
+		t.Errorf("the joiner's title screen says %q", left)
+	}
+	for name, p := range map[string]*process{"the host": host, "the joiner": join} {
+		key(p, "Escape")
+		quit := p.await(t, regexp.MustCompile(`^Left from the title screen \(the last match was left at frame (\d+)\)\.$`))
+		t.Logf("%s left the match at frame %s, then quit from the title screen", name, quit)
+	}
+	for _, name := range []string{"host.json", "join.json"} {
+		p := host
+		if name == "join.json" {
+			p = join
+		}
+		if r := p.result(t, filepath.Join(out, name)); r.Done || r.Err != "" || r.Round != 1 || len(r.Winners) != 1 {
+			t.Errorf("%s: %+v: want the match left in round 1 after its round-end screen, no error", name, r)
+		}
+	}
 }
 
 // checkPanel checks that img shows at least n pixels of the panels the
@@ -394,18 +462,33 @@ func (p *process) await(t *testing.T, re *regexp.Regexp) string {
 	}
 }
 
-// awaitFile waits until the process has written path (it exists), or
-// exits.
-func (p *process) awaitFile(t *testing.T, path string) {
+// awaitFile waits, at most d, until the process has written the PNG at
+// path: the game writes it beside path and renames it (cmd/arena's
+// save), so the file is whole once it exists; it must also decode. There
+// is no event to wait on (the game tells nobody), so it polls, and fails
+// naming the file at the deadline or when the process exits first.
+func (p *process) awaitFile(t *testing.T, path string, d time.Duration) {
 	t.Helper()
-	for !exists(path) {
+	deadline := time.After(d)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if f, err := os.Open(path); err == nil {
+			_, derr := png.Decode(f)
+			f.Close()
+			if derr == nil {
+				return
+			}
+			t.Fatalf("%s exists but is not a whole PNG (the game renames it into place whole): %v", path, derr)
+		}
 		select {
 		case <-p.exited:
 			t.Fatalf("%v exited (%v) before writing %s\n%s", p.cmd.Args, p.err, path, p.log.String())
-		case <-time.After(100 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("waiting for %v to write %s: not there after %v\n%s", p.cmd.Args, path, d, p.log.String())
+		case <-poll.C:
 		}
 	}
-	time.Sleep(100 * time.Millisecond) // written whole
 }
 
 // result waits for the process to exit and reads its -result file.

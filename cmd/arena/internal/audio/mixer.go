@@ -142,6 +142,24 @@ func (m *Mixer) FadeOut(v sound.Voice, d time.Duration) {
 	}
 }
 
+// FadeAll fades every voice out over d, as FadeOut does one: the match
+// they belong to ended (the title screen has no sound).
+func (m *Mixer) FadeAll(d time.Duration) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := frames(d)
+	if n < 1 {
+		m.voices = m.voices[:0]
+		return
+	}
+	for i := range m.voices {
+		if p := &m.voices[i]; !p.done && !p.fading {
+			p.ramp(0, n)
+			p.fading = true
+		}
+	}
+}
+
 // SetVolume implements sound.Backend: v's volume moves to vol over a few
 // milliseconds.
 func (m *Mixer) SetVolume(v sound.Voice, vol sound.Volume) {

@@ -125,6 +125,22 @@ func TestFadeOut(t *testing.T) {
 	}
 }
 
+// TestFadeAll: every voice, a loop among them, fades out and ends (the
+// match they belonged to was left for the title screen).
+func TestFadeAll(t *testing.T) {
+	m := NewMixer()
+	m.Play(1, sound.Sound{ID: arena.SoundMusic, Volume: sound.FullVolume})
+	m.Play(2, sound.Sound{ID: arena.SoundThrust, Volume: sound.FullVolume})
+	read(t, m, 3000)
+	m.FadeAll(10 * time.Millisecond)
+	if out := read(t, m, SampleRate/100); silent(out[:SampleRate/200]) {
+		t.Error("the fade's first half is silent")
+	}
+	if out := read(t, m, 100); !silent(out) || m.Stats().Voices != 0 {
+		t.Errorf("not silent after the fade: %d voices", m.Stats().Voices)
+	}
+}
+
 func TestFadeOutOfNothingIsInstant(t *testing.T) {
 	m := NewMixer()
 	m.Play(1, sound.Sound{ID: arena.SoundThrust, Volume: sound.FullVolume})

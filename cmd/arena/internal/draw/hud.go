@@ -130,10 +130,16 @@ type RoundEnd struct {
 	Asked     bool
 	// Leave is how to leave ("Esc: leave").
 	Leave string
+	// ClosesIn is, when the match's frame limit ended it (Round.Final),
+	// the frames until the game ends: the standings show meanwhile, and
+	// Close says how to end it at once.
+	ClosesIn int
+	Close    string
 }
 
 // RoundEnd adds the round-end screen: a panel over the middle of the
-// arena with the winner and every ship's score.
+// arena with the winner and every ship's score; at the match's frame
+// limit, the match's standings.
 func (f *Frame) RoundEnd(e RoundEnd) {
 	const w, top = 440, 200
 	h := 170 + 20*e.Players
@@ -142,30 +148,40 @@ func (f *Frame) RoundEnd(e RoundEnd) {
 	f.Rect(float32(x0), top, w, 2, border)
 	f.Rect(float32(x0), float32(top+h-2), w, 2, border)
 	mid := ScreenSize / 2
-	f.TextCentred(fmt.Sprintf("ROUND %d OVER", e.Round.Number), mid, top+14, 2, label)
-	if win := int(e.Round.Winner); win >= 0 {
+	heading := fmt.Sprintf("ROUND %d OVER", e.Round.Number)
+	if e.Round.Final != 0 {
+		heading = fmt.Sprintf("MATCH OVER - ROUND %d", e.Round.Number)
+	}
+	f.TextCentred(heading, mid, top+14, 2, label)
+	final := e.Round.Final != 0
+	switch win := int(e.Round.Winner); {
+	case final && e.Round.MatchWinner(e.Players) >= 0:
+		// The match's winner: the most rounds won.
+		win = e.Round.MatchWinner(e.Players)
+		name := fmt.Sprintf("P%d WINS THE MATCH", win+1)
+		if slices.Contains(e.Local, rollback.PlayerID(win)) {
+			name = fmt.Sprintf("YOU WIN THE MATCH (P%d)", win+1)
+		}
+		f.TextCentred(name, mid, top+50, 3, ShipColors[win])
+	case final:
+		f.TextCentred("THE MATCH IS A DRAW", mid, top+50, 3, white)
+	case win >= 0:
 		name := fmt.Sprintf("P%d WINS", win+1)
 		if slices.Contains(e.Local, rollback.PlayerID(win)) {
 			name = fmt.Sprintf("P%d WINS - YOU!", win+1)
 		}
 		f.TextCentred(name, mid, top+50, 3, ShipColors[win])
-	} else {
+	default:
 		f.TextCentred("A DRAW", mid, top+50, 3, white)
 	}
-	// The scores, best first.
-	order := make([]int, e.Players)
-	for i := range order {
-		order[i] = i
+	// The scores, best first; at the match's end, by rounds won first.
+	order := e.Round.Order(e.Players)
+	if final {
+		slices.SortStableFunc(order, func(a, b int) int { return int(e.Round.Wins[b] - e.Round.Wins[a]) })
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		if d := e.Round.Scores[b] - e.Round.Scores[a]; d != 0 {
-			return int(d)
-		}
-		return int(e.Round.Deaths[a] - e.Round.Deaths[b])
-	})
 	for k, i := range order {
 		y := top + 110 + 20*k
-		f.Rect(float32(x0+110), float32(y+3), 10, 10, ShipColors[i])
+		f.Rect(float32(x0+80), float32(y+3), 10, 10, ShipColors[i])
 		you := ""
 		if slices.Contains(e.Local, rollback.PlayerID(i)) {
 			you = " (you)"
@@ -174,15 +190,24 @@ func (f *Frame) RoundEnd(e RoundEnd) {
 		if int(e.Round.Winner) == i {
 			c = gold
 		}
-		f.Text(fmt.Sprintf("P%d%-6s %3d %-6s %3d %s", i+1, you, e.Round.Scores[i], plural(int(e.Round.Scores[i]), "point"),
-			e.Round.Deaths[i], plural(int(e.Round.Deaths[i]), "death")), x0+126, y, c)
+		line := fmt.Sprintf("P%d%-6s %3d %-6s %3d %s", i+1, you, e.Round.Scores[i], plural(int(e.Round.Scores[i]), "point"),
+			e.Round.Deaths[i], plural(int(e.Round.Deaths[i]), "death"))
+		if final {
+			line += fmt.Sprintf("  %d %s won", e.Round.Wins[i], plural(int(e.Round.Wins[i]), "round"))
+		}
+		f.Text(line, x0+96, y, c)
 	}
 	ask := fmt.Sprintf("Enter: rematch (next round in %d s)", (e.RematchIn+59)/60)
-	if e.Asked {
+	leave := e.Leave
+	switch {
+	case e.Round.Final != 0:
+		ask = fmt.Sprintf("the match's frames are played: the standings stand (closing in %d s)", (e.ClosesIn+59)/60)
+		leave = e.Close
+	case e.Asked:
 		ask = fmt.Sprintf("rematch asked: waiting for the others (at most %d s)", (e.RematchIn+59)/60)
 	}
 	f.TextCentred(ask, mid, top+h-44, 1, white)
-	f.TextCentred(e.Leave, mid, top+h-26, 1, dimmed)
+	f.TextCentred(leave, mid, top+h-26, 1, dimmed)
 }
 
 // plural is word, with an s unless n is 1.
@@ -211,6 +236,7 @@ type Menu struct {
 	Selected int
 	Hints    []string // lines under the menu: the keys, the settings
 	Error    string   // what went wrong with the last choice, if anything
+	Notice   string   // how the last match ended, if it ended by leaving ("Your opponent left the match.")
 	Status   []string // what is happening (hosting, joining...), if anything
 }
 
@@ -240,6 +266,12 @@ func (f *Frame) Title(m Menu) {
 	for _, s := range m.Status {
 		f.TextCentred(s, mid, y, 1, gold)
 		y += 18
+	}
+	if m.Notice != "" {
+		for _, s := range wrap(m.Notice, 110) {
+			f.TextCentred(s, mid, y, 1, gold)
+			y += 18
+		}
 	}
 	if m.Error != "" {
 		for _, s := range wrap(m.Error, 110) {

@@ -43,6 +43,13 @@ func TestScreens(t *testing.T) {
 	if f.Len() < 100 {
 		t.Errorf("the round-end screen is %d quads", f.Len())
 	}
+	n := f.Len()
+	f.Reset()
+	rd.Final = 1
+	f.RoundEnd(RoundEnd{Round: rd, Players: 4, Local: []rollback.PlayerID{1}, ClosesIn: 200, Close: "Esc: close now"})
+	if f.Len() < 100 || f.Len() == n {
+		t.Errorf("the match's standings are %d quads (the round-end screen's %d): want the heading and the lines changed", f.Len(), n)
+	}
 	w := busy()
 	local := []rollback.PlayerID{0}
 	status := []string{"waiting for a slow peer"}

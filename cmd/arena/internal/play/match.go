@@ -114,7 +114,7 @@ func New(cfg Config) (*Match, error) {
 		return nil, err
 	}
 	m.g.SetLedger(m.ledger)
-	if m.r, err = newRounds(m.a, m.g, cfg.Rules); err != nil {
+	if m.r, err = newRounds(m.a, m.g, cfg.Rules, cfg.Frames); err != nil {
 		return nil, err
 	}
 	peers := make([]rollback.Peer, len(cfg.Peers))
@@ -299,6 +299,24 @@ func (m *Match) Left() []int {
 		}
 	}
 	return left
+}
+
+// Peers is the number of other machines in the match.
+func (m *Match) Peers() int { return len(m.cfg.Peers) }
+
+// AllLeft reports whether every other machine has left the match (and
+// there was one), at least one of them at or after frame since: gone
+// from a round-end screen that ended on since, rather than long before.
+func (m *Match) AllLeft(since rollback.Frame) bool {
+	late := false
+	for i := range m.cfg.Peers {
+		st, _ := m.s.PeerStats(i)
+		if !st.Disconnected {
+			return false
+		}
+		late = late || st.DisconnectFrame >= since
+	}
+	return late
 }
 
 // Humans are this machine's players that people fly (the first of

@@ -2,6 +2,8 @@ package play
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/rollback"
@@ -90,8 +92,15 @@ type Round struct {
 	End    int32 // the frame it ended on (with Over)
 	Winner int32 // the winning ship, or -1 for a draw
 	Ready  uint32
+	// Final is 1 when the match's frame limit (Config.Frames) ended it,
+	// or came while its round-end screen showed: its result is the
+	// match's standings, and no rematch follows.
+	Final  int32
 	Scores [arena.MaxShips]int32 // the ships' scores and deaths when the round ended
 	Deaths [arena.MaxShips]int32
+	// Wins are the rounds each ship has won in the match so far (this
+	// one included once it ended): the match's standings.
+	Wins [arena.MaxShips]int32
 }
 
 // readyFire is the fire field of the rematch input: the arena's ships
@@ -107,6 +116,7 @@ type rounds struct {
 	a     *savestate.Arena
 	round savestate.Handle[Round]
 	rules Rules
+	end   int32                  // the match's frame limit (0: none)
 	quiet []rollback.PlayerInput // the inputs of a round-end frame: the ships drift and fall silent
 }
 
@@ -115,12 +125,12 @@ var (
 	_ rollback.PartialStepper = (*rounds)(nil)
 )
 
-func newRounds(a *savestate.Arena, g *arena.Game, rules Rules) (*rounds, error) {
+func newRounds(a *savestate.Arena, g *arena.Game, rules Rules, frames int) (*rounds, error) {
 	h, err := savestate.Alloc[Round](a)
 	if err != nil {
 		return nil, err
 	}
-	r := &rounds{g: g, a: a, round: h, rules: rules, quiet: make([]rollback.PlayerInput, arena.MaxShips)}
+	r := &rounds{g: g, a: a, round: h, rules: rules, end: int32(frames), quiet: make([]rollback.PlayerInput, arena.MaxShips)}
 	*r.Round() = Round{Number: 1, Winner: -1}
 	return r, nil
 }
@@ -129,9 +139,11 @@ func newRounds(a *savestate.Arena, g *arena.Game, rules Rules) (*rounds, error) 
 func (r *rounds) Round() *Round { return r.round.Get(r.a) }
 
 // Step runs the arena's frame f and the round's rules: the round ends on
-// the score target or the timer; on the round-end screen the ships drift
-// without input, and the next round starts when every player asked for
-// it (Ready) or RematchFrames later, with the scores back at zero.
+// the score target, the timer or the match's last frame; on the
+// round-end screen the ships drift without input, and the next round
+// starts when every player asked for it (Ready) or RematchFrames later,
+// with the scores back at zero — unless the match's last frame came
+// first: the round's result is then the match's (Final).
 func (r *rounds) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	rd := r.Round()
 	w := r.g.World()
@@ -146,9 +158,13 @@ func (r *rounds) Step(f rollback.Frame, in []rollback.PlayerInput) {
 			rd.Ready |= 1 << i
 		}
 	}
+	if r.last(int32(f) + 1) {
+		rd.Final = 1
+		return
+	}
 	all := uint32(1)<<w.Players - 1
 	if rd.Ready&all == all || int32(f)+1-rd.End >= RematchFrames {
-		*rd = Round{Number: rd.Number + 1, Start: int32(f) + 1, Winner: -1}
+		*rd = Round{Number: rd.Number + 1, Start: int32(f) + 1, Winner: -1, Wins: rd.Wins}
 		for i := range w.Ships {
 			w.Ships[i].Score, w.Ships[i].Deaths = 0, 0
 		}
@@ -158,8 +174,13 @@ func (r *rounds) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	}
 }
 
+// last reports whether next is the match's frame limit: the frame after
+// its last.
+func (r *rounds) last(next int32) bool { return r.end > 0 && next >= r.end }
+
 // judge ends the round at frame next (the frame after the one just
-// simulated) if a ship reached the target or the timer ran out.
+// simulated) if a ship reached the target, the timer ran out, or the
+// match's frames did (Final).
 func (r *rounds) judge(rd *Round, w *arena.World, next int32) {
 	reached := false
 	for i := range int(w.Players) {
@@ -167,8 +188,12 @@ func (r *rounds) judge(rd *Round, w *arena.World, next int32) {
 			reached = true
 		}
 	}
-	if !reached && (r.rules.RoundFrames == 0 || next-rd.Start < int32(r.rules.RoundFrames)) {
+	final := r.last(next)
+	if !reached && !final && (r.rules.RoundFrames == 0 || next-rd.Start < int32(r.rules.RoundFrames)) {
 		return
+	}
+	if final {
+		rd.Final = 1
 	}
 	rd.Over, rd.End, rd.Winner = 1, next, -1
 	best := -1
@@ -182,6 +207,27 @@ func (r *rounds) judge(rd *Round, w *arena.World, next int32) {
 			rd.Winner = -1 // a draw, unless a better ship follows
 		}
 	}
+	if rd.Winner >= 0 {
+		rd.Wins[rd.Winner]++
+	}
+}
+
+// MatchWinner is the ship that won the most rounds of the match so far,
+// or -1 when two or more share the most (or none won any).
+func (rd Round) MatchWinner(players int) int {
+	best, tie := -1, false
+	for i := range min(max(players, 0), arena.MaxShips) {
+		switch {
+		case best < 0 || rd.Wins[i] > rd.Wins[best]:
+			best, tie = i, false
+		case rd.Wins[i] == rd.Wins[best]:
+			tie = true
+		}
+	}
+	if best < 0 || tie || rd.Wins[best] == 0 {
+		return -1
+	}
+	return best
 }
 
 // StepPartial extrapolates like the arena does, with the round-end
@@ -191,4 +237,114 @@ func (r *rounds) StepPartial(f rollback.Frame, in []rollback.PlayerInput, fracti
 		in = r.quiet[:len(in)]
 	}
 	r.g.StepPartial(f, in, fraction)
+}
+
+// Order is the ships of the round's result, best first: most points,
+// then fewest deaths, then by number.
+func (rd Round) Order(players int) []int {
+	order := make([]int, min(max(players, 0), arena.MaxShips))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		if d := rd.Scores[b] - rd.Scores[a]; d != 0 {
+			return int(d)
+		}
+		return int(rd.Deaths[a] - rd.Deaths[b])
+	})
+	return order
+}
+
+// Standings says in sentences how the round ended, naming this machine's
+// people's ships "(you)": "P2 won round 3 with 7 points. Scores: P2 7, P1
+// (you) 5, P3 2." or "Round 3 was a draw: P1 and P2 tied at 4 points.
+// Scores: ...". The match's last round (Final) is preceded by the
+// match's result, by rounds won: "P1 won the match with 2 rounds of 4
+// (P2 1, P3 0). " or "The match was a draw: P1 and P2 won 1 round each
+// of 3. "; a match of one round is that round: "P1 won the match with 3
+// points. Scores: ...".
+func (rd Round) Standings(players int, local []rollback.PlayerID) string {
+	name := func(i int) string {
+		if slices.Contains(local, rollback.PlayerID(i)) {
+			return fmt.Sprintf("P%d (you)", i+1)
+		}
+		return fmt.Sprintf("P%d", i+1)
+	}
+	order := rd.Order(players)
+	var b strings.Builder
+	// A match of one round: the round is the match.
+	round := fmt.Sprintf("round %d", rd.Number)
+	if rd.Final != 0 && rd.Number == 1 {
+		round = "the match"
+	}
+	if rd.Final != 0 && rd.Number > 1 && len(order) > 0 {
+		byWins := slices.Clone(order)
+		slices.SortStableFunc(byWins, func(a, b int) int { return int(rd.Wins[b] - rd.Wins[a]) })
+		if w := rd.MatchWinner(players); w >= 0 {
+			fmt.Fprintf(&b, "%s won the match with %d %s of %d (", name(w), rd.Wins[w], plural(int(rd.Wins[w]), "round"), rd.Number)
+			k := 0
+			for _, i := range byWins {
+				if i != w {
+					if k++; k > 1 {
+						b.WriteString(", ")
+					}
+					fmt.Fprintf(&b, "%s %d", name(i), rd.Wins[i])
+				}
+			}
+			b.WriteString("). ")
+		} else {
+			var top []string
+			for _, i := range byWins {
+				if rd.Wins[i] == rd.Wins[byWins[0]] {
+					top = append(top, name(i))
+				}
+			}
+			if rd.Wins[byWins[0]] == 0 {
+				b.WriteString("The match was a draw: no ship won a round. ")
+			} else {
+				fmt.Fprintf(&b, "The match was a draw: %s won %d %s each of %d. ", and(top), rd.Wins[byWins[0]], plural(int(rd.Wins[byWins[0]]), "round"), rd.Number)
+			}
+		}
+	}
+	switch {
+	case len(order) == 0:
+		fmt.Fprintf(&b, "Round %d ended without ships.", rd.Number)
+		return b.String()
+	case rd.Winner >= 0 && int(rd.Winner) < len(order):
+		w := int(rd.Winner)
+		fmt.Fprintf(&b, "%s won %s with %d %s.", name(w), round, rd.Scores[w], plural(int(rd.Scores[w]), "point"))
+	default:
+		var tied []string
+		for _, i := range order {
+			if rd.Scores[i] == rd.Scores[order[0]] && rd.Deaths[i] == rd.Deaths[order[0]] {
+				tied = append(tied, name(i))
+			}
+		}
+		fmt.Fprintf(&b, "%s was a draw: %s tied at %d %s.", strings.ToUpper(round[:1])+round[1:], and(tied), rd.Scores[order[0]], plural(int(rd.Scores[order[0]]), "point"))
+	}
+	b.WriteString(" Scores: ")
+	for k, i := range order {
+		if k > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %d", name(i), rd.Scores[i])
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+// and joins names as a sentence does: "P1, P2 and P3".
+func and(names []string) string {
+	if k := len(names); k > 1 {
+		return strings.Join(names[:k-1], ", ") + " and " + names[k-1]
+	}
+	return strings.Join(names, "")
+}
+
+// plural is word, with an s unless n is 1.
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

@@ -60,7 +60,7 @@ func TestRoundJudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newRounds(a, g, Rules{Target: 3})
+	r, err := newRounds(a, g, Rules{Target: 3}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestRoundJudge(t *testing.T) {
 		t.Fatalf("the rematch came before RematchFrames: %+v", *r.Round())
 	}
 	r.Step(2+RematchFrames-1, in)
-	if rd := r.Round(); rd.Over != 0 || rd.Number != 2 || rd.Start != 2+RematchFrames || w.Ships[0].Score != 0 {
+	if rd := r.Round(); rd.Over != 0 || rd.Number != 2 || rd.Start != 2+RematchFrames || w.Ships[0].Score != 0 || rd.Wins != [8]int32{0, 1} {
 		t.Fatalf("no rematch RematchFrames after the end: %+v, ship 0 scored %d", *rd, w.Ships[0].Score)
 	}
 	// A draw: the same score and deaths at the top.
@@ -97,7 +97,7 @@ func TestRoundJudge(t *testing.T) {
 	for f := rollback.Frame(2 + RematchFrames); r.Round().Over == 0; f++ {
 		r.Step(f, in)
 	}
-	if rd := r.Round(); rd.Winner != -1 || rd.End != rd.Start+10 {
+	if rd := r.Round(); rd.Winner != -1 || rd.End != rd.Start+10 || rd.Wins != [8]int32{0, 1} {
 		t.Fatalf("a tie at the top is a draw at the timer: %+v", *rd)
 	}
 	// Every player ready: the rematch at once.
@@ -107,5 +107,15 @@ func TestRoundJudge(t *testing.T) {
 	r.Step(rollback.Frame(r.Round().End), in)
 	if rd := r.Round(); rd.Over != 0 || rd.Number != 3 {
 		t.Fatalf("every player ready: %+v", *rd)
+	}
+	// The frame limit: the round in play ends with it, judged (ship 2
+	// ahead), and the match's standings are the rounds won.
+	r.end = int32(r.Round().Start) + 5
+	set([3]int32{0, 1, 2}, [3]int32{0, 0, 0})
+	for f := rollback.Frame(r.Round().Start); f < rollback.Frame(r.end); f++ {
+		r.Step(f, in)
+	}
+	if rd := r.Round(); rd.Over != 1 || rd.Final != 1 || rd.End != r.end || rd.Winner != 2 || rd.Wins != [8]int32{0, 1, 1} || rd.MatchWinner(3) != -1 {
+		t.Fatalf("at the frame limit: %+v (match winner %d)", *rd, rd.MatchWinner(3))
 	}
 }
