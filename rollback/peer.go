@@ -45,6 +45,7 @@ type link struct {
 	samples  int
 	pings    [pingsKept]time.Duration // the times our last pings carried
 	nextPing int
+	pingedAt time.Duration // when the first went
 }
 
 // throttleAfter and throttleInterval: a peer not heard from for a second
@@ -100,20 +101,30 @@ const pingsKept = 64
 // pinged notes a ping sent at now, carrying now.
 func (l *link) pinged(now time.Duration) {
 	l.lastQuality = now
+	if l.nextPing == 0 {
+		l.pingedAt = now
+	}
 	l.pings[l.nextPing%pingsKept] = now
 	l.nextPing++
 }
 
-// unansweredPings is how many of our pings a peer may leave unanswered,
-// with none answered, while it talks to us, before it is named for
-// withholding them (SuspectWithheld): a round trip is what judges its
-// timing (timing.judged). Honest links lose 8 in a row almost never (10%
-// loss each way: 3 in a million).
-const unansweredPings = 8
+// unansweredPings and unansweredFor: a peer that has answered none of our
+// pings, when we have sent it this many over this long, while it talks
+// to us, is named for withholding them (SuspectWithheld): a round trip is
+// what judges its timing (timing.judged). Before the start pings go every
+// 100 ms, and a loss burst on a bad link can take a second of them (two
+// honest machines in 100 matches on hell lost 8 in 3 s); 8 s of them is
+// what no honest link loses.
+const (
+	unansweredPings = 8
+	unansweredFor   = 8 * time.Second
+)
 
-// unanswered reports whether the peer answered none of our pings and we
-// have sent it unansweredPings or more.
-func (l *link) unanswered() bool { return l.samples == 0 && l.nextPing >= unansweredPings }
+// unanswered reports whether the peer answered none of our pings, of
+// unansweredPings or more sent over unansweredFor or more until now.
+func (l *link) unanswered(now time.Duration) bool {
+	return l.samples == 0 && l.nextPing >= unansweredPings && now-l.pingedAt >= unansweredFor
+}
 
 // echoes reports whether a reply's echo is the time one of our latest
 // pings carried: a peer cannot answer a ping before it arrives, so a

@@ -394,3 +394,33 @@ func TestLinkTakeReply(t *testing.T) {
 		})
 	}
 }
+
+// TestUnanswered: a peer is named for withholding the answers to our
+// pings only once it has answered none of 8 or more sent over 8 s or more.
+func TestUnanswered(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pings   int
+		every   time.Duration
+		answers int
+		want    bool
+	}{
+		{"8 in 8 s, none answered", 9, time.Second, 0, true},
+		{"8 in 0.8 s (before the start), none answered", 9, 100 * time.Millisecond, 0, false},
+		{"7 in 14 s", 7, 2 * time.Second, 0, false},
+		{"one answered", 20, time.Second, 1, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l link
+			now := time.Second
+			for range tc.pings {
+				l.pinged(now)
+				now += tc.every
+			}
+			for range tc.answers {
+				l.sample(50 * time.Millisecond)
+			}
+			assert.Equal(t, tc.want, l.unanswered(now-tc.every))
+		})
+	}
+}

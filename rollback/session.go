@@ -407,7 +407,7 @@ func (s *Session) poll() (Frame, error) {
 			l.roll(s.now, &ps.st)
 			rtt := ps.timing.judged(l.rtt)
 			ackLies, lookahead := ps.timing.roll(rtt)
-			if s.proto.started && !ps.leave.disc && l.unanswered() && s.now-l.lastRecv < s.proto.interruptAfter {
+			if s.proto.started && !ps.leave.disc && l.unanswered(s.now) && s.now-l.lastRecv < s.proto.interruptAfter {
 				s.suspect(i, SuspectWithheld) // it talks, but answers no ping
 			}
 			if s.proto.started && rtt > 0 && !ps.leave.disc {

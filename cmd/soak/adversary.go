@@ -38,9 +38,9 @@ func (o *options) checkAdversary() error {
 
 // adversaryOf is match i's adversary: its kind (liar.None without
 // -adversary) and machine. With -adversary all, match i tells kind
-// i%9+1; a rotating machine is then (i%9 + i/9) % machines, not
+// i%10+1; a rotating machine is then (i%10 + i/10) % machines, not
 // i % machines, which would give a kind the same machine in every round
-// when machines divides 9: each round of the kinds moves every kind to
+// when machines divides their number: each round of the kinds moves every kind to
 // the next machine.
 func (o *options) adversaryOf(i int) (liar.Kind, int) {
 	if o.adversary == "" {

@@ -19,7 +19,7 @@ import (
 // rewind_adversary (make tools-test passes it).
 
 // TestAdversary: -adversary all gives every match its own kind of lie and
-// lying machine (match i: kind i%9+1, each round of the kinds on the next
+// lying machine (match i: kind i%10+1, each round of the kinds on the next
 // machines), and the JSON has
 // the adversary object, with a per-kind summary; without the flag there is
 // none, and the suspicions are reported either way. A match whose honest
@@ -28,7 +28,7 @@ import (
 func TestAdversary(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	run([]string{"-matches", "9", "-players", "3", "-frames", "300", "-adversary", "all", "-json", "-"}, &out, &errOut)
+	run([]string{"-matches", "10", "-players", "3", "-frames", "300", "-adversary", "all", "-json", "-"}, &out, &errOut)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &m), errOut.String())
 	assert.Contains(t, m, "suspects")
@@ -46,7 +46,7 @@ func TestAdversary(t *testing.T) {
 	require.NotNil(t, a)
 	assert.Equal(t, "all", a.Kind)
 	assert.Equal(t, -1, a.Machine)
-	assert.Equal(t, 9, a.Matches)
+	assert.Equal(t, int(liar.NumKinds)-1, a.Matches)
 	require.Len(t, a.ByKind, int(liar.NumKinds)-1)
 	for k := liar.None + 1; k < liar.NumKinds; k++ {
 		bk := a.ByKind[k.String()]
@@ -58,7 +58,7 @@ func TestAdversary(t *testing.T) {
 	assert.Contains(t, errOut.String(), "adversary all on machine i%machines: named in ")
 
 	o := options{matches: 3, players: 3, machines: 3, frames: 60, seed: 7, adversary: "all", adversaryMachine: -1}
-	for i, want := range map[int][2]int{0: {1, 0}, 1: {2, 1}, 2: {3, 2}, 3: {4, 0}, 9: {1, 1}, 10: {2, 2}, 18: {1, 2}, 27: {1, 0}} {
+	for i, want := range map[int][2]int{0: {1, 0}, 1: {2, 1}, 2: {3, 2}, 3: {4, 0}, 9: {10, 0}, 10: {1, 1}, 11: {2, 2}, 20: {1, 2}, 30: {1, 0}} {
 		k, mach := o.adversaryOf(i)
 		assert.Equal(t, want, [2]int{int(k), mach}, "match %d", i)
 	}
