@@ -6,31 +6,31 @@ import "fmt"
 // (join.go): which machines must answer, what a refuted state does, and
 // what a join that timed out waited for.
 
-// livePeers notes which of the peers ps play at the take-over frame: those
-// the machines' Readies say play there (one that takes over there too
-// included), or before any came, those with a player the latest final
-// inputs do not mark disconnected.
+// livePeers notes which of the peers ps play at the take-over frame, and
+// so must accept it and confirm the state there. Once Readies have come
+// (every frame before the take-over frame is final where they come from),
+// a machine plays when more of them say so than not (one that takes over
+// there too included); on a tie, or before any came, when the latest
+// final inputs do not mark its players disconnected, or it answered our
+// handshake and does not say it joins too: the source's word that a
+// machine left is not enough to leave it unasked, and a machine's word
+// that it plays is not enough against the others' that it left (one the
+// honest machines disconnected, for a proven lie say, plays on alone).
 func (j *joiner) livePeers(ps peerSet) {
-	w := j.watch
-	// The Readies say it once they come: every frame before the take-over
-	// frame is final where they come from.
-	playing, ready := ^w.feed.mask(w.feed.high-1), false
+	fed := ^j.watch.feed.mask(j.watch.feed.high - 1)
 	for i := range ps {
-		if j.ready[i] {
-			if !ready {
-				playing, ready = 0, true
+		bit := uint8(1) << ps[i].players[0] // a machine's players come and go together
+		in, out := 0, 0
+		for k := range ps {
+			switch {
+			case !j.ready[k]:
+			case j.playing[k]&bit != 0:
+				in++
+			default:
+				out++
 			}
-			playing |= j.playing[i]
 		}
-	}
-	for i := range ps {
-		// One that answered our handshake is asked whatever they say of
-		// it, unless it says itself that it joins too: the source's word
-		// that a machine left is not enough to leave it unasked.
-		j.live[i] = ps[i].auth.keyed() && !j.absent[i]
-		for _, p := range ps[i].players {
-			j.live[i] = j.live[i] || playing&(1<<p) != 0
-		}
+		j.live[i] = in > out || (in == out && (fed&bit != 0 || (ps[i].auth.keyed() && !j.absent[i])))
 	}
 }
 
@@ -75,5 +75,14 @@ func (j *joiner) hint(ps peerSet) string {
 			return fmt.Sprintf("peer %d never accepted frame %d (its RejoinWindow may have passed)", i, j.take)
 		}
 	}
-	return fmt.Sprintf("waiting for the checksums of frame %d", j.take)
+	var waiting []int
+	for i := range ps {
+		if j.live[i] && !j.ready[i] {
+			waiting = append(waiting, i)
+		}
+	}
+	if !j.summed {
+		return fmt.Sprintf("waiting to simulate frame %d (peers %v not ready)", j.take, waiting)
+	}
+	return fmt.Sprintf("waiting for the checksums of frame %d from peers %v", j.take, waiting)
 }

@@ -974,12 +974,12 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-start-spread: %v (want 0 or more)", o.startSpread)
 	case o.rejoin < 0 || o.rejoin > 1:
 		return nil, 0, fmt.Errorf("-rejoin: %d (want 0 or 1)", o.rejoin)
-	case o.rejoin > 0 && (o.mode == "lockstep" || o.adversary != "" || o.transport == "tcp-model"):
-		return nil, 0, errors.New("-rejoin: only in rollback mode over netsim or udp, without -adversary")
+	case o.rejoin > 0 && (o.mode == "lockstep" || o.transport == "tcp-model"):
+		return nil, 0, errors.New("-rejoin: only in rollback mode over netsim or udp")
 	case o.lateJoin < 0 || o.lateJoin+o.rejoin > o.machines-1:
 		return nil, 0, fmt.Errorf("-late-join: %d (want 0 to %d: neither the host nor the machine -rejoin crashes)", o.lateJoin, o.machines-1-o.rejoin)
-	case o.lateJoin > 0 && (o.mode == "lockstep" || o.adversary != "" || o.spectators > 0 || o.record != ""):
-		return nil, 0, errors.New("-late-join: only in rollback mode, without -adversary, -spectators or -record")
+	case o.lateJoin > 0 && (o.mode == "lockstep" || o.spectators > 0 || o.record != ""):
+		return nil, 0, errors.New("-late-join: only in rollback mode, without -spectators or -record")
 	case o.spectators < 0 || o.spectators > maxSpectators:
 		return nil, 0, fmt.Errorf("-spectators: %d (want 0 to %d)", o.spectators, maxSpectators)
 	case o.spectators > 0 && (o.transport == "tcp-model" || o.mode == "lockstep"):
@@ -1391,12 +1391,16 @@ type noTransport struct{}
 func (noTransport) Send(int, []byte) error          { return nil }
 func (noTransport) Receive([]byte) (int, int, bool) { return 0, 0, false }
 
-// rejoinPlan makes one machine of c's match (not the host) crash at a
-// random frame in its second fifth to half and restart 1 to 10 s later,
-// drawn from the match's seed.
+// rejoinPlan makes one machine of c's match (not the host, nor the
+// adversary: an honest machine comes back, and the liar may be its
+// source) crash at a random frame in its second fifth to half and restart
+// 1 to 10 s later, drawn from the match's seed.
 func rejoinPlan(c *match.Config, machines int) {
 	r := rand.New(rand.NewPCG(c.Seed, 0x4e70))
 	c.DropMachine = 1 + r.IntN(max(1, machines-1))
+	if c.Adversary != liar.None && c.DropMachine == c.AdversaryMachine && machines > 2 {
+		c.DropMachine = 1 + c.DropMachine%(machines-1)
+	}
 	c.DropAt = c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
 	c.RejoinAfter = time.Second + time.Duration(r.Int64N(int64(9*time.Second)))
 	c.StandIn = true
@@ -1412,8 +1416,8 @@ func latePlan(c *match.Config, machines, k int) {
 		if len(c.Late) == k {
 			break
 		}
-		if c.DropAt > 0 && m == c.DropMachine {
-			continue
+		if (c.DropAt > 0 && m == c.DropMachine) || (c.Adversary != liar.None && m == c.AdversaryMachine) {
+			continue // an honest machine comes late, and the liar may be its source
 		}
 		at := time.Duration(r.Int64N(int64(time.Duration(c.Frames) * match.Tick / 2)))
 		c.Late = append(c.Late, match.LateJoin{Machine: m, At: at})

@@ -83,7 +83,8 @@ type testHooks struct {
 // hooksOf returns the test hooks of machine i's session.
 func (rn *run) hooksOf(i int) testHooks {
 	c := rn.c
-	h := testHooks{unsigned: c.NoStatements, corrupt: c.CorruptJoinState && i != c.DropMachine}
+	corrupt := c.CorruptJoinState && i != c.DropMachine && (c.CorruptJoinStateBy == 0 || i == c.CorruptJoinStateBy-1)
+	h := testHooks{unsigned: c.NoStatements, corrupt: corrupt}
 	if rn.script != nil && i == c.AdversaryMachine {
 		h.script = rn.script
 	}
@@ -262,22 +263,38 @@ func (rn *run) adversaryReport(r *Result) {
 // honestTruth returns the inputs the honest machines used, in Offline's
 // form, or why they are not one truth: two honest machines used different
 // inputs, or one used another input for an honest player than its bot
-// gave. It is called for a completed match.
-func (rn *run) honestTruth() (truth []rollback.Input, discFrom []rollback.Frame, why string) {
+// gave. backAt, when not nil, is the frame each player's absence ended
+// (rejoin.go): its inputs are its own again from there. A machine that
+// came back used no input before it did: only the frames both machines
+// used are compared, and the truth is one that played throughout, if
+// any. It is called for a completed match.
+func (rn *run) honestTruth(backAt []rollback.Frame) (truth []rollback.Input, discFrom []rollback.Frame, why string) {
 	c, ms := rn.c, rn.ms
 	frames := int(rn.target.Load())
 	n := frames * c.Players
 	first := -1
 	for i := range ms {
-		if !rn.honest(i) || ms[i].dead.Load() {
-			continue
-		}
-		if first < 0 {
+		if rn.honest(i) && !ms[i].dead.Load() && (first < 0 || (ms[first].rejoined && !ms[i].rejoined)) {
 			first = i
+		}
+	}
+	for i := range ms {
+		if !rn.honest(i) || ms[i].dead.Load() || i == first {
 			continue
 		}
 		a, b := ms[first].used[:n], ms[i].used[:n]
-		for k := range a {
+		from := 0
+		for _, x := range []int{first, i} {
+			if ms[x].rejoined && rn.back[x] > 0 {
+				// What it used before it came back, it used before it
+				// crashed: its last frames never saw their real inputs.
+				from = max(from, int(rn.back[x])*c.Players)
+			}
+		}
+		for k := from; k < n; k++ {
+			if a[k].Status == 0 || b[k].Status == 0 {
+				continue // one of them was not playing then
+			}
 			if a[k].Input != b[k].Input || (a[k].Status == rollback.Disconnected) != (b[k].Status == rollback.Disconnected) {
 				return nil, nil, fmt.Sprintf("machines %d and %d used different inputs for player %d of frame %d: %v and %v",
 					first, i, k%c.Players, k/c.Players, a[k], b[k])
@@ -306,7 +323,7 @@ func (rn *run) honestTruth() (truth []rollback.Input, discFrom []rollback.Frame,
 				discFrom[p] = min(discFrom[p], rollback.Frame(f))
 				continue
 			}
-			if rollback.Frame(f) >= discFrom[p] {
+			if rollback.Frame(f) >= discFrom[p] && (backAt == nil || rollback.Frame(f) < backAt[p]) {
 				return nil, nil, fmt.Sprintf("machine %d used player %d's input at frame %d after it left at frame %d", first, p, f, discFrom[p])
 			}
 			truth[f*c.Players+p] = in.Input

@@ -37,3 +37,28 @@ func TestRejoinCorruptState(t *testing.T) {
 		})
 	}
 }
+
+// TestRejoinRefutesALyingSource: of 4 machines, the one the machine that
+// comes back watches first alone hands it a corrupted state; the others'
+// checksums of the take-over frame refute it. The joiner watches through
+// another machine, takes over from a state every machine confirmed,
+// verifies, and names the liar (SuspectDesync). (It used to stop at the
+// first refutation: ErrJoinState, on one machine's word.)
+func TestRejoinRefutesALyingSource(t *testing.T) {
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	c := match.Config{Players: 4, Frames: 1500, Seed: 4, Profile: p, DropAt: 300, DropMachine: 1, RejoinAfter: 2 * time.Second}
+	honest := match.Run(c)
+	require.NoError(t, honest.Err)
+	require.True(t, honest.Rejoin.Rejoined)
+	first := honest.Rejoin.Source
+	c.CorruptJoinState, c.CorruptJoinStateBy = true, first+1
+	r := match.Run(c)
+	require.NoError(t, r.Err)
+	assert.True(t, r.Rejoin.Rejoined)
+	assert.True(t, r.Verified, r.Desync)
+	assert.Equal(t, 1, r.Rejoin.Refuted, "machine %d's state, watched first, was refuted", first)
+	assert.NotEqual(t, first, r.Rejoin.Source, "the state came from another machine")
+	assert.Positive(t, r.Suspected[rollback.SuspectDesync], "the lying source was not named")
+	assert.Zero(t, honest.Suspects)
+}

@@ -71,8 +71,11 @@ type Config struct {
 	// one that drops; rollback mode, without Record or Spectators.
 	Late []LateJoin
 	// CorruptJoinState makes every machine but the one that comes back
-	// hand it a state with a bit flipped (the joiner must refuse it).
-	CorruptJoinState bool
+	// hand it a state with a bit flipped (the joiner must refuse it), or
+	// with CorruptJoinStateBy, only machine CorruptJoinStateBy-1 (the
+	// joiner must watch through another).
+	CorruptJoinState   bool
+	CorruptJoinStateBy int
 	// StandIn plays absent players with a stand-in that depends on the
 	// whole state (rollback.Config.StandIn), not the zero input.
 	StandIn bool
@@ -1036,7 +1039,7 @@ func (rn *run) finish(r *Result) {
 	truth, disc := rn.truth, discFrom[:c.Players]
 	if rn.script != nil {
 		var why string
-		if truth, disc, why = rn.honestTruth(); why != "" {
+		if truth, disc, why = rn.honestTruth(backAt); why != "" {
 			r.Desync = why
 			return
 		}

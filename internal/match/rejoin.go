@@ -35,6 +35,8 @@ type RejoinReport struct {
 	Back      rollback.Frame // its take-over frame
 	JoinTime  time.Duration  // from its restart to the take-over
 	StateSize int            // the compressed state it was sent
+	Source    int            // the machine it took the state from, at last
+	Refuted   int            // the sources whose state another machine's checksum refuted (JoinStats.Refuted)
 }
 
 // LateJoin is one reserved slot of Config.Late: Machine starts At (on its
@@ -184,7 +186,8 @@ func (rn *run) absences(r *Result, discFrom []rollback.Frame) []rollback.Frame {
 			r.Err = fmt.Errorf("machine %d served machine %d a state of %d B, which received %d B", src, i, ps.StateBytes, j.StateBytes)
 			return RejoinReport{}, false
 		}
-		return RejoinReport{Rejoined: j.TookOver, From: from, Back: rn.back[i], JoinTime: j.TakeTime, StateSize: j.StateBytes}, true
+		return RejoinReport{Rejoined: j.TookOver, From: from, Back: rn.back[i], JoinTime: j.TakeTime, StateSize: j.StateBytes,
+			Source: src, Refuted: j.Refuted}, true
 	}
 	if rn.dropping && rn.c.RejoinAfter > 0 {
 		if rn.rejoin.From < 0 {
