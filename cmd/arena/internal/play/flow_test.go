@@ -1,7 +1,6 @@
 package play
 
 import (
-	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -101,20 +100,7 @@ func TestOpponentLeaves(t *testing.T) {
 		{"mid-round", func(m *Match) bool { return m.Frame() >= 60 }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nw, err := netsim.New(2, 5, netsim.Profile{Latency: 40 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			owners := [2][]rollback.PlayerID{{0}, {1}}
-			var ms [2]*Match
-			for i := range ms {
-				ms[i], err = New(Config{Players: 2, Local: owners[i], Humans: 1, Peers: [][]rollback.PlayerID{owners[1-i]},
-					Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11,
-					Rules: Rules{RoundFrames: 120}, Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})})
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			nw, ms := twoMatches(t, func(c *Config) { c.Humans, c.Rules = 1, Rules{RoundFrames: 120} })
 			var flows [2]Flow
 			gone, sawAlone := false, false
 			for tick := 0; ; tick++ {

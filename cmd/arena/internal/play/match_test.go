@@ -182,20 +182,7 @@ func TestLeft(t *testing.T) {
 		{"halfway", func(m *Match) bool { return m.Frame() >= 300 }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nw, err := netsim.New(2, 5, netsim.Profile{Latency: 40 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			owners := [2][]rollback.PlayerID{{0}, {1}}
-			var ms [2]*Match
-			for i := range ms {
-				ms[i], err = New(Config{Players: 2, Local: owners[i], Peers: [][]rollback.PlayerID{owners[1-i]},
-					Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11, Frames: 600,
-					Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})})
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
+			nw, ms := twoMatches(t, func(c *Config) { c.Frames = 600 })
 			closed, closedAt := false, 0
 			for tick := 0; !ms[1].Done(); tick++ {
 				if tick > 600+20*60 {
@@ -231,4 +218,26 @@ func TestLeft(t *testing.T) {
 			}
 		})
 	}
+}
+
+// twoMatches starts two machines' matches of one player each over a
+// simulated network with 40 ms of latency, edit changing both Configs.
+func twoMatches(t *testing.T, edit func(*Config)) (*netsim.Network, [2]*Match) {
+	t.Helper()
+	nw, err := netsim.New(2, 5, netsim.Profile{Latency: 40 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owners := [2][]rollback.PlayerID{{0}, {1}}
+	var ms [2]*Match
+	for i := range ms {
+		c := Config{Players: 2, Local: owners[i], Peers: [][]rollback.PlayerID{owners[1-i]},
+			Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11,
+			Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})}
+		edit(&c)
+		if ms[i], err = New(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nw, ms
 }
