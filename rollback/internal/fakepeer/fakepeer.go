@@ -41,6 +41,11 @@ type Peers struct {
 	Next func() ([]byte, int, bool)
 	// Sent counts the datagrams the session sent to each peer.
 	Sent []int
+	// Answer, if set, has each fake peer answer the session's pings as an
+	// honest machine does, with Answer(peer) as its frame. Unset, the
+	// fake peers answer none (the session names such a peer, after 8 s,
+	// for withholding them).
+	Answer func(peer int) int32
 }
 
 // fake is one fake machine: its handshake and its end of the link.
@@ -48,6 +53,7 @@ type fake struct {
 	nonce uint64
 	share *wire.KeyShare
 	seal  *wire.Sealer // nil until the session's handshake arrived
+	open  *wire.Opener
 }
 
 type datagram struct {
@@ -97,22 +103,42 @@ func (p *Peers) Send(peer int, b []byte) error {
 	if p.inner != nil {
 		return p.inner.Send(peer, b)
 	}
-	if len(b) == 0 || wire.Kind(b[0]) != wire.KindHandshake || wire.ParseHandshake(b, &p.hs, nil) != nil {
+	if len(b) > 0 && wire.Kind(b[0]) != wire.KindHandshake {
+		p.answer(peer, b)
+		return nil
+	}
+	if len(b) == 0 || wire.ParseHandshake(b, &p.hs, nil) != nil {
 		return nil
 	}
 	f := &p.peers[peer]
 	if f.seal == nil {
-		send, _, err := f.share.Keys(wire.Link{Session: p.hs.SessionID, Ours: f.nonce, Theirs: p.hs.Nonce,
+		send, recv, err := f.share.Keys(wire.Link{Session: p.hs.SessionID, Ours: f.nonce, Theirs: p.hs.Nonce,
 			TheirKey: p.hs.Key, Digest: p.hs.Terms.Digest()})
 		if err != nil {
 			return nil
 		}
-		f.seal = wire.NewSealer(send)
+		f.seal, f.open = wire.NewSealer(send), wire.NewOpener(recv)
 	}
 	if p.hs.Echo != f.nonce {
 		p.Deliver(peer, p.Hello(peer), p.Control(peer, &wire.Quality{}))
 	}
 	return nil
+}
+
+// answer queues peer's reply to a ping in b, when Answer is set.
+func (p *Peers) answer(peer int, b []byte) {
+	f := &p.peers[peer]
+	if p.Answer == nil || f.open == nil || wire.SealedKind(b) != wire.KindQuality {
+		return
+	}
+	body, err := f.open.Open(b)
+	var q wire.Quality
+	if err != nil {
+		return
+	}
+	if _, err := wire.ParseControlPrefix(body, &q); err == nil {
+		p.Deliver(peer, p.Control(peer, &wire.QualityReply{Echo: q.Sent, Frame: p.Answer(peer)}))
+	}
 }
 
 // Receive hands the session the next scripted datagram, then (when
