@@ -64,7 +64,8 @@ type game struct {
 	roundOver   bool    // the round-end screen showed in the last Draw
 	endDraws    int     // Draws of the round-end screen since it showed
 	finalDraws  int     // Draws of the match's standings (the frame limit ended it)
-	winners     []int32 // each round-end screen's winner
+	winners     []int32 // each round's winner, by its number, as its round-end screen showed it (-2: not shown)
+	ends        int     // round-end screens shown
 	rate        rateMeter
 	hud         []string // the status lines shown over the match
 	inputs      []rollback.Input
@@ -299,7 +300,16 @@ func (g *game) Draw(screen *ebiten.Image) {
 	if over {
 		if !g.roundOver {
 			g.endDraws = 0
-			g.winners = append(g.winners, rd.Winner)
+			g.ends++
+			// By number: a round-end screen shorter than a drawn frame
+			// (every machine asked for the rematch at once) is not
+			// shown, and its round's entry stays -2.
+			for len(g.winners) < int(rd.Number) {
+				g.winners = append(g.winners, -2)
+			}
+			if rd.Number > 0 {
+				g.winners[rd.Number-1] = rd.Winner
+			}
 		}
 		g.endDraws++
 		final, closesIn := g.flow.Final()
@@ -334,7 +344,7 @@ func (g *game) Draw(screen *ebiten.Image) {
 	if g.o.shots != "" && !slices.Contains(g.shots, g.o.shots+"match.png") && int(g.m.Frame()) >= g.o.screenshotAt && !over {
 		g.shoot(screen, "match.png")
 	}
-	if over && g.endDraws == 20 && len(g.winners) == 1 {
+	if over && g.endDraws == 20 && g.ends == 1 {
 		g.shoot(screen, "winner.png")
 	}
 	if g.finalDraws == 20 {

@@ -314,7 +314,7 @@ type result struct {
 	KeyboardFrames int              `json:"keyboard_frames"` // ticks in which a person's keys or pad gave a non-zero input
 	Draws          int              `json:"draws"`
 	Round          int32            `json:"round"`               // the round being played (or ended) when the game ended
-	Winners        []int32          `json:"winners"`             // the winner of each round-end screen shown, in order (-1: a draw)
+	Winners        []int32          `json:"winners"`             // each round's winner, by round number, as its round-end screen showed it (-1: a draw, -2: not shown)
 	Standings      string           `json:"standings,omitempty"` // when the match is over: its last round's result in sentences (play.Round.Standings)
 	Screenshots    []string         `json:"screenshots,omitempty"`
 	Perf           perf             `json:"perf"` // the drawing's cost, frames and ticks a second
