@@ -119,6 +119,9 @@ func (rn *run) restart(i int) (bool, error) {
 // agreed for the machine that drops and the take-over frame of every
 // machine that came back, and the first disagreement.
 func (rn *run) noteRejoin(i int, events []rollback.Event) {
+	if !rn.honest(i) {
+		return // what the adversary's session saw (it may have cut everyone off) is not the match's
+	}
 	for _, e := range events {
 		if e.Peer < 0 || (e.Kind != rollback.EventDisconnected && e.Kind != rollback.EventTookOver) {
 			continue
