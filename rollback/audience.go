@@ -411,7 +411,7 @@ func (a *audience) sendFeed(g *guest, now time.Duration) {
 	l, pkt := a.feed, &a.io.pkt
 	first := Frame(g.watch.Next)
 	end := min(l.high, first+maxFeedFrames)
-	if g.idx >= a.peers {
+	if a.delay > 0 && g.idx >= a.peers {
 		for f := first; f < end; f++ {
 			if !a.ripe(f, now) {
 				end = f // a spectator's frames wait out the stream delay

@@ -195,9 +195,9 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 			j.err = fmt.Errorf("%w: no peer let this machine watch the match within %v (the peers' RejoinWindow may have passed since it left)", ErrJoinTimeout, hsTimeout)
 			return
 		}
-		next := (j.src + 1) % len(peers)
-		for k := 1; k < len(peers) && j.refuted[next]; k++ {
-			next = (j.src + 1 + k) % len(peers) // not one whose state was refuted, while another is left
+		next, ok := j.nextSource(peers, false)
+		if !ok {
+			next = (j.src + 1) % len(peers) // every one was refuted: round again
 		}
 		j.watch, j.summed, j.stats.StateFrame = nil, false, -1 // the state comes anew
 		j.watchFrom(next)

@@ -46,22 +46,34 @@ func (j *joiner) refute(i int, peers peerSet) joinOutcome {
 		ErrJoinState, i, j.take, j.sums[i], j.mine, j.src, w.stats.StateFrame)
 	j.refuted[j.src] = true
 	j.stats.Refuted++
-	for k := 1; k < len(peers); k++ {
-		if n := (j.src + k) % len(peers); !j.refuted[n] && j.live[n] && peers[n].auth.keyed() {
-			j.watch, j.summed, j.caughtUp, j.stats.StateFrame = nil, false, 0, -1
-			j.watchFrom(n)
-			return joinWait
-		}
+	if n, ok := j.nextSource(peers, true); ok {
+		j.watch, j.summed, j.caughtUp, j.stats.StateFrame = nil, false, 0, -1
+		j.watchFrom(n)
+		return joinWait
 	}
 	j.err = err
 	return joinGiveUp
+}
+
+// nextSource returns the first of the peers after the source, in index
+// order, whose state no checksum refuted (and, with playing, that plays
+// at the take-over frame and answered our handshake); ok is false when
+// there is none.
+func (j *joiner) nextSource(peers peerSet, playing bool) (int, bool) {
+	for k := 1; k < len(peers); k++ {
+		n := (j.src + k) % len(peers)
+		if !j.refuted[n] && (!playing || (j.live[n] && peers[n].auth.keyed())) {
+			return n, true
+		}
+	}
+	return 0, false
 }
 
 // hint says what a join that timed out waited for, of the peers ps.
 func (j *joiner) hint(ps peerSet) string {
 	for i := range ps {
 		for k := range i {
-			if j.ready[i] && j.ready[k] && j.playing[i] != j.playing[k] {
+			if j.live[i] && j.live[k] && j.ready[i] && j.ready[k] && j.playing[i] != j.playing[k] {
 				return fmt.Sprintf("peers %d and %d disagree on who plays at frame %d (players %#b and %#b)", k, i, j.take, j.playing[k], j.playing[i])
 			}
 		}

@@ -214,7 +214,7 @@ type progress struct {
 	// players back brought (Session.takeOver sets -1 until it comes): it
 	// produced those before it needed our inputs from the take-over frame
 	// on, so only the ones after them prove how many of ours it has (the
-	// ack check of Session.handleInput).
+	// ack check of Session.applyInput).
 	proves Frame
 
 	sentNext    Frame         // lockstep: our next local frame when we last sent it inputs
