@@ -27,12 +27,15 @@ const DefaultEvery = 500
 
 // Error reports a desync: a peer's checksum of a frame differs from ours.
 // Remote and Field are the peer's claims: an honest peer's checksum and
-// state, a lying peer's whatever it sent.
+// state, a lying peer's whatever it sent. A sync test (rollback's
+// Config.SyncTest) reports with Peer -1 a frame whose re-simulation
+// differs from its first simulation: the game is not deterministic, or
+// keeps state outside the arena.
 type Error struct {
 	Frame  int32  // the frame whose start state differs
-	Peer   int    // the peer index that disagrees
-	Local  uint64 // our checksum
-	Remote uint64 // the checksum the peer claims
+	Peer   int    // the peer index that disagrees; -1: a sync test's re-simulation
+	Local  uint64 // our checksum (a sync test's: of the first simulation)
+	Remote uint64 // the checksum the peer claims (a sync test's: of the re-simulation)
 	// Outvoted: with three or more machines, the peer's checksum disagrees
 	// with ours and with more of the other peers' than agree with it: the
 	// peer is the odd one out, not us (a session names it and plays on).
@@ -45,6 +48,9 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Peer < 0 {
+		return fmt.Sprintf("desync: sync test: the state at the start of frame %d re-simulated to checksum %016x, first simulated to %016x: the game is not deterministic, or keeps state outside the arena", e.Frame, e.Remote, e.Local)
+	}
 	s := fmt.Sprintf("desync: frame %d: checksum %016x here, peer %d claims %016x", e.Frame, e.Local, e.Peer, e.Remote)
 	if e.Outvoted {
 		s += " (outvoted: the other peers agree with us)"

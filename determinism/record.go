@@ -231,7 +231,7 @@ func playTwoMachines(g Game, seed uint64, o options, file io.Writer) (rollback.S
 		binary.LittleEndian.PutUint64(key[:], seed)
 		key[8] = byte(i)
 		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)}, Layout: g.Layout(),
-			State: a, Game: sim, ChecksumEvery: 1, Clock: nw, Transport: nw.Endpoint(i), SessionID: seed | 1,
+			State: a, Game: sim, ChecksumEvery: 1, Clock: nw.Now, Transport: nw.Endpoint(i), SessionID: seed | 1,
 			Rand: rand.NewChaCha8(key), Peers: []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}}}
 		if i == 0 {
 			c.Recorder = w

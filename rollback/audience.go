@@ -63,8 +63,8 @@ type audience struct {
 	session uint64
 	tr      Transport
 	delay   time.Duration // Config.SpectatorDelay: spectators get each frame this long after it became final (the feed is timed)
-	interr  time.Duration // Config.InterruptTimeout: a silent guest's slot may be taken
-	discon  time.Duration // Config.DisconnectTimeout: a silent guest is dropped
+	interr  time.Duration // Config.Timeouts.Interrupt: a silent guest's slot may be taken
+	discon  time.Duration // Config.Timeouts.Disconnect: a silent guest is dropped
 	feed    *feed
 	guests  []guest
 	offer   offer

@@ -109,14 +109,14 @@ func benchSteadyMode(b *testing.B, lockstep, plain bool) {
 		c := rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: nw.Endpoint(i),
-			Clock: nw, Rand: match.SeededRand(1, i), Lockstep: lockstep,
+			Clock: nw.Now, Rand: match.SeededRand(1, i), Lockstep: lockstep,
 			// One input packet per peer-frame, as the floor sends: the
 			// held input would otherwise let lazy sending leave every
 			// other one out after 5 s (lockstep sends on its own
 			// schedule, and refuses the option).
 			SendEveryTick: !lockstep}
 		if plain {
-			c.Transport, c.Clock = link.end(i), link
+			c.Transport, c.Clock = link.end(i), link.Now
 		}
 		if ss[i], err = rollback.NewSession(c); err != nil {
 			b.Fatal(err)
@@ -195,7 +195,7 @@ func lateInputs(fp *fakepeer.Peers, s **rollback.Session) func() ([]byte, int, b
 func fakePair[B any](b *testing.B, g *benchGame[B], peer *fakepeer.Peers, s **rollback.Session, edit func(c *rollback.Config)) {
 	c := rollback.Config{Players: 2, Local: []rollback.PlayerID{0},
 		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}},
-		Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer, NoStartDelay: true}
+		Layout: rollback.Layout{3, 8, 8}, State: g.a, Game: g, Transport: peer, Clock: peer.Now, NoStartDelay: true}
 	edit(&c)
 	var err error
 	if *s, err = rollback.NewSession(c); err != nil {

@@ -44,7 +44,7 @@ func NewSession(cfg Config) (*Session, error) {
 	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
 	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
-	s.proto = newProtocol(cfg, s.clock.Now())
+	s.proto = newProtocol(cfg, s.clock())
 	s.quiet.on = !cfg.SendEveryTick && !cfg.Lockstep
 	if lockstepMode {
 		// Lockstep never predicts, so it never rolls back during play. With

@@ -45,7 +45,7 @@ func tallied(t *testing.T, nw *netsim.Network, machines int, cfg rollback.Config
 		gs[i] = newCounterGame(t, 4096, false)
 		tally[i] = &kindTally{Transport: nw.Endpoint(i), sent: make([][16]int, machines-1)}
 		c.Players, c.Local, c.Layout = machines, []rollback.PlayerID{rollback.PlayerID(i)}, rollback.Layout{4}
-		c.State, c.Game, c.Transport, c.Clock, c.Rand = gs[i].Arena, gs[i], tally[i], nw, match.SeededRand(1, i)
+		c.State, c.Game, c.Transport, c.Clock, c.Rand = gs[i].Arena, gs[i], tally[i], nw.Now, match.SeededRand(1, i)
 		s, err := rollback.NewSession(c)
 		require.NoError(t, err)
 		ss[i] = s

@@ -74,12 +74,12 @@ func newFullPair(t testing.TB, p netsim.Profile, every int) *fullPair {
 	nw, err := netsim.New(2, 7, p)
 	require.NoError(t, err)
 	x := &fullPair{advance: nw.Advance}
-	x.make(t, [2]rollback.Transport{nw.Endpoint(0), nw.Endpoint(1)}, nw, every)
+	x.make(t, [2]rollback.Transport{nw.Endpoint(0), nw.Endpoint(1)}, nw.Now, every)
 	return x
 }
 
 // make makes the machines over transports tr.
-func (x *fullPair) make(t testing.TB, tr [2]rollback.Transport, clock rollback.Clock, every int) {
+func (x *fullPair) make(t testing.TB, tr [2]rollback.Transport, clock func() time.Duration, every int) {
 	t.Helper()
 	for i := range x.ss {
 		x.games[i] = newFullGame(t)
@@ -185,7 +185,7 @@ func sessionHeap(t *testing.T, delay time.Duration, every, n int) int64 {
 	x := &fullPair{advance: link.Advance}
 	tr := [2]rollback.Transport{link.end(0), link.end(1)}
 	before := heapInUse()
-	x.make(t, tr, link, every)
+	x.make(t, tr, link.Now, every)
 	x.play(t, n)
 	after := heapInUse()
 	for i, s := range x.ss {
@@ -212,7 +212,7 @@ func TestCheckpointMemory(t *testing.T) {
 	// once (the handshake's ciphers' tables, type caches): not counted.
 	warm := &fixedLink{delay: time.Millisecond}
 	w := &fullPair{advance: warm.Advance}
-	w.make(t, [2]rollback.Transport{warm.end(0), warm.end(1)}, warm, 10)
+	w.make(t, [2]rollback.Transport{warm.end(0), warm.end(1)}, warm.Now, 10)
 	w.play(t, 100)
 	for _, delay := range []time.Duration{time.Millisecond, 300 * time.Millisecond} {
 		t.Run(delay.String(), func(t *testing.T) {
@@ -230,7 +230,7 @@ func TestCheckpointMemory(t *testing.T) {
 func TestCheckpointDesyncFullArena(t *testing.T) {
 	link := &fixedLink{delay: time.Millisecond}
 	x := &fullPair{advance: link.Advance}
-	x.make(t, [2]rollback.Transport{link.end(0), link.end(1)}, link, 10)
+	x.make(t, [2]rollback.Transport{link.end(0), link.end(1)}, link.Now, 10)
 	x.games[1].corruptAt = 300
 	var de *desync.Error
 	reported := false
@@ -262,7 +262,7 @@ func TestCheckpointDesyncFullArena(t *testing.T) {
 func TestCheckpointsDoNotAllocate(t *testing.T) {
 	link := &fixedLink{delay: 300 * time.Millisecond}
 	x := &fullPair{advance: link.Advance}
-	x.make(t, [2]rollback.Transport{link.end(0), link.end(1)}, link, 10)
+	x.make(t, [2]rollback.Transport{link.end(0), link.end(1)}, link.Now, 10)
 	x.play(t, 600)
 	before := x.ss[0].Stats()
 	allocs := testing.AllocsPerRun(1, func() { x.play(t, 300) })
@@ -299,7 +299,7 @@ func TestDesyncReportArrives(t *testing.T) {
 	link := &fixedLink{delay: time.Millisecond}
 	x := &fullPair{advance: link.Advance}
 	drop := &checksumDropper{Transport: link.end(0), n: 3}
-	x.make(t, [2]rollback.Transport{drop, link.end(1)}, link, 10)
+	x.make(t, [2]rollback.Transport{drop, link.end(1)}, link.Now, 10)
 	drop.armed = func() bool { return x.ss[0].Frame() >= 305 }
 	x.games[1].corruptAt = 300
 	var errs [2]*desync.Error

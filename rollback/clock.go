@@ -2,22 +2,10 @@ package rollback
 
 import "time"
 
-// Clock reads a monotonic clock as the time elapsed since some fixed
-// instant. The session reads it once per Advance; it never sleeps.
-type Clock interface {
-	Now() time.Duration
-}
-
-// clockFunc adapts a function to the [Clock] interface.
-type clockFunc func() time.Duration
-
-// Now returns f().
-func (f clockFunc) Now() time.Duration { return f() }
-
-// realClock returns a Clock that reads the machine's monotonic clock,
-// counting from the call. It is the default Config.Clock; the session itself
-// reads time only through its Clock.
-func realClock() Clock {
+// realClock returns a clock (Config.Clock) that reads the machine's
+// monotonic clock, counting from the call. It is the default; the session
+// itself reads time only through its Config.Clock.
+func realClock() func() time.Duration {
 	start := time.Now() // safe: the default Config.Clock, which callers replace; the session core reads time only through it
-	return clockFunc(func() time.Duration { return time.Since(start) })
+	return func() time.Duration { return time.Since(start) }
 }

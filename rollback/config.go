@@ -75,6 +75,46 @@ type Peer struct {
 	Late bool
 }
 
+// Timeouts bound how long a [Session] or a [Spectator] waits on another
+// machine. Zero values mean the defaults.
+type Timeouts struct {
+	// Handshake bounds the handshake and the start protocol (a
+	// Spectator's: until its source answers); 0 means 10 s (8 machines on
+	// a lossy 400 ms round trip need more than 5).
+	Handshake time.Duration
+	// Interrupt is the silence after which EventNetworkInterrupted is
+	// emitted for a peer; 0 means 750 ms.
+	Interrupt time.Duration
+	// Disconnect is the silence after which a peer (a Spectator's source)
+	// is disconnected; 0 means 5 s.
+	Disconnect time.Duration
+}
+
+// populate returns t with the defaults filled in.
+func (t Timeouts) populate() Timeouts {
+	return Timeouts{
+		Handshake:  orDefault(t.Handshake, defaultHandshakeTimeout),
+		Interrupt:  orDefault(t.Interrupt, defaultInterruptTimeout),
+		Disconnect: orDefault(t.Disconnect, defaultDisconnectTimeout),
+	}
+}
+
+// check checks t's bounds.
+func (t Timeouts) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Handshake", t.Handshake}, {"Interrupt", t.Interrupt}, {"Disconnect", t.Disconnect}} {
+		if d.v < 0 {
+			return cfgErr("Timeouts."+d.name, "negative duration %v", d.v)
+		}
+	}
+	if t.Interrupt > 0 && t.Disconnect > 0 && t.Interrupt >= t.Disconnect {
+		return cfgErr("Timeouts.Interrupt", "%v is not shorter than Timeouts.Disconnect %v", t.Interrupt, t.Disconnect)
+	}
+	return nil
+}
+
 // Config configures a [Session]. Zero values mean the documented defaults.
 // NewSession copies what it needs; the caller may reuse the Config.
 type Config struct {
@@ -168,9 +208,11 @@ type Config struct {
 	Predictor predict.Predictor
 	// Snapshots is the snapshot policy; 0 means TwoBackups.
 	Snapshots SnapshotPolicy
-	// Clock reads monotonic time; nil means the real clock. Give every
-	// session of a netsim match the network's clock.
-	Clock Clock
+	// Clock reads a monotonic clock as the time elapsed since some fixed
+	// instant; nil means the machine's. The session reads it once per
+	// Advance and never sleeps. Give every session of a netsim match its
+	// node's clock (netsim.Network.Clock).
+	Clock func() time.Duration
 	// Rand supplies the handshake's nonce and key pair; nil means
 	// crypto/rand. A seeded source makes a match reproducible bit for bit
 	// (tests, the soak); a game leaves it nil.
@@ -185,15 +227,8 @@ type Config struct {
 	// SessionID identifies the match; every machine in it must use the same
 	// value (from the lobby or matchmaker), and a new match a new one.
 	SessionID uint64
-	// HandshakeTimeout bounds the handshake and the start protocol; 0 means
-	// 10 s (8 machines on a lossy 400 ms round trip need more than 5).
-	HandshakeTimeout time.Duration
-	// InterruptTimeout is the silence after which EventNetworkInterrupted is
-	// emitted for a peer; 0 means 750 ms.
-	InterruptTimeout time.Duration
-	// DisconnectTimeout is the silence after which a peer is disconnected;
-	// 0 means 5 s.
-	DisconnectTimeout time.Duration
+	// Timeouts bound how long the session waits on the other machines.
+	Timeouts Timeouts
 	// QualityInterval is the period of the round-trip-time pings; 0 means 1 s.
 	QualityInterval time.Duration
 	// RedundantFrames is how many of the newest frames every input packet
@@ -252,7 +287,7 @@ type Config struct {
 	// lockstep refuses any but 0.
 	RejoinWindow time.Duration
 	// InProgress makes this machine join a match already under way: it
-	// dropped out (a crash, a link down past DisconnectTimeout) and comes
+	// dropped out (a crash, a link down past Timeouts.Disconnect) and comes
 	// back within the others' RejoinWindow, with the same Config as before
 	// (a new Rand). The session first receives the state at a final frame
 	// from a peer and catches up with the final inputs since, then takes
@@ -276,7 +311,7 @@ func (c *Config) validate() error {
 		return err
 	}
 	if err := c.Layout.Check(); err != nil {
-		return cfgErr("Layout", "%v", err)
+		return err
 	}
 	if c.State == nil {
 		return cfgErr("State", "nil arena")
@@ -400,17 +435,11 @@ func (c *Config) validateTuning() error {
 	if c.SyncTest < 0 || c.SyncTest > c.maxRollback() {
 		return cfgErr("SyncTest", "%d (want 0 to MaxRollback, %d)", c.SyncTest, c.maxRollback())
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"HandshakeTimeout", c.HandshakeTimeout}, {"InterruptTimeout", c.InterruptTimeout},
-		{"DisconnectTimeout", c.DisconnectTimeout}, {"QualityInterval", c.QualityInterval}} {
-		if d.v < 0 {
-			return cfgErr(d.name, "negative duration %v", d.v)
-		}
+	if err := c.Timeouts.check(); err != nil {
+		return err
 	}
-	if c.InterruptTimeout > 0 && c.DisconnectTimeout > 0 && c.InterruptTimeout >= c.DisconnectTimeout {
-		return cfgErr("InterruptTimeout", "%v is not shorter than DisconnectTimeout %v", c.InterruptTimeout, c.DisconnectTimeout)
+	if c.QualityInterval < 0 {
+		return cfgErr("QualityInterval", "negative duration %v", c.QualityInterval)
 	}
 	if c.RedundantFrames < -1 || c.RedundantFrames > 255 {
 		return cfgErr("RedundantFrames", "%d (want -1 to 255)", c.RedundantFrames)

@@ -15,7 +15,7 @@
 // the game loop, in the manner of etcd's raft.RawNode. Its I/O goes through
 // what the caller injects: datagrams through a [Transport]
 // (rollback/netsim for tests, rollback/udp for play), time through a
-// [Clock] (Config.Clock), the handshake's nonce and keys through
+// clock (Config.Clock), the handshake's nonce and keys through
 // Config.Rand. It starts no goroutine and uses no global randomness, so a
 // whole match over netsim, handshake included, is a deterministic function
 // of its seed.
@@ -81,8 +81,8 @@
 //     match a new one (and, from a lobby you trust, the same
 //     Config.Secret). Until every peer has answered the handshake,
 //     Advance reports Stalled and simulates nothing; it fails with a
-//     [*TermsError] at once if a peer is configured differently, and with
-//     a [*HandshakeError] after Config.HandshakeTimeout.
+//     [*HandshakeError] at once if a peer is configured differently, and with
+//     a [*HandshakeError] after Config.Timeouts.Handshake.
 //  6. Call [Session.Close] when leaving, so that the peers agree at once on
 //     the frame from which this machine's players play the default input.
 //
@@ -119,7 +119,7 @@
 //
 // # Reconnect
 //
-// A machine that dropped out (a crash, a link down past DisconnectTimeout)
+// A machine that dropped out (a crash, a link down past Timeouts.Disconnect)
 // comes back within the others' Config.RejoinWindow with a new Session,
 // the same Config and InProgress set: it watches the match through a peer
 // as a spectator does, then takes its players back at a frame every

@@ -28,6 +28,13 @@ func TestTuningDoc(t *testing.T) {
 		if name == "Players" || name == "Local" || name == "Peers" || name == "Layout" || name == "State" || name == "Game" || name == "Transport" {
 			continue // the match itself, not tuning
 		}
+		if f := ct.Field(i).Type; f.Kind() == reflect.Struct {
+			for j := range f.NumField() { // a group: each of its fields
+				name := name + "." + f.Field(j).Name
+				assert.Contains(t, doc, "| `"+name+"` |", "Config.%s", name)
+			}
+			continue
+		}
 		assert.Contains(t, doc, "| `"+name+"` |", "Config.%s", name)
 	}
 	for _, p := range netsim.Presets {

@@ -23,17 +23,10 @@ var (
 	// why), or Advance, Idle, Extrapolate or Close was called from inside
 	// Extrapolate's render, while the arena holds the throwaway state.
 	ErrExtrapolate = errors.New("rollback: cannot extrapolate")
-	// ErrConfig is wrapped by every [*ConfigError] and by [Layout.Check]'s
-	// errors.
-	ErrConfig = errors.New("rollback: invalid config")
-	// ErrFrameLimit: the match reached MaxFrame, the last frame number the
-	// protocol carries (over a year at 60 Hz). Every machine gets it at the
-	// same frame.
+	// ErrFrameLimit: the match reached the last frame number the
+	// protocol carries, 2,147,480,576 (414 days at 60 Hz). Every machine
+	// gets it at the same frame.
 	ErrFrameLimit = errors.New("rollback: the match reached the last frame number")
-	// ErrSigningKeys: with three or more machines, two machines disagree
-	// about a machine's signing key (docs/security.md): one of them lies,
-	// and the match does not start. The message names who said what.
-	ErrSigningKeys = errors.New("rollback: machines disagree about a signing key")
 )
 
 // errInRender is ErrExtrapolate for a call from inside Extrapolate's
@@ -47,7 +40,9 @@ var errSnapshot = errors.New("rollback: no usable snapshot")
 // errRand reports that Config.Rand could not supply a nonce.
 var errRand = errors.New("rollback: cannot read random nonce")
 
-// ConfigError reports an invalid [Config] field.
+// ConfigError reports an invalid [Config] or [SpectatorConfig] field:
+// NewSession and NewSpectator return it, and [Layout.Check] for an
+// invalid layout (Field "Layout"). Test for it with errors.As.
 type ConfigError struct {
 	Field  string // such as "Peers[1].Players[0]"
 	Reason string
@@ -57,39 +52,48 @@ func (e *ConfigError) Error() string {
 	return fmt.Sprintf("rollback: invalid Config.%s: %s", e.Field, e.Reason)
 }
 
-// Unwrap returns [ErrConfig].
-func (e *ConfigError) Unwrap() error { return ErrConfig }
-
 func cfgErr(field, format string, args ...any) error {
 	return &ConfigError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// SyncTestError reports that re-simulating a frame in sync-test mode gave a
-// different arena than the first simulation: the game is not deterministic,
-// or keeps state outside the arena.
-type SyncTestError struct {
-	Frame Frame  // the frame whose Step produced different states
-	Want  uint64 // checksum of the arena after the first simulation
-	Got   uint64 // checksum after the re-simulation
-}
-
-func (e *SyncTestError) Error() string {
-	return fmt.Sprintf("rollback: sync test: frame %d re-simulated to checksum %016x, first simulated to %016x", e.Frame, e.Got, e.Want)
-}
-
-// HandshakeError reports that some peers did not complete the handshake
-// within Config.HandshakeTimeout. Its message says what to check.
+// HandshakeError reports that a [Session]'s handshake with some peers,
+// or a [Spectator]'s with its source, failed. Either they did not complete
+// it within Timeout (Hints say what arrived), or a peer is configured
+// differently in something every machine of a match must share (Field
+// says what: Ours is the value here, Theirs the one its handshake
+// carried). The handshake fails on both machines then: each sends the
+// other its terms first. A Spectator, or a session joining in progress,
+// also fails with Field "State" when its arena cannot hold the state its
+// source sent: another game, or another version of it. With three or
+// more machines, a peer that says another machine's signing key is not
+// the one that machine sent us fails the start with Field "signing keys"
+// (docs/security.md): one of the two lies, and the match does not start.
 type HandshakeError struct {
-	Peers   []int // indices in Config.Peers that did not complete it
+	// Peers are the indices in Config.Peers of the machines concerned (a
+	// Spectator's: its Source).
+	Peers []int
+	// Timeout is the wait that ran out (Timeouts.Handshake); 0 when a
+	// peer's terms differ.
 	Timeout time.Duration
 	// Hints say what the missing peers' addresses sent that did not count
 	// (a handshake for another session, one that failed the Secret's
 	// check), or that nothing came from them at all. They are what
 	// arrived, not proof of who sent it.
 	Hints []string
+	// Field is what a peer's terms differ in: "Players", "Local",
+	// "Local and Peers", "Layout", "Lockstep", "TickRate",
+	// "ChecksumEvery", "NoStartDelay", "protocol version", "State" or
+	// "signing keys"; empty for a timeout.
+	Field, Ours, Theirs string
 }
 
 func (e *HandshakeError) Error() string {
+	if e.Field == fieldSigningKeys {
+		return fmt.Sprintf("rollback: peer %d says %s, but here %s: one of them lies, and the match cannot start", e.peer(), e.Theirs, e.Ours)
+	}
+	if e.Field != "" {
+		return fmt.Sprintf("rollback: peer %d is configured differently: %s is %s here and %s there", e.peer(), e.Field, e.Ours, e.Theirs)
+	}
 	msg := fmt.Sprintf("rollback: handshake timed out after %v waiting for peers %v: check that every machine has the same SessionID and Secret, that each has the right addresses for the others, and that no firewall drops their UDP", e.Timeout, e.Peers)
 	if len(e.Hints) > 0 {
 		msg += " (" + strings.Join(e.Hints, "; ") + ")"
@@ -97,20 +101,18 @@ func (e *HandshakeError) Error() string {
 	return msg
 }
 
-// TermsError reports that a peer is configured differently in something
-// every machine of a match must share. The handshake fails with it on
-// both machines: each sends the other its terms before failing. A
-// Spectator, or a session joining in progress, also fails with it (Field
-// "State") when its arena cannot hold the state its source sent: another
-// game, or another version of it.
-type TermsError struct {
-	Peer  int    // index in Config.Peers (a Spectator's: its Source)
-	Field string // "Players", "Local and Peers", "Layout", "Lockstep", "TickRate", "ChecksumEvery", "NoStartDelay", "protocol version" or "State"
-	Ours  string // the value here
-	// Theirs is the value the peer's handshake carried.
-	Theirs string
+func (e *HandshakeError) peer() int {
+	if len(e.Peers) == 0 {
+		return -1
+	}
+	return e.Peers[0]
 }
 
-func (e *TermsError) Error() string {
-	return fmt.Sprintf("rollback: peer %d is configured differently: %s is %s here and %s there", e.Peer, e.Field, e.Ours, e.Theirs)
+// fieldSigningKeys is HandshakeError.Field for machines that disagree
+// about a signing key.
+const fieldSigningKeys = "signing keys"
+
+// termsError is a HandshakeError for peer i's terms differing in field.
+func termsError(i int, field, ours, theirs string) *HandshakeError {
+	return &HandshakeError{Peers: []int{i}, Field: field, Ours: ours, Theirs: theirs}
 }

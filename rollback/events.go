@@ -27,7 +27,7 @@ const (
 	// is over. Frame: the first frame to simulate (0).
 	EventRunning // running
 	// EventNetworkInterrupted: nothing heard from Peer for
-	// Config.InterruptTimeout (show a warning; it may come back). Frame:
+	// Config.Timeouts.Interrupt (show a warning; it may come back). Frame:
 	// the next frame to simulate.
 	EventNetworkInterrupted // network-interrupted
 	// EventNetworkResumed: an interrupted Peer spoke again. It says nothing
@@ -67,7 +67,7 @@ const (
 	// Transport index. Frame: the next frame to simulate.
 	EventSpectatorJoined // spectator-joined
 	// EventSpectatorLeft: a spectator this machine served left, went
-	// silent for DisconnectTimeout, or fell further behind than the
+	// silent for Timeouts.Disconnect, or fell further behind than the
 	// machine keeps inputs for. Peer: its Transport index. Frame: the
 	// next frame to simulate.
 	EventSpectatorLeft // spectator-left

@@ -44,7 +44,7 @@ func Example() {
 			Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{other}}},
 			Layout: rollback.Layout{1}, State: a, Game: games[i], Transport: network.Endpoint(i),
-			Clock: network, SessionID: 2026, // the lobby's id for this match
+			Clock: network.Now, SessionID: 2026, // the lobby's id for this match
 		})
 		if err != nil {
 			fmt.Println(err)

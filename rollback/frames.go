@@ -1,5 +1,7 @@
 package rollback
 
+import "github.com/rewindgg/rewind/desync"
+
 // This file is the simulation side of the session: stepping a frame,
 // rolling back, and the state offered to joiners. The bounds that keep
 // every rollback possible (the anchor, the ring's low end, the stalls) are
@@ -144,8 +146,8 @@ func (s *Session) emitGuest(k EventKind, idx int) { s.events.emit(k, s.frame, id
 // frame, to compare a re-simulation with the first simulation.
 type syncCheck struct {
 	sums [ringSize]uint64
-	high Frame // the newest frame whose checksum is recorded
-	err  *SyncTestError
+	high Frame         // the newest frame whose checksum is recorded
+	err  *desync.Error // Peer -1: a sync test's
 }
 
 // check records or compares the checksum sum of the state at the start of
@@ -157,6 +159,6 @@ func (c *syncCheck) check(s *Session, f Frame, sum uint64) {
 		return
 	}
 	if want := c.sums[ring(f)]; want != sum && c.err == nil {
-		c.err = &SyncTestError{Frame: f - 1, Want: want, Got: sum}
+		c.err = &desync.Error{Frame: int32(f), Peer: -1, Local: want, Remote: sum}
 	}
 }

@@ -145,7 +145,7 @@ type peerAuth struct {
 	replyHS  bool          // send it our handshake on the next send
 	sentHS   bool
 	lastHS   time.Duration
-	mismatch *TermsError // its terms differ from ours: the handshake fails
+	mismatch *HandshakeError // its terms differ from ours: the handshake fails
 
 	// What its address sent that did not count, to explain a timeout.
 	heard        bool   // any datagram at all
@@ -356,10 +356,10 @@ func (ps peerSet) verify(i int, now time.Duration, events *eventLog, frame Frame
 // compareTerms returns the first difference between peer i's handshake h
 // and what this machine must agree with it on (ours, and local: the
 // players it must play, as a handshake's Local says them), or nil.
-func compareTerms(i int, ours *wire.Terms, local []uint8, h *wire.Handshake) *TermsError {
+func compareTerms(i int, ours *wire.Terms, local []uint8, h *wire.Handshake) *HandshakeError {
 	theirs := &h.Terms
-	diff := func(field string, a, b any) *TermsError {
-		e := &TermsError{Peer: i, Field: field, Ours: fmt.Sprint(a), Theirs: fmt.Sprint(b)}
+	diff := func(field string, a, b any) *HandshakeError {
+		e := termsError(i, field, fmt.Sprint(a), fmt.Sprint(b))
 		if e.Ours == e.Theirs && field == "Local and Peers" {
 			// The same grouping under other machine ids: show the raw owners.
 			e.Ours, e.Theirs = fmt.Sprint(ours.Owners), fmt.Sprint(theirs.Owners)

@@ -22,7 +22,7 @@ func pairConfig(t *testing.T, nw *netsim.Network, i int) rollback.Config {
 	return rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 		Layout: rollback.Layout{4}, State: g.Arena, Game: g, Transport: nw.Endpoint(i),
-		Clock: nw, Rand: match.SeededRand(1, i), SessionID: 77, HandshakeTimeout: time.Second}
+		Clock: nw.Now, Rand: match.SeededRand(1, i), SessionID: 77, Timeouts: rollback.Timeouts{Handshake: time.Second}}
 }
 
 // handshake runs sessions over nw (Idle on every tick) until each has
@@ -51,7 +51,7 @@ func handshake(t *testing.T, nw *netsim.Network, ss []*rollback.Session, limit i
 }
 
 // TestTermsMismatch: machines configured differently in something they
-// must agree on both fail the handshake at once, each with a TermsError
+// must agree on both fail the handshake at once, each with a HandshakeError naming the field
 // naming the field and both values (before, different Players stalled for
 // ever, a different Layout surfaced minutes later as a desync, and two
 // machines claiming one player only timed out).
@@ -90,10 +90,10 @@ func TestTermsMismatch(t *testing.T) {
 			}
 			errs, ticks := handshake(t, nw, ss, 30)
 			for i, err := range errs {
-				var te *rollback.TermsError
+				var te *rollback.HandshakeError
 				require.ErrorAs(t, err, &te, "machine %d", i)
 				assert.Equal(t, tc.field, te.Field)
-				assert.Equal(t, 0, te.Peer)
+				assert.Equal(t, []int{0}, te.Peers)
 				ours, theirs := tc.ours, tc.theirs
 				if i == 1 && tc.field != "Local" { // both expect the other to play player 1, both say they play 0
 					ours, theirs = theirs, ours

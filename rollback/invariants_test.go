@@ -97,7 +97,7 @@ func TestSnapshotInvariants(t *testing.T) {
 					}
 					ss[i], err = NewSession(Config{Players: n, Local: []PlayerID{PlayerID(i)}, Peers: peers,
 						Layout: Layout{2}, State: a, Game: &walkGame{a: a, h: h}, Transport: nw.Endpoint(i),
-						MaxRollback: 12, InputLag: 1, FixedInputLag: true, Snapshots: policy, Clock: nw})
+						MaxRollback: 12, InputLag: 1, FixedInputLag: true, Snapshots: policy, Clock: nw.Now})
 					require.NoError(t, err)
 				}
 				for tick := range 2000 {
@@ -158,7 +158,7 @@ func fourPlayers(t *testing.T, edit func(c *Config)) (*Session, *fakepeer.Peers)
 	c := Config{Players: 4, Local: []PlayerID{0},
 		Peers:  []Peer{{Players: []PlayerID{1}}, {Players: []PlayerID{3, 2}}},
 		Layout: Layout{3, 8, 8}, State: a, Game: &walkGame{a: a, h: h}, Transport: tr, MaxRollback: 8,
-		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr}
+		SessionID: 5, Rand: rand.NewChaCha8([32]byte{1}), Clock: tr.Now}
 	withoutStatements(&c)
 	edit(&c)
 	s, err := NewSession(c)

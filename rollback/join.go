@@ -38,8 +38,8 @@ const joinLead = 30
 var ErrJoinState = errors.New("rollback: the state this machine joined at differs from a peer's")
 
 // ErrJoinTimeout is returned by a session joining in progress that did not
-// take its players back within HandshakeTimeout after it caught up, or
-// that heard from no peer within HandshakeTimeout.
+// take its players back within Timeouts.Handshake after it caught up, or
+// that heard from no peer within Timeouts.Handshake.
 var ErrJoinTimeout = errors.New("rollback: could not take the players back")
 
 // joiner is a session's way back into a match in progress.
@@ -63,27 +63,7 @@ type joiner struct {
 	mine       uint64            // our checksum of the state at take
 	summed     bool
 	err        error
-	stats      JoinStats
-}
-
-// JoinStats describes how a session that joined in progress came back
-// (Stats.Join).
-type JoinStats struct {
-	Source      int           // the peer it watched; -1 before one answered
-	StateFrame  Frame         // the frame of the state it was sent; -1 before
-	StateBytes  int           // its compressed size
-	StateTime   time.Duration // from NewSession to the whole state
-	TakeOver    Frame         // the frame it took its players back at; -1 before
-	TakeTime    time.Duration // from NewSession to the take-over
-	Proposals   int           // take-over frames proposed (a refusal makes another)
-	Confirmed   int           // machines whose checksum at TakeOver matched
-	CatchUp     int64         // frames simulated before the take-over
-	TookOver    bool
-	WatchErrors int // sources that failed before the take-over
-	// Refuted counts the sources whose state another machine's checksum
-	// of the take-over frame refuted: the joiner watched through the next
-	// (and once it took over, suspects each of SuspectDesync).
-	Refuted int
+	stats      WatchStats
 }
 
 // newJoiner prepares a session's join: the watch starts once a peer
@@ -93,11 +73,10 @@ func newJoiner(s *Session, cfg *Config) *joiner {
 	if r == nil {
 		r = rand.Reader
 	}
-	j := &joiner{born: s.clock.Now(), src: -1, cfg: SpectatorConfig{Players: cfg.Players, Layout: cfg.Layout, State: cfg.State,
+	j := &joiner{born: s.clock(), src: -1, cfg: SpectatorConfig{Players: cfg.Players, Layout: cfg.Layout, State: cfg.State,
 		Game: cfg.Game, Transport: cfg.Transport, SessionID: cfg.SessionID, Secret: cfg.Secret, Observer: cfg.Observer,
-		Clock: s.clock, Rand: r, TransferRate: cfg.TransferRate, HandshakeTimeout: cfg.HandshakeTimeout,
-		InterruptTimeout: cfg.InterruptTimeout, DisconnectTimeout: cfg.DisconnectTimeout}}
-	j.stats = JoinStats{Source: -1, StateFrame: -1, TakeOver: -1}
+		Clock: s.clock, Rand: r, TransferRate: cfg.TransferRate, Timeouts: cfg.Timeouts}}
+	j.stats = WatchStats{Source: -1, StateFrame: -1, TakeOver: -1}
 	for i := range s.peers {
 		// Whether a reserved slot is still empty, the final inputs say
 		// (takeOver); until then every peer is answered alike.
@@ -109,7 +88,7 @@ func newJoiner(s *Session, cfg *Config) *joiner {
 // advanceJoin is Advance while the session joins: it watches, proposes,
 // and takes the players back.
 func (s *Session) advanceJoin() (Result, error) {
-	s.now = s.clock.Now()
+	s.now = s.clock()
 	s.events = s.events[:0]
 	j := s.join
 	if j.watch != nil {
@@ -173,9 +152,8 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 		limit = j.take
 	}
 	*r = w.run(limit)
-	j.stats.CatchUp += int64(r.Simulated)
-	var terms *TermsError
-	if errors.As(w.err, &terms) {
+	j.stats.WatchedFrames += int64(r.Simulated)
+	if terms := (*HandshakeError)(nil); errors.As(w.err, &terms) && terms.Field != "" {
 		j.err = w.err // our arena cannot hold the match's state: no source will do
 		return
 	}

@@ -13,10 +13,11 @@ import (
 // 1 to 64 fields of 1 to 64 bits, 64 bits in all at most.
 type Layout []uint8
 
-// Check reports whether l is a valid layout.
+// Check reports whether l is a valid layout: an invalid one is a
+// [*ConfigError] for Field "Layout".
 func (l Layout) Check() error {
 	if err := wire.Layout(l).Check(); err != nil {
-		return fmt.Errorf("%w: layout: %v", ErrConfig, err)
+		return cfgErr("Layout", "%v", err)
 	}
 	return nil
 }
@@ -28,8 +29,8 @@ func (l Layout) Bits() int { return wire.Layout(l).Bits() }
 func (l Layout) Mask() Input { return Input(wire.Layout(l).Mask()) }
 
 // Pack packs one value per field (fields[i] in the lowest bits after the
-// fields before it) into an Input. It returns an error wrapping
-// [ErrConfig] when the layout is invalid, and one wrapping [ErrInput] when
+// fields before it) into an Input. It returns a [*ConfigError] when the
+// layout is invalid, and an error wrapping [ErrInput] when
 // the count of values differs from the layout's or a value does not fit its
 // field.
 func (l Layout) Pack(fields ...uint64) (Input, error) {

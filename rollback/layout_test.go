@@ -37,18 +37,24 @@ func TestLayoutErrors(t *testing.T) {
 		name   string
 		layout rollback.Layout
 		fields []uint64
-		want   error
+		want   error // nil: a *ConfigError for the layout
 	}{
 		{"value too wide", rollback.Layout{3, 8}, []uint64{8, 0}, rollback.ErrInput},
 		{"too few values", rollback.Layout{3, 8}, []uint64{1}, rollback.ErrInput},
 		{"too many values", rollback.Layout{3}, []uint64{1, 2}, rollback.ErrInput},
-		{"empty layout", rollback.Layout{}, nil, rollback.ErrConfig},
-		{"zero-width field", rollback.Layout{0, 4}, []uint64{0, 0}, rollback.ErrConfig},
-		{"over 64 bits", rollback.Layout{32, 33}, []uint64{0, 0}, rollback.ErrConfig},
+		{"empty layout", rollback.Layout{}, nil, nil},
+		{"zero-width field", rollback.Layout{0, 4}, []uint64{0, 0}, nil},
+		{"over 64 bits", rollback.Layout{32, 33}, []uint64{0, 0}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			in, err := c.layout.Pack(c.fields...)
-			assert.ErrorIs(t, err, c.want)
+			if c.want != nil {
+				assert.ErrorIs(t, err, c.want)
+			} else {
+				var ce *rollback.ConfigError
+				require.ErrorAs(t, err, &ce)
+				assert.Equal(t, "Layout", ce.Field)
+			}
 			assert.Zero(t, in)
 		})
 	}

@@ -142,9 +142,9 @@ func newAdversary(script *liar.Script, v liarView) *adversary {
 }
 
 // slowestRemote returns the fewest frames we have of a remote player still
-// playing (MaxFrame: none).
+// playing (maxFrame: none).
 func (v *liarView) slowestRemote() Frame {
-	least := MaxFrame
+	least := maxFrame
 	for p := range v.players {
 		if !v.inputs.local[p] && !v.inputs.disconnected(PlayerID(p)) {
 			least = min(least, v.inputs.next[p])
@@ -243,7 +243,7 @@ func (a *adversary) hold(pkt *wire.InputPacket) bool {
 // many of the slowest peer's inputs from it on we had (liar.Script).
 func (a *adversary) count(pkt *wire.InputPacket) {
 	end := Frame(pkt.End())
-	if seen := a.view.slowestRemote(); end > a.decided && seen != MaxFrame {
+	if seen := a.view.slowestRemote(); end > a.decided && seen != maxFrame {
 		for f := max(a.decided, Frame(pkt.First)); f < end; f++ {
 			a.Looked += int64(seen - f)
 			a.Decided++

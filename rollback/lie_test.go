@@ -245,7 +245,7 @@ func TestLookahead(t *testing.T) {
 // it still talks); once peer 0 agrees, play resumes. Before, the victim
 // waited for ever: a peer that talks was never disconnected.
 func TestWithheldInputs(t *testing.T) {
-	m := newLiarMesh(t, func(c *Config) { c.DisconnectTimeout = time.Second })
+	m := newLiarMesh(t, func(c *Config) { c.Timeouts.Disconnect = time.Second })
 	for range 30 {
 		m.tick()
 	}

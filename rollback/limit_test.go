@@ -16,8 +16,8 @@ import (
 // the session stalled silently). The limit depends only on the frame, so
 // every machine of a match stops at the same one; the test lowers it.
 func TestFrameLimit(t *testing.T) {
-	assert.Less(t, int64(MaxFrame), int64(1)<<31)
-	assert.Greater(t, int64(MaxFrame)/60/3600/24, int64(400), "over 400 days at 60 Hz")
+	assert.Less(t, int64(maxFrame), int64(1)<<31)
+	assert.Greater(t, int64(maxFrame)/60/3600/24, int64(400), "over 400 days at 60 Hz")
 	a, err := savestate.New(1024)
 	require.NoError(t, err)
 	h, err := savestate.Alloc[[MaxPlayers]int64](a)

@@ -37,7 +37,7 @@ func newLockstepPair(t *testing.T, p netsim.Profile, edit func(c *rollback.Confi
 		c := rollback.Config{Lockstep: true, Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{8}, State: g.Arena, Game: g, Transport: nw.Endpoint(i),
-			Clock: nw, Rand: match.SeededRand(1, i), SessionID: 78}
+			Clock: nw.Now, Rand: match.SeededRand(1, i), SessionID: 78}
 		if edit != nil {
 			edit(&c)
 		}

@@ -19,14 +19,14 @@ func TestHandshakeTimeout(t *testing.T) {
 	s, err := rollback.NewSession(rollback.Config{Players: 3, Local: []rollback.PlayerID{0},
 		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{1}}, {Players: []rollback.PlayerID{2}}},
 		Layout: rollback.Layout{4}, State: g.Arena, Game: g, Transport: nw.Endpoint(0),
-		Clock: nw, Rand: match.SeededRand(1, 0), HandshakeTimeout: 2 * time.Second})
+		Clock: nw.Now, Rand: match.SeededRand(1, 0), Timeouts: rollback.Timeouts{Handshake: 2 * time.Second}})
 	require.NoError(t, err)
 	// Peer 1 (node 1) answers, peer 2 (node 2) is not there.
 	g1 := newCounterGame(t, 4096, false)
 	s1, err := rollback.NewSession(rollback.Config{Players: 3, Local: []rollback.PlayerID{1},
 		Peers:  []rollback.Peer{{Players: []rollback.PlayerID{0}}, {Players: []rollback.PlayerID{2}}},
 		Layout: rollback.Layout{4}, State: g1.Arena, Game: g1, Transport: nw.Endpoint(1),
-		Clock: nw, Rand: match.SeededRand(1, 1), HandshakeTimeout: time.Hour})
+		Clock: nw.Now, Rand: match.SeededRand(1, 1), Timeouts: rollback.Timeouts{Handshake: time.Hour}})
 	require.NoError(t, err)
 	require.NoError(t, queued(s.AddLocalInput(0, 1)))
 	var herr *rollback.HandshakeError
@@ -111,7 +111,7 @@ func TestPeerStats(t *testing.T) {
 		pair[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{4}, State: g.Arena, Game: g, Transport: nw2.Endpoint(i),
-			Clock: nw2, Rand: match.SeededRand(2, i)})
+			Clock: nw2.Now, Rand: match.SeededRand(2, i)})
 		require.NoError(t, err)
 	}
 	for range 300 {

@@ -21,7 +21,7 @@ type Session struct {
 	roster roster
 	app    app    // the game, its observer, and whether it renders
 	tx     outbox // what goes out, to the peers
-	clock  Clock
+	clock  func() time.Duration
 	now    time.Duration // the clock, read once per call
 	frame  Frame         // the next frame to simulate
 
@@ -170,7 +170,7 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 	}
 	next := s.inputs.next[p]
 	if s.ls != nil {
-		if !s.ls.inputDue(next, s.pace.lag.delay, s.proto.started, s.clock.Now()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
+		if !s.ls.inputDue(next, s.pace.lag.delay, s.proto.started, s.clock()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
 		}
 	} else if next > s.frame+Frame(s.pace.lag.delay) {
@@ -186,7 +186,7 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 // Every local player's input for the frame must have been added. Until the
 // handshake with every peer is complete, Advance only handshakes and
 // reports Stalled; it returns a [*HandshakeError] if that takes longer than
-// Config.HandshakeTimeout.
+// Config.Timeouts.Handshake.
 //
 // In lockstep mode Advance is called once per render frame instead: it
 // simulates every frame the playout schedule has made due whose inputs are
@@ -391,7 +391,7 @@ func (s *Session) Idle() (Result, error) {
 // poll reads the clock, drains the transport and updates the protocol
 // state. It returns the first frame to re-simulate.
 func (s *Session) poll() (Frame, error) {
-	s.now = s.clock.Now()
+	s.now = s.clock()
 	s.events = s.events[:0]
 	if s.frame >= s.proto.frameLimit {
 		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
@@ -458,7 +458,7 @@ func (s *Session) Close() error {
 	if s.tx.tr == nil {
 		return nil
 	}
-	s.now = s.clock.Now()
+	s.now = s.clock()
 	if s.join != nil {
 		s.join.leave(s.peers, &s.tx)
 		if s.join.watch != nil {

@@ -16,18 +16,10 @@ import (
 // behind simulates up to 3 frames a tick, catching up at twice real time.
 const defaultCatchUp = 3
 
-// Errors of a [Spectator].
-var (
-	// ErrNoSource: the spectated machine did not complete the handshake
-	// within HandshakeTimeout. It may not be running, may serve no more
-	// spectators (Config.MaxSpectators), or may have another SessionID,
-	// Secret, Players or Layout; the error says what was heard.
-	ErrNoSource = errors.New("rollback: the spectated machine did not answer")
-	// ErrSourceLeft: the spectated machine left or went silent for
-	// DisconnectTimeout. The frames already received were played; join
-	// again through another machine to go on watching.
-	ErrSourceLeft = errors.New("rollback: the spectated machine left")
-)
+// ErrSourceLeft is a [Spectator]'s error once the spectated machine left
+// or went silent for Timeouts.Disconnect. The frames already received
+// were played; join again through another machine to go on watching.
+var ErrSourceLeft = errors.New("rollback: the spectated machine left")
 
 // SpectatorConfig configures a [Spectator]. Zero values mean the
 // documented defaults.
@@ -69,24 +61,27 @@ type SpectatorConfig struct {
 	TransferRate  int
 	// Observer, if not nil, is told every frame simulated (sound).
 	Observer Observer
-	// Clock, Rand, HandshakeTimeout, InterruptTimeout and DisconnectTimeout
-	// are as in Config.
-	Clock             Clock
-	Rand              io.Reader
-	HandshakeTimeout  time.Duration
-	InterruptTimeout  time.Duration
-	DisconnectTimeout time.Duration
+	// Clock, Rand and Timeouts are as in Config.
+	Clock    func() time.Duration
+	Rand     io.Reader
+	Timeouts Timeouts
 }
 
-// SpectatorStats are a [Spectator]'s statistics.
-type SpectatorStats struct {
+// WatchStats describe a watch of a match through a source: a
+// [Spectator]'s (Spectator.Stats), or a [Session]'s that joins in progress
+// (Stats.Join), which watches the match as a spectator until it takes its
+// players back. The last group is a joining Session's only; the other
+// fields of Stats.Join that are not the source's and the state's are
+// zero.
+type WatchStats struct {
+	Source      int   // the peer watched through; -1 before one answered
 	Frame       Frame // the next frame to simulate
 	Received    Frame // one past the newest frame of inputs received
 	StateFrame  Frame // the frame of the state it started from (-1 before)
 	StateBytes  int   // the compressed state's size
 	StatePieces int   // Snap pieces received, repeats included
-	// StateTime is from NewSpectator to the state loaded; JoinTime to the
-	// first frame simulated.
+	// StateTime is from NewSpectator (NewSession) to the state loaded;
+	// JoinTime to the first frame simulated.
 	StateTime, JoinTime time.Duration
 	// CatchUpFrames and CatchUpTicks are the frames simulated and the
 	// Advance calls from the state loaded to caught up
@@ -101,6 +96,19 @@ type SpectatorStats struct {
 	PacketsReceived int64
 	BytesReceived   int64
 	PacketsInvalid  int64
+
+	// A Session joining in progress only:
+	TakeOver      Frame         // the frame it took its players back at; -1 before
+	TakeTime      time.Duration // from NewSession to the take-over
+	Proposals     int           // take-over frames proposed (a refusal makes another)
+	Confirmed     int           // machines whose checksum at TakeOver matched
+	WatchedFrames int64         // frames simulated before the take-over
+	TookOver      bool
+	WatchErrors   int // sources that failed before the take-over
+	// Refuted counts the sources whose state another machine's checksum
+	// of the take-over frame refuted: the joiner watched through the next
+	// (and once it took over, suspects each of SuspectDesync).
+	Refuted int
 }
 
 // Spectator watches a match in progress: it joins at any time through a
@@ -118,14 +126,14 @@ type Spectator struct {
 	app     app
 	tr      Transport
 	src     int
-	clock   Clock
+	clock   func() time.Duration
 	now     time.Duration
 	born    time.Duration
 	session uint64
 	keys    keyring
 	up      peerAuth
 	upRecv  time.Duration
-	timeout struct{ hs, interrupt, disconnect time.Duration }
+	timeout Timeouts // SpectatorConfig.Timeouts, populated
 
 	frame   Frame
 	joined  bool
@@ -135,10 +143,10 @@ type Spectator struct {
 	snap    snapReceiver
 	aud     *audience
 	closed  bool
-	err     error // ErrNoSource or a *TermsError, once
+	err     error // a *HandshakeError, once
 
 	events eventLog
-	stats  SpectatorStats
+	stats  WatchStats
 	io     struct {
 		sendBuf, recvBuf []byte
 		hs, rxhs         wire.Handshake
@@ -175,11 +183,12 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		return nil, cfgErr("TransferRate", "negative rate %d", cfg.TransferRate)
 	case len(cfg.Secret) > 0 && len(cfg.Secret) < 16:
 		return nil, cfgErr("Secret", "%d bytes (want at least 16, or none)", len(cfg.Secret))
-	case cfg.HandshakeTimeout < 0 || cfg.InterruptTimeout < 0 || cfg.DisconnectTimeout < 0:
-		return nil, cfgErr("HandshakeTimeout", "negative timeouts")
+	}
+	if err := cfg.Timeouts.check(); err != nil {
+		return nil, err
 	}
 	if err := cfg.Layout.Check(); err != nil {
-		return nil, cfgErr("Layout", "%v", err)
+		return nil, err
 	}
 	s := &Spectator{players: cfg.Players, layout: append(wire.Layout(nil), cfg.Layout...), arena: cfg.State,
 		app: app{game: cfg.Game, obs: cfg.Observer}, tr: cfg.Transport, src: cfg.Source, clock: cfg.Clock,
@@ -192,9 +201,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	if s.clock == nil {
 		s.clock = realClock()
 	}
-	s.timeout.hs = orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout)
-	s.timeout.interrupt = orDefault(cfg.InterruptTimeout, defaultInterruptTimeout)
-	s.timeout.disconnect = orDefault(cfg.DisconnectTimeout, defaultDisconnectTimeout)
+	s.timeout = cfg.Timeouts.populate()
 	r := cfg.Rand
 	if r == nil {
 		r = rand.Reader
@@ -212,12 +219,12 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	s.io.sendBuf, s.io.recvBuf = make([]byte, 0, maxDatagram), make([]byte, maxDatagram+1)
 	s.io.pkt.Inputs = make([]uint64, 0, wire.MaxFrames*MaxPlayers)
 	s.io.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
-	s.now = s.clock.Now()
+	s.now = s.clock()
 	s.born, s.upRecv = s.now, s.now
-	s.stats.StateFrame = -1
+	s.stats.StateFrame, s.stats.Source, s.stats.TakeOver = -1, cfg.Source, -1
 	if cfg.MaxSpectators > 0 {
 		s.aud = newAudience(cfg.MaxSpectators, 0, cfg.TransferRate, &s.keys, s.session, s.tr, &s.feed,
-			s.timeout.interrupt, s.timeout.disconnect)
+			s.timeout.Interrupt, s.timeout.Disconnect)
 	}
 	return s, nil
 }
@@ -226,7 +233,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 func (s *Spectator) Frame() Frame { return s.frame }
 
 // Stats returns the spectator's statistics.
-func (s *Spectator) Stats() SpectatorStats {
+func (s *Spectator) Stats() WatchStats {
 	st := s.stats
 	st.Frame, st.Received = s.frame, s.feed.high
 	if s.aud != nil {
@@ -241,15 +248,18 @@ func (s *Spectator) Stats() SpectatorStats {
 // up to CatchUp while behind, none that arrived less than Delay ago),
 // sends the acknowledgements, and serves the spectators it relays to.
 // Stalled means no frame was simulated (still joining, or waiting for
-// inputs). It returns ErrNoSource (or a *TermsError) if the handshake
-// fails, a *TermsError for State if the source's state does not fit the
-// arena, and ErrSourceLeft once the source has left and every frame
+// inputs). It returns a *HandshakeError if the handshake fails (the
+// source did not answer within Timeouts.Handshake: it may not be running,
+// may serve no more spectators, or may have another SessionID or Secret,
+// and the hint says what was heard; or it has other Players or another
+// Layout), or if the source's state does not fit the arena (Field
+// "State"); and ErrSourceLeft once the source has left and every frame
 // received has been played.
 func (s *Spectator) Advance() (Result, error) {
 	if s.closed {
 		return Result{Frame: s.frame, Stalled: true}, ErrClosed
 	}
-	s.now = s.clock.Now()
+	s.now = s.clock()
 	s.events = s.events[:0]
 	s.receive()
 	r := s.run(noFrame)
@@ -327,9 +337,9 @@ func (s *Spectator) joinState(dst []byte) (Frame, []byte, bool) {
 func (s *Spectator) checkSource() {
 	switch {
 	case s.err != nil || s.stats.SourceLeft:
-	case !s.up.verified && s.now-s.born > s.timeout.hs:
-		s.err = fmt.Errorf("%w within %v (%s)", ErrNoSource, s.timeout.hs, s.hint())
-	case s.up.verified && s.now-s.upRecv > s.timeout.disconnect:
+	case !s.up.verified && s.now-s.born > s.timeout.Handshake:
+		s.err = &HandshakeError{Peers: []int{s.src}, Timeout: s.timeout.Handshake, Hints: []string{s.hint()}}
+	case s.up.verified && s.now-s.upRecv > s.timeout.Disconnect:
 		s.sourceLeft()
 	}
 }
@@ -344,7 +354,7 @@ func (s *Spectator) hint() string {
 	case !a.heard:
 		return "nothing arrived from it"
 	}
-	return "it may serve no more spectators (Config.MaxSpectators)"
+	return "it answered, but may serve no more spectators (Config.MaxSpectators)"
 }
 
 func (s *Spectator) sourceLeft() {
@@ -359,7 +369,7 @@ func (s *Spectator) Close() error {
 		return ErrClosed
 	}
 	s.closed = true
-	s.now = s.clock.Now()
+	s.now = s.clock()
 	if s.up.verified && !s.stats.SourceLeft {
 		d := wire.Disconnect{Frame: int32(s.frame)}
 		for range 2 {

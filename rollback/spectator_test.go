@@ -36,7 +36,7 @@ func watchPairStats(t *testing.T, p netsim.Profile, frames int, join []int, src 
 		// The source's transport index seen from the new node: nodes below
 		// it keep their number.
 		c := rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: g.Arena, Game: g,
-			Transport: nw.Endpoint(node), Source: src[k], SessionID: 77, Clock: nw, Rand: match.SeededRand(9, node),
+			Transport: nw.Endpoint(node), Source: src[k], SessionID: 77, Clock: nw.Now, Rand: match.SeededRand(9, node),
 			MaxSpectators: 2}
 		if edit != nil {
 			edit(&c)
@@ -166,7 +166,7 @@ func TestSpectatorDelay(t *testing.T) {
 
 // TestSpectatorStateRefused: a spectator whose arena cannot hold the
 // source's state (smaller than it, or allocated with other types: another
-// game, or another version of it) fails with a TermsError naming the
+// game, or another version of it) fails with a HandshakeError naming the field naming the
 // State, within a few seconds. It asked for the state again for ever.
 func TestSpectatorStateRefused(t *testing.T) {
 	for _, tc := range []struct {
@@ -193,7 +193,7 @@ func TestSpectatorStateRefused(t *testing.T) {
 			g := newCounterGame(t, 4096, false)
 			node := nw.AddNode()
 			sp, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: tc.arena(t), Game: g,
-				Transport: nw.Endpoint(node), Source: 0, SessionID: 77, Clock: nw, Rand: match.SeededRand(9, node)})
+				Transport: nw.Endpoint(node), Source: 0, SessionID: 77, Clock: nw.Now, Rand: match.SeededRand(9, node)})
 			require.NoError(t, err)
 			for tick := 0; ; tick++ {
 				require.Less(t, tick, 10*60, "no error within 10 s")
@@ -207,7 +207,7 @@ func TestSpectatorStateRefused(t *testing.T) {
 				}
 				nw.Advance(match.Tick)
 			}
-			var te *rollback.TermsError
+			var te *rollback.HandshakeError
 			require.ErrorAs(t, err, &te)
 			assert.Equal(t, "State", te.Field)
 			t.Log(err)

@@ -14,7 +14,7 @@ type protocol struct {
 	started   bool // the match runs: frame 0 may be simulated
 	closed    bool
 	// frameLimit is the frame a call refuses to pass (ErrFrameLimit):
-	// MaxFrame, lower in tests.
+	// maxFrame, lower in tests.
 	frameLimit Frame
 	hsStart    time.Duration // when the handshake started
 	startedAt  time.Duration // when the match started: lockstep input ticks count from here
@@ -33,15 +33,16 @@ type protocol struct {
 }
 
 func newProtocol(cfg Config, now time.Duration) protocol {
+	t := cfg.Timeouts.populate()
 	p := protocol{
 		sessionID:       cfg.SessionID,
 		started:         len(cfg.Peers) == 0,
 		hsStart:         now,
 		startedAt:       now,
-		frameLimit:      MaxFrame,
-		hsTimeout:       orDefault(cfg.HandshakeTimeout, defaultHandshakeTimeout),
-		interruptAfter:  orDefault(cfg.InterruptTimeout, defaultInterruptTimeout),
-		disconnectAfter: orDefault(cfg.DisconnectTimeout, defaultDisconnectTimeout),
+		frameLimit:      maxFrame,
+		hsTimeout:       t.Handshake,
+		interruptAfter:  t.Interrupt,
+		disconnectAfter: t.Disconnect,
 		qualityEvery:    orDefault(cfg.QualityInterval, defaultQualityInterval),
 		redundant:       orDefault(cfg.RedundantFrames, defaultRedundantFrames),
 		rejoinWindow:    max(0, orDefault(cfg.RejoinWindow, defaultRejoinWindow)),

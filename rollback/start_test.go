@@ -105,7 +105,7 @@ func TestNewProtocol(t *testing.T) {
 	}{
 		{name: "defaults", cfg: Config{Peers: []Peer{{}}}, redundant: 8, hsTimeout: 10 * time.Second, every: time.Second},
 		{name: "no peers: started", cfg: Config{}, started: true, redundant: 8, hsTimeout: 10 * time.Second, every: time.Second},
-		{name: "set", cfg: Config{Peers: []Peer{{}}, RedundantFrames: 3, HandshakeTimeout: time.Second, QualityInterval: 500 * time.Millisecond},
+		{name: "set", cfg: Config{Peers: []Peer{{}}, RedundantFrames: 3, Timeouts: Timeouts{Handshake: time.Second}, QualityInterval: 500 * time.Millisecond},
 			redundant: 3, hsTimeout: time.Second, every: 500 * time.Millisecond},
 		{name: "lockstep: every unacknowledged frame", cfg: Config{Peers: []Peer{{}}, Lockstep: true}, redundant: -1, hsTimeout: 10 * time.Second, every: time.Second},
 		{name: "lockstep, set", cfg: Config{Peers: []Peer{{}}, Lockstep: true, RedundantFrames: 4}, redundant: 4, hsTimeout: 10 * time.Second, every: time.Second},

@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"errors"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -90,8 +89,10 @@ func TestStatementKeys(t *testing.T) {
 	list := fresh.st[1].keyList(nil)
 	list[2*32] ^= 1
 	assert.True(t, m.st[0].takeKeys(m.peer(0, 1), 1, list))
-	assert.True(t, errors.Is(m.st[0].mismatch, ErrSigningKeys), "%v", m.st[0].mismatch)
-	assert.Contains(t, m.st[0].mismatch.Error(), "peer 0 says peer 1's signing key")
+	var he *HandshakeError
+	require.ErrorAs(t, m.st[0].mismatch, &he)
+	assert.Equal(t, fieldSigningKeys, he.Field)
+	assert.Contains(t, m.st[0].mismatch.Error(), "peer 0 says peer 1's is")
 
 	// A list that does not fit the roster is dropped.
 	assert.False(t, m.st[1].takeKeys(0, 0, list[:64]))

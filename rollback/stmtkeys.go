@@ -77,8 +77,8 @@ func (st *statements) takeKeys(i, x int, list []byte) bool {
 			if y == st.me {
 				who = "our"
 			}
-			st.mismatch = fmt.Errorf("%w: peer %d says %s signing key is %x…, but %s: one of them lies, and the match cannot start",
-				ErrSigningKeys, i, who, e[:4], sentUs(st.peerOf[y], st.keys[y][:4]))
+			st.mismatch = &HandshakeError{Peers: []int{i}, Field: fieldSigningKeys,
+				Ours: fmt.Sprintf("%s is %x… (%s)", who, st.keys[y][:4], heardFrom(st.peerOf[y])), Theirs: fmt.Sprintf("%s is %x…", who, e[:4])}
 			return true
 		}
 	}
@@ -88,11 +88,13 @@ func (st *statements) takeKeys(i, x int, list []byte) bool {
 	return true
 }
 
-func sentUs(peer int, key []byte) string {
+// heardFrom says where our copy of machine y's key (peer's; -1: ours)
+// came from.
+func heardFrom(peer int) string {
 	if peer < 0 {
-		return fmt.Sprintf("ours is %x…", key)
+		return "our own"
 	}
-	return fmt.Sprintf("peer %d sent us %x…", peer, key)
+	return fmt.Sprintf("as peer %d sent it", peer)
 }
 
 // knownKeys returns how many machines' keys we know.

@@ -12,10 +12,10 @@ const MaxPlayers = wire.MaxPlayers
 // Frame is a simulation frame number; the first frame of a match is 0.
 type Frame int32
 
-// MaxFrame is the last frame number of a match: Advance and Idle return
+// maxFrame is the last frame number of a match: Advance and Idle return
 // ErrFrameLimit once it is next (after 414 days at 60 Hz; every frame
 // number a packet carries stays below wire.MaxFrame).
-const MaxFrame Frame = wire.MaxFrame - 2048
+const maxFrame Frame = wire.MaxFrame - 2048
 
 // PlayerID identifies a player, from 0 to Config.Players-1.
 type PlayerID int
@@ -209,7 +209,7 @@ type Stats struct {
 
 	// Join is how this machine came back, when it joined in progress
 	// (Config.InProgress).
-	Join JoinStats
+	Join WatchStats
 }
 
 // PeerStats are one peer's network statistics.
@@ -228,7 +228,7 @@ type PeerStats struct {
 	RemoteFrameLag    Frame // on its last packet: the frames of its input we have minus the frames of ours it acknowledged
 	FramesBehind      Frame // how far its input stream is behind ours
 	Verified          bool  // completed the handshake
-	Interrupted       bool  // silent for longer than InterruptTimeout
+	Interrupted       bool  // silent for longer than Timeouts.Interrupt
 	Disconnected      bool
 	DisconnectFrame   Frame // when Disconnected and agreed: its inputs from this frame on are the default input
 	DisconnectAgreed  bool

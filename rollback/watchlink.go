@@ -100,14 +100,14 @@ func (s *Spectator) handshake(b []byte) bool {
 	default:
 		return false
 	}
-	var e *TermsError
+	var e *HandshakeError
 	switch {
 	case h.Version != wire.Version:
-		e = &TermsError{Peer: s.src, Field: "protocol version", Ours: fmt.Sprint(wire.Version), Theirs: fmt.Sprint(h.Version)}
+		e = termsError(s.src, "protocol version", fmt.Sprint(wire.Version), fmt.Sprint(h.Version))
 	case h.Terms.Players != s.players:
-		e = &TermsError{Peer: s.src, Field: "Players", Ours: fmt.Sprint(s.players), Theirs: fmt.Sprint(h.Terms.Players)}
+		e = termsError(s.src, "Players", fmt.Sprint(s.players), fmt.Sprint(h.Terms.Players))
 	case !slices.Equal(h.Terms.Layout, s.layout):
-		e = &TermsError{Peer: s.src, Field: "Layout", Ours: fmt.Sprint(Layout(s.layout)), Theirs: fmt.Sprint(Layout(h.Terms.Layout))}
+		e = termsError(s.src, "Layout", fmt.Sprint(Layout(s.layout)), fmt.Sprint(Layout(h.Terms.Layout)))
 	}
 	if e != nil {
 		if s.err == nil {
@@ -286,7 +286,7 @@ func (s *Spectator) takeSnap(body []byte) bool {
 // hold (ours and theirs say what each is).
 func (s *Spectator) refuse(ours, theirs string) {
 	if s.err == nil {
-		s.err = &TermsError{Peer: s.src, Field: "State", Ours: ours, Theirs: theirs}
+		s.err = termsError(s.src, "State", ours, theirs)
 	}
 }
 

@@ -1359,7 +1359,7 @@ const maxForge = 100_000
 // configFlags names the flag that sets each rollback.Config field.
 var configFlags = map[string]string{
 	"MaxRollback": "-maxrollback", "InputLag": "-delay", "RedundantFrames": "-redundant",
-	"HandshakeTimeout": "-handshake-timeout", "TickRate": "-tick", "PlayoutDelay": "-playout",
+	"Timeouts.Handshake": "-handshake-timeout", "TickRate": "-tick", "PlayoutDelay": "-playout",
 	"Snapshots": "-snapshots", "Mode": "-mode",
 }
 
@@ -1375,7 +1375,7 @@ func checkConfig(o *options, policy rollback.SnapshotPolicy) error {
 	cfg := rollback.Config{Players: 2, Local: []rollback.PlayerID{0}, Peers: []rollback.Peer{{Players: []rollback.PlayerID{1}}},
 		Layout: rollback.Layout{1}, State: a, Game: rollback.GameFunc(func(rollback.Frame, []rollback.PlayerInput) {}),
 		Transport: noTransport{}, MaxRollback: o.maxRollback, InputLag: o.delay, RedundantFrames: o.redundant,
-		HandshakeTimeout: o.handshakeTimeout, TickRate: o.tick, PlayoutDelay: o.playout, Snapshots: policy}
+		Timeouts: rollback.Timeouts{Handshake: o.handshakeTimeout}, TickRate: o.tick, PlayoutDelay: o.playout, Snapshots: policy}
 	cfg.Lockstep = o.mode == "lockstep"
 	_, err = rollback.NewSession(cfg)
 	var ce *rollback.ConfigError

@@ -411,7 +411,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			return fg.wrap(i, ep, func([]byte) bool { return ep.Injected() || c.forgeCountAll }, false)
 		}
 	}
-	rn, err := prepare(c, transport, func(i int) rollback.Clock { return nw.Clock(i) },
+	rn, err := prepare(c, transport, func(i int) func() time.Duration { return nw.Clock(i) },
 		func(i int) io.Reader { return seededRand(c.Seed, c.randSalt, i) })
 	if err != nil {
 		r.Err = err
@@ -460,7 +460,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 				if w := &rn.watchers[k]; w.s == nil && w.join <= specTick && !w.done {
 					node := nw.AddNode()
 					w.node = node // a netsim endpoint's peer n < node is node n
-					if err := rn.startSpectator(k, nw.Endpoint(node), rn.parentNode(k), nw, seededRand(c.Seed, 0x5bec, node)); err != nil {
+					if err := rn.startSpectator(k, nw.Endpoint(node), rn.parentNode(k), nw.Now, seededRand(c.Seed, 0x5bec, node)); err != nil {
 						r.Err = err
 						return r
 					}
@@ -552,7 +552,7 @@ type run struct {
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
-	clockOf  func(i int) rollback.Clock
+	clockOf  func(i int) func() time.Duration
 
 	rejoinMu  sync.Mutex
 	rejoin    RejoinReport     // Config.RejoinAfter
@@ -587,7 +587,7 @@ func (rn *run) retarget() {
 	rn.target.Store(int32(min(t, rollback.Frame(rn.c.Frames+maxInputLag))))
 }
 
-func prepare(c Config, transport func(i int) rollback.Transport, clock func(i int) rollback.Clock, rnd func(i int) io.Reader) (*run, error) {
+func prepare(c Config, transport func(i int) rollback.Transport, clock func(i int) func() time.Duration, rnd func(i int) io.Reader) (*run, error) {
 	machines := machinesOf(c)
 	if c.Players < 1 || c.Players > arena.MaxShips || c.Frames < 1 || machines < 1 || machines > c.Players {
 		return nil, fmt.Errorf("%w: %d players on %d machines, %d frames", ErrConfig, c.Players, machines, c.Frames)
@@ -629,7 +629,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		if err != nil {
 			return nil, err
 		}
-		if err := newMachineSound(m, clock(i).Now); err != nil {
+		if err := newMachineSound(m, clock(i)); err != nil {
 			return nil, err
 		}
 		m.shown = make([]time.Duration, c.Frames+maxInputLag+1)
@@ -678,7 +678,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
-			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), DisconnectTimeout: c.DisconnectTimeout, HandshakeTimeout: c.HandshakeTimeout,
+			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), Timeouts: rollback.Timeouts{Disconnect: c.DisconnectTimeout, Handshake: c.HandshakeTimeout},
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow,
 		}
@@ -747,7 +747,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	}()
 	if rn.dropping && i == c.DropMachine && m.s.Frame() >= rollback.Frame(c.DropAt) && !m.rejoined {
 		m.dead.Store(true)
-		m.deadAt = rn.clockOf(i).Now()
+		m.deadAt = rn.clockOf(i)()
 		m.comeAt = m.deadAt + c.RejoinAfter
 		if c.DropClean {
 			_ = m.s.Close()

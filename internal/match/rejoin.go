@@ -36,7 +36,7 @@ type RejoinReport struct {
 	JoinTime  time.Duration  // from its restart to the take-over
 	StateSize int            // the compressed state it was sent
 	Source    int            // the machine it took the state from, at last
-	Refuted   int            // the sources whose state another machine's checksum refuted (JoinStats.Refuted)
+	Refuted   int            // the sources whose state another machine's checksum refuted (Stats.Join.Refuted)
 }
 
 // LateJoin is one reserved slot of Config.Late: Machine starts At (on its
@@ -87,7 +87,7 @@ func checkLate(c Config, machines int) error {
 // Config.Late time). It reports whether it did.
 func (rn *run) restart(i int) (bool, error) {
 	m := &rn.ms[i]
-	if m.rejoined || rn.clockOf(i).Now() < m.comeAt {
+	if m.rejoined || rn.clockOf(i)() < m.comeAt {
 		return false, nil
 	}
 	a, err := savestate.New(rn.size)
@@ -110,7 +110,7 @@ func (rn *run) restart(i int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("machine %d restarting: %w", i, err)
 	}
-	m.s, m.a, m.g, m.rejoined, m.restartAt = s, a, g, true, rn.clockOf(i).Now()
+	m.s, m.a, m.g, m.rejoined, m.restartAt = s, a, g, true, rn.clockOf(i)()
 	m.dead.Store(false)
 	return true, nil
 }

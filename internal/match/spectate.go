@@ -142,7 +142,7 @@ func planSpectators(c Config, machines int) []watcher {
 
 // startSpectator starts watcher k over tr, whose peer source is the
 // machine or spectator it watches through.
-func (rn *run) startSpectator(k int, tr rollback.Transport, source int, clock rollback.Clock, rnd io.Reader) error {
+func (rn *run) startSpectator(k int, tr rollback.Transport, source int, clock func() time.Duration, rnd io.Reader) error {
 	w := &rn.watchers[k]
 	var err error
 	if w.a, err = savestate.New(rn.size); err == nil {
@@ -153,7 +153,7 @@ func (rn *run) startSpectator(k int, tr rollback.Transport, source int, clock ro
 	}
 	w.s, err = rollback.NewSpectator(rollback.SpectatorConfig{Players: rn.c.Players, Layout: arena.Layout,
 		State: w.a, Game: w.g, Transport: tr, Source: source, SessionID: sessionID(rn.c), Clock: clock, Rand: rnd,
-		MaxSpectators: SpectatorsPerMachine, DisconnectTimeout: rn.c.DisconnectTimeout, HandshakeTimeout: rn.c.HandshakeTimeout})
+		MaxSpectators: SpectatorsPerMachine, Timeouts: rollback.Timeouts{Disconnect: rn.c.DisconnectTimeout, Handshake: rn.c.HandshakeTimeout}})
 	return err
 }
 

@@ -184,12 +184,12 @@ func runLive(c Config, o UDPOptions, sessionTrs []rollback.Transport, x *udpExtr
 		x = &udpExtras{}
 	}
 	fg, machines := x.fg, len(sessionTrs)
-	clocks := make([]rollback.Clock, machines) // one each: a machine that restarts reads its own
+	clocks := make([]func() time.Duration, machines) // one each: a machine that restarts reads its own
 	for i := range clocks {
 		clocks[i] = realClock()
 	}
 	rn, err := prepare(c, func(i int) rollback.Transport { return sessionTrs[i] },
-		func(i int) rollback.Clock { return clocks[i] }, func(int) io.Reader { return nil })
+		func(i int) func() time.Duration { return clocks[i] }, func(int) io.Reader { return nil })
 	if err != nil {
 		r.Err = err
 		return r
@@ -324,13 +324,7 @@ func closeAll(conns []*net.UDPConn) {
 // realClock reads the machine's monotonic clock from the call on: the
 // clock of a match over real sockets, shared by its sessions and
 // spectators where they must agree.
-func realClock() rollback.Clock {
+func realClock() func() time.Duration {
 	start := time.Now()
-	return clockFunc(func() time.Duration { return time.Since(start) })
+	return func() time.Duration { return time.Since(start) }
 }
-
-// clockFunc adapts a function to rollback.Clock.
-type clockFunc func() time.Duration
-
-// Now returns f().
-func (f clockFunc) Now() time.Duration { return f() }

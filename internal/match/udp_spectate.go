@@ -23,7 +23,7 @@ type udpAudience struct {
 	addrs   []netip.AddrPort
 	trs     []*udp.Transport // nil until it joins
 	shapers []*netsim.Shaper
-	clock   rollback.Clock
+	clock   func() time.Duration
 }
 
 // newUDPAudience binds n sockets on ip.

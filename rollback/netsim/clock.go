@@ -64,12 +64,7 @@ func (nw *Network) Frozen(i int) bool {
 	return false
 }
 
-// Clock returns node i's clock, for rollback.Config.Clock.
-func (nw *Network) Clock(i int) interface{ Now() time.Duration } { return nodeClockOf{nw, i} }
-
-type nodeClockOf struct {
-	nw *Network
-	i  int
+// Clock returns node i's clock, for rollback.Config.Clock: NodeNow(i).
+func (nw *Network) Clock(i int) func() time.Duration {
+	return func() time.Duration { return nw.NodeNow(i) }
 }
-
-func (c nodeClockOf) Now() time.Duration { return c.nw.NodeNow(c.i) }

@@ -167,7 +167,7 @@ func (e *Env) config(m *machine, inProgress bool) (rollback.Config, error) {
 	}
 	m.game = g
 	c := rollback.Config{Players: e.cfg.Machines, Local: []rollback.PlayerID{rollback.PlayerID(m.id)},
-		Layout: layout, State: g.Arena, Game: g, Clock: e.nw, SessionID: SessionID,
+		Layout: layout, State: g.Arena, Game: g, Clock: e.nw.Now, SessionID: SessionID,
 		Rand: seeded(e.cfg.Seed, 0, m.id*64+m.starts), InProgress: inProgress}
 	if e.cfg.Machines > 1 {
 		// Only Send and Receive: the session sees a plain Transport (the
@@ -535,8 +535,7 @@ func (e *Env) Spectate(via int) (int, error) {
 	// The new node is the highest: via keeps its index in the node's view.
 	s, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: e.cfg.Machines, Layout: layout,
 		State: g.Arena, Game: g, Transport: &port{e: e, node: node}, Source: via, SessionID: m.cfg.SessionID,
-		Secret: m.cfg.Secret, Clock: e.nw, Rand: seeded(e.cfg.Seed, 1, k), HandshakeTimeout: m.cfg.HandshakeTimeout,
-		InterruptTimeout: m.cfg.InterruptTimeout, DisconnectTimeout: m.cfg.DisconnectTimeout})
+		Secret: m.cfg.Secret, Clock: e.nw.Now, Rand: seeded(e.cfg.Seed, 1, k), Timeouts: m.cfg.Timeouts})
 	if err != nil {
 		return 0, err
 	}

@@ -196,7 +196,7 @@ func newMatch(a args) (*rollbacktest.Env, error) {
 				c.Lockstep = true
 			}
 			c.MaxSpectators, c.RejoinWindow, c.SpectatorDelay = spectators, rejoin, streamDelay
-			c.HandshakeTimeout, c.InterruptTimeout, c.DisconnectTimeout = hs, interrupt, disconnect
+			c.Timeouts.Handshake, c.Timeouts.Interrupt, c.Timeouts.Disconnect = hs, interrupt, disconnect
 			c.NoStartDelay, c.SendEveryTick = noStartDelay, sendEveryTick
 		}})
 }

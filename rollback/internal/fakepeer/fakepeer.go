@@ -1,6 +1,6 @@
 // Package fakepeer is the rollback package's scripted remote machines, for
-// tests: a Transport (and Clock) that completes the handshake with the
-// session under test the way an honest peer would, then delivers whatever
+// tests: a Transport (and a clock, Peers.Now) that completes the
+// handshake with the session under test the way an honest peer would, then delivers whatever
 // datagrams the test scripts, honest or not — or that sits in front of a
 // real transport and slips scripted datagrams in before the real ones.
 //
@@ -24,7 +24,7 @@ type Transport interface {
 }
 
 // Peers is one or more fake remote machines, indexed as Config.Peers. It
-// is a rollback.Transport and a rollback.Clock; it is not safe for
+// is a rollback.Transport, and its Now a Config.Clock; it is not safe for
 // concurrent use.
 type Peers struct {
 	inner Transport // nil: the fake peers are the whole network
@@ -243,7 +243,8 @@ func (p *Peers) Input(peer int, pkt wire.InputPacket, l wire.Layout) ([]byte, er
 	return p.Seal(peer, wire.KindInput, body), nil
 }
 
-// Now is the fake peers' clock (a rollback.Clock): it moves only by Advance.
+// Now is the fake peers' clock (for Config.Clock): it moves only by
+// Advance.
 func (p *Peers) Now() time.Duration { return p.now }
 
 // Advance moves the clock on by d.

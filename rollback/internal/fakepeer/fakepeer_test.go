@@ -2,6 +2,7 @@ package fakepeer_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,7 +15,7 @@ import (
 )
 
 // session returns a session of two players with local player me.
-func session(t *testing.T, me rollback.PlayerID, tr rollback.Transport, clock rollback.Clock) *rollback.Session {
+func session(t *testing.T, me rollback.PlayerID, tr rollback.Transport, clock func() time.Duration) *rollback.Session {
 	t.Helper()
 	a, err := savestate.New(1024)
 	require.NoError(t, err)
@@ -29,7 +30,7 @@ func session(t *testing.T, me rollback.PlayerID, tr rollback.Transport, clock ro
 // honest one, and the inputs it is scripted to send are taken.
 func TestHandshakeAndInputs(t *testing.T) {
 	fp := fakepeer.New(42)
-	s := session(t, 0, fp, fp)
+	s := session(t, 0, fp, fp.Now)
 	assert.False(t, fp.Keyed(0), "no keys before the session said hello")
 	for range 2 {
 		_, err := s.Idle()
@@ -67,7 +68,7 @@ func TestWrap(t *testing.T) {
 	require.NoError(t, err)
 	w := fakepeer.Wrap(nw.Endpoint(0), 1)
 	tap := &fakepeer.Tap{Transport: nw.Endpoint(1), Keep: fakepeer.Sealed(wire.KindQuality)}
-	ss := []*rollback.Session{session(t, 0, w, nw), session(t, 1, tap, nw)}
+	ss := []*rollback.Session{session(t, 0, w, nw.Now), session(t, 1, tap, nw.Now)}
 	for range 10 {
 		for _, s := range ss {
 			_, err := s.Idle()

@@ -58,7 +58,7 @@ type Config struct {
 	Backend sound.Backend
 	// Clock and Rand as in rollback.Config: nil means the real clock and
 	// crypto/rand (tests give netsim's clock and a seeded source).
-	Clock rollback.Clock
+	Clock func() time.Duration
 	Rand  io.Reader
 	Log   slog.Handler
 }
@@ -123,7 +123,7 @@ func New(cfg Config) (*Match, error) {
 	}
 	rc := rollback.Config{Players: cfg.Players, Local: cfg.Local, Peers: peers, Layout: arena.Layout,
 		State: m.a, Game: m.r, Observer: m.ledger, SessionID: cfg.SessionID, Secret: cfg.Secret,
-		Clock: cfg.Clock, Rand: cfg.Rand, Log: cfg.Log, DisconnectTimeout: DisconnectTimeout}
+		Clock: cfg.Clock, Rand: cfg.Rand, Log: cfg.Log, Timeouts: rollback.Timeouts{Disconnect: DisconnectTimeout}}
 	if len(peers) > 0 {
 		rc.Transport = cfg.Transport
 	}

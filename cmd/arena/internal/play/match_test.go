@@ -42,7 +42,7 @@ func pairWith(t *testing.T, p netsim.Profile, frames int, held rollback.Input, r
 		bs[i] = &counting{plays: map[sound.Category]int{}}
 		ms[i], err = New(Config{Players: 4, Local: owners[i], Humans: 1 - i, Peers: [][]rollback.PlayerID{owners[1-i]},
 			Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11, Frames: frames, Rules: rules,
-			Backend: bs[i], Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})})
+			Backend: bs[i], Clock: nw.Now, Rand: rand.NewChaCha8([32]byte{byte(i)})})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +233,7 @@ func twoMatches(t *testing.T, edit func(*Config)) (*netsim.Network, [2]*Match) {
 	for i := range ms {
 		c := Config{Players: 2, Local: owners[i], Peers: [][]rollback.PlayerID{owners[1-i]},
 			Transport: nw.Endpoint(i), SessionID: 9, Secret: []byte("a secret for the test"), Seed: 11,
-			Clock: nw, Rand: rand.NewChaCha8([32]byte{byte(i)})}
+			Clock: nw.Now, Rand: rand.NewChaCha8([32]byte{byte(i)})}
 		edit(&c)
 		if ms[i], err = New(c); err != nil {
 			t.Fatal(err)
