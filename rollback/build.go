@@ -21,15 +21,13 @@ func NewSession(cfg Config) (*Session, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.populate()
 	s := &Session{
 		roster: roster{players: cfg.Players, local: sortedPlayers(cfg.Local), layout: append(wire.Layout(nil), cfg.Layout...)},
 		app:    app{game: cfg.Game, obs: cfg.Observer},
 		clock:  cfg.Clock,
 		events: make([]Event, 0, 2*len(cfg.Peers)+2),
 		io:     newCodec(cfg.Players),
-	}
-	if s.clock == nil {
-		s.clock = realClock()
 	}
 	var err error
 	if s.roster.format, err = wire.NewFormat(s.roster.layout); err != nil {
@@ -41,7 +39,7 @@ func NewSession(cfg Config) (*Session, error) {
 	lockstepMode := cfg.Lockstep
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.inputs.standIn = cfg.StandIn
-	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.maxRollback()), reach: Frame(cfg.maxRollback()), on: true, slots: 2}
+	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2}
 	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock())
@@ -60,7 +58,7 @@ func NewSession(cfg Config) (*Session, error) {
 		s.snaps.forced = cfg.SyncTest
 		s.sync = &syncCheck{}
 	case cfg.Snapshots == ConstantCost:
-		s.snaps.forced = cfg.maxRollback()
+		s.snaps.forced = cfg.MaxRollback
 	}
 	s.peers = newPeers(cfg.Peers, &s.roster, s.proto.hsStart)
 	for i := range s.peers {
@@ -69,7 +67,7 @@ func NewSession(cfg Config) (*Session, error) {
 	s.start = newStarter(cfg.NoStartDelay || cfg.NoFrameAdvantage, s.roster.local[0], s.peers)
 	s.out = newRecording(cfg.Recorder, cfg.Log)
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
-		s.sums = newChecksums(Frame(orDefault(cfg.ChecksumEvery, desync.DefaultEvery)), cfg.ChecksumData, len(s.peers), cfg.State.Size())
+		s.sums = newChecksums(Frame(cfg.ChecksumEvery), cfg.ChecksumData, len(s.peers), cfg.State.Size())
 	}
 	if len(cfg.Peers) > 0 || cfg.MaxSpectators > 0 {
 		if err := s.secure(&cfg); err != nil {
@@ -84,14 +82,47 @@ func NewSession(cfg Config) (*Session, error) {
 	return s, nil
 }
 
+// populate returns c with every zero value that means a default filled
+// in (the negative values that mean "none" or "off" stay): NewSession
+// builds the owners from it, so each default is applied in one place.
+// Predictor stays nil for repeat-last, which the input ring inlines.
+func (c Config) populate() Config {
+	c.Timeouts = c.Timeouts.populate()
+	if c.Clock == nil {
+		c.Clock = realClock()
+	}
+	if c.Rand == nil {
+		c.Rand = rand.Reader
+	}
+	c.MaxRollback = c.maxRollback()
+	c.QualityInterval = orDefault(c.QualityInterval, defaultQualityInterval)
+	switch {
+	case c.RedundantFrames != 0:
+	case c.Lockstep:
+		// Gaffer: every unacknowledged input in every packet. A lockstep
+		// peer cannot predict past a lost frame, so the repair must not
+		// wait for the acknowledgement to stall; on a short link it is no
+		// more than the newest few frames anyway.
+		c.RedundantFrames = -1
+	default:
+		c.RedundantFrames = defaultRedundantFrames
+	}
+	c.RejoinWindow = orDefault(c.RejoinWindow, defaultRejoinWindow)
+	c.TransferRate = orDefault(c.TransferRate, defaultTransferRate)
+	c.ChecksumEvery = orDefault(c.ChecksumEvery, desync.DefaultEvery)
+	c.Snapshots = orDefault(c.Snapshots, TwoBackups)
+	if c.Lockstep {
+		c.TickRate = orDefault(c.TickRate, defaultTickRate)
+		c.PlayoutDelay = orDefault(c.PlayoutDelay, defaultPlayoutDelay)
+	}
+	return c
+}
+
 // secure readies a session that has peers or spectators: the handshake's
 // keys (a nonce per link), the statements of a match of three or more
 // machines, the reserved slots and the audience.
 func (s *Session) secure(cfg *Config) error {
 	r := cfg.Rand
-	if r == nil {
-		r = rand.Reader
-	}
 	var err error
 	if s.proto.keys, err = newKeyring(r, cfg.Secret, s.terms(cfg)); err != nil {
 		return err

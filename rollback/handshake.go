@@ -126,7 +126,7 @@ func (s *Session) terms(cfg *Config) wire.Terms {
 		}
 	}
 	if s.ls != nil {
-		t.Mode, t.TickRate = uint8(lockstepMode), orDefault(cfg.TickRate, defaultTickRate)
+		t.Mode, t.TickRate = uint8(lockstepMode), cfg.TickRate
 	}
 	if s.sums != nil {
 		t.ChecksumEvery = int32(s.sums.every)

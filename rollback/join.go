@@ -1,7 +1,6 @@
 package rollback
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"time"
@@ -69,10 +68,7 @@ type joiner struct {
 // newJoiner prepares a session's join: the watch starts once a peer
 // answers our handshake.
 func newJoiner(s *Session, cfg *Config) *joiner {
-	r := cfg.Rand
-	if r == nil {
-		r = rand.Reader
-	}
+	r := cfg.Rand // populated
 	j := &joiner{born: s.clock(), src: -1, cfg: SpectatorConfig{Players: cfg.Players, Layout: cfg.Layout, State: cfg.State,
 		Game: cfg.Game, Transport: cfg.Transport, SessionID: cfg.SessionID, Secret: cfg.Secret, Observer: cfg.Observer,
 		Clock: s.clock, Rand: r, TransferRate: cfg.TransferRate, Timeouts: cfg.Timeouts}}

@@ -29,10 +29,11 @@ type lockstep struct {
 	playFrom time.Duration // when frame 0 is due; -1 until every peer's first input arrived
 }
 
+// newLockstep is lockstep mode's clocks for the populated cfg.
 func newLockstep(cfg Config) *lockstep {
 	return &lockstep{
-		tick:     time.Second / time.Duration(orDefault(cfg.TickRate, defaultTickRate)),
-		playout:  max(0, orDefault(cfg.PlayoutDelay, defaultPlayoutDelay)),
+		tick:     time.Second / time.Duration(cfg.TickRate),
+		playout:  max(0, cfg.PlayoutDelay),
 		playFrom: -1,
 	}
 }

@@ -7,19 +7,19 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// TestNewLockstep: the tick from the rate, the defaults, a negative delay
-// clamped, and no schedule yet.
+// TestNewLockstep: the tick from the rate, the defaults (Config.populate),
+// a negative delay clamped, and no schedule yet.
 func TestNewLockstep(t *testing.T) {
 	cases := []struct {
 		cfg  Config
 		want lockstep
 	}{
-		{cfg: Config{}, want: lockstep{tick: time.Second / 60, playout: 100 * ms, playFrom: -1}},
-		{cfg: Config{TickRate: 10, PlayoutDelay: 30 * ms}, want: lockstep{tick: 100 * ms, playout: 30 * ms, playFrom: -1}},
-		{cfg: Config{TickRate: 20, PlayoutDelay: -time.Second}, want: lockstep{tick: 50 * ms, playout: 0, playFrom: -1}},
+		{cfg: Config{Lockstep: true}, want: lockstep{tick: time.Second / 60, playout: 100 * ms, playFrom: -1}},
+		{cfg: Config{Lockstep: true, TickRate: 10, PlayoutDelay: 30 * ms}, want: lockstep{tick: 100 * ms, playout: 30 * ms, playFrom: -1}},
+		{cfg: Config{Lockstep: true, TickRate: 20, PlayoutDelay: -time.Second}, want: lockstep{tick: 50 * ms, playout: 0, playFrom: -1}},
 	}
 	for _, tc := range cases {
-		assert.Equal(t, tc.want, *newLockstep(tc.cfg), "%+v", tc.cfg)
+		assert.Equal(t, tc.want, *newLockstep(tc.cfg.populate()), "%+v", tc.cfg)
 	}
 }
 

@@ -32,8 +32,9 @@ type protocol struct {
 	handlers handlers // a handler per sealed kind, for the features present (dispatch.go)
 }
 
+// newProtocol is the protocol's state for the populated cfg, at now.
 func newProtocol(cfg Config, now time.Duration) protocol {
-	t := cfg.Timeouts.populate()
+	t := cfg.Timeouts
 	p := protocol{
 		sessionID:       cfg.SessionID,
 		started:         len(cfg.Peers) == 0,
@@ -43,16 +44,9 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 		hsTimeout:       t.Handshake,
 		interruptAfter:  t.Interrupt,
 		disconnectAfter: t.Disconnect,
-		qualityEvery:    orDefault(cfg.QualityInterval, defaultQualityInterval),
-		redundant:       orDefault(cfg.RedundantFrames, defaultRedundantFrames),
-		rejoinWindow:    max(0, orDefault(cfg.RejoinWindow, defaultRejoinWindow)),
-	}
-	if cfg.Lockstep && cfg.RedundantFrames == 0 {
-		// Gaffer: every unacknowledged input in every packet. A lockstep
-		// peer cannot predict past a lost frame, so the repair must not
-		// wait for the acknowledgement to stall; on a short link it is no
-		// more than the newest few frames anyway.
-		p.redundant = -1
+		qualityEvery:    cfg.QualityInterval,
+		redundant:       cfg.RedundantFrames,
+		rejoinWindow:    max(0, cfg.RejoinWindow),
 	}
 	return p
 }

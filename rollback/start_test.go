@@ -112,7 +112,7 @@ func TestNewProtocol(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			p := newProtocol(tc.cfg, now)
+			p := newProtocol(tc.cfg.populate(), now)
 			assert.Equal(t, tc.started, p.started)
 			assert.Equal(t, tc.redundant, p.redundant)
 			assert.Equal(t, tc.hsTimeout, p.hsTimeout)
