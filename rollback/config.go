@@ -289,14 +289,14 @@ type Config struct {
 	// InProgress makes this machine join a match already under way: it
 	// dropped out (a crash, a link down past Timeouts.Disconnect) and comes
 	// back within the others' RejoinWindow, with the same Config as before
-	// (a new Rand). The session first receives the state at a final frame
-	// from a peer and catches up with the final inputs since, then takes
-	// its players back at a frame every machine agrees on, once the
-	// state's checksum there is confirmed by every machine that plays
-	// there. Until then Advance reports Stalled or simulates the
-	// match as a spectator would, and takes local inputs only from the
-	// take-over frame on (EventTookOver). Rollback mode only, without a
-	// Recorder or SyncTest.
+	// (a new Rand). It first receives the state at a final frame from a
+	// peer and catches up with the final inputs since, then takes its
+	// players back at a frame every machine agrees on, once a majority of
+	// the machines that play there (all, with three machines or fewer)
+	// confirm the state's checksum there. Until then Advance reports
+	// Stalled or simulates the match as a spectator would, and takes local
+	// inputs only from the take-over frame on (EventTookOver). Rollback
+	// mode only, without a Recorder or SyncTest.
 	InProgress bool
 	// SyncTest, when positive, turns on sync-test mode: every frame the
 	// session rolls back SyncTest frames (at most MaxRollback), re-simulates

@@ -4,30 +4,43 @@ import "time"
 
 // departures is the peers as the agreement on a departure sees them: the
 // count each claims of the others' frames (gossip), raised in rollback
-// mode to what its own progress proves, and the cut they agree on.
+// mode to what its own progress proves and to the statements' settled
+// frontier, and the cut they agree on.
 type departures struct {
 	peers    peerSet
 	inputs   *inputRing
 	lockstep bool
+	settled  Frame // the statements' settled frontier (statements.end); 0 without statements
 }
 
 // newDepartures is the peers ps as the agreement sees them, with the
-// input ring in and the session's mode (lockstep).
-func newDepartures(ps peerSet, in *inputRing, lockstep bool) departures {
-	return departures{peers: ps, inputs: in, lockstep: lockstep}
+// input ring in, the session's mode (lockstep) and its statements (nil:
+// fewer than three machines, or lockstep).
+func newDepartures(ps peerSet, in *inputRing, lockstep bool, st *statements) departures {
+	d := departures{peers: ps, inputs: in, lockstep: lockstep}
+	if st != nil {
+		d.settled = st.end()
+	}
+	return d
 }
 
 // floor returns the fewest frames of machine x that peer m can have: the
 // count it claimed (gossip), or, in rollback mode, what its own progress
 // proves: it cannot have simulated a frame maxRollbackLimit past x's
 // inputs, nor have inputs more than maxInputLag ahead of its simulation,
-// so a count further behind its inputs than countSlack is not honest. The
-// anchor and the disconnect frame use it, so a peer that withholds or
-// lowers its counts cannot hold back our snapshots.
+// so a count further behind its inputs than countSlack is not honest.
+// Nor can its count be before the statements' settled frontier: every
+// live machine, m too, echoed our digest of every machine's statements
+// before it, so m holds x's inputs there (a machine that echoes what it
+// lacks can only fail itself). The anchor and the disconnect frame use
+// it, so a peer that withholds or lowers its counts cannot hold back our
+// snapshots, nor a joiner's take-over: the slack alone held the anchor
+// countSlack behind the inputs of a machine that withheld its counts,
+// below the take-over frame where every machine waited for the joiner.
 func (d departures) floor(m, x int) Frame {
 	f := d.peers[m].gossip.sees[x]
 	if !d.lockstep {
-		f = max(f, d.inputs.next[d.peers[m].players[0]]-countSlack)
+		f = max(f, d.inputs.next[d.peers[m].players[0]]-countSlack, d.settled)
 	}
 	return f
 }

@@ -124,8 +124,8 @@
 // the same Config and InProgress set: it watches the match through a peer
 // as a spectator does, then takes its players back at a frame every
 // machine agrees on, once the checksum of its state there is confirmed by
-// every machine that plays there (ErrJoinState otherwise: it never
-// plays). Meanwhile its players play Config.StandIn (docs/protocol.md,
+// a majority of the machines that play there (ErrJoinState when no source's
+// state is: it never plays). Meanwhile its players play Config.StandIn (docs/protocol.md,
 // "Reconnect"; docs/integration.md, "Reconnect"). A match can also start
 // with slots reserved (Peer.Late) for machines that join it the same way
 // later (docs/protocol.md, "Late join").

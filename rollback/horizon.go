@@ -85,7 +85,7 @@ func (h *horizon) confirmedAnchor() bool {
 // the other machines' counts and the settled statements.
 func (h *horizon) bounded(c Frame) (anchor, settled Frame) {
 	if len(h.peers) > 1 { // the floors of third machines' counts
-		d := newDepartures(h.peers, h.inputs, h.lockstep)
+		d := newDepartures(h.peers, h.inputs, h.lockstep, h.stmts)
 		for x := range h.peers {
 			if h.peers[x].leave.agreed {
 				continue
@@ -206,7 +206,7 @@ func (h *horizon) blameRing(low Frame) int {
 			return h.roster.owner[p]
 		}
 	}
-	d := newDepartures(h.peers, h.inputs, h.lockstep)
+	d := newDepartures(h.peers, h.inputs, h.lockstep, h.stmts)
 	for x := range h.peers {
 		if h.peers[x].leave.agreed {
 			continue

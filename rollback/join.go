@@ -16,10 +16,12 @@ import (
 // watches the match through it as a Spectator does (the state at a final
 // frame, then the final inputs) until it has caught up, then proposes a
 // take-over frame T to every machine that plays on. Once every machine
-// that plays at T accepted it and sent a checksum of its state at T equal
-// to ours, and we have simulated every frame before T, it is a player
-// again: its inputs from T on are used, everything before is
-// final. A checksum that differs is ErrJoinState, and it never plays.
+// that plays at T accepted it and sent a checksum of its state at T, a
+// majority of them equal to ours, and we have simulated every frame
+// before T, it is a player again: its inputs from T on are used,
+// everything before is final. Without a majority the source's state is
+// refuted (joinjudge.go), and with no source left it is ErrJoinState: it
+// never plays.
 
 // sourceWait is how long a joiner waits for the peer it watches through
 // to answer before it tries the next: one that joins itself, or left, has
@@ -55,6 +57,7 @@ type joiner struct {
 	late       [MaxPlayers]bool // by peer: Peer.Late (a slot still empty if it does not play)
 	absent     [MaxPlayers]bool // by peer: said it joins itself, so does not play at take
 	refuted    [MaxPlayers]bool // by peer: watched, and its state refuted by another machine's checksum
+	outvoted   [MaxPlayers]bool // by peer: its checksum at take differs from the majority's, which took over
 	acc        [MaxPlayers]bool // by peer: accepted take
 	ready      [MaxPlayers]bool // by peer: sent its checksum of the state at take
 	sums       [MaxPlayers]uint64
@@ -208,14 +211,14 @@ type joinOutcome uint8
 const (
 	joinWait     joinOutcome = iota // nothing yet
 	joinGiveUp                      // the join failed (j.err): tell the machines proposed to
-	joinTakeOver                    // every machine that plays at the take-over frame confirmed it
+	joinTakeOver                    // a majority of the machines that play at the take-over frame confirmed it
 )
 
 // step proposes once the watch has caught up and every machine that plays
 // on among peers is keyed; checks the state at the take-over frame once
 // there (state: the arena's bytes); and says when to take the players
-// back: every machine that plays at it accepted it and confirmed the
-// state.
+// back: every machine that plays at it accepted it, and a majority of
+// them confirmed the state.
 func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte, stmts *statements) joinOutcome {
 	if j.caughtUp != 0 && now-j.caughtUp > hsTimeout {
 		// Also while the next source's watch starts: one whose only
@@ -252,7 +255,7 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 	if !j.summed {
 		return joinWait
 	}
-	confirmed, playing := 0, -1
+	confirmed, live, against, playing := 0, 0, -1, -1
 	for i := range peers {
 		if !j.live[i] {
 			continue
@@ -263,11 +266,16 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 		if playing >= 0 && int(j.playing[i]) != playing {
 			return joinWait // they disagree on who plays at take: one has not yet heard of a join
 		}
-		playing = int(j.playing[i])
-		if j.sums[i] != j.mine {
-			return j.refute(i, peers)
+		playing, live = int(j.playing[i]), live+1
+		j.outvoted[i] = j.sums[i] != j.mine
+		if !j.outvoted[i] {
+			confirmed++
+		} else if against < 0 {
+			against = i
 		}
-		confirmed++
+	}
+	if against >= 0 && 2*confirmed <= live {
+		return j.refute(against, peers) // not a majority's state
 	}
 	if stmts != nil && stmts.mismatch != nil {
 		j.err = stmts.mismatch
@@ -388,8 +396,8 @@ func (s *Session) takeOver() {
 	s.becomePlaying()
 	s.events.emit(EventTookOver, t, -1)
 	for i := range s.peers {
-		if j.refuted[i] {
-			s.suspect(i, SuspectDesync) // its state lost to the one every machine confirmed
+		if j.refuted[i] || j.outvoted[i] {
+			s.suspect(i, SuspectDesync) // its state lost to the one a majority confirmed
 		}
 	}
 }

@@ -35,8 +35,12 @@ func (j *joiner) livePeers(ps peerSet) {
 }
 
 // refute is a checksum of the take-over frame, peer i's, that differs
-// from ours: the state the source sent is refuted, as one machine's word
-// against another's. It watches through the next peer that plays and is
+// from ours, when no majority of the machines that play there confirmed
+// ours: the state the source sent is refuted, as one machine's word
+// against another's. (Confirmed by a majority, it is taken over, and each
+// machine whose checksum differs is suspected of SuspectDesync: with four
+// machines or more, one liar's checksum would otherwise refute every
+// honest source in turn and end the join in ErrJoinState.) It watches through the next peer that plays and is
 // not refuted (the take-over frame still proposed, as when a source
 // fails), with a new catch-up time; with none left, the join fails with
 // ErrJoinState.

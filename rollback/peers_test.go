@@ -25,24 +25,33 @@ func TestDepartures(t *testing.T) {
 		sees      Frame // peer 0's count of peer 1's frames
 		next      Frame // peer 0's own next input: its progress
 		ours      Frame // our own count of peer 1's frames
+		settled   Frame // the statements' settled frontier (0: none)
 		lockstep  bool
 		floor     Frame
 		withholds bool
 	}{
-		{"its count, ahead of what it proves", 500, 400, 500, false, 500, false},
-		{"raised to what it proves", 10, 400, 400, false, 400 - countSlack, true},
+		{"its count, ahead of what it proves", 500, 400, 500, 0, false, 500, false},
+		{"raised to what it proves", 10, 400, 400, 0, false, 400 - countSlack, true},
 		// Peer 1 took its players back at frame 10: its inputs are needed
 		// again at frames peer 0 had simulated, and we lack them as much.
-		{"we lack them too", 10, 400, 11, false, 400 - countSlack, false},
-		{"lockstep: its count alone", 10, 400, 400, true, 10, false},
-		{"nothing to prove yet", 0, 5, 5, false, 0, false},
+		{"we lack them too", 10, 400, 11, 0, false, 400 - countSlack, false},
+		{"lockstep: its count alone", 10, 400, 400, 0, true, 10, false},
+		{"nothing to prove yet", 0, 5, 5, 0, false, 0, false},
+		// Peer 0 echoed the statements of every machine up to frame 390,
+		// as every live machine did: it holds peer 1's inputs before it,
+		// whatever count it sends. The slack let a machine that withholds
+		// its counts hold the anchor 102 frames behind its inputs, below a
+		// joiner's take-over frame, where every machine waited for the
+		// joiner: no join completed against it.
+		{"raised to the settled frontier", 10, 400, 400, 390, false, 390, true},
+		{"the settled frontier below what it proves", 10, 400, 400, 200, false, 400 - countSlack, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ps := threePeers()
 			ps[0].gossip.sees[1], ps[0].gossip.sees[2] = tc.sees, 1000
 			var in inputRing
 			in.next[1], in.next[2] = tc.next, tc.ours
-			d := departures{peers: ps, inputs: &in, lockstep: tc.lockstep}
+			d := departures{peers: ps, inputs: &in, lockstep: tc.lockstep, settled: tc.settled}
 			assert.Equal(t, tc.floor, d.floor(0, 1))
 			assert.Equal(t, tc.withholds, d.withholds(0))
 			var scratch [MaxPlayers]Frame

@@ -196,7 +196,7 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			s.disconnect(x)
 		}
 	}
-	if newDepartures(s.peers, &s.inputs, s.ls != nil).withholds(from) {
+	if newDepartures(s.peers, &s.inputs, s.ls != nil, s.stmts).withholds(from) {
 		s.suspect(from, SuspectWithheld)
 	}
 }
@@ -236,7 +236,7 @@ func (s *Session) checkLiveness() Frame {
 		r := s.rejoins()
 		mis = min(mis, r.checkJoins())
 	}
-	d := newDepartures(s.peers, &s.inputs, s.ls != nil)
+	d := newDepartures(s.peers, &s.inputs, s.ls != nil, s.stmts)
 	for x := range s.peers {
 		px := &s.peers[x]
 		for named := px.leave.judge(len(s.peers), s.now); named != 0; named &= named - 1 {

@@ -277,7 +277,7 @@ func (r *rejoins) sendJoins(anchor Frame) {
 		if j.take == 0 || r.now-j.readyAt < joinResend {
 			continue
 		}
-		if f, ok := newDepartures(r.peers, r.inputs, r.lockstep).leftAfter(i, j.take, &r.io.floor); ok {
+		if f, ok := newDepartures(r.peers, r.inputs, r.lockstep, r.stmts).leftAfter(i, j.take, &r.io.floor); ok {
 			// A machine that plays at take left: it would wait for that
 			// machine's confirmation for ever. A frame after it left. Our
 			// Ready may have gone already (a machine that left after take

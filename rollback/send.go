@@ -198,7 +198,7 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 		e := wire.Gossip{Disconnected: px.leave.disc, Frame: -1}
 		switch {
 		case px.leave.disc:
-			e.Frame = int32(newDepartures(s.peers, &s.inputs, s.ls != nil).cut(x, &s.io.floor))
+			e.Frame = int32(newDepartures(s.peers, &s.inputs, s.ls != nil, s.stmts).cut(x, &s.io.floor))
 		default:
 			e.Frame = int32(s.inputs.next[px.players[0]])
 		}

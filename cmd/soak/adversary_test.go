@@ -96,3 +96,24 @@ func TestAdversary(t *testing.T) {
 	assert.Contains(t, m, "suspects")
 	assert.Zero(t, m["suspects"])
 }
+
+// TestJoinAgainstALiar: a machine comes back into a match of 4 whose
+// liar withholds its counts of the others' frames, or forges reports that
+// a machine left. Both denied every join before: the withheld counts held
+// the anchor countSlack behind the liar's inputs, below the take-over frame
+// where every machine waited for the joiner (0 of 10 matches verified),
+// and with the anchor raised to the statements' settled frontier, the
+// forger's checksum of the take-over frame, unlike the others', refuted
+// each honest source in turn (ErrJoinState). A majority of the checksums
+// now carries the take-over.
+func TestJoinAgainstALiar(t *testing.T) {
+	for _, tc := range []struct{ kind, seed string }{{"withhold-counts", "1"}, {"withhold-counts", "2"}, {"forged-gossip", "1"}, {"forged-gossip", "5"}} {
+		t.Run(tc.kind+"/"+tc.seed, func(t *testing.T) {
+			t.Parallel()
+			var out, errs bytes.Buffer
+			code := run([]string{"-players", "4", "-rejoin", "1", "-profile", "wifi", "-seed", tc.seed, "-matches", "1",
+				"-adversary", tc.kind, "-json", "-"}, &out, &errs)
+			require.Equal(t, 0, code, "%s\n%s", errs.String(), out.String())
+		})
+	}
+}
