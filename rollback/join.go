@@ -180,6 +180,18 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 		j.watchFrom(next)
 		return
 	}
+	if j.take > 0 && w.frame < j.take && !j.live[j.src] {
+		// The machines' Readies say our source does not play at the
+		// take-over frame (they cut it off): its final frames may stop
+		// short of it for ever (a forger the others disconnected, watched
+		// through, held a join at 1296 of 1568 until it timed out). The
+		// next source that plays, with a new catch-up time.
+		if next, ok := j.nextSource(peers, true); ok {
+			j.watch, j.summed, j.caughtUp, j.stats.StateFrame = nil, false, 0, -1
+			j.watchFrom(next)
+			return
+		}
+	}
 	j.served = j.served || w.up.verified
 	if w.joined && j.stats.StateFrame < 0 {
 		j.stats.StateFrame, j.stats.StateBytes, j.stats.StateTime = w.stats.StateFrame, w.stats.StateBytes, w.stats.StateTime
