@@ -114,7 +114,8 @@ func (p *stmtPort) poll(h stmtHost, frame Frame) Frame {
 // is late or differs from ours — every statement we hold for that
 // interval, with its inputs.
 func (p *stmtPort) sendAttest(i int) {
-	p.st.attest(p, stmtDest{i: i, self: (*p.peers)[i].machine, now: *p.tx.now, rtt: (*p.peers)[i].link.rtt, peers: *p.peers})
+	ps := &(*p.peers)[i]
+	p.st.attest(p, stmtDest{i: i, self: ps.machine, now: *p.tx.now, rtt: ps.link.rtt, peers: *p.peers, back: p.inputs.back(ps.players[0])})
 }
 
 // sendEcho sends peer i our echo alone: every digest it wants, or (not

@@ -21,6 +21,7 @@ type stmtDest struct {
 	i, self  int           // its peer index and its machine
 	now, rtt time.Duration // our clock, its round trip
 	peers    peerSet       // every peer: what their reports of departures acted on
+	back     Frame         // the frame it took its players over at (inputRing.back); 0: never away
 }
 
 // attest sends peer d.i what the statements owe it, after its input
@@ -83,12 +84,17 @@ func (st *statements) sendEchoes(out stmtSender, d stmtDest) {
 
 // sendProofs sends the peer the proofs of equivocation it has not acted
 // on: a proof goes to every peer until its report of the equivocator's
-// departure shows it acted on it.
+// departure shows it acted on it. A peer that took its players over after
+// the proof's first frame played none of the frames it is about: it
+// started from a state in which the machines had acted on it, and its
+// report (the first frame it holds) never shows it. Sent to it for ever,
+// the proof held back every repair to it (repairAt).
 func (st *statements) sendProofs(out stmtSender, d stmtDest) {
 	p := &st.peers[d.i]
 	for x := range st.machines {
 		pr := &st.proof[x]
-		if !pr.ok || x == d.self || d.now-p.repairAt < d.rtt+lostMargin || d.peers.actedOn(d.i, st.peerOf[x], pr.from) {
+		if !pr.ok || x == d.self || d.now-p.repairAt < d.rtt+lostMargin || d.peers.actedOn(d.i, st.peerOf[x], pr.from) ||
+			d.back > pr.from {
 			continue
 		}
 		if n, in, sig := st.holds(x, pr.k); n > 0 {

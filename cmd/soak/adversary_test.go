@@ -97,24 +97,32 @@ func TestAdversary(t *testing.T) {
 	assert.Zero(t, m["suspects"])
 }
 
-// TestJoinAgainstALiar: a machine comes back into a match of 4 whose
-// liar withholds its counts of the others' frames, or forges reports that
-// a machine left. Both denied every join before: the withheld counts held
-// the anchor countSlack behind the liar's inputs, below the take-over frame
-// where every machine waited for the joiner (0 of 10 matches verified),
-// and with the anchor raised to the statements' settled frontier, the
-// forger's checksum of the take-over frame, unlike the others', refuted
-// each honest source in turn (ErrJoinState). A majority of the checksums
-// now carries the take-over. Seed 71: the joiner watched through the
-// forger after the others had cut it off, and its final frames stopped
-// short of the take-over frame; it now moves to a source that plays.
+// TestJoinAgainstALiar: a machine comes back into a match of 4 (or joins
+// it late) whose liar withholds its counts of the others' frames, forges
+// reports that a machine left, or equivocates. Each denied the join
+// before. The withheld counts held the anchor countSlack behind the liar's
+// inputs, below the take-over frame where every machine waited for the
+// joiner (0 of 10 matches verified); with the anchor raised to the
+// statements' settled frontier, the forger's checksum of the take-over
+// frame, unlike the others', refuted each honest source in turn
+// (ErrJoinState): a majority of the checksums now carries the take-over.
+// Seed 71: the joiner watched through the forger after the others had cut
+// it off, and its final frames stopped short of the take-over frame; it
+// now moves to a source that plays. Late join, equivocate: the proof of
+// the equivocation went to the joiner every round trip for ever (its
+// report of the departure was the first frame it held), holding back every
+// repair to it, until a statement it lost stalled the match 16 intervals
+// on and the others cut it off (4 of 20 verified).
 func TestJoinAgainstALiar(t *testing.T) {
-	for _, tc := range []struct{ kind, seed, machine string }{{"withhold-counts", "1", "0"}, {"withhold-counts", "2", "0"},
-		{"forged-gossip", "1", "0"}, {"forged-gossip", "5", "0"}, {"forged-gossip", "71", "3"}} {
-		t.Run(tc.kind+"/"+tc.seed, func(t *testing.T) {
+	for _, tc := range []struct{ join, kind, seed, machine string }{
+		{"-rejoin", "withhold-counts", "1", "0"}, {"-rejoin", "withhold-counts", "2", "0"},
+		{"-rejoin", "forged-gossip", "1", "0"}, {"-rejoin", "forged-gossip", "5", "0"}, {"-rejoin", "forged-gossip", "71", "3"},
+		{"-late-join", "equivocate", "2", "1"}, {"-late-join", "equivocate", "4", "3"},
+	} {
+		t.Run(tc.join+"/"+tc.kind+"/"+tc.seed, func(t *testing.T) {
 			t.Parallel()
 			var out, errs bytes.Buffer
-			code := run([]string{"-players", "4", "-rejoin", "1", "-profile", "wifi", "-seed", tc.seed, "-matches", "1",
+			code := run([]string{"-players", "4", tc.join, "1", "-profile", "wifi", "-seed", tc.seed, "-matches", "1",
 				"-adversary", tc.kind, "-adversary-machine", tc.machine, "-json", "-"}, &out, &errs)
 			require.Equal(t, 0, code, "%s\n%s", errs.String(), out.String())
 		})
