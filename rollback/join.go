@@ -53,13 +53,14 @@ type joiner struct {
 	served     bool          // a source let us watch (answered our watch's handshake)
 	take       Frame         // the take-over frame proposed; 0: none yet
 	proposedAt time.Duration
-	live       [MaxPlayers]bool // by peer: plays on, per the final inputs
-	late       [MaxPlayers]bool // by peer: Peer.Late (a slot still empty if it does not play)
-	absent     [MaxPlayers]bool // by peer: said it joins itself, so does not play at take
-	refuted    [MaxPlayers]bool // by peer: watched, and its state refuted by another machine's checksum
-	outvoted   [MaxPlayers]bool // by peer: its checksum at take differs from the majority's, which took over
-	acc        [MaxPlayers]bool // by peer: accepted take
-	ready      [MaxPlayers]bool // by peer: sent its checksum of the state at take
+	live       [MaxPlayers]bool  // by peer: plays on, per the final inputs
+	late       [MaxPlayers]bool  // by peer: Peer.Late (a slot still empty if it does not play)
+	absent     [MaxPlayers]bool  // by peer: said it joins itself, so does not play at take
+	refuted    [MaxPlayers]bool  // by peer: watched, and its state refuted by another machine's checksum
+	outvoted   [MaxPlayers]bool  // by peer: its checksum at take differs from the majority's, which took over
+	acc        [MaxPlayers]bool  // by peer: accepted take
+	refused    [MaxPlayers]Frame // by peer: the frame its refusal of take named (from there it may take us); 0: none
+	ready      [MaxPlayers]bool  // by peer: sent its checksum of the state at take
 	sums       [MaxPlayers]uint64
 	playing    [MaxPlayers]uint8 // by peer: who plays at take there, per its Ready
 	mine       uint64            // our checksum of the state at take
@@ -213,7 +214,7 @@ func roundTake(t Frame, signed bool) Frame {
 // retake makes t the take-over frame: every answer starts again.
 func (j *joiner) retake(t Frame) {
 	j.take, j.proposedAt, j.summed = t, 0, false
-	j.acc, j.ready, j.absent = [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]bool{}
+	j.acc, j.ready, j.absent, j.refused = [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]Frame{}
 	j.stats.Proposals++
 }
 
@@ -242,10 +243,16 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 	if w == nil || !w.joined {
 		return joinWait
 	}
-	if j.take > 0 && w.stats.StateFrame > j.take {
+	if j.take > 0 && w.stats.StateFrame >= j.take {
 		// The new source's state is past our take-over frame: it did not
-		// accept it. Propose anew from there.
-		j.take = 0
+		// accept it. Or it is at it: one that accepted it holds its final
+		// frames there, and its state lacks the final inputs of the frame
+		// before, the base of the first packets each way (taken over from
+		// it, the joiner read a machine's packets against a zero base and
+		// named it for equivocation). Propose past it at once: waiting
+		// for its final frames to move deadlocked the second case.
+		j.retake(roundTake(max(w.feed.high, w.stats.StateFrame+1)+joinLead, stmts != nil))
+		return joinWait
 	}
 	if j.take == 0 {
 		if j.caughtUp == 0 || w.feed.high == w.feed.low {
@@ -261,6 +268,10 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 		return joinWait
 	}
 	j.livePeers(peers) // a machine may have left, or come back, since
+	if t, ok := j.refusedBy(peers); ok {
+		j.retake(roundTake(max(w.feed.high, t)+joinLead, stmts != nil))
+		return joinWait
+	}
 	if w.frame == j.take && !j.summed {
 		j.mine, j.summed = xxhash.Sum64(state), true
 	}

@@ -34,6 +34,34 @@ func (j *joiner) livePeers(ps peerSet) {
 	}
 }
 
+// refusedBy returns the frame to propose past when machines that play
+// refused the take-over frame (each refusal names one), once every machine
+// that plays has answered: at once when most of them refused; else once
+// every one that accepted sent its Ready, so that the Readies can say
+// whether the refusers play (livePeers). One the others cut off plays on
+// alone, its final frames ahead of theirs: taken at its word at once, its
+// refusals moved every proposal past the Readies that would have left it
+// out, until the join timed out (an equivocator, against a late join).
+func (j *joiner) refusedBy(ps peerSet) (Frame, bool) {
+	var past Frame
+	live, refused, waiting := 0, 0, false
+	for i := range ps {
+		if !j.live[i] {
+			continue
+		}
+		live++
+		switch {
+		case j.refused[i] > 0:
+			past, refused = max(past, j.refused[i]), refused+1
+		case !j.acc[i]:
+			return 0, false // its answer is still to come
+		case !j.ready[i]:
+			waiting = true
+		}
+	}
+	return past, refused > 0 && (!waiting || 2*refused > live)
+}
+
 // refute is a checksum of the take-over frame, peer i's, that differs
 // from ours, when no majority of the machines that play there confirmed
 // ours: the state the source sent is refuted, as one machine's word
