@@ -56,12 +56,13 @@ type perf struct {
 	RenderP95   float64 `json:"render_p95_ms"`
 	FPS         float64 `json:"fps"`
 	TicksPerSec float64 `json:"ticks_per_second"`
-	CPUPerFrame float64 `json:"cpu_ms_per_frame"`
+	CPUPerFrame float64   `json:"cpu_ms_per_frame"`
+	LoadAverage []float64 `json:"load_average"`
 }
 
 func (p perf) String() string {
-	return fmt.Sprintf("%.1f FPS, %.1f ticks/s; Draw %.2f ms p50, %.2f ms p95; Draw to the next call (the GL's work and the present included) %.1f ms p50, %.1f ms p95; %.1f ms of the process's CPU per drawn frame",
-		p.FPS, p.TicksPerSec, p.DrawP50, p.DrawP95, p.RenderP50, p.RenderP95, p.CPUPerFrame)
+	return fmt.Sprintf("%.1f FPS, %.1f ticks/s; Draw %.2f ms p50, %.2f ms p95; Draw to the next call (the GL's work and the present included) %.1f ms p50, %.1f ms p95; %.1f ms of the process's CPU per drawn frame; load average %v",
+		p.FPS, p.TicksPerSec, p.DrawP50, p.DrawP95, p.RenderP50, p.RenderP95, p.CPUPerFrame, p.LoadAverage)
 }
 
 // TestPlay: a host with one person (key presses injected through the X
