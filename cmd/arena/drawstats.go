@@ -74,11 +74,13 @@ func (d *drawStats) tick() {
 
 // perf is the drawing's figures in the -result JSON. Draw is measured
 // inside Draw: it is what the game's drawing code costs on the calling
-// goroutine, while the GPU's work (on Xvfb, Mesa's software rasterizer
-// on the CPU) runs when Ebitengine flushes the frame, after Draw; render
-// covers both, in wall time (a busy machine's preemptions included), and
-// the CPU per frame both in CPU time (with the simulation, the network
-// and the sound: the whole process).
+// goroutine (building the frame's vertices), while sending them
+// (DrawFinalScreen) and the GPU's work (on Xvfb, Mesa's software
+// rasterizer on the CPU) come after Draw, when Ebitengine flushes the
+// frame and presents it; render covers all of it, in wall time (a busy
+// machine's preemptions included), and the CPU per frame all of it in
+// CPU time (with the simulation, the network and the sound: the whole
+// process).
 type perf struct {
 	DrawP50       float64 `json:"draw_p50_ms"`
 	DrawP95       float64 `json:"draw_p95_ms"`

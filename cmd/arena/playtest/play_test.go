@@ -50,12 +50,12 @@ type result struct {
 // perf is the drawing's figures in the -result JSON (cmd/arena's
 // drawstats.go).
 type perf struct {
-	DrawP50     float64 `json:"draw_p50_ms"`
-	DrawP95     float64 `json:"draw_p95_ms"`
-	RenderP50   float64 `json:"render_p50_ms"`
-	RenderP95   float64 `json:"render_p95_ms"`
-	FPS         float64 `json:"fps"`
-	TicksPerSec float64 `json:"ticks_per_second"`
+	DrawP50     float64   `json:"draw_p50_ms"`
+	DrawP95     float64   `json:"draw_p95_ms"`
+	RenderP50   float64   `json:"render_p50_ms"`
+	RenderP95   float64   `json:"render_p95_ms"`
+	FPS         float64   `json:"fps"`
+	TicksPerSec float64   `json:"ticks_per_second"`
 	CPUPerFrame float64   `json:"cpu_ms_per_frame"`
 	LoadAverage []float64 `json:"load_average"`
 }
