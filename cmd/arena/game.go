@@ -246,8 +246,10 @@ func keyNames() map[string]ebiten.Key {
 
 // Draw renders the match once per displayed frame. Between two 60 Hz
 // updates the world is extrapolated by the time since the last one, so a
-// 144 Hz display shows motion, not repeated frames. Everything but the
-// background is one DrawTriangles call (package draw).
+// 144 Hz display shows motion, not repeated frames. Draw builds the
+// frame's quads (package draw); DrawFinalScreen, which Ebitengine calls
+// next, draws them onto the window in one DrawTriangles call over the
+// background.
 func (g *game) Draw(screen *ebiten.Image) {
 	g.perf.enter() // a wait for -max-fps is not the frame before's rendering
 	g.limitFPS()
