@@ -94,7 +94,7 @@ cross:
 play:
 	cd cmd/arena && $(GO) run . $(ARGS)
 
-## play-test: the demo as a person uses it (cmd/arena/play-test.sh): each error situation with the line a person sees and the exit code (TestErrors), then two games over UDP under Xvfb with injected key presses and a null audio sink; equal final states and standings, screenshots in play-test-out/; then Escape at a round-end screen (TestLeave): both machines back on their title screens, the other told its opponent left. Installs its Debian packages when missing.
+## play-test: the demo as a person uses it (cmd/arena/play-test.sh): each error situation with the line a person sees and the exit code (TestErrors), then two games over UDP under Xvfb with injected key presses and a null audio sink; equal final states and standings, screenshots in play-test-out/; then Escape at a round-end screen (TestLeave): both machines back on their title screens, the other told its opponent left; then one game alone with 4 ships pinned to one core (TestDrawCost: FPS, Draw and render p50/p95, CPU per drawn frame in play-test-out/solo.json). Installs its Debian packages when missing.
 play-test:
 	cmd/arena/play-test.sh
 

@@ -6,3 +6,6 @@ import "time"
 
 // processCPU is unknown in a browser.
 func processCPU() time.Duration { return -1 }
+
+// loadAverage is unknown in a browser.
+func loadAverage() []float64 { return nil }

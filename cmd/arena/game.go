@@ -47,7 +47,8 @@ type game struct {
 	perf      drawStats
 	nextDraw  time.Time   // with -max-fps: when the next frame is due
 	atlas     *atlas      // made before the game loop starts
-	frame     *draw.Frame // each Draw's vertices, reused
+	frame     *draw.Frame // each Draw's vertices, reused: DrawFinalScreen draws them
+	painted   bool        // this Draw's frame is on the offscreen image too (paint)
 	// The overlay's lines, made again when the frame changes.
 	overlayLines []string
 	overlayFrame rollback.Frame
@@ -245,8 +246,10 @@ func keyNames() map[string]ebiten.Key {
 
 // Draw renders the match once per displayed frame. Between two 60 Hz
 // updates the world is extrapolated by the time since the last one, so a
-// 144 Hz display shows motion, not repeated frames. Everything but the
-// background is one DrawTriangles call (package draw).
+// 144 Hz display shows motion, not repeated frames. Draw builds the
+// frame's quads (package draw); DrawFinalScreen, which Ebitengine calls
+// next, draws them onto the window in one DrawTriangles call over the
+// background.
 func (g *game) Draw(screen *ebiten.Image) {
 	g.perf.enter() // a wait for -max-fps is not the frame before's rendering
 	g.limitFPS()
@@ -256,12 +259,13 @@ func (g *game) Draw(screen *ebiten.Image) {
 	g.draws++
 	g.rate.draw(start)
 	f := g.frame
-	if f.Reset() {
-		screen.Fill(draw.Background)
-	}
+	f.Reset()
+	g.painted = false
+	// The frame goes to the window in DrawFinalScreen; Ebitengine calls
+	// it (and presents) only while Draw changes the offscreen image.
+	screen.Set(0, 0, draw.Background)
 	if g.m == nil {
 		f.Title(g.menu.view(g.o, g.setup != nil))
-		g.atlas.draw(screen, f)
 		g.perf.end(start)
 		switch g.titleDraws++; g.titleDraws {
 		case 2:
@@ -335,7 +339,6 @@ func (g *game) Draw(screen *ebiten.Image) {
 			f.Text(line, 8, screenSize-16*(len(g.overlayLines)+1-i), overlayText)
 		}
 	}
-	g.atlas.draw(screen, f)
 	g.perf.end(start) // the screenshot's reading back and encoding is not drawing
 	if g.o.screenshot != "" && g.shotPath == "" && int(g.m.Frame()) >= g.o.screenshotAt {
 		g.save(screen, g.o.screenshot)
@@ -349,6 +352,24 @@ func (g *game) Draw(screen *ebiten.Image) {
 	}
 	if g.finalDraws == 20 {
 		g.shoot(screen, "final.png")
+	}
+}
+
+// DrawFinalScreen draws the frame Draw built straight onto the window's
+// framebuffer, scaled by geoM, instead of Ebitengine's default: copying
+// the offscreen image Draw was given onto it. Under a software GL that
+// copy is the costliest pass of a frame (every pixel a texture fetch);
+// the background is painted by a shader without one (atlas.draw).
+func (g *game) DrawFinalScreen(screen ebiten.FinalScreen, _ *ebiten.Image, geoM ebiten.GeoM) {
+	g.atlas.draw(screen, g.frame, geoM)
+}
+
+// paint draws this Draw's frame onto the offscreen image too, once, for
+// a screenshot to read back.
+func (g *game) paint(screen *ebiten.Image) {
+	if !g.painted {
+		g.atlas.draw(screen, g.frame, ebiten.GeoM{})
+		g.painted = true
 	}
 }
 

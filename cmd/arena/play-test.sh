@@ -6,8 +6,11 @@
 # time), runs the demo module's vet and unit tests, then under Xvfb
 # TestErrors (each error situation: the lines a person sees and the exit
 # status; none panics), TestPlay, with the sound going to PulseAudio's
-# null sink, and TestLeave (Escape at the round-end screen: both machines
-# back on their title screens, the peer told its opponent left). Screenshots and results land in play-test-out/.
+# null sink, TestLeave (Escape at the round-end screen: both machines
+# back on their title screens, the peer told its opponent left), and
+# TestDrawCost (one game alone, 4 ships, pinned to one core: its FPS, Draw
+# and render p50/p95 and CPU per drawn frame, in solo.json). Screenshots
+# and results land in play-test-out/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root/cmd/arena"
@@ -49,4 +52,4 @@ pgrep -f "pulseaudio -n -F $run/default.pa" >"$run/pid" || true
 
 mkdir -p "$root/play-test-out"
 ALSA_CONFIG_PATH="$run/asound.conf" ARENA_PLAY_TEST=1 ARENA_PLAY_OUT="$root/play-test-out" \
-	xvfb-run -a -s "-screen 0 1600x800x24" go test -count=1 -v -run 'TestErrors|TestPlay|TestLeave' ./playtest
+	xvfb-run -a -s "-screen 0 1600x800x24" go test -count=1 -v -run 'TestErrors|TestPlay|TestLeave|TestDrawCost' ./playtest

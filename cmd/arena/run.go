@@ -170,9 +170,10 @@ func playMatch(o options, g *game) error {
 	// A networked game must keep simulating when its window loses focus:
 	// Ebitengine pauses Update by default, and the peers would stall.
 	ebiten.SetRunnableOnUnfocused(true)
-	// Draw paints the background over what it drew the frame before
-	// (package draw): clearing the screen is a full-screen pass, a large
-	// part of a frame's cost under a software GL.
+	// The frame is drawn straight onto the window (game.DrawFinalScreen),
+	// not onto the offscreen image Draw is given: clearing that image
+	// each frame would be a full-screen pass for nothing, and under a
+	// software GL a full-screen pass is a large part of a frame's cost.
 	ebiten.SetScreenClearedEveryFrame(false)
 	// The atlas every frame is drawn from (16 ms to render): made now,
 	// not in the first Draw.

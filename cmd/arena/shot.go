@@ -14,6 +14,7 @@ import (
 // shows). It is written beside path and renamed to it, so that path
 // appears whole: a reader that sees it can decode it.
 func (g *game) save(screen *ebiten.Image, path string) {
+	g.paint(screen)
 	b := screen.Bounds()
 	img := image.NewRGBA(b)
 	screen.ReadPixels(img.Pix)

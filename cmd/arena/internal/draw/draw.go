@@ -184,25 +184,14 @@ type Vertex struct {
 
 // Frame builds one frame's vertices and indices, for one DrawTriangles
 // call with the atlas (Atlas) as its source, linear filtering, and
-// premultiplied vertex colours.
-//
-// The screen is not cleared between frames (the game sets
-// ebiten.SetScreenClearedEveryFrame(false)): a frame starts by painting
-// the background over what the previous frame drew, rectangles around
-// its quads, rather than over the whole screen. Under a software GL a
-// full-screen pass costs as much as everything the arena draws; the
-// clear and the fill were two of the four a frame had.
+// premultiplied vertex colours, over the Background the game paints
+// first.
 type Frame struct {
-	l        *layout
-	vs       []Vertex
-	is       []uint16
-	num      []byte // scratch for numbers
-	cur, old []box  // the pixels this frame's quads cover, and the previous frame's
-	started  bool
+	l   *layout
+	vs  []Vertex
+	is  []uint16
+	num []byte // scratch for numbers
 }
-
-// A box is a rectangle of whole pixels.
-type box struct{ x0, y0, x1, y1 float32 }
 
 // NewFrame returns an empty frame.
 func NewFrame() *Frame { return &Frame{l: layoutOnce()} }
@@ -216,23 +205,8 @@ func layoutOnce() *layout {
 	return theLayout
 }
 
-// Reset starts the next frame: it empties the frame, then adds the
-// background over the previous frame's quads. It reports whether the
-// whole screen must be filled with Background first (the first frame:
-// the screen holds nothing of ours yet).
-func (f *Frame) Reset() (fill bool) {
-	f.vs, f.is = f.vs[:0], f.is[:0]
-	f.old, f.cur = f.cur, f.old[:0]
-	if !f.started {
-		f.started = true
-		return true
-	}
-	for _, b := range f.old {
-		f.Rect(b.x0, b.y0, b.x1-b.x0, b.y1-b.y0, Background)
-	}
-	f.cur = f.cur[:0] // the background's rectangles need no erasing
-	return false
-}
+// Reset empties the frame for the next one, keeping its buffers.
+func (f *Frame) Reset() { f.vs, f.is = f.vs[:0], f.is[:0] }
 
 // Len is the number of quads in the frame.
 func (f *Frame) Len() int { return len(f.is) / 6 }
@@ -251,33 +225,7 @@ func (f *Frame) quad(d [4][2]float32, x0, y0, x1, y1 float32, c color.RGBA) {
 			ColorR: r, ColorG: g, ColorB: b, ColorA: a})
 	}
 	f.is = append(f.is, base, base+1, base+2, base+1, base+3, base+2)
-	f.cover(d)
 }
-
-// cover notes the whole pixels the quad d touches (a pixel more each
-// side: linear filtering), joined to the last box when they are the same
-// row of text.
-func (f *Frame) cover(d [4][2]float32) {
-	b := box{d[0][0], d[0][1], d[0][0], d[0][1]}
-	for _, p := range d[1:] {
-		b.x0, b.y0 = min(b.x0, p[0]), min(b.y0, p[1])
-		b.x1, b.y1 = max(b.x1, p[0]), max(b.y1, p[1])
-	}
-	b = box{max(floor(b.x0)-1, 0), max(floor(b.y0)-1, 0), min(ceil(b.x1)+1, ScreenSize), min(ceil(b.y1)+1, ScreenSize)}
-	if b.x0 >= b.x1 || b.y0 >= b.y1 {
-		return
-	}
-	if n := len(f.cur); n > 0 {
-		if last := &f.cur[n-1]; last.y0 == b.y0 && last.y1 == b.y1 && b.x0 >= last.x0 && b.x0 <= last.x1 {
-			last.x1 = max(last.x1, b.x1)
-			return
-		}
-	}
-	f.cur = append(f.cur, b)
-}
-
-func floor(v float32) float32 { return float32(math.Floor(float64(v))) }
-func ceil(v float32) float32  { return float32(math.Ceil(float64(v))) }
 
 // sprite adds s centred on (x, y).
 func (f *Frame) sprite(s sprite, x, y float32, c color.RGBA) {
