@@ -268,9 +268,13 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 		return joinWait
 	}
 	j.livePeers(peers) // a machine may have left, or come back, since
-	if t, ok := j.refusedBy(peers); ok {
-		j.retake(roundTake(max(w.feed.high, t)+joinLead, stmts != nil))
-		return joinWait
+	if f, ok := j.refusedBy(peers); ok {
+		// A refusal naming a frame our proposal is already past (another
+		// join's, taken over since) waits for its acceptance.
+		if t := roundTake(max(w.feed.high, f)+joinLead, stmts != nil); t > j.take {
+			j.retake(t)
+			return joinWait
+		}
 	}
 	if w.frame == j.take && !j.summed {
 		j.mine, j.summed = xxhash.Sum64(state), true

@@ -51,12 +51,10 @@ func (j *joiner) refusedBy(ps peerSet) (Frame, bool) {
 		}
 		live++
 		switch {
-		case j.refused[i] > 0:
+		case j.refused[i] > 0: // the frame it named (an acceptance since clears it)
 			past, refused = max(past, j.refused[i]), refused+1
-		case !j.acc[i]:
-			return 0, false // its answer is still to come
-		case !j.ready[i]:
-			waiting = true
+		case !j.acc[i] || !j.ready[i]:
+			waiting = true // its answer, or its Ready, is still to come
 		}
 	}
 	return past, refused > 0 && (!waiting || 2*refused > live)
