@@ -243,15 +243,7 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 	if w == nil || !w.joined {
 		return joinWait
 	}
-	if j.take > 0 && w.stats.StateFrame >= j.take {
-		// The new source's state is past our take-over frame: it did not
-		// accept it. Or it is at it: one that accepted it holds its final
-		// frames there, and its state lacks the final inputs of the frame
-		// before, the base of the first packets each way (taken over from
-		// it, the joiner read a machine's packets against a zero base and
-		// named it for equivocation). Propose past it at once: waiting
-		// for its final frames to move deadlocked the second case.
-		j.retake(roundTake(max(w.feed.high, w.stats.StateFrame+1)+joinLead, stmts != nil))
+	if j.pastState(stmts != nil) {
 		return joinWait
 	}
 	if j.take == 0 {

@@ -60,6 +60,23 @@ func (j *joiner) refusedBy(ps peerSet) (Frame, bool) {
 	return past, refused > 0 && (!waiting || 2*refused > live)
 }
 
+// pastState proposes past the watch's state (signed: the match signs its
+// inputs) when the state is at or past the take-over frame, and reports
+// whether it did. Past it, the new source did not accept the frame. At
+// it, the source accepted it and holds its final frames there, and its
+// state lacks the final inputs of the frame before, the base of the first
+// packets each way: taken over from it, the joiner read a machine's
+// packets against a zero base and named it for equivocation. At once:
+// waiting for its final frames to move deadlocked that case.
+func (j *joiner) pastState(signed bool) bool {
+	w := j.watch
+	if j.take == 0 || w.stats.StateFrame < j.take {
+		return false
+	}
+	j.retake(roundTake(max(w.feed.high, w.stats.StateFrame+1)+joinLead, signed))
+	return true
+}
+
 // refute is a checksum of the take-over frame, peer i's, that differs
 // from ours, when no majority of the machines that play there confirmed
 // ours: the state the source sent is refuted, as one machine's word
