@@ -406,7 +406,7 @@ func (s *Session) takeOver() {
 	if s.stmts != nil {
 		s.stmts.begin(int32(t / stmtFrames))
 	}
-	s.proto.started, s.proto.startedAt = true, s.now
+	s.proto.started, s.proto.startedAt, s.proto.timersAt = true, s.now, 0 // pinged at once (resetTimers)
 	s.peers[j.src].st.StateBytes, s.peers[j.src].st.StateTime = j.stats.StateBytes, j.stats.StateTime
 	j.stats.TakeOver, j.stats.TakeTime, j.stats.TookOver = t, max(1, s.now-j.born), true
 	s.stats.Join = j.stats

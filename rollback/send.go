@@ -111,6 +111,9 @@ func (s *Session) send() {
 		r := s.rejoins()
 		r.sendJoins(s.horizon().anchor(s.frame))
 	}
+	// The pings are timers (timers.go): once they are sent, the deadline
+	// is computed again from the stamps as they now stand.
+	timers := s.proto.timersDue(s.now)
 	for i := range s.peers {
 		ps := &s.peers[i]
 		if ps.leave.disc || ps.link.throttled(s.now) {
@@ -121,7 +124,7 @@ func (s *Session) send() {
 		// receiver takes them first): one datagram's header and seal less.
 		inputs := s.proto.started && ps.auth.verified && !quiet &&
 			(s.ls == nil || ps.progress.lockstepDue(s.now, localNext))
-		s.sendProtocol(i, inputs, quiet)
+		s.sendProtocol(i, inputs, quiet, timers)
 		if !inputs {
 			continue
 		}
@@ -130,6 +133,9 @@ func (s *Session) send() {
 		}
 		s.sendInputs(i, localNext)
 		s.tx.flush(i, nil) // the input packet did not go
+	}
+	if timers && s.proto.started {
+		s.proto.timersAt = s.peers.nextTimer(&s.proto)
 	}
 }
 
@@ -214,7 +220,7 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 // ping and a checksum back to ride in the next tick's input packet (quiet
 // ticks never come two in a row; a ping's round trip is timed from when it
 // goes); a reply goes at once, as its delay would count in the round trip.
-func (s *Session) sendProtocol(i int, inputs, quiet bool) {
+func (s *Session) sendProtocol(i int, inputs, quiet, timers bool) {
 	ps := &s.peers[i]
 	l := &ps.link
 	if ps.auth.handshakeDue(s.now) && (!ps.late || ps.auth.replyHS) {
@@ -249,7 +255,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 	}
 	// Before the match starts, ping every 100 ms: the start delay needs the
 	// round trip, and the link-lag bound the least of several samples.
-	if (s.now-l.lastQuality >= s.proto.qualityEvery && !quiet) || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
+	if timers && ((s.now-l.lastQuality >= s.proto.qualityEvery && !quiet) || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry)) {
 		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.tx.riding(i, &s.io.q, inputs)

@@ -396,26 +396,31 @@ func (s *Session) poll() (Frame, error) {
 	if s.frame >= s.proto.frameLimit {
 		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
 	}
+	// The timers as the call found them: receiving moves their stamps
+	// only forward, or lowers the deadline (timers.go).
+	timers := s.proto.timersDue(s.now)
 	mis := s.receive()
-	mis = min(mis, s.checkLiveness())
+	mis = min(mis, s.checkLiveness(timers))
 	if s.stmts != nil {
 		mis = min(mis, s.stmts.port.poll(s, s.frame))
 	}
-	for i := range s.peers {
-		ps := &s.peers[i]
-		if l := &ps.link; s.now-l.winStart >= time.Second {
-			l.roll(s.now, &ps.st)
-			rtt := ps.timing.judged(l.rtt)
-			ackLies, lookahead := ps.timing.roll(rtt)
-			if s.proto.started && !ps.leave.disc && l.unanswered(s.now) && s.now-l.lastRecv < s.proto.interruptAfter {
-				s.suspect(i, SuspectWithheld) // it talks, but answers no ping
-			}
-			if s.proto.started && rtt > 0 && !ps.leave.disc {
-				if ackLies {
-					s.suspect(i, SuspectAck)
+	if timers { // the peers' one-second windows
+		for i := range s.peers {
+			ps := &s.peers[i]
+			if l := &ps.link; s.now-l.winStart >= time.Second {
+				l.roll(s.now, &ps.st)
+				rtt := ps.timing.judged(l.rtt)
+				ackLies, lookahead := ps.timing.roll(rtt)
+				if s.proto.started && !ps.leave.disc && l.unanswered(s.now) && s.now-l.lastRecv < s.proto.interruptAfter {
+					s.suspect(i, SuspectWithheld) // it talks, but answers no ping
 				}
-				if lookahead && s.ls == nil {
-					s.suspect(i, SuspectLookahead)
+				if s.proto.started && rtt > 0 && !ps.leave.disc {
+					if ackLies {
+						s.suspect(i, SuspectAck)
+					}
+					if lookahead && s.ls == nil {
+						s.suspect(i, SuspectLookahead)
+					}
 				}
 			}
 		}

@@ -1,0 +1,65 @@
+package rollback
+
+import (
+	"math"
+	"time"
+)
+
+// This file is the one deadline of the protocol's timers: the rate
+// window's roll, the liveness of each peer (interrupted, disconnected),
+// the judgement of a doubted departure report, and the pings. Each is a
+// check of the form "now has passed a stamp plus an interval", run by
+// every call; the stamps only move forward (a datagram heard, a ping
+// sent, a window rolled), so the earliest time any of them can come due,
+// computed once (peerSet.nextTimer), stays a lower bound of it until a
+// timer fires. The calls before it skip the checks (protocol.timersDue):
+// on a steady tick none of them can be true, and with two machines they
+// cost ~100 instructions a tick. The few writes that move a timer
+// earlier instead (a link made new, a ping asked for at once, a report
+// doubted) lower the deadline themselves (resetTimers, timerAt). The
+// checksums' repeats keep their own checks: a new final checksum is due
+// at once, without a stamp.
+
+// timersDue reports whether a protocol timer may fire in a call at now:
+// always before the match starts (the handshake's and the start's pace),
+// then from the deadline on.
+func (p *protocol) timersDue(now time.Duration) bool {
+	return !p.started || now >= p.timersAt || noTimerDeadline
+}
+
+// nextTimer returns the earliest time a protocol timer of the peers can
+// fire, as the stamps stand (p holds the intervals): a rate window's end,
+// a peer's interrupt or disconnect timeout, its next ping, a doubted
+// report's judgement. A peer disconnected here has only its window and
+// the doubts of it: its liveness is not checked and it is not pinged.
+func (ps peerSet) nextTimer(p *protocol) time.Duration {
+	at := time.Duration(math.MaxInt64)
+	silence := min(p.interruptAfter, p.disconnectAfter)
+	for i := range ps {
+		x := &ps[i]
+		l := &x.link
+		at = min(at, l.winStart+time.Second)
+		for _, d := range x.leave.doubt[:len(ps)] {
+			if d != 0 {
+				at = min(at, d+doubtFor)
+			}
+		}
+		if !x.leave.disc {
+			at = min(at, l.lastRecv+silence, l.lastQuality+p.qualityEvery)
+		}
+	}
+	return at
+}
+
+// timerAt notes a timer that fires at t, which may be earlier than the
+// deadline: a report of a departure doubted now.
+func (p *protocol) timerAt(t time.Duration) { p.timersAt = min(p.timersAt, t) }
+
+// resetTimers makes the next call run every timer's check, and compute
+// the deadline again: a stamp moved back (a ping asked for at once, a
+// link made new).
+func (p *protocol) resetTimers() { p.timersAt = 0 }
+
+// noTimerDeadline, set only by this package's tests, runs every timer's
+// check in every call, as before the deadline: the tests compare the two.
+var noTimerDeadline bool
