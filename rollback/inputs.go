@@ -42,6 +42,10 @@ type inputRing struct {
 	// it is a lower bound of it, and most calls learn from it alone that
 	// the ring has room (horizon.ringRoom).
 	lowFloor Frame
+	// clear is the horizon's inputsClear when last computed: until the
+	// frame to simulate reaches it, no remote input is missing for a stall
+	// (Session.mustStallTick). 0: compute it again.
+	clear Frame
 
 	// The per-player state first, the rings after it: every call reads
 	// the first, and a frame's row of each ring.
@@ -223,6 +227,7 @@ func (r *inputRing) rejoin(p PlayerID, t Frame) bool {
 	}
 	g.to = max(t, g.from)
 	r.next[p], r.last[p] = g.to, 0
+	r.clear = 0               // p counts again, from g.to
 	r.in[ring(g.to-1)][p] = 0 // the base its first packet is delta-coded against (Session.takeOver)
 	return true
 }

@@ -342,7 +342,7 @@ func (j *joiner) leave(peers peerSet, tx *outbox) {
 func (s *Session) takeOver() {
 	j, w := s.join, s.join.watch
 	t := j.take
-	s.frame = t
+	s.frame, s.inputs.clear = t, 0 // the players' next frames are set again below
 	snaps := &s.snaps
 	*snaps = snapshots{arena: snaps.arena, slots: snaps.slots, interval: snaps.interval, reach: snaps.reach, forced: snaps.forced, on: snaps.on}
 	if snaps.on {

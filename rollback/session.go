@@ -250,28 +250,6 @@ func (s *Session) advanceRollback() (Result, error) {
 	return Result{Frame: frame, Simulated: simulated, Resimulated: resim, Events: s.events}, err
 }
 
-// mustStallTick decides whether this tick simulates nothing, for any
-// reason, and counts it: a missing input (the game shows the spinner), a
-// raised input lag, or the fairness governor's stall.
-func (s *Session) mustStallTick() bool {
-	if peer, ok := s.horizon().mustStall(); ok {
-		s.stats.StallFrames++
-		s.cut(s.pace.starving.starve(peer, s.now, s.proto.disconnectAfter, &s.events, s.frame))
-		return true
-	}
-	s.pace.starving.resume(&s.events, s.frame)
-	if s.pace.lag.stalls > 0 {
-		s.pace.lag.stalls--
-		s.stats.LagStalls++
-		return true
-	}
-	if s.pace.gov.Stall() {
-		s.stats.AdvantageStalls++
-		return true
-	}
-	return false
-}
-
 // stall ends an Advance that simulates nothing: it sends what the peers
 // are due and reports Stalled.
 func (s *Session) stall(r Result, err error) (Result, error) {
