@@ -139,7 +139,7 @@ func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	if !v.header {
 		return s.frame, false
 	}
-	if s.peers.joining(i) && ps.join.take != 0 && v.first <= ps.join.take {
+	if ps.join.take != 0 && s.peers.joining(i) && v.first <= ps.join.take { // the cheap test first: every packet asks
 		r := s.rejoins()
 		r.tookOver(i) // its first inputs since we accepted its take-over frame
 	}

@@ -132,7 +132,7 @@ func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) {
 	for p := range r.players {
 		in, st := r.in[slot][p], Confirmed
 		switch {
-		case r.absent(PlayerID(p), f):
+		case r.ngaps[p] > 0 && r.absent(PlayerID(p), f): // never absent: no gap to look through
 			in, st = 0, Disconnected
 			if r.standIn != nil {
 				in = r.standIn(f, PlayerID(p)) & r.mask

@@ -76,8 +76,15 @@ func (o *outbox) riding(i int, m wire.Control, inputs bool) {
 }
 
 // input seals input packet pkt to peer i, behind the carry if one waits,
-// and sends it. It reports false when the packet did not encode.
-func (o *outbox) input(i int, pkt *wire.InputPacket) bool { return o.post(i, post{pkt: pkt}) }
+// and sends it. It reports false when the packet did not encode. Without
+// an adversary it goes straight to sendInput, as post and deliver would
+// send it: every tick sends one to every peer.
+func (o *outbox) input(i int, pkt *wire.InputPacket) bool {
+	if !adversaryBuilt || o.adv == nil {
+		return o.sendInput(i, pkt)
+	}
+	return o.post(i, post{pkt: pkt})
+}
 
 // post sends p to peer i: through the adversary when the session has one
 // (it rewrites p, or drops it, and may add others), else as it is. It
