@@ -295,6 +295,9 @@ func (s *Session) checkDesync(stalled bool) {
 	if !stalled && s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
 		s.sums.finals(s.frame, s.horizon().anchor(s.frame), s)
 	}
+	if !s.sums.dirty {
+		return // nothing to compare came since the last call: detect's own test, without the call
+	}
 	e := s.sums.detect(len(s.peers), s)
 	if e == nil {
 		return
