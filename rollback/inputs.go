@@ -127,7 +127,14 @@ func (r *inputRing) at(f Frame, p PlayerID) Input { return r.in[ring(f)][p] }
 // player, a prediction for a remote player whose input has not arrived,
 // the input otherwise. For a frame before confirmed() every input is
 // final.
-func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) {
+func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) { r.fill(f, dst, false) }
+
+// take is inputsFor and use at once, for a frame about to be simulated
+// with dst: one pass over the players, where every step made two.
+func (r *inputRing) take(f Frame, dst []PlayerInput) { r.fill(f, dst, true) }
+
+// fill is inputsFor, and use too when use is set.
+func (r *inputRing) fill(f Frame, dst []PlayerInput, use bool) {
 	slot := ring(f)
 	for p := range r.players {
 		in, st := r.in[slot][p], Confirmed
@@ -143,6 +150,9 @@ func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) {
 			in = Input(r.pred.Predict(ctx)) & r.mask
 		}
 		dst[p] = PlayerInput{Input: in, Status: st}
+		if use {
+			r.used[slot][p] = in
+		}
 	}
 }
 

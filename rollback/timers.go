@@ -24,7 +24,7 @@ import (
 // always before the match starts (the handshake's and the start's pace),
 // then from the deadline on.
 func (p *protocol) timersDue(now time.Duration) bool {
-	return !p.started || now >= p.timersAt || noTimerDeadline
+	return now >= p.timersAt || !p.started
 }
 
 // nextTimer returns the earliest time a protocol timer of the peers can
@@ -33,6 +33,9 @@ func (p *protocol) timersDue(now time.Duration) bool {
 // report's judgement. A peer disconnected here has only its window and
 // the doubts of it: its liveness is not checked and it is not pinged.
 func (ps peerSet) nextTimer(p *protocol) time.Duration {
+	if noTimerDeadline {
+		return 0 // every call checks
+	}
 	at := time.Duration(math.MaxInt64)
 	silence := min(p.interruptAfter, p.disconnectAfter)
 	for i := range ps {
