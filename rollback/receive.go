@@ -30,10 +30,14 @@ func (s *Session) receive() Frame {
 	if s.stmts != nil {
 		s.stmts.newCall()
 	}
-	var rj rejoins // made only with an audience: a machine coming back watches through it
+	// Made only with an audience: a machine coming back watches through
+	// it. A pointer: the view zeroed in every call cost a steady tick ~5
+	// instructions.
+	var rj *rejoins
 	if s.aud != nil {
 		s.aud.newCall()
-		rj = s.rejoins()
+		r := s.rejoins()
+		rj = &r
 	}
 	for {
 		n, peer, ok := s.tx.tr.Receive(buf)
