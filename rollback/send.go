@@ -135,7 +135,7 @@ func (s *Session) send() {
 		s.tx.flush(i, nil) // the input packet did not go
 	}
 	if timers && s.proto.started {
-		s.proto.timersAt = s.peers.nextTimer(&s.proto)
+		s.proto.timersAt = s.peers.nextTimer(&s.proto, s.sums)
 	}
 }
 
@@ -242,13 +242,15 @@ func (s *Session) sendProtocol(i int, inputs, quiet, timers bool) {
 		s.tx.riding(i, &s.io.qr, inputs)
 		l.replyQuality = false
 	}
-	if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
-		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.tx.riding(i, &s.io.sum, inputs)
-	}
-	if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
-		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.tx.riding(i, &s.io.sum, inputs)
+	if timers { // a checksum's repeats are timers (timers.go)
+		if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
+			s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
+			s.tx.riding(i, &s.io.sum, inputs)
+		}
+		if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
+			s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
+			s.tx.riding(i, &s.io.sum, inputs)
+		}
 	}
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, &s.tx)
@@ -265,6 +267,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet, timers bool) {
 // finalChecksum takes a checksum that has become final (a checksumSink):
 // the Recorder and the log get it.
 func (s *Session) finalChecksum(f Frame, sum uint64) {
+	s.proto.resetTimers() // it is due to every peer at once
 	if s.out.rec != nil {
 		s.out.rec.Checksum(f, sum)
 	}
@@ -302,6 +305,7 @@ func (s *Session) checkDesync(stalled bool) {
 	if e == nil {
 		return
 	}
+	s.proto.resetTimers() // our checksum there is repeated until the peer answers
 	if s.out.log != nil {
 		s.out.log.Desync(s.now, int(e.Frame), e.Peer, e.Local, e.Remote)
 	}

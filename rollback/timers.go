@@ -7,7 +7,8 @@ import (
 
 // This file is the one deadline of the protocol's timers: the rate
 // window's roll, the liveness of each peer (interrupted, disconnected),
-// the judgement of a doubted departure report, and the pings. Each is a
+// the judgement of a doubted departure report, the pings, and the repeats
+// of a checksum (and of ours at a desync, until the peer answers). Each is a
 // check of the form "now has passed a stamp plus an interval", run by
 // every call; the stamps only move forward (a datagram heard, a ping
 // sent, a window rolled), so the earliest time any of them can come due,
@@ -16,9 +17,8 @@ import (
 // on a steady tick none of them can be true, and with two machines they
 // cost ~100 instructions a tick. The few writes that move a timer
 // earlier instead (a link made new, a ping asked for at once, a report
-// doubted) lower the deadline themselves (resetTimers, timerAt). The
-// checksums' repeats keep their own checks: a new final checksum is due
-// at once, without a stamp.
+// doubted, a new final checksum due to every peer at once, a desync
+// found) lower the deadline themselves (resetTimers, timerAt).
 
 // timersDue reports whether a protocol timer may fire in a call at now:
 // always before the match starts (the handshake's and the start's pace),
@@ -29,15 +29,18 @@ func (p *protocol) timersDue(now time.Duration) bool {
 
 // nextTimer returns the earliest time a protocol timer of the peers can
 // fire, as the stamps stand (p holds the intervals): a rate window's end,
-// a peer's interrupt or disconnect timeout, its next ping, a doubted
-// report's judgement. A peer disconnected here has only its window and
-// the doubts of it: its liveness is not checked and it is not pinged.
-func (ps peerSet) nextTimer(p *protocol) time.Duration {
+// a peer's interrupt or disconnect timeout, its next ping, its next
+// repeat of our newest checksum or of our checksum at a desync (sums), a
+// doubted report's judgement. A peer disconnected here has only its
+// window and the doubts of it: its liveness is not checked, and it is
+// neither pinged nor sent checksums.
+func (ps peerSet) nextTimer(p *protocol, sums *checksums) time.Duration {
 	if noTimerDeadline {
 		return 0 // every call checks
 	}
 	at := time.Duration(math.MaxInt64)
 	silence := min(p.interruptAfter, p.disconnectAfter)
+	f, _, newest := sums.latest()
 	for i := range ps {
 		x := &ps[i]
 		l := &x.link
@@ -49,6 +52,12 @@ func (ps peerSet) nextTimer(p *protocol) time.Duration {
 		}
 		if !x.leave.disc {
 			at = min(at, l.lastRecv+silence, l.lastQuality+p.qualityEvery)
+			if newest {
+				at = min(at, x.sums.next(f))
+			}
+			if _, _, ok := sums.reported(i); ok {
+				at = min(at, x.sums.sentAt+checksumResend)
+			}
 		}
 	}
 	return at

@@ -16,13 +16,16 @@ import (
 // deadline (timers.go) and with every timer checked in every call, and
 // requires the same ticks of each: every ping (the round trip and the
 // packets sent follow it), every interrupt, resume and disconnect, every
-// rate window's roll. A timer skipped past its due time moves one of them.
+// rate window's roll, every checksum and its repeats, and after a desync
+// the repeats of ours. A timer skipped past its due time moves one of
+// them.
 func TestTimerDeadline(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		profile netsim.Profile
 		edit    func(i int, c *rollback.Config)
 		silent  [2]int // peer 1 says nothing in the ticks [silent[0], silent[1])
+		leak    bool   // machine 1's game leaks state from frame 30 on: a desync
 		ticks   int
 		want    []rollback.EventKind // machine 0's liveness events, in order
 	}{
@@ -40,11 +43,16 @@ func TestTimerDeadline(t *testing.T) {
 			c.InterruptTimeout, c.DisconnectTimeout = 300*time.Millisecond, time.Second
 		}, silent: [2]int{100, 300}, ticks: 300,
 			want: []rollback.EventKind{rollback.EventNetworkInterrupted, rollback.EventDisconnected}},
+		{name: "a checksum every second and its repeats", edit: func(_ int, c *rollback.Config) { c.ChecksumEvery = 60 },
+			profile: netsim.Profile{Latency: 30 * time.Millisecond, Loss: 0.2}, ticks: 400},
+		{name: "a desync: our checksum repeated until the peer answers", edit: func(_ int, c *rollback.Config) { c.ChecksumEvery = 10 },
+			leak: true, silent: [2]int{60, 120}, ticks: 200,
+			want: []rollback.EventKind{rollback.EventNetworkInterrupted, rollback.EventNetworkResumed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			with := timerTrace(t, tc.profile, tc.edit, tc.silent, tc.ticks)
+			with := timerTrace(t, tc.profile, tc.edit, tc.silent, tc.leak, tc.ticks)
 			rollback.NoTimerDeadline(t)
-			without := timerTrace(t, tc.profile, tc.edit, tc.silent, tc.ticks)
+			without := timerTrace(t, tc.profile, tc.edit, tc.silent, tc.leak, tc.ticks)
 			require.Equal(t, len(without), len(with))
 			for k := range without {
 				require.Equal(t, without[k], with[k], "tick %d", k)
@@ -60,6 +68,9 @@ func TestTimerDeadline(t *testing.T) {
 			}
 			assert.Equal(t, tc.want, kinds, "the timers this case is for fired")
 			assert.NotZero(t, with[len(with)-1].peers[0].RTT, "pinged")
+			if tc.leak {
+				assert.Contains(t, with[len(with)-1].errs, "desync", "the desync was found")
+			}
 		})
 	}
 }
@@ -69,15 +80,17 @@ func TestTimerDeadline(t *testing.T) {
 type timerLine struct {
 	events []rollback.EventKind
 	frames string
+	errs   string // what the calls returned
 	peers  [2]rollback.PeerStats
 }
 
 // timerTrace plays ticks ticks of two machines over a network of profile
-// p, peer 1 silent in the ticks [silent[0], silent[1]), and returns each
-// tick's line.
-func timerTrace(t *testing.T, p netsim.Profile, edit func(i int, c *rollback.Config), silent [2]int, ticks int) []timerLine {
+// p, peer 1 silent in the ticks [silent[0], silent[1]) and its game
+// leaking if leak, and returns each tick's line.
+func timerTrace(t *testing.T, p netsim.Profile, edit func(i int, c *rollback.Config), silent [2]int, leak bool, ticks int) []timerLine {
 	t.Helper()
-	ss, _, nw := connectedPairOver(t, p, edit)
+	ss, gs, nw := connectedPairOver(t, p, edit)
+	gs[1].Leak = leak
 	var trace []timerLine
 	for k := range ticks {
 		var line timerLine
@@ -88,8 +101,8 @@ func timerTrace(t *testing.T, p netsim.Profile, edit func(i int, c *rollback.Con
 			_, err := s.AddLocalInput(rollback.PlayerID(i), rollback.Input(k/40%2))
 			require.NoError(t, err)
 			r, err := s.Advance()
-			if err != nil {
-				require.ErrorIs(t, err, rollback.ErrInput) // the input's frame is not due after a stall
+			if err != nil { // a stall's input not taken; a desync
+				line.errs += err.Error() + "; "
 			}
 			if i == 0 {
 				for _, e := range r.Events {
