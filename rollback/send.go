@@ -116,7 +116,7 @@ func (s *Session) send() {
 	timers := s.proto.timersDue(s.now)
 	for i := range s.peers {
 		ps := &s.peers[i]
-		if ps.leave.disc || ps.link.throttled(s.now) {
+		if ps.leave.disc || (timers && ps.link.throttled(s.now)) { // a second's silence is a timer
 			continue
 		}
 		// Whether an input packet goes to it in this call: the first

@@ -6,7 +6,8 @@ import (
 )
 
 // This file is the one deadline of the protocol's timers: the rate
-// window's roll, the liveness of each peer (interrupted, disconnected),
+// window's roll, the liveness of each peer (interrupted, disconnected,
+// sent to only four times a second),
 // the judgement of a doubted departure report, the pings, and the repeats
 // of a checksum (and of ours at a desync, until the peer answers). Each is a
 // check of the form "now has passed a stamp plus an interval", run by
@@ -29,9 +30,9 @@ func (p *protocol) timersDue(now time.Duration) bool {
 
 // nextTimer returns the earliest time a protocol timer of the peers can
 // fire, as the stamps stand (p holds the intervals): a rate window's end,
-// a peer's interrupt or disconnect timeout, its next ping, its next
-// repeat of our newest checksum or of our checksum at a desync (sums), a
-// doubted report's judgement. A peer disconnected here has only its
+// a peer's interrupt or disconnect timeout, its throttling, its next
+// ping, its next repeat of our newest checksum or of our checksum at a
+// desync (sums), a doubted report's judgement. A peer disconnected here has only its
 // window and the doubts of it: its liveness is not checked, and it is
 // neither pinged nor sent checksums.
 func (ps peerSet) nextTimer(p *protocol, sums *checksums) time.Duration {
@@ -51,7 +52,7 @@ func (ps peerSet) nextTimer(p *protocol, sums *checksums) time.Duration {
 			}
 		}
 		if !x.leave.disc {
-			at = min(at, l.lastRecv+silence, l.lastQuality+p.qualityEvery)
+			at = min(at, l.lastRecv+silence, l.lastRecv+throttleAfter, l.lastQuality+p.qualityEvery)
 			if newest {
 				at = min(at, x.sums.next(f))
 			}

@@ -37,6 +37,8 @@ func TestTimerDeadline(t *testing.T) {
 		{name: "an interrupt at 200 ms, a resume", edit: func(_ int, c *rollback.Config) { c.InterruptTimeout = 200 * time.Millisecond },
 			silent: [2]int{100, 130}, ticks: 200,
 			want: []rollback.EventKind{rollback.EventNetworkInterrupted, rollback.EventNetworkResumed}},
+		{name: "throttled before the interrupt at 3 s", edit: func(_ int, c *rollback.Config) { c.InterruptTimeout = 3 * time.Second },
+			silent: [2]int{100, 250}, ticks: 350},
 		{name: "a disconnect", silent: [2]int{100, 500}, ticks: 500,
 			want: []rollback.EventKind{rollback.EventNetworkInterrupted, rollback.EventDisconnected}},
 		{name: "a disconnect at 1 s", edit: func(_ int, c *rollback.Config) {
