@@ -386,7 +386,7 @@ func (s *Session) takeOver() {
 			for f > w.feed.low && w.feed.mask(f-1)&(1<<ps.players[0]) != 0 {
 				f--
 			}
-			ps.leave = leave{disc: true, agreed: true, frozen: f, frame: f}
+			ps.leave, s.proto.agreed = leave{disc: true, agreed: true, frozen: f, frame: f}, true
 			ps.late = j.late[i]
 			// One that keyed with us meanwhile is joining too: its
 			// proposal is answered now.

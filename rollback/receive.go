@@ -242,7 +242,7 @@ func (s *Session) checkLiveness(timers bool) Frame {
 		}
 	}
 	s.proto.joins = 0
-	if s.peers.anyJoining() { // the view only then: this runs every call
+	if s.proto.agreed && s.peers.anyJoining() { // the view only then: this runs every call
 		r := s.rejoins()
 		mis = min(mis, r.checkJoins())
 	}
@@ -265,6 +265,7 @@ func (s *Session) checkLiveness(timers bool) Frame {
 			s.proto.departing = true
 			continue
 		}
+		s.proto.agreed = true
 		for _, p := range px.players {
 			s.inputs.disconnect(p, px.leave.frame)
 		}

@@ -74,7 +74,7 @@ func (r *rejoins) reserve() {
 		if !ps.late {
 			continue
 		}
-		ps.leave = leave{disc: true, agreed: true}
+		ps.leave, r.proto.agreed = leave{disc: true, agreed: true}, true
 		for _, p := range ps.players {
 			r.inputs.disconnect(p, 0)
 		}

@@ -35,6 +35,9 @@ type protocol struct {
 	// departing: a peer disconnected here waits for the agreement on its
 	// disconnect frame (Session.checkLiveness settles it).
 	departing bool
+	// agreed: a departure was agreed (leave.agreed), so a peer may be
+	// joining (peerSet.anyJoining): until then no call looks.
+	agreed bool
 
 	handlers handlers // a handler per sealed kind, for the features present (dispatch.go)
 }
