@@ -99,7 +99,7 @@ func (s *Session) send() {
 	quiet := false
 	if s.proto.started {
 		// A quiet tick sends no inputs: our frames went out when they do.
-		if quiet = s.quietTick(localNext); !quiet {
+		if quiet = s.quiet.on && s.quietTick(localNext); !quiet { // off: no call (Config.SendEveryTick)
 			s.times.sent.note(localNext, s.now)
 		}
 		if s.stmts != nil {

@@ -280,7 +280,9 @@ func (s *Session) endTick() error {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	s.checkDesync(false)
+	if s.sums.news(s.frame) {
+		s.checkDesync(false)
+	}
 	s.send()
 	if s.sync != nil && s.sync.err != nil {
 		return s.sync.err
