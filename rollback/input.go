@@ -134,10 +134,10 @@ func (v *inputView) rewritten(pkt *wire.InputPacket, ps *peer, first, want Frame
 // anything of it is applied: a dropped packet changes nothing.
 func (s *Session) handleInput(i int, b []byte) (mis Frame, ok bool) {
 	ps := &s.peers[i]
-	view := inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, localNext: s.inputs.next[s.roster.local[0]],
-		strict: s.ls == nil && s.stmts == nil}
+	view := &s.io.view
+	view.localNext, view.strict = s.inputs.next[s.roster.local[0]], s.ls == nil && s.stmts == nil
 	var v inputVerdict
-	judgeInput(b, ps, &view, &s.io.pkt, s.io.base[:], &v)
+	judgeInput(b, ps, view, &s.io.pkt, s.io.base[:], &v)
 	if !v.header {
 		return s.frame, false
 	}
