@@ -380,7 +380,9 @@ func (s *Session) poll() (Frame, error) {
 	// only forward, or lowers the deadline (timers.go).
 	timers := s.proto.timersDue(s.now)
 	mis := s.receive()
-	mis = min(mis, s.checkLiveness(timers))
+	if timers || s.proto.departing || s.proto.agreed { // else it has nothing to do
+		mis = min(mis, s.checkLiveness(timers))
+	}
 	if s.stmts != nil {
 		mis = min(mis, s.stmts.port.poll(s, s.frame))
 	}
