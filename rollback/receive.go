@@ -222,7 +222,7 @@ const doubtFor = 500 * time.Millisecond
 // and finalises disconnect agreements. It returns the earliest frame that
 // must be re-simulated because a disconnect frame was agreed. The silence
 // and the doubted reports are timers: judged only when timers are due
-// (Session.timersDue).
+// (protocol.timersDue, timers.go).
 func (s *Session) checkLiveness(timers bool) Frame {
 	mis := s.frame
 	if timers { // silence

@@ -115,8 +115,9 @@ func (s *Session) send() {
 		r := s.rejoins()
 		r.sendJoins(s.horizon().anchor(s.frame))
 	}
-	// The pings are timers (timers.go): once they are sent, the deadline
-	// is computed again from the stamps as they now stand.
+	// The throttling, the checksums' repeats and the pings are timers
+	// (timers.go): once they are sent, the deadline is computed again from
+	// the stamps as they now stand.
 	timers := s.proto.timersDue(s.now)
 	for i := range s.peers {
 		ps := &s.peers[i]
