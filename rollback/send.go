@@ -129,7 +129,9 @@ func (s *Session) send() {
 		// receiver takes them first): one datagram's header and seal less.
 		inputs := s.proto.started && ps.auth.verified && !quiet &&
 			(s.ls == nil || ps.progress.lockstepDue(s.now, localNext))
-		s.sendProtocol(i, inputs, quiet, timers)
+		if !ps.protocolIdle(timers, s.proto.started, s.sums != nil && s.sums.ex != nil) {
+			s.sendProtocol(i, inputs, quiet, timers)
+		}
 		if !inputs {
 			continue
 		}
@@ -217,6 +219,16 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 	}
 	s.io.gossip = g
 	return g
+}
+
+// protocolIdle reports whether sendProtocol has nothing to send peer ps:
+// the match started (started), no timer is due (timers), the handshake is
+// done and no handshake or ping waits for our answer, and no state is
+// exchanged after a desync (ex). It is every test of sendProtocol at
+// once, kept beside it, small enough to inline: a steady tick skips the
+// call.
+func (ps *peer) protocolIdle(timers, started, ex bool) bool {
+	return !timers && started && ps.auth.verified && !ps.auth.replyHS && !ps.link.replyQuality && !ex
 }
 
 // sendProtocol sends the handshake, start, quality, checksum and state
