@@ -375,6 +375,13 @@ func (c *checksums) serve(f Frame, peer, peers int) {
 	}
 }
 
+// news reports whether checkDesync has anything to do after simulated
+// frames were simulated: a checksum waiting to become final, or one to
+// compare. Most ticks have neither, and skip the call.
+func (c *checksums) news(simulated Frame) bool {
+	return c != nil && (c.due < simulated || c.dirty)
+}
+
 // failed returns the desync detected, if any.
 func (c *checksums) failed() *desync.Error {
 	if c == nil {

@@ -18,8 +18,7 @@ func (s *Session) step(resim bool) {
 			_ = s.snaps.saveLogged(slot, f, s.out.log, s.now)
 		}
 	}
-	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
-	s.inputs.use(f, s.io.stepIn[:s.roster.players])
+	s.inputs.take(f, s.io.stepIn[:s.roster.players])
 	s.simulate(f, resim, true)
 	if !resim {
 		s.times.simmed.note(f+1, s.now)
@@ -34,8 +33,7 @@ func (s *Session) step(resim bool) {
 // simulated again with the same inputs is not, and nothing is heard from
 // it.
 func (s *Session) runFinal(f Frame, news bool) {
-	s.inputs.inputsFor(f, s.io.stepIn[:s.roster.players])
-	s.inputs.use(f, s.io.stepIn[:s.roster.players]) // the stand-in's input, for finalInputs
+	s.inputs.take(f, s.io.stepIn[:s.roster.players]) // the stand-in's input is kept, for finalInputs
 	if news || s.app.obs == nil {
 		s.simulate(f, true, true)
 		return

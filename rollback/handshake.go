@@ -284,6 +284,7 @@ func (s *Session) handleHandshake(i int, b []byte) verdict {
 	a.replyHS = true // it needs our echo of its nonce to pin us
 	l := &s.peers[i].link
 	l.lastQuality = s.now - s.proto.qualityEvery // ping at once: the start delay needs the round trip
+	s.proto.resetTimers()
 	return taken
 }
 

@@ -186,6 +186,51 @@ func (h *horizon) mustStall() (int, bool) {
 	return 0, false
 }
 
+// mustStallTick decides whether this tick simulates nothing, for any
+// reason, and counts it: a missing input (the game shows the spinner), a
+// raised input lag, or the fairness governor's stall.
+func (s *Session) mustStallTick() bool {
+	// The horizon decides only when the inputs' bound (inputRing.clear)
+	// or the ring's room from its floor may stall: a steady tick needs
+	// neither the horizon nor a look at every player.
+	if s.frame >= s.inputs.clear || !s.inputs.room(s.frame+Frame(s.pace.lag.delay)+2) {
+		h := s.horizon()
+		if peer, ok := h.mustStall(); ok {
+			s.stats.StallFrames++
+			s.cut(s.pace.starving.starve(peer, s.now, s.proto.disconnectAfter, &s.events, s.frame))
+			return true
+		}
+		s.inputs.clear = h.inputsClear()
+	}
+	s.pace.starving.resume(&s.events, s.frame)
+	if s.pace.lag.stalls > 0 {
+		s.pace.lag.stalls--
+		s.stats.LagStalls++
+		return true
+	}
+	if s.pace.gov.Stall() {
+		s.stats.AdvantageStalls++
+		return true
+	}
+	return false
+}
+
+// inputsClear returns the first frame from which the first test of
+// mustStall, a remote player's input reach frames behind, may stall: the
+// least of every remote player's next frame plus the reach, of the
+// players not absent for good. It only moves up while the frames go on
+// (a remote player's next frame only grows; one that leaves no longer
+// counts), but for a player taken back (inputRing.rejoin forgets it).
+func (h *horizon) inputsClear() Frame {
+	c := noFrame
+	for p := range h.roster.players {
+		if !h.inputs.local[p] && !h.inputs.disconnected(PlayerID(p)) {
+			c = min(c, h.inputs.next[p]+h.snaps.reach)
+		}
+	}
+	return c
+}
+
 // blameRing names the peer that holds the input ring at frame low: one
 // that has not acknowledged it, whose input is missing there, or whose
 // count of a third machine holds the anchor there; -1 when none does (our

@@ -192,3 +192,47 @@ func TestHorizonBlameRing(t *testing.T) {
 		})
 	}
 }
+
+// TestHorizonInputsClear: the bound Session.mustStallTick keeps is the
+// first frame mustStall stalls at for a remote input, never later.
+func TestHorizonInputsClear(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(h *horizon)
+		want Frame
+	}{
+		{"every remote input here to 60, reach 8", func(*horizon) {}, 68},
+		{"the least remote player's", func(h *horizon) { h.inputs.next[2] = 55 }, 63},
+		{"not one absent for good", func(h *horizon) {
+			h.inputs.next[2] = 40
+			h.inputs.disconnect(2, 40)
+		}, 68},
+		{"no remote player: never", func(h *horizon) {
+			h.inputs.disconnect(1, 60)
+			h.inputs.disconnect(2, 60)
+		}, noFrame},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := horizonFixture(t, 2, 50, 60)
+			h.delay = 0
+			h.inputs.lowFloor = 0
+			tc.edit(h)
+			c := h.inputsClear()
+			require.Equal(t, tc.want, c)
+			if c == noFrame {
+				return
+			}
+			h.frame = c - 1
+			_, stall := h.mustStall()
+			assert.False(t, stall, "the frame before the bound")
+			h.frame = c
+			_, stall = h.mustStall()
+			assert.True(t, stall, "the bound")
+		})
+	}
+	in := newInputRing(2, []PlayerID{0}, 0xff, nil, 0)
+	in.disconnect(1, 10)
+	in.clear = 99
+	require.True(t, in.rejoin(1, 20))
+	assert.Zero(t, in.clear, "a player taken back counts again: computed again")
+}

@@ -96,7 +96,8 @@ func TestJudgeInput(t *testing.T) {
 			before := *v.inputs
 			var pkt wire.InputPacket
 			var base [MaxPlayers]uint64
-			got := judgeInput(tc.b(t, layout), ps, v, &pkt, base[:])
+			var got inputVerdict
+			judgeInput(tc.b(t, layout), ps, v, &pkt, base[:], &got)
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.wantOK, got.ok)
 			assert.Equal(t, tc.suspect, got.suspect)
@@ -119,7 +120,8 @@ func FuzzJudgeInput(f *testing.F) {
 		before := *v.inputs
 		var pkt wire.InputPacket
 		var base [MaxPlayers]uint64
-		got := judgeInput(b, ps, v, &pkt, base[:])
+		var got inputVerdict
+		judgeInput(b, ps, v, &pkt, base[:], &got)
 		if v.inputs.in != before.in || v.inputs.next != before.next || v.inputs.last != before.last {
 			t.Fatal("the judgement changed what the session holds")
 		}

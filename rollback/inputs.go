@@ -42,6 +42,10 @@ type inputRing struct {
 	// it is a lower bound of it, and most calls learn from it alone that
 	// the ring has room (horizon.ringRoom).
 	lowFloor Frame
+	// clear is the horizon's inputsClear when last computed: until the
+	// frame to simulate reaches it, no remote input is missing for a stall
+	// (Session.mustStallTick). 0: compute it again.
+	clear Frame
 
 	// The per-player state first, the rings after it: every call reads
 	// the first, and a frame's row of each ring.
@@ -123,12 +127,19 @@ func (r *inputRing) at(f Frame, p PlayerID) Input { return r.in[ring(f)][p] }
 // player, a prediction for a remote player whose input has not arrived,
 // the input otherwise. For a frame before confirmed() every input is
 // final.
-func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) {
+func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) { r.fill(f, dst, false) }
+
+// take is inputsFor and use at once, for a frame about to be simulated
+// with dst: one pass over the players, where every step made two.
+func (r *inputRing) take(f Frame, dst []PlayerInput) { r.fill(f, dst, true) }
+
+// fill is inputsFor, and use too when use is set.
+func (r *inputRing) fill(f Frame, dst []PlayerInput, use bool) {
 	slot := ring(f)
 	for p := range r.players {
 		in, st := r.in[slot][p], Confirmed
 		switch {
-		case r.absent(PlayerID(p), f):
+		case r.ngaps[p] > 0 && r.absent(PlayerID(p), f): // never absent: no gap to look through
 			in, st = 0, Disconnected
 			if r.standIn != nil {
 				in = r.standIn(f, PlayerID(p)) & r.mask
@@ -139,6 +150,9 @@ func (r *inputRing) inputsFor(f Frame, dst []PlayerInput) {
 			in = Input(r.pred.Predict(ctx)) & r.mask
 		}
 		dst[p] = PlayerInput{Input: in, Status: st}
+		if use {
+			r.used[slot][p] = in
+		}
 	}
 }
 
@@ -223,6 +237,7 @@ func (r *inputRing) rejoin(p PlayerID, t Frame) bool {
 	}
 	g.to = max(t, g.from)
 	r.next[p], r.last[p] = g.to, 0
+	r.clear = 0               // p counts again, from g.to
 	r.in[ring(g.to-1)][p] = 0 // the base its first packet is delta-coded against (Session.takeOver)
 	return true
 }

@@ -343,7 +343,7 @@ func (j *joiner) leave(peers peerSet, tx *outbox) {
 func (s *Session) takeOver() {
 	j, w := s.join, s.join.watch
 	t := j.take
-	s.frame = t
+	s.frame, s.inputs.clear = t, 0 // the players' next frames are set again below
 	snaps := &s.snaps
 	*snaps = snapshots{arena: snaps.arena, slots: snaps.slots, interval: snaps.interval, reach: snaps.reach, forced: snaps.forced, on: snaps.on}
 	if snaps.on {
@@ -387,7 +387,7 @@ func (s *Session) takeOver() {
 			for f > w.feed.low && w.feed.mask(f-1)&(1<<ps.players[0]) != 0 {
 				f--
 			}
-			ps.leave = leave{disc: true, agreed: true, frozen: f, frame: f}
+			ps.leave, s.proto.agreed = leave{disc: true, agreed: true, frozen: f, frame: f}, true
 			ps.late = j.late[i]
 			// One that keyed with us meanwhile is joining too: its
 			// proposal is answered now.
@@ -407,7 +407,7 @@ func (s *Session) takeOver() {
 	if s.stmts != nil {
 		s.stmts.begin(int32(t / stmtFrames))
 	}
-	s.proto.started, s.proto.startedAt = true, s.now
+	s.proto.started, s.proto.startedAt, s.proto.timersAt = true, s.now, 0 // pinged at once (resetTimers)
 	s.peers[j.src].st.StateBytes, s.peers[j.src].st.StateTime = j.stats.StateBytes, j.stats.StateTime
 	j.stats.TakeOver, j.stats.TakeTime, j.stats.TookOver = t, max(1, s.now-j.born), true
 	s.stats.Join = j.stats

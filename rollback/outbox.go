@@ -76,8 +76,15 @@ func (o *outbox) riding(i int, m wire.Control, inputs bool) {
 }
 
 // input seals input packet pkt to peer i, behind the carry if one waits,
-// and sends it. It reports false when the packet did not encode.
-func (o *outbox) input(i int, pkt *wire.InputPacket) bool { return o.post(i, post{pkt: pkt}) }
+// and sends it. It reports false when the packet did not encode. Without
+// an adversary it goes straight to sendInput, as post and deliver would
+// send it: every tick sends one to every peer.
+func (o *outbox) input(i int, pkt *wire.InputPacket) bool {
+	if !adversaryBuilt || o.adv == nil {
+		return o.sendInput(i, pkt)
+	}
+	return o.post(i, post{pkt: pkt})
+}
 
 // post sends p to peer i: through the adversary when the session has one
 // (it rewrites p, or drops it, and may add others), else as it is. It
@@ -163,11 +170,16 @@ func (o *outbox) carried(i int, pkt *wire.InputPacket) bool {
 
 // flush sends the carry to peer i, with body behind it (an encoded input
 // packet, or nil: it goes alone), in one datagram of the carried
-// message's kind. It does nothing when nothing is carried.
+// message's kind. It does nothing when nothing is carried: small enough
+// to inline, as every tick asks.
 func (o *outbox) flush(i int, body []byte) {
-	if len(o.carry) == 0 {
-		return
+	if len(o.carry) > 0 {
+		o.flushCarry(i, body)
 	}
+}
+
+// flushCarry is flush with a carry.
+func (o *outbox) flushCarry(i int, body []byte) {
 	seal := (*o.peers)[i].auth.seal
 	b := append(append(seal.Begin(o.buf[:0], o.carryKind), o.carry...), body...)
 	o.carry = o.carry[:0]

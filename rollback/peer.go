@@ -1,6 +1,9 @@
 package rollback
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // peer is one remote machine, made of small parts that each own one
 // concern (etcd raft's tracker.Progress is the model for progress).
@@ -422,6 +425,19 @@ func (c *sumSender) resend(now time.Duration) bool {
 	}
 	c.sentAt = now
 	return true
+}
+
+// next returns the earliest time due can report true for the checksum of
+// frame f, as the sender stands: at once for a new one, a repeat's
+// checksumResend after the last, never once the repeats are done.
+func (c *sumSender) next(f Frame) time.Duration {
+	switch {
+	case f != c.frame:
+		return 0
+	case c.sends >= checksumRepeats:
+		return math.MaxInt64
+	}
+	return c.sentAt + checksumResend
 }
 
 // due reports whether the checksum of frame f goes to the peer now.

@@ -30,10 +30,14 @@ func (s *Session) receive() Frame {
 	if s.stmts != nil {
 		s.stmts.newCall()
 	}
-	var rj rejoins // made only with an audience: a machine coming back watches through it
+	// Made only with an audience: a machine coming back watches through
+	// it. A pointer: the view zeroed in every call cost a steady tick ~5
+	// instructions.
+	var rj *rejoins
 	if s.aud != nil {
 		s.aud.newCall()
-		rj = s.rejoins()
+		r := s.rejoins()
+		rj = &r
 	}
 	for {
 		n, peer, ok := s.tx.tr.Receive(buf)
@@ -155,6 +159,7 @@ func verdictOf(ok bool) verdict {
 func (s *Session) disconnect(i int) {
 	ps := &s.peers[i]
 	ps.leave.disconnect(s.inputs.next[ps.players[0]])
+	s.proto.departing = true // checkLiveness settles the agreement
 	s.sums.forget(i)
 	if s.stmts != nil {
 		s.stmts.dirty = true // the digests need less of it, or wait for the agreement
@@ -191,6 +196,7 @@ func (s *Session) handleGossip(from int, gossip []wire.Gossip) {
 			// It says x left, and x spoke to us just now: unless a proof
 			// that x equivocated follows (statements.go), it lies.
 			px.leave.doubt[from] = s.now
+			s.proto.timerAt(s.now + doubtFor)
 		}
 		if px.leave.reporters() >= 2 {
 			s.disconnect(x)
@@ -214,40 +220,52 @@ const doubtFor = 500 * time.Millisecond
 
 // checkLiveness raises interrupted and disconnected states from silence,
 // and finalises disconnect agreements. It returns the earliest frame that
-// must be re-simulated because a disconnect frame was agreed.
-func (s *Session) checkLiveness() Frame {
+// must be re-simulated because a disconnect frame was agreed. The silence
+// and the doubted reports are timers: judged only when timers are due
+// (protocol.timersDue, timers.go).
+func (s *Session) checkLiveness(timers bool) Frame {
 	mis := s.frame
-	for i := range s.peers {
-		ps := &s.peers[i]
-		if ps.leave.disc || !s.proto.started {
-			continue
-		}
-		silent := s.now - ps.link.lastRecv
-		if silent > s.proto.interruptAfter && !ps.link.interrupted {
-			ps.link.interrupted = true
-			s.events.emit(EventNetworkInterrupted, s.frame, i)
-		}
-		if silent > s.proto.disconnectAfter {
-			s.disconnect(i)
+	if timers { // silence
+		for i := range s.peers {
+			ps := &s.peers[i]
+			if ps.leave.disc || !s.proto.started {
+				continue
+			}
+			silent := s.now - ps.link.lastRecv
+			if silent > s.proto.interruptAfter && !ps.link.interrupted {
+				ps.link.interrupted = true
+				s.events.emit(EventNetworkInterrupted, s.frame, i)
+			}
+			if silent > s.proto.disconnectAfter {
+				s.disconnect(i)
+			}
 		}
 	}
 	s.proto.joins = 0
-	if s.peers.anyJoining() { // the view only then: this runs every call
+	if s.proto.agreed && s.peers.anyJoining() { // the view only then: this runs every call
 		r := s.rejoins()
 		mis = min(mis, r.checkJoins())
 	}
-	d := newDepartures(s.peers, &s.inputs, s.ls != nil, s.stmts)
+	if !timers && !s.proto.departing {
+		return mis // no doubt can be judged, no departure settled
+	}
+	s.proto.departing = false // until one is found still waiting
 	for x := range s.peers {
 		px := &s.peers[x]
-		for named := px.leave.judge(len(s.peers), s.now); named != 0; named &= named - 1 {
-			s.suspect(bits.TrailingZeros8(named), SuspectGossip)
+		if timers {
+			for named := px.leave.judge(len(s.peers), s.now); named != 0; named &= named - 1 {
+				s.suspect(bits.TrailingZeros8(named), SuspectGossip)
+			}
 		}
 		if !px.leave.disc || px.leave.agreed {
 			continue
 		}
+		d := newDepartures(s.peers, &s.inputs, s.ls != nil, s.stmts)
 		if !px.leave.settle(x, s.peers, d.floors(x, &s.io.floor)) {
+			s.proto.departing = true
 			continue
 		}
+		s.proto.agreed = true
 		for _, p := range px.players {
 			s.inputs.disconnect(p, px.leave.frame)
 		}

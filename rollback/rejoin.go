@@ -74,7 +74,7 @@ func (r *rejoins) reserve() {
 		if !ps.late {
 			continue
 		}
-		ps.leave = leave{disc: true, agreed: true}
+		ps.leave, r.proto.agreed = leave{disc: true, agreed: true}, true
 		for _, p := range ps.players {
 			r.inputs.disconnect(p, 0)
 		}
@@ -320,6 +320,7 @@ func (r *rejoins) tookOver(i int) {
 	t := ps.join.take
 	ps.leave, ps.late = leave{}, false
 	ps.link = link{lastRecv: r.now, winStart: r.now, lastQuality: r.now - r.proto.qualityEvery}
+	r.proto.resetTimers() // it is pinged at once
 	ps.progress = progress{ack: t}
 	ps.timing = timing{ackAgeMin: -1}
 	ps.suspect = suspicions{}

@@ -21,6 +21,10 @@ type codec struct {
 	gossip  []wire.Gossip
 	stepIn  [MaxPlayers]PlayerInput // the inputs of the frame being simulated
 	floor   [MaxPlayers]Frame       // Session.floors
+	// view is handleInput's view of the session: its pointers set once
+	// (NewSession), the rest for each packet (made whole for each, it
+	// cost every steady tick ~25 instructions).
+	view inputView
 
 	rx struct { // received control messages
 		hs    wire.Handshake
@@ -99,7 +103,7 @@ func (s *Session) send() {
 	quiet := false
 	if s.proto.started {
 		// A quiet tick sends no inputs: our frames went out when they do.
-		if quiet = s.quietTick(localNext); !quiet {
+		if quiet = s.quiet.on && s.quietTick(localNext); !quiet { // off: no call (Config.SendEveryTick)
 			s.times.sent.note(localNext, s.now)
 		}
 		if s.stmts != nil {
@@ -111,9 +115,13 @@ func (s *Session) send() {
 		r := s.rejoins()
 		r.sendJoins(s.horizon().anchor(s.frame))
 	}
+	// The throttling, the checksums' repeats and the pings are timers
+	// (timers.go): once they are sent, the deadline is computed again from
+	// the stamps as they now stand.
+	timers := s.proto.timersDue(s.now)
 	for i := range s.peers {
 		ps := &s.peers[i]
-		if ps.leave.disc || ps.link.throttled(s.now) {
+		if ps.leave.disc || (timers && ps.link.throttled(s.now)) { // a second's silence is a timer
 			continue
 		}
 		// Whether an input packet goes to it in this call: the first
@@ -121,7 +129,9 @@ func (s *Session) send() {
 		// receiver takes them first): one datagram's header and seal less.
 		inputs := s.proto.started && ps.auth.verified && !quiet &&
 			(s.ls == nil || ps.progress.lockstepDue(s.now, localNext))
-		s.sendProtocol(i, inputs, quiet)
+		if !ps.protocolIdle(timers, s.proto.started, s.sums != nil && s.sums.ex != nil) {
+			s.sendProtocol(i, inputs, quiet, timers)
+		}
 		if !inputs {
 			continue
 		}
@@ -130,6 +140,9 @@ func (s *Session) send() {
 		}
 		s.sendInputs(i, localNext)
 		s.tx.flush(i, nil) // the input packet did not go
+	}
+	if timers && s.proto.started {
+		s.proto.timersAt = s.peers.nextTimer(&s.proto, s.sums)
 	}
 }
 
@@ -208,13 +221,23 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 	return g
 }
 
+// protocolIdle reports whether sendProtocol has nothing to send peer ps:
+// the match started (started), no timer is due (timers), the handshake is
+// done and no handshake or ping waits for our answer, and no state is
+// exchanged after a desync (ex). It is every test of sendProtocol at
+// once, kept beside it, small enough to inline: a steady tick skips the
+// call.
+func (ps *peer) protocolIdle(timers, started, ex bool) bool {
+	return !timers && started && ps.auth.verified && !ps.auth.replyHS && !ps.link.replyQuality && !ex
+}
+
 // sendProtocol sends the handshake, start, quality, checksum and state
 // messages due to peer i; a ping, reply or checksum rides with the input
 // packet when one goes to it in this call (inputs). A quiet tick holds a
 // ping and a checksum back to ride in the next tick's input packet (quiet
 // ticks never come two in a row; a ping's round trip is timed from when it
 // goes); a reply goes at once, as its delay would count in the round trip.
-func (s *Session) sendProtocol(i int, inputs, quiet bool) {
+func (s *Session) sendProtocol(i int, inputs, quiet, timers bool) {
 	ps := &s.peers[i]
 	l := &ps.link
 	if ps.auth.handshakeDue(s.now) && (!ps.late || ps.auth.replyHS) {
@@ -236,20 +259,22 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 		s.tx.riding(i, &s.io.qr, inputs)
 		l.replyQuality = false
 	}
-	if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
-		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.tx.riding(i, &s.io.sum, inputs)
-	}
-	if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
-		s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
-		s.tx.riding(i, &s.io.sum, inputs)
+	if timers { // a checksum's repeats are timers (timers.go)
+		if f, sum, ok := s.sums.latest(); ok && !quiet && ps.sums.due(s.now, f) {
+			s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
+			s.tx.riding(i, &s.io.sum, inputs)
+		}
+		if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
+			s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
+			s.tx.riding(i, &s.io.sum, inputs)
+		}
 	}
 	if s.sums != nil && s.sums.ex != nil {
 		s.sums.outgoing(i, s.now, &s.tx)
 	}
 	// Before the match starts, ping every 100 ms: the start delay needs the
 	// round trip, and the link-lag bound the least of several samples.
-	if (s.now-l.lastQuality >= s.proto.qualityEvery && !quiet) || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry) {
+	if timers && ((s.now-l.lastQuality >= s.proto.qualityEvery && !quiet) || (!s.proto.started && s.now-l.lastQuality >= handshakeRetry)) {
 		l.pinged(s.now)
 		s.io.q = wire.Quality{Sent: int64(s.now), Frame: int32(s.frame)}
 		s.tx.riding(i, &s.io.q, inputs)
@@ -259,6 +284,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet bool) {
 // finalChecksum takes a checksum that has become final (a checksumSink):
 // the Recorder and the log get it.
 func (s *Session) finalChecksum(f Frame, sum uint64) {
+	s.proto.resetTimers() // it is due to every peer at once
 	if s.out.rec != nil {
 		s.out.rec.Checksum(f, sum)
 	}
@@ -289,10 +315,14 @@ func (s *Session) checkDesync(stalled bool) {
 	if !stalled && s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
 		s.sums.finals(s.frame, s.horizon().anchor(s.frame), s)
 	}
+	if !s.sums.dirty {
+		return // nothing to compare came since the last call: detect's own test, without the call
+	}
 	e := s.sums.detect(len(s.peers), s)
 	if e == nil {
 		return
 	}
+	s.proto.resetTimers() // our checksum there is repeated until the peer answers
 	if s.out.log != nil {
 		s.out.log.Desync(s.now, int(e.Frame), e.Peer, e.Local, e.Remote)
 	}

@@ -250,28 +250,6 @@ func (s *Session) advanceRollback() (Result, error) {
 	return Result{Frame: frame, Simulated: simulated, Resimulated: resim, Events: s.events}, err
 }
 
-// mustStallTick decides whether this tick simulates nothing, for any
-// reason, and counts it: a missing input (the game shows the spinner), a
-// raised input lag, or the fairness governor's stall.
-func (s *Session) mustStallTick() bool {
-	if peer, ok := s.horizon().mustStall(); ok {
-		s.stats.StallFrames++
-		s.cut(s.pace.starving.starve(peer, s.now, s.proto.disconnectAfter, &s.events, s.frame))
-		return true
-	}
-	s.pace.starving.resume(&s.events, s.frame)
-	if s.pace.lag.stalls > 0 {
-		s.pace.lag.stalls--
-		s.stats.LagStalls++
-		return true
-	}
-	if s.pace.gov.Stall() {
-		s.stats.AdvantageStalls++
-		return true
-	}
-	return false
-}
-
 // stall ends an Advance that simulates nothing: it sends what the peers
 // are due and reports Stalled.
 func (s *Session) stall(r Result, err error) (Result, error) {
@@ -302,7 +280,9 @@ func (s *Session) endTick() error {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	s.checkDesync(false)
+	if s.sums.news(s.frame) {
+		s.checkDesync(false)
+	}
 	s.send()
 	if s.sync != nil && s.sync.err != nil {
 		return s.sync.err
@@ -396,26 +376,33 @@ func (s *Session) poll() (Frame, error) {
 	if s.frame >= s.proto.frameLimit {
 		return s.frame, fmt.Errorf("%w: frame %d", ErrFrameLimit, s.frame)
 	}
+	// The timers as the call found them: receiving moves their stamps
+	// only forward, or lowers the deadline (timers.go).
+	timers := s.proto.timersDue(s.now)
 	mis := s.receive()
-	mis = min(mis, s.checkLiveness())
+	if timers || s.proto.departing || s.proto.agreed { // else it has nothing to do
+		mis = min(mis, s.checkLiveness(timers))
+	}
 	if s.stmts != nil {
 		mis = min(mis, s.stmts.port.poll(s, s.frame))
 	}
-	for i := range s.peers {
-		ps := &s.peers[i]
-		if l := &ps.link; s.now-l.winStart >= time.Second {
-			l.roll(s.now, &ps.st)
-			rtt := ps.timing.judged(l.rtt)
-			ackLies, lookahead := ps.timing.roll(rtt)
-			if s.proto.started && !ps.leave.disc && l.unanswered(s.now) && s.now-l.lastRecv < s.proto.interruptAfter {
-				s.suspect(i, SuspectWithheld) // it talks, but answers no ping
-			}
-			if s.proto.started && rtt > 0 && !ps.leave.disc {
-				if ackLies {
-					s.suspect(i, SuspectAck)
+	if timers { // the peers' one-second windows
+		for i := range s.peers {
+			ps := &s.peers[i]
+			if l := &ps.link; s.now-l.winStart >= time.Second {
+				l.roll(s.now, &ps.st)
+				rtt := ps.timing.judged(l.rtt)
+				ackLies, lookahead := ps.timing.roll(rtt)
+				if s.proto.started && !ps.leave.disc && l.unanswered(s.now) && s.now-l.lastRecv < s.proto.interruptAfter {
+					s.suspect(i, SuspectWithheld) // it talks, but answers no ping
 				}
-				if lookahead && s.ls == nil {
-					s.suspect(i, SuspectLookahead)
+				if s.proto.started && rtt > 0 && !ps.leave.disc {
+					if ackLies {
+						s.suspect(i, SuspectAck)
+					}
+					if lookahead && s.ls == nil {
+						s.suspect(i, SuspectLookahead)
+					}
 				}
 			}
 		}

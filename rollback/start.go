@@ -28,6 +28,16 @@ type protocol struct {
 	joins           int           // peers joining now (rejoin.go)
 	transferRate    int           // Config.TransferRate
 	spectatorDelay  time.Duration // Config.SpectatorDelay
+	// timersAt is the earliest time a protocol timer of the match can fire
+	// (Session.nextTimer): a call before it skips the timers' checks
+	// (Session.timersDue). 0: every check runs at the next call.
+	timersAt time.Duration
+	// departing: a peer disconnected here waits for the agreement on its
+	// disconnect frame (Session.checkLiveness settles it).
+	departing bool
+	// agreed: a departure was agreed (leave.agreed), so a peer may be
+	// joining (peerSet.anyJoining): until then no call looks.
+	agreed bool
 
 	handlers handlers // a handler per sealed kind, for the features present (dispatch.go)
 }
