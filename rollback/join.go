@@ -53,14 +53,13 @@ type joiner struct {
 	served     bool          // a source let us watch (answered our watch's handshake)
 	take       Frame         // the take-over frame proposed; 0: none yet
 	proposedAt time.Duration
-	live       [MaxPlayers]bool  // by peer: plays on, per the final inputs
-	late       [MaxPlayers]bool  // by peer: Peer.Late (a slot still empty if it does not play)
-	absent     [MaxPlayers]bool  // by peer: said it joins itself, so does not play at take
-	refuted    [MaxPlayers]bool  // by peer: watched, and its state refuted by another machine's checksum
-	outvoted   [MaxPlayers]bool  // by peer: its checksum at take differs from the majority's, which took over
-	acc        [MaxPlayers]bool  // by peer: accepted take
-	refused    [MaxPlayers]Frame // by peer: the frame its refusal of take named (from there it may take us); 0: none
-	ready      [MaxPlayers]bool  // by peer: sent its checksum of the state at take
+	live       [MaxPlayers]bool // by peer: plays on, per the final inputs
+	late       [MaxPlayers]bool // by peer: Peer.Late (a slot still empty if it does not play)
+	absent     [MaxPlayers]bool // by peer: said it joins itself, so does not play at take
+	refuted    [MaxPlayers]bool // by peer: watched, and its state refuted by another machine's checksum
+	outvoted   [MaxPlayers]bool // by peer: its checksum at take differs from the majority's, which took over
+	acc        [MaxPlayers]bool // by peer: accepted take
+	ready      [MaxPlayers]bool // by peer: sent its checksum of the state at take
 	sums       [MaxPlayers]uint64
 	playing    [MaxPlayers]uint8 // by peer: who plays at take there, per its Ready
 	mine       uint64            // our checksum of the state at take
@@ -214,7 +213,7 @@ func roundTake(t Frame, signed bool) Frame {
 // retake makes t the take-over frame: every answer starts again.
 func (j *joiner) retake(t Frame) {
 	j.take, j.proposedAt, j.summed = t, 0, false
-	j.acc, j.ready, j.absent, j.refused = [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]Frame{}
+	j.acc, j.ready, j.absent = [MaxPlayers]bool{}, [MaxPlayers]bool{}, [MaxPlayers]bool{}
 	j.stats.Proposals++
 }
 
@@ -260,14 +259,6 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 		return joinWait
 	}
 	j.livePeers(peers) // a machine may have left, or come back, since
-	if f, ok := j.refusedBy(peers); ok {
-		// A refusal naming a frame our proposal is already past (another
-		// join's, taken over since) waits for its acceptance.
-		if t := roundTake(max(w.feed.high, f)+joinLead, stmts != nil); t > j.take {
-			j.retake(t)
-			return joinWait
-		}
-	}
 	if w.frame == j.take && !j.summed {
 		j.mine, j.summed = xxhash.Sum64(state), true
 	}

@@ -34,32 +34,6 @@ func (j *joiner) livePeers(ps peerSet) {
 	}
 }
 
-// refusedBy returns the frame to propose past when machines that play
-// refused the take-over frame (each refusal names one), once every machine
-// that plays has answered: at once when most of them refused; else once
-// every one that accepted sent its Ready, so that the Readies can say
-// whether the refusers play (livePeers). One the others cut off plays on
-// alone, its final frames ahead of theirs: taken at its word at once, its
-// refusals moved every proposal past the Readies that would have left it
-// out, until the join timed out (an equivocator, against a late join).
-func (j *joiner) refusedBy(ps peerSet) (Frame, bool) {
-	var past Frame
-	live, refused, waiting := 0, 0, false
-	for i := range ps {
-		if !j.live[i] {
-			continue
-		}
-		live++
-		switch {
-		case j.refused[i] > 0: // the frame it named (an acceptance since clears it)
-			past, refused = max(past, j.refused[i]), refused+1
-		case !j.acc[i] || !j.ready[i]:
-			waiting = true // its answer, or its Ready, is still to come
-		}
-	}
-	return past, refused > 0 && (!waiting || 2*refused > live)
-}
-
 // pastState proposes past the watch's state (signed: the match signs its
 // inputs) when the state is at or past the take-over frame, and reports
 // whether it did. Past it, the new source did not accept the frame. At

@@ -59,43 +59,6 @@ func TestLivePeers(t *testing.T) {
 	}
 }
 
-// TestRefusedBy: a refusal moves the take-over frame once every machine
-// that plays answered: at once when most refused, else once the others'
-// Readies can say whether the refusers play. A machine the others cut off
-// refused every proposal, and moved each past the Readies that would have
-// left it out (an equivocator, against a late join: 2 of 20 timed out).
-func TestRefusedBy(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		live    [3]bool
-		acc     [3]bool
-		ready   [3]bool
-		refused [3]Frame
-		past    Frame
-		ok      bool
-	}{
-		{"no refusal", [3]bool{true, true, true}, [3]bool{true, true, true}, [3]bool{true, true, true}, [3]Frame{}, 0, false},
-		{"an answer still to come", [3]bool{true, true, true}, [3]bool{true}, [3]bool{}, [3]Frame{0, 0, 200}, 0, false},
-		{"most refused: at once", [3]bool{true, true, true}, [3]bool{true}, [3]bool{}, [3]Frame{0, 150, 200}, 200, true},
-		{"one refused: the Readies first", [3]bool{true, true, true}, [3]bool{true, true}, [3]bool{true}, [3]Frame{0, 0, 200}, 0, false},
-		{"one refused, the Readies came", [3]bool{true, true, true}, [3]bool{true, true}, [3]bool{true, true}, [3]Frame{0, 0, 200}, 200, true},
-		{"the refuser does not play", [3]bool{true, true, false}, [3]bool{true, true}, [3]bool{true, true}, [3]Frame{0, 0, 200}, 0, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			j, ps := joinFixture(0)
-			copy(j.live[:], tc.live[:])
-			copy(j.acc[:], tc.acc[:])
-			copy(j.ready[:], tc.ready[:])
-			copy(j.refused[:], tc.refused[:])
-			past, ok := j.refusedBy(ps)
-			assert.Equal(t, tc.ok, ok)
-			if ok {
-				assert.Equal(t, tc.past, past)
-			}
-		})
-	}
-}
-
 // TestNextSource: the first peer after the source, in index order, not
 // refuted (and, with playing, that plays and answered our handshake).
 func TestNextSource(t *testing.T) {

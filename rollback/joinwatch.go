@@ -77,11 +77,13 @@ func (j *joiner) answer(i int, b []byte, m *wire.Join, peers peerSet, stmts *sta
 		if stmts != nil && !stmts.takeKeys(i, peers[i].machine, m.Keys) {
 			return
 		}
-		j.acc[i], j.refused[i] = true, 0
+		j.acc[i] = true
 	case wire.JoinRefuse:
 		// Frames from T on are final there already, or it takes another
-		// machine back first, until Frame: a later one (refusedBy).
-		j.refused[i] = max(j.refused[i], Frame(m.Frame))
+		// machine back first, until Frame: a later one.
+		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, stmts != nil); t > j.take {
+			j.retake(t)
+		}
 	case wire.JoinReady:
 		j.ready[i], j.sums[i], j.playing[i] = true, m.Sum, m.Playing
 	}

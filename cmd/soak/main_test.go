@@ -555,13 +555,15 @@ func TestForge(t *testing.T) {
 // joiner joined, and the joiner kept the old machine's keys (and signing
 // key). 17: a machine left after the take-over frame, having sent its
 // Ready; the others, having sent theirs, never told the joiner to propose
-// past it. 928: two machines joined at once, and each refusal of the
-// second's proposal (the other join goes first) moved it a lead past its
-// own, ever further ahead of its watch, until it timed out (a mistake of
-// this round's refusedBy, caught by the 1000-match soak). Under the race
-// detector, one seed.
+// past it. 928 and 293: two machines joined at once, and a try of this
+// round at letting the Readies judge a refusal first (an equivocator cut
+// off refused every proposal) ran the second joiner's proposal ever
+// further ahead of its watch (928), or left it waiting for a machine the
+// Readies said played at a frame it had refused (293): the 1000-match soak
+// caught both, and the try was taken back. Under the race detector, one
+// seed.
 func TestJoinRegressions(t *testing.T) {
-	seeds := []string{"330151", "330212", "330236", "330285", "17", "120", "857", "934", "928"}
+	seeds := []string{"330151", "330212", "330236", "330285", "17", "120", "857", "934", "928", "293"}
 	if raceEnabled {
 		seeds = seeds[:1]
 	}
