@@ -32,3 +32,7 @@ func (*adversary) corruptsStates() bool { return false }
 // unsigned reports whether cfg asks for a match without statements: never
 // in this build.
 func unsigned(*Config) bool { return false }
+
+// noTimerDeadline reports whether cfg asks for every timer's check in
+// every call: never in this build.
+func noTimerDeadline(*Config) bool { return false }

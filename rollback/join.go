@@ -71,10 +71,9 @@ type joiner struct {
 // newJoiner prepares a session's join: the watch starts once a peer
 // answers our handshake.
 func newJoiner(s *Session, cfg *Config) *joiner {
-	r := cfg.Rand // populated
 	j := &joiner{born: s.clock(), src: -1, cfg: SpectatorConfig{Players: cfg.Players, Layout: cfg.Layout, State: cfg.State,
 		Game: cfg.Game, Transport: cfg.Transport, SessionID: cfg.SessionID, Secret: cfg.Secret, Observer: cfg.Observer,
-		Clock: s.clock, Rand: r, TransferRate: cfg.TransferRate, Timeouts: cfg.Timeouts}}
+		Clock: s.clock, Rand: cfg.Rand, TransferRate: cfg.TransferRate, Timeouts: cfg.Timeouts}}
 	j.stats = WatchStats{Source: -1, StateFrame: -1, TakeOver: -1}
 	for i := range s.peers {
 		// Whether a reserved slot is still empty, the final inputs say
@@ -176,7 +175,6 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 		if !ok {
 			next = (j.src + 1) % len(peers) // every one was refuted: round again
 		}
-		j.watch, j.summed, j.stats.StateFrame = nil, false, -1 // the state comes anew
 		j.watchFrom(next)
 		return
 	}
@@ -187,7 +185,7 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 		// through, held a join at 1296 of 1568 until it timed out). The
 		// next source that plays, with a new catch-up time.
 		if next, ok := j.nextSource(peers, true); ok {
-			j.watch, j.summed, j.caughtUp, j.stats.StateFrame = nil, false, 0, -1
+			j.caughtUp = 0
 			j.watchFrom(next)
 			return
 		}
@@ -412,8 +410,10 @@ func (s *Session) takeOver() {
 	}
 }
 
-// watchFrom starts watching the match through peer i.
+// watchFrom starts watching the match through peer i: the state comes
+// anew.
 func (j *joiner) watchFrom(i int) {
+	j.watch, j.summed, j.stats.StateFrame = nil, false, -1
 	c := j.cfg
 	c.Source = i
 	w, err := NewSpectator(c)

@@ -57,10 +57,10 @@ func (j *joiner) pastState(signed bool) bool {
 // against another's. (Confirmed by a majority, it is taken over, and each
 // machine whose checksum differs is suspected of SuspectDesync: with four
 // machines or more, one liar's checksum would otherwise refute every
-// honest source in turn and end the join in ErrJoinState.) It watches through the next peer that plays and is
-// not refuted (the take-over frame still proposed, as when a source
-// fails), with a new catch-up time; with none left, the join fails with
-// ErrJoinState.
+// honest source in turn and end the join in ErrJoinState.) It watches
+// through the next peer that plays and is not refuted (the take-over
+// frame still proposed, as when a source fails), with a new catch-up
+// time; with none left, the join fails with ErrJoinState.
 func (j *joiner) refute(i int, peers peerSet) joinOutcome {
 	w := j.watch
 	err := fmt.Errorf("%w: peer %d's checksum of frame %d is %#x, ours %#x (the state came from peer %d at frame %d): not played",
@@ -68,7 +68,7 @@ func (j *joiner) refute(i int, peers peerSet) joinOutcome {
 	j.refuted[j.src] = true
 	j.stats.Refuted++
 	if n, ok := j.nextSource(peers, true); ok {
-		j.watch, j.summed, j.caughtUp, j.stats.StateFrame = nil, false, 0, -1
+		j.caughtUp = 0
 		j.watchFrom(n)
 		return joinWait
 	}

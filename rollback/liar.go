@@ -47,6 +47,10 @@ type TestHooks struct {
 	// hands a machine that comes back (rejoin.go), which must catch it
 	// before it plays. Only the test that proves it does uses it.
 	CorruptJoinState bool
+	// NoTimerDeadline makes every call run every protocol timer's check,
+	// as before the deadline (timers.go). Only the test that compares the
+	// two uses it.
+	NoTimerDeadline bool
 }
 
 // testHooks is Config's field of the hooks.
@@ -65,6 +69,10 @@ func WithTestHooks(cfg Config, h TestHooks) Config {
 // unsigned reports whether cfg asks for a match without statements
 // (TestHooks.Unsigned).
 func unsigned(cfg *Config) bool { return cfg.hooks != nil && cfg.hooks.Unsigned }
+
+// noTimerDeadline reports whether cfg asks for every timer's check in
+// every call (TestHooks.NoTimerDeadline).
+func noTimerDeadline(cfg *Config) bool { return cfg.hooks != nil && cfg.hooks.NoTimerDeadline }
 
 // adversary is a lying session's rewriter of its outgoing messages: the
 // script, its bookkeeping, and the scratch of the messages it adds; and

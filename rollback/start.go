@@ -32,6 +32,9 @@ type protocol struct {
 	// (Session.nextTimer): a call before it skips the timers' checks
 	// (Session.timersDue). 0: every check runs at the next call.
 	timersAt time.Duration
+	// noDeadline: every call checks every timer (TestHooks.NoTimerDeadline,
+	// the adversary's build only).
+	noDeadline bool
 	// departing: a peer disconnected here waits for the agreement on its
 	// disconnect frame (Session.checkLiveness settles it).
 	departing bool
@@ -57,6 +60,7 @@ func newProtocol(cfg Config, now time.Duration) protocol {
 		qualityEvery:    cfg.QualityInterval,
 		redundant:       cfg.RedundantFrames,
 		rejoinWindow:    max(0, cfg.RejoinWindow),
+		noDeadline:      noTimerDeadline(&cfg),
 	}
 	return p
 }

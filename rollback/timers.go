@@ -36,7 +36,7 @@ func (p *protocol) timersDue(now time.Duration) bool {
 // window and the doubts of it: its liveness is not checked, and it is
 // neither pinged nor sent checksums.
 func (ps peerSet) nextTimer(p *protocol, sums *checksums) time.Duration {
-	if noTimerDeadline {
+	if p.noDeadline {
 		return 0 // every call checks
 	}
 	at := time.Duration(math.MaxInt64)
@@ -72,7 +72,3 @@ func (p *protocol) timerAt(t time.Duration) { p.timersAt = min(p.timersAt, t) }
 // the deadline again: a stamp moved back (a ping asked for at once, a
 // link made new).
 func (p *protocol) resetTimers() { p.timersAt = 0 }
-
-// noTimerDeadline, set only by this package's tests, runs every timer's
-// check in every call, as before the deadline: the tests compare the two.
-var noTimerDeadline bool

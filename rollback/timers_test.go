@@ -1,3 +1,5 @@
+//go:build rewind_adversary
+
 package rollback_test
 
 import (
@@ -53,8 +55,12 @@ func TestTimerDeadline(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			with := timerTrace(t, tc.profile, tc.edit, tc.silent, tc.leak, tc.ticks)
-			rollback.NoTimerDeadline(t)
-			without := timerTrace(t, tc.profile, tc.edit, tc.silent, tc.leak, tc.ticks)
+			without := timerTrace(t, tc.profile, func(i int, c *rollback.Config) {
+				if tc.edit != nil {
+					tc.edit(i, c)
+				}
+				*c = rollback.WithTestHooks(*c, rollback.TestHooks{NoTimerDeadline: true})
+			}, tc.silent, tc.leak, tc.ticks)
 			require.Equal(t, len(without), len(with))
 			for k := range without {
 				require.Equal(t, without[k], with[k], "tick %d", k)

@@ -1,8 +1,9 @@
 // Package fakepeer is the rollback package's scripted remote machines, for
 // tests: a Transport (and a clock, Peers.Now) that completes the
-// handshake with the session under test the way an honest peer would, then delivers whatever
-// datagrams the test scripts, honest or not — or that sits in front of a
-// real transport and slips scripted datagrams in before the real ones.
+// handshake with the session under test the way an honest peer would,
+// then delivers whatever datagrams the test scripts, honest or not — or
+// that sits in front of a real transport and slips scripted datagrams in
+// before the real ones.
 //
 // It imports only the wire format, not package rollback, so the rollback
 // package's internal tests can use it too.
