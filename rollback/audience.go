@@ -29,6 +29,7 @@ const (
 	strangerBudget  = 16                     // datagrams judged per call from indexes not admitted
 	compressPerTick = 64 << 10               // state bytes compressed per call while an offer is made
 	offerFresh      = 60                     // frames: an offer older than this is made anew for the next joiner
+	newerAsked      = 8                      // frames: an offer at least this old is made anew for a witness that asks for a newer one
 	snapWrap        = 250 * time.Millisecond // pieces in flight are sent again after this
 	feedKeepalive   = 250 * time.Millisecond // an idle spectator hears from us this often
 	maxFeedFrames   = 64                     // frames in one feed packet
@@ -66,6 +67,7 @@ type audience struct {
 	interr  time.Duration // Config.Timeouts.Interrupt: a silent guest's slot may be taken
 	discon  time.Duration // Config.Timeouts.Disconnect: a silent guest is dropped
 	feed    *feed
+	adv     *adversary // the soak's liar (nil: honest; liar.go)
 	guests  []guest
 	offer   offer
 	prev    offered // the offer before it: a guest may acknowledge it once it is replaced
@@ -437,6 +439,9 @@ func (a *audience) sendFeed(g *guest, now time.Duration) {
 		for p := range players {
 			pkt.Inputs = append(pkt.Inputs, uint64(l.input(f, p)))
 		}
+	}
+	if adversaryBuilt && a.adv.falsifiesFeed() {
+		a.adv.falsify(first, pkt.Inputs, players)
 	}
 	pkt.Base = nil
 	if first > Frame(g.watch.State) {

@@ -193,6 +193,7 @@ func (s *Session) serve(spectators int) {
 	f.reset(s.out.recorded)
 	s.aud = newAudience(spectators, len(s.peers), s.proto.transferRate, &s.proto.keys, s.proto.sessionID, s.tx.tr, &f,
 		s.proto.interruptAfter, s.proto.disconnectAfter)
+	s.aud.adv = s.tx.adv
 	if s.proto.spectatorDelay > 0 {
 		f.timed()
 		s.aud.delay = s.proto.spectatorDelay

@@ -133,6 +133,7 @@ func (s *Session) joinState(dst []byte) (Frame, []byte, bool) {
 	s.snaps.arena.Leave()
 	if adversaryBuilt && s.tx.adv.corruptsStates() && len(dst) > n {
 		dst[len(dst)-1] ^= 1 // the test of a state that must be caught
+		s.tx.adv.lied()
 	}
 	return s.snaps.backups[slot].frame, dst, true
 }

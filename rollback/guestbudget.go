@@ -66,3 +66,13 @@ func (a *audience) cutOff(k int, now time.Duration, host guestSink) {
 	a.drop(k, host)
 	a.cut++
 }
+
+// dropAll tells every guest that we stop serving it, and drops it.
+func (a *audience) dropAll(now time.Duration, host guestSink) {
+	for k := len(a.guests) - 1; k >= 0; k-- {
+		if g := &a.guests[k]; g.auth.verified {
+			a.sendControl(g, &wire.Disconnect{Frame: -1}, now)
+		}
+		a.drop(k, host)
+	}
+}

@@ -26,6 +26,13 @@ func adversaryOf(*Config, *Session) *adversary { return nil }
 // rewrite is never called: adversaryBuilt is false.
 func (*adversary) rewrite(o *outbox, i int, p post) bool { return o.deliver(i, p) }
 
+// falsifiesFeed and falsify are never called: adversaryBuilt is false.
+func (*adversary) falsifiesFeed() bool          { return false }
+func (*adversary) falsify(Frame, []uint64, int) {}
+
+// lied is never called: adversaryBuilt is false.
+func (*adversary) lied() {}
+
 // corruptsStates is never called: adversaryBuilt is false.
 func (*adversary) corruptsStates() bool { return false }
 

@@ -138,7 +138,7 @@ func adversaryOf(cfg *Config, s *Session) *adversary {
 		v.signer, v.me = s.stmts, s.stmts.me
 	}
 	a := newAdversary(script, v)
-	a.corrupt = h.CorruptJoinState
+	a.corrupt = h.CorruptJoinState || a.is(liar.FalseState)
 	return a
 }
 
@@ -410,6 +410,26 @@ func (a *adversary) statement(i int, m *wire.Attest) {
 		st.signFor(int32(m.Interval), in, m.Sig)
 	}
 }
+
+// falsifiesFeed reports whether the session flips a bit of one final
+// input in every 100 frames it feeds a spectator or a machine coming back
+// (liar.FalseState).
+func (a *adversary) falsifiesFeed() bool { return a.is(liar.FalseState) }
+
+// falsify flips a bit of the first player's input of each frame of the
+// packet's in (players inputs a frame from frame first) that is 50 past a
+// multiple of 100.
+func (a *adversary) falsify(first Frame, in []uint64, players int) {
+	for k := 0; k*players < len(in); k++ {
+		if (first+Frame(k))%100 == 50 {
+			in[k*players] ^= 1
+			a.Lies++
+		}
+	}
+}
+
+// lied counts a lie told outside the outbox (a corrupted state).
+func (a *adversary) lied() { a.Lies++ }
 
 // corruptsStates reports whether the session corrupts every state it
 // hands a machine coming back (TestHooks.CorruptJoinState).

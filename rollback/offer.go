@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // This file is the state an audience offers joiners: one final snapshot,
@@ -40,7 +41,8 @@ func (a *audience) offerFor(now time.Duration, host stateSource) bool {
 	// With a stream delay, an offer is kept that much longer: spectators
 	// get it only once it is that old.
 	fresh := offerFresh + Frame(a.delay*60/time.Second)
-	stale := o.on && (o.frame < a.feed.low || (o.done && a.feed.high-o.frame > fresh && !a.receiving()))
+	stale := o.on && (o.frame < a.feed.low || (o.done && a.feed.high-o.frame > fresh && !a.receiving()) ||
+		(o.done && a.feed.high-o.frame >= newerAsked && a.askedNewer() && !a.receiving()))
 	if !o.on || stale {
 		if o.done {
 			a.prev = offered{frame: o.frame, size: len(o.data)}
@@ -64,10 +66,26 @@ func (a *audience) offerFor(now time.Duration, host stateSource) bool {
 	return o.done
 }
 
+// askedNewer reports whether a guest claims every piece of the offer
+// while it still asks for a state: a spectator's witness (witness.go)
+// whose state must be at or after the frame the spectator plays.
+func (a *audience) askedNewer() bool {
+	pieces := (len(a.offer.data) + wire.MaxSnapData - 1) / wire.MaxSnapData
+	for k := range a.guests {
+		if w := &a.guests[k].watch; w.Next < 0 && Frame(w.State) == a.offer.frame && int(w.Have) >= pieces {
+			return true
+		}
+	}
+	return false
+}
+
 // receiving reports whether a spectator holds pieces of the current offer.
 func (a *audience) receiving() bool {
 	for k := range a.guests {
-		if w := &a.guests[k].watch; w.Next < 0 && Frame(w.State) == a.offer.frame && (w.Have > 0 || w.Mask != 0) {
+		// A guest that claims every piece (a witness, witness.go) holds the
+		// offer and receives nothing.
+		if w := &a.guests[k].watch; w.Next < 0 && Frame(w.State) == a.offer.frame && (w.Have > 0 || w.Mask != 0) &&
+			int(w.Have) < (len(a.offer.data)+wire.MaxSnapData-1)/wire.MaxSnapData {
 			return true
 		}
 	}

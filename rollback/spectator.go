@@ -39,6 +39,21 @@ type SpectatorConfig struct {
 	// relays), and every other peer index may be a spectator it relays to.
 	Transport Transport
 	Source    int
+	// Witnesses are further machines (transport indices, at most 3) this
+	// spectator watches the match through as well, each in a spectator
+	// slot of its own, to check what Source hands it: it holds its frames
+	// until each witness has offered a state at or after its own, compares
+	// its state with each witness's, and every frame's final inputs with
+	// every witness's. A disagreement is put to a vote (the source counts
+	// for itself): a source outvoted is named (EventSuspect,
+	// SuspectDesync) and left for a witness that outvoted it, from that
+	// witness's state (the spectators this one relays to are dropped); a
+	// witness outvoted is named and dropped; a tie — always, with one
+	// witness — ends the watch with ErrJoinState naming both machines. A
+	// witness costs its machine what a spectator costs, less the state;
+	// each must answer the handshake within Timeouts.Handshake. None: the
+	// source is trusted (docs/security.md, "Spectators").
+	Witnesses []int
 	// SessionID and Secret are the match's, as the players have them.
 	SessionID uint64
 	Secret    []byte
@@ -97,6 +112,17 @@ type WatchStats struct {
 	BytesReceived   int64
 	PacketsInvalid  int64
 
+	// With SpectatorConfig.Witnesses: the witnesses that confirmed the
+	// state and still compare the inputs; the frames from StateFrame on
+	// whose final inputs a witness confirmed; the witnesses a vote went
+	// against, and all the witnesses lost (outvoted, left, silent, or
+	// never offering a state to check). A source a vote went against
+	// counts in Refuted.
+	Witnesses     int
+	Corroborated  int64
+	Outvoted      int
+	WitnessesLost int
+
 	// A Session joining in progress only:
 	TakeOver      Frame         // the frame it took its players back at; -1 before
 	TakeTime      time.Duration // from NewSession to the take-over
@@ -107,7 +133,8 @@ type WatchStats struct {
 	WatchErrors   int // sources that failed before the take-over
 	// Refuted counts the sources whose state another machine's checksum
 	// of the take-over frame refuted: the joiner watched through the next
-	// (and once it took over, suspects each of SuspectDesync).
+	// (and once it took over, suspects each of SuspectDesync). A
+	// Spectator's: the sources its witnesses outvoted.
 	Refuted int
 }
 
@@ -126,6 +153,7 @@ type Spectator struct {
 	app     app
 	tr      Transport
 	src     int
+	wits    []witness // SpectatorConfig.Witnesses (witness.go)
 	clock   func() time.Duration
 	now     time.Duration
 	born    time.Duration
@@ -144,6 +172,10 @@ type Spectator struct {
 	aud     *audience
 	closed  bool
 	err     error // a *HandshakeError, once
+	// termsSet: the match's terms are the first machine's that answered
+	// (the source or a witness); the keys of every link bind them.
+	termsSet bool
+	swapped  bool // the source was swapped for an older witness's state this join (witness.go)
 
 	events eventLog
 	stats  WatchStats
@@ -173,6 +205,8 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		return nil, cfgErr("Transport", "nil")
 	case cfg.Source < 0:
 		return nil, cfgErr("Source", "negative peer index %d", cfg.Source)
+	case len(cfg.Witnesses) > maxWitnesses:
+		return nil, cfgErr("Witnesses", "%d (want at most %d)", len(cfg.Witnesses), maxWitnesses)
 	case cfg.Delay < 0:
 		return nil, cfgErr("Delay", "negative %v", cfg.Delay)
 	case cfg.CatchUp < 0:
@@ -183,6 +217,11 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 		return nil, cfgErr("TransferRate", "negative rate %d", cfg.TransferRate)
 	case len(cfg.Secret) > 0 && len(cfg.Secret) < 16:
 		return nil, cfgErr("Secret", "%d bytes (want at least 16, or none)", len(cfg.Secret))
+	}
+	for n, i := range cfg.Witnesses {
+		if i < 0 || i == cfg.Source || slices.Contains(cfg.Witnesses[:n], i) {
+			return nil, cfgErr("Witnesses", "peer index %d (negative, the Source's, or twice)", i)
+		}
 	}
 	if err := cfg.Timeouts.check(); err != nil {
 		return nil, err
@@ -216,6 +255,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	}
 	s.keys.local = []uint8{}
 	s.up.ours = s.keys.nonceFor(linkSource | uint64(s.src))
+	s.wits = newWitnesses(cfg.Witnesses, &s.keys, cfg.Players, s.clock())
 	s.io.sendBuf, s.io.recvBuf = make([]byte, 0, maxDatagram), make([]byte, maxDatagram+1)
 	s.io.pkt.Inputs = make([]uint64, 0, wire.MaxFrames*MaxPlayers)
 	s.io.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
@@ -236,6 +276,11 @@ func (s *Spectator) Frame() Frame { return s.frame }
 func (s *Spectator) Stats() WatchStats {
 	st := s.stats
 	st.Frame, st.Received = s.frame, s.feed.high
+	for n := range s.wits {
+		if s.wits[n].checked && s.wits[n].dissent < 0 {
+			st.Witnesses++
+		}
+	}
 	if s.aud != nil {
 		st.Relayed = s.aud.served()
 		st.PacketsSent += s.aud.sent
@@ -265,7 +310,7 @@ func (s *Spectator) Advance() (Result, error) {
 	r := s.run(noFrame)
 	s.send()
 	r.Events = s.events
-	if s.err == nil && s.stats.SourceLeft && s.frame >= s.feed.high {
+	if s.err == nil && s.stats.SourceLeft && s.frame >= s.feed.high && !s.carryOn() {
 		return r, ErrSourceLeft
 	}
 	return r, s.err
@@ -276,6 +321,13 @@ func (s *Spectator) Advance() (Result, error) {
 func (s *Spectator) run(limit Frame) Result {
 	s.checkSource()
 	r := Result{Frame: s.frame}
+	if !s.joined {
+		s.adopt() // the source's state, once the witnesses have offered theirs
+	}
+	if s.joined && len(s.wits) > 0 {
+		s.corroborate()
+		limit = min(limit, s.witnessHold())
+	}
 	if s.joined {
 		target := min(s.playable(), limit)
 		for r.Simulated < s.catchUp && s.frame < target {
@@ -327,7 +379,7 @@ func (s *Spectator) emitGuest(k EventKind, idx int) { s.events.emit(k, s.frame, 
 // joinState offers relayed spectators our live state: every frame we
 // simulate is final (a stateSource).
 func (s *Spectator) joinState(dst []byte) (Frame, []byte, bool) {
-	if !s.joined {
+	if !s.joined || s.unconfirmed() {
 		return 0, dst, false
 	}
 	return s.frame, append(dst, s.arena.Bytes()...), true
@@ -342,13 +394,25 @@ func (s *Spectator) checkSource() {
 	case s.up.verified && s.now-s.upRecv > s.timeout.Disconnect:
 		s.sourceLeft()
 	}
+	for n := 0; n < len(s.wits) && s.err == nil; n++ {
+		switch w := &s.wits[n]; {
+		case !w.auth.verified && s.now-s.born > s.timeout.Handshake:
+			s.err = &HandshakeError{Peers: []int{w.idx}, Timeout: s.timeout.Handshake, Hints: []string{hint(&w.auth, s.session) + " (a witness)"}}
+		case w.auth.verified && s.now-w.recv > s.timeout.Disconnect:
+			s.loseWitness(w)
+			n--
+		}
+	}
 }
 
-func (s *Spectator) hint() string {
-	a := &s.up
+func (s *Spectator) hint() string { return hint(&s.up, s.session) }
+
+// hint says what the address of link a sent that did not count, for a
+// handshake's timeout.
+func hint(a *peerAuth, session uint64) string {
 	switch {
 	case a.otherSession != 0:
-		return fmt.Sprintf("it sent handshakes for session %#x, ours is %#x", a.otherSession, s.session)
+		return fmt.Sprintf("it sent handshakes for session %#x, ours is %#x", a.otherSession, session)
 	case a.authFailed:
 		return "its handshakes failed the Secret's check: its Secret differs"
 	case !a.heard:
@@ -358,6 +422,9 @@ func (s *Spectator) hint() string {
 }
 
 func (s *Spectator) sourceLeft() {
+	if debugWitness {
+		println(s.born, "source left", s.src, "frame", s.frame, "now", s.now, "recv", s.upRecv)
+	}
 	s.stats.SourceLeft = true
 	s.events.emit(EventDisconnected, s.frame, s.src)
 }
@@ -370,17 +437,29 @@ func (s *Spectator) Close() error {
 	}
 	s.closed = true
 	s.now = s.clock()
-	if s.up.verified && !s.stats.SourceLeft {
-		d := wire.Disconnect{Frame: int32(s.frame)}
-		for range 2 {
-			b, err := wire.AppendControl(s.up.seal.Begin(s.io.sendBuf[:0], wire.KindDisconnect), &d)
-			if err == nil {
-				s.transmit(s.up.seal.Seal(b))
-			}
-		}
+	if !s.stats.SourceLeft {
+		s.bye(s.src, &s.up)
+	}
+	for n := range s.wits {
+		s.bye(s.wits[n].idx, &s.wits[n].auth)
 	}
 	if s.aud != nil {
 		s.aud.close(s.now)
 	}
 	return nil
+}
+
+// bye tells the machine at transport index idx, on link a, that we leave
+// (twice, in case the first is lost).
+func (s *Spectator) bye(idx int, a *peerAuth) {
+	if !a.verified {
+		return
+	}
+	d := wire.Disconnect{Frame: int32(s.frame)}
+	for range 2 {
+		b, err := wire.AppendControl(a.seal.Begin(s.io.sendBuf[:0], wire.KindDisconnect), &d)
+		if err == nil {
+			s.transmitTo(idx, a.seal.Seal(b))
+		}
+	}
 }

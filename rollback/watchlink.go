@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -19,6 +20,9 @@ import (
 // spectators we relay to.
 func (s *Spectator) receive() {
 	s.keys.newCall()
+	for n := range s.wits {
+		s.wits[n].judged = 0
+	}
 	if s.aud != nil {
 		s.aud.newCall()
 	}
@@ -33,10 +37,12 @@ func (s *Spectator) receive() {
 		taken := false
 		switch {
 		case n <= 0 || n > maxDatagram:
+		case idx != s.src && s.witnessAt(idx) != nil:
+			taken = s.fromWitness(s.witnessAt(idx), s.io.recvBuf[:n])
 		case idx != s.src:
 			// Not before we have the match's terms from the source: the
 			// keys of a link bind them.
-			taken = s.aud != nil && s.up.nonce != 0 && s.aud.receive(idx, s.io.recvBuf[:n], s.now, s)
+			taken = s.aud != nil && s.termsSet && s.aud.receive(idx, s.io.recvBuf[:n], s.now, s)
 		case judged < peerBudget:
 			judged++
 			s.up.heard = true
@@ -87,14 +93,18 @@ func (s *Spectator) sealed(b, body []byte) bool {
 	return false
 }
 
-// handshake takes the source's handshake: its echo of our nonce pins it,
-// and its terms, once Players and Layout agree, are the ones the link's
-// keys bind.
-func (s *Spectator) handshake(b []byte) bool {
-	h, a := &s.io.rxhs, &s.up
+// handshake takes the source's handshake.
+func (s *Spectator) handshake(b []byte) bool { return s.pin(s.src, &s.up, b) }
+
+// pin takes a handshake on link a, to the source or a witness at
+// transport index idx: its echo of our nonce pins it. The first machine
+// whose terms agree with our Players and Layout gives the match's terms,
+// which the link's keys bind; every other one must have the same.
+func (s *Spectator) pin(idx int, a *peerAuth, b []byte) bool {
+	h := &s.io.rxhs
 	switch s.keys.judge(b, h, s.session, a) {
 	case hsAnswer:
-		s.sendHandshake(h.Nonce)
+		s.handshakeTo(idx, a, h.Nonce)
 		return false
 	case hsPin:
 	default:
@@ -103,21 +113,23 @@ func (s *Spectator) handshake(b []byte) bool {
 	var e *HandshakeError
 	switch {
 	case h.Version != wire.Version:
-		e = termsError(s.src, "protocol version", fmt.Sprint(wire.Version), fmt.Sprint(h.Version))
+		e = termsError(idx, "protocol version", fmt.Sprint(wire.Version), fmt.Sprint(h.Version))
 	case h.Terms.Players != s.players:
-		e = termsError(s.src, "Players", fmt.Sprint(s.players), fmt.Sprint(h.Terms.Players))
+		e = termsError(idx, "Players", fmt.Sprint(s.players), fmt.Sprint(h.Terms.Players))
 	case !slices.Equal(h.Terms.Layout, s.layout):
-		e = termsError(s.src, "Layout", fmt.Sprint(Layout(s.layout)), fmt.Sprint(Layout(h.Terms.Layout)))
+		e = termsError(idx, "Layout", fmt.Sprint(Layout(s.layout)), fmt.Sprint(Layout(h.Terms.Layout)))
+	case s.termsSet && h.Terms.Digest() != s.keys.digest:
+		e = termsError(idx, "terms", "another machine's", "others (a machine of another match, or a liar)")
 	}
 	if e != nil {
-		if s.err == nil {
-			s.err = e
-		}
+		s.fail(e)
 		return false
 	}
-	s.keys.terms = wire.Terms{Players: h.Terms.Players, Owners: slices.Clone(h.Terms.Owners), Layout: slices.Clone(h.Terms.Layout),
-		Mode: h.Terms.Mode, TickRate: h.Terms.TickRate, ChecksumEvery: h.Terms.ChecksumEvery, StartDelay: h.Terms.StartDelay}
-	s.keys.digest = s.keys.terms.Digest()
+	if !s.termsSet {
+		s.keys.terms = wire.Terms{Players: h.Terms.Players, Owners: slices.Clone(h.Terms.Owners), Layout: slices.Clone(h.Terms.Layout),
+			Mode: h.Terms.Mode, TickRate: h.Terms.TickRate, ChecksumEvery: h.Terms.ChecksumEvery, StartDelay: h.Terms.StartDelay}
+		s.keys.digest, s.termsSet = s.keys.terms.Digest(), true
+	}
 	seal, open, err := s.keys.link(s.session, a.ours, h.Nonce, h.Key)
 	if err != nil {
 		return false
@@ -126,16 +138,21 @@ func (s *Spectator) handshake(b []byte) bool {
 	return true
 }
 
-func (s *Spectator) sendHandshake(echo uint64) {
-	b, err := s.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.session, s.up.ours, echo)
+func (s *Spectator) sendHandshake(echo uint64) { s.handshakeTo(s.src, &s.up, echo) }
+
+// handshakeTo sends our handshake on link a, to transport index idx.
+func (s *Spectator) handshakeTo(idx int, a *peerAuth, echo uint64) {
+	b, err := s.keys.appendHandshake(s.io.sendBuf[:0], &s.io.hs, s.session, a.ours, echo)
 	if err == nil {
-		s.up.sentHS, s.up.lastHS = true, s.now
-		s.transmit(b)
+		a.sentHS, a.lastHS = true, s.now
+		s.transmitTo(idx, b)
 	}
 }
 
-func (s *Spectator) transmit(b []byte) {
-	if s.tr.Send(s.src, b) != nil {
+func (s *Spectator) transmit(b []byte) { s.transmitTo(s.src, b) }
+
+func (s *Spectator) transmitTo(idx int, b []byte) {
+	if s.tr.Send(idx, b) != nil {
 		return
 	}
 	s.stats.PacketsSent++
@@ -164,6 +181,9 @@ func (s *Spectator) send() {
 			}
 		}
 	}
+	if s.err == nil {
+		s.sendWitnesses()
+	}
 	if s.aud != nil {
 		s.aud.send(s.now, s)
 	}
@@ -176,26 +196,33 @@ func (s *Spectator) takeFeed(body []byte) bool {
 	if !s.joined {
 		return true // it is ahead of our state; it repeats
 	}
-	h, err := wire.PeekInput(body, int32(s.feed.high))
+	return s.takeFeedInto(body, &s.feed, s.stats.StateFrame, s.frame)
+}
+
+// takeFeedInto takes a packet of final inputs into l, which starts at
+// frame from: the frames that extend those l has, up to feedFrames past
+// keep, the oldest frame it must still hold.
+func (s *Spectator) takeFeedInto(body []byte, l *feed, from, keep Frame) bool {
+	h, err := wire.PeekInput(body, int32(l.high))
 	if err != nil {
 		return false
 	}
 	first := Frame(h.First)
-	if first > s.feed.high || Frame(h.End) <= s.feed.high || first < s.stats.StateFrame {
+	if first > l.high || Frame(h.End) <= l.high || first < from {
 		return true // a gap, or nothing new
 	}
 	pkt := &s.io.pkt
 	pkt.Base = nil
-	if first > s.stats.StateFrame {
-		if !s.feed.has(first - 1) {
+	if first > from {
+		if !l.has(first - 1) {
 			return true
 		}
 		for p := range s.players {
-			s.io.base[p] = uint64(s.feed.input(first-1, p))
+			s.io.base[p] = uint64(l.input(first-1, p))
 		}
 		pkt.Base = s.io.base[:s.players]
 	}
-	if s.format.ParseInput(body, int32(s.feed.high), s.players, s.players, pkt) != nil {
+	if s.format.ParseInput(body, int32(l.high), s.players, s.players, pkt) != nil {
 		return false
 	}
 	var mask uint8
@@ -204,8 +231,8 @@ func (s *Spectator) takeFeed(body []byte) bool {
 			mask |= 1 << p
 		}
 	}
-	for f := s.feed.high; f < Frame(pkt.End()) && f < s.frame+feedFrames; f++ {
-		s.feed.addRaw(pkt.Inputs[int(f-first)*s.players:], mask, s.now)
+	for f := l.high; f < Frame(pkt.End()) && f < keep+feedFrames; f++ {
+		l.addRaw(pkt.Inputs[int(f-first)*s.players:], mask, s.now)
 	}
 	return true
 }
@@ -219,6 +246,8 @@ type snapReceiver struct {
 	got       []bool
 	have      int // pieces held from the first on
 	missing   int
+	state     []byte        // the whole state, checked, until it is loaded (adopt)
+	readyAt   time.Duration // when it was whole
 }
 
 // takeSnap takes a piece of the state; the last one loads it.
@@ -267,28 +296,41 @@ func (s *Spectator) takeSnap(body []byte) bool {
 		r.on = false
 		return false
 	}
-	if err := s.arena.Load(state); err != nil {
+	r.state, r.readyAt = state, s.now
+	s.adopt()
+	return true
+}
+
+// adopt loads the source's state, whole and checked against its own sum,
+// once every witness has offered one at or after its frame (each has
+// Timeouts.Interrupt after the state arrived to offer one); when a
+// witness's state is older, it is the one we load (witness.go, swap).
+func (s *Spectator) adopt() {
+	r := &s.snap
+	if s.joined || r.state == nil || s.swapOlder() {
+		return
+	}
+	if err := s.arena.Load(r.state); err != nil {
 		// The state the source announced, whole, but not one of our
 		// arena's: another game, or another version of it.
-		s.refuse(fmt.Sprintf("an arena of %d bytes", s.arena.Size()), fmt.Sprintf("a state of %d bytes it cannot load (%v)", len(state), err))
-		r.on = false
-		return false
+		s.refuse(fmt.Sprintf("an arena of %d bytes", s.arena.Size()), fmt.Sprintf("a state of %d bytes it cannot load (%v)", len(r.state), err))
+		r.on, r.state = false, nil
+		return
 	}
-	s.joined, s.frame = true, r.frame
+	s.joined, s.frame, s.swapped = true, r.frame, false
 	s.feed.reset(r.frame)
-	s.stats.StateFrame, s.stats.StateBytes, s.stats.StateTime = r.frame, total, max(1, s.now-s.born)
-	r.data, r.got = nil, nil
+	for n := range s.wits {
+		w := &s.wits[n]
+		w.since, w.snap.data, w.snap.got, w.snap.state = s.now, nil, nil, nil // each has Timeouts.Handshake from now to offer a state we can check
+	}
+	s.stats.StateFrame, s.stats.StateBytes, s.stats.StateTime = r.frame, len(r.data), max(1, s.now-s.born)
+	r.data, r.got, r.state = nil, nil, nil
 	s.events.emit(EventJoined, s.frame, s.src)
-	return true
 }
 
 // refuse ends the watch: the source's state is not one our arena can
 // hold (ours and theirs say what each is).
-func (s *Spectator) refuse(ours, theirs string) {
-	if s.err == nil {
-		s.err = termsError(s.src, "State", ours, theirs)
-	}
-}
+func (s *Spectator) refuse(ours, theirs string) { s.fail(termsError(s.src, "State", ours, theirs)) }
 
 // mask returns which of the 64 pieces after the first missing one we hold.
 func (r *snapReceiver) mask() uint64 {

@@ -201,6 +201,14 @@ type Summary struct {
 	SpectatorJoinMs    *MeanMaxMs `json:"spectator_join_ms,omitempty"`
 	SpectatorCatchUp   float64    `json:"spectator_catchup_frames_per_tick"`
 	JoinStateBytes     float64    `json:"join_state_bytes"`
+	// With -witnesses: the spectators' sources and witnesses a vote went
+	// against, the witnesses lost for any reason, and the frames whose
+	// final inputs a witness confirmed.
+	Witnesses          int   `json:"witnesses,omitempty"`
+	SpectatorsRefuted  int   `json:"spectator_sources_refuted,omitempty"`
+	WitnessesOutvoted  int   `json:"witnesses_outvoted,omitempty"`
+	WitnessesLost      int   `json:"witnesses_lost,omitempty"`
+	FramesCorroborated int64 `json:"frames_corroborated,omitempty"`
 	// With -rejoin: the machines that crashed and came back, those whose
 	// match then verified (the stand-in's inputs for their absence
 	// included), and the time from the restart to the take-over.
@@ -341,7 +349,7 @@ type options struct {
 	fixedLag, noSmoothing, noStartDelay, extrapolate, everyTick      bool
 	skew                                                             float64
 	hiccups, checksumEvery, injectDesync, redundant, forge           int
-	spectators                                                       int
+	spectators, witnesses                                            int
 	rejoin, lateJoin                                                 int
 	startSpread, handshakeTimeout                                    time.Duration
 	relay                                                            bool
@@ -414,6 +422,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.adversaryMachine, "adversary-machine", -1, "with -adversary: the machine that lies (-1: machine i%machines in match i; with all, each round of the kinds moves every kind to the next machine)")
 	fs.IntVar(&o.lateJoin, "late-join", 0, "K player machines (not the host, nor the one -rejoin crashes) have reserved slots (rollback.Peer.Late): the match starts without them and each starts at a random time in its first half, joining in progress and taking its players from a stand-in that reads the state; each match must verify")
 	fs.IntVar(&o.rejoin, "rejoin", 0, "K (0 or 1) player machines crash at a random frame and restart 1 to 10 s later (a fresh session joining in progress: rollback.Config.InProgress), taking their players back from a stand-in that reads the state; each match must verify with the absence as agreed")
+	fs.IntVar(&o.witnesses, "witnesses", 0, "with -spectators: each spectator also watches through N other player machines (SpectatorConfig.Witnesses: 1 to 3, fewer than the machines) and checks its source's state and inputs against theirs")
 	fs.IntVar(&o.spectators, "spectators", 0, "N spectators watch every match: a quarter join at the start, a quarter in the last second, the rest at random moments; a quarter leave early (half crash); each player machine serves "+strconv.Itoa(match.SpectatorsPerMachine)+" directly, the rest join through spectators that relay. Each must end with the offline re-simulation's state")
 	o.model.add(fs)
 	fs.IntVar(&o.forge, "forge", 0, "an off-path attacker sends every machine RATE forged datagrams a second as if from its peers (random, mangled copies, an earlier match's, handshakes); one taken as valid fails the soak")
@@ -556,7 +565,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
-					Forge: o.forge, Spectators: o.spectators, TickWork: o.model.on()}
+					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on()}
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
 					rejoinPlan(&c, o.machines)
@@ -980,6 +989,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-late-join: %d (want 0 to %d: neither the host nor the machine -rejoin crashes)", o.lateJoin, o.machines-1-o.rejoin)
 	case o.lateJoin > 0 && (o.mode == "lockstep" || o.spectators > 0 || o.record != ""):
 		return nil, 0, errors.New("-late-join: only in rollback mode, without -spectators or -record")
+	case o.witnesses < 0 || o.witnesses > 3 || (o.witnesses > 0 && (o.spectators == 0 || o.transport == "udp" || o.witnesses >= o.machines)):
+		return nil, 0, fmt.Errorf("-witnesses: %d (want 0 to 3, fewer than the machines, with -spectators over netsim)", o.witnesses)
 	case o.spectators < 0 || o.spectators > maxSpectators:
 		return nil, 0, fmt.Errorf("-spectators: %d (want 0 to %d)", o.spectators, maxSpectators)
 	case o.spectators > 0 && (o.transport == "tcp-model" || o.mode == "lockstep"):
@@ -1190,6 +1201,10 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	s.Sound = soundJSON(snd)
 	s.Adversary = adv.json()
 	s.Spectators, s.SpectatorsVerified, s.SpectatorsRelayed, s.SpectatorsLeft = spec.Joined, spec.Verified, spec.Relayed, spec.Left+spec.Crashed
+	if o.witnesses > 0 {
+		s.Witnesses, s.SpectatorsRefuted, s.WitnessesOutvoted = o.witnesses, spec.Refuted, spec.Outvoted
+		s.WitnessesLost, s.FramesCorroborated = spec.WitnessesLost, spec.Corroborated
+	}
 	if spec.Timed > 0 {
 		s.SpectatorJoinMs = &MeanMaxMs{Mean: round2(spec.JoinMS / float64(spec.Timed)), Max: round2(spec.MaxJoinMS)}
 		s.JoinStateBytes = round2(float64(spec.StateBytes) / float64(spec.Timed))

@@ -56,6 +56,10 @@ const (
 	// rejoin) has none for it. (It answers the start protocol's: without
 	// them the match does not start.)
 	HiddenLookahead // hidden-lookahead
+	// FalseState hands every spectator, and every machine that comes
+	// back, a state with one bit flipped, and flips a bit of one final
+	// input in every 100 frames it feeds them.
+	FalseState // false-state
 	// NumKinds is the number of kinds, None included.
 	NumKinds // kinds
 )

@@ -19,12 +19,13 @@ func _() {
 	_ = x[Equivocate-8]
 	_ = x[StartGrief-9]
 	_ = x[HiddenLookahead-10]
-	_ = x[NumKinds-11]
+	_ = x[FalseState-11]
+	_ = x[NumKinds-12]
 }
 
-const _Kind_name = "noneforged-gossipadvantage-lielookaheadinflate-lagwithhold-countsstall-ackforged-checksumequivocatestart-griefhidden-lookaheadkinds"
+const _Kind_name = "noneforged-gossipadvantage-lielookaheadinflate-lagwithhold-countsstall-ackforged-checksumequivocatestart-griefhidden-lookaheadfalse-statekinds"
 
-var _Kind_index = [...]uint8{0, 4, 17, 30, 39, 50, 65, 74, 89, 99, 110, 126, 131}
+var _Kind_index = [...]uint8{0, 4, 17, 30, 39, 50, 65, 74, 89, 99, 110, 126, 137, 142}
 
 func (i Kind) String() string {
 	idx := int(i) - 0

@@ -143,6 +143,9 @@ func TestAdversaries(t *testing.T) {
 			t.Parallel()
 			c := base
 			c.Adversary, c.AdversaryMachine = kind, int(kind)%3
+			if kind == liar.FalseState {
+				c.Spectators, c.Witnesses = 6, 2 // it lies to them alone
+			}
 			r := Run(c)
 			a := r.Adversary
 			t.Logf("%+v", a)
@@ -157,6 +160,7 @@ func TestAdversaries(t *testing.T) {
 			assert.Zero(t, a.SuspectedHonest, "an honest machine was suspected")
 			assert.False(t, a.HonestDisconnected, "an honest machine was disconnected")
 			assert.GreaterOrEqual(t, a.HonestSpeedMin, 0.95)
+			assert.Equal(t, r.Spectators.Joined, r.Spectators.Verified, "%v", r.Spectators.Failures)
 			assert.LessOrEqual(t, a.HonestInputLagMax, calmLag, "the honest machines' input lag rose (honest match: %d)", calmLag)
 			if gains[kind] {
 				assert.True(t, a.Detected, "the liar was not named")

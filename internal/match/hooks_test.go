@@ -62,3 +62,58 @@ func TestRejoinRefutesALyingSource(t *testing.T) {
 	assert.Positive(t, r.Suspected[rollback.SuspectDesync], "the lying source was not named")
 	assert.Zero(t, honest.Suspects)
 }
+
+// TestSpectatorWitnesses: machine 1 hands every spectator a state with
+// one bit flipped (Config.CorruptJoinState). Without witnesses its
+// spectators play that state to the end without a word (the 832
+// of 832 frames wrong). With two witnesses each of them is outvoted,
+// names its source and watches on through a witness from a true state;
+// every spectator verifies. With one witness (two players) a spectator
+// cannot tell who lied: it ends with ErrJoinState naming both, and none
+// plays the false state to the end.
+func TestSpectatorWitnesses(t *testing.T) {
+	wifi, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	base := match.Config{Players: 3, Frames: 900, Seed: 11, Profile: wifi, Spectators: 6, CorruptJoinState: true, CorruptJoinStateBy: 2, DropMachine: -1}
+
+	fooled := match.Run(base)
+	require.NoError(t, fooled.Err)
+	assert.Less(t, fooled.Spectators.Verified, fooled.Spectators.Joined, "without witnesses the false state goes unnoticed")
+	assert.Contains(t, fmt.Sprint(fooled.Spectators.Failures), "differs from the offline re-simulation")
+
+	c := base
+	c.Witnesses = 2
+	r := match.Run(c)
+	require.NoError(t, r.Err)
+	assert.Equal(t, r.Spectators.Joined, r.Spectators.Verified, "%v", r.Spectators.Failures)
+	assert.Positive(t, r.Spectators.Refuted, "no spectator left the lying source")
+	assert.Equal(t, map[int]int{1: r.Spectators.Refuted + r.Spectators.Outvoted}, r.Spectators.Named,
+		"every source left and every witness outvoted is the liar, machine 1")
+	assert.Positive(t, r.Spectators.Corroborated)
+	t.Logf("with 2 witnesses: %d of %d verified, %d sources refuted, %d frames corroborated", r.Spectators.Verified, r.Spectators.Joined, r.Spectators.Refuted, r.Spectators.Corroborated)
+
+	c = base
+	c.Players, c.Witnesses = 2, 1
+	r = match.Run(c)
+	require.NoError(t, r.Err)
+	assert.Less(t, r.Spectators.Verified, r.Spectators.Joined, "the lying machine's spectators cannot verify")
+	assert.Contains(t, fmt.Sprint(r.Spectators.Failures), "disagree about frame")
+	assert.NotContains(t, fmt.Sprint(r.Spectators.Failures), "differs from the offline", "a spectator was fooled")
+}
+
+// TestSpectatorWitnessesHonest: with honest machines on a lossy link,
+// witnesses change nothing a spectator plays: every one verifies, none
+// is outvoted or refuted, and each confirms its frames.
+func TestSpectatorWitnessesHonest(t *testing.T) {
+	hell, err := netsim.ParseProfile("hell")
+	require.NoError(t, err)
+	for _, players := range []int{2, 4} {
+		t.Run(fmt.Sprintf("%dp", players), func(t *testing.T) {
+			r := match.Run(match.Config{Players: players, Frames: 900, Seed: 12, Profile: hell, Spectators: 6, Witnesses: players - 1})
+			require.NoError(t, r.Err)
+			assert.Equal(t, r.Spectators.Joined, r.Spectators.Verified, "%v", r.Spectators.Failures)
+			assert.Zero(t, r.Spectators.Refuted+r.Spectators.Outvoted)
+			assert.Positive(t, r.Spectators.Corroborated)
+		})
+	}
+}

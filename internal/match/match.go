@@ -162,6 +162,12 @@ type Config struct {
 	// match is not done until every spectator that stays has simulated
 	// every frame.
 	Spectators int
+	// Witnesses, with Spectators, has each spectator watch through that
+	// many player machines besides its source
+	// (rollback.SpectatorConfig.Witnesses): the next ones after its own
+	// player machine (its relay's, for a spectator that joins through
+	// another), leaving out DropMachine. Netsim only.
+	Witnesses int
 	// TickWork records what every tick of every machine cost its game and
 	// its arena (Result.TickWork; tickwork.go): cmd/soak's tick-cost
 	// model. It changes nothing in the match.
@@ -709,7 +715,8 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 // spectatorSlots is each player machine's Config.MaxSpectators.
 func spectatorSlots(c Config) int {
 	if c.Spectators > 0 {
-		return SpectatorsPerMachine
+		// Each spectator may take a slot on each of its witnesses.
+		return min(SpectatorsPerMachine+c.Spectators*c.Witnesses, 32)
 	}
 	return 0
 }

@@ -26,6 +26,14 @@ type SpectatorReport struct {
 	Left     int // that left early (Close)
 	Crashed  int // that stopped early without a word
 	Relayed  int // that joined through another spectator
+	// With Config.Witnesses: the sources and the witnesses a vote went
+	// against, the witnesses lost for any reason, and the frames whose
+	// final inputs a witness confirmed.
+	Refuted, Outvoted, WitnessesLost int
+	Corroborated                     int64
+	// Named counts the spectators' EventSuspect by the machine named
+	// (a relaying spectator by its netsim node).
+	Named map[int]int
 	// JoinMS sums and MaxJoinMS bounds the time from a spectator's start
 	// to its first frame simulated, in milliseconds, over Timed of them;
 	// CatchUpFrames and CatchUpTicks sum the frames simulated and the
@@ -46,6 +54,16 @@ func (r *SpectatorReport) Add(o SpectatorReport) {
 	r.Left += o.Left
 	r.Crashed += o.Crashed
 	r.Relayed += o.Relayed
+	r.Refuted += o.Refuted
+	r.Outvoted += o.Outvoted
+	r.WitnessesLost += o.WitnessesLost
+	r.Corroborated += o.Corroborated
+	for i, n := range o.Named {
+		if r.Named == nil {
+			r.Named = map[int]int{}
+		}
+		r.Named[i] += n
+	}
 	r.JoinMS += o.JoinMS
 	r.MaxJoinMS = max(r.MaxJoinMS, o.MaxJoinMS)
 	r.CatchUpFrames += o.CatchUpFrames
@@ -63,11 +81,12 @@ type watcher struct {
 	parent      int  // the machine it joins through (< machines) or machines + the spectator's index
 	node        int  // its netsim node, once started (netsim runs)
 
-	a    *savestate.Arena
-	g    *arena.Game
-	s    *rollback.Spectator
-	done bool // left, crashed, or failed
-	err  error
+	a     *savestate.Arena
+	g     *arena.Game
+	s     *rollback.Spectator
+	done  bool // left, crashed, or failed
+	err   error
+	named []int // the peers its EventSuspect named
 }
 
 // planSpectators draws when each of c.Spectators spectators joins, which
@@ -152,9 +171,26 @@ func (rn *run) startSpectator(k int, tr rollback.Transport, source int, clock fu
 		return err
 	}
 	w.s, err = rollback.NewSpectator(rollback.SpectatorConfig{Players: rn.c.Players, Layout: arena.Layout,
-		State: w.a, Game: w.g, Transport: tr, Source: source, SessionID: sessionID(rn.c), Clock: clock, Rand: rnd,
+		State: w.a, Game: w.g, Transport: tr, Source: source, Witnesses: rn.witnessesOf(k), SessionID: sessionID(rn.c), Clock: clock, Rand: rnd,
 		MaxSpectators: SpectatorsPerMachine, Timeouts: rollback.Timeouts{Disconnect: rn.c.DisconnectTimeout, Handshake: rn.c.HandshakeTimeout}})
 	return err
+}
+
+// witnessesOf returns watcher k's witnesses (Config.Witnesses): the
+// player machines after the one at the root of its chain of relays,
+// leaving out the one that drops.
+func (rn *run) witnessesOf(k int) []int {
+	root := rn.watchers[k].parent
+	for root >= len(rn.ms) {
+		root = rn.watchers[root-len(rn.ms)].parent
+	}
+	var ws []int
+	for d := 1; d < len(rn.ms) && len(ws) < rn.c.Witnesses; d++ {
+		if i := (root + d) % len(rn.ms); !(rn.c.DropAt > 0 && i == rn.c.DropMachine) {
+			ws = append(ws, i)
+		}
+	}
+	return ws
 }
 
 // parentNode is the netsim node of watcher k's parent: machine i is node
@@ -173,17 +209,24 @@ func (rn *run) tickSpectator(k, tick int) {
 	if w.s == nil || w.done {
 		return
 	}
-	if w.leave > 0 && tick >= w.leave && w.s.Stats().StateFrame >= 0 {
+	if st := w.s.Stats(); w.leave > 0 && tick >= w.leave && st.StateFrame >= 0 && (rn.c.Witnesses == 0 || st.JoinTime > 0) {
 		// It leaves once it has watched: a spectator that leaves before
-		// its state arrives proves nothing.
+		// its state arrives (with witnesses, before they confirmed it)
+		// proves nothing.
 		if !w.crash {
 			_ = w.s.Close()
 		}
 		w.done = true
 		return
 	}
-	if _, err := w.s.Advance(); err != nil {
+	res, err := w.s.Advance()
+	if err != nil {
 		w.err, w.done = err, true
+	}
+	for _, e := range res.Events {
+		if e.Kind == rollback.EventSuspect {
+			w.named = append(w.named, e.Peer)
+		}
 	}
 }
 
@@ -236,6 +279,16 @@ func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc
 			}
 		}
 		st := w.s.Stats()
+		rep.Refuted += st.Refuted
+		rep.Outvoted += st.Outvoted
+		rep.WitnessesLost += st.WitnessesLost
+		rep.Corroborated += st.Corroborated
+		for _, i := range w.named {
+			if rep.Named == nil {
+				rep.Named = map[int]int{}
+			}
+			rep.Named[i]++
+		}
 		fail := ""
 		switch {
 		case w.err != nil:

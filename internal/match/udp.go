@@ -52,6 +52,10 @@ func RunUDP(c Config, o UDPOptions) Result {
 		r.Err = fmt.Errorf("%w: a UDP match needs two machines", ErrConfig)
 		return r
 	}
+	if c.Witnesses > 0 {
+		r.Err = fmt.Errorf("%w: witnesses need netsim (a UDP spectator has one peer, its source)", ErrConfig)
+		return r
+	}
 	network, ip := o.Network, netip.MustParseAddr("127.0.0.1")
 	switch network {
 	case "", "udp4":
