@@ -1,6 +1,7 @@
 package rollback_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -211,6 +212,86 @@ func TestSpectatorStateRefused(t *testing.T) {
 			require.ErrorAs(t, err, &te)
 			assert.Equal(t, "State", te.Field)
 			t.Log(err)
+		})
+	}
+}
+
+// TestSpectatorWitnessConfig: witnesses are at most 3 distinct peer
+// indices other than the source's.
+func TestSpectatorWitnessConfig(t *testing.T) {
+	g := newCounterGame(t, 4096, false)
+	nw, err := netsim.New(4, 1, netsim.Profile{})
+	require.NoError(t, err)
+	for _, ws := range [][]int{{1, 2, 3, 4}, {-1}, {0}, {1, 1}} {
+		_, err := rollback.NewSpectator(rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: g.Arena, Game: g,
+			Transport: nw.Endpoint(3), Source: 0, Witnesses: ws})
+		var ce *rollback.ConfigError
+		require.ErrorAs(t, err, &ce, "%v", ws)
+		assert.Equal(t, "Witnesses", ce.Field)
+	}
+	_, err = rollback.NewSpectator(rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: g.Arena, Game: g,
+		Transport: nw.Endpoint(3), Source: 0, Witnesses: []int{1, 2}})
+	require.NoError(t, err)
+}
+
+// TestSpectatorCarriesOnThroughAWitness: a spectator's source leaves
+// mid-match (Close); the witness that confirmed its state and every input
+// it played becomes its source, and it watches to the last frame with the
+// remaining player's state. Without a witness it stops with
+// ErrSourceLeft.
+func TestSpectatorCarriesOnThroughAWitness(t *testing.T) {
+	wifi, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	for _, witnessed := range []bool{true, false} {
+		t.Run(fmt.Sprint("witness=", witnessed), func(t *testing.T) {
+			const frames = 600
+			ss, gs, nw := connectedPairOver(t, wifi, func(i int, c *rollback.Config) { c.MaxSpectators = 2 })
+			g := newCounterGame(t, 4096, false)
+			node := nw.AddNode()
+			c := rollback.SpectatorConfig{Players: 2, Layout: rollback.Layout{4}, State: g.Arena, Game: g,
+				Transport: nw.Endpoint(node), Source: 0, SessionID: 77, Clock: nw.Now, Rand: match.SeededRand(9, node)}
+			if witnessed {
+				c.Witnesses = []int{1}
+			}
+			sp, err := rollback.NewSpectator(c)
+			require.NoError(t, err)
+			var left error
+			leaver, stays := -1, -1
+			for tick := 0; sp.Frame() < frames || stays < 0 || ss[stays].Frame() < frames; tick++ {
+				require.Less(t, tick, frames+1200, "the spectator did not reach the end")
+				if tick == 300 {
+					// Its source at this moment leaves (the first state it
+					// loaded may have been the witness's: witness.go).
+					leaver = sp.Stats().Source
+					stays = 1 - leaver
+					require.NoError(t, ss[leaver].Close())
+				}
+				switch {
+				case tick < 300:
+					playTo(t, ss, frames, func(i int) rollback.Input { return rollback.Input((tick*7 + i*3) / 5 % 16) })
+				case ss[stays].Frame() < frames:
+					offer(t, ss[stays], rollback.PlayerID(stays), rollback.Input(tick%16))
+					_, err := ss[stays].Advance()
+					require.NoError(t, err)
+				default:
+					_, err := ss[stays].Idle()
+					require.NoError(t, err)
+				}
+				if _, err := sp.Advance(); err != nil {
+					left = err
+					break
+				}
+				nw.Advance(match.Tick)
+			}
+			if !witnessed {
+				require.ErrorIs(t, left, rollback.ErrSourceLeft)
+				return
+			}
+			require.NoError(t, left)
+			st := sp.Stats()
+			assert.Equal(t, stays, st.Source, "the witness is its source")
+			assert.Equal(t, gs[stays].Arena.Bytes(), g.Arena.Bytes(), "the spectator ends with the remaining player's state")
+			assert.Positive(t, st.Corroborated)
 		})
 	}
 }
