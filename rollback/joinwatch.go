@@ -80,8 +80,12 @@ func (j *joiner) answer(i int, b []byte, m *wire.Join, peers peerSet, stmts *sta
 		j.acc[i] = true
 	case wire.JoinRefuse:
 		// Frames from T on are final there already, or it takes another
-		// machine back first, until Frame: a later one.
-		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, stmts != nil); t > j.take {
+		// machine back first, until Frame: a later one. A Frame before T
+		// says T is too far ahead of it (it is far behind, as a machine
+		// the others cut off is), or that it waits for another join that
+		// ends before T: a later T would not help it, and moving T at each
+		// of its refusals made every other machine answer anew, for ever.
+		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, stmts != nil); t > j.take && Frame(m.Frame) >= j.take {
 			j.retake(t)
 		}
 	case wire.JoinReady:

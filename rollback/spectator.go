@@ -422,9 +422,6 @@ func hint(a *peerAuth, session uint64) string {
 }
 
 func (s *Spectator) sourceLeft() {
-	if debugWitness {
-		println(s.born, "source left", s.src, "frame", s.frame, "now", s.now, "recv", s.upRecv)
-	}
 	s.stats.SourceLeft = true
 	s.events.emit(EventDisconnected, s.frame, s.src)
 }

@@ -149,9 +149,6 @@ func (s *Spectator) swapOlder() bool {
 		return false
 	}
 	w := &s.wits[oldest]
-	if debugWitness {
-		println(s.born, "swap src", s.src, "frame", r.frame, "with", w.idx, "frame", w.snap.frame)
-	}
 	s.src, w.idx = w.idx, s.src
 	s.up, w.auth = w.auth, s.up
 	s.upRecv, w.recv = w.recv, s.upRecv
@@ -229,9 +226,6 @@ func (s *Spectator) corroborate() {
 		if !w.checked && w.dissent < 0 && w.cmp >= 0 && w.snap.frame == s.frame {
 			if !summed {
 				sum, summed = xxhash.Sum64(s.arena.Bytes()), true
-			}
-			if debugWitness {
-				println(s.born, "check src", s.src, "wit", w.idx, "frame", s.frame, "statef", s.stats.StateFrame, "ok", sum == w.snap.sum)
 			}
 			if sum == w.snap.sum {
 				w.checked = true
@@ -317,9 +311,6 @@ func (s *Spectator) vote() {
 	if pending > 0 && s.now-since < s.timeout.Handshake {
 		return
 	}
-	if debugWitness {
-		println(s.born, "vote src", s.src, "agree", agree, "against", against, "pending", pending, "at", at)
-	}
 	switch {
 	case agree > against:
 		for n := 0; n < len(s.wits); n++ {
@@ -343,9 +334,6 @@ func (s *Spectator) vote() {
 // starts again from that witness's state, and every other witness is
 // asked for a state at or after it.
 func (s *Spectator) rewatch(n int) {
-	if debugWitness {
-		println(s.born, "rewatch src", s.src, "to", s.wits[n].idx, "frame", s.frame)
-	}
 	s.suspectPeer(s.src)
 	s.stats.Refuted++
 	s.bye(s.src, &s.up)
@@ -397,9 +385,6 @@ func (s *Spectator) carryOn() bool {
 // loseWitness drops witness w: it left, went silent, never offered a
 // state we could check, or was outvoted.
 func (s *Spectator) loseWitness(w *witness) {
-	if debugWitness {
-		println(s.born, "lose witness", w.idx, "frame", s.frame, "checked", w.checked, "cmp", w.cmp, "dissent", w.dissent, "verified", w.auth.verified, "recv", w.recv, "now", s.now, "since", w.since)
-	}
 	s.events.emit(EventDisconnected, s.frame, w.idx)
 	s.stats.WitnessesLost++
 	n := slices.IndexFunc(s.wits, func(v witness) bool { return v.idx == w.idx })
@@ -417,5 +402,3 @@ func (s *Spectator) fail(err error) {
 		s.err = err
 	}
 }
-
-const debugWitness = false

@@ -117,13 +117,17 @@ func TestAdversary(t *testing.T) {
 // accepted it holds its final frames there, without the frame before's
 // inputs): with the refusals of this round's first try at seeds 3 and 8,
 // the joiner took over there against a zero base and named honest
-// machines for equivocation.
+// machines for equivocation. Seeds 3 and 8: the equivocator, cut off and
+// hundreds of frames behind, refused every proposal as too far ahead of
+// it, and each refusal moved the proposal to the watch's newest frame, so
+// the others' acceptances started again every 100 ms until the join timed
+// out; a refusal naming a frame before the proposal no longer moves it.
 func TestJoinAgainstALiar(t *testing.T) {
 	for _, tc := range []struct{ join, kind, seed, machine string }{
 		{"-rejoin", "withhold-counts", "1", "0"}, {"-rejoin", "withhold-counts", "2", "0"},
 		{"-rejoin", "forged-gossip", "1", "0"}, {"-rejoin", "forged-gossip", "5", "0"}, {"-rejoin", "forged-gossip", "71", "3"},
 		{"-late-join", "equivocate", "2", "1"}, {"-late-join", "equivocate", "4", "3"},
-		{"-late-join", "equivocate", "7", "2"},
+		{"-late-join", "equivocate", "7", "2"}, {"-late-join", "equivocate", "3", "2"}, {"-late-join", "equivocate", "8", "3"},
 	} {
 		t.Run(tc.join+"/"+tc.kind+"/"+tc.seed, func(t *testing.T) {
 			t.Parallel()
