@@ -86,7 +86,7 @@ type watcher struct {
 	s     *rollback.Spectator
 	done  bool // left, crashed, or failed
 	err   error
-	named []int // the peers its EventSuspect named
+	named map[int]int // the peers its EventSuspect named, and how often
 }
 
 // planSpectators draws when each of c.Spectators spectators joins, which
@@ -225,7 +225,10 @@ func (rn *run) tickSpectator(k, tick int) {
 	}
 	for _, e := range res.Events {
 		if e.Kind == rollback.EventSuspect {
-			w.named = append(w.named, e.Peer)
+			if w.named == nil {
+				w.named = map[int]int{}
+			}
+			w.named[e.Peer]++
 		}
 	}
 }
@@ -279,16 +282,8 @@ func (rn *run) spectatorReport(c Config, r *Result, truth []rollback.Input, disc
 			}
 		}
 		st := w.s.Stats()
-		rep.Refuted += st.Refuted
-		rep.Outvoted += st.Outvoted
-		rep.WitnessesLost += st.WitnessesLost
-		rep.Corroborated += st.Corroborated
-		for _, i := range w.named {
-			if rep.Named == nil {
-				rep.Named = map[int]int{}
-			}
-			rep.Named[i]++
-		}
+		rep.Add(SpectatorReport{Refuted: st.Refuted, Outvoted: st.Outvoted, WitnessesLost: st.WitnessesLost,
+			Corroborated: st.Corroborated, Named: w.named})
 		fail := ""
 		switch {
 		case w.err != nil:
