@@ -67,6 +67,7 @@ type audience struct {
 	interr  time.Duration // Config.Timeouts.Interrupt: a silent guest's slot may be taken
 	discon  time.Duration // Config.Timeouts.Disconnect: a silent guest is dropped
 	feed    *feed
+	upTo    Frame      // no guest gets a frame at or after it (a Spectator's: what its witnesses confirmed); maxFrame: none
 	adv     *adversary // the soak's liar (nil: honest; liar.go)
 	guests  []guest
 	offer   offer
@@ -108,7 +109,7 @@ type guest struct {
 }
 
 func newAudience(limit, peers, rate int, keys *keyring, session uint64, tr Transport, f *feed, interr, discon time.Duration) *audience {
-	a := &audience{max: limit, peers: peers, perTick: max(1, orDefault(rate, defaultTransferRate)/60/wire.MaxSnapData),
+	a := &audience{max: limit, peers: peers, upTo: maxFrame, perTick: max(1, orDefault(rate, defaultTransferRate)/60/wire.MaxSnapData),
 		keys: keys, session: session, tr: tr, feed: f, interr: interr, discon: discon}
 	a.format, _ = wire.NewFormat(wire.Layout(keys.terms.Layout)) // the session's, validated; a bad one encodes nothing
 	a.io.buf = make([]byte, 0, maxDatagram)
@@ -412,7 +413,7 @@ func (a *audience) sendPieces(g *guest, now time.Duration) {
 func (a *audience) sendFeed(g *guest, now time.Duration) {
 	l, pkt := a.feed, &a.io.pkt
 	first := Frame(g.watch.Next)
-	end := min(l.high, first+maxFeedFrames)
+	end := min(l.high, first+maxFeedFrames, max(first, a.upTo))
 	if a.delay > 0 && g.idx >= a.peers {
 		for f := first; f < end; f++ {
 			if !a.ripe(f, now) {

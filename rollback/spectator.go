@@ -163,15 +163,16 @@ type Spectator struct {
 	upRecv  time.Duration
 	timeout Timeouts // SpectatorConfig.Timeouts, populated
 
-	frame   Frame
-	joined  bool
-	feed    feed
-	delay   time.Duration // SpectatorConfig.Delay: the feed is timed
-	catchUp int
-	snap    snapReceiver
-	aud     *audience
-	closed  bool
-	err     error // a *HandshakeError, once
+	frame    Frame
+	joined   bool
+	feed     feed
+	feedFrom Frame         // the frame the feed starts at: the State we tell the source (-1: none yet)
+	delay    time.Duration // SpectatorConfig.Delay: the feed is timed
+	catchUp  int
+	snap     snapReceiver
+	aud      *audience
+	closed   bool
+	err      error // a *HandshakeError, once
 	// termsSet: the match's terms are the first machine's that answered
 	// (the source or a witness); the keys of every link bind them.
 	termsSet bool
@@ -261,7 +262,7 @@ func NewSpectator(cfg SpectatorConfig) (*Spectator, error) {
 	s.io.pkt.Gossip = make([]wire.Gossip, 0, MaxPlayers)
 	s.now = s.clock()
 	s.born, s.upRecv = s.now, s.now
-	s.stats.StateFrame, s.stats.Source, s.stats.TakeOver = -1, cfg.Source, -1
+	s.stats.StateFrame, s.stats.Source, s.stats.TakeOver, s.feedFrom = -1, cfg.Source, -1, -1
 	if cfg.MaxSpectators > 0 {
 		s.aud = newAudience(cfg.MaxSpectators, 0, cfg.TransferRate, &s.keys, s.session, s.tr, &s.feed,
 			s.timeout.Interrupt, s.timeout.Disconnect)

@@ -171,7 +171,7 @@ func (s *Spectator) send() {
 			w := &s.io.watch
 			*w = wire.Watch{State: -1, Next: -1}
 			if s.joined {
-				w.State, w.Next = int32(s.stats.StateFrame), int32(s.feed.high)
+				w.State, w.Next = int32(s.feedFrom), int32(s.feed.high)
 			} else if s.snap.on {
 				w.State, w.Have, w.Mask = int32(s.snap.frame), uint32(s.snap.have), s.snap.mask()
 			}
@@ -185,6 +185,7 @@ func (s *Spectator) send() {
 		s.sendWitnesses()
 	}
 	if s.aud != nil {
+		s.aud.upTo = s.confirmed() // what the witnesses confirmed (none: everything)
 		s.aud.send(s.now, s)
 	}
 }
@@ -196,7 +197,7 @@ func (s *Spectator) takeFeed(body []byte) bool {
 	if !s.joined {
 		return true // it is ahead of our state; it repeats
 	}
-	return s.takeFeedInto(body, &s.feed, s.stats.StateFrame, s.frame)
+	return s.takeFeedInto(body, &s.feed, s.feedFrom, s.frame)
 }
 
 // takeFeedInto takes a packet of final inputs into l, which starts at
@@ -318,7 +319,12 @@ func (s *Spectator) adopt() {
 		return
 	}
 	s.joined, s.frame, s.swapped = true, r.frame, false
-	s.feed.reset(r.frame)
+	if s.feedFrom < 0 || s.feedFrom > r.frame || s.feed.low > r.frame {
+		// A feed kept from the link's time as a witness goes on (the State
+		// we tell it stays), when it holds the state's frame.
+		s.feedFrom = r.frame
+		s.feed.reset(r.frame)
+	}
 	for n := range s.wits {
 		w := &s.wits[n]
 		w.since, w.snap.data, w.snap.got, w.snap.state = s.now, nil, nil, nil // each has Timeouts.Handshake from now to offer a state we can check

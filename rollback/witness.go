@@ -38,7 +38,8 @@ type witness struct {
 	auth    peerAuth
 	recv    time.Duration // when it last sent a sealed datagram
 	snap    snapReceiver  // its state's frame, sum and pieces (only the header is kept)
-	feed    feed          // its final inputs from our state's frame on
+	feed    feed          // its final inputs from frame from on
+	from    Frame         // the frame its feed starts at, the State we tell it (-1: none yet); kept, so that no packet it coded for another is misread
 	cmp     Frame         // the next frame whose inputs we compare with it; -1: not yet
 	checked bool          // our arena matched its sum at its state's frame
 	dissent Frame         // the frame it disagreed with our source at; -1: none
@@ -52,7 +53,7 @@ type witness struct {
 func newWitnesses(idx []int, k *keyring, players int, now time.Duration) []witness {
 	ws := make([]witness, len(idx))
 	for n, i := range idx {
-		ws[n] = witness{idx: i, feed: newFeed(players), cmp: -1, dissent: -1, since: now}
+		ws[n] = witness{idx: i, feed: newFeed(players), from: -1, cmp: -1, dissent: -1, since: now}
 		ws[n].auth.ours = k.nonceFor(linkSource | uint64(i))
 	}
 	return ws
@@ -97,7 +98,7 @@ func (s *Spectator) fromWitness(w *witness, b []byte) bool {
 		if w.cmp < 0 {
 			return true // ahead of our state; it repeats
 		}
-		return s.takeFeedInto(body, &w.feed, s.stats.StateFrame, w.cmp)
+		return s.takeFeedInto(body, &w.feed, w.from, w.cmp)
 	case wire.KindDisconnect:
 		if wire.ParseControl(body, &s.io.d) != nil {
 			return false
@@ -153,6 +154,7 @@ func (s *Spectator) swapOlder() bool {
 	s.up, w.auth = w.auth, s.up
 	s.upRecv, w.recv = w.recv, s.upRecv
 	s.feed, w.feed = w.feed, s.feed
+	s.feedFrom, w.from = w.from, s.feedFrom
 	s.snap, w.snap = w.snap, s.snap
 	s.stats.Source, s.swapped = s.src, true
 	if s.snap.state == nil {
@@ -180,7 +182,7 @@ func (s *Spectator) sendWitnesses() {
 		*m = wire.Watch{State: -1, Next: -1}
 		switch {
 		case w.cmp >= 0:
-			m.State, m.Next = int32(s.stats.StateFrame), int32(w.feed.high)
+			m.State, m.Next = int32(w.from), int32(w.feed.high)
 		case w.snap.on:
 			m.State, m.Have = int32(w.snap.frame), uint32(w.snap.have)
 		}
@@ -204,7 +206,10 @@ func (s *Spectator) witnessHold() Frame {
 		}
 		if w.cmp < 0 && w.snap.on && w.snap.frame >= s.frame {
 			w.cmp, w.since = s.stats.StateFrame, s.now
-			w.feed.reset(s.stats.StateFrame)
+			if w.from < 0 || w.from > w.cmp || w.feed.low > w.cmp {
+				w.from = w.cmp
+				w.feed.reset(w.cmp)
+			}
 		}
 		if w.cmp < 0 {
 			hold = min(hold, s.frame)
@@ -338,7 +343,7 @@ func (s *Spectator) rewatch(n int) {
 	s.stats.Refuted++
 	s.bye(s.src, &s.up)
 	w := &s.wits[n]
-	s.src, s.up, s.upRecv, s.feed, s.snap = w.idx, w.auth, w.recv, w.feed, snapReceiver{}
+	s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
 	s.wits = slices.Delete(s.wits, n, n+1)
 	for n := range s.wits {
 		v := &s.wits[n]
@@ -348,6 +353,20 @@ func (s *Spectator) rewatch(n int) {
 	if s.aud != nil {
 		s.aud.dropAll(s.now, s) // what we relayed came from the source we left
 	}
+}
+
+// confirmed returns one past the last frame whose final inputs every
+// witness confirmed: the spectators we relay to get no frame after it.
+func (s *Spectator) confirmed() Frame {
+	f := Frame(maxFrame)
+	for n := range s.wits {
+		if w := &s.wits[n]; w.cmp < 0 || w.dissent >= 0 {
+			f = min(f, s.stats.StateFrame)
+		} else {
+			f = min(f, w.cmp)
+		}
+	}
+	return f
 }
 
 // unconfirmed reports whether a witness has yet to confirm our state: we
@@ -363,9 +382,17 @@ func (s *Spectator) unconfirmed() bool {
 
 // carryOn watches on through a witness once the source has left and
 // every frame it sent has been played: the first witness that confirmed
-// our state and, up to the frame we are at, every final input. It
-// reports false when no witness can: the watch is over.
+// our state and, up to the frame we are at, every final input; before we
+// had a state, the first witness, whose state we then load. It reports
+// false when no witness can: the watch is over.
 func (s *Spectator) carryOn() bool {
+	if !s.joined && len(s.wits) > 0 {
+		w := &s.wits[0]
+		s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
+		s.wits = slices.Delete(s.wits, 0, 1)
+		s.stats.SourceLeft, s.stats.Source = false, s.src
+		return true
+	}
 	for n := range s.wits {
 		w := &s.wits[n]
 		if !w.checked || w.dissent >= 0 {
@@ -374,7 +401,7 @@ func (s *Spectator) carryOn() bool {
 		if w.cmp < s.frame {
 			return true // it has yet to confirm what we played: wait for it (it is dropped if silent)
 		}
-		s.src, s.up, s.upRecv, s.feed, s.snap = w.idx, w.auth, w.recv, w.feed, snapReceiver{}
+		s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
 		s.wits = slices.Delete(s.wits, n, n+1)
 		s.stats.SourceLeft, s.stats.Source = false, s.src
 		return true
