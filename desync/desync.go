@@ -40,6 +40,14 @@ type Error struct {
 	// with ours and with more of the other peers' than agree with it: the
 	// peer is the odd one out, not us (a session names it and plays on).
 	Outvoted bool
+	// Majority: with three or more machines, more of the other peers'
+	// checksums agree with the peer's than with ours: we are the odd one
+	// out (with rollback's Config.Recover we load the kept state).
+	Majority bool
+	// Recovered: rollback's Config.Recover played the match on past this
+	// desync; Adopted says whether this machine loaded the kept state
+	// (the peer's) at Frame, or kept its own.
+	Recovered, Adopted bool
 	// Field names the first differing field and both values, ours first,
 	// once the states have been exchanged ("arena.World.Ships[1].X: 40960
 	// vs 40961"); empty until then. The peer's value is read from the
@@ -154,6 +162,24 @@ func (d *Detector) Remote(peer int, f int32, v uint64) {
 	}
 }
 
+// Rewind replaces our checksums from frame f on with v, ours of f: the
+// state was replaced there and the later frames are simulated again (their
+// checksums come again through [Detector.Local]).
+func (d *Detector) Rewind(f int32, v uint64) {
+	for i := range d.local.s {
+		if d.local.s[i].frame >= f {
+			d.local.s[i].ok = false
+		}
+	}
+	d.latest = sum{}
+	for _, s := range d.local.s {
+		if s.ok && (!d.latest.ok || s.frame > d.latest.frame) {
+			d.latest = s
+		}
+	}
+	d.Local(f, v)
+}
+
 // Forget stops comparing with peer (it left): no mismatch waits for it.
 func (d *Detector) Forget(peer int) {
 	if peer >= 0 && peer < len(d.gone) {
@@ -192,7 +218,7 @@ func (d *Detector) Check() *Error {
 			continue // a third machine's checksum may still decide it
 		}
 		d.done[p] = r.frame
-		return &Error{Frame: r.frame, Peer: p, Local: l, Remote: r.value, Outvoted: us > them}
+		return &Error{Frame: r.frame, Peer: p, Local: l, Remote: r.value, Outvoted: us > them, Majority: them > us}
 	}
 	return nil
 }

@@ -69,6 +69,13 @@ func NewSession(cfg Config) (*Session, error) {
 	s.out = newRecording(cfg.Recorder, cfg.Log)
 	if cfg.ChecksumEvery >= 0 && (len(s.peers) > 0 || s.out.rec != nil) {
 		s.sums = newChecksums(Frame(cfg.ChecksumEvery), cfg.ChecksumData, len(s.peers), cfg.State.Size())
+		if cfg.Recover {
+			lower := make([]bool, len(s.peers))
+			for i := range s.peers {
+				lower[i] = len(s.roster.local) > 0 && len(s.peers[i].players) > 0 && s.roster.local[0] < s.peers[i].players[0]
+			}
+			s.sums.rec = newRecovery(lower)
+		}
 	}
 	if len(cfg.Peers) > 0 || cfg.MaxSpectators > 0 {
 		if err := s.secure(&cfg); err != nil {

@@ -79,6 +79,7 @@ type checksums struct {
 	det     *desync.Detector // nil without peers
 	err     *desync.Error    // the desync, once detected
 	ex      *exchange
+	rec     *recovery // Config.Recover (recover.go); nil: a desync ends the match
 }
 
 // checksumSink takes each checksum as it becomes final, and each peer
@@ -111,7 +112,7 @@ func newChecksums(every Frame, data func([]byte) []byte, peers, budget int) *che
 // frame it simulates; between two checksum frames the answer takes no
 // division.
 func (c *checksums) wants(f Frame) bool {
-	if c == nil || c.err != nil || f <= c.final {
+	if c == nil || c.err != nil || f <= c.final || c.rec.adopting() {
 		return false
 	}
 	if f > c.lastAt && f-c.lastAt < c.every {
@@ -216,7 +217,7 @@ func (c *checksums) waiting(simulated Frame) bool {
 // before simulated and not after anchor (no rollback reaches it any more):
 // to the sink, and to the detector.
 func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
-	if c == nil || c.err != nil || c.due >= simulated || c.due > anchor {
+	if c == nil || c.err != nil || c.due >= simulated || c.due > anchor || c.rec.adopting() {
 		return
 	}
 	for {
@@ -266,7 +267,28 @@ func (c *checksums) take(i int, m *wire.Checksum, localNext Frame) verdict {
 		return forged
 	}
 	c.remote(i, m.Frame, m.Sum)
+	c.retarget(i, Frame(m.Frame))
 	return taken
+}
+
+// retarget serves peer i our state at frame f instead, when we serve it
+// ours at a later frame (Config.Recover): it found the desync at f, an
+// earlier checksum than the one we outvoted it at, and repeats its
+// checksum of f until it has a State of f. Only earlier frames we still
+// hold: a liar can make us deflate at most the few states we keep.
+func (c *checksums) retarget(i int, f Frame) {
+	x := c.ex
+	if c.rec == nil || x == nil || !x.serving || i != x.peer || f >= x.frame {
+		return
+	}
+	for _, p := range c.points {
+		if p.frame == f && p.data != nil && !p.pending {
+			c.ex = newExchange(f, i, len(x.next))
+			c.ex.at = x.at
+			c.ex.serving, c.ex.complete, c.ex.mine = true, true, deflate(p.data)
+			return
+		}
+	}
 }
 
 // plausible reports whether a peer can have a final checksum of frame f
@@ -294,7 +316,7 @@ func (c *checksums) forget(i int) {
 
 // remote takes peer i's checksum of frame f.
 func (c *checksums) remote(i int, f int32, sum uint64) {
-	if c != nil && c.det != nil {
+	if c != nil && c.det != nil && !c.rec.ignored(i, Frame(f)) {
 		c.det.Remote(i, f, sum)
 		c.dirty = true
 	}
@@ -305,10 +327,25 @@ func (c *checksums) remote(i int, f int32, sum uint64) {
 // lossy link every copy of it can be lost, and the peer, never told,
 // would wait for our inputs and cut us as withholding them.
 func (c *checksums) reported(i int) (Frame, uint64, bool) {
-	if c == nil || c.err == nil || c.ex == nil || c.ex.serving || i != c.ex.peer || c.ex.heard[i] {
+	e := c.found()
+	if e == nil || c.ex == nil || c.ex.serving || i != c.ex.peer || c.ex.heard[i] {
 		return 0, 0, false
 	}
-	return Frame(c.err.Frame), c.err.Local, true
+	return Frame(e.Frame), e.Local, true
+}
+
+// found returns the desync that ended the match, or the one being
+// recovered from (Config.Recover), or nil.
+func (c *checksums) found() *desync.Error {
+	switch {
+	case c == nil:
+		return nil
+	case c.err != nil:
+		return c.err
+	case c.rec != nil && c.rec.pending:
+		return c.rec.report
+	}
+	return nil
 }
 
 // latest returns our newest final checksum.
@@ -324,33 +361,42 @@ func (c *checksums) latest() (Frame, uint64, bool) {
 // none, or if one was already found). It does nothing unless a checksum
 // came, or a peer left or came back, since it last compared: the
 // comparison's outcome depends on nothing else.
-func (c *checksums) detect(peers int, sink checksumSink) *desync.Error {
-	if c == nil || c.det == nil || c.err != nil || !c.dirty {
+func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *desync.Error {
+	if c == nil || c.det == nil || c.err != nil || !c.dirty || (c.rec != nil && c.rec.pending) {
 		return nil
 	}
 	c.dirty = false
 	e := c.det.Check()
 	for ; e != nil && e.Outvoted; e = c.det.Check() {
 		sink.outvoted(e) // the peer disagrees with the majority, not us
-		c.serve(Frame(e.Frame), e.Peer, peers)
+		c.serve(Frame(e.Frame), e.Peer, peers, now)
+		c.rec.ignore(e.Peer, Frame(e.Frame)) // with Recover, it loads the kept state
 	}
 	if e == nil {
 		c.settled = Frame(c.det.Settled()) // the states held up to it may go
 		return nil
 	}
-	c.err = e
+	recovered := c.rec.take(e, now)
+	if !recovered {
+		c.err = e
+	}
 	c.ex = newExchange(Frame(e.Frame), e.Peer, peers)
+	c.ex.at = now
 	for _, p := range c.points {
 		if p.frame == c.ex.frame && p.data != nil && !p.pending {
-			c.ex.local = p.data // checkpoint keeps it: nothing is recorded after a desync
+			c.ex.local = p.data // checkpoint keeps it: nothing is recorded after a desync (while adopting)
 		}
 	}
-	if c.ex.local == nil {
+	switch {
+	case c.ex.local != nil:
+		c.ex.mine = deflate(c.ex.local)
+	case recovered && c.rec.adopt:
+		// We need only the peer's state: the report cannot name the field.
+	default:
 		c.report("our state at that frame is no longer held")
 		c.ex.complete = true
 		return c.err
 	}
-	c.ex.mine = deflate(c.ex.local)
 	return e
 }
 
@@ -358,14 +404,15 @@ func (c *checksums) detect(peers int, sink checksumSink) *desync.Error {
 // it), so that its own report, which outvotes it, can name the field. Only
 // the first outvoted peer of the match is served: a liar's checksums could
 // otherwise have us send our whole state again and again.
-func (c *checksums) serve(f Frame, peer, peers int) {
-	if c.ex != nil || c.served {
-		return
+func (c *checksums) serve(f Frame, peer, peers int, now time.Duration) {
+	if (c.rec == nil && (c.ex != nil || c.served)) || (c.rec != nil && c.ex != nil && !c.ex.over()) {
+		return // with Recover, again once the last exchange is over: a peer recovers no more than once in recoverWindow
 	}
 	c.served = true
 	for _, p := range c.points {
 		if p.frame == f && p.data != nil && !p.pending {
 			c.ex = newExchange(f, peer, peers)
+			c.ex.at = now
 			// complete: we need nothing of its, so our messages say Done;
 			// and our state is not compared, so only its deflated copy is
 			// kept (the checkpoint's may go once the frame is settled).
@@ -379,7 +426,7 @@ func (c *checksums) serve(f Frame, peer, peers int) {
 // frames were simulated: a checksum waiting to become final, or one to
 // compare. Most ticks have neither, and skip the call.
 func (c *checksums) news(simulated Frame) bool {
-	return c != nil && (c.due < simulated || c.dirty)
+	return c != nil && (c.due < simulated || c.dirty || (c.rec != nil && (c.rec.pending || c.ex != nil)))
 }
 
 // failed returns the desync detected, if any.
@@ -393,7 +440,31 @@ func (c *checksums) failed() *desync.Error {
 // report replaces the error with a copy that names the field: the error
 // already returned to the game is never changed.
 func (c *checksums) report(field string) {
+	if c.err == nil {
+		if c.rec != nil && c.rec.report != nil {
+			c.rec.report.Field = field
+		}
+		return
+	}
 	e := *c.err
 	e.Field = field
 	c.err = &e
+}
+
+// rewind takes the kept state, whose checksum is want, at frame f
+// (recover.go): every checksum of ours after it goes, to be recorded again
+// as the frames are simulated again.
+func (c *checksums) rewind(f Frame, want uint64) {
+	for i := range c.points {
+		if p := &c.points[i]; p.frame > f {
+			p.pending, p.frame = false, -1
+		} else if p.frame == f {
+			p.sum, p.hashed, p.pending = want, true, false
+		}
+	}
+	c.final, c.lastAt, c.due = f, f, noFrame
+	if c.det != nil {
+		c.det.Rewind(int32(f), want)
+		c.dirty = true
+	}
 }

@@ -50,6 +50,7 @@ func (s *sumSink) finalChecksum(f Frame, sum uint64) { s.finals = append(s.final
 
 func (s *sumSink) outvoted(e *desync.Error) { s.voted = append(s.voted, *e) }
 
+
 // control copies the State message, as encoding it would: the owner
 // reuses it.
 func (s *sumSink) control(peer int, msg wire.Control) {
@@ -230,7 +231,7 @@ func TestChecksumsNil(t *testing.T) {
 		c.remote(0, 10, 1)
 		c.outgoing(0, time.Second, &sink)
 	})
-	assert.Nil(t, c.detect(1, &sumSink{}))
+	assert.Nil(t, c.detect(1, &sumSink{}, 0))
 	assert.Nil(t, c.failed())
 	_, _, ok := c.latest()
 	assert.False(t, ok)
@@ -254,14 +255,14 @@ func TestChecksumsDetect(t *testing.T) {
 	require.Len(t, sb.finals, 2)
 
 	a.remote(0, 10, sb.finals[0].sum)
-	assert.Nil(t, a.detect(1, &sumSink{}), "frame 10 agrees")
+	assert.Nil(t, a.detect(1, &sumSink{}, 0), "frame 10 agrees")
 	assert.Nil(t, a.failed())
 
 	a.remote(0, 20, sb.finals[1].sum)
-	e := a.detect(1, &sumSink{})
+	e := a.detect(1, &sumSink{}, 0)
 	require.NotNil(t, e)
 	assert.Equal(t, desync.Error{Frame: 20, Peer: 0, Local: xxhash.Sum64String("mine"), Remote: xxhash.Sum64String("theirs")}, *e)
-	assert.Nil(t, a.detect(1, &sumSink{}), "once")
+	assert.Nil(t, a.detect(1, &sumSink{}, 0), "once")
 	assert.Same(t, e, a.failed())
 
 	a.checkpoint(30, []byte("more"))
@@ -273,7 +274,7 @@ func TestChecksumsDetect(t *testing.T) {
 	n.checkpoint(10, []byte("x"))
 	n.finals(11, 10, &sumSink{})
 	n.remote(0, 10, 1)
-	assert.Nil(t, n.detect(1, &sumSink{}))
+	assert.Nil(t, n.detect(1, &sumSink{}, 0))
 }
 
 // TestChecksumsStateGone: a desync at a frame whose state is no longer held
@@ -286,12 +287,12 @@ func TestChecksumsStateGone(t *testing.T) {
 	c.finals(21, 20, &sink)
 	c.checkpoint(100, []byte("predicted")) // frame 100 takes frame 20's place, not yet final
 	c.remote(0, 20, 1)
-	e := c.detect(1, &sumSink{})
+	e := c.detect(1, &sumSink{}, 0)
 	require.NotNil(t, e)
 	assert.Equal(t, desync.Error{Frame: 20, Peer: 0, Local: xxhash.Sum64String("ours"), Remote: 1,
 		Field: "our state at that frame is no longer held"}, *e)
 	assert.Same(t, e, c.failed())
-	assert.Nil(t, c.detect(1, &sumSink{}))
+	assert.Nil(t, c.detect(1, &sumSink{}, 0))
 	c.outgoing(0, time.Second, &sink)
 	require.Len(t, sink.sent, 1, "no piece of ours, only a status")
 	assert.Equal(t, wire.State{Frame: 20, Done: true}, sink.sent[0].m, "we want nothing more: the peer may stop")
@@ -352,7 +353,7 @@ func newExchangePair(t *testing.T, edit func(w *stateWorld), data [2]func([]byte
 	for i := range 2 {
 		theirs := x.sink[1-i].finals[1]
 		x.c[i].remote(0, int32(theirs.f), theirs.sum)
-		x.err[i] = x.c[i].detect(1, &sumSink{})
+		x.err[i] = x.c[i].detect(1, &sumSink{}, 0)
 		require.NotNil(t, x.err[i], "machine %d", i)
 	}
 	n := len(x.c[0].ex.mine)
@@ -524,7 +525,7 @@ func desyncedAt10(t *testing.T) (*checksums, *savestate.Arena) {
 	c.finals(11, 10, &sumSink{})
 	c.remote(0, 10, 1)
 	c.forget(1) // no third opinion to wait for
-	require.NotNil(t, c.detect(2, &sumSink{}))
+	require.NotNil(t, c.detect(2, &sumSink{}, 0))
 	require.NotNil(t, c.ex.mine)
 	return c, a
 }
@@ -633,8 +634,8 @@ func TestChecksumsStateGoneTellsThePeer(t *testing.T) {
 	b.finals(21, 20, &sb)
 	a.remote(0, 20, sb.finals[0].sum)
 	b.remote(0, 20, sa.finals[0].sum)
-	require.NotNil(t, a.detect(1, &sumSink{}))
-	require.NotNil(t, b.detect(1, &sumSink{}))
+	require.NotNil(t, a.detect(1, &sumSink{}, 0))
+	require.NotNil(t, b.detect(1, &sumSink{}, 0))
 
 	now := time.Second
 	for range 20 {
@@ -712,7 +713,7 @@ func TestChecksumsBudget(t *testing.T) {
 	c.checkpoint(30, sized(n, 30, 0))
 	assert.Equal(t, []Frame{10}, heldFrames(c), "10 is final, but the peer's checksum of it has not come")
 	c.remote(0, 10, sink.finals[0].sum)
-	assert.Nil(t, c.detect(1, &sumSink{}))
+	assert.Nil(t, c.detect(1, &sumSink{}, 0))
 	c.checkpoint(40, sized(n, 40, 0))
 	assert.Equal(t, []Frame{40}, heldFrames(c), "10 agreed: 40 takes its room")
 	assert.Equal(t, n, c.held)
@@ -722,7 +723,7 @@ func TestChecksumsBudget(t *testing.T) {
 	// state was only hashed, it is reported as such.
 	c.finals(41, 40, &sink)
 	c.remote(0, 40, 1)
-	e := c.detect(1, &sumSink{})
+	e := c.detect(1, &sumSink{}, 0)
 	require.NotNil(t, e)
 	assert.Equal(t, sized(n, 40, 0), c.ex.local)
 	c = newChecksums(10, nil, 1, n)
@@ -730,7 +731,7 @@ func TestChecksumsBudget(t *testing.T) {
 	c.checkpoint(20, sized(n, 20, 0))
 	c.finals(21, 20, &sumSink{})
 	c.remote(0, 20, 1)
-	e = c.detect(1, &sumSink{})
+	e = c.detect(1, &sumSink{}, 0)
 	require.NotNil(t, e)
 	assert.Equal(t, "our state at that frame is no longer held", e.Field)
 }
@@ -839,7 +840,7 @@ func TestChecksumsBudgetModel(t *testing.T) {
 				if len(sink.finals) > 0 {
 					f := sink.finals[len(sink.finals)-1]
 					c.remote(0, int32(f.f), f.sum)
-					require.Nil(t, c.detect(1, &sumSink{}), "seed %d", seed)
+					require.Nil(t, c.detect(1, &sumSink{}, 0), "seed %d", seed)
 				}
 			}
 			require.LessOrEqual(t, c.held, budget, "seed %d", seed)
@@ -881,7 +882,7 @@ func TestChecksumsDetectOnNews(t *testing.T) {
 	} {
 		news()
 		assert.True(t, c.dirty)
-		c.detect(2, &sumSink{})
+		c.detect(2, &sumSink{}, 0)
 		assert.False(t, c.dirty)
 	}
 	assert.False(t, c.waiting(1000))

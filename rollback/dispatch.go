@@ -128,6 +128,7 @@ func (h *handlers) registerChecksums() {
 		ok, completed := s.sums.incoming(i, &s.io.rx.state, s.snaps.arena)
 		if completed {
 			s.events.emit(EventDesyncReport, s.sums.ex.frame, s.sums.ex.peer)
+			return s.sums.recovered(&s.snaps, s.frame, s.now), ok // Config.Recover: simulated again from the kept state
 		}
 		return s.frame, ok
 	}

@@ -31,8 +31,13 @@ type exchange struct {
 	done     []bool          // per peer: it has all of ours
 	status   []time.Duration // per peer: when we last sent a bare Done
 	heard    []bool          // per peer: it sent a State of frame: it knows of the desync
+	at       time.Duration   // when it began
 	msg      wire.State      // scratch for outgoing states (here, not in checksums: no byte of it before a desync)
 }
+
+// over reports whether the exchange has nothing more to do: it has the
+// peer's state (or needs none) and the peer has ours.
+func (x *exchange) over() bool { return x.complete && x.done[x.peer] }
 
 func newExchange(f Frame, peer, peers int) *exchange {
 	return &exchange{frame: f, peer: peer, next: make([]int, peers), done: make([]bool, peers), status: make([]time.Duration, peers), heard: make([]bool, peers)}
@@ -111,7 +116,11 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 		return true, false
 	}
 	x.complete = true
-	c.report(compareStates(arena, x.local, x.theirs))
+	if x.local == nil {
+		c.report("our state at that frame is no longer held")
+	} else {
+		c.report(compareStates(arena, x.local, x.theirs))
+	}
 	return true, true
 }
 

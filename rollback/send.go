@@ -310,6 +310,10 @@ func (s *Session) checkDesync(stalled bool) {
 	if s.sums == nil || s.sums.failed() != nil {
 		return
 	}
+	s.sums.rec.tick(s.sums, s.now, s.proto.disconnectAfter)
+	if s.sums.failed() != nil {
+		return // the kept state never came: the match ends on the desync
+	}
 	// A stalled tick compares the checksums that came; it hands on none
 	// (that waits for the next frame simulated, as it always did).
 	if !stalled && s.sums.waiting(s.frame) { // the anchor only when a checksum waits for it
@@ -318,7 +322,7 @@ func (s *Session) checkDesync(stalled bool) {
 	if !s.sums.dirty {
 		return // nothing to compare came since the last call: detect's own test, without the call
 	}
-	e := s.sums.detect(len(s.peers), s)
+	e := s.sums.detect(len(s.peers), s, s.now)
 	if e == nil {
 		return
 	}

@@ -119,6 +119,9 @@ func (s *Session) Stats() Stats {
 	st.InputLag, st.Advantage, st.QueuedStalls = s.pace.lag.delay, s.pace.gov.Advantage(), s.pace.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
 	st.QuietTicks = s.quiet.ticks
+	if s.sums != nil && s.sums.rec != nil {
+		st.Recovered, st.Desync, st.RecoveryTime = s.sums.rec.done, s.sums.rec.report, s.sums.rec.took
+	}
 	if s.aud != nil {
 		st.Spectators, st.SpectatorPackets, st.SpectatorBytes, st.SpectatorsCut = s.aud.served(), s.aud.sent, s.aud.sentBytes, s.aud.cut
 		st.PacketsSent += s.aud.sent

@@ -356,6 +356,11 @@ func TestConfigErrors(t *testing.T) {
 		{"FixedInputLag", func(c *rollback.Config) { c.Lockstep, c.FixedInputLag = true, true }},
 		{"SendEveryTick", func(c *rollback.Config) { c.Lockstep, c.SendEveryTick = true, true }},
 		{"RejoinWindow", func(c *rollback.Config) { c.Lockstep, c.RejoinWindow = true, time.Minute }},
+		{"Recover", func(c *rollback.Config) { c.Lockstep, c.Recover = true, true }},
+		{"Recover", func(c *rollback.Config) { c.Recover, c.ChecksumEvery = true, -1 }},
+		{"Recover", func(c *rollback.Config) {
+			c.Recover, c.ChecksumData = true, func(b []byte) []byte { return b }
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.field, func(t *testing.T) {

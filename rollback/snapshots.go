@@ -239,5 +239,15 @@ func (sn *snapshots) low() Frame {
 	return low
 }
 
+// adopt makes the live state, replaced by another machine's (recover.go),
+// the only snapshot, as the start of frame f: a rollback to f re-simulates
+// from it.
+func (sn *snapshots) adopt(f Frame) error {
+	for i := range sn.backups {
+		sn.backups[i].valid = false
+	}
+	return sn.save(0, f)
+}
+
 // sum is the checksum of the live state (sync-test mode, the network log).
 func (sn *snapshots) sum() uint64 { return xxhash.Sum64(sn.arena.Bytes()) }

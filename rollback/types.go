@@ -3,6 +3,7 @@ package rollback
 import (
 	"time"
 
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
@@ -210,6 +211,14 @@ type Stats struct {
 	// Join is how this machine came back, when it joined in progress
 	// (Config.InProgress).
 	Join WatchStats
+
+	// With Config.Recover: the desyncs the match played on past, the
+	// report of the latest (with Recovered set, and Adopted when this
+	// machine loaded the kept state), and the time from its detection to
+	// the kept state loaded here (or, kept here, to the report).
+	Recovered    int
+	Desync       *desync.Error
+	RecoveryTime time.Duration
 }
 
 // PeerStats are one peer's network statistics.

@@ -168,6 +168,12 @@ type Summary struct {
 	DesyncReports   []DesyncReport `json:"desync_reports,omitempty"`
 	ChecksumEvery   int            `json:"checksum_every"`
 	InjectDesync    int            `json:"inject_desync,omitempty"`
+	// With -recover: the matches played on past a desync, the time from
+	// its detection to the kept state loaded on the machine that loaded
+	// it, and each recovery's report (the machine that loaded it).
+	DesyncsRecovered int            `json:"desyncs_recovered,omitempty"`
+	RecoveryMs       *MeanMaxMs     `json:"recovery_ms,omitempty"`
+	RecoveryReports  []DesyncReport `json:"recovery_reports,omitempty"`
 
 	// With -forge: ForgeRate is the rate, ForgedDatagrams the forged
 	// datagrams sent, ForgedReceived those the sessions received (over UDP
@@ -297,6 +303,7 @@ type DesyncReport struct {
 	Frame      int32  `json:"desync_detected_frame"` // the frame whose checksums differed
 	DetectedAt int32  `json:"detected_at_frame"`     // the frame the detecting machine had reached
 	Field      string `json:"desync_field"`          // the first differing field and both values, when known
+	Machine    int    `json:"machine,omitempty"`     // a recovery's: the machine that loaded the kept state
 }
 
 // SoundJSON compares the Event sounds (shots, explosions) each peer heard
@@ -337,28 +344,28 @@ func soundJSON(r match.SoundReport) SoundJSON {
 func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 type options struct {
-	matches, players, machines, frames, parallel, maxRollback, delay int
-	seed                                                             uint64
-	profile, jsonPath, snapshots, transport, network, record, logDir string
-	reportDir, profiles, mode                                        string
-	tick                                                             int
-	playout                                                          time.Duration
-	profileNames                                                     []string
-	args                                                             []string
-	matchFlags                                                       []flagWords // the flags set that a match depends on (reproduce)
-	fixedLag, noSmoothing, noStartDelay, extrapolate, everyTick      bool
-	skew                                                             float64
-	hiccups, checksumEvery, injectDesync, redundant, forge           int
-	spectators, witnesses                                            int
-	rejoin, lateJoin                                                 int
-	startSpread, handshakeTimeout                                    time.Duration
-	relay                                                            bool
-	webrtc                                                           *webrtcRun // with -transport webrtc: the current profile's
-	adversary                                                        string     // a liar.Kind's name, "all", or "" for none
-	adversaryMachine                                                 int        // -1: rotating (options.adversaryOf)
-	adversaryKind                                                    liar.Kind
-	model                                                            modelFlags // -step-cost, -copy-cost, -state-size (tickcost.go)
-	tickModel                                                        tickcost.Model
+	matches, players, machines, frames, parallel, maxRollback, delay     int
+	seed                                                                 uint64
+	profile, jsonPath, snapshots, transport, network, record, logDir     string
+	reportDir, profiles, mode                                            string
+	tick                                                                 int
+	playout                                                              time.Duration
+	profileNames                                                         []string
+	args                                                                 []string
+	matchFlags                                                           []flagWords // the flags set that a match depends on (reproduce)
+	fixedLag, noSmoothing, noStartDelay, extrapolate, everyTick, recover bool
+	skew                                                                 float64
+	hiccups, checksumEvery, injectDesync, redundant, forge               int
+	spectators, witnesses                                                int
+	rejoin, lateJoin                                                     int
+	startSpread, handshakeTimeout                                        time.Duration
+	relay                                                                bool
+	webrtc                                                               *webrtcRun // with -transport webrtc: the current profile's
+	adversary                                                            string     // a liar.Kind's name, "all", or "" for none
+	adversaryMachine                                                     int        // -1: rotating (options.adversaryOf)
+	adversaryKind                                                        liar.Kind
+	model                                                                modelFlags // -step-cost, -copy-cost, -state-size (tickcost.go)
+	tickModel                                                            tickcost.Model
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -402,6 +409,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	}}, "skew", "the last machine's clock runs this much slow, e.g. 3% or 0.03")
 	fs.IntVar(&o.hiccups, "hiccups", 0, "with -transport netsim: every machine freezes for 200 ms this many times a minute")
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
+	fs.BoolVar(&o.recover, "recover", false, "every session plays on past a detected desync (Config.Recover): with -inject-desync every match must then recover and verify")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.StringVar(&o.profiles, "profiles", "", "a comma-separated list of profiles to run in turn (a matrix; overrides -profile; the JSON is then {profiles: [...], passed})")
@@ -562,7 +570,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					Profile: prof, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: policy,
 					FixedInputLag: o.fixedLag, NoFrameAdvantage: o.noSmoothing, NoStartDelay: o.noStartDelay,
 					Skew: o.skew, Hiccups: o.hiccups, StartSpread: o.startSpread, Extrapolate: o.extrapolate,
-					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Record: o.record != "", Log: o.logDir != "",
+					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Recover: o.recover, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
 					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on()}
@@ -1079,8 +1087,17 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	var gapN int
 	adv := newAdversaries(o)
 	s.SuspectsByKind = map[string]int64{}
+	var recMs, recMax float64
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
+		for _, rc := range r.Recoveries {
+			if rc.Report.Adopted {
+				s.DesyncsRecovered++
+				ms := float64(rc.Took) / float64(time.Millisecond)
+				recMs, recMax = recMs+ms, max(recMax, ms)
+				s.RecoveryReports = append(s.RecoveryReports, DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine})
+			}
+		}
 		switch {
 		case r.Detected != nil:
 			s.DesyncsDetected++
@@ -1209,6 +1226,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.SpectatorJoinMs = &MeanMaxMs{Mean: round2(spec.JoinMS / float64(spec.Timed)), Max: round2(spec.MaxJoinMS)}
 		s.JoinStateBytes = round2(float64(spec.StateBytes) / float64(spec.Timed))
 	}
+	if s.DesyncsRecovered > 0 {
+		s.RecoveryMs = &MeanMaxMs{Mean: round2(recMs / float64(s.DesyncsRecovered)), Max: round2(recMax)}
+	}
 	if s.Rejoins > 0 {
 		s.RejoinMs = &MeanMaxMs{Mean: round2(rejoinMs / float64(s.Rejoins)), Max: round2(rejoinMax)}
 	}
@@ -1235,6 +1255,8 @@ func failReason(o options, r *match.Result) string {
 		return fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, r.Detected)
 	case r.Err != nil:
 		return r.Err.Error()
+	case o.recover && o.injectDesync > 0 && o.injectDesync < o.frames && len(r.Recoveries) == 0:
+		return fmt.Sprintf("the desync injected at frame %d was not recovered from", o.injectDesync)
 	case !r.Completed:
 		return fmt.Sprintf("did not finish in %d ticks", r.Ticks)
 	case !r.Verified:

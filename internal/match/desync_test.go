@@ -174,3 +174,40 @@ func TestNetworkLogDiff(t *testing.T) {
 		assert.Contains(t, string(r.Logs[0]), `"msg":"`+kind+`"`)
 	}
 }
+
+// TestDesyncRecovered: the last machine's state is corrupted at frame
+// 1200 (InjectDesync) and every session has Config.Recover: the desync is
+// detected at 1300, the odd machine — the higher of two, or the one a
+// majority outvotes — loads the kept state there and plays on; every
+// machine ends with the offline re-simulation's state, and the report
+// names the field. Without Recover the match ends at the desync
+// (TestDesyncDetected).
+func TestDesyncRecovered(t *testing.T) {
+	t.Parallel()
+	for _, profile := range []string{"wifi", "hell"} {
+		p, err := netsim.ParseProfile(profile)
+		require.NoError(t, err)
+		for _, players := range []int{2, 3, 4} {
+			t.Run(fmt.Sprintf("%s/%dp", profile, players), func(t *testing.T) {
+				r := Run(Config{Players: players, Frames: 2400, Seed: 3, Profile: p, ChecksumEvery: 100, InjectDesync: 1200, Recover: true})
+				require.NoError(t, r.Err)
+				assert.Nil(t, r.Detected, "no session ended on the desync")
+				assert.True(t, r.Completed)
+				assert.True(t, r.Verified, r.Desync)
+				adopted := 0
+				for _, rc := range r.Recoveries {
+					assert.Equal(t, 1, rc.Count, "machine %d", rc.Machine)
+					assert.Equal(t, int32(1300), rc.Report.Frame)
+					assert.True(t, rc.Report.Recovered)
+					if rc.Report.Adopted {
+						adopted++
+						assert.Equal(t, players-1, rc.Machine, "the corrupted machine loads the kept state")
+						assert.Regexp(t, `^arena\.World\.Ships\[0\]\.Score: \d+ vs \d+$`, rc.Report.Field)
+						t.Logf("machine %d recovered in %v: %s", rc.Machine, rc.Took, rc.Report.Field)
+					}
+				}
+				assert.Equal(t, 1, adopted, "%+v", r.Recoveries)
+			})
+		}
+	}
+}

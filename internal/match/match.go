@@ -103,6 +103,9 @@ type Config struct {
 	// deliberate desync that the sessions must detect (a score is never
 	// overwritten, so the states never converge again).
 	InjectDesync int
+	// Recover is rollback.Config.Recover of every session: a desync
+	// (InjectDesync's) is played on past (Result.Recoveries).
+	Recover bool
 	// Log makes every machine write the detailed network log
 	// (rollback.Config.Log) into Result.Logs.
 	Log bool
@@ -233,6 +236,10 @@ type Result struct {
 	// DetectedAt the frame that machine had reached when it did.
 	Detected   *desync.Error
 	DetectedAt rollback.Frame
+	// Recoveries are the desyncs the machines played on past
+	// (Config.Recover): each machine's latest report (Stats.Desync), and
+	// the time from its detection to the kept state loaded (or kept).
+	Recoveries []Recovery
 	// Replays are the machines' replay files (Config.Record), and
 	// ReplayFrames the frames each holds. ReplayErr is the first replay
 	// that did not verify: unreadable, a checksum mismatch, or (holding
@@ -686,7 +693,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
 			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), Timeouts: rollback.Timeouts{Disconnect: c.DisconnectTimeout, Handshake: c.HandshakeTimeout},
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
-			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow,
+			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow, Recover: c.Recover,
 		}
 		m.cfg = withTestHooks(m.cfg, hooks)
 		if c.StandIn {
@@ -837,6 +844,14 @@ func (c corrupting) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	}
 }
 
+// Recovery is one machine's recovery from a desync (Config.Recover).
+type Recovery struct {
+	Machine int
+	Count   int          // desyncs it played on past
+	Report  desync.Error // the latest (Adopted: it loaded the kept state)
+	Took    time.Duration
+}
+
 // detected records err in r if it is a desync report from machine i.
 func (rn *run) detected(r *Result, i int, err error) bool {
 	var de *desync.Error
@@ -968,6 +983,9 @@ func (rn *run) finish(r *Result) {
 		}
 		alive = i
 		st := ms[i].s.Stats()
+		if st.Recovered > 0 {
+			r.Recoveries = append(r.Recoveries, Recovery{Machine: i, Count: st.Recovered, Report: *st.Desync, Took: st.RecoveryTime})
+		}
 		r.Rollbacks += st.Rollbacks
 		r.ResimulatedFrames += st.ResimulatedFrames
 		r.MaxRollbackFrames = max(r.MaxRollbackFrames, st.MaxRollbackFrames)
