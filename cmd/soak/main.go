@@ -707,6 +707,9 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 				a.Kind, machineName(a.Machine), a.Detected, a.Matches, a.DetectedAtFrameMax, a.HonestVerified, a.HonestSpeedMin, a.HonestInputLagMax, a.SuspectedHonest, a.HonestDisconnected)},
 			rows[len(rows)-1])
 	}
+	if s.DesyncsDetected > 0 || s.DesyncsRecovered > 0 {
+		rows = append(rows[:len(rows)-1], [2]string{"desyncs", desyncLine(s)}, rows[len(rows)-1])
+	}
 	if s.Mode == "lockstep" {
 		rows = append(rows[:len(rows)-1],
 			[2]string{"lockstep", fmt.Sprintf("%d Hz, playout delay %d ms: %d hitches (%.2f per minute per machine) in %d waits of %.0f ms on average",
@@ -727,6 +730,24 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 		}
 	}
 	return run
+}
+
+// desyncLine says what the desyncs of a run were: those that ended a
+// match, those played on past (-recover), the time to the kept state
+// loaded, and the first report's frame and field.
+func desyncLine(s *Summary) string {
+	line := fmt.Sprintf("%d ended a match, %d recovered from", s.DesyncsDetected, s.DesyncsRecovered)
+	if m := s.RecoveryMs; m != nil {
+		line += fmt.Sprintf(" (the kept state loaded %s ms after the detection on average, %s at most)", report.FormatFloat(m.Mean, 0), report.FormatFloat(m.Max, 0))
+	}
+	reps := s.DesyncReports
+	if len(reps) == 0 {
+		reps = s.RecoveryReports
+	}
+	if len(reps) > 0 {
+		line += fmt.Sprintf("; first: frame %d, %s", reps[0].Frame, reps[0].Field)
+	}
+	return line
 }
 
 // profileTable compares the profiles of a -profiles run, one row each.
@@ -1353,6 +1374,13 @@ func printSummary(w io.Writer, s *Summary) {
 	if s.LateJoins > 0 {
 		fmt.Fprintf(w, "  late joins: %d took their slots, %d verified; %.0f ms from start to take-over on average (max %.0f)\n",
 			s.LateJoins, s.LateJoinsVerified, s.LateJoinMs.Mean, s.LateJoinMs.Max)
+	}
+	if s.DesyncsRecovered > 0 {
+		fmt.Fprintf(w, "  desyncs: %s\n", desyncLine(s))
+	}
+	if s.Witnesses > 0 {
+		fmt.Fprintf(w, "  witnesses: %d a spectator; %d sources and %d witnesses outvoted, %d witnesses lost; %d frames corroborated\n",
+			s.Witnesses, s.SpectatorsRefuted, s.WitnessesOutvoted, s.WitnessesLost, s.FramesCorroborated)
 	}
 	if s.Spectators > 0 {
 		fmt.Fprintf(w, "  spectators: %d watched (%d through relays, %d left early), %d verified; first frame %.0f ms after the start on average (max %.0f); catch-up %.2f frames a tick; state %.0f bytes compressed\n",
