@@ -162,21 +162,12 @@ func (d *Detector) Remote(peer int, f int32, v uint64) {
 	}
 }
 
-// Rewind replaces our checksums from frame f on with v, ours of f: the
-// state was replaced there and the later frames are simulated again (their
+// Rewind replaces our checksums with v, ours of frame f: the state was
+// replaced there (rollback's Config.Recover), so no earlier frame is
+// compared any more, and the later ones are simulated again (their
 // checksums come again through [Detector.Local]).
 func (d *Detector) Rewind(f int32, v uint64) {
-	for i := range d.local.s {
-		if d.local.s[i].frame >= f {
-			d.local.s[i].ok = false
-		}
-	}
-	d.latest = sum{}
-	for _, s := range d.local.s {
-		if s.ok && (!d.latest.ok || s.frame > d.latest.frame) {
-			d.latest = s
-		}
-	}
+	d.local, d.latest = sums{}, sum{}
 	d.Local(f, v)
 }
 

@@ -89,6 +89,12 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 	x := c.ex
 	x.done[i] = x.done[i] || m.Done
 	x.heard[i] = true
+	if c.rec.adopting() && i != x.peer && x.theirs == nil && len(m.Data) > 0 {
+		// The first machine that serves us its state there: any of the
+		// majority may (the one we compare with may no longer hold it),
+		// and the state must still hash to the majority's checksum.
+		x.peer = i
+	}
 	if i != x.peer || x.complete || x.serving || len(m.Data) == 0 {
 		return true, false
 	}

@@ -1276,7 +1276,8 @@ func failReason(o options, r *match.Result) string {
 		return fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, r.Detected)
 	case r.Err != nil:
 		return r.Err.Error()
-	case o.recover && o.injectDesync > 0 && o.injectDesync < o.frames && len(r.Recoveries) == 0:
+	case o.recover && o.injectDesync > 0 && o.injectDesync < o.frames && len(r.Recoveries) == 0 &&
+		(a.Kind == liar.None || a.Machine != o.machines-1): // a liar that is the corrupted machine need not recover
 		return fmt.Sprintf("the desync injected at frame %d was not recovered from", o.injectDesync)
 	case !r.Completed:
 		return fmt.Sprintf("did not finish in %d ticks", r.Ticks)
