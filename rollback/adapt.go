@@ -132,44 +132,50 @@ func (c *cadence) worst() int { return max(c.deepest, c.lastDeepest) }
 
 // chooseInterval is the adaptive policy's choice of k, the frames between
 // two saves, 1 to reach (MaxRollback, which is two backups), from the
-// model of docs/architecture.md ("Snapshots"): with step and save the
+// model of docs/architecture.md ("Snapshots"). With step and save the
 // costs of a Step and of a copy, rate rollbacks a frame of mean depth
-// depth and the deepest of them deepest frames, a ring saved every k
-// frames costs a frame
+// depth and the deepest of them deepest frames: a rollback restores the
+// newest snapshot not after its mispredicted frame, which is either the
+// ring's, up to k-1 frames before it ((k-1)/2 on average), or where the
+// rollback before it left its snapshot (moved up to its anchor frame),
+// about 1/rate frames before it. So a rollback re-simulates depth + x(k)
+// frames, x(k) = min((k-1)/2, 1/rate); a ring saved every k frames costs
+// a frame
 //
-//	step + save/k + rate × (save + step × (depth + (k-1)/2))
+//	step + save/k + rate × (save + step × (depth + x(k)))
 //
-// (the new frame, the saves, and each rollback's restore and
-// re-simulation, which reaches up to k-1 frames before the mispredicted
-// one, (k-1)/2 on average), and a tick that rolls back d frames costs up
-// to
+// (the new frame, the saves, each rollback's restore and re-simulation),
+// and a tick that rolls back d frames costs about
 //
-//	step × (d + k) + save
+//	step × (d + 1 + x(k)) + save
 //
 // with d the deepest (the worst tick) or the mean depth (a typical
 // rollback's tick, which sets the tick cost's 99th percentile).
 //
 // The choice is the k whose largest excess over the best of each, CPU,
-// worst tick and typical rollback tick, is least: all three are kept near
-// their best at once. With a free Step, or no rollback at all, it is
-// reach.
+// worst tick and typical rollback tick, is least, the cheapest of equals:
+// all three are kept near their best at once. With a free Step, or no
+// rollback at all, it is reach.
 func chooseInterval(step, save, rate, depth float64, deepest int, reach Frame) Frame {
 	if reach <= 1 || step <= 0 || rate <= 0 {
 		return max(reach, 1)
 	}
-	cost := func(k float64) float64 { return step + save/k + rate*(save+step*(depth+(k-1)/2)) }
-	tick := func(d, k float64) float64 { return step*(d+k) + save }
+	extra := func(k float64) float64 { return min((k-1)/2, 1/rate) }
+	cost := func(k float64) float64 { return step + save/k + rate*(save+step*(depth+extra(k))) }
+	tick := func(d, k float64) float64 { return step*(d+1+extra(k)) + save }
 	bestCost := math.Inf(1)
 	for k := Frame(1); k <= reach; k++ {
 		bestCost = min(bestCost, cost(float64(k)))
 	}
-	worst, typical := tick(float64(deepest), 1), tick(depth, 1)
-	choice, excess := reach, math.Inf(1)
+	deep := float64(deepest)
+	worst, typical := tick(deep, 1), tick(depth, 1)
+	choice, excess, choiceCost := reach, math.Inf(1), math.Inf(1)
 	for k := Frame(1); k <= reach; k++ {
 		kf := float64(k)
-		e := max(cost(kf)/bestCost, tick(float64(deepest), kf)/worst, tick(depth, kf)/typical)
-		if e < excess {
-			choice, excess = k, e
+		c := cost(kf)
+		e := max(c/bestCost, tick(deep, kf)/worst, tick(depth, kf)/typical)
+		if e < excess-1e-9 || (e <= excess+1e-9 && c < choiceCost) {
+			choice, excess, choiceCost = k, min(e, excess), c
 		}
 	}
 	return choice
