@@ -119,6 +119,9 @@ func (c *cadence) played() bool {
 
 // roll folds the window into the smoothed figures and starts the next.
 func (c *cadence) roll() {
+	if c.frames == 0 {
+		return
+	}
 	c.rate = (c.rate + float64(c.rollbacks)/float64(c.frames)) / 2
 	if c.rollbacks > 0 {
 		c.depth = (c.depth + float64(c.depths)/float64(c.rollbacks)) / 2
