@@ -524,6 +524,14 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 	t.Run("lockstep-10Hz", func(t *testing.T) {
 		advanceAllocs(t, func(c *rollback.Config) { c.Lockstep, c.TickRate = true, 10 })
 	})
+	// The adaptive policy's ring: its regions are allocated on first use,
+	// within the warm-up, and the watch allocates nothing.
+	t.Run("rollback-every-frame", func(t *testing.T) {
+		advanceAllocs(t, func(c *rollback.Config) { c.SnapshotInterval = 1 })
+	})
+	t.Run("rollback-adaptive-told", func(t *testing.T) {
+		advanceAllocs(t, func(c *rollback.Config) { c.StepCost, c.SaveCost = time.Millisecond, 20*time.Microsecond })
+	})
 }
 
 func advanceAllocs(t *testing.T, edit func(c *rollback.Config)) {
