@@ -36,6 +36,9 @@ type finalRunner interface {
 // never over the anchor snapshot nor over a pending one the anchor has not
 // reached yet.
 //
+// The adaptive policy (adapt.go) varies interval and the slots saves may
+// use (room): a ring saved every interval frames.
+//
 // With statements (three or more machines) there is a second, earlier
 // anchor: the settled frame, before which not even the cut of a proven
 // equivocator reaches. The newest snapshot at or before it is kept in a
