@@ -1365,7 +1365,7 @@ const maxForge = 100_000
 var configFlags = map[string]string{
 	"MaxRollback": "-maxrollback", "InputLag": "-delay", "RedundantFrames": "-redundant",
 	"Timeouts.Handshake": "-handshake-timeout", "TickRate": "-tick", "PlayoutDelay": "-playout",
-	"Snapshots": "-snapshots", "Mode": "-mode",
+	"Snapshots": "-snapshots", "SnapshotInterval": "-snapshots", "Mode": "-mode",
 }
 
 // checkConfig checks the flags that become rollback.Config fields by the
