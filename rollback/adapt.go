@@ -155,10 +155,14 @@ func (c *cadence) worst() int { return max(c.deepest, c.lastDeepest) }
 // with d the deepest (the worst tick) or the mean depth (a typical
 // rollback's tick, which sets the tick cost's 99th percentile).
 //
-// The choice is the k whose largest excess over the best of each, CPU,
-// worst tick and typical rollback tick, is least, the cheapest of equals:
-// all three are kept near their best at once. With a free Step, or no
-// rollback at all, it is reach.
+// The choice is the k whose largest excess over the best of each, is
+// least, the cheapest of equals: the CPU against the better of the two
+// fixed policies (k = 1, saving every frame, and k = reach, two backups),
+// the worst and the typical tick against k = 1, which has the best of
+// both. So no figure is much worse than under the better fixed policy for
+// it, and a k between them is taken where it is cheaper than both at
+// ticks as good, or where the two trade CPU against ticks. With a free
+// Step, or no rollback at all, it is reach.
 func chooseInterval(step, save, rate, depth float64, deepest int, reach Frame) Frame {
 	if reach <= 1 || step <= 0 || rate <= 0 {
 		return max(reach, 1)
@@ -166,10 +170,7 @@ func chooseInterval(step, save, rate, depth float64, deepest int, reach Frame) F
 	extra := func(k float64) float64 { return min((k-1)/2, 1/rate) }
 	cost := func(k float64) float64 { return step + save/k + rate*(save+step*(depth+extra(k))) }
 	tick := func(d, k float64) float64 { return step*(d+1+extra(k)) + save }
-	bestCost := math.Inf(1)
-	for k := Frame(1); k <= reach; k++ {
-		bestCost = min(bestCost, cost(float64(k)))
-	}
+	bestCost := min(cost(1), cost(float64(reach)))
 	deep := float64(deepest)
 	worst, typical := tick(deep, 1), tick(depth, 1)
 	choice, excess, choiceCost := reach, math.Inf(1), math.Inf(1)
