@@ -14,12 +14,13 @@ import (
 // chosen again every 2 s from what a Game.Step and a snapshot copy cost
 // (Config.StepCost and Config.SaveCost, or measured with Config.Clock)
 // and how often and how deep the session mispredicts, to keep both the
-// CPU per simulated second and the worst tick low. With a cheap Step, or
-// while nothing is mispredicted, k is MaxRollback and the ring is
-// TwoBackups' two slots; with a Step dearer than a copy k falls to 1, a
-// save every frame (GGPO's policy). The ring holds at most
-// MaxRollback/k + 2 snapshots (+1 with three or more machines), each the
-// size of the arena's live region, allocated on first use and kept
+// CPU per simulated second and the worst tick low. While nothing is
+// mispredicted, or with a free Step, k is MaxRollback and the ring is
+// TwoBackups' two slots; the cheaper a Step against a copy, the nearer k
+// is to MaxRollback; with a Step dearer than a copy k falls to 1, a save
+// every frame (GGPO's policy). The ring holds at most ⌈MaxRollback/k⌉ + 2
+// snapshots (+1 with three or more machines), each the size of the
+// arena's live region, allocated on first use and kept
 // (docs/architecture.md, "Snapshots").
 type SnapshotPolicy uint8
 
