@@ -87,6 +87,10 @@ func BenchmarkAdvance(b *testing.B) {
 	// Desync detection's worst case: every checksum frame is re-simulated
 	// 20 times, each time copying the state.
 	b.Run("rollback20-1MiB-no-checksums", benchRollback20[blob1MiB](1<<20, -1))
+	// The adaptive policy's ring with k fixed at 1 (GGPO's save every
+	// frame) on the same rollbacks, against
+	// BenchmarkFloor/ring-save-every-frame-1MiB.
+	b.Run("rollback20-1MiB-every-frame", benchRollback20[blob1MiB](1<<20, 0, func(c *rollback.Config) { c.SnapshotInterval = 1 }))
 }
 
 func benchSteady(lockstep, plain bool) func(b *testing.B) {
@@ -209,7 +213,7 @@ func fakePair[B any](b *testing.B, g *benchGame[B], peer *fakepeer.Peers, s **ro
 	}
 }
 
-func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
+func benchRollback20[B any](size, checksumEvery int, edits ...func(c *rollback.Config)) func(b *testing.B) {
 	return func(b *testing.B) {
 		g := newBenchGame[B](b, size)
 		peer := fakepeer.New(99)
@@ -219,6 +223,9 @@ func benchRollback20[B any](size, checksumEvery int) func(b *testing.B) {
 		// the start protocol nor keeps a fair pace on purpose.
 		fakePair(b, g, peer, &s, func(c *rollback.Config) {
 			c.FixedInputLag, c.NoFrameAdvantage, c.ChecksumEvery = true, true, checksumEvery
+			for _, edit := range edits {
+				edit(c)
+			}
 		})
 		op := func() int {
 			peer.Advance(match.Tick)

@@ -8,7 +8,6 @@ import (
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
-	"github.com/rewindgg/rewind/savestate"
 )
 
 // This file builds a session from its Config: its owners, its peers, the
@@ -40,7 +39,7 @@ func NewSession(cfg Config) (*Session, error) {
 	lockstepMode := cfg.Lockstep
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.inputs.standIn = cfg.StandIn
-	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2}
+	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2, base: 2}
 	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock())
@@ -82,6 +81,7 @@ func NewSession(cfg Config) (*Session, error) {
 			return nil, err
 		}
 	}
+	s.snaps.policy(&cfg)
 	s.tx.adv = adversaryOf(&cfg, s) // nil in every game
 	s.proto.handlers.register(s)
 	if err := s.open(&cfg); err != nil {
@@ -118,7 +118,6 @@ func (c Config) populate() Config {
 	c.RejoinWindow = orDefault(c.RejoinWindow, defaultRejoinWindow)
 	c.TransferRate = orDefault(c.TransferRate, defaultTransferRate)
 	c.ChecksumEvery = orDefault(c.ChecksumEvery, desync.DefaultEvery)
-	c.Snapshots = orDefault(c.Snapshots, TwoBackups)
 	if c.Lockstep {
 		c.TickRate = orDefault(c.TickRate, defaultTickRate)
 		c.PlayoutDelay = orDefault(c.PlayoutDelay, defaultPlayoutDelay)
@@ -149,7 +148,7 @@ func (s *Session) secure(cfg *Config) error {
 			return err
 		}
 		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto}
-		s.snaps.slots = savestate.Slots // one kept at the settled frame
+		s.snaps.slots, s.snaps.base = settledSlots, settledSlots // one kept at the settled frame
 	}
 	s.proto.transferRate, s.proto.spectatorDelay = cfg.TransferRate, cfg.SpectatorDelay
 	if !cfg.InProgress {

@@ -50,7 +50,6 @@ func (s *sumSink) finalChecksum(f Frame, sum uint64) { s.finals = append(s.final
 
 func (s *sumSink) outvoted(e *desync.Error) { s.voted = append(s.voted, *e) }
 
-
 // control copies the State message, as encoding it would: the owner
 // reuses it.
 func (s *sumSink) control(peer int, msg wire.Control) {

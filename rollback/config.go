@@ -38,21 +38,6 @@ const (
 	lockstepCatchUp = 4
 )
 
-// SnapshotPolicy chooses when the session saves and restores the arena.
-type SnapshotPolicy uint8
-
-// Snapshot policies.
-const (
-	// TwoBackups is the INVERSUS policy (the default): two snapshots; a
-	// rollback restores the newest one not after the first mispredicted
-	// frame. Cheap on average, with a spike on a deep misprediction.
-	TwoBackups SnapshotPolicy = 1 + iota // two-backups
-	// ConstantCost restores a MaxRollback-old snapshot and re-simulates
-	// MaxRollback frames on every frame, whether or not anything was
-	// mispredicted: the worst case every frame, so the cost never spikes.
-	ConstantCost // constant-cost
-)
-
 // The modes a handshake's terms carry (Config.Lockstep).
 const (
 	rollbackMode = 1 + iota
@@ -72,46 +57,6 @@ type Peer struct {
 	// Every machine that starts the match must mark the same peers Late.
 	// Rollback mode only.
 	Late bool
-}
-
-// Timeouts bound how long a [Session] or a [Spectator] waits on another
-// machine. Zero values mean the defaults.
-type Timeouts struct {
-	// Handshake bounds the handshake and the start protocol (a
-	// Spectator's: until its source answers); 0 means 10 s (8 machines on
-	// a lossy 400 ms round trip need more than 5).
-	Handshake time.Duration
-	// Interrupt is the silence after which EventNetworkInterrupted is
-	// emitted for a peer; 0 means 750 ms.
-	Interrupt time.Duration
-	// Disconnect is the silence after which a peer (a Spectator's source)
-	// is disconnected; 0 means 5 s.
-	Disconnect time.Duration
-}
-
-// populate returns t with the defaults filled in.
-func (t Timeouts) populate() Timeouts {
-	return Timeouts{
-		Handshake:  orDefault(t.Handshake, defaultHandshakeTimeout),
-		Interrupt:  orDefault(t.Interrupt, defaultInterruptTimeout),
-		Disconnect: orDefault(t.Disconnect, defaultDisconnectTimeout),
-	}
-}
-
-// check checks t's bounds.
-func (t Timeouts) check() error {
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"Handshake", t.Handshake}, {"Interrupt", t.Interrupt}, {"Disconnect", t.Disconnect}} {
-		if d.v < 0 {
-			return cfgErr("Timeouts."+d.name, "negative duration %v", d.v)
-		}
-	}
-	if t.Interrupt > 0 && t.Disconnect > 0 && t.Interrupt >= t.Disconnect {
-		return cfgErr("Timeouts.Interrupt", "%v is not shorter than Timeouts.Disconnect %v", t.Interrupt, t.Disconnect)
-	}
-	return nil
 }
 
 // Config configures a [Session]. Zero values mean the documented defaults.
@@ -217,8 +162,23 @@ type Config struct {
 	// Predictor guesses remote inputs; nil means predict.RepeatLast.
 	// Rollback mode only (lockstep never predicts, and refuses it).
 	Predictor predict.Predictor
-	// Snapshots is the snapshot policy; 0 means TwoBackups.
+	// Snapshots is the snapshot policy; 0 is the adaptive policy (see
+	// [SnapshotPolicy]).
 	Snapshots SnapshotPolicy
+	// SnapshotInterval fixes the adaptive policy's cadence: a ring of
+	// snapshots saved every SnapshotInterval frames, 1 to MaxRollback (1
+	// saves every frame, as GGPO does). 0 lets the policy choose it.
+	// Adaptive policy only.
+	SnapshotInterval int
+	// StepCost and SaveCost tell the adaptive policy what one Game.Step
+	// and one snapshot copy (a save or a restore of the whole State) cost.
+	// Both 0 means measured with Clock (a sampled Step, every save): a
+	// game leaves them 0; a test or a simulation on virtual time, whose
+	// Clock never moves during an Advance, gives them to get the choice of
+	// a real game (without them it measures a free Step and keeps two
+	// backups). They change which frames are saved, never what is
+	// simulated.
+	StepCost, SaveCost time.Duration
 	// Clock reads a monotonic clock as the time elapsed since some fixed
 	// instant; nil means the machine's. The session reads it once per
 	// Advance and never sleeps. Give every session of a netsim match its

@@ -97,6 +97,8 @@ func (c *Config) validateMode() error {
 			return cfgErr("MaxRollback", "%d: lockstep never rolls back (leave it 0)", c.MaxRollback)
 		case c.Snapshots == ConstantCost:
 			return cfgErr("Snapshots", "%v: lockstep never rolls back", c.Snapshots)
+		case c.SnapshotInterval != 0:
+			return cfgErr("SnapshotInterval", "%d: lockstep never rolls back (leave it 0)", c.SnapshotInterval)
 		case c.SyncTest != 0:
 			return cfgErr("SyncTest", "%d: the sync test needs rollback mode", c.SyncTest)
 		case c.Predictor != nil:
@@ -133,6 +135,9 @@ func (c *Config) validateTuning() error {
 	}
 	if c.Snapshots > ConstantCost {
 		return cfgErr("Snapshots", "unknown policy %d", c.Snapshots)
+	}
+	if err := c.validateCadence(); err != nil {
+		return err
 	}
 	if c.Recover && (c.ChecksumData != nil || c.ChecksumEvery < 0) {
 		return cfgErr("Recover", "set without checksums of the whole arena (ChecksumData nil, ChecksumEvery not negative)")

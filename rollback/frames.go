@@ -19,9 +19,18 @@ func (s *Session) step(resim bool) {
 		}
 	}
 	s.inputs.take(f, s.io.stepIn[:s.roster.players])
-	s.simulate(f, resim, true)
+	if !resim && s.snaps.timeStep(f) {
+		t := s.clock()
+		s.simulate(f, resim, true)
+		s.snaps.cad.noteStep(s.clock() - t)
+	} else {
+		s.simulate(f, resim, true)
+	}
 	if !resim {
 		s.times.simmed.note(f+1, s.now)
+		if s.snaps.cad.played() {
+			s.snaps.adapt()
+		}
 	}
 	s.frame = f + 1
 }
@@ -88,6 +97,7 @@ func (s *Session) rollback(mis, next Frame) (int, error) {
 		}
 	}
 	n := int(target - r.from)
+	s.snaps.cad.noteRollback(int(target - mis))
 	s.stats.Rollbacks++
 	s.stats.MaxRollbackFrames = max(s.stats.MaxRollbackFrames, int(target-mis))
 	s.stats.ResimulatedFrames += int64(n)

@@ -38,6 +38,7 @@ func (s *Session) checkInvariants(t *testing.T) {
 	t.Helper()
 	c := s.ConfirmedFrame()
 	anchor := Frame(-1)
+	require.LessOrEqual(t, s.snaps.slots, s.snaps.base+int(s.snaps.reach), "the ring: at most MaxRollback + 2 slots (+1 with statements)")
 	for _, b := range s.snaps.backups {
 		require.LessOrEqual(t, b.frame, s.frame, "a snapshot is never ahead of the live state")
 		if b.valid && b.frame <= c {
@@ -74,42 +75,69 @@ func (g *walkGame) Step(f Frame, in []PlayerInput) {
 	}
 }
 
+// policies are the snapshot policies the session tests run under: every
+// named one, and the adaptive policy measuring on virtual time (two
+// backups), told a dear Step (a ring saved every frame), and with its
+// interval fixed at 3.
+var policies = []struct {
+	name string
+	edit func(c *Config)
+}{
+	{"two-backups", func(c *Config) { c.Snapshots = TwoBackups }},
+	{"constant-cost", func(c *Config) { c.Snapshots = ConstantCost }},
+	{"adaptive-measured", func(c *Config) {}},
+	{"adaptive-told", func(c *Config) { c.StepCost, c.SaveCost = 2*time.Millisecond, 20*time.Microsecond }},
+	{"every-3", func(c *Config) { c.SnapshotInterval = 3 }},
+}
+
+// playWalk plays n machines of walkGame, one player each, over profile
+// for ticks ticks, each Config edited by edit, calling each after every
+// Advance; it returns the sessions.
+func playWalk(t *testing.T, n int, profile string, ticks int, edit func(c *Config), each func(s *Session)) []*Session {
+	t.Helper()
+	p, err := netsim.ParseProfile(profile)
+	require.NoError(t, err)
+	nw, err := netsim.New(n, 11, p)
+	require.NoError(t, err)
+	ss := make([]*Session, n)
+	for i := range ss {
+		a, err := savestate.New(1024)
+		require.NoError(t, err)
+		h, err := savestate.Alloc[[MaxPlayers]int64](a)
+		require.NoError(t, err)
+		var peers []Peer
+		for j := range n {
+			if j != i {
+				peers = append(peers, Peer{Players: []PlayerID{PlayerID(j)}})
+			}
+		}
+		c := Config{Players: n, Local: []PlayerID{PlayerID(i)}, Peers: peers,
+			Layout: Layout{2}, State: a, Game: &walkGame{a: a, h: h}, Transport: nw.Endpoint(i),
+			MaxRollback: 12, InputLag: 1, FixedInputLag: true, Clock: nw.Now}
+		edit(&c)
+		ss[i], err = NewSession(c)
+		require.NoError(t, err)
+	}
+	for range ticks {
+		for i, s := range ss {
+			// A function of the frame, not of the tick: every frame's
+			// inputs are the same whatever the stalls.
+			_, err := s.AddLocalInput(PlayerID(i), Input(int(s.Frame())/(7+i)%4))
+			require.NoError(t, err)
+			_, err = s.Advance()
+			require.NoError(t, err)
+			each(s)
+		}
+		nw.Advance(time.Second / 60)
+	}
+	return ss
+}
+
 func TestSnapshotInvariants(t *testing.T) {
-	for _, policy := range []SnapshotPolicy{TwoBackups, ConstantCost} {
+	for _, policy := range policies {
 		for _, profile := range []string{"lan", "hell"} {
-			t.Run(policy.String()+"-"+profile, func(t *testing.T) {
-				p, err := netsim.ParseProfile(profile)
-				require.NoError(t, err)
-				const n = 3
-				nw, err := netsim.New(n, 11, p)
-				require.NoError(t, err)
-				var ss [n]*Session
-				for i := range ss {
-					a, err := savestate.New(1024)
-					require.NoError(t, err)
-					h, err := savestate.Alloc[[MaxPlayers]int64](a)
-					require.NoError(t, err)
-					var peers []Peer
-					for j := range n {
-						if j != i {
-							peers = append(peers, Peer{Players: []PlayerID{PlayerID(j)}})
-						}
-					}
-					ss[i], err = NewSession(Config{Players: n, Local: []PlayerID{PlayerID(i)}, Peers: peers,
-						Layout: Layout{2}, State: a, Game: &walkGame{a: a, h: h}, Transport: nw.Endpoint(i),
-						MaxRollback: 12, InputLag: 1, FixedInputLag: true, Snapshots: policy, Clock: nw.Now})
-					require.NoError(t, err)
-				}
-				for tick := range 2000 {
-					for i, s := range ss {
-						_, err := s.AddLocalInput(PlayerID(i), Input(tick/(7+i)%4))
-						require.NoError(t, err)
-						_, err = s.Advance()
-						require.NoError(t, err)
-						s.checkInvariants(t)
-					}
-					nw.Advance(time.Second / 60)
-				}
+			t.Run(policy.name+"-"+profile, func(t *testing.T) {
+				ss := playWalk(t, 3, profile, 2000, policy.edit, func(s *Session) { s.checkInvariants(t) })
 				require.Greater(t, ss[0].Frame(), Frame(600), "the match ran")
 				if profile == "hell" { // on a LAN the input delay hides the latency: nothing to correct
 					require.Positive(t, ss[0].stats.Rollbacks)

@@ -334,7 +334,7 @@ func (s *Session) takeOver() {
 	t := j.take
 	s.frame, s.inputs.clear = t, 0 // the players' next frames are set again below
 	snaps := &s.snaps
-	*snaps = snapshots{arena: snaps.arena, slots: snaps.slots, interval: snaps.interval, reach: snaps.reach, forced: snaps.forced, on: snaps.on}
+	snaps.reset()
 	if snaps.on {
 		_ = s.snaps.saveLogged(0, t, s.out.log, s.now) // the live state: not inside a snapshot
 	}

@@ -21,20 +21,19 @@ func TestPopulate(t *testing.T) {
 			c.MaxRollback, c.RedundantFrames, c.ChecksumEvery = 20, 8, 500
 			c.QualityInterval, c.RejoinWindow, c.TransferRate = time.Second, time.Minute, defaultTransferRate
 			c.Timeouts = Timeouts{Handshake: 10 * time.Second, Interrupt: 750 * time.Millisecond, Disconnect: 5 * time.Second}
-			c.Snapshots = TwoBackups
 		}},
 		{"lockstep defaults", Config{Lockstep: true}, func(c *Config) {
 			c.MaxRollback, c.RedundantFrames, c.ChecksumEvery = 20, -1, 500
 			c.QualityInterval, c.RejoinWindow, c.TransferRate = time.Second, time.Minute, defaultTransferRate
 			c.Timeouts = Timeouts{Handshake: 10 * time.Second, Interrupt: 750 * time.Millisecond, Disconnect: 5 * time.Second}
-			c.Snapshots, c.TickRate, c.PlayoutDelay = TwoBackups, 60, 100*time.Millisecond
+			c.TickRate, c.PlayoutDelay = 60, 100*time.Millisecond
 		}},
 		{"off and none stay", Config{ChecksumEvery: -1, RedundantFrames: -1, RejoinWindow: -1, Lockstep: true, PlayoutDelay: -1},
 			func(c *Config) {
 				c.MaxRollback, c.RedundantFrames, c.ChecksumEvery = 20, -1, -1
 				c.QualityInterval, c.RejoinWindow, c.TransferRate = time.Second, -1, defaultTransferRate
 				c.Timeouts = Timeouts{Handshake: 10 * time.Second, Interrupt: 750 * time.Millisecond, Disconnect: 5 * time.Second}
-				c.Snapshots, c.TickRate, c.PlayoutDelay = TwoBackups, 60, -1
+				c.TickRate, c.PlayoutDelay = 60, -1
 			}},
 		{"set values stay", Config{MaxRollback: 8, RedundantFrames: 3, ChecksumEvery: 10, QualityInterval: time.Minute,
 			Timeouts: Timeouts{Disconnect: time.Second}, Snapshots: ConstantCost, TransferRate: 1000}, func(c *Config) {

@@ -336,6 +336,13 @@ func TestConfigErrors(t *testing.T) {
 		}},
 		{"QualityInterval", func(c *rollback.Config) { c.QualityInterval = -time.Second }},
 		{"Snapshots", func(c *rollback.Config) { c.Snapshots = 7 }},
+		{"SnapshotInterval", func(c *rollback.Config) { c.SnapshotInterval = -1 }},
+		{"SnapshotInterval", func(c *rollback.Config) { c.SnapshotInterval = 21 }},
+		{"SnapshotInterval", func(c *rollback.Config) { c.MaxRollback, c.SnapshotInterval = 8, 9 }},
+		{"SnapshotInterval", func(c *rollback.Config) { c.Snapshots, c.SnapshotInterval = rollback.TwoBackups, 1 }},
+		{"SnapshotInterval", func(c *rollback.Config) { c.Lockstep, c.SnapshotInterval = true, 1 }},
+		{"StepCost", func(c *rollback.Config) { c.StepCost = -time.Microsecond }},
+		{"SaveCost", func(c *rollback.Config) { c.SaveCost = -time.Microsecond }},
 		{"SyncTest", func(c *rollback.Config) { c.SyncTest = 3 }},
 		{"SyncTest", func(c *rollback.Config) { c.SyncTest = 21 }},
 		{"TickRate", func(c *rollback.Config) { c.TickRate = 30 }},
@@ -521,6 +528,14 @@ func TestAdvanceDoesNotAllocate(t *testing.T) {
 	t.Run("rollback", func(t *testing.T) { advanceAllocs(t, nil) })
 	t.Run("lockstep-10Hz", func(t *testing.T) {
 		advanceAllocs(t, func(c *rollback.Config) { c.Lockstep, c.TickRate = true, 10 })
+	})
+	// The adaptive policy's ring: its regions are allocated on first use,
+	// within the warm-up, and the watch allocates nothing.
+	t.Run("rollback-every-frame", func(t *testing.T) {
+		advanceAllocs(t, func(c *rollback.Config) { c.SnapshotInterval = 1 })
+	})
+	t.Run("rollback-adaptive-told", func(t *testing.T) {
+		advanceAllocs(t, func(c *rollback.Config) { c.StepCost, c.SaveCost = time.Millisecond, 20*time.Microsecond })
 	})
 }
 

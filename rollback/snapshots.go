@@ -36,6 +36,9 @@ type finalRunner interface {
 // never over the anchor snapshot nor over a pending one the anchor has not
 // reached yet.
 //
+// The adaptive policy (adapt.go) varies interval and the slots saves may
+// use (room): a ring saved every interval frames.
+//
 // With statements (three or more machines) there is a second, earlier
 // anchor: the settled frame, before which not even the cut of a proven
 // equivocator reaches. The newest snapshot at or before it is kept in a
@@ -45,8 +48,11 @@ type finalRunner interface {
 type snapshots struct {
 	arena    *savestate.Arena
 	backups  [savestate.Slots]backup
-	slots    int   // slots in use: 2, or savestate.Slots with statements
+	slots    int   // slots the loops look at: 2, settledSlots with statements, more for a ring
+	base     int   // the slots of two backups: 2, or settledSlots with statements
+	room     int   // the slots saves may use (0: slots); the ring's size (setInterval)
 	interval Frame // save the present when the newest snapshot is this old
+	cad      cadence
 	reach    Frame // MaxRollback: the live state never runs further past a player's last input (0 in lockstep)
 	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
 	on       bool  // false: no snapshots at all (lockstep with two machines)
@@ -84,10 +90,18 @@ func (sn *snapshots) forcedBound(next Frame) Frame {
 	return next - Frame(sn.forced)
 }
 
-// save copies the live state into slot as the start of frame f.
+// save copies the live state into slot as the start of frame f (timed,
+// when the adaptive policy measures its costs).
 func (sn *snapshots) save(slot int, f Frame) error {
+	var t time.Duration
+	if sn.cad.measuring() {
+		t = sn.cad.clock()
+	}
 	if err := sn.arena.Save(slot); err != nil {
 		return err
+	}
+	if sn.cad.measuring() {
+		sn.cad.noteSave(sn.cad.clock() - t)
 	}
 	sn.backups[slot] = backup{frame: f, valid: true}
 	sn.saves++
@@ -130,7 +144,11 @@ func (sn *snapshots) saveSlot(f, anchor, settled Frame) int {
 		return -1
 	}
 	keep, keepSettled := sn.newest(anchor), sn.newest(settled)
-	for i, b := range sn.backups[:sn.slots] {
+	room := sn.room
+	if room == 0 {
+		room = sn.slots
+	}
+	for i, b := range sn.backups[:room] {
 		// Never over a snapshot the anchor frame has not reached yet: it is
 		// the next anchor, and replacing it again and again (a short
 		// interval, an anchor held back by the others' counts) would keep
@@ -225,6 +243,14 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 		return sn.advance(keep, anchor, noFrame, run)
 	}
 	return nil
+}
+
+// reset forgets every snapshot and the counts (a machine taking its
+// players over starts again from its state at the take-over frame); the
+// policy and its watch stay.
+func (sn *snapshots) reset() {
+	sn.backups = [savestate.Slots]backup{}
+	sn.saves, sn.steps = 0, 0
 }
 
 // low returns the oldest frame a valid snapshot holds (noFrame for none):

@@ -77,6 +77,14 @@ func slots2(b [2]backup) [savestate.Slots]backup {
 	return all
 }
 
+// slots3 is the slots of a session with statements: three, the others
+// unused.
+func slots3(b [settledSlots]backup) [savestate.Slots]backup {
+	var all [savestate.Slots]backup
+	copy(all[:], b[:])
+	return all
+}
+
 // TestSnapshotsSaveSlot: save when the newest snapshot is interval frames
 // old, into a slot that is invalid or superseded, never over the anchor
 // snapshot nor over a pending one the anchor has not reached.
@@ -197,7 +205,7 @@ func TestSnapshotsSettled(t *testing.T) {
 	none := backup{}
 	saves := []struct {
 		name               string
-		backups            [savestate.Slots]backup
+		backups            [settledSlots]backup
 		f, anchor, settled Frame
 		want               int
 	}{
@@ -208,18 +216,18 @@ func TestSnapshotsSettled(t *testing.T) {
 	}
 	for _, tc := range saves {
 		t.Run(tc.name, func(t *testing.T) {
-			sn := snapshots{backups: tc.backups, slots: savestate.Slots, interval: 10, on: true}
+			sn := snapshots{backups: slots3(tc.backups), slots: settledSlots, interval: 10, on: true}
 			assert.Equal(t, tc.want, sn.saveSlot(tc.f, tc.anchor, tc.settled))
 		})
 	}
 
 	restores := []struct {
 		name                 string
-		saved                [savestate.Slots]Frame // -1 for none
+		saved                [settledSlots]Frame // -1 for none
 		mis, anchor, settled Frame
 		want                 restored
 		runs                 []Frame
-		after                [savestate.Slots]backup
+		after                [settledSlots]backup
 	}{
 		{name: "the settled one moves to the settled frame; the live state is saved at the anchor",
 			saved: [3]Frame{0, -1, -1}, mis: 20, anchor: 15, settled: 5, runs: []Frame{0, 1, 2, 3, 4},
@@ -236,14 +244,14 @@ func TestSnapshotsSettled(t *testing.T) {
 	}
 	for _, tc := range restores {
 		t.Run(tc.name, func(t *testing.T) {
-			sn, run := savedSnapshots(t, savestate.Slots, tc.saved[:])
+			sn, run := savedSnapshots(t, settledSlots, tc.saved[:])
 			a, h := run.arena, run.h
 			r, err := sn.restore(tc.mis, tc.anchor, tc.settled, run)
 			require.NoError(t, err)
 			assert.Equal(t, tc.want, r)
 			assert.Equal(t, tc.runs, run.frames)
 			assert.False(t, run.bad, "a frame was stepped from the wrong state")
-			assert.Equal(t, tc.after, sn.backups)
+			assert.Equal(t, slots3(tc.after), sn.backups)
 			assert.Equal(t, stateAt(r.at), *h.Get(a), "the live state is the snapshot's")
 		})
 	}

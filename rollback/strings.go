@@ -62,17 +62,18 @@ func _() {
 	// An "invalid array index" compiler error signifies that the constant values have changed.
 	// Re-run the stringer command to generate them again.
 	var x [1]struct{}
+	_ = x[adaptive-0]
 	_ = x[TwoBackups-1]
 	_ = x[ConstantCost-2]
 }
 
-const _SnapshotPolicy_name = "two-backupsconstant-cost"
+const _SnapshotPolicy_name = "adaptivetwo-backupsconstant-cost"
 
-var _SnapshotPolicy_index = [...]uint8{0, 11, 24}
+var _SnapshotPolicy_index = [...]uint8{0, 8, 19, 32}
 
 func (i SnapshotPolicy) String() string {
-	idx := int(i) - 1
-	if i < 1 || idx >= len(_SnapshotPolicy_index)-1 {
+	idx := int(i) - 0
+	if i < 0 || idx >= len(_SnapshotPolicy_index)-1 {
 		return "SnapshotPolicy(" + strconv.FormatInt(int64(i), 10) + ")"
 	}
 	return _SnapshotPolicy_name[_SnapshotPolicy_index[idx]:_SnapshotPolicy_index[idx+1]]

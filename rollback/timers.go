@@ -72,3 +72,43 @@ func (p *protocol) timerAt(t time.Duration) { p.timersAt = min(p.timersAt, t) }
 // the deadline again: a stamp moved back (a ping asked for at once, a
 // link made new).
 func (p *protocol) resetTimers() { p.timersAt = 0 }
+
+// Timeouts bound how long a [Session] or a [Spectator] waits on another
+// machine. Zero values mean the defaults.
+type Timeouts struct {
+	// Handshake bounds the handshake and the start protocol (a
+	// Spectator's: until its source answers); 0 means 10 s (8 machines on
+	// a lossy 400 ms round trip need more than 5).
+	Handshake time.Duration
+	// Interrupt is the silence after which EventNetworkInterrupted is
+	// emitted for a peer; 0 means 750 ms.
+	Interrupt time.Duration
+	// Disconnect is the silence after which a peer (a Spectator's source)
+	// is disconnected; 0 means 5 s.
+	Disconnect time.Duration
+}
+
+// populate returns t with the defaults filled in.
+func (t Timeouts) populate() Timeouts {
+	return Timeouts{
+		Handshake:  orDefault(t.Handshake, defaultHandshakeTimeout),
+		Interrupt:  orDefault(t.Interrupt, defaultInterruptTimeout),
+		Disconnect: orDefault(t.Disconnect, defaultDisconnectTimeout),
+	}
+}
+
+// check checks t's bounds.
+func (t Timeouts) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"Handshake", t.Handshake}, {"Interrupt", t.Interrupt}, {"Disconnect", t.Disconnect}} {
+		if d.v < 0 {
+			return cfgErr("Timeouts."+d.name, "negative duration %v", d.v)
+		}
+	}
+	if t.Interrupt > 0 && t.Disconnect > 0 && t.Interrupt >= t.Disconnect {
+		return cfgErr("Timeouts.Interrupt", "%v is not shorter than Timeouts.Disconnect %v", t.Interrupt, t.Disconnect)
+	}
+	return nil
+}

@@ -3,8 +3,10 @@
 //
 // An [Arena] is one allocation split into three regions of equal size: the
 // live region, where the game's state lives and changes, and two snapshot
-// regions; a third snapshot region, which a rollback session uses only with
-// three or more machines, is allocated on its first [Arena.Save]. [Alloc] places pointer-free values in the live region and returns
+// regions; each further snapshot region (a rollback session uses a third
+// with three or more machines, and a ring of them when its adaptive
+// snapshot policy saves often) is allocated on its first [Arena.Save].
+// [Alloc] places pointer-free values in the live region and returns
 // a [Handle], an offset that stays valid across [Arena.Save] and
 // [Arena.Restore]. Because nothing in the arena is a Go pointer, a restore can
 // never leave a dangling reference and the garbage collector never scans it.
@@ -34,10 +36,12 @@ import (
 // DefaultSize is the size of the live region when [New] is given 0: 1 MiB.
 const DefaultSize = 1 << 20
 
-// Slots is the number of snapshot regions in an arena: the first two are
-// part of the arena's one allocation, the last is allocated on its first
-// [Arena.Save].
-const Slots = 3
+// Slots is the number of snapshot regions an arena can hold: the first
+// two are part of the arena's one allocation, each of the others is
+// allocated on its first [Arena.Save], so an arena costs only the regions
+// it uses. 67 is enough for a ring saved every frame of a rollback
+// session's longest rollback (64 frames) and its two kept snapshots.
+const Slots = 67
 
 // inline is the number of snapshot regions allocated with the arena.
 const inline = 2
@@ -84,17 +88,17 @@ func (e *PointerError) Unwrap() error { return ErrNotPointer }
 type Arena struct {
 	mem     []byte
 	size    int
-	reg     []byte // the current region: the live one unless inside Enter or Fork
-	scratch []byte // Fork's region, allocated on its first use
-	extra   []byte // the last snapshot region, allocated on its first Save
+	reg     []byte                 // the current region: the live one unless inside Enter or Fork
+	scratch []byte                 // Fork's region, allocated on its first use
+	extra   [Slots - inline][]byte // the other snapshot regions, each allocated on its first Save
 	saved   [Slots]bool
 	types   []reflect.Type // index recorded in the arena; append-only, never rolled back
 }
 
 // New returns an arena whose live region (and each snapshot region) is size
 // bytes; 0 means [DefaultSize]. The arena is one allocation of 3×size bytes
-// (the live region and two snapshot regions); the third snapshot region is
-// allocated on its first [Arena.Save].
+// (the live region and two snapshot regions); each further snapshot region
+// is allocated on its first [Arena.Save].
 func New(size int) (*Arena, error) {
 	if size == 0 {
 		size = DefaultSize
@@ -161,10 +165,10 @@ func (a *Arena) Fork() error {
 func (a *Arena) Leave() { a.reg = a.region(0) }
 
 // region returns region i: 0 is the live one, 1 to Slots the snapshots
-// (nil for the last one before its first Save).
+// (nil for one past the inline ones before its first Save).
 func (a *Arena) region(i int) []byte {
 	if i > inline {
-		return a.extra
+		return a.extra[i-1-inline]
 	}
 	return a.mem[i*a.size : (i+1)*a.size : (i+1)*a.size]
 }
@@ -180,8 +184,8 @@ func (a *Arena) Save(i int) error {
 	if !a.live() {
 		return ErrEntered
 	}
-	if i >= inline && a.extra == nil {
-		a.extra = make([]byte, a.size)
+	if i >= inline && a.extra[i-inline] == nil {
+		a.extra[i-inline] = make([]byte, a.size)
 	}
 	n := a.Used()
 	memcopy.Copy(a.region(1 + i)[:n], a.mem[:n])

@@ -123,7 +123,8 @@ func TestRestoreErrors(t *testing.T) {
 	assert.ErrorIs(t, a.Restore(0), savestate.ErrNotSaved)
 	assert.ErrorIs(t, a.Save(savestate.Slots), savestate.ErrSlot)
 	assert.ErrorIs(t, a.Save(-1), savestate.ErrSlot)
-	assert.ErrorIs(t, a.Restore(5), savestate.ErrSlot)
+	assert.ErrorIs(t, a.Restore(savestate.Slots), savestate.ErrSlot)
+	assert.ErrorIs(t, a.Restore(5), savestate.ErrNotSaved, "a slot past the inline ones, never saved")
 }
 
 func TestNewSize(t *testing.T) {

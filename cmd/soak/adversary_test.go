@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,7 @@ import (
 func TestAdversary(t *testing.T) {
 	t.Parallel()
 	var out, errOut bytes.Buffer
-	run([]string{"-matches", "10", "-players", "3", "-frames", "300", "-adversary", "all", "-json", "-"}, &out, &errOut)
+	run([]string{"-matches", strconv.Itoa(int(liar.NumKinds) - 1), "-players", "3", "-frames", "300", "-adversary", "all", "-json", "-"}, &out, &errOut)
 	var m map[string]any
 	require.NoError(t, json.Unmarshal(out.Bytes(), &m), errOut.String())
 	assert.Contains(t, m, "suspects")
@@ -58,7 +59,8 @@ func TestAdversary(t *testing.T) {
 	assert.Contains(t, errOut.String(), "adversary all on machine i%machines: named in ")
 
 	o := options{matches: 3, players: 3, machines: 3, frames: 60, seed: 7, adversary: "all", adversaryMachine: -1}
-	for i, want := range map[int][2]int{0: {1, 0}, 1: {2, 1}, 2: {3, 2}, 3: {4, 0}, 9: {10, 0}, 10: {1, 1}, 11: {2, 2}, 20: {1, 2}, 30: {1, 0}} {
+	// 11 kinds: kind 1 + i%11 on machine (i%11 + i/11) % 3.
+	for i, want := range map[int][2]int{0: {1, 0}, 1: {2, 1}, 2: {3, 2}, 3: {4, 0}, 9: {10, 0}, 10: {11, 1}, 11: {1, 1}, 20: {10, 1}, 30: {9, 1}} {
 		k, mach := o.adversaryOf(i)
 		assert.Equal(t, want, [2]int{int(k), mach}, "match %d", i)
 	}

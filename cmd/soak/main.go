@@ -366,6 +366,7 @@ type options struct {
 	adversaryKind                                                        liar.Kind
 	model                                                                modelFlags // -step-cost, -copy-cost, -state-size (tickcost.go)
 	tickModel                                                            tickcost.Model
+	snapInterval                                                         int // -snapshots every-frame: 1
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -397,7 +398,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "matches to run at once")
 	fs.IntVar(&o.maxRollback, "maxrollback", defaultMaxRollback, "Config.MaxRollback")
 	fs.IntVar(&o.delay, "delay", 0, "Config.InputLag, in frames")
-	fs.StringVar(&o.snapshots, "snapshots", "two-backups", "snapshot policy: two-backups or constant-cost")
+	fs.StringVar(&o.snapshots, "snapshots", "adaptive", "snapshot policy: adaptive (the session's default: a ring saved every k frames, k adapted; with -step-cost it is told the model's Step and copy costs), two-backups, every-frame (the adaptive policy's ring with k fixed at 1: GGPO's save every frame) or constant-cost")
 	fs.BoolVar(&o.fixedLag, "fixed-lag", false, "keep the input lag at -delay (Config.FixedInputLag)")
 	fs.BoolVar(&o.noSmoothing, "no-smoothing", false, "turn frame-advantage stalls and the start delay off (Config.NoFrameAdvantage)")
 	fs.BoolVar(&o.noStartDelay, "no-start-delay", false, "start without the start-of-match wait (Config.NoStartDelay)")
@@ -573,7 +574,8 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Recover: o.recover, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
-					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on()}
+					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval}
+				c.StepCost, c.SaveCost = o.modelCosts()
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
 					rejoinPlan(&c, o.machines)
@@ -1054,14 +1056,17 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 	if o.mode == "lockstep" {
 		o.maxRollback = 0 // lockstep never rolls back (and rejects a MaxRollback)
 	}
-	var policy rollback.SnapshotPolicy
+	var policy rollback.SnapshotPolicy // the zero value: adaptive
 	switch o.snapshots {
+	case policy.String():
+	case everyFrame:
+		o.snapInterval = 1
 	case rollback.TwoBackups.String():
 		policy = rollback.TwoBackups
 	case rollback.ConstantCost.String():
 		policy = rollback.ConstantCost
 	default:
-		return nil, 0, fmt.Errorf("-snapshots: %q (want two-backups or constant-cost)", o.snapshots)
+		return nil, 0, fmt.Errorf("-snapshots: %q (want adaptive, two-backups, every-frame or constant-cost)", o.snapshots)
 	}
 	if err := checkConfig(o, policy); err != nil {
 		return nil, 0, err
@@ -1092,7 +1097,7 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
-		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: policy.String(), Transport: o.transport,
+		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
 		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record,
 		ForgeRate: o.forge}
@@ -1426,7 +1431,7 @@ const maxForge = 100_000
 var configFlags = map[string]string{
 	"MaxRollback": "-maxrollback", "InputLag": "-delay", "RedundantFrames": "-redundant",
 	"Timeouts.Handshake": "-handshake-timeout", "TickRate": "-tick", "PlayoutDelay": "-playout",
-	"Snapshots": "-snapshots", "Mode": "-mode",
+	"Snapshots": "-snapshots", "SnapshotInterval": "-snapshots", "Mode": "-mode",
 }
 
 // checkConfig checks the flags that become rollback.Config fields by the
@@ -1441,7 +1446,8 @@ func checkConfig(o *options, policy rollback.SnapshotPolicy) error {
 	cfg := rollback.Config{Players: 2, Local: []rollback.PlayerID{0}, Peers: []rollback.Peer{{Players: []rollback.PlayerID{1}}},
 		Layout: rollback.Layout{1}, State: a, Game: rollback.GameFunc(func(rollback.Frame, []rollback.PlayerInput) {}),
 		Transport: noTransport{}, MaxRollback: o.maxRollback, InputLag: o.delay, RedundantFrames: o.redundant,
-		Timeouts: rollback.Timeouts{Handshake: o.handshakeTimeout}, TickRate: o.tick, PlayoutDelay: o.playout, Snapshots: policy}
+		Timeouts: rollback.Timeouts{Handshake: o.handshakeTimeout}, TickRate: o.tick, PlayoutDelay: o.playout, Snapshots: policy,
+		SnapshotInterval: o.snapInterval}
 	cfg.Lockstep = o.mode == "lockstep"
 	_, err = rollback.NewSession(cfg)
 	var ce *rollback.ConfigError

@@ -39,6 +39,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-profile", "moon"}, "-profile"},
 		{[]string{"-profile", "loss=300%"}, "-profile"},
 		{[]string{"-snapshots", "ring"}, "-snapshots"},
+		{[]string{"-mode", "lockstep", "-snapshots", "every-frame"}, "-snapshots"},
 		{[]string{"-maxrollback", "65"}, "-maxrollback"},
 		{[]string{"-delay", "99"}, "-delay"},
 		{[]string{"-parallel", "0"}, "-parallel"},

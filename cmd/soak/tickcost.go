@@ -95,6 +95,24 @@ func (m *modelFlags) model(players int, w io.Writer) (tickcost.Model, error) {
 	return md, nil
 }
 
+// everyFrame is -snapshots every-frame: the adaptive policy's ring with
+// its interval fixed at 1 (Config.SnapshotInterval), GGPO's policy.
+const everyFrame = "every-frame"
+
+// modelCosts are the Step and copy costs the sessions are told
+// (Config.StepCost and SaveCost) when the model runs: the model's, so
+// that the adaptive policy chooses as it would for that game on this
+// machine, and a run with -copy-cost given is reproducible bit for bit.
+// Without the model, none: the sessions measure with their virtual
+// clocks, which see a free Step.
+func (o *options) modelCosts() (step, save time.Duration) {
+	if !o.model.on() {
+		return 0, 0
+	}
+	size, _ := copyBytes(o.tickModel, o.players) // players were checked: a fresh arena takes them
+	return o.tickModel.Step, time.Duration(math.Round(o.tickModel.CopyNsPerByte * float64(size)))
+}
+
 // formatNs gives v with every digit it needs to parse back to itself.
 func formatNs(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 

@@ -28,24 +28,41 @@ func soakJSON(t *testing.T, args ...string) (map[string]any, Summary, string) {
 	return m, s, out.String()
 }
 
-// TestTickCostModel: -step-cost changes nothing in the soak but adds the
-// model's figures; with the copy cost given they are the same run after
-// run; they add up; a profile with more rollbacks costs more than lan, and
-// a larger state more than the arena's own.
+// TestTickCostModel: with two backups -step-cost changes nothing in the
+// soak but adds the model's figures; with the default adaptive policy,
+// told the model's costs, it changes only which frames are saved (the
+// work of the rollbacks, not their number nor the game); with the copy
+// cost given the figures are the same run after run; they add up; a
+// profile with more rollbacks costs more than lan, and a larger state
+// more than the arena's own.
 func TestTickCostModel(t *testing.T) {
 	t.Parallel()
 	base := []string{"-matches", "2", "-frames", "600", "-parallel", "1", "-profile", "wifi"}
 	model := []string{"-step-cost", "500us", "-copy-cost", "0.05"}
-	plain, _, _ := soakJSON(t, base...)
-	modelled, s, out := soakJSON(t, append(base, model...)...)
-	require.NotNil(t, s.TickCost)
+	twoBackups := append(append([]string{}, base...), "-snapshots", "two-backups")
+	plain, _, _ := soakJSON(t, twoBackups...)
+	modelled, _, _ := soakJSON(t, append(twoBackups, model...)...)
 	assert.NotContains(t, plain, "tick_cost")
-	assert.Contains(t, out, "tick cost (Step 500µs, copy 0.05 ns/B")
 	for _, m := range []map[string]any{plain, modelled} {
 		delete(m, "wall_seconds")
 	}
 	delete(modelled, "tick_cost")
-	assert.Equal(t, plain, modelled, "the model changes nothing but adds tick_cost")
+	assert.Equal(t, plain, modelled, "two backups: the model changes nothing but adds tick_cost")
+
+	plain, plainS, _ := soakJSON(t, base...)
+	modelled, s, out := soakJSON(t, append(base, model...)...)
+	require.NotNil(t, s.TickCost)
+	assert.Contains(t, out, "tick cost (Step 500µs, copy 0.05 ns/B")
+	assert.Less(t, s.ResimulatedFrames, plainS.ResimulatedFrames/2, "told a dear Step, the adaptive policy saves every frame")
+	for _, m := range []map[string]any{plain, modelled} {
+		// The work of the rollbacks, and the sounds of the frames stepped
+		// in a snapshot (which the Observer hears as extrapolated).
+		for _, k := range []string{"wall_seconds", "tick_cost", "resimulated_frames", "max_resimulated_frames",
+			"resimulated_per_rollback_mean", "resimulated_per_rollback_p95", "sound", "sound_per_match"} {
+			delete(m, k)
+		}
+	}
+	assert.Equal(t, plain, modelled, "adaptive: the model changes only the rollbacks' work")
 
 	tc := *s.TickCost
 	t.Logf("wifi: %+v", tc)

@@ -53,7 +53,11 @@ type Config struct {
 	MaxRollback int            // 0 for the session default
 	InputLag    int
 	Snapshots   rollback.SnapshotPolicy
-	ArenaSize   int // 0 for 64 KiB
+	// SnapshotInterval, StepCost and SaveCost are the adaptive snapshot
+	// policy's rollback.Config fields.
+	SnapshotInterval   int
+	StepCost, SaveCost time.Duration
+	ArenaSize          int // 0 for 64 KiB
 	// DropAt, when positive, stops machine DropMachine once it has
 	// simulated DropAt frames: it Closes its session if DropClean, or just
 	// goes silent (a crash). The others must agree on its disconnect frame.
@@ -691,6 +695,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Players: c.Players, Local: m.players, Peers: peers, ChecksumEvery: c.ChecksumEvery,
 			Layout: arena.Layout, State: m.a, Game: game, Transport: tr,
 			MaxRollback: c.MaxRollback, InputLag: c.InputLag, Snapshots: c.Snapshots,
+			SnapshotInterval: c.SnapshotInterval, StepCost: c.StepCost, SaveCost: c.SaveCost,
 			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), Timeouts: rollback.Timeouts{Disconnect: c.DisconnectTimeout, Handshake: c.HandshakeTimeout},
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow, Recover: c.Recover,
