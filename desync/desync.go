@@ -44,6 +44,10 @@ type Error struct {
 	// checksums agree with the peer's than with ours: we are the odd one
 	// out (with rollback's Config.Recover we load the kept state).
 	Majority bool
+	// System names the first system of the game's (its [Marks]) whose
+	// output differs, when the two simulations of the step before Frame
+	// were traced (a sync test's); empty when unknown.
+	System string
 	// Recovered: rollback's Config.Recover played the match on past this
 	// desync; Adopted says whether this machine loaded the kept state
 	// (the peer's) at Frame, or kept its own.
@@ -57,7 +61,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.Peer < 0 {
-		return fmt.Sprintf("desync: sync test: the state at the start of frame %d re-simulated to checksum %016x, first simulated to %016x: the game is not deterministic, or keeps state outside the arena", e.Frame, e.Remote, e.Local)
+		s := fmt.Sprintf("desync: sync test: the state at the start of frame %d re-simulated to checksum %016x, first simulated to %016x: the game is not deterministic, or keeps state outside the arena", e.Frame, e.Remote, e.Local)
+		if e.System != "" {
+			s += fmt.Sprintf("; the first system whose output differs in frame %d's step: %s", e.Frame-1, e.System)
+		}
+		return s
 	}
 	s := fmt.Sprintf("desync: frame %d: checksum %016x here, peer %d claims %016x", e.Frame, e.Local, e.Peer, e.Remote)
 	if e.Outvoted {

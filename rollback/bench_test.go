@@ -6,6 +6,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
@@ -24,8 +25,9 @@ type benchState[B any] struct {
 // benchGame does a little real work per step: it folds every input into a
 // counter and touches one cache line of the blob.
 type benchGame[B any] struct {
-	a *savestate.Arena
-	h savestate.Handle[benchState[B]]
+	a     *savestate.Arena
+	h     savestate.Handle[benchState[B]]
+	marks *desync.Marks // steady-1KiB-marked: three marks a step
 }
 
 func newBenchGame[B any](b *testing.B, size int) *benchGame[B] {
@@ -51,8 +53,11 @@ func (g *benchGame[B]) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	for i, p := range in {
 		st.Counters[i] = st.Counters[i]*0x9e3779b97f4a7c15 + uint64(p.Input) + uint64(f)
 	}
+	g.marks.Mark("counters")
 	blob := unsafe.Slice((*byte)(unsafe.Pointer(&st.Blob)), unsafe.Sizeof(st.Blob))
 	blob[int(f)*4099%len(blob)] ^= byte(st.Counters[0])
+	g.marks.Mark("blob")
+	g.marks.Mark("end")
 }
 
 // Blob sizes that fill a 1 KiB, 64 KiB and 1 MiB arena after the arena's
@@ -81,6 +86,9 @@ func BenchmarkAdvance(b *testing.B) {
 	rollback.NoLowFloorCheck(b)
 	b.Run("steady-1KiB", benchSteady(false, false))
 	b.Run("steady-1KiB-plain", benchSteady(false, true))
+	// The game marks its systems (Config.Marks), untraced as in every
+	// match without a sync test: against steady-1KiB-plain.
+	b.Run("steady-1KiB-marked", func(b *testing.B) { benchSteadyMode(b, false, true, true) })
 	b.Run("steady-lockstep-1KiB", benchSteady(true, false))
 	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10, 0))
 	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20, 0))
@@ -94,10 +102,10 @@ func BenchmarkAdvance(b *testing.B) {
 }
 
 func benchSteady(lockstep, plain bool) func(b *testing.B) {
-	return func(b *testing.B) { benchSteadyMode(b, lockstep, plain) }
+	return func(b *testing.B) { benchSteadyMode(b, lockstep, plain, false) }
 }
 
-func benchSteadyMode(b *testing.B, lockstep, plain bool) {
+func benchSteadyMode(b *testing.B, lockstep, plain, marked bool) {
 	nw, err := netsim.New(2, 1, netsim.Profile{Latency: 1e6})
 	if err != nil {
 		b.Fatal(err)
@@ -121,6 +129,10 @@ func benchSteadyMode(b *testing.B, lockstep, plain bool) {
 			SendEveryTick: !lockstep}
 		if plain {
 			c.Transport, c.Clock = link.end(i), link.Now
+		}
+		if marked {
+			g.marks = &desync.Marks{}
+			c.Marks = g.marks
 		}
 		if ss[i], err = rollback.NewSession(c); err != nil {
 			b.Fatal(err)

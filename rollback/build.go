@@ -56,7 +56,10 @@ func NewSession(cfg Config) (*Session, error) {
 	switch {
 	case cfg.SyncTest > 0:
 		s.snaps.forced = cfg.SyncTest
-		s.sync = &syncCheck{}
+		s.sync = &syncCheck{marks: cfg.Marks}
+		if cfg.Marks != nil {
+			s.sync.hash, s.sync.first = s.snaps.sum, make([]desync.Trace, ringSize)
+		}
 	case cfg.Snapshots == ConstantCost:
 		s.snaps.forced = cfg.MaxRollback
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rewindgg/rewind/desync"
+
 	"github.com/rewindgg/rewind/predict"
 	"github.com/rewindgg/rewind/savestate"
 )
@@ -131,6 +133,12 @@ type Config struct {
 	// ChecksumData, if not nil, appends the data to checksum (positions,
 	// say) to dst and returns it; nil checksums the whole arena.
 	ChecksumData func(dst []byte) []byte
+	// Marks, if not nil, are the marks the game calls between its systems
+	// inside Step (desync.Marks.Mark): a sync test (SyncTest) then traces
+	// every step and names, in its *desync.Error's System, the first
+	// system whose output differs between the two simulations. Without a
+	// trace a mark costs a nil check and a branch.
+	Marks *desync.Marks
 	// Recover plays a match on past a detected desync instead of ending
 	// it (recover.go): the machines keep the state a majority of their
 	// checksums of the frame vouch for — with two machines, or a tie, the

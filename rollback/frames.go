@@ -65,6 +65,9 @@ func (s *Session) simulate(f Frame, resim, observed bool) {
 	if s.out.log != nil {
 		s.out.logStep(s.now, f, resim, s.io.stepIn[:s.roster.players], s.snaps.sum())
 	}
+	if s.sync != nil {
+		s.sync.trace()
+	}
 	s.app.step(f, s.io.stepIn[:s.roster.players], observed)
 	if s.sync != nil {
 		s.sync.check(s, f+1, s.snaps.sum())
@@ -154,20 +157,40 @@ func (s *Session) emitGuest(k EventKind, idx int) { s.events.emit(k, s.frame, id
 // syncCheck is sync-test mode's record of the arena at the start of each
 // frame, to compare a re-simulation with the first simulation.
 type syncCheck struct {
-	sums [ringSize]uint64
-	high Frame         // the newest frame whose checksum is recorded
-	err  *desync.Error // Peer -1: a sync test's
+	sums  [ringSize]uint64
+	high  Frame          // the newest frame whose checksum is recorded
+	err   *desync.Error  // Peer -1: a sync test's
+	marks *desync.Marks  // Config.Marks: each step is traced
+	hash  func() uint64  // the state's hash, for the trace
+	first []desync.Trace // with marks, by frame (ring): the trace of the first simulation of the step before it
 }
 
 // check records or compares the checksum sum of the state at the start of
 // frame f.
 func (c *syncCheck) check(s *Session, f Frame, sum uint64) {
+	var tr desync.Trace
+	if c.marks != nil {
+		tr = c.marks.Stop()
+	}
 	if f > c.high {
 		c.sums[ring(f)] = sum
 		c.high = f
+		if c.first != nil {
+			c.first[ring(f)] = tr
+		}
 		return
 	}
 	if want := c.sums[ring(f)]; want != sum && c.err == nil {
 		c.err = &desync.Error{Frame: int32(f), Peer: -1, Local: want, Remote: sum}
+		if c.first != nil {
+			c.err.System, _ = desync.FirstDiff(c.first[ring(f)], tr)
+		}
+	}
+}
+
+// trace starts tracing the step about to run (Config.Marks).
+func (c *syncCheck) trace() {
+	if c.marks != nil {
+		c.marks.Trace(c.hash)
 	}
 }

@@ -17,9 +17,10 @@ import (
 // mapGame has the classic Go non-determinism: from frame 50 on it folds a
 // map's values into its state in iteration order, which Go randomises.
 type mapGame struct {
-	a *savestate.Arena
-	h savestate.Handle[[4]uint64]
-	m map[int]uint64
+	a     *savestate.Arena
+	h     savestate.Handle[[4]uint64]
+	m     map[int]uint64
+	marks *desync.Marks // its systems' marks: "input", "ai" (the map), "score"
 }
 
 func newMapGame(t testing.TB) *mapGame {
@@ -39,12 +40,15 @@ func (g *mapGame) Step(f rollback.Frame, in []rollback.PlayerInput) {
 	for i, p := range in {
 		st[i] += uint64(p.Input)
 	}
-	if f < 50 {
-		return
+	g.marks.Mark("input")
+	if f >= 50 {
+		for _, v := range g.m { // the bug: order-dependent
+			st[3] = st[3]*31 + v
+		}
 	}
-	for _, v := range g.m { // the bug: order-dependent
-		st[3] = st[3]*31 + v
-	}
+	g.marks.Mark("ai")
+	st[2] += st[3] & 1
+	g.marks.Mark("score")
 }
 
 // TestMapOrderCaughtBySyncTest: the sync test names a frame that ranges
@@ -103,4 +107,34 @@ func TestMapOrderCaughtInAMatch(t *testing.T) {
 	require.True(t, reported, "and the states were exchanged")
 	assert.Equal(t, int32(60), de.Frame, "the first checksum frame after the map was first ranged over")
 	assert.Regexp(t, `^\[4\]uint64\[3\]: \d+ vs \d+$`, de.Field)
+}
+
+// TestMapOrderNamedByMarks: with the game's systems marked
+// (Config.Marks), the sync test names the system that ranges over the
+// map, "ai", not only the frame. Without marks System is empty.
+func TestMapOrderNamedByMarks(t *testing.T) {
+	for _, marked := range []bool{true, false} {
+		g := newMapGame(t)
+		c := rollback.Config{Players: 1, Local: []rollback.PlayerID{0}, Layout: rollback.Layout{4}, State: g.a, Game: g, SyncTest: 4}
+		if marked {
+			g.marks = &desync.Marks{}
+			c.Marks = g.marks
+		}
+		s, err := rollback.NewSession(c)
+		require.NoError(t, err)
+		for f := range 200 {
+			require.NoError(t, queued(s.AddLocalInput(0, rollback.Input(f%16))))
+			if _, err = s.Advance(); err != nil {
+				break
+			}
+		}
+		var ste *desync.Error
+		require.ErrorAs(t, err, &ste)
+		if marked {
+			assert.Equal(t, "ai", ste.System, "%v", ste)
+			assert.Contains(t, ste.Error(), "the first system whose output differs")
+		} else {
+			assert.Empty(t, ste.System)
+		}
+	}
 }

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"unsafe"
 
+	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/fixed"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rng"
@@ -143,6 +144,7 @@ type Game struct {
 	arena *savestate.Arena
 	world savestate.Handle[World]
 	sound *sound.Ledger
+	marks *desync.Marks // its systems' marks ("ships", "shots"); nil: none
 }
 
 var (
@@ -153,6 +155,12 @@ var (
 // SetLedger makes the game trigger its Event sounds through l; nil (the
 // default) is silent. Give the same ledger to the session as its Observer.
 func (g *Game) SetLedger(l *sound.Ledger) { g.sound = l }
+
+// SetMarks makes the game mark its systems, "ships" (movement and fire)
+// and "shots" (flight and hits), in m: give the same marks to the session
+// (rollback.Config.Marks) and a desync names the system whose output
+// differed first. nil (the default) marks nothing.
+func (g *Game) SetMarks(m *desync.Marks) { g.marks = m }
 
 // Scene returns the live world's Stateful sounds, for sound.Ledger.Update.
 func (g *Game) Scene() *sound.Scene { return &g.World().Sounds }
@@ -218,6 +226,7 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.N
 			g.sound.Trigger(SoundShot+sound.ID(i), sound.FullVolume)
 		}
 	}
+	g.marks.Mark("ships")
 	for j := range w.Shots {
 		sh := &w.Shots[j]
 		if !sh.Live {
@@ -245,6 +254,7 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.N
 			break
 		}
 	}
+	g.marks.Mark("shots")
 	w.Frame = int32(f) + 1
 }
 
