@@ -99,16 +99,42 @@ type Tracker struct {
 	frames    int
 	last      float64
 	lastLocal float64
+	lastPeer  []float64 // per peer: its advantage over us in the last window
+	lastOK    []bool    // per peer: whether it had messages both ways in it
+
+	quarterAdv float64 // the largest advantage of the quarter window that just ended
+	quarterOK  bool    // set on the frame that ends a quarter (not the whole window)
 }
+
+// quarter is the part of a window the early estimate covers (Tracker's
+// quarterAdv): a quarter, 25 frames.
+const quarter = Window / 4
 
 type lags struct {
 	local, remote   float64
 	nLocal, nRemote int
+	q               sums // this quarter window's
+}
+
+// sums is a mean of each direction's lags in the making.
+type sums struct {
+	local, remote   float64
+	nLocal, nRemote int
+}
+
+// advantage returns the mean local lag less the mean remote lag, and
+// whether there were lags both ways.
+func (s *sums) advantage() (float64, bool) {
+	if s.nLocal == 0 || s.nRemote == 0 {
+		return 0, false
+	}
+	return s.local/float64(s.nLocal) - s.remote/float64(s.nRemote), true
 }
 
 // NewTracker returns a tracker for the given number of remote peers.
 func NewTracker(peers int) *Tracker {
-	t := &Tracker{peers: make([]lags, max(0, peers)), bound: make([]float64, max(0, peers))}
+	n := max(0, peers)
+	t := &Tracker{peers: make([]lags, n), bound: make([]float64, n), lastPeer: make([]float64, n), lastOK: make([]bool, n)}
 	for i := range t.bound {
 		t.bound[i] = math.Inf(1)
 	}
@@ -128,8 +154,11 @@ func (t *Tracker) Bound(peer int, most float64) {
 // nextLocalFrameToSimulate − nextRemoteFrameToReceive.
 func (t *Tracker) Local(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
-		t.peers[peer].local += float64(lag)
-		t.peers[peer].nLocal++
+		p := &t.peers[peer]
+		p.local += float64(lag)
+		p.nLocal++
+		p.q.local += float64(lag)
+		p.q.nLocal++
 	}
 }
 
@@ -137,26 +166,42 @@ func (t *Tracker) Local(peer, lag int) {
 // nextRemoteFrameToReceive − nextLocalFrameRequestedByPeer.
 func (t *Tracker) Remote(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
-		t.peers[peer].remote += float64(lag)
-		t.peers[peer].nRemote++
+		p := &t.peers[peer]
+		p.remote += float64(lag)
+		p.nRemote++
+		p.q.remote += float64(lag)
+		p.q.nRemote++
 	}
 }
 
 // Frame counts one simulated frame. On every Window-th frame it returns
 // the averaged advantage and true, and starts a new window; peers with no
-// message in both directions during the window are left out.
+// message in both directions during the window are left out. Every
+// quarter of a window it also takes the quarter's own estimate (the
+// Governor acts on a large one at once).
 func (t *Tracker) Frame() (float64, bool) {
 	t.frames++
+	t.quarterOK = false
+	if t.frames%quarter == 0 {
+		t.quarterAdv = math.Inf(-1)
+		for i := range t.peers {
+			if a, ok := t.peers[i].q.advantage(); ok {
+				t.quarterAdv = max(t.quarterAdv, a)
+			}
+			t.peers[i].q = sums{}
+		}
+		t.quarterOK = t.frames < Window && !math.IsInf(t.quarterAdv, -1)
+	}
 	if t.frames < Window {
 		return 0, false
 	}
 	best, worstLocal := 0.0, 0.0
 	for i := range t.peers {
 		p := &t.peers[i]
-		if p.nLocal > 0 && p.nRemote > 0 {
-			best = max(best, p.local/float64(p.nLocal)-p.remote/float64(p.nRemote))
-		}
-		if p.nLocal > 0 && p.nRemote > 0 {
+		t.lastOK[i] = p.nLocal > 0 && p.nRemote > 0
+		if t.lastOK[i] {
+			t.lastPeer[i] = p.local/float64(p.nLocal) - p.remote/float64(p.nRemote)
+			best = max(best, t.lastPeer[i])
 			// The mean of the two directions: the advantage cancels out,
 			// leaving the frames of lag the link itself causes.
 			worstLocal = max(worstLocal, min(t.bound[i], (p.local/float64(p.nLocal)+p.remote/float64(p.nRemote))/2))

@@ -213,7 +213,10 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	// measure.
 	lag := have - ps.progress.ack
 	ps.st.RemoteFrameLag = lag
-	s.pace.gov.Remote(i, int(lag))
+	ps.timing.heard(s.now, have)
+	if ackFresh(s.now, ps.progress.ack, localNext, &s.times.sent, ps.link.rtt) {
+		s.pace.gov.Remote(i, int(lag))
+	}
 	ps.st.FramesBehind = localNext - have
 	if v.gap {
 		return mis
