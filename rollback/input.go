@@ -189,7 +189,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 				}
 			}
 			if ps.timing.input(s.now, f, &s.times.simmed, ps.timing.judged(ps.link.rtt)) {
-				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 {
+				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 || ps.timing.acksStale() {
 					ps.timing.late() // the governor does not wait for it
 				}
 			}
@@ -214,7 +214,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	lag := have - ps.progress.ack
 	ps.st.RemoteFrameLag = lag
 	ps.timing.heard(s.now, have)
-	if ackFresh(s.now, ps.progress.ack, localNext, &s.times.sent, ps.link.rtt) {
+	if ps.timing.ackSampled(ackFresh(s.now, ps.progress.ack, localNext, &s.times.sent, ps.link.rtt)) {
 		s.pace.gov.Remote(i, int(lag))
 	}
 	ps.st.FramesBehind = localNext - have

@@ -20,6 +20,8 @@ type timing struct {
 
 	newest   Frame         // the most of its frames we have had
 	newestAt time.Duration // when that last grew
+	acks     int           // this window: its acknowledgements sampled, and
+	stale    int           // those too old to count (ackFresh)
 }
 
 // staleAfter is how old what a lag is made of may be for the fairness
@@ -38,6 +40,22 @@ func (t *timing) heard(now time.Duration, have Frame) {
 		t.newest, t.newestAt = have, now
 	}
 }
+
+// ackSampled counts an acknowledgement, stale or not, and passes fresh on.
+func (t *timing) ackSampled(fresh bool) bool {
+	t.acks++
+	if !fresh {
+		t.stale++
+	}
+	return fresh
+}
+
+// acksStale reports whether most of the window's acknowledgements so far
+// were stale. The governor counts none of those (its estimate may then
+// rest on a few fresh ones), so it cannot be said to wait for the peer:
+// a peer that acknowledges 20 frames short to hide a lookahead has its
+// inputs judged late all the same.
+func (t *timing) acksStale() bool { return 2*t.stale > t.acks }
 
 // fresh reports whether a localFrameLag measured at now counts: we had a
 // new frame of the peer's within staleAfter.
@@ -131,7 +149,7 @@ func (t *timing) roll(rtt time.Duration) (ackLies, lookahead bool) {
 	t.ackAge = max(0, t.ackAgeMin)
 	if rtt == 0 {
 		// No round trip to judge by: nothing counts, and nothing is named.
-		t.ackLate, t.inputsLate, t.ackAgeMin, t.inputs, t.lateInputs = 0, 0, -1, 0, 0
+		t.ackLate, t.inputsLate, t.ackAgeMin, t.inputs, t.lateInputs, t.acks, t.stale = 0, 0, -1, 0, 0, 0, 0
 		return false, false
 	}
 	if t.ackAgeMin > rtt+ackSlack {
@@ -145,6 +163,6 @@ func (t *timing) roll(rtt time.Duration) (ackLies, lookahead bool) {
 	} else {
 		t.inputsLate = 0
 	}
-	t.inputs, t.lateInputs = 0, 0
+	t.inputs, t.lateInputs, t.acks, t.stale = 0, 0, 0, 0
 	return t.ackLate >= ackWindows, t.inputsLate >= ackWindows
 }
