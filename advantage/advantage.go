@@ -114,6 +114,7 @@ type lags struct {
 	local, remote   float64
 	nLocal, nRemote int
 	q               sums // this quarter window's
+	link            sums // every lag, the stale ones too: the link lag's
 }
 
 // sums is a mean of each direction's lags in the making.
@@ -159,6 +160,8 @@ func (t *Tracker) Local(peer, lag int) {
 		p.nLocal++
 		p.q.local += float64(lag)
 		p.q.nLocal++
+		p.link.local += float64(lag)
+		p.link.nLocal++
 	}
 }
 
@@ -171,6 +174,29 @@ func (t *Tracker) Remote(peer, lag int) {
 		p.nRemote++
 		p.q.remote += float64(lag)
 		p.q.nRemote++
+		p.link.remote += float64(lag)
+		p.link.nRemote++
+	}
+}
+
+// StaleLocal records a localFrameLag too stale for the advantage: made
+// while the newest of the peer's frames we had was old (a loss burst: the
+// lag grows a frame a tick although neither machine moved). It counts
+// toward the link lag ([Tracker.LastLocalLag]) only.
+func (t *Tracker) StaleLocal(peer, lag int) {
+	if peer >= 0 && peer < len(t.peers) {
+		t.peers[peer].link.local += float64(lag)
+		t.peers[peer].link.nLocal++
+	}
+}
+
+// StaleRemote records a remoteFrameLag too stale for the advantage: the
+// peer's acknowledgement was old (our packets to it were lost). It counts
+// toward the link lag ([Tracker.LastLocalLag]) only.
+func (t *Tracker) StaleRemote(peer, lag int) {
+	if peer >= 0 && peer < len(t.peers) {
+		t.peers[peer].link.remote += float64(lag)
+		t.peers[peer].link.nRemote++
 	}
 }
 
@@ -202,9 +228,11 @@ func (t *Tracker) Frame() (float64, bool) {
 		if t.lastOK[i] {
 			t.lastPeer[i] = p.local/float64(p.nLocal) - p.remote/float64(p.nRemote)
 			best = max(best, t.lastPeer[i])
+		}
+		if l := &p.link; l.nLocal > 0 && l.nRemote > 0 {
 			// The mean of the two directions: the advantage cancels out,
 			// leaving the frames of lag the link itself causes.
-			worstLocal = max(worstLocal, min(t.bound[i], (p.local/float64(p.nLocal)+p.remote/float64(p.nRemote))/2))
+			worstLocal = max(worstLocal, min(t.bound[i], (l.local/float64(l.nLocal)+l.remote/float64(l.nRemote))/2))
 		}
 		*p = lags{}
 	}

@@ -19,7 +19,10 @@ package advantage
 //     last quarter's own estimate is worth at least earlyStalls stalls
 //     (a peer that lost a second to a burst is behind by that much), they
 //     are queued at once, and the window's end queues only what they did
-//     not cover.
+//     not cover. Not in the first window: its lags are the start's
+//     transient (the first inputs are a one-way trip away), which the
+//     start delay takes care of; acted on, 2 players on far stalled
+//     twenty times as often.
 //   - The drift term is an integral per peer, not a guess from the stalls
 //     taken: each peer's advantage, once it has stayed beyond driftBand
 //     in the same direction for driftWindows windows in a row, adds
@@ -50,6 +53,7 @@ type Governor struct {
 	streak     []int     // per peer: windows in a row beyond driftBand, ahead (+) or behind (-)
 	driftEvery float64   // frames between paced drift stalls; 0 for none
 	sinceDrift float64
+	settled    bool // a window has ended: the quarters' estimates count
 }
 
 // MaxStalls is the most frames a Governor stalls per Window, on average:
@@ -101,6 +105,14 @@ func (g *Governor) Local(peer, lag int) { g.tracker.Local(peer, lag) }
 // [Tracker.Remote]).
 func (g *Governor) Remote(peer, lag int) { g.tracker.Remote(peer, lag) }
 
+// StaleLocal records a localFrameLag that counts toward the link lag only
+// (see [Tracker.StaleLocal]).
+func (g *Governor) StaleLocal(peer, lag int) { g.tracker.StaleLocal(peer, lag) }
+
+// StaleRemote records a remoteFrameLag that counts toward the link lag
+// only (see [Tracker.StaleRemote]).
+func (g *Governor) StaleRemote(peer, lag int) { g.tracker.StaleRemote(peer, lag) }
+
 // Stall is asked once per frame the session could simulate. It reports
 // whether to stall this frame instead, spending one queued stall: one every
 // StallPeriod(queued) frames.
@@ -139,7 +151,7 @@ func (g *Governor) Simulated(stalled int64) bool {
 	}
 	adv, ok := g.tracker.Frame()
 	if !ok {
-		if g.smoothing && g.tracker.quarterOK {
+		if g.smoothing && g.tracker.quarterOK && g.settled {
 			g.earlyLead(g.tracker.quarterAdv)
 		}
 		return false
@@ -148,6 +160,7 @@ func (g *Governor) Simulated(stalled int64) bool {
 		g.queued = min(g.queued+max(0, StallFrames(adv)-g.early)+g.driftStalls(adv), 2*MaxStalls)
 	}
 	g.early = 0
+	g.settled = true
 	g.tokens = min(g.tokens+MaxStalls, 2*MaxStalls)
 	return true
 }

@@ -216,6 +216,8 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	ps.timing.heard(s.now, have)
 	if ps.timing.ackSampled(ackFresh(s.now, ps.progress.ack, localNext, &s.times.sent, ps.link.rtt)) {
 		s.pace.gov.Remote(i, int(lag))
+	} else {
+		s.pace.gov.StaleRemote(i, int(lag)) // the input lag still counts it
 	}
 	ps.st.FramesBehind = localNext - have
 	if v.gap {

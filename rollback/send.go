@@ -186,6 +186,8 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	ps.st.LocalFrameLag = s.frame + Frame(s.pace.lag.delay) - want
 	if ps.timing.fresh(s.now) {
 		s.pace.gov.Local(i, int(ps.st.LocalFrameLag))
+	} else {
+		s.pace.gov.StaleLocal(i, int(ps.st.LocalFrameLag)) // the input lag still counts it
 	}
 	pkt.Lag = min(s.pace.lag.delay, wire.MaxLag)
 	if !s.tx.input(i, pkt) {
