@@ -103,18 +103,23 @@ type Tracker struct {
 	lastOK    []bool    // per peer: whether it had messages both ways in it
 
 	quarterAdv float64 // the largest advantage of the quarter window that just ended
-	quarterOK  bool    // set on the frame that ends a quarter (not the whole window)
+	quarterOK  bool    // set on the frame that ends a step (not the whole window)
+	bucket     int     // the step's bucket of every peer's q
 }
 
 // quarter is the part of a window the early estimate covers (Tracker's
 // quarterAdv): a quarter, 25 frames.
 const quarter = Window / 4
 
+// step is how often the quarter's estimate is taken: the last quarter,
+// every 5 frames.
+const step = 5
+
 type lags struct {
 	local, remote   float64
 	nLocal, nRemote int
-	q               sums // this quarter window's
-	link            sums // every lag, the stale ones too: the link lag's
+	q               [quarter / step]sums // the last quarter window's, step frames a bucket
+	link            sums                 // every lag, the stale ones too: the link lag's
 }
 
 // sums is a mean of each direction's lags in the making.
@@ -158,8 +163,9 @@ func (t *Tracker) Local(peer, lag int) {
 		p := &t.peers[peer]
 		p.local += float64(lag)
 		p.nLocal++
-		p.q.local += float64(lag)
-		p.q.nLocal++
+		b := &p.q[t.bucket]
+		b.local += float64(lag)
+		b.nLocal++
 		p.link.local += float64(lag)
 		p.link.nLocal++
 	}
@@ -172,8 +178,9 @@ func (t *Tracker) Remote(peer, lag int) {
 		p := &t.peers[peer]
 		p.remote += float64(lag)
 		p.nRemote++
-		p.q.remote += float64(lag)
-		p.q.nRemote++
+		b := &p.q[t.bucket]
+		b.remote += float64(lag)
+		b.nRemote++
 		p.link.remote += float64(lag)
 		p.link.nRemote++
 	}
@@ -208,13 +215,19 @@ func (t *Tracker) StaleRemote(peer, lag int) {
 func (t *Tracker) Frame() (float64, bool) {
 	t.frames++
 	t.quarterOK = false
-	if t.frames%quarter == 0 {
+	if t.frames%step == 0 {
 		t.quarterAdv = math.Inf(-1)
+		t.bucket = (t.bucket + 1) % quarter / step
 		for i := range t.peers {
-			if a, ok := t.peers[i].q.advantage(); ok {
+			var q sums
+			for _, b := range t.peers[i].q {
+				q.local, q.remote = q.local+b.local, q.remote+b.remote
+				q.nLocal, q.nRemote = q.nLocal+b.nLocal, q.nRemote+b.nRemote
+			}
+			if a, ok := q.advantage(); ok {
 				t.quarterAdv = max(t.quarterAdv, a)
 			}
-			t.peers[i].q = sums{}
+			t.peers[i].q[t.bucket] = sums{}
 		}
 		t.quarterOK = t.frames < Window && !math.IsInf(t.quarterAdv, -1)
 	}
@@ -234,7 +247,7 @@ func (t *Tracker) Frame() (float64, bool) {
 			// leaving the frames of lag the link itself causes.
 			worstLocal = max(worstLocal, min(t.bound[i], (l.local/float64(l.nLocal)+l.remote/float64(l.nRemote))/2))
 		}
-		*p = lags{}
+		*p = lags{q: p.q}
 	}
 	t.frames, t.last, t.lastLocal = 0, best, worstLocal
 	return best, true
@@ -261,4 +274,11 @@ func (t *Tracker) Peer(peer int) (float64, bool) {
 		return 0, false
 	}
 	return p.local/float64(p.nLocal) - p.remote/float64(p.nRemote), true
+}
+
+// forgetQuarter starts the quarter's estimate afresh (its stalls are queued).
+func (t *Tracker) forgetQuarter() {
+	for i := range t.peers {
+		t.peers[i].q = [quarter / step]sums{}
+	}
 }

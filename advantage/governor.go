@@ -86,7 +86,7 @@ const (
 
 // earlyStalls is the fewest stalls a quarter window's estimate must be
 // worth to be queued at once rather than at the window's end.
-const earlyStalls = 3
+const earlyStalls = 5
 
 // NewGovernor returns a governor for the given number of remote peers. With
 // smoothing false it only measures (Config.NoFrameAdvantage, a lockstep
@@ -172,6 +172,7 @@ func (g *Governor) earlyLead(adv float64) {
 	if k := min(StallFrames(adv), 2*MaxStalls); k >= earlyStalls && k > g.queued {
 		g.early += k - g.queued
 		g.queued = k
+		g.tracker.forgetQuarter()
 	}
 }
 

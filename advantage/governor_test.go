@@ -260,9 +260,11 @@ func drainOne(g *Governor) bool {
 }
 
 // TestGovernorEarlyLead (issue 49): after the first window, a lead of 5
-// frames appears in the second quarter of a window (a peer that lost a burst's inputs waited
-// for them): its 5 stalls are queued at frame 50, not 50 frames later, and
-// the window's end adds only what they did not cover.
+// frames appears at frame 26 of a window (a peer that lost a burst's
+// inputs waited for them): the last quarter window's estimate, taken every
+// step frames, is worth earlyStalls (5) stalls at frame 30, and they are
+// queued then, not 70 frames later; the window's end adds only what they
+// did not cover.
 func TestGovernorEarlyLead(t *testing.T) {
 	g := NewGovernor(1, true)
 	window(t, g, []int{0}, []int{0}, 0) // the first window: the start's, never early
@@ -275,17 +277,17 @@ func TestGovernorEarlyLead(t *testing.T) {
 		g.Simulated(0)
 		queued = append(queued, g.Queued())
 	}
-	assert.Zero(t, queued[2*quarter-2])
-	assert.Equal(t, 5, queued[2*quarter-1], "at the quarter's end")
+	assert.Zero(t, queued[quarter+step-2])
+	assert.Equal(t, 5, queued[quarter+step-1], "at the first step's end")
 	// The window's mean advantage is 10 (its only samples): StallFrames 5,
 	// all queued early.
 	assert.Equal(t, 5, queued[Window-1])
 
-	// A small lead waits for the window's end, as before.
+	// A smaller lead waits for the window's end, as before.
 	drain(g)
-	q := window(t, g, []int{4}, []int{0}, 0)
+	q := window(t, g, []int{8}, []int{0}, 0)
 	assert.Zero(t, q[Window-2])
-	assert.Equal(t, 2, q[Window-1])
+	assert.Equal(t, 4, q[Window-1])
 
 	// So does a large one in the first window.
 	g = NewGovernor(1, true)
