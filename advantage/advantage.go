@@ -102,24 +102,21 @@ type Tracker struct {
 	lastPeer  []float64 // per peer: its advantage over us in the last window
 	lastOK    []bool    // per peer: whether it had messages both ways in it
 
-	quarterAdv float64 // the largest advantage of the quarter window that just ended
-	quarterOK  bool    // set on the frame that ends a step (not the whole window)
-	bucket     int     // the step's bucket of every peer's q
+	recentAdv float64 // the largest advantage of the last recentFrames frames
+	recentOK  bool    // set on the frame that ends them (not the whole window)
 }
 
-// quarter is the part of a window the early estimate covers (Tracker's
-// quarterAdv): a quarter, 25 frames.
-const quarter = Window / 4
-
-// step is how often the quarter's estimate is taken: the last quarter,
-// every 5 frames.
-const step = 5
+// recentFrames is how many frames the early estimate covers (Tracker's
+// recentAdv), taken anew every recentFrames frames: short, to see a peer
+// that fell behind within a tenth of a second of its frames coming back;
+// the Governor acts on it only when it is large (earlyStalls).
+const recentFrames = 5
 
 type lags struct {
 	local, remote   float64
 	nLocal, nRemote int
-	q               [quarter / step]sums // the last quarter window's, step frames a bucket
-	link            sums                 // every lag, the stale ones too: the link lag's
+	recent          sums // the last recentFrames frames
+	link            sums // every lag, the stale ones too: the link lag's
 }
 
 // sums is a mean of each direction's lags in the making.
@@ -163,9 +160,8 @@ func (t *Tracker) Local(peer, lag int) {
 		p := &t.peers[peer]
 		p.local += float64(lag)
 		p.nLocal++
-		b := &p.q[t.bucket]
-		b.local += float64(lag)
-		b.nLocal++
+		p.recent.local += float64(lag)
+		p.recent.nLocal++
 		p.link.local += float64(lag)
 		p.link.nLocal++
 	}
@@ -178,9 +174,8 @@ func (t *Tracker) Remote(peer, lag int) {
 		p := &t.peers[peer]
 		p.remote += float64(lag)
 		p.nRemote++
-		b := &p.q[t.bucket]
-		b.remote += float64(lag)
-		b.nRemote++
+		p.recent.remote += float64(lag)
+		p.recent.nRemote++
 		p.link.remote += float64(lag)
 		p.link.nRemote++
 	}
@@ -210,26 +205,20 @@ func (t *Tracker) StaleRemote(peer, lag int) {
 // Frame counts one simulated frame. On every Window-th frame it returns
 // the averaged advantage and true, and starts a new window; peers with no
 // message in both directions during the window are left out. Every
-// quarter of a window it also takes the quarter's own estimate (the
-// Governor acts on a large one at once).
+// recentFrames frames it also takes the estimate of those frames alone
+// (the Governor acts on a large one at once).
 func (t *Tracker) Frame() (float64, bool) {
 	t.frames++
-	t.quarterOK = false
-	if t.frames%step == 0 {
-		t.quarterAdv = math.Inf(-1)
-		t.bucket = (t.bucket + 1) % quarter / step
+	t.recentOK = false
+	if t.frames%recentFrames == 0 {
+		t.recentAdv = math.Inf(-1)
 		for i := range t.peers {
-			var q sums
-			for _, b := range t.peers[i].q {
-				q.local, q.remote = q.local+b.local, q.remote+b.remote
-				q.nLocal, q.nRemote = q.nLocal+b.nLocal, q.nRemote+b.nRemote
+			if a, ok := t.peers[i].recent.advantage(); ok {
+				t.recentAdv = max(t.recentAdv, a)
 			}
-			if a, ok := q.advantage(); ok {
-				t.quarterAdv = max(t.quarterAdv, a)
-			}
-			t.peers[i].q[t.bucket] = sums{}
+			t.peers[i].recent = sums{}
 		}
-		t.quarterOK = t.frames < Window && !math.IsInf(t.quarterAdv, -1)
+		t.recentOK = t.frames < Window && !math.IsInf(t.recentAdv, -1)
 	}
 	if t.frames < Window {
 		return 0, false
@@ -247,7 +236,7 @@ func (t *Tracker) Frame() (float64, bool) {
 			// leaving the frames of lag the link itself causes.
 			worstLocal = max(worstLocal, min(t.bound[i], (l.local/float64(l.nLocal)+l.remote/float64(l.nRemote))/2))
 		}
-		*p = lags{q: p.q}
+		*p = lags{}
 	}
 	t.frames, t.last, t.lastLocal = 0, best, worstLocal
 	return best, true
@@ -274,11 +263,4 @@ func (t *Tracker) Peer(peer int) (float64, bool) {
 		return 0, false
 	}
 	return p.local/float64(p.nLocal) - p.remote/float64(p.nRemote), true
-}
-
-// forgetQuarter starts the quarter's estimate afresh (its stalls are queued).
-func (t *Tracker) forgetQuarter() {
-	for i := range t.peers {
-		t.peers[i].q = [quarter / step]sums{}
-	}
 }

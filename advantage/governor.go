@@ -15,11 +15,13 @@ package advantage
 //     stall does: it pays one queued stall. A machine that fell behind
 //     waiting for a loss burst's inputs does not then stall the lead it
 //     had before as well.
-//   - A large lead is acted on within a quarter of a window: when the
-//     last quarter's own estimate is worth at least earlyStalls stalls
-//     (a peer that lost a second to a burst is behind by that much), they
-//     are queued at once, and the window's end queues only what they did
-//     not cover. Not in the first window: its lags are the start's
+//   - A large lead is acted on within recentFrames (5) frames: every 5
+//     frames the estimate of those 5 alone is taken, and when it is worth
+//     at least earlyStalls (5) stalls (a peer that waited a loss burst's
+//     inputs out is behind by the burst), they are queued at once; the
+//     window's end queues only what they did not cover. Waiting for the
+//     window's end left two machines on hell 10 frames apart for over
+//     100 frames. Not in the first window: its lags are the start's
 //     transient (the first inputs are a one-way trip away), which the
 //     start delay takes care of; acted on, 2 players on far stalled
 //     twenty times as often.
@@ -43,7 +45,7 @@ type Governor struct {
 	queued int // stalls waiting to be spread out
 	since  int // frames since the last stall taken from the queue
 	tokens int // stalls it may still take: MaxStalls more each window, at most 2*MaxStalls
-	early  int // stalls queued early in this window, for a quarter's large lead
+	early  int // stalls queued early in this window, for a large recent lead
 
 	own         int64 // stalls taken from the queue, all told
 	ownSeen     int64 // own at the last Simulated
@@ -53,7 +55,7 @@ type Governor struct {
 	streak     []int     // per peer: windows in a row beyond driftBand, ahead (+) or behind (-)
 	driftEvery float64   // frames between paced drift stalls; 0 for none
 	sinceDrift float64
-	settled    bool // a window has ended: the quarters' estimates count
+	settled    bool // a window has ended: the recent estimates count
 }
 
 // MaxStalls is the most frames a Governor stalls per Window, on average:
@@ -84,8 +86,10 @@ const (
 	driftGain    = 0.5
 )
 
-// earlyStalls is the fewest stalls a quarter window's estimate must be
-// worth to be queued at once rather than at the window's end.
+// earlyStalls is the fewest stalls the estimate of the last recentFrames
+// frames must be worth to be queued at once rather than at the window's
+// end: 5, an advantage of 9 input frames, far beyond what 5 frames of
+// noise make (with 3, 4 players on intercontinental stalled a fifth more).
 const earlyStalls = 5
 
 // NewGovernor returns a governor for the given number of remote peers. With
@@ -151,8 +155,8 @@ func (g *Governor) Simulated(stalled int64) bool {
 	}
 	adv, ok := g.tracker.Frame()
 	if !ok {
-		if g.smoothing && g.tracker.quarterOK && g.settled {
-			g.earlyLead(g.tracker.quarterAdv)
+		if g.smoothing && g.tracker.recentOK && g.settled {
+			g.earlyLead(g.tracker.recentAdv)
 		}
 		return false
 	}
@@ -165,14 +169,13 @@ func (g *Governor) Simulated(stalled int64) bool {
 	return true
 }
 
-// earlyLead queues, at the end of a quarter window whose estimate is adv,
+// earlyLead queues, after recentFrames frames whose estimate is adv,
 // the stalls it is worth if they are at least earlyStalls and more than
 // are queued.
 func (g *Governor) earlyLead(adv float64) {
 	if k := min(StallFrames(adv), 2*MaxStalls); k >= earlyStalls && k > g.queued {
 		g.early += k - g.queued
 		g.queued = k
-		g.tracker.forgetQuarter()
 	}
 }
 

@@ -261,8 +261,8 @@ func drainOne(g *Governor) bool {
 
 // TestGovernorEarlyLead (issue 49): after the first window, a lead of 5
 // frames appears at frame 26 of a window (a peer that lost a burst's
-// inputs waited for them): the last quarter window's estimate, taken every
-// step frames, is worth earlyStalls (5) stalls at frame 30, and they are
+// inputs waited for them): the estimate of the last recentFrames (5)
+// frames is worth earlyStalls (5) stalls at frame 30, and they are
 // queued then, not 70 frames later; the window's end adds only what they
 // did not cover.
 func TestGovernorEarlyLead(t *testing.T) {
@@ -270,15 +270,15 @@ func TestGovernorEarlyLead(t *testing.T) {
 	window(t, g, []int{0}, []int{0}, 0) // the first window: the start's, never early
 	var queued []int
 	for f := 1; f <= Window; f++ {
-		if f > quarter && f <= 2*quarter {
+		if f > 25 && f <= 50 {
 			g.Local(0, 10) // advantage 10: StallFrames 5
 			g.Remote(0, 0)
 		}
 		g.Simulated(0)
 		queued = append(queued, g.Queued())
 	}
-	assert.Zero(t, queued[quarter+step-2])
-	assert.Equal(t, 5, queued[quarter+step-1], "at the first step's end")
+	assert.Zero(t, queued[28])
+	assert.Equal(t, 5, queued[29], "at frame 30, the first recentFrames to show it")
 	// The window's mean advantage is 10 (its only samples): StallFrames 5,
 	// all queued early.
 	assert.Equal(t, 5, queued[Window-1])
