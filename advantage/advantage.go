@@ -99,16 +99,45 @@ type Tracker struct {
 	frames    int
 	last      float64
 	lastLocal float64
+	lastPeer  []float64 // per peer: its advantage over us in the last window
+	lastOK    []bool    // per peer: whether it had messages both ways in it
+
+	recentAdv float64 // the largest advantage of the last recentFrames frames
+	recentOK  bool    // set on the frame that ends them (not the whole window)
 }
+
+// recentFrames is how many frames the early estimate covers (Tracker's
+// recentAdv), taken anew every recentFrames frames: short, to see a peer
+// that fell behind within a tenth of a second of its frames coming back;
+// the Governor acts on it only when it is large (earlyStalls).
+const recentFrames = 5
 
 type lags struct {
 	local, remote   float64
 	nLocal, nRemote int
+	recent          sums // the last recentFrames frames
+	link            sums // every lag, the stale ones too: the link lag's
+}
+
+// sums is a mean of each direction's lags in the making.
+type sums struct {
+	local, remote   float64
+	nLocal, nRemote int
+}
+
+// advantage returns the mean local lag less the mean remote lag, and
+// whether there were lags both ways.
+func (s *sums) advantage() (float64, bool) {
+	if s.nLocal == 0 || s.nRemote == 0 {
+		return 0, false
+	}
+	return s.local/float64(s.nLocal) - s.remote/float64(s.nRemote), true
 }
 
 // NewTracker returns a tracker for the given number of remote peers.
 func NewTracker(peers int) *Tracker {
-	t := &Tracker{peers: make([]lags, max(0, peers)), bound: make([]float64, max(0, peers))}
+	n := max(0, peers)
+	t := &Tracker{peers: make([]lags, n), bound: make([]float64, n), lastPeer: make([]float64, n), lastOK: make([]bool, n)}
 	for i := range t.bound {
 		t.bound[i] = math.Inf(1)
 	}
@@ -128,8 +157,13 @@ func (t *Tracker) Bound(peer int, most float64) {
 // nextLocalFrameToSimulate − nextRemoteFrameToReceive.
 func (t *Tracker) Local(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
-		t.peers[peer].local += float64(lag)
-		t.peers[peer].nLocal++
+		p := &t.peers[peer]
+		p.local += float64(lag)
+		p.nLocal++
+		p.recent.local += float64(lag)
+		p.recent.nLocal++
+		p.link.local += float64(lag)
+		p.link.nLocal++
 	}
 }
 
@@ -137,29 +171,70 @@ func (t *Tracker) Local(peer, lag int) {
 // nextRemoteFrameToReceive − nextLocalFrameRequestedByPeer.
 func (t *Tracker) Remote(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
-		t.peers[peer].remote += float64(lag)
-		t.peers[peer].nRemote++
+		p := &t.peers[peer]
+		p.remote += float64(lag)
+		p.nRemote++
+		p.recent.remote += float64(lag)
+		p.recent.nRemote++
+		p.link.remote += float64(lag)
+		p.link.nRemote++
+	}
+}
+
+// StaleLocal records a localFrameLag too stale for the advantage: made
+// while the newest of the peer's frames we had was old (a loss burst: the
+// lag grows a frame a tick although neither machine moved). It counts
+// toward the link lag ([Tracker.LastLocalLag]) only.
+func (t *Tracker) StaleLocal(peer, lag int) {
+	if peer >= 0 && peer < len(t.peers) {
+		t.peers[peer].link.local += float64(lag)
+		t.peers[peer].link.nLocal++
+	}
+}
+
+// StaleRemote records a remoteFrameLag too stale for the advantage: the
+// peer's acknowledgement was old (our packets to it were lost). It counts
+// toward the link lag ([Tracker.LastLocalLag]) only.
+func (t *Tracker) StaleRemote(peer, lag int) {
+	if peer >= 0 && peer < len(t.peers) {
+		t.peers[peer].link.remote += float64(lag)
+		t.peers[peer].link.nRemote++
 	}
 }
 
 // Frame counts one simulated frame. On every Window-th frame it returns
 // the averaged advantage and true, and starts a new window; peers with no
-// message in both directions during the window are left out.
+// message in both directions during the window are left out. Every
+// recentFrames frames it also takes the estimate of those frames alone
+// (the Governor acts on a large one at once).
 func (t *Tracker) Frame() (float64, bool) {
 	t.frames++
+	t.recentOK = false
+	if t.frames%recentFrames == 0 {
+		t.recentAdv = math.Inf(-1)
+		for i := range t.peers {
+			if a, ok := t.peers[i].recent.advantage(); ok {
+				t.recentAdv = max(t.recentAdv, a)
+			}
+			t.peers[i].recent = sums{}
+		}
+		t.recentOK = t.frames < Window && !math.IsInf(t.recentAdv, -1)
+	}
 	if t.frames < Window {
 		return 0, false
 	}
 	best, worstLocal := 0.0, 0.0
 	for i := range t.peers {
 		p := &t.peers[i]
-		if p.nLocal > 0 && p.nRemote > 0 {
-			best = max(best, p.local/float64(p.nLocal)-p.remote/float64(p.nRemote))
+		t.lastOK[i] = p.nLocal > 0 && p.nRemote > 0
+		if t.lastOK[i] {
+			t.lastPeer[i] = p.local/float64(p.nLocal) - p.remote/float64(p.nRemote)
+			best = max(best, t.lastPeer[i])
 		}
-		if p.nLocal > 0 && p.nRemote > 0 {
+		if l := &p.link; l.nLocal > 0 && l.nRemote > 0 {
 			// The mean of the two directions: the advantage cancels out,
 			// leaving the frames of lag the link itself causes.
-			worstLocal = max(worstLocal, min(t.bound[i], (p.local/float64(p.nLocal)+p.remote/float64(p.nRemote))/2))
+			worstLocal = max(worstLocal, min(t.bound[i], (l.local/float64(l.nLocal)+l.remote/float64(l.nRemote))/2))
 		}
 		*p = lags{}
 	}

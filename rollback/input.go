@@ -189,7 +189,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 				}
 			}
 			if ps.timing.input(s.now, f, &s.times.simmed, ps.timing.judged(ps.link.rtt)) {
-				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 {
+				if adv, ok := s.pace.gov.Peer(i); !ok || adv <= 0 || ps.timing.acksStale() {
 					ps.timing.late() // the governor does not wait for it
 				}
 			}
@@ -213,7 +213,12 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	// measure.
 	lag := have - ps.progress.ack
 	ps.st.RemoteFrameLag = lag
-	s.pace.gov.Remote(i, int(lag))
+	ps.timing.heard(s.now, have)
+	if ps.timing.ackSampled(ackFresh(s.now, ps.progress.ack, localNext, &s.times.sent, ps.link.rtt)) {
+		s.pace.gov.Remote(i, int(lag))
+	} else {
+		s.pace.gov.StaleRemote(i, int(lag)) // the input lag still counts it
+	}
 	ps.st.FramesBehind = localNext - have
 	if v.gap {
 		return mis

@@ -184,7 +184,11 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 	// first of its frames we lack (our next frame plus our input lag,
 	// minus that frame).
 	ps.st.LocalFrameLag = s.frame + Frame(s.pace.lag.delay) - want
-	s.pace.gov.Local(i, int(ps.st.LocalFrameLag))
+	if ps.timing.fresh(s.now) {
+		s.pace.gov.Local(i, int(ps.st.LocalFrameLag))
+	} else {
+		s.pace.gov.StaleLocal(i, int(ps.st.LocalFrameLag)) // the input lag still counts it
+	}
 	pkt.Lag = min(s.pace.lag.delay, wire.MaxLag)
 	if !s.tx.input(i, pkt) {
 		return

@@ -17,6 +17,57 @@ type timing struct {
 
 	inputs, lateInputs int // this window: its frames received, and those past lateAfter
 	inputsLate         int // consecutive windows with most of its inputs late
+
+	newest   Frame         // the most of its frames we have had
+	newestAt time.Duration // when that last grew
+	acks     int           // this window: its acknowledgements sampled, and
+	stale    int           // those too old to count (ackFresh)
+}
+
+// staleAfter is how old what a lag is made of may be for the fairness
+// governor to count it: the peer's newest frame we have (localFrameLag),
+// and the oldest of our frames it still wants, beyond a round trip
+// (remoteFrameLag). Three frames: a quiet tick and a tick of jitter. A
+// loss burst makes one of the two grow a frame a tick while neither
+// machine moved: counted, each side took the burst for a lead (the one
+// missing the inputs for its own, the other for its peer's) and stalled
+// the wrong machine for it (issue 49).
+const staleAfter = 3 * frameDuration
+
+// heard notes that we have the peer's frames below have, at now.
+func (t *timing) heard(now time.Duration, have Frame) {
+	if have > t.newest {
+		t.newest, t.newestAt = have, now
+	}
+}
+
+// ackSampled counts an acknowledgement, stale or not, and passes fresh on.
+func (t *timing) ackSampled(fresh bool) bool {
+	t.acks++
+	if !fresh {
+		t.stale++
+	}
+	return fresh
+}
+
+// acksStale reports whether most of the window's acknowledgements so far
+// were stale. The governor counts none of those (its estimate may then
+// rest on a few fresh ones), so it cannot be said to wait for the peer:
+// a peer that acknowledges 20 frames short to hide a lookahead has its
+// inputs judged late all the same.
+func (t *timing) acksStale() bool { return 2*t.stale > t.acks }
+
+// fresh reports whether a localFrameLag measured at now counts: we had a
+// new frame of the peer's within staleAfter.
+func (t *timing) fresh(now time.Duration) bool { return now-t.newestAt <= staleAfter }
+
+// ackFresh reports whether a remoteFrameLag measured at now counts: the
+// oldest of our frames the peer wants (ack; localNext is our next) went
+// out no longer than a round trip (rtt, 0 while unknown: it counts)
+// plus staleAfter ago. Older, a burst of our packets was lost on the way.
+func ackFresh(now time.Duration, ack, localNext Frame, sent *frameTimes, rtt time.Duration) bool {
+	at, ok := sent.of(ack)
+	return rtt == 0 || !ok || ack >= localNext || now-at <= rtt+staleAfter
 }
 
 // ackWindows is how many one-second windows in a row the acknowledgements
@@ -98,7 +149,7 @@ func (t *timing) roll(rtt time.Duration) (ackLies, lookahead bool) {
 	t.ackAge = max(0, t.ackAgeMin)
 	if rtt == 0 {
 		// No round trip to judge by: nothing counts, and nothing is named.
-		t.ackLate, t.inputsLate, t.ackAgeMin, t.inputs, t.lateInputs = 0, 0, -1, 0, 0
+		t.ackLate, t.inputsLate, t.ackAgeMin, t.inputs, t.lateInputs, t.acks, t.stale = 0, 0, -1, 0, 0, 0, 0
 		return false, false
 	}
 	if t.ackAgeMin > rtt+ackSlack {
@@ -112,6 +163,6 @@ func (t *timing) roll(rtt time.Duration) (ackLies, lookahead bool) {
 	} else {
 		t.inputsLate = 0
 	}
-	t.inputs, t.lateInputs = 0, 0
+	t.inputs, t.lateInputs, t.acks, t.stale = 0, 0, 0, 0
 	return t.ackLate >= ackWindows, t.inputsLate >= ackWindows
 }

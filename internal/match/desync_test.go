@@ -108,7 +108,12 @@ func TestReplays(t *testing.T) {
 					assert.Less(t, n, tc.drop, "the crashed machine")
 					assert.Greater(t, n, tc.drop-60)
 				default:
-					assert.GreaterOrEqual(t, n, frames-100, "machine %d", i)
+					// 100 frames until issue 49's governor; with it, 8
+					// machines on hell (seed 11) end with the final frame
+					// 156 behind (1344), and 1344 to 1472 over seeds 11 to
+					// 18 (1440 to 1456 before): some machine's inputs
+					// trail further at the end.
+					assert.GreaterOrEqual(t, n, frames-160, "machine %d", i)
 				}
 			}
 			rp, err := replay.Read(bytes.NewReader(r.Replays[0]))
