@@ -336,12 +336,18 @@ func (s *Spectator) vote() {
 }
 
 // rewatch leaves our source, outvoted, for witness n: the spectator
-// starts again from that witness's state, and every other witness is
-// asked for a state at or after it.
+// starts again from that witness's state.
 func (s *Spectator) rewatch(n int) {
 	s.suspectPeer(s.src)
 	s.stats.Refuted++
 	s.bye(s.src, &s.up)
+	s.restart(n)
+}
+
+// restart watches through witness n from its state: our source is gone
+// (left, or outvoted), and every other witness is asked for a state at or
+// after the one we load.
+func (s *Spectator) restart(n int) {
 	w := &s.wits[n]
 	s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
 	s.wits = slices.Delete(s.wits, n, n+1)
@@ -382,20 +388,14 @@ func (s *Spectator) unconfirmed() bool {
 
 // carryOn watches on through a witness once the source has left and
 // every frame it sent has been played: the first witness that confirmed
-// our state and, up to the frame we are at, every final input; before we
-// had a state, the first witness, whose state we then load. It reports
-// false when no witness can: the watch is over.
+// our state and, up to the frame we are at, every final input; else (no
+// witness has confirmed it yet, or we had no state) the first witness,
+// from its state. It reports false when no witness is left: the watch is
+// over.
 func (s *Spectator) carryOn() bool {
-	if !s.joined && len(s.wits) > 0 {
-		w := &s.wits[0]
-		s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
-		s.wits = slices.Delete(s.wits, 0, 1)
-		s.stats.SourceLeft, s.stats.Source = false, s.src
-		return true
-	}
 	for n := range s.wits {
 		w := &s.wits[n]
-		if !w.checked || w.dissent >= 0 {
+		if !s.joined || !w.checked || w.dissent >= 0 {
 			continue
 		}
 		if w.cmp < s.frame {
@@ -406,7 +406,12 @@ func (s *Spectator) carryOn() bool {
 		s.stats.SourceLeft, s.stats.Source = false, s.src
 		return true
 	}
-	return false
+	if len(s.wits) == 0 {
+		return false
+	}
+	s.restart(0)
+	s.stats.SourceLeft = false
+	return true
 }
 
 // loseWitness drops witness w: it left, went silent, never offered a
