@@ -10,7 +10,8 @@ import "fmt"
 // so must accept it and confirm the state there. Once Readies have come
 // (every frame before the take-over frame is final where they come from),
 // a machine plays when more of them say so than not (one that takes over
-// there too included); on a tie, or before any came, when the latest
+// there too included); on a tie, or before a majority of the machines that
+// answered our handshake sent one, when the latest
 // final inputs do not mark its players disconnected, or it answered our
 // handshake and does not say it joins too: the source's word that a
 // machine left is not enough to leave it unasked, and a machine's word
@@ -18,6 +19,20 @@ import "fmt"
 // honest machines disconnected, for a proven lie say, plays on alone).
 func (j *joiner) livePeers(ps peerSet) {
 	fed := ^j.watch.feed.mask(j.watch.feed.high - 1)
+	// The Readies decide only once a majority of the machines that
+	// answered our handshake sent one: a single Ready, a cut-off liar's
+	// that says nobody else plays, left the honest machines unasked, and
+	// the joiner took over with the liar alone.
+	answered, readies := 0, 0
+	for k := range ps {
+		if ps[k].auth.keyed() && !j.absent[k] {
+			answered++
+		}
+		if j.ready[k] {
+			readies++
+		}
+	}
+	decide := 2*readies > answered
 	for i := range ps {
 		bit := uint8(1) << ps[i].players[0] // a machine's players come and go together
 		in, out := 0, 0
@@ -30,7 +45,7 @@ func (j *joiner) livePeers(ps peerSet) {
 				out++
 			}
 		}
-		j.live[i] = in > out || (in == out && (fed&bit != 0 || (ps[i].auth.keyed() && !j.absent[i])))
+		j.live[i] = (decide && in > out) || ((!decide || in == out) && (fed&bit != 0 || (ps[i].auth.keyed() && !j.absent[i])))
 	}
 }
 

@@ -44,6 +44,10 @@ func TestLivePeers(t *testing.T) {
 		{"3 says it plays, two say not", 0, [3]bool{true, true, true}, [3]uint8{p1 | p2, p1 | p2, p1 | p2 | p3}, [3]bool{}, -1, [3]bool{true, true, false}},
 		{"a tie: it answered our handshake", p3, [3]bool{true, false, true}, [3]uint8{p1 | p2, 0, p1 | p2 | p3}, [3]bool{}, -1, [3]bool{true, true, true}},
 		{"a tie: the final inputs", p3, [3]bool{true, false, true}, [3]uint8{p1 | p2, 0, p1 | p2 | p3}, [3]bool{}, 2, [3]bool{true, true, false}},
+		// A cut-off liar's Ready came first and says only it plays: one of
+		// three is no majority, so every machine that answered is asked
+		// (the joiner took over with the liar alone: soak seed 1016).
+		{"one Ready of three decides nothing", p2 | p3, [3]bool{true, false, false}, [3]uint8{p1, 0, 0}, [3]bool{}, -1, [3]bool{true, true, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, ps := joinFixture(tc.gone)
