@@ -88,9 +88,9 @@ func (e *PointerError) Unwrap() error { return ErrNotPointer }
 type Arena struct {
 	mem     []byte
 	size    int
-	reg     []byte                 // the current region: the live one unless inside Enter or Fork
-	scratch []byte                 // Fork's region, allocated on its first use
-	extra   [Slots - inline][]byte // the other snapshot regions, each allocated on its first Save
+	reg     []byte   // the current region: the live one unless inside Enter or Fork
+	scratch []byte   // Fork's region, allocated on its first use
+	extra   [][]byte // the other snapshot regions, each allocated on its first Save (and the list as far as the highest)
 	saved   [Slots]bool
 	types   []reflect.Type // index recorded in the arena; append-only, never rolled back
 }
@@ -168,7 +168,10 @@ func (a *Arena) Leave() { a.reg = a.region(0) }
 // (nil for one past the inline ones before its first Save).
 func (a *Arena) region(i int) []byte {
 	if i > inline {
-		return a.extra[i-1-inline]
+		if k := i - 1 - inline; k < len(a.extra) {
+			return a.extra[k]
+		}
+		return nil
 	}
 	return a.mem[i*a.size : (i+1)*a.size : (i+1)*a.size]
 }
@@ -184,8 +187,13 @@ func (a *Arena) Save(i int) error {
 	if !a.live() {
 		return ErrEntered
 	}
-	if i >= inline && a.extra[i-inline] == nil {
-		a.extra[i-inline] = make([]byte, a.size)
+	if k := i - inline; k >= 0 {
+		for len(a.extra) <= k {
+			a.extra = append(a.extra, nil)
+		}
+		if a.extra[k] == nil {
+			a.extra[k] = make([]byte, a.size)
+		}
 	}
 	n := a.Used()
 	memcopy.Copy(a.region(1 + i)[:n], a.mem[:n])
