@@ -69,14 +69,14 @@ func TestChooseIntervalMonotone(t *testing.T) {
 // MaxRollback; slots once in the loops stay there.
 func TestSetInterval(t *testing.T) {
 	t.Parallel()
-	sn := snapshots{slots: 2, base: 2, reach: 20, interval: 20}
+	sn := snapshots{backups: make([]backup, savestate.Slots), slots: 2, base: 2, reach: 20, interval: 20}
 	sn.setInterval(20)
 	assert.Equal(t, [3]int{20, 2, 2}, [3]int{int(sn.interval), sn.room, sn.slots}, "MaxRollback: two backups")
 	sn.setInterval(1)
 	assert.Equal(t, [3]int{1, 22, 22}, [3]int{int(sn.interval), sn.room, sn.slots}, "every frame: MaxRollback + 2")
 	sn.setInterval(6)
 	assert.Equal(t, [3]int{6, 6, 22}, [3]int{int(sn.interval), sn.room, sn.slots}, "20/6 rounded up, + 2; the loops keep 22")
-	sn = snapshots{slots: settledSlots, base: settledSlots, reach: maxRollbackLimit}
+	sn = snapshots{backups: make([]backup, savestate.Slots), slots: settledSlots, base: settledSlots, reach: maxRollbackLimit}
 	sn.setInterval(1)
 	assert.Equal(t, savestate.Slots, sn.room, "the longest rollback, saved every frame, with statements: every slot")
 }
@@ -127,7 +127,7 @@ func TestRingRestoresAtMis(t *testing.T) {
 		t.Run(fmt.Sprint(tc.interval), func(t *testing.T) {
 			t.Parallel()
 			a, h := newSnapArena(t)
-			sn := &snapshots{arena: a, slots: 2, base: 2, reach: 8, interval: 8, on: true}
+			sn := &snapshots{arena: a, backups: make([]backup, savestate.Slots), slots: 2, base: 2, reach: 8, interval: 8, on: true}
 			sn.setInterval(tc.interval)
 			for f := Frame(0); f < 10; f++ {
 				*h.Get(a) = stateAt(f)

@@ -8,6 +8,7 @@ import (
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
+	"github.com/rewindgg/rewind/savestate"
 )
 
 // This file builds a session from its Config: its owners, its peers, the
@@ -39,7 +40,7 @@ func NewSession(cfg Config) (*Session, error) {
 	lockstepMode := cfg.Lockstep
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.inputs.standIn = cfg.StandIn
-	s.snaps = snapshots{arena: cfg.State, interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2, base: 2}
+	s.snaps = snapshots{arena: cfg.State, backups: make([]backup, savestate.Slots), interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2, base: 2}
 	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
 	s.proto = newProtocol(cfg, s.clock())

@@ -47,11 +47,11 @@ type finalRunner interface {
 // undone.
 type snapshots struct {
 	arena    *savestate.Arena
-	backups  [savestate.Slots]backup
-	slots    int   // slots the loops look at: 2, settledSlots with statements, more for a ring
-	base     int   // the slots of two backups: 2, or settledSlots with statements
-	room     int   // the slots saves may use (0: slots); the ring's size (setInterval)
-	interval Frame // save the present when the newest snapshot is this old
+	backups  []backup // savestate.Slots of them (newSnapshots): apart, they keep Session under ten pages
+	slots    int      // slots the loops look at: 2, settledSlots with statements, more for a ring
+	base     int      // the slots of two backups: 2, or settledSlots with statements
+	room     int      // the slots saves may use (0: slots); the ring's size (setInterval)
+	interval Frame    // save the present when the newest snapshot is this old
 	cad      cadence
 	reach    Frame // MaxRollback: the live state never runs further past a player's last input (0 in lockstep)
 	forced   int   // depth of the rollback forced every frame (sync test, constant cost); 0 for none
@@ -249,7 +249,7 @@ func (sn *snapshots) catchUp(anchor Frame, run finalRunner) error {
 // players over starts again from its state at the take-over frame); the
 // policy and its watch stay.
 func (sn *snapshots) reset() {
-	sn.backups = [savestate.Slots]backup{}
+	clear(sn.backups)
 	sn.saves, sn.steps = 0, 0
 }
 

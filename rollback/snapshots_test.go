@@ -59,7 +59,7 @@ func newSnapArena(t *testing.T) (*savestate.Arena, savestate.Handle[snapState]) 
 func savedSnapshots(t *testing.T, slots int, saved []Frame) (*snapshots, *finalLog) {
 	t.Helper()
 	a, h := newSnapArena(t)
-	sn := &snapshots{arena: a, slots: slots, interval: 10, on: true}
+	sn := &snapshots{arena: a, backups: make([]backup, savestate.Slots), slots: slots, interval: 10, on: true}
 	for i, f := range saved {
 		if f >= 0 {
 			*h.Get(a) = stateAt(f)
@@ -71,17 +71,17 @@ func savedSnapshots(t *testing.T, slots int, saved []Frame) (*snapshots, *finalL
 }
 
 // slots2 is the slots of a session without statements: two, the last unused.
-func slots2(b [2]backup) [savestate.Slots]backup {
-	var all [savestate.Slots]backup
-	copy(all[:], b[:])
+func slots2(b [2]backup) []backup {
+	all := make([]backup, savestate.Slots)
+	copy(all, b[:])
 	return all
 }
 
 // slots3 is the slots of a session with statements: three, the others
 // unused.
-func slots3(b [settledSlots]backup) [savestate.Slots]backup {
-	var all [savestate.Slots]backup
-	copy(all[:], b[:])
+func slots3(b [settledSlots]backup) []backup {
+	all := make([]backup, savestate.Slots)
+	copy(all, b[:])
 	return all
 }
 
@@ -126,7 +126,7 @@ func TestSnapshotsSaveSlot(t *testing.T) {
 // TestSnapshotsSave: a save copies the live state and records its frame.
 func TestSnapshotsSave(t *testing.T) {
 	a, h := newSnapArena(t)
-	sn := snapshots{arena: a, slots: 2, interval: 10, on: true}
+	sn := snapshots{arena: a, backups: make([]backup, savestate.Slots), slots: 2, interval: 10, on: true}
 	*h.Get(a) = stateAt(10)
 	require.NoError(t, sn.save(1, 10))
 	assert.Equal(t, slots2([2]backup{{}, {frame: 10, valid: true}}), sn.backups)
@@ -329,7 +329,7 @@ func TestSnapshotsForcedBound(t *testing.T) {
 		{forced: 20, next: 5, want: -15},
 	}
 	for _, tc := range cases {
-		sn := snapshots{forced: tc.forced}
+		sn := snapshots{backups: make([]backup, savestate.Slots), forced: tc.forced}
 		assert.Equal(t, tc.want, sn.forcedBound(tc.next), "forced %d next %d", tc.forced, tc.next)
 	}
 }
