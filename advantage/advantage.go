@@ -113,16 +113,25 @@ type Tracker struct {
 const recentFrames = 5
 
 type lags struct {
-	local, remote   float64
-	nLocal, nRemote int
-	recent          sums // the last recentFrames frames
-	link            sums // every lag, the stale ones too: the link lag's
+	window sums // the current window
+	recent sums // the last recentFrames frames
+	link   sums // every lag, the stale ones too: the link lag's
 }
 
 // sums is a mean of each direction's lags in the making.
 type sums struct {
 	local, remote   float64
 	nLocal, nRemote int
+}
+
+func (s *sums) addLocal(lag int) {
+	s.local += float64(lag)
+	s.nLocal++
+}
+
+func (s *sums) addRemote(lag int) {
+	s.remote += float64(lag)
+	s.nRemote++
 }
 
 // advantage returns the mean local lag less the mean remote lag, and
@@ -158,12 +167,9 @@ func (t *Tracker) Bound(peer int, most float64) {
 func (t *Tracker) Local(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
 		p := &t.peers[peer]
-		p.local += float64(lag)
-		p.nLocal++
-		p.recent.local += float64(lag)
-		p.recent.nLocal++
-		p.link.local += float64(lag)
-		p.link.nLocal++
+		p.window.addLocal(lag)
+		p.recent.addLocal(lag)
+		p.link.addLocal(lag)
 	}
 }
 
@@ -172,12 +178,9 @@ func (t *Tracker) Local(peer, lag int) {
 func (t *Tracker) Remote(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
 		p := &t.peers[peer]
-		p.remote += float64(lag)
-		p.nRemote++
-		p.recent.remote += float64(lag)
-		p.recent.nRemote++
-		p.link.remote += float64(lag)
-		p.link.nRemote++
+		p.window.addRemote(lag)
+		p.recent.addRemote(lag)
+		p.link.addRemote(lag)
 	}
 }
 
@@ -187,8 +190,7 @@ func (t *Tracker) Remote(peer, lag int) {
 // toward the link lag ([Tracker.LastLocalLag]) only.
 func (t *Tracker) StaleLocal(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
-		t.peers[peer].link.local += float64(lag)
-		t.peers[peer].link.nLocal++
+		t.peers[peer].link.addLocal(lag)
 	}
 }
 
@@ -197,8 +199,7 @@ func (t *Tracker) StaleLocal(peer, lag int) {
 // toward the link lag ([Tracker.LastLocalLag]) only.
 func (t *Tracker) StaleRemote(peer, lag int) {
 	if peer >= 0 && peer < len(t.peers) {
-		t.peers[peer].link.remote += float64(lag)
-		t.peers[peer].link.nRemote++
+		t.peers[peer].link.addRemote(lag)
 	}
 }
 
@@ -226,10 +227,9 @@ func (t *Tracker) Frame() (float64, bool) {
 	best, worstLocal := 0.0, 0.0
 	for i := range t.peers {
 		p := &t.peers[i]
-		t.lastOK[i] = p.nLocal > 0 && p.nRemote > 0
-		if t.lastOK[i] {
-			t.lastPeer[i] = p.local/float64(p.nLocal) - p.remote/float64(p.nRemote)
-			best = max(best, t.lastPeer[i])
+		a, ok := p.window.advantage()
+		if t.lastOK[i] = ok; ok {
+			t.lastPeer[i], best = a, max(best, a)
 		}
 		if l := &p.link; l.nLocal > 0 && l.nRemote > 0 {
 			// The mean of the two directions: the advantage cancels out,
@@ -258,9 +258,5 @@ func (t *Tracker) Peer(peer int) (float64, bool) {
 	if peer < 0 || peer >= len(t.peers) {
 		return 0, false
 	}
-	p := &t.peers[peer]
-	if p.nLocal == 0 || p.nRemote == 0 {
-		return 0, false
-	}
-	return p.local/float64(p.nLocal) - p.remote/float64(p.nRemote), true
+	return t.peers[peer].window.advantage()
 }

@@ -377,7 +377,7 @@ func (a *audience) behind(g *guest) bool {
 // again for those still missing every snapWrap.
 func (a *audience) sendPieces(g *guest, now time.Duration) {
 	o := &a.offer
-	pieces := (len(o.data) + wire.MaxSnapData - 1) / wire.MaxSnapData
+	pieces := snapPieces(len(o.data))
 	have, mask := 0, uint64(0)
 	if Frame(g.watch.State) == o.frame {
 		have, mask = int(g.watch.Have), g.watch.Mask

@@ -442,7 +442,9 @@ func (c *checksums) failed() *desync.Error {
 func (c *checksums) report(field string) {
 	if c.err == nil {
 		if c.rec != nil && c.rec.report != nil {
-			c.rec.report.Field = field
+			e := *c.rec.report // Stats.Desync may hold the one before
+			e.Field = field
+			c.rec.report = &e
 		}
 		return
 	}

@@ -34,7 +34,7 @@ type cutGuest struct {
 // takes the state (it keeps asking) would cost the pace for ever.
 func (a *audience) overBudget(g *guest, now time.Duration) bool {
 	size := len(a.offer.data)
-	pieces := (size + wire.MaxSnapData - 1) / wire.MaxSnapData
+	pieces := snapPieces(size)
 	pace := time.Duration((pieces+a.perTick-1)/a.perTick) * time.Second / 60
 	wait := time.Duration(0)
 	if g.idx >= a.peers {

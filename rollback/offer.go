@@ -66,11 +66,14 @@ func (a *audience) offerFor(now time.Duration, host stateSource) bool {
 	return o.done
 }
 
+// snapPieces is how many Snap pieces carry n compressed bytes.
+func snapPieces(n int) int { return (n + wire.MaxSnapData - 1) / wire.MaxSnapData }
+
 // askedNewer reports whether a guest claims every piece of the offer
 // while it still asks for a state: a spectator's witness (witness.go)
 // whose state must be at or after the frame the spectator plays.
 func (a *audience) askedNewer() bool {
-	pieces := (len(a.offer.data) + wire.MaxSnapData - 1) / wire.MaxSnapData
+	pieces := snapPieces(len(a.offer.data))
 	for k := range a.guests {
 		if w := &a.guests[k].watch; w.Next < 0 && Frame(w.State) == a.offer.frame && int(w.Have) >= pieces {
 			return true
@@ -85,7 +88,7 @@ func (a *audience) receiving() bool {
 		// A guest that claims every piece (a witness, witness.go) holds the
 		// offer and receives nothing.
 		if w := &a.guests[k].watch; w.Next < 0 && Frame(w.State) == a.offer.frame && (w.Have > 0 || w.Mask != 0) &&
-			int(w.Have) < (len(a.offer.data)+wire.MaxSnapData-1)/wire.MaxSnapData {
+			int(w.Have) < snapPieces(len(a.offer.data)) {
 			return true
 		}
 	}

@@ -1,9 +1,10 @@
 package rollback
 
 import (
-	"github.com/rewindgg/rewind/desync"
 	"slices"
 	"time"
+
+	"github.com/rewindgg/rewind/desync"
 
 	"github.com/rewindgg/rewind/rollback/internal/wire"
 )

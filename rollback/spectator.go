@@ -17,8 +17,9 @@ import (
 const defaultCatchUp = 3
 
 // ErrSourceLeft is a [Spectator]'s error once the spectated machine left
-// or went silent for Timeouts.Disconnect. The frames already received
-// were played; join again through another machine to go on watching.
+// or went silent for Timeouts.Disconnect, and no witness is left to watch
+// through (SpectatorConfig.Witnesses). The frames already received were
+// played; join again through another machine to go on watching.
 var ErrSourceLeft = errors.New("rollback: the spectated machine left")
 
 // SpectatorConfig configures a [Spectator]. Zero values mean the
@@ -49,10 +50,13 @@ type SpectatorConfig struct {
 	// SuspectDesync) and left for a witness that outvoted it, from that
 	// witness's state (the spectators this one relays to are dropped); a
 	// witness outvoted is named and dropped; a tie — always, with one
-	// witness — ends the watch with ErrJoinState naming both machines. A
-	// witness costs its machine what a spectator costs, less the state;
-	// each must answer the handshake within Timeouts.Handshake. None: the
-	// source is trusted (docs/security.md, "Spectators").
+	// witness — ends the watch with ErrJoinState naming both machines.
+	// When the source leaves, the spectator watches on through a witness
+	// (from that witness's state unless it had confirmed ours) instead of
+	// ending with ErrSourceLeft. A witness costs its machine what a
+	// spectator costs, less the state; each must answer the handshake
+	// within Timeouts.Handshake. None: the source is trusted
+	// (docs/security.md, "A spectator can check its source").
 	Witnesses []int
 	// SessionID and Secret are the match's, as the players have them.
 	SessionID uint64

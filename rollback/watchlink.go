@@ -267,7 +267,7 @@ func (s *Spectator) takeSnap(body []byte) bool {
 		return false
 	}
 	total := int(m.Total)
-	pieces := (total + wire.MaxSnapData - 1) / wire.MaxSnapData
+	pieces := snapPieces(total)
 	if total > maxCompressed(s.arena.Size()) || int(m.Piece) >= pieces ||
 		len(m.Data) != min(wire.MaxSnapData, total-int(m.Piece)*wire.MaxSnapData) {
 		return false

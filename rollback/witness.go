@@ -11,13 +11,15 @@ import (
 
 // This file is a spectator's witnesses (SpectatorConfig.Witnesses):
 // machines it watches the match through besides its source, to check what
-// the source hands it (docs/security.md, "Spectators"). A witness serves
-// it as it serves any spectator, but the spectator keeps only the first
-// piece of the witness's state — its frame and sum — and then asks for
-// the final inputs from the frame its own state is at. The spectator
+// the source hands it (docs/security.md, "A spectator can check its
+// source"). A witness serves it as it serves any spectator, but the
+// spectator keeps only the first piece of the witness's state — its frame
+// and sum — and then asks for the final inputs from the frame its own
+// state is at. The spectator loads the oldest state offered (swapOlder),
 // holds its frames until every witness has offered a state at or after
 // the one it plays, compares its arena with each witness's sum at that
 // witness's frame, and every frame's final inputs with every witness's.
+// When its source leaves, a witness becomes its source (carryOn).
 //
 // A disagreement is put to a vote, once every witness has had its say
 // (or Timeouts.Handshake has passed): the source and the witnesses that
@@ -117,7 +119,7 @@ func (s *Spectator) witnessSnap(w *witness, body []byte) bool {
 		return false
 	}
 	if w.cmp < 0 && w.snap.state == nil && (!w.snap.on || Frame(m.Frame) > w.snap.frame) {
-		pieces := (int(m.Total) + wire.MaxSnapData - 1) / wire.MaxSnapData
+		pieces := snapPieces(int(m.Total))
 		w.snap = snapReceiver{on: true, frame: Frame(m.Frame), size: uint64(m.Size), sum: m.Sum, have: pieces}
 	}
 	return true
@@ -348,17 +350,24 @@ func (s *Spectator) rewatch(n int) {
 // (left, or outvoted), and every other witness is asked for a state at or
 // after the one we load.
 func (s *Spectator) restart(n int) {
-	w := &s.wits[n]
-	s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
-	s.wits = slices.Delete(s.wits, n, n+1)
+	s.promote(n)
 	for n := range s.wits {
 		v := &s.wits[n]
 		v.snap, v.cmp, v.checked, v.dissent, v.since = snapReceiver{}, -1, false, -1, s.now
 	}
-	s.joined, s.swapped, s.stats.Source, s.stats.StateFrame, s.stats.CaughtUp = false, false, s.src, -1, false
+	s.joined, s.swapped, s.stats.StateFrame, s.stats.CaughtUp = false, false, -1, false
 	if s.aud != nil {
 		s.aud.dropAll(s.now, s) // what we relayed came from the source we left
 	}
+}
+
+// promote makes witness n our source: its link, and the feed it sent
+// (the State we told it stays); it is a witness no more.
+func (s *Spectator) promote(n int) {
+	w := &s.wits[n]
+	s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
+	s.wits = slices.Delete(s.wits, n, n+1)
+	s.stats.Source = s.src
 }
 
 // confirmed returns one past the last frame whose final inputs every
@@ -401,9 +410,8 @@ func (s *Spectator) carryOn() bool {
 		if w.cmp < s.frame {
 			return true // it has yet to confirm what we played: wait for it (it is dropped if silent)
 		}
-		s.src, s.up, s.upRecv, s.feed, s.feedFrom, s.snap = w.idx, w.auth, w.recv, w.feed, w.from, snapReceiver{}
-		s.wits = slices.Delete(s.wits, n, n+1)
-		s.stats.SourceLeft, s.stats.Source = false, s.src
+		s.promote(n)
+		s.stats.SourceLeft = false
 		return true
 	}
 	if len(s.wits) == 0 {
