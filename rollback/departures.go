@@ -56,8 +56,8 @@ func (d departures) floors(x int, dst *[MaxPlayers]Frame) *[MaxPlayers]Frame {
 }
 
 // cut returns the disconnect frame of machine x as we know it: the agreed
-// frame once agreed, else the least of our own count and every report,
-// each raised to its reporter's floor (computed in scratch).
+// frame once agreed, else the least of our own count and every report not
+// below its reporter's floor (computed in scratch).
 func (d departures) cut(x int, scratch *[MaxPlayers]Frame) Frame {
 	l := &d.peers[x].leave
 	if l.agreed {

@@ -243,9 +243,9 @@ func TestProgressLockstepDue(t *testing.T) {
 
 // TestLeave: a peer disconnected here keeps our own count of its frames
 // until the agreement; each reporter's lowest report counts; the agreed
-// frame is the least of our count and every report, each report raised to
-// what its reporter had already claimed (its floor): a liar cannot cut a
-// machine below the frames it said it had.
+// frame is the least of our count and every report at or above what its
+// reporter had already claimed (its floor): a liar cannot cut a machine
+// below the frames it said it had.
 func TestLeave(t *testing.T) {
 	var l leave
 	assert.True(t, l.reportBy(2, 50), "a first report")
@@ -267,7 +267,8 @@ func TestLeave(t *testing.T) {
 	}{
 		{"our count alone is lower", 40, 45, 0, 40},
 		{"a lower report wins", 40, 35, 0, 35},
-		{"a report below its floor is raised", 40, 10, 30, 30},
+		{"a report below its floor lowers nothing", 40, 10, 30, 40},
+		{"a report at its floor counts", 40, 30, 30, 30},
 		{"the floor never raises above our count", 40, 10, 50, 40},
 	}
 	for _, tc := range cases {
@@ -281,6 +282,27 @@ func TestLeave(t *testing.T) {
 			assert.Equal(t, tc.want, l.frame)
 		})
 	}
+}
+
+// TestForgedGossipCutAgrees: two honest machines that count a liar's
+// frames differently agree on the cut of a third machine that the liar
+// reported gone at a stale frame. Seed 1027 of the rejoin soak with a
+// forged-gossip liar: machine 0 raised the liar's report of 0 to its floor
+// for the liar, 1328, and machine 2 to its own, 1312, so the two cut the
+// departing machine at different frames and the rejoin failed.
+func TestForgedGossipCutAgrees(t *testing.T) {
+	cut := func(liarFloor Frame) Frame {
+		peers := make([]peer, 3) // 0: the departing machine, 1: the other honest one, 2: the liar
+		l := &peers[0].leave
+		l.disconnect(1332)
+		l.reportBy(1, 1332)
+		l.reportBy(2, 0)
+		floor := [MaxPlayers]Frame{1: 1332, 2: liarFloor}
+		require.True(t, l.settle(0, peers, &floor))
+		return l.frame
+	}
+	assert.Equal(t, Frame(1332), cut(1328))
+	assert.Equal(t, cut(1328), cut(1312), "the same cut whatever our floor for the liar")
 }
 
 // TestLeaveSettle: the leaver (peers[0]) is settled once every other peer

@@ -210,7 +210,7 @@ func (s *Session) gossipFor(ps *peer) []wire.Gossip {
 	for _, x := range ps.gossip.order {
 		px := &s.peers[x]
 		// A departure goes with the least count of its frames we know of
-		// (ours, and every report, each raised to its reporter's floor),
+		// (ours, and every report not below its reporter's floor),
 		// so that a report reaches every machine even if its reporter
 		// dies before telling them all.
 		e := wire.Gossip{Disconnected: px.leave.disc, Frame: -1}

@@ -110,7 +110,10 @@ func TestAdversary(t *testing.T) {
 // (ErrJoinState): a majority of the checksums now carries the take-over.
 // Seed 71: the joiner watched through the forger after the others had cut
 // it off, and its final frames stopped short of the take-over frame; it
-// now moves to a source that plays. Late join, equivocate: the proof of
+// now moves to a source that plays. Seeds 1027, 1061, 1068 and 1096: the
+// forger's stale report that the leaver left at frame 0 was raised to
+// each honest machine's own floor for the forger, and two honest machines
+// cut the leaver at different frames (TestForgedGossipCutAgrees). Late join, equivocate: the proof of
 // the equivocation went to the joiner every round trip for ever (its
 // report of the departure was the first frame it held), holding back every
 // repair to it, until a statement it lost stalled the match 16 intervals
@@ -128,6 +131,8 @@ func TestJoinAgainstALiar(t *testing.T) {
 	for _, tc := range []struct{ join, kind, seed, machine string }{
 		{"-rejoin", "withhold-counts", "1", "0"}, {"-rejoin", "withhold-counts", "2", "0"},
 		{"-rejoin", "forged-gossip", "1", "0"}, {"-rejoin", "forged-gossip", "5", "0"}, {"-rejoin", "forged-gossip", "71", "3"},
+		{"-rejoin", "forged-gossip", "1027", "3"}, {"-rejoin", "forged-gossip", "1061", "1"}, {"-rejoin", "forged-gossip", "1068", "0"},
+		{"-rejoin", "forged-gossip", "1096", "0"},
 		{"-late-join", "equivocate", "2", "1"}, {"-late-join", "equivocate", "4", "3"},
 		{"-late-join", "equivocate", "7", "2"}, {"-late-join", "equivocate", "3", "2"}, {"-late-join", "equivocate", "8", "3"},
 	} {
