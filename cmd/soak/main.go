@@ -164,10 +164,15 @@ type Summary struct {
 
 	// DesyncsDetected counts the matches that a session ended with a
 	// detected desync; DesyncReports describes each.
-	DesyncsDetected int            `json:"desyncs_detected"`
-	DesyncReports   []DesyncReport `json:"desync_reports,omitempty"`
-	ChecksumEvery   int            `json:"checksum_every"`
-	InjectDesync    int            `json:"inject_desync,omitempty"`
+	DesyncsDetected int `json:"desyncs_detected"`
+	// DesyncsNamedEverywhere counts those whose every machine that
+	// reported the desync, two at least (both ends of a mismatch), named
+	// the first differing field (the match runs on up to 5 s after the
+	// first report for the others').
+	DesyncsNamedEverywhere int            `json:"desyncs_field_named_everywhere"`
+	DesyncReports          []DesyncReport `json:"desync_reports,omitempty"`
+	ChecksumEvery          int            `json:"checksum_every"`
+	InjectDesync           int            `json:"inject_desync,omitempty"`
 	// With -recover: the matches played on past a desync, the time from
 	// its detection to the kept state loaded on the machine that loaded
 	// it, and each recovery's report (the machine that loaded it).
@@ -300,10 +305,11 @@ type AdversaryJSON struct {
 type DesyncReport struct {
 	Match      int    `json:"match"`
 	Seed       uint64 `json:"seed"`
-	Frame      int32  `json:"desync_detected_frame"` // the frame whose checksums differed
-	DetectedAt int32  `json:"detected_at_frame"`     // the frame the detecting machine had reached
-	Field      string `json:"desync_field"`          // the first differing field and both values, when known
-	Machine    int    `json:"machine,omitempty"`     // a recovery's: the machine that loaded the kept state
+	Frame      int32  `json:"desync_detected_frame"`    // the frame whose checksums differed
+	DetectedAt int32  `json:"detected_at_frame"`        // the frame the detecting machine had reached
+	Field      string `json:"desync_field"`             // the first differing field and both values, when known
+	Machine    int    `json:"machine,omitempty"`        // a recovery's: the machine that loaded the kept state
+	NamedBy    []int  `json:"field_named_by,omitempty"` // the machines whose report named the field
 }
 
 // SoundJSON compares the Event sounds (shots, explosions) each peer heard
@@ -738,7 +744,7 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 // match, those played on past (-recover), the time to the kept state
 // loaded, and the first report's frame and field.
 func desyncLine(s *Summary) string {
-	line := fmt.Sprintf("%d ended a match, %d recovered from", s.DesyncsDetected, s.DesyncsRecovered)
+	line := fmt.Sprintf("%d ended a match (%d named the field on every machine), %d recovered from", s.DesyncsDetected, s.DesyncsNamedEverywhere, s.DesyncsRecovered)
 	if m := s.RecoveryMs; m != nil {
 		line += fmt.Sprintf(" (the kept state loaded %s ms after the detection on average, %s at most)", report.FormatFloat(m.Mean, 0), report.FormatFloat(m.Max, 0))
 	}
@@ -1129,7 +1135,20 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			s.DesyncsDetected++
 			s.Desyncs++
 			d := r.Detected
-			s.DesyncReports = append(s.DesyncReports, DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field})
+			rep := DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field}
+			reported := 0
+			for m, n := range r.Reported {
+				if n > 0 {
+					reported++
+				}
+				if n == 2 {
+					rep.NamedBy = append(rep.NamedBy, m)
+				}
+			}
+			if len(rep.NamedBy) == reported && reported >= 2 {
+				s.DesyncsNamedEverywhere++
+			}
+			s.DesyncReports = append(s.DesyncReports, rep)
 		case r.Err != nil:
 			s.Errors++
 		case r.Completed && !r.Verified:

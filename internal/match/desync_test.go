@@ -34,6 +34,12 @@ func TestDesyncDetected(t *testing.T) {
 			// The peers exchanged their states over the network: the report
 			// names the corrupted field and both values.
 			assert.Regexp(t, `^arena\.World\.Ships\[0\]\.Score: \d+ vs \d+$`, r.Detected.Field)
+			for i, n := range r.Reported {
+				assert.NotEqual(t, uint8(1), n, "machine %d reported the desync without the field", i)
+			}
+			if players == 2 {
+				assert.Equal(t, []uint8{2, 2}, r.Reported, "both machines named the field")
+			}
 			assert.False(t, r.Completed)
 		})
 	}

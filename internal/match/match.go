@@ -240,6 +240,13 @@ type Result struct {
 	// DetectedAt the frame that machine had reached when it did.
 	Detected   *desync.Error
 	DetectedAt rollback.Frame
+	// Reported is, by machine, how far its desync reports went: 0 none,
+	// 1 a desync without the field, 2 the first differing field named.
+	// The match runs on after the first report, for up to 5 seconds,
+	// until every machine's names the field (with three or more, a
+	// machine that compares its checksums with no machine that diverged
+	// never reports: the match then runs the 5 seconds).
+	Reported []uint8
 	// Recoveries are the desyncs the machines played on past
 	// (Config.Recover): each machine's latest report (Stats.Desync), and
 	// the time from its detection to the kept state loaded (or kept).
@@ -499,7 +506,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			if detectedAt == 0 {
 				detectedAt = nw.Now()
 			}
-			if r.Detected.Field != "" || nw.Now()-detectedAt > 5*time.Second {
+			if allNamed(r.Reported) || nw.Now()-detectedAt > 5*time.Second {
 				break
 			}
 		} else if done {
@@ -863,6 +870,13 @@ func (rn *run) detected(r *Result, i int, err error) bool {
 	if !errors.As(err, &de) {
 		return false
 	}
+	if r.Reported == nil {
+		r.Reported = make([]uint8, len(rn.ms))
+	}
+	r.Reported[i] = max(r.Reported[i], 1)
+	if de.Field != "" {
+		r.Reported[i] = 2
+	}
 	switch {
 	case r.Detected == nil:
 		r.Detected, r.DetectedAt = de, rn.ms[i].s.Frame()
@@ -872,6 +886,17 @@ func (rn *run) detected(r *Result, i int, err error) bool {
 		r.Detected = de
 	}
 	return true
+}
+
+// allNamed reports whether every machine's desync report named the field
+// (Result.Reported; false before any report).
+func allNamed(reported []uint8) bool {
+	for _, n := range reported {
+		if n != 2 {
+			return false
+		}
+	}
+	return len(reported) > 0
 }
 
 // measure samples machine m after a tick: the frame-advantage stall
