@@ -2,6 +2,7 @@ package rollback_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -53,7 +54,7 @@ func (g *systemsGame) Step(f rollback.Frame, in []rollback.PlayerInput) {
 // bundleMatch plays two machines of games gs over a clean simulated
 // network, checksums every 10 frames, each with Config.Bundle, until
 // both handed a bundle (or ticks run out), and returns them.
-func bundleMatch(t *testing.T, gs [2]rollback.Game, marks [2]*desync.Marks, arenas [2]*savestate.Arena, ticks int) [2]*bundle.Bundle {
+func bundleMatch(t *testing.T, gs [2]rollback.Game, marks [2]*desync.Marks, arenas [2]*savestate.Arena, every, ticks int) [2]*bundle.Bundle {
 	t.Helper()
 	nw, err := netsim.New(2, 1, netsim.Profile{})
 	require.NoError(t, err)
@@ -63,7 +64,7 @@ func bundleMatch(t *testing.T, gs [2]rollback.Game, marks [2]*desync.Marks, aren
 		ss[i], err = rollback.NewSession(rollback.Config{Players: 2, Local: []rollback.PlayerID{rollback.PlayerID(i)},
 			Peers:  []rollback.Peer{{Players: []rollback.PlayerID{rollback.PlayerID(1 - i)}}},
 			Layout: rollback.Layout{4}, State: arenas[i], Game: gs[i], Transport: nw.Endpoint(i), Marks: marks[i],
-			Clock: nw.Now, Rand: match.SeededRand(1, i), SessionID: 5, ChecksumEvery: 10,
+			Clock: nw.Now, Rand: match.SeededRand(1, i), SessionID: 5, ChecksumEvery: every,
 			Bundle: func(b *bundle.Bundle) {
 				if got[i] == nil {
 					got[i] = b
@@ -87,26 +88,34 @@ func bundleMatch(t *testing.T, gs [2]rollback.Game, marks [2]*desync.Marks, aren
 }
 
 // TestBundleNamesSystem: one machine's game flips a bit inside its "hit"
-// system at frame 25; both machines' bundles, written and read back, set
-// side by side name frame 26 (the first state that differs), "hit", and
-// the field; each bundle is bounded, and replaying each with its game
-// reproduces its checksums and the same divergence.
+// system at a frame; both machines' bundles, written and read back, set
+// side by side name the frame after it (the first state that differs),
+// "hit", and the field; each bundle is bounded, and replaying each with
+// its game reproduces its checksums and the same divergence. Checksums
+// every 10 frames, and every 300 (a span longer than the input ring: the
+// inputs are kept as they become final).
 func TestBundleNamesSystem(t *testing.T) {
+	for _, tc := range []struct{ every, fault int }{{10, 25}, {300, 350}} {
+		t.Run(fmt.Sprintf("every-%d", tc.every), func(t *testing.T) { testBundleNamesSystem(t, tc.every, tc.fault) })
+	}
+}
+
+func testBundleNamesSystem(t *testing.T, every, fault int) {
 	var gs [2]*systemsGame
 	for i := range gs {
 		gs[i] = newSystemsGame(t)
 	}
-	gs[1].fault, gs[1].faultAt = true, 25
-	bs := bundleMatch(t, [2]rollback.Game{gs[0], gs[1]}, [2]*desync.Marks{gs[0].marks, gs[1].marks}, [2]*savestate.Arena{gs[0].a, gs[1].a}, 600)
+	gs[1].fault, gs[1].faultAt = true, rollback.Frame(fault)
+	bs := bundleMatch(t, [2]rollback.Game{gs[0], gs[1]}, [2]*desync.Marks{gs[0].marks, gs[1].marks}, [2]*savestate.Arena{gs[0].a, gs[1].a}, every, 3*every+fault)
 	var read [2]*bundle.Bundle
 	for i, b := range bs {
 		require.Empty(t, b.Note, "machine %d", i)
-		assert.Equal(t, int32(30), b.Report.Frame, "the first checksum frame after the fault")
-		assert.Equal(t, int32(20), b.Start, "the last checksum frame both agreed on")
-		assert.Equal(t, 10, b.Frames())
+		assert.Equal(t, int32(fault/every*every+every), b.Report.Frame, "the first checksum frame after the fault")
+		assert.Equal(t, int32(fault/every*every), b.Start, "the last checksum frame both agreed on")
+		assert.Equal(t, every, b.Frames())
 		assert.True(t, b.Reproduced(), "machine %d's re-simulation reached its own checksum", i)
 		enc := b.Encode()
-		assert.Less(t, len(enc), 2048, "a bundle of 10 frames of a 32-byte state is small")
+		assert.Less(t, len(enc), 1024+every*64, "a bundle of a 32-byte state: about 60 bytes a frame")
 		var err error
 		read[i], err = bundle.Read(enc)
 		require.NoError(t, err)
@@ -114,7 +123,7 @@ func TestBundleNamesSystem(t *testing.T) {
 		assert.Equal(t, b.Sums, read[i].Sums)
 	}
 	d := bundle.Compare(read[0], read[1], gs[0].a, 0)
-	assert.Equal(t, int32(26), d.Frame, "%+v", d)
+	assert.Equal(t, int32(fault+1), d.Frame, "%+v", d)
 	assert.Equal(t, "hit", d.System, "%+v", d)
 	require.NotEmpty(t, d.Fields)
 	assert.Equal(t, "[4]uint64[2]", d.Fields[0].Path)
@@ -158,7 +167,7 @@ func TestBundleMapOrder(t *testing.T) {
 		gs[i] = newMapGame(t)
 		gs[i].marks = &desync.Marks{}
 	}
-	bs := bundleMatch(t, [2]rollback.Game{gs[0], gs[1]}, [2]*desync.Marks{gs[0].marks, gs[1].marks}, [2]*savestate.Arena{gs[0].a, gs[1].a}, 600)
+	bs := bundleMatch(t, [2]rollback.Game{gs[0], gs[1]}, [2]*desync.Marks{gs[0].marks, gs[1].marks}, [2]*savestate.Arena{gs[0].a, gs[1].a}, 10, 600)
 	for i, b := range bs {
 		require.Empty(t, b.Note, "machine %d", i)
 		assert.Equal(t, int32(50), b.Start)
@@ -177,7 +186,7 @@ func TestBundleMapOrder(t *testing.T) {
 func TestBundleDamaged(t *testing.T) {
 	gs := [2]*systemsGame{newSystemsGame(t), newSystemsGame(t)}
 	gs[1].fault, gs[1].faultAt = true, 25
-	bs := bundleMatch(t, [2]rollback.Game{gs[0], gs[1]}, [2]*desync.Marks{gs[0].marks, gs[1].marks}, [2]*savestate.Arena{gs[0].a, gs[1].a}, 600)
+	bs := bundleMatch(t, [2]rollback.Game{gs[0], gs[1]}, [2]*desync.Marks{gs[0].marks, gs[1].marks}, [2]*savestate.Arena{gs[0].a, gs[1].a}, 10, 600)
 	enc := bs[0].Encode()
 	for i := range enc {
 		bad := append([]byte(nil), enc...)

@@ -316,9 +316,6 @@ func (s *Session) checkDesync(stalled bool) {
 	if s.sums == nil || s.sums.failed() != nil {
 		return
 	}
-	if s.sums.bun != nil {
-		s.sums.bun.log(s.horizon())
-	}
 	s.sums.rec.tick(s.sums, s.now, s.proto.disconnectAfter)
 	if s.sums.failed() != nil {
 		return // the kept state never came: the match ends on the desync
