@@ -13,13 +13,13 @@ type report struct {
 	Title    string
 	Machines [2]machine
 	D        bundle.Divergence
-	Step     int32 // the step before D.Frame
+	Step     int32       // the step before D.Frame
+	Marks    [][4]string // that step's marks side by side: A's system and hash, B's
 }
 
 // machine is one bundle's summary.
 type machine struct {
 	File, Span, Report, Reproduced, Note string
-	Marks                                [][2]string // the step before the divergence: each system and its hash
 }
 
 func newReport(files []string, bs [2]*bundle.Bundle, d bundle.Divergence) *report {
@@ -40,8 +40,11 @@ func newReport(files []string, bs [2]*bundle.Bundle, d bundle.Divergence) *repor
 			m.Reproduced = "NO: its re-simulation did not reach its own checksum (this machine's game does not repeat itself, or keeps state outside the arena)"
 		}
 		if d.Frame > b.Start && int(d.Frame-1-b.Start) < len(b.Traces) {
-			for _, mk := range b.Traces[d.Frame-1-b.Start] {
-				m.Marks = append(m.Marks, [2]string{mk.System, fmt.Sprintf("%016x", mk.Sum)})
+			for j, mk := range b.Traces[d.Frame-1-b.Start] {
+				for len(r.Marks) <= j {
+					r.Marks = append(r.Marks, [4]string{})
+				}
+				r.Marks[j][2*i], r.Marks[j][2*i+1] = mk.System, fmt.Sprintf("%016x", mk.Sum)
 			}
 		}
 	}
@@ -95,9 +98,9 @@ table.provenance th { font-weight: normal; color: #555; }
 <table><tr><th>first divergent frame</th><td class="fail">{{.D.Frame}}</td></tr>
 <tr><th>first system whose output differs</th><td class="fail">{{if .D.System}}{{.D.System}} (frame {{.Step}}'s step){{else}}unknown{{end}}</td></tr>
 {{with .D.Note}}<tr><th>note</th><td>{{.}}</td></tr>{{end}}</table>
-{{if index .Machines 0 .Marks}}<h3>Frame {{.Step}}'s step, system by system</h3>
+{{if .Marks}}<h3>Frame {{.Step}}'s step, system by system</h3>
 <table><tr><th>A: system</th><th>state hash after it</th><th>B: system</th><th>state hash after it</th></tr>
-{{range $j, $m := (index .Machines 0).Marks}}<tr><td>{{index $m 0}}</td><td><code>{{index $m 1}}</code></td>{{with index $.Machines 1}}{{if lt $j (len .Marks)}}{{with index .Marks $j}}<td>{{index . 0}}</td><td><code>{{index . 1}}</code></td>{{end}}{{end}}{{end}}</tr>
+{{range .Marks}}<tr><td>{{index . 0}}</td><td><code>{{index . 1}}</code></td><td>{{index . 2}}</td><td><code>{{index . 3}}</code></td></tr>
 {{end}}</table>{{end}}
 {{if .D.Fields}}<h3>Fields that differ at the start of frame {{.D.Frame}}</h3>
 <table><tr><th>field</th><th>A</th><th>B</th></tr>

@@ -81,6 +81,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
 	"github.com/rewindgg/rewind/cmd/soak/internal/tickcost"
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
@@ -168,6 +169,7 @@ type Summary struct {
 	DesyncReports   []DesyncReport `json:"desync_reports,omitempty"`
 	ChecksumEvery   int            `json:"checksum_every"`
 	InjectDesync    int            `json:"inject_desync,omitempty"`
+	InjectSystem    string         `json:"inject_desync_system,omitempty"`
 	// With -recover: the matches played on past a desync, the time from
 	// its detection to the kept state loaded on the machine that loaded
 	// it, and each recovery's report (the machine that loaded it).
@@ -298,12 +300,20 @@ type AdversaryJSON struct {
 
 // DesyncReport is one detected desync.
 type DesyncReport struct {
-	Match      int    `json:"match"`
-	Seed       uint64 `json:"seed"`
-	Frame      int32  `json:"desync_detected_frame"` // the frame whose checksums differed
-	DetectedAt int32  `json:"detected_at_frame"`     // the frame the detecting machine had reached
-	Field      string `json:"desync_field"`          // the first differing field and both values, when known
-	Machine    int    `json:"machine,omitempty"`     // a recovery's: the machine that loaded the kept state
+	Match int    `json:"match"`
+	Seed  uint64 `json:"seed"`
+	Frame int32  `json:"desync_detected_frame"` // the frame whose checksums differed
+	// The first frame at whose start two machines' re-simulations differ,
+	// and the first system whose output differs in the step before it,
+	// from the machines' desync bundles set side by side after the match
+	// (with -inject-desync; rollback.Config.Bundle): absent when unknown.
+	// Each machine re-simulates from its own data; no per-frame checksum
+	// crosses the network.
+	DivergentFrame *int32 `json:"desync_frame,omitempty"`
+	System         string `json:"desync_system,omitempty"`
+	DetectedAt     int32  `json:"detected_at_frame"` // the frame the detecting machine had reached
+	Field          string `json:"desync_field"`      // the first differing field and both values, when known (from the bundles when the report names none)
+	Machine        int    `json:"machine,omitempty"` // a recovery's: the machine that loaded the kept state
 }
 
 // SoundJSON compares the Event sounds (shots, explosions) each peer heard
@@ -347,6 +357,7 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay     int
 	seed                                                                 uint64
 	profile, jsonPath, snapshots, transport, network, record, logDir     string
+	injectSystem, bundleDir                                              string
 	reportDir, profiles, mode                                            string
 	tick                                                                 int
 	playout                                                              time.Duration
@@ -412,6 +423,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.BoolVar(&o.recover, "recover", false, "every session plays on past a detected desync (Config.Recover): with -inject-desync every match must then recover and verify")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
+	fs.StringVar(&o.injectSystem, "inject-desync-system", "", "with -inject-desync, corrupt the byte inside this system of the arena game (ships or shots) rather than after the step: every match's desync bundles must then name it (desync_system)")
+	fs.StringVar(&o.bundleDir, "bundle", "", "every machine writes its first desync bundle into DIR (match-SEED-machine-I.bundle); go run ./cmd/desync sets two side by side (bundles are made with -inject-desync even without it)")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.StringVar(&o.profiles, "profiles", "", "a comma-separated list of profiles to run in turn (a matrix; overrides -profile; the JSON is then {profiles: [...], passed})")
 	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
@@ -445,7 +458,7 @@ func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 2
 	}
-	for _, dir := range []string{o.record, o.logDir} {
+	for _, dir := range []string{o.record, o.logDir, o.bundleDir} {
 		if dir == "" {
 			continue
 		}
@@ -576,6 +589,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
 					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval}
 				c.StepCost, c.SaveCost = o.modelCosts()
+				c.InjectSystem, c.Bundle = o.injectSystem, o.injectDesync > 0 || o.bundleDir != ""
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
 					rejoinPlan(&c, o.machines)
@@ -593,6 +607,11 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				}
 				if o.record != "" {
 					results[i].ReplayErr = errors.Join(results[i].ReplayErr, save(o.record, c.Seed, "rwr", results[i].Replays))
+				}
+				if o.bundleDir != "" {
+					if err := save(o.bundleDir, c.Seed, "bundle", firstBundles(results[i].Bundles)); err != nil && results[i].Err == nil {
+						results[i].Err = err
+					}
 				}
 				if o.logDir != "" {
 					if err := save(o.logDir, c.Seed, "jsonl", results[i].Logs); err != nil && results[i].Err == nil {
@@ -968,6 +987,32 @@ func save(dir string, seed uint64, ext string, files [][]byte) error {
 	return nil
 }
 
+// firstBundles returns each machine's first desync bundle's file (none
+// for a machine that made none).
+func firstBundles(bs [][]*bundle.Bundle) [][]byte {
+	var out [][]byte
+	for _, b := range bs {
+		if len(b) > 0 {
+			out = append(out, b[0].Encode())
+		}
+	}
+	return out
+}
+
+// diverged adds what the bundles named to a desync's report: the first
+// divergent frame and system, and the field when the report has none.
+func diverged(r DesyncReport, d *bundle.Divergence) DesyncReport {
+	if d == nil || d.Frame < 0 {
+		return r
+	}
+	f := d.Frame
+	r.DivergentFrame, r.System = &f, d.System
+	if r.Field == "" && len(d.Fields) > 0 {
+		r.Field = d.Fields[0].String()
+	}
+	return r
+}
+
 // splitProfiles splits a -profiles list at commas, keeping a spec's
 // key=value parts together: "lan,latency=80ms,loss=2%,far" is lan, one
 // spec, and far.
@@ -1008,6 +1053,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
 	case o.parallel < 1:
 		return nil, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
+	case o.injectSystem != "" && o.injectSystem != "ships" && o.injectSystem != "shots":
+		return nil, 0, fmt.Errorf("-inject-desync-system: %q (the arena's systems are ships and shots)", o.injectSystem)
+	case o.injectSystem != "" && o.injectDesync <= 0:
+		return nil, 0, errors.New("-inject-desync-system needs -inject-desync")
 	case o.hiccups < 0:
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.startSpread < 0:
@@ -1099,7 +1148,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
-		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record,
+		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, InjectSystem: o.injectSystem, RecordDir: o.record,
 		ForgeRate: o.forge}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
@@ -1121,7 +1170,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 				s.DesyncsRecovered++
 				ms := float64(rc.Took) / float64(time.Millisecond)
 				recMs, recMax = recMs+ms, max(recMax, ms)
-				s.RecoveryReports = append(s.RecoveryReports, DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine})
+				s.RecoveryReports = append(s.RecoveryReports, diverged(DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine}, r.Divergence))
 			}
 		}
 		switch {
@@ -1129,7 +1178,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			s.DesyncsDetected++
 			s.Desyncs++
 			d := r.Detected
-			s.DesyncReports = append(s.DesyncReports, DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field})
+			s.DesyncReports = append(s.DesyncReports, diverged(DesyncReport{Match: i, Seed: seed, Frame: d.Frame, DetectedAt: int32(r.DetectedAt), Field: d.Field}, r.Divergence))
 		case r.Err != nil:
 			s.Errors++
 		case r.Completed && !r.Verified:
@@ -1284,6 +1333,9 @@ func failReason(o options, r *match.Result) string {
 	case o.recover && o.injectDesync > 0 && o.injectDesync < o.frames && len(r.Recoveries) == 0 &&
 		(a.Kind == liar.None || a.Machine != o.machines-1): // a liar that is the corrupted machine need not recover
 		return fmt.Sprintf("the desync injected at frame %d was not recovered from", o.injectDesync)
+	case o.injectSystem != "" && o.injectDesync > 0 && o.injectDesync < o.frames && (r.Divergence == nil || r.Divergence.System != o.injectSystem) &&
+		(a.Kind == liar.None || a.Machine != o.machines-1):
+		return fmt.Sprintf("the desync injected inside %q was not named by the bundles: %+v", o.injectSystem, r.Divergence)
 	case !r.Completed:
 		return fmt.Sprintf("did not finish in %d ticks", r.Ticks)
 	case !r.Verified:
