@@ -767,6 +767,13 @@ func desyncLine(s *Summary) string {
 	}
 	if len(reps) > 0 {
 		line += fmt.Sprintf("; first: frame %d, %s", reps[0].Frame, reps[0].Field)
+		if r := reps[0]; r.DivergentFrame != nil {
+			line += fmt.Sprintf(" (the bundles: first divergent frame %d", *r.DivergentFrame)
+			if r.System != "" {
+				line += ", system " + r.System
+			}
+			line += ")"
+		}
 	}
 	return line
 }
