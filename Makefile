@@ -170,6 +170,7 @@ fuzz:
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./replay -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./desync/bundle -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRead$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./netlog -run '^$$' -fuzz '^FuzzRecord$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./sound -run '^$$' -fuzz '^FuzzLedger$$' -fuzztime $(FUZZTIME)

@@ -38,8 +38,9 @@
 // between, each as its difference from the one before, compressed, of at
 // most [MaxTrail] bytes before compression (the frames past it are left
 // out of the trail: [Bundle.StateAt] says so). [Read] refuses files over
-// 256 MiB and allocates in proportion to the file's size, not to what it
-// claims.
+// 256 MiB, and allocates in proportion to the file's size, not to what it
+// claims, but for its two states: each inflates to at most the arena size
+// the file claims (1 GiB at most); [Bundle.StateAt] likewise.
 //
 // A bundle holds the whole game state and every player's inputs for the
 // frames it spans: docs/security.md says what sharing one exposes.
@@ -202,9 +203,12 @@ func undiff(r io.Reader, state *[]byte, limit int) error {
 	if n > uint64(limit) {
 		return fmt.Errorf("a state of %d bytes (the arena holds %d)", n, limit)
 	}
-	cur := make([]byte, n)
-	if _, err := io.ReadFull(r, cur); err != nil {
+	cur, err := io.ReadAll(io.LimitReader(r, int64(n))) // as the data comes: n is a claim
+	if err != nil {
 		return err
+	}
+	if uint64(len(cur)) != n {
+		return io.ErrUnexpectedEOF
 	}
 	for i := range min(len(cur), len(*state)) {
 		cur[i] ^= (*state)[i]

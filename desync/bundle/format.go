@@ -13,8 +13,12 @@ import (
 	"github.com/rewindgg/rewind/desync"
 )
 
-// maxFile bounds what [Read] accepts.
-const maxFile = 256 << 20
+// maxFile bounds what [Read] accepts; maxArena the arena size a file may
+// claim, which bounds each state it inflates.
+const (
+	maxFile  = 256 << 20
+	maxArena = 1 << 30
+)
 
 // ErrFormat is wrapped by every *FormatError.
 var ErrFormat = errors.New("bundle: bad file")

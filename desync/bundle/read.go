@@ -89,7 +89,7 @@ func (b *Bundle) decode(name string, p []byte) error {
 		}
 		b.Players, b.Local = int(d.uint(256)), int(d.uint(256))
 		b.SessionID, b.Every = d.uint(1<<64-1), int(d.uint(1<<31))
-		b.ArenaSize, b.WholeArena = int(d.uint(1<<31)), d.uint(1) == 1
+		b.ArenaSize, b.WholeArena = int(d.uint(maxArena)), d.uint(1) == 1
 		b.Start, b.Note = int32(d.int(1<<31)), d.string()
 	case "report":
 		r := &b.Report
