@@ -48,6 +48,16 @@ func newBundler(cfg *Config, local PlayerID) *bundler {
 	return b
 }
 
+// logEvery is how many frames the session simulates between two calls of
+// log: the inputs wait in the input ring (256 frames) meanwhile, and a
+// tick without the call costs a comparison.
+const logEvery = 32
+
+// due reports whether log is due when frame is the next frame to simulate.
+func (b *bundler) due(frame Frame) bool {
+	return b != nil && (b.logged == noFrame || frame-b.logged >= logEvery)
+}
+
 // log keeps the inputs of the frames that became final (before h.final()),
 // and drops the oldest past bundle.MaxFrames (the agreed state too, if
 // they are its).
@@ -119,11 +129,12 @@ func (b *bundler) adopted(f Frame, state []byte) {
 // write makes the bundle of desync e — re-simulating from the agreed state
 // in a, the live state put back afterwards, with the game of ap — and
 // hands it to the game.
-func (b *bundler) write(e *desync.Error, a *savestate.Arena, ap *app) {
+func (b *bundler) write(e *desync.Error, h *horizon, a *savestate.Arena, ap *app) {
 	if b == nil || b.written >= maxBundles {
 		return
 	}
 	b.written++
+	b.log(h) // the inputs up to the desync's frame: final, maybe not yet kept
 	out := b.info
 	out.Report, out.Start = *e, int32(b.start)
 	f := Frame(e.Frame)

@@ -262,7 +262,7 @@ func (s *Session) stall(r Result, err error) (Result, error) {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	if s.sums != nil && s.sums.bun != nil {
+	if s.sums != nil && s.sums.bun.due(s.frame) {
 		s.sums.bun.log(s.horizon()) // the final inputs, for a desync bundle
 	}
 	// And the checksums that came are compared: a machine stalled for a
@@ -286,7 +286,7 @@ func (s *Session) endTick() error {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	if s.sums != nil && s.sums.bun != nil {
+	if s.sums != nil && s.sums.bun.due(s.frame) {
 		s.sums.bun.log(s.horizon()) // the final inputs, for a desync bundle
 	}
 	if s.sums.news(s.frame) {
@@ -368,7 +368,7 @@ func (s *Session) Idle() (Result, error) {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
-	if s.sums != nil && s.sums.bun != nil {
+	if s.sums != nil && s.sums.bun.due(s.frame) {
 		s.sums.bun.log(s.horizon()) // the final inputs, for a desync bundle
 	}
 	s.checkDesync(false)
