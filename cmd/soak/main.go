@@ -744,13 +744,43 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 				report.FormatFloat(t.P50Ms, 3), report.FormatFloat(t.P99Ms, 3), report.FormatFloat(t.MaxMs, 3))},
 			rows[len(rows)-1])
 	}
-	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
+	run := report.Run{Profile: s.Profile, Rows: rows, Results: results, Desyncs: desyncTable(s)}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
 			run.Failures = append(run.Failures, report.Failure{Match: f.Match, Seed: f.Seed, Reason: f.Reason, Repro: f.Reproduce})
 		}
 	}
 	return run
+}
+
+// desyncTable lists the desyncs of a run, the first 50 of each kind: the
+// report's section (nil for none).
+func desyncTable(s *Summary) *report.Table {
+	if len(s.DesyncReports)+len(s.RecoveryReports) == 0 {
+		return nil
+	}
+	t := &report.Table{Columns: []string{"match", "seed", "outcome", "checksum frame", "first divergent frame", "first system", "field"}}
+	add := func(reps []DesyncReport, outcome func(DesyncReport) string) {
+		for _, r := range reps[:min(len(reps), 50)] {
+			frame := "?"
+			if r.DivergentFrame != nil {
+				frame = strconv.Itoa(int(*r.DivergentFrame))
+			}
+			t.Rows = append(t.Rows, []string{strconv.Itoa(r.Match), strconv.FormatUint(r.Seed, 10), outcome(r), strconv.Itoa(int(r.Frame)), frame, orUnknown(r.System), orUnknown(r.Field)})
+		}
+	}
+	add(s.DesyncReports, func(DesyncReport) string { return "ended the match" })
+	add(s.RecoveryReports, func(r DesyncReport) string {
+		return fmt.Sprintf("recovered: machine %d loaded the kept state", r.Machine)
+	})
+	return t
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
 }
 
 // desyncLine says what the desyncs of a run were: those that ended a

@@ -273,6 +273,10 @@ func TestReport(t *testing.T) {
 	html := string(page)
 	assert.Contains(t, html, "Profile wifi")
 	assert.Contains(t, html, "match 1, seed 2: desync detected at frame")
+	// The desyncs' section: each match's, with what the bundles named
+	// (the bit flips after frame 300's step, past the last mark: no system).
+	assert.Contains(t, html, "<h3>Desyncs and recoveries</h3>")
+	assert.Regexp(t, `<tr><td>1</td><td>2</td><td>ended the match</td><td>400</td><td>301</td><td>\?</td><td>arena\.World\.Ships\[0\]\.Score: \d+ vs \d+</td></tr>`, html)
 	assert.Contains(t, html, "go run ./cmd/soak -checksum-every 100 -frames 900 -inject-desync 300 -profile wifi -seed 2 -matches 1")
 	assert.NotContains(t, html, "<script")
 	assert.NotContains(t, html, "http")
