@@ -291,20 +291,47 @@ func (d *Detector) newer(f int32) int {
 // region, differs from local, ours, as "path: ours vs theirs", reading the
 // allocation records in local. It returns "" when they are equal.
 func Compare(a *savestate.Arena, local, remote []byte) string {
-	for i := range min(len(local), len(remote)) {
+	d := Diff(a, local, remote, 1)
+	if len(d) == 0 {
+		return ""
+	}
+	return d[0].String()
+}
+
+// FieldDiff is one field that differs between two copies of an arena
+// region: its path and both values, formatted by its type.
+type FieldDiff struct {
+	Path          string // "arena.World.Ships[1].X"; the arena's bookkeeping or used size otherwise
+	Local, Remote string
+}
+
+// String returns "path: local vs remote".
+func (d FieldDiff) String() string { return d.Path + ": " + d.Local + " vs " + d.Remote }
+
+// Diff names up to n fields (n ≤ 0: all) that differ between local and
+// remote, two copies of an arena region, in the order they are laid out,
+// reading the allocation records in local ([Compare] is its first). A
+// region of another size is reported last, as "arena used size".
+func Diff(a *savestate.Arena, local, remote []byte, n int) []FieldDiff {
+	var out []FieldDiff
+	for i := 0; i < min(len(local), len(remote)) && (n <= 0 || len(out) < n); i++ {
 		if local[i] == remote[i] {
 			continue
 		}
 		f, ok := a.FieldIn(local, i)
 		if !ok {
-			return fmt.Sprintf("arena bookkeeping at byte %d: %#02x vs %#02x", i, local[i], remote[i])
+			out = append(out, FieldDiff{fmt.Sprintf("arena bookkeeping at byte %d", i), fmt.Sprintf("%#02x", local[i]), fmt.Sprintf("%#02x", remote[i])})
+			continue
 		}
-		return fmt.Sprintf("%s: %s vs %s", f.Path, value(f, local), value(f, remote))
+		out = append(out, FieldDiff{f.Path, value(f, local), value(f, remote)})
+		if f.Type != nil {
+			i = max(i, f.Offset+int(f.Type.Size())-1) // the field's other bytes
+		}
 	}
-	if len(local) != len(remote) {
-		return fmt.Sprintf("arena used size: %d vs %d bytes", len(local), len(remote))
+	if len(local) != len(remote) && (n <= 0 || len(out) < n) {
+		out = append(out, FieldDiff{"arena used size", fmt.Sprintf("%d", len(local)), fmt.Sprintf("%d bytes", len(remote))})
 	}
-	return ""
+	return out
 }
 
 // value formats field f as stored in region.

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/internal/fakepeer"
@@ -88,7 +89,10 @@ func BenchmarkAdvance(b *testing.B) {
 	b.Run("steady-1KiB-plain", benchSteady(false, true))
 	// The game marks its systems (Config.Marks), untraced as in every
 	// match without a sync test: against steady-1KiB-plain.
-	b.Run("steady-1KiB-marked", func(b *testing.B) { benchSteadyMode(b, false, true, true) })
+	b.Run("steady-1KiB-marked", func(b *testing.B) { benchSteadyMode(b, false, true, "marked") })
+	// And makes desync bundles (Config.Bundle), with no desync: the
+	// final inputs kept every frame, the agreed state every checksum.
+	b.Run("steady-1KiB-bundle", func(b *testing.B) { benchSteadyMode(b, false, true, "bundle") })
 	b.Run("steady-lockstep-1KiB", benchSteady(true, false))
 	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10, 0))
 	b.Run("rollback20-1MiB", benchRollback20[blob1MiB](1<<20, 0))
@@ -102,10 +106,12 @@ func BenchmarkAdvance(b *testing.B) {
 }
 
 func benchSteady(lockstep, plain bool) func(b *testing.B) {
-	return func(b *testing.B) { benchSteadyMode(b, lockstep, plain, false) }
+	return func(b *testing.B) { benchSteadyMode(b, lockstep, plain, "") }
 }
 
-func benchSteadyMode(b *testing.B, lockstep, plain, marked bool) {
+// benchSteadyMode: opt "marked" gives the game marks (Config.Marks),
+// "bundle" marks and Config.Bundle too.
+func benchSteadyMode(b *testing.B, lockstep, plain bool, opt string) {
 	nw, err := netsim.New(2, 1, netsim.Profile{Latency: 1e6})
 	if err != nil {
 		b.Fatal(err)
@@ -130,9 +136,12 @@ func benchSteadyMode(b *testing.B, lockstep, plain, marked bool) {
 		if plain {
 			c.Transport, c.Clock = link.end(i), link.Now
 		}
-		if marked {
+		if opt != "" {
 			g.marks = &desync.Marks{}
 			c.Marks = g.marks
+		}
+		if opt == "bundle" {
+			c.Bundle = func(*bundle.Bundle) { b.Fatal("a bundle with no desync") }
 		}
 		if ss[i], err = rollback.NewSession(c); err != nil {
 			b.Fatal(err)

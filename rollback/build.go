@@ -79,6 +79,9 @@ func NewSession(cfg Config) (*Session, error) {
 			}
 			s.sums.rec = newRecovery(lower)
 		}
+		if cfg.Bundle != nil && len(s.peers) > 0 {
+			s.sums.bun = newBundler(&cfg, s.roster.local[0])
+		}
 	}
 	if len(cfg.Peers) > 0 || cfg.MaxSpectators > 0 {
 		if err := s.secure(&cfg); err != nil {

@@ -80,6 +80,7 @@ type checksums struct {
 	err     *desync.Error    // the desync, once detected
 	ex      *exchange
 	rec     *recovery // Config.Recover (recover.go); nil: a desync ends the match
+	bun     *bundler  // Config.Bundle (bundle.go); nil: no bundles
 }
 
 // checksumSink takes each checksum as it becomes final, and each peer
@@ -374,6 +375,7 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	}
 	if e == nil {
 		c.settled = Frame(c.det.Settled()) // the states held up to it may go
+		c.bun.agree(c.points[:], c.settled)
 		return nil
 	}
 	recovered := c.rec.take(e, now)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
 
 	"github.com/rewindgg/rewind/predict"
 	"github.com/rewindgg/rewind/savestate"
@@ -151,6 +152,20 @@ type Config struct {
 	// match as without Recover. Rollback mode only, with checksums of the
 	// whole arena (ChecksumData nil).
 	Recover bool
+	// Bundle, if not nil, is handed a desync bundle (package
+	// desync/bundle) of each desync this machine detects, and of each peer
+	// it finds outvoted, up to 4 in a match: the state at the latest
+	// checksum frame every machine agreed on, the final inputs from there
+	// to the desync's frame, and this machine's re-simulation of them —
+	// a checksum per frame and, with Marks, each step's marks — with the
+	// report as detected (its Field is named later). The game writes it
+	// somewhere (Bundle.WriteTo); cmd/desync sets two machines' bundles
+	// side by side. It is called from Advance, after the re-simulation,
+	// which costs the frames since the agreed frame (up to twice
+	// ChecksumEvery) once; until a desync, the session keeps a copy of
+	// each frame's final inputs and of the state at each agreed checksum
+	// frame. Needs peers and checksums (ChecksumEvery not negative).
+	Bundle func(*bundle.Bundle)
 	// Observer, if not nil, is told every frame the session simulates and
 	// every extrapolation (a sound.Ledger, for rollback-safe sound).
 	Observer Observer

@@ -167,5 +167,6 @@ func (c *checksums) adopt(sn *snapshots, frame, f Frame, compressed []byte, want
 		return fmt.Errorf("%w: %v", errRecover, err)
 	}
 	c.rewind(f, want)
+	c.bun.adopted(f, state)
 	return sn.adopt(f)
 }

@@ -262,6 +262,9 @@ func (s *Session) stall(r Result, err error) (Result, error) {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
 	}
+	if s.sums != nil && s.sums.bun.due(s.frame) {
+		s.sums.bun.log(s.horizon()) // the final inputs, for a desync bundle
+	}
 	// And the checksums that came are compared: a machine stalled for a
 	// peer that found a desync (and stopped: its inputs stop) learns of it
 	// from the peer's checksum only here.
@@ -282,6 +285,9 @@ func (s *Session) stall(r Result, err error) (Result, error) {
 func (s *Session) endTick() error {
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
+	}
+	if s.sums != nil && s.sums.bun.due(s.frame) {
+		s.sums.bun.log(s.horizon()) // the final inputs, for a desync bundle
 	}
 	if s.sums.news(s.frame) {
 		s.checkDesync(false)
@@ -361,6 +367,9 @@ func (s *Session) Idle() (Result, error) {
 	}
 	if s.out.feeding(s.aud) {
 		s.out.record(s.now, s.horizon())
+	}
+	if s.sums != nil && s.sums.bun.due(s.frame) {
+		s.sums.bun.log(s.horizon()) // the final inputs, for a desync bundle
 	}
 	s.checkDesync(false)
 	s.send()

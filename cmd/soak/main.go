@@ -81,6 +81,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
 	"github.com/rewindgg/rewind/cmd/soak/internal/tickcost"
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
@@ -173,6 +174,7 @@ type Summary struct {
 	DesyncReports          []DesyncReport `json:"desync_reports,omitempty"`
 	ChecksumEvery          int            `json:"checksum_every"`
 	InjectDesync           int            `json:"inject_desync,omitempty"`
+	InjectSystem           string         `json:"inject_desync_system,omitempty"`
 	// With -recover: the matches played on past a desync, the time from
 	// its detection to the kept state loaded on the machine that loaded
 	// it, and each recovery's report (the machine that loaded it).
@@ -303,13 +305,21 @@ type AdversaryJSON struct {
 
 // DesyncReport is one detected desync.
 type DesyncReport struct {
-	Match      int    `json:"match"`
-	Seed       uint64 `json:"seed"`
-	Frame      int32  `json:"desync_detected_frame"`    // the frame whose checksums differed
-	DetectedAt int32  `json:"detected_at_frame"`        // the frame the detecting machine had reached
-	Field      string `json:"desync_field"`             // the first differing field and both values, when known
-	Machine    int    `json:"machine,omitempty"`        // a recovery's: the machine that loaded the kept state
-	NamedBy    []int  `json:"field_named_by,omitempty"` // the machines whose report named the field
+	Match int    `json:"match"`
+	Seed  uint64 `json:"seed"`
+	Frame int32  `json:"desync_detected_frame"` // the frame whose checksums differed
+	// The first frame at whose start two machines' re-simulations differ,
+	// and the first system whose output differs in the step before it,
+	// from the machines' desync bundles set side by side after the match
+	// (with -inject-desync; rollback.Config.Bundle): absent when unknown.
+	// Each machine re-simulates from its own data; no per-frame checksum
+	// crosses the network.
+	DivergentFrame *int32 `json:"desync_frame,omitempty"`
+	System         string `json:"desync_system,omitempty"`
+	DetectedAt     int32  `json:"detected_at_frame"`        // the frame the detecting machine had reached
+	Field          string `json:"desync_field"`             // the first differing field and both values, when known (from the bundles when the report names none)
+	Machine        int    `json:"machine,omitempty"`        // a recovery's: the machine that loaded the kept state
+	NamedBy        []int  `json:"field_named_by,omitempty"` // the machines whose report named the field
 }
 
 // SoundJSON compares the Event sounds (shots, explosions) each peer heard
@@ -353,6 +363,7 @@ type options struct {
 	matches, players, machines, frames, parallel, maxRollback, delay     int
 	seed                                                                 uint64
 	profile, jsonPath, snapshots, transport, network, record, logDir     string
+	injectSystem, bundleDir                                              string
 	reportDir, profiles, mode                                            string
 	tick                                                                 int
 	playout                                                              time.Duration
@@ -418,6 +429,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.BoolVar(&o.recover, "recover", false, "every session plays on past a detected desync (Config.Recover): with -inject-desync every match must then recover and verify")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
+	fs.StringVar(&o.injectSystem, "inject-desync-system", "", "with -inject-desync, corrupt the byte inside this system of the arena game (ships or shots) rather than after the step: every match's desync bundles must then name it (desync_system)")
+	fs.StringVar(&o.bundleDir, "bundle", "", "every machine writes its first desync bundle into DIR (match-SEED-machine-I.bundle); go run ./cmd/desync sets two side by side (bundles are made with -inject-desync even without it)")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.StringVar(&o.profiles, "profiles", "", "a comma-separated list of profiles to run in turn (a matrix; overrides -profile; the JSON is then {profiles: [...], passed})")
 	fs.StringVar(&o.reportDir, "report", "", "write an HTML report with plots into DIR (index.html)")
@@ -451,7 +464,7 @@ func (o options) run(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "soak: %v\n", err)
 		return 2
 	}
-	for _, dir := range []string{o.record, o.logDir} {
+	for _, dir := range []string{o.record, o.logDir, o.bundleDir} {
 		if dir == "" {
 			continue
 		}
@@ -582,6 +595,7 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
 					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval}
 				c.StepCost, c.SaveCost = o.modelCosts()
+				c.InjectSystem, c.Bundle = o.injectSystem, o.injectDesync > 0 || o.bundleDir != ""
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
 					rejoinPlan(&c, o.machines)
@@ -599,6 +613,11 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				}
 				if o.record != "" {
 					results[i].ReplayErr = errors.Join(results[i].ReplayErr, save(o.record, c.Seed, "rwr", results[i].Replays))
+				}
+				if o.bundleDir != "" {
+					if err := save(o.bundleDir, c.Seed, "bundle", firstBundles(results[i].Bundles)); err != nil && results[i].Err == nil {
+						results[i].Err = err
+					}
 				}
 				if o.logDir != "" {
 					if err := save(o.logDir, c.Seed, "jsonl", results[i].Logs); err != nil && results[i].Err == nil {
@@ -731,13 +750,43 @@ func reportRun(o options, s *Summary, results []match.Result) report.Run {
 				report.FormatFloat(t.P50Ms, 3), report.FormatFloat(t.P99Ms, 3), report.FormatFloat(t.MaxMs, 3))},
 			rows[len(rows)-1])
 	}
-	run := report.Run{Profile: s.Profile, Rows: rows, Results: results}
+	run := report.Run{Profile: s.Profile, Rows: rows, Results: results, Desyncs: desyncTable(s)}
 	for _, f := range s.Failures {
 		if f.Match >= 0 {
 			run.Failures = append(run.Failures, report.Failure{Match: f.Match, Seed: f.Seed, Reason: f.Reason, Repro: f.Reproduce})
 		}
 	}
 	return run
+}
+
+// desyncTable lists the desyncs of a run, the first 50 of each kind: the
+// report's section (nil for none).
+func desyncTable(s *Summary) *report.Table {
+	if len(s.DesyncReports)+len(s.RecoveryReports) == 0 {
+		return nil
+	}
+	t := &report.Table{Columns: []string{"match", "seed", "outcome", "checksum frame", "first divergent frame", "first system", "field"}}
+	add := func(reps []DesyncReport, outcome func(DesyncReport) string) {
+		for _, r := range reps[:min(len(reps), 50)] {
+			frame := "?"
+			if r.DivergentFrame != nil {
+				frame = strconv.Itoa(int(*r.DivergentFrame))
+			}
+			t.Rows = append(t.Rows, []string{strconv.Itoa(r.Match), strconv.FormatUint(r.Seed, 10), outcome(r), strconv.Itoa(int(r.Frame)), frame, orUnknown(r.System), orUnknown(r.Field)})
+		}
+	}
+	add(s.DesyncReports, func(DesyncReport) string { return "ended the match" })
+	add(s.RecoveryReports, func(r DesyncReport) string {
+		return fmt.Sprintf("recovered: machine %d loaded the kept state", r.Machine)
+	})
+	return t
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "?"
+	}
+	return s
 }
 
 // desyncLine says what the desyncs of a run were: those that ended a
@@ -754,6 +803,13 @@ func desyncLine(s *Summary) string {
 	}
 	if len(reps) > 0 {
 		line += fmt.Sprintf("; first: frame %d, %s", reps[0].Frame, reps[0].Field)
+		if r := reps[0]; r.DivergentFrame != nil {
+			line += fmt.Sprintf(" (the bundles: first divergent frame %d", *r.DivergentFrame)
+			if r.System != "" {
+				line += ", system " + r.System
+			}
+			line += ")"
+		}
 	}
 	return line
 }
@@ -974,6 +1030,32 @@ func save(dir string, seed uint64, ext string, files [][]byte) error {
 	return nil
 }
 
+// firstBundles returns each machine's first desync bundle's file (none
+// for a machine that made none).
+func firstBundles(bs [][]*bundle.Bundle) [][]byte {
+	var out [][]byte
+	for _, b := range bs {
+		if len(b) > 0 {
+			out = append(out, b[0].Encode())
+		}
+	}
+	return out
+}
+
+// diverged adds what the bundles named to a desync's report: the first
+// divergent frame and system, and the field when the report has none.
+func diverged(r DesyncReport, d *bundle.Divergence) DesyncReport {
+	if d == nil || d.Frame < 0 {
+		return r
+	}
+	f := d.Frame
+	r.DivergentFrame, r.System = &f, d.System
+	if r.Field == "" && len(d.Fields) > 0 {
+		r.Field = d.Fields[0].String()
+	}
+	return r
+}
+
 // splitProfiles splits a -profiles list at commas, keeping a spec's
 // key=value parts together: "lan,latency=80ms,loss=2%,far" is lan, one
 // spec, and far.
@@ -1014,6 +1096,10 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-frames: %d (want at least 1)", o.frames)
 	case o.parallel < 1:
 		return nil, 0, fmt.Errorf("-parallel: %d (want at least 1)", o.parallel)
+	case o.injectSystem != "" && o.injectSystem != "ships" && o.injectSystem != "shots":
+		return nil, 0, fmt.Errorf("-inject-desync-system: %q (the arena's systems are ships and shots)", o.injectSystem)
+	case o.injectSystem != "" && o.injectDesync <= 0:
+		return nil, 0, errors.New("-inject-desync-system needs -inject-desync")
 	case o.hiccups < 0:
 		return nil, 0, fmt.Errorf("-hiccups: %d (want 0 or more)", o.hiccups)
 	case o.startSpread < 0:
@@ -1105,7 +1191,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
 		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
-		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record,
+		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, InjectSystem: o.injectSystem, RecordDir: o.record,
 		ForgeRate: o.forge}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
@@ -1127,7 +1213,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 				s.DesyncsRecovered++
 				ms := float64(rc.Took) / float64(time.Millisecond)
 				recMs, recMax = recMs+ms, max(recMax, ms)
-				s.RecoveryReports = append(s.RecoveryReports, DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine})
+				s.RecoveryReports = append(s.RecoveryReports, diverged(DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine}, r.Divergence))
 			}
 		}
 		switch {
@@ -1148,7 +1234,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			if len(rep.NamedBy) == reported && reported >= 2 {
 				s.DesyncsNamedEverywhere++
 			}
-			s.DesyncReports = append(s.DesyncReports, rep)
+			s.DesyncReports = append(s.DesyncReports, diverged(rep, r.Divergence))
 		case r.Err != nil:
 			s.Errors++
 		case r.Completed && !r.Verified:
@@ -1303,6 +1389,9 @@ func failReason(o options, r *match.Result) string {
 	case o.recover && o.injectDesync > 0 && o.injectDesync < o.frames && len(r.Recoveries) == 0 &&
 		(a.Kind == liar.None || a.Machine != o.machines-1): // a liar that is the corrupted machine need not recover
 		return fmt.Sprintf("the desync injected at frame %d was not recovered from", o.injectDesync)
+	case o.injectSystem != "" && o.injectDesync > 0 && o.injectDesync < o.frames && (r.Divergence == nil || r.Divergence.System != o.injectSystem) &&
+		(a.Kind == liar.None || a.Machine != o.machines-1):
+		return fmt.Sprintf("the desync injected inside %q was not named by the bundles: %+v", o.injectSystem, r.Divergence)
 	case !r.Completed:
 		return fmt.Sprintf("did not finish in %d ticks", r.Ticks)
 	case !r.Verified:

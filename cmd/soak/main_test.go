@@ -219,6 +219,43 @@ func TestInjectDesync(t *testing.T) {
 	assert.Contains(t, errOut.String(), "desync detected at frame")
 }
 
+// TestInjectDesyncSystem: -inject-desync-system corrupts the byte inside
+// one named system of the last machine's game; with -recover on 2 and 4
+// machines every match plays to its end and verifies, and each recovery's
+// report names the first divergent frame (the one after the injection),
+// the system and the field, from the machines' desync bundles; -bundle
+// writes them.
+func TestInjectDesyncSystem(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		players string
+		system  string
+	}{{"2", "ships"}, {"4", "shots"}} {
+		dir := t.TempDir()
+		var out, errOut bytes.Buffer
+		code := run([]string{"-matches", "2", "-players", tc.players, "-frames", "1800", "-profile", "wifi", "-inject-desync", "1000",
+			"-inject-desync-system", tc.system, "-recover", "-bundle", dir, "-json", "-"}, &out, &errOut)
+		require.Equal(t, 0, code, errOut.String())
+		var s Summary
+		require.NoError(t, json.Unmarshal(out.Bytes(), &s))
+		assert.Equal(t, tc.system, s.InjectSystem)
+		require.NotEmpty(t, s.RecoveryReports)
+		for _, r := range s.RecoveryReports {
+			require.NotNil(t, r.DivergentFrame, "%+v", r)
+			assert.Equal(t, int32(1001), *r.DivergentFrame)
+			assert.Equal(t, tc.system, r.System)
+			assert.Contains(t, r.Field, "arena.World.Ships[0].Score: ")
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "match-*-machine-*.bundle"))
+		require.NoError(t, err)
+		n, _ := strconv.Atoi(tc.players)
+		assert.Len(t, files, 2*n, "each machine's first bundle of each match")
+	}
+	var out, errOut bytes.Buffer
+	assert.Equal(t, 2, run([]string{"-inject-desync", "1000", "-inject-desync-system", "physics"}, &out, &errOut))
+	assert.Contains(t, errOut.String(), "ships and shots")
+}
+
 // TestReport: -report writes a page that says where it came from (date,
 // commit, command, machine), a table, the failing matches with a command
 // that reproduces each, and plots that decode as PNG images drawn from the
@@ -236,6 +273,10 @@ func TestReport(t *testing.T) {
 	html := string(page)
 	assert.Contains(t, html, "Profile wifi")
 	assert.Contains(t, html, "match 1, seed 2: desync detected at frame")
+	// The desyncs' section: each match's, with what the bundles named
+	// (the bit flips after frame 300's step, past the last mark: no system).
+	assert.Contains(t, html, "<h3>Desyncs and recoveries</h3>")
+	assert.Regexp(t, `<tr><td>1</td><td>2</td><td>ended the match</td><td>400</td><td>301</td><td>\?</td><td>arena\.World\.Ships\[0\]\.Score: \d+ vs \d+</td></tr>`, html)
 	assert.Contains(t, html, "go run ./cmd/soak -checksum-every 100 -frames 900 -inject-desync 300 -profile wifi -seed 2 -matches 1")
 	assert.NotContains(t, html, "<script")
 	assert.NotContains(t, html, "http")

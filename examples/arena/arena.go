@@ -145,6 +145,14 @@ type Game struct {
 	world savestate.Handle[World]
 	sound *sound.Ledger
 	marks *desync.Marks // its systems' marks ("ships", "shots"); nil: none
+	fault fault         // SetFault's
+}
+
+// fault is a deliberate desync inside one system (SetFault).
+type fault struct {
+	system string
+	frame  rollback.Frame
+	fn     func(*World)
 }
 
 var (
@@ -161,6 +169,24 @@ func (g *Game) SetLedger(l *sound.Ledger) { g.sound = l }
 // (rollback.Config.Marks) and a desync names the system whose output
 // differed first. nil (the default) marks nothing.
 func (g *Game) SetMarks(m *desync.Marks) { g.marks = m }
+
+// SetFault makes the game call fn with the world inside its system named
+// system ("ships" or "shots") of frame f, at the system's end, each time
+// it simulates f: a deliberate desync inside a named system, for tests and
+// the soak (-inject-desync-system), which a desync bundle's marks must
+// name. nil fn (the default) does nothing.
+func (g *Game) SetFault(system string, f rollback.Frame, fn func(*World)) {
+	g.fault = fault{system: system, frame: f, fn: fn}
+}
+
+// mark ends system in frame f's step: the fault, if it is this one, then
+// the mark.
+func (g *Game) mark(f rollback.Frame, w *World, system string) {
+	if g.fault.fn != nil && g.fault.frame == f && g.fault.system == system {
+		g.fault.fn(w)
+	}
+	g.marks.Mark(system)
+}
 
 // Scene returns the live world's Stateful sounds, for sound.Ledger.Update.
 func (g *Game) Scene() *sound.Scene { return &g.World().Sounds }
@@ -226,7 +252,7 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.N
 			g.sound.Trigger(SoundShot+sound.ID(i), sound.FullVolume)
 		}
 	}
-	g.marks.Mark("ships")
+	g.mark(f, w, "ships")
 	for j := range w.Shots {
 		sh := &w.Shots[j]
 		if !sh.Live {
@@ -254,7 +280,7 @@ func (g *Game) advance(f rollback.Frame, in []rollback.PlayerInput, part fixed.N
 			break
 		}
 	}
-	g.marks.Mark("shots")
+	g.mark(f, w, "shots")
 	w.Frame = int32(f) + 1
 }
 

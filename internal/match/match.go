@@ -27,6 +27,7 @@ import (
 
 	"github.com/rewindgg/rewind/advantage"
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/replay"
@@ -107,6 +108,15 @@ type Config struct {
 	// deliberate desync that the sessions must detect (a score is never
 	// overwritten, so the states never converge again).
 	InjectDesync int
+	// InjectSystem, with InjectDesync, flips the bit inside the arena
+	// game's system of this name ("ships" or "shots"; arena.Game.SetFault)
+	// rather than after the step: the desync bundles must name it.
+	InjectSystem string
+	// Bundle makes every machine mark the arena game's systems
+	// (rollback.Config.Marks) and make desync bundles
+	// (rollback.Config.Bundle): Result.Bundles, and Result.Divergence
+	// from two machines' bundles.
+	Bundle bool
 	// Recover is rollback.Config.Recover of every session: a desync
 	// (InjectDesync's) is played on past (Result.Recoveries).
 	Recover bool
@@ -251,6 +261,13 @@ type Result struct {
 	// (Config.Recover): each machine's latest report (Stats.Desync), and
 	// the time from its detection to the kept state loaded (or kept).
 	Recoveries []Recovery
+	// Bundles are each machine's desync bundles (Config.Bundle), and
+	// Divergence what the first two that set side by side name (the
+	// first of the last machine's, which InjectDesync corrupts, against
+	// the first of another's): the first divergent frame, system and
+	// fields; nil without two.
+	Bundles    [][]*bundle.Bundle
+	Divergence *bundle.Divergence
 	// Replays are the machines' replay files (Config.Record), and
 	// ReplayFrames the frames each holds. ReplayErr is the first replay
 	// that did not verify: unreadable, a checksum mismatch, or (holding
@@ -346,9 +363,10 @@ type machine struct {
 	cadenceBad  int
 	early       []advAcc // each peer's signed advantage summed over frames 1…100
 
-	rec  *replay.Writer
-	file bytes.Buffer
-	log  bytes.Buffer
+	rec     *replay.Writer
+	bundles []*bundle.Bundle // Config.Bundle's, in the order made
+	file    bytes.Buffer
+	log     bytes.Buffer
 
 	tl   timeline
 	mis  *mispredictions // the misprediction depth of every rollback (mispredict.go)
@@ -680,7 +698,11 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		}
 		var game rollback.Game = m.g
 		if c.InjectDesync > 0 && i == machines-1 && machines > 1 {
-			game = corrupting{m.g, rollback.Frame(c.InjectDesync)}
+			if c.InjectSystem != "" {
+				m.g.SetFault(c.InjectSystem, rollback.Frame(c.InjectDesync), func(w *arena.World) { w.Ships[0].Score ^= 1 })
+			} else {
+				game = corrupting{m.g, rollback.Frame(c.InjectDesync)}
+			}
 		}
 		if rn.script != nil {
 			m.used = make([]rollback.PlayerInput, len(rn.truth))
@@ -706,6 +728,11 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			Clock: clock(i), Rand: rnd(i), Observer: probedObserver{next: m.ledger, p: m.mis}, SessionID: sessionID(c), Timeouts: rollback.Timeouts{Disconnect: c.DisconnectTimeout, Handshake: c.HandshakeTimeout},
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow, Recover: c.Recover,
+		}
+		if c.Bundle {
+			m.cfg.Marks = &desync.Marks{}
+			m.g.SetMarks(m.cfg.Marks)
+			m.cfg.Bundle = func(b *bundle.Bundle) { m.bundles = append(m.bundles, b) }
 		}
 		m.cfg = withTestHooks(m.cfg, hooks)
 		if c.StandIn {
@@ -954,6 +981,7 @@ func (a *atomicFrame) Store(f rollback.Frame) { a.v.Store(int32(f)) }
 // finish gathers the statistics and, for a completed match, verifies it.
 func (rn *run) finish(r *Result) {
 	c, ms := rn.c, rn.ms
+	rn.divergence(r)
 	c.Frames = int(rn.target.Load()) // every machine stopped here
 	r.DisconnectFrame = -1
 	var discFrom [arena.MaxShips]rollback.Frame

@@ -47,7 +47,7 @@ const (
 // (rollback and what it imports here), without the test-support ones.
 var library = []string{
 	"rollback", "rollback/internal/wire", "rollback/udp", "rollback/netsim",
-	"savestate", "desync", "advantage", "inputlag", "predict", "netlog", "pacer",
+	"savestate", "desync", "desync/bundle", "advantage", "inputlag", "predict", "netlog", "pacer",
 	"fixed", "rng", "replay", "sound", "determinism",
 	"internal/memcopy", "internal/inbox", "internal/pqueue", "internal/heap",
 }

@@ -52,6 +52,10 @@ type Run struct {
 	Rows     [][2]string // the summary table: label, value
 	Results  []match.Result
 	Failures []Failure
+	// Desyncs, when not nil, lists the desyncs: those that ended a match
+	// and those played on past (-recover), with what the desync bundles
+	// named.
+	Desyncs *Table
 	// TickCosts, when not empty, are the modelled cost of every tick of
 	// every machine, in nanoseconds, sorted (the soak's -step-cost): the
 	// section then has one more plot, their distribution.
@@ -468,6 +472,10 @@ table.provenance th { font-weight: normal; color: #555; }
 {{end}}</table>{{end}}
 {{range .Sections}}<h2>Profile {{.Profile}}</h2>
 <table>{{range .Rows}}<tr><th>{{index . 0}}</th><td>{{index . 1}}</td></tr>{{end}}</table>
+{{with .Desyncs}}<h3>Desyncs and recoveries</h3>
+<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 {{if .Failures}}<h3 class="fail">Failing matches</h3><ul>{{range .Failures}}<li>match {{.Match}}, seed {{.Seed}}: {{.Reason}}<br>reproduce: <code>{{.Repro}}</code></li>{{end}}</ul>
 {{else}}<p>Every match completed and verified.</p>{{end}}
 {{range .Plots}}<figure><img src="{{.File}}" alt="{{.Caption}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}
