@@ -24,7 +24,7 @@ ADVERSARY := -tags rewind_adversary
 # The library: what a game imports. Its module graph must not hold the tools'
 # heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
 # these import (the wire codecs through ./rollback).
-LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./determinism ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
+LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./relay ./determinism ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
 # STATICCHECK: pinned (v0.8.2 is staticcheck 2026.2.2, the newest release, for Go 1.26); go run
