@@ -29,6 +29,7 @@ import (
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/internal/liar"
+	"github.com/rewindgg/rewind/relay"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -180,11 +181,25 @@ type Config struct {
 	// model. It changes nothing in the match.
 	TickWork bool
 
+	// Relay plays the match in the relay topology (relay.go; netsim
+	// only): every machine's one link is to a relay node in the middle,
+	// which forwards the sessions' datagrams in envelopes (package relay),
+	// and every session has a Secret the relay does not. Each hop, machine
+	// to relay and relay to machine, has hopProfile(Profile): the path
+	// through the relay is as impaired as a mesh link. RelayFullHops gives
+	// each hop the whole Profile instead (a relay far off the path).
+	Relay         bool
+	RelayFullHops bool
+
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
 	// inspect, when set (tests), sees each machine's transport and test
 	// hooks as its session gets them.
 	inspect func(i int, tr rollback.Transport, h testHooks)
+	// relayLink, when set (tests), wraps the relay's link; watch sees
+	// each machine's session and events after each of its ticks.
+	relayLink func(*netsim.Network, relay.Link) relay.Link
+	watch     func(i int, s *rollback.Session, events []rollback.Event)
 }
 
 // Result is what happened in one match.
@@ -198,15 +213,22 @@ type Result struct {
 	Checksums []uint64
 	Want      uint64 // checksum of the offline re-simulation
 
-	Rollbacks              int64
-	ResimulatedFrames      int64
-	HitchSpells            int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
-	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
-	MaxRollbackFrames      int
-	MaxResimulated         int
-	StallFrames            int64
-	PacketsSent            int64
-	BytesSent              int64 // payload only
+	Rollbacks         int64
+	ResimulatedFrames int64
+	HitchSpells       int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
+	Hitches           int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
+	MaxRollbackFrames int
+	MaxResimulated    int
+	StallFrames       int64
+	PacketsSent       int64
+	BytesSent         int64 // payload only
+	// UpPackets and UpBytes count the datagrams the machines gave the
+	// network and their payload bytes (netsim only: the UDP/IP headers
+	// are UDPOverhead each), DownPackets and DownBytes those sent to
+	// them; in the relay topology, to and from the relay (envelopes),
+	// so that the sessions' PacketsSent and BytesSent are what is inside.
+	UpPackets, UpBytes     int64
+	DownPackets, DownBytes int64
 	PacketsInvalid         int64
 	TransportDrops         int64 // UDP only: datagrams the transport dropped (unknown address, oversized, queue full)
 	Hits                   int32 // ships destroyed, from the final state
@@ -401,7 +423,18 @@ func Run(c Config) Result { return runNetsim(c, nil) }
 // runNetsim is Run; tap, when set, is the network's Tap.
 func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	machines := max(1, machinesOf(c))
-	nw, err := netsim.New(machines, c.Seed, c.Profile)
+	if err := checkRelay(c, machines); err != nil {
+		r.Err = err
+		return r
+	}
+	nodes, prof := machines, c.Profile
+	if c.Relay {
+		nodes++
+		if !c.RelayFullHops {
+			prof = hopProfile(prof)
+		}
+	}
+	nw, err := netsim.New(nodes, c.Seed, prof)
 	if err != nil {
 		r.Err = err
 		return r
@@ -415,6 +448,14 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	}
 	nw.Tap = tap
 	transport := func(i int) rollback.Transport { return nw.Endpoint(i) }
+	var rl *relayNode
+	if c.Relay {
+		if rl, err = newRelayNode(nw, machines, c.relayLink); err != nil {
+			r.Err = err
+			return r
+		}
+		transport = rl.transport
+	}
 	var fg *forgery
 	if c.Forge > 0 && machines > 1 {
 		if fg, err = newForgery(c, machines); err != nil {
@@ -461,13 +502,18 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 				}
 				for now >= deadline[i] && !nw.Frozen(i) {
 					deadline[i] += Tick
-					if _, err := rn.tick(i); err != nil && !rn.adversaryFailed(i, err) && !rn.detected(&r, i, err) {
+					_, err := rn.tick(i)
+					rl.flush(i)
+					if err != nil && !rn.adversaryFailed(i, err) && !rn.detected(&r, i, err) {
 						r.Err = err
 						return r
 					}
 				}
 			}
 			done = done && rn.ms[i].finished
+		}
+		if rl != nil {
+			rl.r.Poll(nw.Now())
 		}
 		if rn.script != nil {
 			done = rn.over(nw.Now(), func(i int) bool { return rn.ms[i].finished })
@@ -510,6 +556,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	}
 	r.Ticks = int(nw.Now() / Tick)
 	rn.finish(&r)
+	wire(nw, machines, rl, &r)
 	if c.Log {
 		for i := range rn.ms {
 			r.Logs = append(r.Logs, rn.ms[i].log.Bytes())
@@ -700,6 +747,9 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			FixedInputLag: c.FixedInputLag, NoFrameAdvantage: c.NoFrameAdvantage, NoStartDelay: c.NoStartDelay,
 			MaxSpectators: spectatorSlots(c), RejoinWindow: c.RejoinWindow, Recover: c.Recover,
 		}
+		if c.Relay {
+			m.cfg.Secret = relaySecret(c)
+		}
 		m.cfg = withTestHooks(m.cfg, hooks)
 		if c.StandIn {
 			a := m.a
@@ -825,6 +875,9 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 	}
 	m.noteEvents(res.Events)
+	if c.watch != nil {
+		c.watch(i, m.s, res.Events)
+	}
 	rn.noteRejoin(i, res.Events)
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {

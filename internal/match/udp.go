@@ -52,6 +52,10 @@ func RunUDP(c Config, o UDPOptions) Result {
 		r.Err = fmt.Errorf("%w: a UDP match needs two machines", ErrConfig)
 		return r
 	}
+	if c.Relay {
+		r.Err = fmt.Errorf("%w: the relay topology is netsim only so far", ErrConfig)
+		return r
+	}
 	if c.Witnesses > 0 {
 		r.Err = fmt.Errorf("%w: witnesses need netsim (a UDP spectator has one peer, its source)", ErrConfig)
 		return r

@@ -1,0 +1,109 @@
+package match
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/rewindgg/rewind/relay"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+// relayNode is the relay topology of a netsim match (Config.Relay): node
+// machines of the network is the relay, and each machine's transport is a
+// relay.Client over its endpoint.
+type relayNode struct {
+	r       *relay.Relay
+	node    int
+	clients []*relay.Client
+}
+
+// checkRelay refuses what the relay topology does not carry yet.
+func checkRelay(c Config, machines int) error {
+	switch {
+	case !c.Relay:
+		return nil
+	case machines < 2:
+		return fmt.Errorf("%w: the relay topology needs two machines", ErrConfig)
+	case c.Forge > 0 || c.Spectators > 0:
+		return fmt.Errorf("%w: the relay topology without -forge and -spectators (not built yet)", ErrConfig)
+	}
+	return nil
+}
+
+// newRelayNode makes the relay of a network of machines+1 nodes.
+func newRelayNode(nw *netsim.Network, machines int, wrap func(*netsim.Network, relay.Link) relay.Link) (*relayNode, error) {
+	var link relay.Link = nw.Endpoint(machines)
+	if wrap != nil {
+		link = wrap(nw, link)
+	}
+	r, err := relay.New(relay.Config{Machines: machines, Link: link, Tick: Tick})
+	if err != nil {
+		return nil, err
+	}
+	rl := &relayNode{r: r, node: machines}
+	for i := range machines {
+		// The relay is the last node: every machine's peer machines-1.
+		c, err := relay.NewClient(nw.Endpoint(i), machines-1, i, machines)
+		if err != nil {
+			return nil, err
+		}
+		rl.clients = append(rl.clients, c)
+	}
+	return rl, nil
+}
+
+// hopProfile is the profile of each of a relayed path's two hops, so that
+// the path through the relay is as impaired as a mesh link with p: half
+// the latency and jitter, and each chance of loss, duplication and
+// reordering, and of a burst starting, such that two hops come to p's.
+// Bursts last as long; a reordered packet is held back as long.
+func hopProfile(p netsim.Profile) netsim.Profile {
+	half := func(pr float64) float64 { return 1 - math.Sqrt(1-pr) }
+	reorderDelay := p.ReorderDelay
+	if p.Reorder > 0 && reorderDelay == 0 {
+		reorderDelay = 2*p.Jitter + 10*time.Millisecond // netsim's default for p
+	}
+	return netsim.Profile{Latency: p.Latency / 2, Jitter: p.Jitter / 2,
+		Loss: half(p.Loss), BurstLoss: half(p.BurstLoss), BurstLength: p.BurstLength,
+		Duplicate: half(p.Duplicate), Reorder: half(p.Reorder), ReorderDelay: reorderDelay}
+}
+
+// wire counts, per machine, what crossed the network: in the relay
+// topology the machine's link to the relay each way, in the mesh its
+// links to the other machines.
+func wire(nw *netsim.Network, machines int, rl *relayNode, r *Result) {
+	for i := range machines {
+		if rl != nil {
+			up, down := nw.Link(i, rl.node), nw.Link(rl.node, i)
+			r.UpPackets, r.UpBytes = r.UpPackets+int64(up.Sent), r.UpBytes+int64(up.Bytes)
+			r.DownPackets, r.DownBytes = r.DownPackets+int64(down.Sent), r.DownBytes+int64(down.Bytes)
+			continue
+		}
+		for j := range machines {
+			up, down := nw.Link(i, j), nw.Link(j, i)
+			r.UpPackets, r.UpBytes = r.UpPackets+int64(up.Sent), r.UpBytes+int64(up.Bytes)
+			r.DownPackets, r.DownBytes = r.DownPackets+int64(down.Sent), r.DownBytes+int64(down.Bytes)
+		}
+	}
+}
+
+// flush sends what machine i's session sent in its tick, in one envelope.
+func (rl *relayNode) flush(i int) {
+	if rl != nil {
+		_ = rl.clients[i].Flush() // an error is a datagram lost
+	}
+}
+
+// transport is machine i's transport.
+func (rl *relayNode) transport(i int) rollback.Transport { return rl.clients[i] }
+
+// relaySecret is the sessions' Config.Secret in the relay topology: what
+// a lobby hands every machine of the match and never the relay, without
+// which the relay could sit in the middle of the handshakes.
+func relaySecret(c Config) []byte {
+	b := make([]byte, 16)
+	_, _ = seededRand(c.Seed, 0x5ec7e7, 0).Read(b)
+	return b
+}

@@ -1,0 +1,165 @@
+package match
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/relay"
+	"github.com/rewindgg/rewind/rollback"
+	"github.com/rewindgg/rewind/rollback/netsim"
+)
+
+func TestRelayMatch(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		players int
+	}{{"wifi", 4}, {"hell", 3}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			p, err := netsim.ParseProfile(tc.profile)
+			require.NoError(t, err)
+			r := Run(Config{Players: tc.players, Frames: 900, Seed: 5, Profile: p, Relay: true})
+			require.NoError(t, r.Err)
+			require.True(t, r.Completed)
+			require.True(t, r.Verified, r.Desync)
+			// One envelope a tick each way: a machine's loop ticks about
+			// r.Ticks times (more when it catches up after a stall).
+			perMachine := float64(r.Ticks) * float64(tc.players)
+			require.LessOrEqual(t, float64(r.UpPackets), 1.05*perMachine)
+			require.LessOrEqual(t, float64(r.DownPackets), 1.05*perMachine)
+			require.Greater(t, r.PacketsSent, r.UpPackets, "the sessions' datagrams are merged")
+			require.Zero(t, r.PacketsForged)
+		})
+	}
+}
+
+// TestRelayTopologyHidesAddresses: in the relay topology every datagram a
+// machine receives was sent by the relay's node, and every datagram a
+// machine sends goes to it; each session's transport is a relay.Client,
+// which names its peers by slot only.
+func TestRelayTopologyHidesAddresses(t *testing.T) {
+	const machines = 4
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	var toMachines, fromMachines int
+	tap := func(from, to int, b []byte) {
+		switch {
+		case to < machines:
+			toMachines++
+			if from != machines {
+				t.Errorf("machine %d was sent a datagram by node %d", to, from)
+			}
+		case from < machines:
+			fromMachines++
+			if to != machines {
+				t.Errorf("machine %d sent a datagram to node %d", from, to)
+			}
+		}
+	}
+	var transports []rollback.Transport
+	c := Config{Players: machines, Frames: 600, Seed: 9, Profile: p, Relay: true,
+		inspect: func(i int, tr rollback.Transport, _ testHooks) { transports = append(transports, tr) }}
+	r := runNetsim(c, tap)
+	require.NoError(t, r.Err)
+	require.True(t, r.Verified, r.Desync)
+	require.Positive(t, toMachines)
+	require.Positive(t, fromMachines)
+	require.Len(t, transports, machines)
+	for i, tr := range transports {
+		_, ok := tr.(*relay.Client)
+		require.True(t, ok, "machine %d's transport is a %T", i, tr)
+	}
+	// And the mesh, for contrast: the same tap sees machines talk.
+	c.Relay, c.inspect = false, nil
+	direct := 0
+	r = runNetsim(c, func(from, to int, b []byte) { direct++ })
+	require.True(t, r.Verified, r.Desync)
+	require.Positive(t, direct)
+}
+
+// tamperer is a relay's link that alters what it forwards to node victim
+// from slot source between from and until (network time): it flips a bit
+// of the body of each input datagram (kind 1), or, with reslot, names
+// slot reslot as the sender instead.
+type tamperer struct {
+	relay.Link
+	nw          *netsim.Network
+	victim      int
+	source      int
+	reslot      int // -1: flip a body bit
+	from, until time.Duration
+	altered     int
+	buf         []byte
+}
+
+func (tm *tamperer) Send(peer int, b []byte) error {
+	now := tm.nw.Now()
+	if peer != tm.victim || now < tm.from || now >= tm.until {
+		return tm.Link.Send(peer, b)
+	}
+	tm.buf = append(tm.buf[:0], b...)
+	for i := 1; i < len(tm.buf); {
+		slot := int(tm.buf[i])
+		n, w := binary.Uvarint(tm.buf[i+1:])
+		body := tm.buf[i+1+w : i+1+w+int(n)]
+		if slot == tm.source && body[0]>>4 == 1 {
+			tm.altered++
+			if tm.reslot >= 0 {
+				tm.buf[i] = byte(tm.reslot)
+			} else {
+				body[2] ^= 0x10 // the first byte of the input packet: the base frame
+			}
+		}
+		i += 1 + w + int(n)
+	}
+	return tm.Link.Send(peer, tm.buf)
+}
+
+// TestRelayCannotAlterAnInput: a relay that changes a byte of the inputs
+// it forwards, or names another machine as their sender, cannot make a
+// session take them: each fails the MAC of the pair's link key, which the
+// relay does not hold, is counted as forged from the peer it claims to
+// come from, and raises EventForgery naming it; the match plays on (the
+// sessions resend) and verifies.
+func TestRelayCannotAlterAnInput(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		reslot int
+		named  int // machine 0's peer the forgeries are counted against
+	}{{"flipped bit", -1, 0}, {"another sender", 2, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var tm *tamperer
+			forgery := -1 // the peer machine 0's first EventForgery named
+			var forged [2]int64
+			c := Config{Players: 3, Frames: 900, Seed: 11, Profile: netsim.Profile{Latency: 10 * time.Millisecond}, Relay: true,
+				relayLink: func(nw *netsim.Network, l relay.Link) relay.Link {
+					tm = &tamperer{Link: l, nw: nw, victim: 0, source: 1, reslot: tc.reslot, from: 5 * time.Second, until: 8 * time.Second}
+					return tm
+				},
+				watch: func(i int, s *rollback.Session, events []rollback.Event) {
+					if i != 0 {
+						return
+					}
+					for _, e := range events {
+						if e.Kind == rollback.EventForgery && forgery < 0 {
+							forgery = e.Peer
+						}
+					}
+					for p := range forged {
+						ps, _ := s.PeerStats(p)
+						forged[p] = ps.PacketsForged
+					}
+				}}
+			r := Run(c)
+			require.NoError(t, r.Err)
+			require.True(t, r.Verified, r.Desync)
+			require.Greater(t, tm.altered, 100)
+			require.Equal(t, tc.named, forgery, "EventForgery names the claimed sender")
+			require.Equal(t, int64(tm.altered), forged[tc.named], "every altered datagram caught")
+			require.Zero(t, forged[1-tc.named])
+			require.Equal(t, int64(tm.altered), r.PacketsForged, "and nothing else")
+		})
+	}
+}
