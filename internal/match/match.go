@@ -213,22 +213,15 @@ type Result struct {
 	Checksums []uint64
 	Want      uint64 // checksum of the offline re-simulation
 
-	Rollbacks         int64
-	ResimulatedFrames int64
-	HitchSpells       int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
-	Hitches           int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
-	MaxRollbackFrames int
-	MaxResimulated    int
-	StallFrames       int64
-	PacketsSent       int64
-	BytesSent         int64 // payload only
-	// UpPackets and UpBytes count the datagrams the machines gave the
-	// network and their payload bytes (netsim only: the UDP/IP headers
-	// are UDPOverhead each), DownPackets and DownBytes those sent to
-	// them; in the relay topology, to and from the relay (envelopes),
-	// so that the sessions' PacketsSent and BytesSent are what is inside.
-	UpPackets, UpBytes     int64
-	DownPackets, DownBytes int64
+	Rollbacks              int64
+	ResimulatedFrames      int64
+	HitchSpells            int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
+	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
+	MaxRollbackFrames      int
+	MaxResimulated         int
+	StallFrames            int64
+	PacketsSent            int64
+	BytesSent              int64 // payload only
 	PacketsInvalid         int64
 	TransportDrops         int64 // UDP only: datagrams the transport dropped (unknown address, oversized, queue full)
 	Hits                   int32 // ships destroyed, from the final state
@@ -328,6 +321,14 @@ type Result struct {
 	// TickWork has, with Config.TickWork, every tick of every machine,
 	// machine by machine (a machine's ticks while it was down excluded).
 	TickWork []TickWork
+
+	// UpPackets and UpBytes count the datagrams the machines gave the
+	// network and their payload bytes (netsim only: the UDP/IP headers
+	// are UDPOverhead each), DownPackets and DownBytes those sent to
+	// them; in the relay topology, to and from the relay (envelopes),
+	// so that the sessions' PacketsSent and BytesSent are what is inside.
+	UpPackets, UpBytes     int64
+	DownPackets, DownBytes int64
 }
 
 // SimulatedSeconds is the virtual time the match took.
