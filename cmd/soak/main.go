@@ -19,6 +19,17 @@
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
 //	     [-adversary KIND|all] [-adversary-machine N]
 //	     [-step-cost D] [-copy-cost NS] [-state-size BYTES]
+//	     [-topology mesh|relay] [-relay-hops half|full]
+//
+// With -topology relay every machine has one link, to a relay node in the
+// middle of the netsim network (package relay), which forwards the
+// sessions' datagrams in envelopes merged once a tick; each hop has half
+// the profile (-relay-hops full: the whole profile), so that a relayed path
+// is as impaired as a mesh link. The summary and the JSON give the wire
+// each machine sent and was sent (up_/down_bytes_per_machine_per_second,
+// UDP/IP headers included; in the relay topology, envelopes to and from
+// the relay), beside the sessions' own datagrams
+// (bytes_per_peer_per_second).
 //
 // With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
 // -playout delay; the summary counts hitches (render frames a due frame
@@ -102,6 +113,8 @@ type Summary struct {
 	InputLag       int    `json:"input_delay"`
 	Snapshots      string `json:"snapshots"`
 	Transport      string `json:"transport"`
+	Topology       string `json:"topology"`             // mesh or relay
+	RelayHops      string `json:"relay_hops,omitempty"` // relay: half or full, each hop's share of the profile
 	Mode           string `json:"mode"`
 	TickRate       int    `json:"tick_rate"`
 	PlayoutMs      int64  `json:"playout_ms,omitempty"` // lockstep: the playout delay (-1: none)
@@ -145,6 +158,13 @@ type Summary struct {
 	BytesSent              int64   `json:"bytes_sent"`
 	PacketsPerPeerPerFrame float64 `json:"packets_per_peer_per_frame"`
 	BytesPerPeerPerSecond  float64 `json:"bytes_per_peer_per_second"`
+	// The wire (netsim only), UDP/IP headers included: what each machine
+	// gave the network a second, what was sent to it, and its datagrams
+	// a tick. In the relay topology, envelopes to and from the relay; in
+	// the mesh, the same as the sessions' own (bytes_per_peer_per_second).
+	UpBytesPerMachinePerSecond   float64 `json:"up_bytes_per_machine_per_second,omitempty"`
+	DownBytesPerMachinePerSecond float64 `json:"down_bytes_per_machine_per_second,omitempty"`
+	UpPacketsPerMachinePerTick   float64 `json:"up_packets_per_machine_per_tick,omitempty"`
 
 	SimulatedSeconds      float64          `json:"simulated_seconds"`
 	WallSeconds           float64          `json:"wall_seconds"`
@@ -360,6 +380,7 @@ type options struct {
 	rejoin, lateJoin                                                     int
 	startSpread, handshakeTimeout                                        time.Duration
 	relay                                                                bool
+	topology, relayHops                                                  string
 	webrtc                                                               *webrtcRun // with -transport webrtc: the current profile's
 	adversary                                                            string     // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                     int        // -1: rotating (options.adversaryOf)
@@ -423,6 +444,8 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips), udp (real sockets on loopback, real time, profile applied by a shaper) or webrtc (pion data channels on loopback, in process, real time, profile applied by a shaper)")
 	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
+	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay node in the middle, package relay; netsim only)")
+	fs.StringVar(&o.relayHops, "relay-hops", "half", "with -topology relay: each hop (machine to relay, relay to machine) has half the profile, so a relayed path is as impaired as a mesh link, or full: each hop the whole profile")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
 	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
@@ -574,7 +597,8 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Recover: o.recover, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
-					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval}
+					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval,
+					Relay: o.topology == "relay", RelayFullHops: o.relayHops == "full"}
 				c.StepCost, c.SaveCost = o.modelCosts()
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
 				if o.rejoin > 0 {
@@ -1048,6 +1072,12 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, errors.New("-transport webrtc: without -spectators, -forge, -rejoin and -late-join (they need sockets of their own: use -transport udp)")
 	case o.relay && o.transport != "webrtc":
 		return nil, 0, errors.New("-relay: only with -transport webrtc")
+	case o.topology != "mesh" && o.topology != "relay":
+		return nil, 0, fmt.Errorf("-topology: %q (want mesh or relay)", o.topology)
+	case o.relayHops != "half" && o.relayHops != "full":
+		return nil, 0, fmt.Errorf("-relay-hops: %q (want half or full)", o.relayHops)
+	case o.topology == "relay" && (o.transport != "netsim" || o.spectators > 0 || o.forge > 0):
+		return nil, 0, errors.New("-topology relay: only with -transport netsim, without -spectators and -forge (not built yet)")
 	case o.mode != "rollback" && o.mode != "lockstep":
 		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
 	case o.network != "udp4" && o.network != "udp6":
@@ -1097,13 +1127,17 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
-		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport,
+		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport, Topology: o.topology,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
 		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, RecordDir: o.record,
 		ForgeRate: o.forge}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
 	}
+	if o.topology == "relay" {
+		s.RelayHops = o.relayHops
+	}
+	var upPackets, upBytes, downPackets, downBytes int64
 
 	var ticks, advN int
 	var snd match.SoundReport
@@ -1214,6 +1248,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.PacketsForged += r.PacketsForged
 		s.PacketsSent += r.PacketsSent
 		s.BytesSent += r.BytesSent
+		upPackets, upBytes = upPackets+r.UpPackets, upBytes+r.UpBytes
+		downPackets, downBytes = downPackets+r.DownPackets, downBytes+r.DownBytes
 		s.Hits += int64(r.Hits)
 		ticks += r.Ticks
 	}
@@ -1237,6 +1273,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.PacketsPerPeerPerFrame = float64(s.PacketsSent) / peerFrames
 		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.machines) / s.SimulatedSeconds
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
+		s.UpBytesPerMachinePerSecond = round2(float64(upBytes+match.UDPOverhead*upPackets) / float64(o.machines) / s.SimulatedSeconds)
+		s.DownBytesPerMachinePerSecond = round2(float64(downBytes+match.UDPOverhead*downPackets) / float64(o.machines) / s.SimulatedSeconds)
+		s.UpPacketsPerMachinePerTick = round2(float64(upPackets) / peerFrames)
 	}
 	mis, resim := report.MispredictionDepths(rs), report.Resimulated(rs)
 	s.MispredictionDepthMean, s.MispredictionDepthP95, s.MispredictionDepthMax = round2(mis.Mean), mis.P95, mis.Max
@@ -1336,8 +1375,8 @@ func printSummary(w io.Writer, s *Summary) {
 	if !s.Passed {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s, seed %d, %s mode, %s, max rollback %d, delay %d\n",
-		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputLag)
+	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s (%s), seed %d, %s mode, %s, max rollback %d, delay %d\n",
+		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Topology, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputLag)
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
 	if s.Mode == "lockstep" {
@@ -1349,6 +1388,10 @@ func printSummary(w io.Writer, s *Summary) {
 		s.ResimulatedFrames, report.FormatFloat(s.ResimulatedMean, 1), s.ResimulatedP95, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
+	if s.UpPacketsPerMachinePerTick > 0 {
+		fmt.Fprintf(w, "  wire (%s): %.0f B/s up, %.0f B/s down per machine (UDP/IP headers included), %.2f datagrams up per machine per tick\n",
+			s.Topology, s.UpBytesPerMachinePerSecond, s.DownBytesPerMachinePerSecond, s.UpPacketsPerMachinePerTick)
+	}
 	if s.Mode != "lockstep" { // lockstep has neither frame-advantage stalls nor a dynamic input lag
 		fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f), frames apart %.2f (max %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
 			s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.MeanAbsFrameGap, s.MaxAbsFrameGap, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
