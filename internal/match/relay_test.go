@@ -155,6 +155,7 @@ func TestRelayCannotAlterAnInput(t *testing.T) {
 			r := Run(c)
 			require.NoError(t, r.Err)
 			require.True(t, r.Verified, r.Desync)
+			t.Logf("%d datagrams altered, forged counts %v, EventForgery named peer %d", tm.altered, forged, forgery)
 			require.Greater(t, tm.altered, 100)
 			require.Equal(t, tc.named, forgery, "EventForgery names the claimed sender")
 			require.Equal(t, int64(tm.altered), forged[tc.named], "every altered datagram caught")
