@@ -22,7 +22,8 @@
 //	     [-topology mesh|relay] [-relay-hops half|full]
 //
 // With -topology relay every machine has one link, to a relay node in the
-// middle of the netsim network (package relay), which forwards the
+// middle of the netsim network (package relay; with -transport udp, a
+// socket of its own on loopback), which forwards the
 // sessions' datagrams in envelopes merged once a tick; each hop has half
 // the profile (-relay-hops full: the whole profile), so that a relayed path
 // is as impaired as a mesh link. The summary and the JSON give the wire
@@ -158,7 +159,8 @@ type Summary struct {
 	BytesSent              int64   `json:"bytes_sent"`
 	PacketsPerPeerPerFrame float64 `json:"packets_per_peer_per_frame"`
 	BytesPerPeerPerSecond  float64 `json:"bytes_per_peer_per_second"`
-	// The wire (netsim only), UDP/IP headers included: what each machine
+	// The wire (netsim; over udp in the relay topology only, counted by
+	// the clients and the relay), UDP/IP headers included: what each machine
 	// gave the network a second, what was sent to it, and its datagrams
 	// a tick. In the relay topology, envelopes to and from the relay; in
 	// the mesh, the same as the sessions' own (bytes_per_peer_per_second).
@@ -444,7 +446,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips), udp (real sockets on loopback, real time, profile applied by a shaper) or webrtc (pion data channels on loopback, in process, real time, profile applied by a shaper)")
 	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
-	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay node in the middle, package relay; netsim only)")
+	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay in the middle, package relay: a netsim node, or with -transport udp a socket of its own)")
 	fs.StringVar(&o.relayHops, "relay-hops", "half", "with -topology relay: each hop (machine to relay, relay to machine) has half the profile, so a relayed path is as impaired as a mesh link, or full: each hop the whole profile")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
 	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
@@ -1076,8 +1078,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-topology: %q (want mesh or relay)", o.topology)
 	case o.relayHops != "half" && o.relayHops != "full":
 		return nil, 0, fmt.Errorf("-relay-hops: %q (want half or full)", o.relayHops)
-	case o.topology == "relay" && (o.transport != "netsim" || o.spectators > 0 || o.forge > 0):
-		return nil, 0, errors.New("-topology relay: only with -transport netsim, without -spectators and -forge (not built yet)")
+	case o.topology == "relay" && (o.transport == "tcp-model" || o.transport == "webrtc" || o.spectators > 0 || o.forge > 0):
+		return nil, 0, errors.New("-topology relay: only with -transport netsim or udp, without -spectators and -forge (not built yet)")
 	case o.mode != "rollback" && o.mode != "lockstep":
 		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
 	case o.network != "udp4" && o.network != "udp6":

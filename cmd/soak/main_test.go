@@ -70,7 +70,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-state-size", "1MiB"}, "-state-size"},
 		{[]string{"-topology", "star"}, "-topology"},
 		{[]string{"-topology", "relay", "-relay-hops", "some"}, "-relay-hops"},
-		{[]string{"-topology", "relay", "-transport", "udp"}, "-topology"},
+		{[]string{"-topology", "relay", "-transport", "webrtc"}, "-topology"},
+		{[]string{"-topology", "relay", "-transport", "tcp-model"}, "-topology"},
 		{[]string{"-topology", "relay", "-spectators", "2"}, "-topology"},
 	}
 	if match.AdversaryBuilt { // otherwise -adversary is refused first (TestAdversaryNeedsItsBuild)

@@ -181,8 +181,8 @@ type Config struct {
 	// model. It changes nothing in the match.
 	TickWork bool
 
-	// Relay plays the match in the relay topology (relay.go; netsim
-	// only): every machine's one link is to a relay node in the middle,
+	// Relay plays the match in the relay topology (relay.go; over UDP
+	// udp_relay.go): every machine's one link is to a relay in the middle,
 	// which forwards the sessions' datagrams in envelopes (package relay),
 	// and every session has a Secret the relay does not. Each hop, machine
 	// to relay and relay to machine, has hopProfile(Profile): the path
@@ -323,8 +323,9 @@ type Result struct {
 	TickWork []TickWork
 
 	// UpPackets and UpBytes count the datagrams the machines gave the
-	// network and their payload bytes (netsim only: the UDP/IP headers
-	// are UDPOverhead each), DownPackets and DownBytes those sent to
+	// network and their payload bytes (netsim; over UDP in the relay
+	// topology only, counted by the relay.Clients and the relay; the
+	// UDP/IP headers are UDPOverhead each), DownPackets and DownBytes those sent to
 	// them; in the relay topology, to and from the relay (envelopes),
 	// so that the sessions' PacketsSent and BytesSent are what is inside.
 	UpPackets, UpBytes     int64

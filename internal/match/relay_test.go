@@ -164,3 +164,21 @@ func TestRelayCannotAlterAnInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayOverUDP: a relayed match over real sockets on loopback, the
+// relay a udp.Transport of its own polled in its goroutine, each hop
+// shaped with half of wifi: it verifies, one envelope a tick each way.
+func TestRelayOverUDP(t *testing.T) {
+	t.Parallel()
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	r := RunUDP(Config{Players: 3, Frames: 240, Seed: 13, Profile: p, Relay: true}, UDPOptions{})
+	require.NoError(t, r.Err)
+	require.True(t, r.Completed)
+	require.True(t, r.Verified, r.Desync)
+	require.Positive(t, r.UpPackets)
+	require.Greater(t, r.PacketsSent, r.UpPackets, "merged")
+	require.LessOrEqual(t, float64(r.UpPackets), 1.1*float64(3*r.Ticks))
+	require.Zero(t, r.PacketsForged)
+	t.Logf("%d ticks; up %d envelopes, %d bytes; down %d, %d; the sessions' %d datagrams", r.Ticks, r.UpPackets, r.UpBytes, r.DownPackets, r.DownBytes, r.PacketsSent)
+}
