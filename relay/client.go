@@ -110,5 +110,19 @@ func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
 	return copy(buf, b), c.peerOf(slot), true
 }
 
+// Move points the client at another relay: link (which may be the same)
+// reaches it as peer relay. Nothing of the session changes: its datagrams
+// are sealed end to end, so the new relay forwards them as the old one did,
+// and what was lost between the two is loss to the session, which resends
+// it. The records of the envelope being handed out are still handed out;
+// what was gathered since the last Flush goes to the new relay.
+func (c *Client) Move(link Link, relay int) error {
+	if link == nil || relay < 0 {
+		return ErrConfig
+	}
+	c.link, c.relay = link, relay
+	return nil
+}
+
 // Stats returns what the client has done so far.
 func (c *Client) Stats() ClientStats { return c.stats }

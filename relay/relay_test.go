@@ -280,3 +280,39 @@ func FuzzEnvelope(f *testing.F) {
 		}
 	})
 }
+
+func TestClientMovesToAnotherRelay(t *testing.T) {
+	// Nodes 0 and 1 are machines, 2 and 3 relays.
+	nw, err := netsim.New(4, 1, netsim.Profile{})
+	require.NoError(t, err)
+	var relays [2]*relay.Relay
+	for k := range relays {
+		relays[k], err = relay.New(relay.Config{Machines: 2, Link: nw.Endpoint(2 + k)})
+		require.NoError(t, err)
+	}
+	var clients [2]*relay.Client
+	for i := range clients {
+		clients[i], err = relay.NewClient(nw.Endpoint(i), 1, i, 2) // node 2 is each machine's peer 1
+		require.NoError(t, err)
+	}
+	exchange := func(b byte) []got {
+		require.NoError(t, clients[0].Send(0, []byte{b}))
+		require.NoError(t, clients[0].Flush())
+		nw.Advance(time.Second / 60)
+		for _, r := range relays {
+			r.Poll(nw.Now())
+		}
+		nw.Advance(time.Millisecond)
+		return drain(clients[1])
+	}
+	require.Equal(t, []got{{0, "\x01"}}, exchange(1))
+	require.Equal(t, int64(1), relays[0].Stats().Forwarded)
+	for i, c := range clients {
+		require.NoError(t, c.Move(nw.Endpoint(i), 2)) // node 3 is each machine's peer 2
+	}
+	require.Equal(t, []got{{0, "\x02"}}, exchange(2))
+	require.Equal(t, int64(1), relays[0].Stats().Forwarded)
+	require.Equal(t, int64(1), relays[1].Stats().Forwarded)
+	require.ErrorIs(t, clients[0].Move(nil, 0), relay.ErrConfig)
+	require.ErrorIs(t, clients[0].Move(nw.Endpoint(0), -1), relay.ErrConfig)
+}

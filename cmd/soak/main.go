@@ -114,8 +114,9 @@ type Summary struct {
 	InputLag       int    `json:"input_delay"`
 	Snapshots      string `json:"snapshots"`
 	Transport      string `json:"transport"`
-	Topology       string `json:"topology"`             // mesh or relay
-	RelayHops      string `json:"relay_hops,omitempty"` // relay: half or full, each hop's share of the profile
+	Topology       string `json:"topology"`                // mesh or relay
+	RelayHops      string `json:"relay_hops,omitempty"`    // relay: half or full, each hop's share of the profile
+	RelayMoveMs    int64  `json:"relay_move_ms,omitempty"` // -relay-move: the relay died mid-match and the machines moved this long after
 	Mode           string `json:"mode"`
 	TickRate       int    `json:"tick_rate"`
 	PlayoutMs      int64  `json:"playout_ms,omitempty"` // lockstep: the playout delay (-1: none)
@@ -383,6 +384,7 @@ type options struct {
 	startSpread, handshakeTimeout                                        time.Duration
 	relay                                                                bool
 	topology, relayHops                                                  string
+	relayMove                                                            time.Duration
 	webrtc                                                               *webrtcRun // with -transport webrtc: the current profile's
 	adversary                                                            string     // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                     int        // -1: rotating (options.adversaryOf)
@@ -448,6 +450,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
 	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay in the middle, package relay: a netsim node, or with -transport udp a socket of its own)")
 	fs.StringVar(&o.relayHops, "relay-hops", "half", "with -topology relay: each hop (machine to relay, relay to machine) has half the profile, so a relayed path is as impaired as a mesh link, or full: each hop the whole profile")
+	fs.DurationVar(&o.relayMove, "relay-move", 0, "with -topology relay on netsim: the relay dies at a random moment of each match's first fifth to half, and the machines move to another relay this long after (relay.Client.Move, as a lobby would move the match); 0: never")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
 	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
@@ -608,6 +611,9 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				}
 				if o.lateJoin > 0 {
 					latePlan(&c, o.machines, o.lateJoin)
+				}
+				if o.relayMove > 0 {
+					relayMovePlan(&c, o.relayMove)
 				}
 				switch o.transport {
 				case "udp":
@@ -1078,6 +1084,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-topology: %q (want mesh or relay)", o.topology)
 	case o.relayHops != "half" && o.relayHops != "full":
 		return nil, 0, fmt.Errorf("-relay-hops: %q (want half or full)", o.relayHops)
+	case o.relayMove < 0 || o.relayMove > 0 && (o.topology != "relay" || o.transport != "netsim"):
+		return nil, 0, errors.New("-relay-move: a duration ≥ 0, with -topology relay on netsim")
 	case o.topology == "relay" && (o.transport == "tcp-model" || o.transport == "webrtc" || o.spectators > 0 || o.forge > 0):
 		return nil, 0, errors.New("-topology relay: only with -transport netsim or udp, without -spectators and -forge (not built yet)")
 	case o.mode != "rollback" && o.mode != "lockstep":
@@ -1137,7 +1145,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.ChecksumEvery = desync.DefaultEvery
 	}
 	if o.topology == "relay" {
-		s.RelayHops = o.relayHops
+		s.RelayHops, s.RelayMoveMs = o.relayHops, o.relayMove.Milliseconds()
 	}
 	var upPackets, upBytes, downPackets, downBytes int64
 
@@ -1521,6 +1529,15 @@ func rejoinPlan(c *match.Config, machines int) {
 	c.DropAt = c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
 	c.RejoinAfter = time.Second + time.Duration(r.Int64N(int64(9*time.Second)))
 	c.StandIn = true
+}
+
+// relayMovePlan kills c's relay at a random moment of the match's first
+// fifth to half, drawn from its seed, and moves the machines to another
+// after.
+func relayMovePlan(c *match.Config, after time.Duration) {
+	r := rand.New(rand.NewPCG(c.Seed, 0x5e1a))
+	f := c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
+	c.RelayDiesAt, c.RelayMoveAfter = time.Duration(f)*match.Tick, after
 }
 
 // latePlan reserves k machines' slots in c's match (not the host, nor the

@@ -73,6 +73,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-topology", "relay", "-transport", "webrtc"}, "-topology"},
 		{[]string{"-topology", "relay", "-transport", "tcp-model"}, "-topology"},
 		{[]string{"-topology", "relay", "-spectators", "2"}, "-topology"},
+		{[]string{"-relay-move", "1s"}, "-relay-move"},
+		{[]string{"-topology", "relay", "-transport", "udp", "-relay-move", "1s"}, "-relay-move"},
 	}
 	if match.AdversaryBuilt { // otherwise -adversary is refused first (TestAdversaryNeedsItsBuild)
 		cases = append(cases, badFlag{[]string{"-adversary", "lookahead", "-adversary-machine", "2"}, "-adversary-machine"},

@@ -190,6 +190,12 @@ type Config struct {
 	// each hop the whole Profile instead (a relay far off the path).
 	Relay         bool
 	RelayFullHops bool
+	// RelayDiesAt, when positive, kills the relay at that network time
+	// (it reads nothing more), and RelayMoveAfter later every machine's
+	// relay.Client moves to a second relay (Client.Move), as a lobby would
+	// move the match: the sessions see loss meanwhile, and must verify.
+	RelayDiesAt    time.Duration
+	RelayMoveAfter time.Duration
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -429,9 +435,8 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 		r.Err = err
 		return r
 	}
-	nodes, prof := machines, c.Profile
+	nodes, prof := machines+relayNodes(c), c.Profile
 	if c.Relay {
-		nodes++
 		if !c.RelayFullHops {
 			prof = hopProfile(prof)
 		}
@@ -452,7 +457,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	transport := func(i int) rollback.Transport { return nw.Endpoint(i) }
 	var rl *relayNode
 	if c.Relay {
-		if rl, err = newRelayNode(nw, machines, c.relayLink); err != nil {
+		if rl, err = newRelayNode(nw, machines, c); err != nil {
 			r.Err = err
 			return r
 		}
@@ -515,7 +520,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			done = done && rn.ms[i].finished
 		}
 		if rl != nil {
-			rl.r.Poll(nw.Now())
+			rl.poll(nw, c)
 		}
 		if rn.script != nil {
 			done = rn.over(nw.Now(), func(i int) bool { return rn.ms[i].finished })

@@ -17,6 +17,10 @@ type relayNode struct {
 	r       *relay.Relay
 	node    int
 	clients []*relay.Client
+	// With Config.RelayDiesAt: the second relay, node+1, which the
+	// machines move to RelayMoveAfter later; moved once they have.
+	next  *relay.Relay
+	moved bool
 }
 
 // checkRelay refuses what the relay topology does not carry yet.
@@ -28,21 +32,40 @@ func checkRelay(c Config, machines int) error {
 		return fmt.Errorf("%w: the relay topology needs two machines", ErrConfig)
 	case c.Forge > 0 || c.Spectators > 0:
 		return fmt.Errorf("%w: the relay topology without -forge and -spectators (not built yet)", ErrConfig)
+	case c.RelayDiesAt < 0 || c.RelayMoveAfter < 0:
+		return fmt.Errorf("%w: negative RelayDiesAt or RelayMoveAfter", ErrConfig)
 	}
 	return nil
 }
 
-// newRelayNode makes the relay of a network of machines+1 nodes.
-func newRelayNode(nw *netsim.Network, machines int, wrap func(*netsim.Network, relay.Link) relay.Link) (*relayNode, error) {
+// relayNodes is how many relay nodes a match of c has.
+func relayNodes(c Config) int {
+	switch {
+	case !c.Relay:
+		return 0
+	case c.RelayDiesAt > 0:
+		return 2
+	}
+	return 1
+}
+
+// newRelayNode makes the relay of a network of machines+relayNodes(c)
+// nodes: node machines, and machines+1 with Config.RelayDiesAt.
+func newRelayNode(nw *netsim.Network, machines int, c Config) (*relayNode, error) {
 	var link relay.Link = nw.Endpoint(machines)
-	if wrap != nil {
-		link = wrap(nw, link)
+	if c.relayLink != nil {
+		link = c.relayLink(nw, link)
 	}
 	r, err := relay.New(relay.Config{Machines: machines, Link: link, Tick: Tick})
 	if err != nil {
 		return nil, err
 	}
 	rl := &relayNode{r: r, node: machines}
+	if c.RelayDiesAt > 0 {
+		if rl.next, err = relay.New(relay.Config{Machines: machines, Link: nw.Endpoint(machines + 1), Tick: Tick}); err != nil {
+			return nil, err
+		}
+	}
 	for i := range machines {
 		// The relay is the last node: every machine's peer machines-1.
 		c, err := relay.NewClient(nw.Endpoint(i), machines-1, i, machines)
@@ -76,9 +99,11 @@ func hopProfile(p netsim.Profile) netsim.Profile {
 func wire(nw *netsim.Network, machines int, rl *relayNode, r *Result) {
 	for i := range machines {
 		if rl != nil {
-			up, down := nw.Link(i, rl.node), nw.Link(rl.node, i)
-			r.UpPackets, r.UpBytes = r.UpPackets+int64(up.Sent), r.UpBytes+int64(up.Bytes)
-			r.DownPackets, r.DownBytes = r.DownPackets+int64(down.Sent), r.DownBytes+int64(down.Bytes)
+			for node := rl.node; node < nw.Nodes(); node++ { // the relays: the nodes after the machines
+				up, down := nw.Link(i, node), nw.Link(node, i)
+				r.UpPackets, r.UpBytes = r.UpPackets+int64(up.Sent), r.UpBytes+int64(up.Bytes)
+				r.DownPackets, r.DownBytes = r.DownPackets+int64(down.Sent), r.DownBytes+int64(down.Bytes)
+			}
 			continue
 		}
 		for j := range machines {
@@ -87,6 +112,27 @@ func wire(nw *netsim.Network, machines int, rl *relayNode, r *Result) {
 			r.DownPackets, r.DownBytes = r.DownPackets+int64(down.Sent), r.DownBytes+int64(down.Bytes)
 		}
 	}
+}
+
+// poll runs the relays at network time now: the first until it dies
+// (Config.RelayDiesAt; what reaches it after is never read), the second,
+// once the machines have moved to it RelayMoveAfter later.
+func (rl *relayNode) poll(nw *netsim.Network, c Config) {
+	now := nw.Now()
+	if rl.next == nil || now < c.RelayDiesAt {
+		rl.r.Poll(now)
+		return
+	}
+	if !rl.moved && now >= c.RelayDiesAt+c.RelayMoveAfter {
+		rl.moved = true
+		for i, cl := range rl.clients {
+			// The second relay is node rl.node+1: machine i's peer rl.node.
+			if err := cl.Move(nw.Endpoint(i), rl.node); err != nil {
+				panic(err) // a valid link and peer: cannot fail
+			}
+		}
+	}
+	rl.next.Poll(now)
 }
 
 // flush sends what machine i's session sent in its tick, in one envelope.

@@ -182,3 +182,34 @@ func TestRelayOverUDP(t *testing.T) {
 	require.Zero(t, r.PacketsForged)
 	t.Logf("%d ticks; up %d envelopes, %d bytes; down %d, %d; the sessions' %d datagrams", r.Ticks, r.UpPackets, r.UpBytes, r.DownPackets, r.DownBytes, r.PacketsSent)
 }
+
+// TestRelayDiesMidMatch: the relay stops at 8 s and the machines move to
+// another one a second later (relay.Client.Move), as a lobby would move
+// the match: the sessions see a second of loss, stall, and play on; the
+// match verifies, nobody is disconnected, and the second relay carried the
+// rest.
+func TestRelayDiesMidMatch(t *testing.T) {
+	for _, tc := range []struct {
+		profile string
+		after   time.Duration
+	}{{"wifi", time.Second}, {"hell", 3 * time.Second}} {
+		t.Run(tc.profile, func(t *testing.T) {
+			p, err := netsim.ParseProfile(tc.profile)
+			require.NoError(t, err)
+			var up [2]int
+			c := Config{Players: 4, Frames: 1200, Seed: 17, Profile: p, Relay: true, RelayDiesAt: 8 * time.Second, RelayMoveAfter: tc.after}
+			r := runNetsim(c, func(from, to int, b []byte) {
+				if from < 4 {
+					up[to-4]++ // to the first relay (node 4) or the second (node 5)
+				}
+			})
+			require.NoError(t, r.Err)
+			require.True(t, r.Completed)
+			require.True(t, r.Verified, r.Desync)
+			require.Positive(t, r.StallFrames, "a relay's death is felt")
+			require.Positive(t, up[0])
+			require.Positive(t, up[1])
+			t.Logf("up to the first relay %d envelopes, to the second %d; %d stall frames", up[0], up[1], r.StallFrames)
+		})
+	}
+}
