@@ -724,7 +724,7 @@ func isTerminal(f *os.File) bool {
 func reportRun(o options, s *Summary, results []match.Result) report.Run {
 	rows := [][2]string{
 		{"matches", fmt.Sprintf("%d × %d players on %d machines × %d frames, seed %d", s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Seed)},
-		{"network", fmt.Sprintf("%s over %s", s.Profile, s.Transport)},
+		{"network", fmt.Sprintf("%s over %s, %s topology", s.Profile, s.Transport, s.Topology)},
 		{"verified", fmt.Sprintf("%d of %d (desyncs %d, errors %d)", s.Verified, s.Matches, s.Desyncs, s.Errors)},
 		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames)", s.Rollbacks, s.RollbacksPer100Frames)},
 		{"misprediction depth", fmt.Sprintf("mean %s, 95th percentile %d, deepest %d frames back", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MispredictionDepthMax)},
