@@ -213,3 +213,24 @@ func TestRelayDiesMidMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayMatchIsDeterministic: a relayed match over netsim is a function
+// of its seed, relay included: the same seed plays the same match, bit for
+// bit, and another seed another.
+func TestRelayMatchIsDeterministic(t *testing.T) {
+	p, err := netsim.ParseProfile("hell")
+	require.NoError(t, err)
+	play := func(seed uint64) Result {
+		r := Run(Config{Players: 3, Frames: 600, Seed: seed, Profile: p, Relay: true, RelayDiesAt: 4 * time.Second, RelayMoveAfter: time.Second})
+		require.True(t, r.Verified, r.Desync)
+		return r
+	}
+	a, b, c := play(23), play(23), play(24)
+	same := func(x, y Result) bool {
+		return x.Ticks == y.Ticks && x.UpBytes == y.UpBytes && x.DownBytes == y.DownBytes && x.UpPackets == y.UpPackets &&
+			x.PacketsSent == y.PacketsSent && x.BytesSent == y.BytesSent && x.Rollbacks == y.Rollbacks && x.StallFrames == y.StallFrames &&
+			x.ResimulatedFrames == y.ResimulatedFrames
+	}
+	require.True(t, same(a, b), "seed 23 twice: %+v\n%+v", a, b)
+	require.False(t, same(a, c), "seeds 23 and 24 played alike")
+}
