@@ -17,6 +17,11 @@
 // receives one datagram per tick instead of one per peer: fewer UDP/IP
 // headers, the same bytes inside.
 //
+// The relay keeps nothing a match needs beyond the envelopes it has not
+// sent yet, so a match survives its relay's death by moving: each machine's
+// [Client.Move] points it at another relay, and the sessions see the gap as
+// loss.
+//
 // Both types are deterministic state machines with no goroutines and no
 // clock of their own: the relay is given the time, the client is driven by
 // the session's calls. Their one dependency is a [Link], which a
