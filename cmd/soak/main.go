@@ -1086,8 +1086,8 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-relay-hops: %q (want half or full)", o.relayHops)
 	case o.relayMove < 0 || o.relayMove > 0 && (o.topology != "relay" || o.transport != "netsim"):
 		return nil, 0, errors.New("-relay-move: a duration ≥ 0, with -topology relay on netsim")
-	case o.topology == "relay" && (o.transport == "tcp-model" || o.transport == "webrtc" || o.spectators > 0 || o.forge > 0):
-		return nil, 0, errors.New("-topology relay: only with -transport netsim or udp, without -spectators and -forge (not built yet)")
+	case o.topology == "relay" && (o.transport == "tcp-model" || o.transport == "webrtc" || o.spectators > 0 || o.forge > 0 && o.transport != "netsim"):
+		return nil, 0, errors.New("-topology relay: only with -transport netsim or udp, without -spectators, and -forge only on netsim (not built yet)")
 	case o.mode != "rollback" && o.mode != "lockstep":
 		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
 	case o.network != "udp4" && o.network != "udp6":

@@ -73,6 +73,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-topology", "relay", "-transport", "webrtc"}, "-topology"},
 		{[]string{"-topology", "relay", "-transport", "tcp-model"}, "-topology"},
 		{[]string{"-topology", "relay", "-spectators", "2"}, "-topology"},
+		{[]string{"-topology", "relay", "-transport", "udp", "-forge", "100"}, "-topology"},
 		{[]string{"-relay-move", "1s"}, "-relay-move"},
 		{[]string{"-topology", "relay", "-transport", "udp", "-relay-move", "1s"}, "-relay-move"},
 	}

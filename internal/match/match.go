@@ -475,6 +475,14 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			ep := nw.Endpoint(i)
 			return fg.wrap(i, ep, func([]byte) bool { return ep.Injected() || c.forgeCountAll }, false)
 		}
+		if rl != nil {
+			nw.Tap = nil // the clients' wrappers show the attacker the sessions' datagrams
+			fg.inject = rl.injector(nw)
+			transport = func(i int) rollback.Transport {
+				ep := nw.Endpoint(i)
+				return fg.wrap(i, rl.clients[i], func([]byte) bool { return ep.Injected() || c.forgeCountAll }, true)
+			}
+		}
 	}
 	rn, err := prepare(c, transport, func(i int) func() time.Duration { return nw.Clock(i) },
 		func(i int) io.Reader { return seededRand(c.Seed, c.randSalt, i) })

@@ -1,6 +1,7 @@
 package match
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -30,8 +31,8 @@ func checkRelay(c Config, machines int) error {
 		return nil
 	case machines < 2:
 		return fmt.Errorf("%w: the relay topology needs two machines", ErrConfig)
-	case c.Forge > 0 || c.Spectators > 0:
-		return fmt.Errorf("%w: the relay topology without -forge and -spectators (not built yet)", ErrConfig)
+	case c.Spectators > 0:
+		return fmt.Errorf("%w: the relay topology without spectators (not built yet)", ErrConfig)
 	case c.RelayDiesAt < 0 || c.RelayMoveAfter < 0:
 		return fmt.Errorf("%w: negative RelayDiesAt or RelayMoveAfter", ErrConfig)
 	}
@@ -133,6 +134,19 @@ func (rl *relayNode) poll(nw *netsim.Network, c Config) {
 		}
 	}
 	rl.next.Poll(now)
+}
+
+// injector delivers an off-path attacker's datagram b to machine to as
+// the relay would forward one from machine from: in an envelope from the
+// relay's node, its source address (Config.Forge).
+func (rl *relayNode) injector(nw *netsim.Network) func(from, to int, b []byte) {
+	var env []byte
+	return func(from, to int, b []byte) {
+		env = append(env[:0], 0xe1, byte(from)) // an envelope of one record (docs/protocol.md)
+		env = binary.AppendUvarint(env, uint64(len(b)))
+		env = append(env, b...)
+		_ = nw.Inject(rl.node, to, env)
+	}
 }
 
 // flush sends what machine i's session sent in its tick, in one envelope.

@@ -234,3 +234,28 @@ func TestRelayMatchIsDeterministic(t *testing.T) {
 	require.True(t, same(a, b), "seed 23 twice: %+v\n%+v", a, b)
 	require.False(t, same(a, c), "seeds 23 and 24 played alike")
 }
+
+// TestRelayTopologyForgery: an off-path attacker who spoofs the relay's
+// address sends every machine forged envelopes, each carrying one forged
+// datagram of every kind (random, mangled copies of the match's own,
+// replays of an earlier match, handshakes) as if forwarded from another
+// machine: the clients hand them to the sessions, which take none; the
+// match verifies. With every datagram counted as forged, the genuine ones
+// are counted as taken: the accounting sees through the client.
+func TestRelayTopologyForgery(t *testing.T) {
+	p, err := netsim.ParseProfile("wifi")
+	require.NoError(t, err)
+	c := Config{Players: 3, Frames: 900, Seed: 27, Profile: p, Relay: true, Forge: 1200}
+	r := Run(c)
+	require.NoError(t, r.Err)
+	require.True(t, r.Completed)
+	require.True(t, r.Verified, r.Desync)
+	require.Greater(t, r.ForgedReceived, int64(10000))
+	require.Zero(t, r.ForgedAccepted)
+	require.Positive(t, r.PacketsForged)
+	t.Logf("%d forged sent, %d received by the sessions, %d caught by the MAC, %d taken", r.ForgedDatagrams, r.ForgedReceived, r.PacketsForged, r.ForgedAccepted)
+
+	c.forgeCountAll = true
+	r = Run(c)
+	require.Positive(t, r.ForgedAccepted)
+}

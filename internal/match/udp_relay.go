@@ -1,6 +1,7 @@
 package match
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -25,6 +26,10 @@ func runUDPRelay(c Config, o UDPOptions, network string, ip netip.Addr) Result {
 	machines := machinesOf(c)
 	if err := checkRelay(c, machines); err != nil {
 		r.Err = err
+		return r
+	}
+	if c.Forge > 0 {
+		r.Err = fmt.Errorf("%w: forgeries in the relay topology: netsim only so far", ErrConfig)
 		return r
 	}
 	prof := c.Profile
