@@ -24,7 +24,7 @@ ADVERSARY := -tags rewind_adversary
 # The library: what a game imports. Its module graph must not hold the tools'
 # heavy dependencies (plotting, GUI, WebRTC, browsers). -deps covers what
 # these import (the wire codecs through ./rollback).
-LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./determinism ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./desync/bundle ./replay ./netlog ./pacer ./fixed ./rng
+LIBRARY  := ./rollback ./rollback/udp ./rollback/netsim ./relay ./determinism ./savestate ./predict ./advantage ./inputlag ./sound ./desync ./desync/bundle ./replay ./netlog ./pacer ./fixed ./rng
 HEAVY    := gonum|ebiten|pion|chromedp
 
 # STATICCHECK: pinned (v0.8.2 is staticcheck 2026.2.2, the newest release, for Go 1.26); go run
@@ -44,7 +44,7 @@ test: check
 	$(GO) test -count=1 -vet=off ./rollback/
 
 ## race: the packages whose code or tests run goroutines (RACE) under the race detector, built with the adversary: the UDP transport, the network simulator, and the match harness and the soak, which drive several sessions at once (the detector checks that they share nothing); their longest match tests play a sample under it. The session core has no goroutines: the detector has nothing to find in the other packages' tests, which it slowed 5-20 times, and it compiles the standard library and every package a second time.
-RACE     := ./rollback/udp/ ./rollback/netsim/ ./internal/match/ ./cmd/soak/...
+RACE     := ./rollback/udp/ ./rollback/netsim/ ./internal/match/ ./cmd/relay/ ./cmd/soak/...
 race:
 	GORACE="$$GORACE atexit_sleep_ms=0" $(GO) test $(ADVERSARY) -race -shuffle=on -count=1 -vet=off -parallel 4 -timeout=10m $(RACE)
 

@@ -14,11 +14,11 @@
 // A [Session] is a deterministic, single-threaded state machine driven by
 // the game loop, in the manner of etcd's raft.RawNode. Its I/O goes through
 // what the caller injects: datagrams through a [Transport]
-// (rollback/netsim for tests, rollback/udp for play), time through a
-// clock (Config.Clock), the handshake's nonce and keys through
-// Config.Rand. It starts no goroutine and uses no global randomness, so a
-// whole match over netsim, handshake included, is a deterministic function
-// of its seed.
+// (rollback/netsim for tests, rollback/udp for play, a relay.Client
+// through a relay in the middle), time through a clock (Config.Clock),
+// the handshake's nonce and keys through Config.Rand. It starts no
+// goroutine and uses no global randomness, so a whole match over netsim,
+// handshake included, is a deterministic function of its seed.
 //
 // # Making a game rollback-ready
 //

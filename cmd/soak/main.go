@@ -19,6 +19,18 @@
 //	     [-mode rollback|lockstep] [-tick 60] [-playout 100ms] [-forge RATE]
 //	     [-adversary KIND|all] [-adversary-machine N]
 //	     [-step-cost D] [-copy-cost NS] [-state-size BYTES]
+//	     [-topology mesh|relay] [-relay-hops half|full]
+//
+// With -topology relay every machine has one link, to a relay node in the
+// middle of the netsim network (package relay; with -transport udp, a
+// socket of its own on loopback), which forwards the
+// sessions' datagrams in envelopes merged once a tick; each hop has half
+// the profile (-relay-hops full: the whole profile), so that a relayed path
+// is as impaired as a mesh link. The summary and the JSON give the wire
+// each machine sent and was sent (up_/down_bytes_per_machine_per_second,
+// UDP/IP headers included; in the relay topology, envelopes to and from
+// the relay), beside the sessions' own datagrams
+// (bytes_per_peer_per_second).
 //
 // With -mode lockstep the sessions run in lockstep mode at -tick Hz with a
 // -playout delay; the summary counts hitches (render frames a due frame
@@ -103,6 +115,9 @@ type Summary struct {
 	InputLag       int    `json:"input_delay"`
 	Snapshots      string `json:"snapshots"`
 	Transport      string `json:"transport"`
+	Topology       string `json:"topology"`                // mesh or relay
+	RelayHops      string `json:"relay_hops,omitempty"`    // relay: half or full, each hop's share of the profile
+	RelayMoveMs    int64  `json:"relay_move_ms,omitempty"` // -relay-move: the relay died mid-match and the machines moved this long after
 	Mode           string `json:"mode"`
 	TickRate       int    `json:"tick_rate"`
 	PlayoutMs      int64  `json:"playout_ms,omitempty"` // lockstep: the playout delay (-1: none)
@@ -146,6 +161,14 @@ type Summary struct {
 	BytesSent              int64   `json:"bytes_sent"`
 	PacketsPerPeerPerFrame float64 `json:"packets_per_peer_per_frame"`
 	BytesPerPeerPerSecond  float64 `json:"bytes_per_peer_per_second"`
+	// The wire (netsim; over udp in the relay topology only, counted by
+	// the clients and the relay), UDP/IP headers included: what each machine
+	// gave the network a second, what was sent to it, and its datagrams
+	// a tick. In the relay topology, envelopes to and from the relay; in
+	// the mesh, the same as the sessions' own (bytes_per_peer_per_second).
+	UpBytesPerMachinePerSecond   float64 `json:"up_bytes_per_machine_per_second,omitempty"`
+	DownBytesPerMachinePerSecond float64 `json:"down_bytes_per_machine_per_second,omitempty"`
+	UpPacketsPerMachinePerTick   float64 `json:"up_packets_per_machine_per_tick,omitempty"`
 
 	SimulatedSeconds      float64          `json:"simulated_seconds"`
 	WallSeconds           float64          `json:"wall_seconds"`
@@ -377,6 +400,8 @@ type options struct {
 	rejoin, lateJoin                                                     int
 	startSpread, handshakeTimeout                                        time.Duration
 	relay                                                                bool
+	topology, relayHops                                                  string
+	relayMove                                                            time.Duration
 	webrtc                                                               *webrtcRun // with -transport webrtc: the current profile's
 	adversary                                                            string     // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                     int        // -1: rotating (options.adversaryOf)
@@ -442,6 +467,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.startSpread, "start-spread", 0, "the host (machine 0) starts this much before the others")
 	fs.StringVar(&o.transport, "transport", "netsim", "sim or netsim (virtual time), tcp-model (netsim with every link a TCP model: in order, a lost packet resent after two round trips), udp (real sockets on loopback, real time, profile applied by a shaper) or webrtc (pion data channels on loopback, in process, real time, profile applied by a shaper)")
 	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
+	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay in the middle, package relay: a netsim node, or with -transport udp a socket of its own)")
+	fs.StringVar(&o.relayHops, "relay-hops", "half", "with -topology relay: each hop (machine to relay, relay to machine) has half the profile, so a relayed path is as impaired as a mesh link, or full: each hop the whole profile")
+	fs.DurationVar(&o.relayMove, "relay-move", 0, "with -topology relay on netsim: the relay dies at a random moment of each match's first fifth to half, and the machines move to another relay this long after (relay.Client.Move, as a lobby would move the match); 0: never")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
 	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
 	fs.DurationVar(&o.playout, "playout", 0, "with -mode lockstep: the playout delay (Config.PlayoutDelay; 0 for 100ms, negative for none)")
@@ -593,7 +621,8 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 					ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, Recover: o.recover, Record: o.record != "", Log: o.logDir != "",
 					HandshakeTimeout: o.handshakeTimeout, RedundantFrames: o.redundant, SendEveryTick: o.everyTick,
 					Lockstep: o.mode == "lockstep", TickRate: o.tick, Playout: o.playout, Reliable: o.transport == "tcp-model",
-					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval}
+					Forge: o.forge, Spectators: o.spectators, Witnesses: o.witnesses, TickWork: o.model.on(), SnapshotInterval: o.snapInterval,
+					Relay: o.topology == "relay", RelayFullHops: o.relayHops == "full"}
 				c.StepCost, c.SaveCost = o.modelCosts()
 				c.InjectSystem, c.Bundle = o.injectSystem, o.injectDesync > 0 || o.bundleDir != ""
 				c.Adversary, c.AdversaryMachine = o.adversaryOf(i)
@@ -602,6 +631,9 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				}
 				if o.lateJoin > 0 {
 					latePlan(&c, o.machines, o.lateJoin)
+				}
+				if o.relayMove > 0 {
+					relayMovePlan(&c, o.relayMove)
 				}
 				switch o.transport {
 				case "udp":
@@ -717,7 +749,7 @@ func isTerminal(f *os.File) bool {
 func reportRun(o options, s *Summary, results []match.Result) report.Run {
 	rows := [][2]string{
 		{"matches", fmt.Sprintf("%d × %d players on %d machines × %d frames, seed %d", s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Seed)},
-		{"network", fmt.Sprintf("%s over %s", s.Profile, s.Transport)},
+		{"network", fmt.Sprintf("%s over %s, %s topology", s.Profile, s.Transport, s.Topology)},
 		{"verified", fmt.Sprintf("%d of %d (desyncs %d, errors %d)", s.Verified, s.Matches, s.Desyncs, s.Errors)},
 		{"rollbacks", fmt.Sprintf("%d (%.1f per 100 peer-frames)", s.Rollbacks, s.RollbacksPer100Frames)},
 		{"misprediction depth", fmt.Sprintf("mean %s, 95th percentile %d, deepest %d frames back", report.FormatFloat(s.MispredictionDepthMean, 2), s.MispredictionDepthP95, s.MispredictionDepthMax)},
@@ -1140,6 +1172,14 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, errors.New("-transport webrtc: without -spectators, -forge, -rejoin and -late-join (they need sockets of their own: use -transport udp)")
 	case o.relay && o.transport != "webrtc":
 		return nil, 0, errors.New("-relay: only with -transport webrtc")
+	case o.topology != "mesh" && o.topology != "relay":
+		return nil, 0, fmt.Errorf("-topology: %q (want mesh or relay)", o.topology)
+	case o.relayHops != "half" && o.relayHops != "full":
+		return nil, 0, fmt.Errorf("-relay-hops: %q (want half or full)", o.relayHops)
+	case o.relayMove < 0 || o.relayMove > 0 && (o.topology != "relay" || o.transport != "netsim"):
+		return nil, 0, errors.New("-relay-move: a duration ≥ 0, with -topology relay on netsim")
+	case o.topology == "relay" && (o.transport == "tcp-model" || o.transport == "webrtc" || o.spectators > 0 || o.forge > 0 && o.transport != "netsim"):
+		return nil, 0, errors.New("-topology relay: only with -transport netsim or udp, without -spectators, and -forge only on netsim (not built yet)")
 	case o.mode != "rollback" && o.mode != "lockstep":
 		return nil, 0, fmt.Errorf("-mode: %q (want rollback or lockstep)", o.mode)
 	case o.network != "udp4" && o.network != "udp6":
@@ -1189,13 +1229,17 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Summary {
 	s := Summary{Skew: o.skew, Hiccups: o.hiccups, InputLagHistogram: map[string]int64{},
 		Matches: o.matches, Players: o.players, Machines: o.machines, FramesPerMatch: o.frames, Seed: o.seed,
-		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport,
+		Profile: o.profile, MaxRollback: o.maxRollback, InputLag: o.delay, Snapshots: o.snapshots, Transport: o.transport, Topology: o.topology,
 		Mode: o.mode, TickRate: o.tick, PlayoutMs: playoutMs(o),
 		Extrapolate: o.extrapolate, ChecksumEvery: o.checksumEvery, InjectDesync: o.injectDesync, InjectSystem: o.injectSystem, RecordDir: o.record,
 		ForgeRate: o.forge}
 	if s.ChecksumEvery == 0 {
 		s.ChecksumEvery = desync.DefaultEvery
 	}
+	if o.topology == "relay" {
+		s.RelayHops, s.RelayMoveMs = o.relayHops, o.relayMove.Milliseconds()
+	}
+	var upPackets, upBytes, downPackets, downBytes int64
 
 	var ticks, advN int
 	var snd match.SoundReport
@@ -1319,6 +1363,8 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.PacketsForged += r.PacketsForged
 		s.PacketsSent += r.PacketsSent
 		s.BytesSent += r.BytesSent
+		upPackets, upBytes = upPackets+r.UpPackets, upBytes+r.UpBytes
+		downPackets, downBytes = downPackets+r.DownPackets, downBytes+r.DownBytes
 		s.Hits += int64(r.Hits)
 		ticks += r.Ticks
 	}
@@ -1342,6 +1388,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		s.PacketsPerPeerPerFrame = float64(s.PacketsSent) / peerFrames
 		s.BytesPerPeerPerSecond = float64(s.BytesSent+match.UDPOverhead*s.PacketsSent) / float64(o.machines) / s.SimulatedSeconds
 		s.RollbacksPer100Frames = 100 * float64(s.Rollbacks) / peerFrames
+		s.UpBytesPerMachinePerSecond = round2(float64(upBytes+match.UDPOverhead*upPackets) / float64(o.machines) / s.SimulatedSeconds)
+		s.DownBytesPerMachinePerSecond = round2(float64(downBytes+match.UDPOverhead*downPackets) / float64(o.machines) / s.SimulatedSeconds)
+		s.UpPacketsPerMachinePerTick = round2(float64(upPackets) / peerFrames)
 	}
 	mis, resim := report.MispredictionDepths(rs), report.Resimulated(rs)
 	s.MispredictionDepthMean, s.MispredictionDepthP95, s.MispredictionDepthMax = round2(mis.Mean), mis.P95, mis.Max
@@ -1444,8 +1493,8 @@ func printSummary(w io.Writer, s *Summary) {
 	if !s.Passed {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s, seed %d, %s mode, %s, max rollback %d, delay %d\n",
-		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputLag)
+	fmt.Fprintf(w, "soak %s: %d matches × %d players on %d machines × %d frames, profile %s over %s (%s), seed %d, %s mode, %s, max rollback %d, delay %d\n",
+		verdict, s.Matches, s.Players, s.Machines, s.FramesPerMatch, s.Profile, s.Transport, s.Topology, s.Seed, s.Mode, s.Snapshots, s.MaxRollback, s.InputLag)
 	fmt.Fprintf(w, "  completed %d/%d   verified %d/%d   desyncs %d   errors %d\n",
 		s.Completed, s.Matches, s.Verified, s.Matches, s.Desyncs, s.Errors)
 	if s.Mode == "lockstep" {
@@ -1457,6 +1506,10 @@ func printSummary(w io.Writer, s *Summary) {
 		s.ResimulatedFrames, report.FormatFloat(s.ResimulatedMean, 1), s.ResimulatedP95, s.MaxResimulatedFrames, s.StallFrames)
 	fmt.Fprintf(w, "  packets %d (%.2f per peer per frame)   %.0f B/s per peer (UDP/IP headers included)   ships destroyed %d\n",
 		s.PacketsSent, s.PacketsPerPeerPerFrame, s.BytesPerPeerPerSecond, s.Hits)
+	if s.UpPacketsPerMachinePerTick > 0 {
+		fmt.Fprintf(w, "  wire (%s): %.0f B/s up, %.0f B/s down per machine (UDP/IP headers included), %.2f datagrams up per machine per tick\n",
+			s.Topology, s.UpBytesPerMachinePerSecond, s.DownBytesPerMachinePerSecond, s.UpPacketsPerMachinePerTick)
+	}
 	if s.Mode != "lockstep" { // lockstep has neither frame-advantage stalls nor a dynamic input lag
 		fmt.Fprintf(w, "  fairness: mean |advantage| %.2f frames (max %.2f, first 100 frames %.2f), frames apart %.2f (max %.2f)   stalls %.1f per minute per machine (advantage %d, input lag %d, cadence violations %d)\n",
 			s.MeanAbsAdvantage, s.MaxAbsAdvantage, s.EarlyAbsAdvantage, s.MeanAbsFrameGap, s.MaxAbsFrameGap, s.StallFramesPerMinute, s.AdvantageStallFrames, s.InputLagStallFrames, s.StallCadenceViolation)
@@ -1584,6 +1637,15 @@ func rejoinPlan(c *match.Config, machines int) {
 	c.DropAt = c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
 	c.RejoinAfter = time.Second + time.Duration(r.Int64N(int64(9*time.Second)))
 	c.StandIn = true
+}
+
+// relayMovePlan kills c's relay at a random moment of the match's first
+// fifth to half, drawn from its seed, and moves the machines to another
+// after.
+func relayMovePlan(c *match.Config, after time.Duration) {
+	r := rand.New(rand.NewPCG(c.Seed, 0x5e1a))
+	f := c.Frames/5 + r.IntN(max(1, c.Frames/2-c.Frames/5))
+	c.RelayDiesAt, c.RelayMoveAfter = time.Duration(f)*match.Tick, after
 }
 
 // latePlan reserves k machines' slots in c's match (not the host, nor the

@@ -68,6 +68,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-copy-cost", "0.1"}, "-copy-cost"},
 		{[]string{"-step-cost", "1ms", "-state-size", "1TiB"}, "-state-size"},
 		{[]string{"-state-size", "1MiB"}, "-state-size"},
+		{[]string{"-topology", "star"}, "-topology"},
+		{[]string{"-topology", "relay", "-relay-hops", "some"}, "-relay-hops"},
+		{[]string{"-topology", "relay", "-transport", "webrtc"}, "-topology"},
+		{[]string{"-topology", "relay", "-transport", "tcp-model"}, "-topology"},
+		{[]string{"-topology", "relay", "-spectators", "2"}, "-topology"},
+		{[]string{"-topology", "relay", "-transport", "udp", "-forge", "100"}, "-topology"},
+		{[]string{"-relay-move", "1s"}, "-relay-move"},
+		{[]string{"-topology", "relay", "-transport", "udp", "-relay-move", "1s"}, "-relay-move"},
 	}
 	if match.AdversaryBuilt { // otherwise -adversary is refused first (TestAdversaryNeedsItsBuild)
 		cases = append(cases, badFlag{[]string{"-adversary", "lookahead", "-adversary-machine", "2"}, "-adversary-machine"},
@@ -197,6 +205,29 @@ func TestBandwidth(t *testing.T) {
 			t.Logf("%.0f B/s per peer", s.BytesPerPeerPerSecond)
 		})
 	}
+}
+
+// TestRelayTopologyBandwidth: the relay topology verifies and each machine
+// sends one datagram a tick, under what the mesh sends on the wire, with
+// the sessions' own datagrams as many as in the mesh.
+func TestRelayTopologyBandwidth(t *testing.T) {
+	t.Parallel()
+	var sums [2]Summary
+	for k, topology := range []string{"mesh", "relay"} {
+		var out, errOut bytes.Buffer
+		require.Equal(t, 0, run([]string{"-topology", topology, "-players", "4", "-profile", "far", "-matches", "2", "-frames", "1200", "-json", "-"}, &out, &errOut), errOut.String())
+		require.NoError(t, json.Unmarshal(out.Bytes(), &sums[k]))
+		require.Equal(t, topology, sums[k].Topology)
+		require.Equal(t, 2, sums[k].Verified)
+	}
+	mesh, relay := sums[0], sums[1]
+	t.Logf("wire up per machine: mesh %.0f B/s, relay %.0f B/s", mesh.UpBytesPerMachinePerSecond, relay.UpBytesPerMachinePerSecond)
+	require.Equal(t, "half", relay.RelayHops)
+	require.InDelta(t, mesh.UpBytesPerMachinePerSecond, mesh.BytesPerPeerPerSecond, 1)
+	require.LessOrEqual(t, relay.UpPacketsPerMachinePerTick, 1.01)
+	require.Greater(t, mesh.UpPacketsPerMachinePerTick, 2.5)
+	require.Less(t, relay.UpBytesPerMachinePerSecond, 0.75*mesh.UpBytesPerMachinePerSecond)
+	require.Less(t, relay.DownBytesPerMachinePerSecond, 0.75*mesh.DownBytesPerMachinePerSecond)
 }
 
 // TestInjectDesync is issue 6's command: every match ends with a detected

@@ -37,6 +37,9 @@ type forgery struct {
 	rn       *run
 	started  bool  // every machine has simulated a frame
 	racing   int64 // forged handshakes sent before that
+	// inject delivers a forged datagram on netsim (nil: Network.Inject):
+	// in the relay topology, in an envelope from the relay's node.
+	inject func(from, to int, b []byte)
 }
 
 // newForgery returns the attacker of match c, loaded with the datagrams
@@ -51,6 +54,7 @@ func newForgery(c Config, machines int) (*forgery, error) {
 	ec.Forge, ec.SessionID, ec.randSalt = 0, sessionID(c), c.randSalt+1
 	ec.Frames = min(c.Frames, earlierFrames)
 	ec.Log, ec.Record, ec.DropAt, ec.InjectDesync, ec.Adversary, ec.inspect = false, false, 0, 0, liar.None, nil
+	ec.Relay, ec.RelayDiesAt = false, 0 // the attacker records the datagrams, not envelopes
 	runNetsim(ec, f.LoadEarlier)
 	return &forgery{f: f, rate: c.Forge, machines: machines, sent: make([]int64, machines),
 		turn: make([]int, machines), trs: make([]*forgeTransport, machines)}, nil
@@ -114,7 +118,11 @@ func (fg *forgery) injectUntil(nw *netsim.Network, t time.Duration) {
 	for to := range fg.machines {
 		for fg.sent[to] < due {
 			b, from := fg.next(to)
-			_ = nw.Inject(from, to, b)
+			if fg.inject != nil {
+				fg.inject(from, to, b)
+			} else {
+				_ = nw.Inject(from, to, b)
+			}
 		}
 	}
 }

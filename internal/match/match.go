@@ -30,6 +30,7 @@ import (
 	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/examples/arena"
 	"github.com/rewindgg/rewind/internal/liar"
+	"github.com/rewindgg/rewind/relay"
 	"github.com/rewindgg/rewind/replay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
@@ -190,11 +191,31 @@ type Config struct {
 	// model. It changes nothing in the match.
 	TickWork bool
 
+	// Relay plays the match in the relay topology (relay.go; over UDP
+	// udp_relay.go): every machine's one link is to a relay in the middle,
+	// which forwards the sessions' datagrams in envelopes (package relay),
+	// and every session has a Secret the relay does not. Each hop, machine
+	// to relay and relay to machine, has hopProfile(Profile): the path
+	// through the relay is as impaired as a mesh link. RelayFullHops gives
+	// each hop the whole Profile instead (a relay far off the path).
+	Relay         bool
+	RelayFullHops bool
+	// RelayDiesAt, when positive, kills the relay at that network time
+	// (it reads nothing more), and RelayMoveAfter later every machine's
+	// relay.Client moves to a second relay (Client.Move), as a lobby would
+	// move the match: the sessions see loss meanwhile, and must verify.
+	RelayDiesAt    time.Duration
+	RelayMoveAfter time.Duration
+
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
 	// inspect, when set (tests), sees each machine's transport and test
 	// hooks as its session gets them.
 	inspect func(i int, tr rollback.Transport, h testHooks)
+	// relayLink, when set (tests), wraps the relay's link; watch sees
+	// each machine's session and events after each of its ticks.
+	relayLink func(*netsim.Network, relay.Link) relay.Link
+	watch     func(i int, s *rollback.Session, events []rollback.Event)
 }
 
 // Result is what happened in one match.
@@ -330,6 +351,15 @@ type Result struct {
 	// TickWork has, with Config.TickWork, every tick of every machine,
 	// machine by machine (a machine's ticks while it was down excluded).
 	TickWork []TickWork
+
+	// UpPackets and UpBytes count the datagrams the machines gave the
+	// network and their payload bytes (netsim; over UDP in the relay
+	// topology only, counted by the relay.Clients and the relay; the
+	// UDP/IP headers are UDPOverhead each), DownPackets and DownBytes those sent to
+	// them; in the relay topology, to and from the relay (envelopes),
+	// so that the sessions' PacketsSent and BytesSent are what is inside.
+	UpPackets, UpBytes     int64
+	DownPackets, DownBytes int64
 }
 
 // SimulatedSeconds is the virtual time the match took.
@@ -426,7 +456,17 @@ func Run(c Config) Result { return runNetsim(c, nil) }
 // runNetsim is Run; tap, when set, is the network's Tap.
 func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	machines := max(1, machinesOf(c))
-	nw, err := netsim.New(machines, c.Seed, c.Profile)
+	if err := checkRelay(c, machines); err != nil {
+		r.Err = err
+		return r
+	}
+	nodes, prof := machines+relayNodes(c), c.Profile
+	if c.Relay {
+		if !c.RelayFullHops {
+			prof = hopProfile(prof)
+		}
+	}
+	nw, err := netsim.New(nodes, c.Seed, prof)
 	if err != nil {
 		r.Err = err
 		return r
@@ -440,6 +480,14 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	}
 	nw.Tap = tap
 	transport := func(i int) rollback.Transport { return nw.Endpoint(i) }
+	var rl *relayNode
+	if c.Relay {
+		if rl, err = newRelayNode(nw, machines, c); err != nil {
+			r.Err = err
+			return r
+		}
+		transport = rl.transport
+	}
 	var fg *forgery
 	if c.Forge > 0 && machines > 1 {
 		if fg, err = newForgery(c, machines); err != nil {
@@ -451,6 +499,14 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 		transport = func(i int) rollback.Transport {
 			ep := nw.Endpoint(i)
 			return fg.wrap(i, ep, func([]byte) bool { return ep.Injected() || c.forgeCountAll }, false)
+		}
+		if rl != nil {
+			nw.Tap = nil // the clients' wrappers show the attacker the sessions' datagrams
+			fg.inject = rl.injector(nw)
+			transport = func(i int) rollback.Transport {
+				ep := nw.Endpoint(i)
+				return fg.wrap(i, rl.clients[i], func([]byte) bool { return ep.Injected() || c.forgeCountAll }, true)
+			}
 		}
 	}
 	rn, err := prepare(c, transport, func(i int) func() time.Duration { return nw.Clock(i) },
@@ -486,13 +542,18 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 				}
 				for now >= deadline[i] && !nw.Frozen(i) {
 					deadline[i] += Tick
-					if _, err := rn.tick(i); err != nil && !rn.adversaryFailed(i, err) && !rn.detected(&r, i, err) {
+					_, err := rn.tick(i)
+					rl.flush(i)
+					if err != nil && !rn.adversaryFailed(i, err) && !rn.detected(&r, i, err) {
 						r.Err = err
 						return r
 					}
 				}
 			}
 			done = done && rn.ms[i].finished
+		}
+		if rl != nil {
+			rl.poll(nw, c)
 		}
 		if rn.script != nil {
 			done = rn.over(nw.Now(), func(i int) bool { return rn.ms[i].finished })
@@ -535,6 +596,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 	}
 	r.Ticks = int(nw.Now() / Tick)
 	rn.finish(&r)
+	wire(nw, machines, rl, &r)
 	if c.Log {
 		for i := range rn.ms {
 			r.Logs = append(r.Logs, rn.ms[i].log.Bytes())
@@ -734,6 +796,9 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 			m.g.SetMarks(m.cfg.Marks)
 			m.cfg.Bundle = func(b *bundle.Bundle) { m.bundles = append(m.bundles, b) }
 		}
+		if c.Relay {
+			m.cfg.Secret = relaySecret(c)
+		}
 		m.cfg = withTestHooks(m.cfg, hooks)
 		if c.StandIn {
 			a := m.a
@@ -859,6 +924,9 @@ func (rn *run) tick(i int) (fin bool, err error) {
 		}
 	}
 	m.noteEvents(res.Events)
+	if c.watch != nil {
+		c.watch(i, m.s, res.Events)
+	}
 	rn.noteRejoin(i, res.Events)
 	m.afterTick(from, res.Events)
 	if c.Extrapolate {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/pacer"
+	"github.com/rewindgg/rewind/relay"
 	"github.com/rewindgg/rewind/rollback"
 	"github.com/rewindgg/rewind/rollback/netsim"
 	"github.com/rewindgg/rewind/rollback/udp"
@@ -65,6 +66,9 @@ func RunUDP(c Config, o UDPOptions) Result {
 	default:
 		r.Err = fmt.Errorf("%w: network %q", ErrConfig, network)
 		return r
+	}
+	if c.Relay {
+		return runUDPRelay(c, o, network, ip)
 	}
 	conns := make([]*net.UDPConn, machines)
 	addrs := make([]netip.AddrPort, machines)
@@ -265,6 +269,9 @@ func runLive(c Config, o UDPOptions, sessionTrs []rollback.Transport, x *udpExtr
 				}
 				rn.retarget()
 				fin, err := rn.tick(i)
+				if cl, ok := sessionTrs[i].(*relay.Client); ok {
+					_ = cl.Flush() // what this tick sent, in one envelope
+				}
 				if err != nil && rn.adversaryFailed(i, err) {
 					finished[i].Store(true) // silent from now on; the others play on
 					return

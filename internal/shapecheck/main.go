@@ -46,7 +46,7 @@ const (
 // library is the directories of the packages a game's build compiles
 // (rollback and what it imports here), without the test-support ones.
 var library = []string{
-	"rollback", "rollback/internal/wire", "rollback/udp", "rollback/netsim",
+	"rollback", "rollback/internal/wire", "rollback/udp", "rollback/netsim", "relay",
 	"savestate", "desync", "desync/bundle", "advantage", "inputlag", "predict", "netlog", "pacer",
 	"fixed", "rng", "replay", "sound", "determinism",
 	"internal/memcopy", "internal/inbox", "internal/pqueue", "internal/heap",

@@ -1,0 +1,128 @@
+package relay
+
+// Client is a machine's transport in the relay topology: it implements
+// rollback.Transport over the machine's one link, to the relay. The
+// session's peer k is the machine in slot k, or k+1 from the client's own
+// slot on (rollback.Config.Peers lists the other machines in slot order).
+//
+// Send only gathers: the game calls [Client.Flush] after every
+// Session.Advance, Idle and Close, which sends what that call gathered in
+// one envelope. Receive hands out the records of the relay's envelopes one
+// by one, each as a datagram from the peer it names. It is not safe for
+// concurrent use (a session calls its transport from its own methods only).
+type Client struct {
+	link  Link
+	relay int // the relay's peer number on link
+	self  int // our slot
+	slots int // the match's machines
+
+	out  []byte // the envelope being gathered
+	in   []byte // the envelope being handed out
+	rest []byte // its records not yet handed out
+
+	stats ClientStats
+}
+
+// ClientStats counts what a client did.
+type ClientStats struct {
+	EnvelopesOut int64 // envelopes sent to the relay
+	BytesOut     int64 // their bytes
+	EnvelopesIn  int64 // well-formed envelopes received from the relay
+	BytesIn      int64 // bytes of every datagram received
+	// Dropped counts the datagrams dropped unread: from another peer
+	// than the relay, or not a well-formed envelope.
+	Dropped int64
+}
+
+// NewClient returns the transport of the machine in slot self of a match
+// of machines machines, whose link reaches the relay as peer relay.
+func NewClient(link Link, relay, self, machines int) (*Client, error) {
+	if link == nil || relay < 0 || machines < 2 || machines > MaxSlots || self < 0 || self >= machines {
+		return nil, ErrConfig
+	}
+	return &Client{link: link, relay: relay, self: self, slots: machines,
+		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1)}, nil
+}
+
+// slotOf is the slot of the session's peer k.
+func (c *Client) slotOf(peer int) int {
+	if peer >= c.self {
+		return peer + 1
+	}
+	return peer
+}
+
+// peerOf is the session's peer number of slot s (never c.self).
+func (c *Client) peerOf(slot int) int {
+	if slot > c.self {
+		return slot - 1
+	}
+	return slot
+}
+
+// Send gathers b for peer into the envelope Flush sends. When the
+// envelope would grow past MaxDatagram, what it holds is sent first.
+func (c *Client) Send(peer int, b []byte) error {
+	if peer < 0 || peer >= c.slots-1 {
+		return ErrSlot
+	}
+	if len(b) == 0 || len(b) > maxPayload {
+		return ErrTooLarge
+	}
+	if len(c.out)+recordOverhead+len(b) > MaxDatagram {
+		_ = c.Flush() // an error is that envelope lost, not b
+	}
+	c.out = appendRecord(c.out, c.slotOf(peer), b)
+	return nil
+}
+
+// Flush sends the envelope gathered since the last Flush, if any: one
+// datagram to the relay.
+func (c *Client) Flush() error {
+	if len(c.out) <= 1 {
+		return nil
+	}
+	err := c.link.Send(c.relay, c.out)
+	c.stats.EnvelopesOut++
+	c.stats.BytesOut += int64(len(c.out))
+	c.out = c.out[:1]
+	return err
+}
+
+// Receive copies the next datagram the relay forwarded into buf (truncated
+// to len(buf)) and returns its length and the peer that sent it.
+func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
+	for len(c.rest) == 0 {
+		m, from, ok := c.link.Receive(c.in)
+		if !ok {
+			return 0, 0, false
+		}
+		c.stats.BytesIn += int64(m)
+		if from != c.relay || m > MaxDatagram || !checkEnvelope(c.in[:m], c.slots, c.self) {
+			c.stats.Dropped++
+			continue
+		}
+		c.stats.EnvelopesIn++
+		c.rest = c.in[1:m]
+	}
+	slot, b, rest, _ := nextRecord(c.rest, c.slots, c.self)
+	c.rest = rest
+	return copy(buf, b), c.peerOf(slot), true
+}
+
+// Move points the client at another relay: link (which may be the same)
+// reaches it as peer relay. Nothing of the session changes: its datagrams
+// are sealed end to end, so the new relay forwards them as the old one did,
+// and what was lost between the two is loss to the session, which resends
+// it. The records of the envelope being handed out are still handed out;
+// what was gathered since the last Flush goes to the new relay.
+func (c *Client) Move(link Link, relay int) error {
+	if link == nil || relay < 0 {
+		return ErrConfig
+	}
+	c.link, c.relay = link, relay
+	return nil
+}
+
+// Stats returns what the client has done so far.
+func (c *Client) Stats() ClientStats { return c.stats }

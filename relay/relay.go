@@ -1,0 +1,159 @@
+// Package relay carries a rollback match through one server in the middle:
+// the relay topology (issue 50). Each machine has one link, to the relay;
+// every datagram its session sends to peer i goes to the relay in an
+// envelope naming i's slot, and the relay forwards it to i in an envelope
+// naming the sender's slot. The datagrams inside are the sessions' own,
+// sealed with the per-pair link keys and carrying the Ed25519-signed input
+// statements as in the mesh: the relay reads only the envelopes, so it can
+// drop or delay a datagram, never invent or alter one unnoticed (with
+// rollback.Config.Secret, which the relay must not hold: without it the
+// handshake is unauthenticated Diffie-Hellman that the relay could sit in
+// the middle of; docs/security.md, "The match relay").
+//
+// Envelopes merge: a [Client] puts everything its session sends in one
+// Advance into one envelope (the game calls [Client.Flush] after each
+// Advance, Idle and Close), and the [Relay] gathers, per machine, what it
+// has for it and sends it once per tick. Each machine thus sends and
+// receives one datagram per tick instead of one per peer: fewer UDP/IP
+// headers, the same bytes inside.
+//
+// The relay keeps nothing a match needs beyond the envelopes it has not
+// sent yet, so a match survives its relay's death by moving: each machine's
+// [Client.Move] points it at another relay, and the sessions see the gap as
+// loss.
+//
+// Both types are deterministic state machines with no goroutines and no
+// clock of their own: the relay is given the time, the client is driven by
+// the session's calls. Their one dependency is a [Link], which a
+// rollback.Transport (netsim, rollback/udp) satisfies.
+//
+// A machine learns no other machine's address: every datagram it receives
+// comes from the relay, and an envelope names a slot, a number from 0 to
+// the match's machines − 1.
+package relay
+
+import "time"
+
+// Link carries datagrams between this node and the nodes it is linked to,
+// numbered from 0; rollback.Transport has the same methods. Send must not
+// retain b; Receive must not block, and reports ok false when nothing is
+// waiting.
+type Link interface {
+	Send(peer int, b []byte) error
+	Receive(buf []byte) (n, peer int, ok bool)
+}
+
+// Config configures a [Relay].
+type Config struct {
+	// Machines is the number of machines of the match, 2 to MaxSlots.
+	// Machine k has slot k, and is peer k of Link.
+	Machines int
+	// Link reaches the machines.
+	Link Link
+	// Tick is how often the relay sends what it holds for each machine
+	// (0: 1/60 s).
+	Tick time.Duration
+}
+
+// Stats counts what a relay did.
+type Stats struct {
+	EnvelopesIn  int64 // envelopes received from machines, well-formed
+	EnvelopesOut int64 // envelopes sent
+	BytesIn      int64 // bytes of every datagram received, malformed ones too
+	BytesOut     int64 // bytes sent
+	Forwarded    int64 // datagrams (records) forwarded
+	Malformed    int64 // datagrams dropped: not an envelope, or from no machine
+}
+
+// Relay forwards a match's datagrams between its machines. It is not safe
+// for concurrent use.
+type Relay struct {
+	link  Link
+	tick  time.Duration
+	next  time.Duration // when the next flush is due
+	begun bool
+	out   [][]byte // by slot: the envelope being gathered for it
+	in    []byte   // the receive buffer
+	stats Stats
+}
+
+// New returns a relay for c.
+func New(c Config) (*Relay, error) {
+	if c.Machines < 2 || c.Machines > MaxSlots || c.Link == nil || c.Tick < 0 {
+		return nil, ErrConfig
+	}
+	if c.Tick == 0 {
+		c.Tick = time.Second / 60
+	}
+	r := &Relay{link: c.Link, tick: c.Tick, out: make([][]byte, c.Machines), in: make([]byte, MaxDatagram+1)}
+	for k := range r.out {
+		r.out[k] = append(make([]byte, 0, MaxDatagram), envelopeKind)
+	}
+	return r, nil
+}
+
+// Poll receives every datagram waiting on the link, gathers its records
+// by destination, and, once a tick has passed since the last flush (now is
+// the time since any fixed origin, not decreasing), sends each machine the
+// envelope gathered for it. An envelope that would grow past MaxDatagram
+// is sent at once and a new one begun.
+func (r *Relay) Poll(now time.Duration) {
+	for {
+		n, from, ok := r.link.Receive(r.in)
+		if !ok {
+			break
+		}
+		r.stats.BytesIn += int64(n)
+		if n > MaxDatagram || from < 0 || from >= len(r.out) || !checkEnvelope(r.in[:n], len(r.out), from) {
+			r.stats.Malformed++
+			continue
+		}
+		r.stats.EnvelopesIn++
+		for rest := r.in[1:n]; len(rest) > 0; {
+			var to int
+			var b []byte
+			to, b, rest, _ = nextRecord(rest, len(r.out), from)
+			r.forward(from, to, b)
+		}
+	}
+	if !r.begun {
+		r.begun, r.next = true, now
+	}
+	if now >= r.next {
+		r.Flush()
+		r.next += r.tick
+		if r.next <= now {
+			r.next = now + r.tick // fell behind: no burst of empty flushes
+		}
+	}
+}
+
+// forward puts datagram b from slot from into the envelope for slot to.
+func (r *Relay) forward(from, to int, b []byte) {
+	if len(r.out[to])+recordOverhead+len(b) > MaxDatagram {
+		r.send(to)
+	}
+	r.out[to] = appendRecord(r.out[to], from, b)
+	r.stats.Forwarded++
+}
+
+// Flush sends every machine the envelope gathered for it, if not empty.
+// Poll calls it once a tick.
+func (r *Relay) Flush() {
+	for to := range r.out {
+		if len(r.out[to]) > 1 {
+			r.send(to)
+		}
+	}
+}
+
+func (r *Relay) send(to int) {
+	// A send error is a datagram lost: the sessions resend what matters.
+	_ = r.link.Send(to, r.out[to])
+	r.stats.EnvelopesOut++
+	r.stats.BytesOut += int64(len(r.out[to]))
+	r.out[to] = r.out[to][:1]
+}
+
+// Stats returns what the relay has done so far.
+func (r *Relay) Stats() Stats { return r.stats }
