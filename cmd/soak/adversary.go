@@ -116,7 +116,10 @@ func newAdversaries(o options) *adversaries {
 	return &adversaries{o: o, byKind: map[liar.Kind]*advSum{}}
 }
 
-func (as *adversaries) add(a match.AdversaryReport) {
+// add counts one match's report a, with named, its spectators' namings by
+// machine (match.SpectatorReport.Named; a key from machines on is a
+// relaying spectator).
+func (as *adversaries) add(a match.AdversaryReport, named map[int]int, machines int) {
 	if as.o.adversary == "" {
 		return
 	}
@@ -125,17 +128,42 @@ func (as *adversaries) add(a match.AdversaryReport) {
 		k = &advSum{}
 		as.byKind[a.Kind] = k
 	}
-	as.all.add(a)
-	k.add(a)
+	as.all.add(a, named, machines)
+	k.add(a, named, machines)
 }
 
-func (s *advSum) add(a match.AdversaryReport) {
+// liarOf returns the machine that lied in a match whose report is a, or
+// -1 for none.
+func liarOf(a match.AdversaryReport) int {
+	if a.Kind == liar.None {
+		return -1
+	}
+	return a.Machine
+}
+
+// spectatorsNamedHonest returns how often the spectators named a machine
+// other than the adversary adv.
+func spectatorsNamedHonest(named map[int]int, adv, machines int) int64 {
+	var n int64
+	for m, k := range named {
+		if m != adv && m < machines {
+			n += int64(k)
+		}
+	}
+	return n
+}
+
+func (s *advSum) add(a match.AdversaryReport, named map[int]int, machines int) {
 	j := &s.j
 	j.Matches++
 	if a.Detected {
 		j.Detected++
 		j.DetectedAtFrameMax = max(j.DetectedAtFrameMax, int32(a.DetectedAt))
 	}
+	if named[a.Machine] > 0 {
+		j.NamedBySpectators++
+	}
+	j.SpectatorsSuspectedHonest += spectatorsNamedHonest(named, liarOf(a), machines)
 	if a.HonestVerified {
 		j.HonestVerified++
 	}

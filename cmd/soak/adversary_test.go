@@ -89,6 +89,22 @@ func TestAdversary(t *testing.T) {
 	assert.Equal(t, 1, sum.Adversary.ByKind["forged-gossip"].Detected)
 	assert.Zero(t, sum.Adversary.ByKind["advantage-lie"].Detected)
 
+	// The spectators' namings: of the liar, counted; of an honest machine
+	// (or, without a liar, of any machine), a failure.
+	seen := ok
+	seen.Spectators.Named = map[int]int{0: 3, 3: 1} // the liar (machine 0) and a relaying spectator (node 3)
+	wrong := ok
+	wrong.Spectators.Named = map[int]int{2: 1}
+	sum = summarize(o, []match.Result{seen, wrong}, rollback.TwoBackups)
+	require.Len(t, sum.Failures, 1)
+	assert.Contains(t, sum.Failures[0].Reason, "spectators named honest machines 1 times")
+	assert.Equal(t, 1, sum.Adversary.NamedBySpectators)
+	assert.Equal(t, int64(1), sum.Adversary.SpectatorsSuspectedHonest)
+	honest := match.Result{Completed: true, Verified: true, Rollbacks: 1}
+	honest.Spectators.Named = map[int]int{0: 1}
+	sum = summarize(options{matches: 1, players: 3, machines: 3, frames: 60, seed: 7}, []match.Result{honest}, rollback.TwoBackups)
+	require.Len(t, sum.Failures, 1, "a spectator that names a machine of an honest match")
+
 	out.Reset()
 	errOut.Reset()
 	run([]string{"-matches", "1", "-frames", "300", "-json", "-"}, &out, &errOut)

@@ -319,6 +319,12 @@ type AdversaryJSON struct {
 	// disconnected by another: any fails the match.
 	SuspectedHonest    int64 `json:"suspected_honest"`
 	HonestDisconnected int   `json:"honest_disconnected"`
+	// NamedBySpectators counts the matches in which a spectator named the
+	// adversary (EventSuspect: its witnesses outvoted it), and
+	// SpectatorsSuspectedHonest the spectators' namings of honest
+	// machines: any fails the match.
+	NamedBySpectators         int   `json:"named_by_spectators"`
+	SpectatorsSuspectedHonest int64 `json:"spectators_suspected_honest"`
 	// Suspicions counts the honest machines' suspicions of the adversary,
 	// by suspicion.
 	Suspicions map[string]int64 `json:"suspicions"`
@@ -1300,7 +1306,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 				s.SuspectsByKind[rollback.Suspicion(k).String()] += n
 			}
 		}
-		adv.add(r.Adversary)
+		adv.add(r.Adversary, r.Spectators.Named, o.machines)
 		spec.Add(r.Spectators)
 		if r.Rejoin.Rejoined {
 			s.Rejoins++
@@ -1451,6 +1457,8 @@ func failReason(o options, r *match.Result) string {
 		return "an honest machine disconnected another"
 	case a.SuspectedHonest > 0:
 		return fmt.Sprintf("honest machines suspected each other %d times", a.SuspectedHonest)
+	case spectatorsNamedHonest(r.Spectators.Named, liarOf(a), o.machines) > 0:
+		return fmt.Sprintf("spectators named honest machines %d times", spectatorsNamedHonest(r.Spectators.Named, liarOf(a), o.machines))
 	case o.rejoin > 0 && !r.Rejoin.Verified:
 		return "the machine that crashed did not come back verified"
 	case o.lateJoin > 0 && !lateVerified(r.Late, o.lateJoin):
@@ -1529,6 +1537,9 @@ func printSummary(w io.Writer, s *Summary) {
 		by := ""
 		if a.Detected > 0 {
 			by = fmt.Sprintf(" (by frame %d at the latest)", a.DetectedAtFrameMax)
+		}
+		if a.NamedBySpectators > 0 || a.SpectatorsSuspectedHonest > 0 {
+			by += fmt.Sprintf(", by spectators in %d (%d namings of honest machines)", a.NamedBySpectators, a.SpectatorsSuspectedHonest)
 		}
 		fmt.Fprintf(w, "  adversary %s on %s: named in %d/%d matches%s, honest verified %d/%d, speed ≥ %.3f, input lag ≤ %d, lookahead %.1f frames, %d lies, %d suspicions of honest machines, %d honest disconnects\n",
 			a.Kind, machineName(a.Machine), a.Detected, a.Matches, by, a.HonestVerified, a.Matches,
