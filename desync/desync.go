@@ -130,11 +130,12 @@ type Detector struct {
 	hist   []sums // the latest few from each peer, for the votes (nil with one peer: no votes)
 	gone   []bool // peers no longer compared
 	done   []int32
+	agreed int32 // the newest frame a peer's checksum matched ours at; -1: none
 }
 
 // NewDetector returns a detector for the given number of peers.
 func NewDetector(peers int) *Detector {
-	d := &Detector{remote: make([]sum, peers), gone: make([]bool, peers), done: make([]int32, peers)}
+	d := &Detector{remote: make([]sum, peers), gone: make([]bool, peers), done: make([]int32, peers), agreed: -1}
 	if peers > 1 {
 		d.hist = make([]sums, peers)
 	}
@@ -177,7 +178,16 @@ func (d *Detector) Remote(peer int, f int32, v uint64) {
 func (d *Detector) Rewind(f int32, v uint64) {
 	d.local, d.latest = sums{}, sum{}
 	d.Local(f, v)
+	d.agreed = f // the state kept: the majority's
 }
+
+// Agreed returns the newest frame at which some peer's checksum was found
+// equal to ours by [Detector.Check] (or the frame of [Detector.Rewind]),
+// or -1. Unlike [Detector.Settled], it is a frame that was compared: a
+// peer's checksum lost on the way leaves its frame settled unseen, and a
+// desync already there (found at a later frame) would be taken for
+// agreement.
+func (d *Detector) Agreed() int32 { return d.agreed }
 
 // Forget stops comparing with peer (it left): no mismatch waits for it.
 func (d *Detector) Forget(peer int) {
@@ -209,7 +219,7 @@ func (d *Detector) Check() *Error {
 			continue // not ours yet, or no longer held
 		}
 		if l == r.value {
-			d.done[p] = r.frame
+			d.done[p], d.agreed = r.frame, max(d.agreed, r.frame)
 			continue
 		}
 		us, them, waiting := d.votes(p, r.frame, l, r.value)

@@ -212,3 +212,25 @@ func TestDetectorSettled(t *testing.T) {
 	d = desync.NewDetector(0)
 	assert.Equal(t, int32(math.MaxInt32), d.Settled(), "no peers: every frame")
 }
+
+// TestDetectorAgreed: Agreed is the newest frame a peer's checksum was
+// found equal to ours at; a frame whose checksum from the peer was lost
+// settles (the peer's newer one came) without being agreed.
+func TestDetectorAgreed(t *testing.T) {
+	d := desync.NewDetector(1)
+	assert.Equal(t, int32(-1), d.Agreed())
+	d.Local(500, 1)
+	d.Remote(0, 500, 1)
+	assert.Nil(t, d.Check())
+	assert.Equal(t, int32(500), d.Agreed())
+	d.Local(1000, 2) // the peer's checksum of 1000 is lost
+	d.Local(1500, 3)
+	d.Remote(0, 1500, 4)
+	e := d.Check()
+	require.NotNil(t, e)
+	assert.Equal(t, int32(1500), e.Frame)
+	assert.GreaterOrEqual(t, d.Settled(), int32(1000), "1000 settled unseen")
+	assert.Equal(t, int32(500), d.Agreed(), "but was never agreed")
+	d.Rewind(1500, 4)
+	assert.Equal(t, int32(1500), d.Agreed(), "the state kept is the agreed one")
+}

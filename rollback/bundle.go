@@ -36,10 +36,24 @@ type bundler struct {
 	logged  Frame // noFrame: nothing logged yet
 	in      [MaxPlayers]PlayerInput
 	written int
+	// cands are the states of the two newest final checkpoints not yet
+	// agreed, copied as they became final: on a lossy link the peers'
+	// checksums of a frame can take longer than the checkpoint keeps its
+	// state (heldFinal), and a machine of three on hell then had no agreed
+	// state when the desync came (soak seed 196).
+	cands [2]candidate
+}
+
+// candidate is a final checkpoint's state, kept until it is agreed or
+// two newer ones are final.
+type candidate struct {
+	frame Frame // noFrame: none
+	data  []byte
 }
 
 func newBundler(cfg *Config, local PlayerID) *bundler {
-	b := &bundler{hook: cfg.Bundle, marks: cfg.Marks, start: noFrame, logged: noFrame}
+	b := &bundler{hook: cfg.Bundle, marks: cfg.Marks, start: noFrame, logged: noFrame,
+		cands: [2]candidate{{frame: noFrame}, {frame: noFrame}}}
 	b.info = bundle.Bundle{Players: cfg.Players, Local: int(local), SessionID: cfg.SessionID,
 		Every: cfg.ChecksumEvery, ArenaSize: cfg.State.Size(), WholeArena: cfg.ChecksumData == nil}
 	if b.info.Every == 0 {
@@ -96,22 +110,49 @@ func (b *bundler) trim(f Frame) {
 	b.base = min(f, b.logged)
 }
 
+// final keeps a copy of the state of checkpoint frame f, final now, in
+// place of the older candidate.
+func (b *bundler) final(f Frame, state []byte) {
+	if b == nil || state == nil {
+		return
+	}
+	c := &b.cands[0] // an empty slot, else the older
+	if c0, c1 := b.cands[0].frame, b.cands[1].frame; c0 != noFrame && (c1 == noFrame || c1 < c0) {
+		c = &b.cands[1]
+	}
+	c.frame, c.data = f, append(c.data[:0], state...)
+}
+
 // agree takes the newest final checkpoint at or before settled (no desync
-// can be reported there any more) whose state is still held as the agreed
-// state, if it is newer than the one kept.
+// can be reported there any more, and a peer's checksum matched ours
+// there: desync.Detector.Agreed) whose state is still held, by the
+// checkpoint or as a candidate, as the agreed state, if it is newer than
+// the one kept.
 func (b *bundler) agree(points []checkpoint, settled Frame) {
 	if b == nil {
 		return
 	}
-	var q *checkpoint
+	newer := func(f Frame) bool {
+		return f != noFrame && f <= settled && f >= b.base && (b.start == noFrame || f > b.start)
+	}
+	f, state := noFrame, []byte(nil)
 	for i := range points {
-		p := &points[i]
-		if !p.pending && p.data != nil && p.frame <= settled && p.frame >= b.base && (b.start == noFrame || p.frame > b.start) && (q == nil || p.frame > q.frame) {
-			q = p
+		if p := &points[i]; !p.pending && p.data != nil && newer(p.frame) && (f == noFrame || p.frame > f) {
+			f, state = p.frame, p.data
 		}
 	}
-	if q != nil {
-		b.adopted(q.frame, q.data)
+	for i := range b.cands {
+		if c := &b.cands[i]; newer(c.frame) && (f == noFrame || c.frame > f) {
+			f, state = c.frame, c.data
+		}
+	}
+	if f != noFrame {
+		b.adopted(f, state)
+	}
+	for i := range b.cands {
+		if c := &b.cands[i]; c.frame != noFrame && c.frame <= settled {
+			c.frame = noFrame // agreed or passed over: its buffer is reused
+		}
 	}
 }
 

@@ -246,6 +246,7 @@ func (c *checksums) finals(simulated, anchor Frame, sink checksumSink) {
 			p.sum, p.hashed = xxhash.Sum64(p.data), true
 		}
 		p.pending, c.final, c.due = false, p.frame, next
+		c.bun.final(p.frame, p.data)
 		sink.finalChecksum(p.frame, p.sum)
 		if c.det != nil {
 			c.det.Local(int32(p.frame), p.sum)
@@ -375,9 +376,12 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	}
 	if e == nil {
 		c.settled = Frame(c.det.Settled()) // the states held up to it may go
-		c.bun.agree(c.points[:], c.settled)
+		c.bun.agree(c.points[:], min(c.settled, Frame(c.det.Agreed())))
 		return nil
 	}
+	// The call that finds the desync may be the one that compared the
+	// checksum frame before it: its state is the bundle's start.
+	c.bun.agree(c.points[:], min(Frame(c.det.Settled()), Frame(c.det.Agreed()), Frame(e.Frame)-1))
 	recovered := c.rec.take(e, now)
 	if !recovered {
 		c.err = e

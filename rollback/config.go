@@ -155,7 +155,7 @@ type Config struct {
 	// Bundle, if not nil, is handed a desync bundle (package
 	// desync/bundle) of each desync this machine detects, and of each peer
 	// it finds outvoted, up to 4 in a match: the state at the latest
-	// checksum frame every machine agreed on, the final inputs from there
+	// checksum frame where a peer's checksum matched ours, the final inputs from there
 	// to the desync's frame, and this machine's re-simulation of them —
 	// a checksum per frame and, with Marks, each step's marks — with the
 	// report as detected (its Field is named later). The game writes it
@@ -163,8 +163,11 @@ type Config struct {
 	// side by side. It is called from Advance, after the re-simulation,
 	// which costs the frames since the agreed frame (up to twice
 	// ChecksumEvery) once; until a desync, the session keeps a copy of
-	// each frame's final inputs and of the state at each agreed checksum
-	// frame. Needs peers and checksums (ChecksumEvery not negative).
+	// each frame's final inputs, of the state at the latest agreed
+	// checksum frame (a peer's checksum matched ours there) and of the
+	// states at the two newest final checksum frames not yet agreed:
+	// three states more. Needs peers and checksums (ChecksumEvery not
+	// negative).
 	Bundle func(*bundle.Bundle)
 	// Observer, if not nil, is told every frame the session simulates and
 	// every extrapolation (a sound.Ledger, for rollback-safe sound).

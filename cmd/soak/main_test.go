@@ -259,13 +259,23 @@ func TestInjectDesync(t *testing.T) {
 func TestInjectDesyncSystem(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		players string
-		system  string
-	}{{"2", "ships"}, {"4", "shots"}} {
+		players, system, profile, seed, frames string
+		matches                                int
+	}{
+		{"2", "ships", "wifi", "1", "1800", 2}, {"4", "shots", "wifi", "1", "1800", 2},
+		// The corrupted machine found the desync in the call that settled
+		// the checksum frame before it, and kept no agreed state: its
+		// bundle was empty, and the two shared no frame.
+		{"3", "shots", "hell", "196", "1800", 1},
+		// The peers' checksums of frame 1500 were lost on their way to the
+		// corrupted machine, which settled it unseen: a settled frame is
+		// not an agreed one.
+		{"3", "shots", "hell", "9", "3600", 1},
+	} {
 		dir := t.TempDir()
 		var out, errOut bytes.Buffer
-		code := run([]string{"-matches", "2", "-players", tc.players, "-frames", "1800", "-profile", "wifi", "-inject-desync", "1000",
-			"-inject-desync-system", tc.system, "-recover", "-bundle", dir, "-json", "-"}, &out, &errOut)
+		code := run([]string{"-matches", strconv.Itoa(tc.matches), "-players", tc.players, "-frames", tc.frames, "-profile", tc.profile,
+			"-seed", tc.seed, "-inject-desync", "1000", "-inject-desync-system", tc.system, "-recover", "-bundle", dir, "-json", "-"}, &out, &errOut)
 		require.Equal(t, 0, code, errOut.String())
 		var s Summary
 		require.NoError(t, json.Unmarshal(out.Bytes(), &s))
@@ -280,7 +290,7 @@ func TestInjectDesyncSystem(t *testing.T) {
 		files, err := filepath.Glob(filepath.Join(dir, "match-*-machine-*.bundle"))
 		require.NoError(t, err)
 		n, _ := strconv.Atoi(tc.players)
-		assert.Len(t, files, 2*n, "each machine's first bundle of each match")
+		assert.Len(t, files, tc.matches*n, "each machine's first bundle of each match")
 	}
 	var out, errOut bytes.Buffer
 	assert.Equal(t, 2, run([]string{"-inject-desync", "1000", "-inject-desync-system", "physics"}, &out, &errOut))
