@@ -500,3 +500,45 @@ func TestNotReady(t *testing.T) {
 		}
 	}
 }
+
+// TestChargeAcrossInstances: two instances change one address's queued
+// bytes in turn. Each remembers its own last change (natsStore.charge) and
+// must notice the other's: every total is exact, and a refusal is never
+// made on a stale figure.
+func TestChargeAcrossInstances(t *testing.T) {
+	t.Parallel()
+	ns := startNATS(t, t.TempDir(), -1)
+	clock := newFakeClock()
+	a := startInstance(t, clock, ns.ClientURL()).s.reg.(*natsStore)
+	b := startInstance(t, clock, ns.ClientURL()).s.reg.(*natsStore)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const by = "198.51.100.7"
+	for _, step := range []struct {
+		n          *natsStore
+		delta, lim int
+		ok         bool
+		total      int
+	}{
+		{a, 10, 100, true, 10},
+		{b, 20, 100, true, 30},
+		{a, 5, 100, true, 35},    // a's figure (10) is stale: the compare-and-set fails, it reads again
+		{a, 70, 100, false, 35},  // refused on a fresh figure: 105 > 100
+		{b, -35, 0, true, 0},     // the key goes
+		{a, 100, 100, true, 100}, // a's figure (35) is stale: were it believed, 135 > 100 would refuse
+		{b, 1, 100, false, 100},
+		{a, -100, 0, true, 0},
+	} {
+		ok, err := step.n.charge(ctx, by, step.delta, step.lim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := a.queuedBy(ctx, by)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok != step.ok || got != step.total {
+			t.Fatalf("charge %+d (limit %d): %v with %d queued, want %v with %d", step.delta, step.lim, ok, got, step.ok, step.total)
+		}
+	}
+}

@@ -136,10 +136,10 @@ type natsStore struct {
 	// which makes the buckets then (ConnectHandler has nothing to do).
 	upAtOpen bool
 	// The changes of one address's queued bytes from this instance are
-	// made one at a time (a lock per stripe of addresses): many players
+	// made one at a time (a stripe of addresses at a time): many players
 	// behind one address would otherwise lose most compare-and-sets to
 	// each other. Other instances' changes still race (and retry).
-	chargeMu [64]sync.Mutex
+	charges [64]chargeStripe
 
 	mu        sync.Mutex // guards what follows
 	matches   *bucket
@@ -184,6 +184,9 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		events:     make(chan bool, 8),
 		opened:     make(chan struct{}),
 		answered:   make(map[seatKey]answeredAt),
+	}
+	for i := range n.charges {
+		n.charges[i].turn = make(chan struct{}, 1)
 	}
 	opts := []nats.Option{
 		nats.Name("rendezvous"),
@@ -918,47 +921,84 @@ func seatSubject(code string, seat int) string { return sigPrefix + code + "." +
 func (n *natsStore) charge(ctx context.Context, by string, delta, limit int) (bool, error) {
 	h := fnv.New32a()
 	h.Write([]byte(by))
-	mu := &n.chargeMu[h.Sum32()%uint32(len(n.chargeMu))]
-	mu.Lock()
-	defer mu.Unlock()
+	st := &n.charges[h.Sum32()%uint32(len(n.charges))]
+	select { // our turn, or the request's deadline: a wait past it helps nobody
+	case st.turn <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-st.turn }()
 	_, _, addrs, _ := n.handles()
 	key := "q." + by
-	for range natsRetries {
+	for try := range natsRetries {
 		cur, rev := 0, uint64(0)
-		e, err := addrs.kv.Get(ctx, key)
-		switch {
-		case errors.Is(err, jetstream.ErrKeyNotFound):
-		case err != nil:
-			return false, err
-		default:
-			cur, _ = strconv.Atoi(string(e.Value()))
-			rev = e.Revision()
+		if try == 0 && st.key == key {
+			// The value and revision of our own last change of it: the
+			// compare-and-set below fails if another instance changed it
+			// since, and the next try reads it. Players behind one address
+			// send their signals one change at a time, and a read before
+			// each doubled the round trips each waited for (TestLoad on
+			// NATS under load: 20 s and its deadline).
+			cur, rev = st.val, st.rev
+		} else {
+			e, err := addrs.kv.Get(ctx, key)
+			switch {
+			case errors.Is(err, jetstream.ErrKeyNotFound):
+			case err != nil:
+				st.key = ""
+				return false, err
+			default:
+				cur, _ = strconv.Atoi(string(e.Value()))
+				rev = e.Revision()
+			}
 		}
 		next := cur + delta
+		if cached := try == 0 && st.key == key; cached && (delta > 0 && next > limit || next <= 0) {
+			// Read it before refusing, or before deleting the key by its
+			// revision: our figure may be stale.
+			st.key = ""
+			continue
+		}
 		if delta > 0 && next > limit {
 			return false, nil
 		}
+		st.key = ""
 		if next <= 0 {
 			if rev == 0 {
 				return true, nil
 			}
-			err = addrs.stream.DeleteMsg(ctx, rev)
+			err := addrs.stream.DeleteMsg(ctx, rev)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue
 			}
 			return err == nil, err
 		}
+		var err error
+		var now uint64
 		if rev == 0 {
-			_, err = addrs.kv.Create(ctx, key, []byte(strconv.Itoa(next)))
+			now, err = addrs.kv.Create(ctx, key, []byte(strconv.Itoa(next)))
 		} else {
-			_, err = addrs.kv.Update(ctx, key, []byte(strconv.Itoa(next)), rev)
+			now, err = addrs.kv.Update(ctx, key, []byte(strconv.Itoa(next)), rev)
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
 			continue
 		}
+		if err == nil {
+			st.key, st.val, st.rev = key, next, now
+		}
 		return err == nil, err
 	}
 	return false, errors.New("queued bytes: too many conflicting changes")
+}
+
+// chargeStripe serializes this instance's changes of one stripe of
+// addresses' queued bytes (natsStore.charge) and remembers the last one it
+// made.
+type chargeStripe struct {
+	turn chan struct{} // holds a token while a change is made
+	key  string        // the key of the last change made ("": none known)
+	val  int           // its value then
+	rev  uint64        // and its revision
 }
 
 // queuedBy is the bytes of address by's signals still queued.
