@@ -18,7 +18,8 @@ type Client struct {
 
 	out  []byte // the envelope being gathered
 	in   []byte // the envelope being handed out
-	rest []byte // its records not yet handed out
+	next int    // the position of its next record not yet handed out
+	runs index  // the runs of out, for copy records (dedup.go)
 
 	stats ClientStats
 }
@@ -27,8 +28,12 @@ type Client struct {
 type ClientStats struct {
 	EnvelopesOut int64 // envelopes sent to the relay
 	BytesOut     int64 // their bytes
-	EnvelopesIn  int64 // well-formed envelopes received from the relay
-	BytesIn      int64 // bytes of every datagram received
+	// Copies counts the datagrams sent as copy records: partly spelled as
+	// a copy of bytes the envelope already held (docs/protocol.md, "Relay
+	// envelopes").
+	Copies      int64
+	EnvelopesIn int64 // well-formed envelopes received from the relay
+	BytesIn     int64 // bytes of every datagram received
 	// Dropped counts the datagrams dropped unread: from another peer
 	// than the relay, or not a well-formed envelope.
 	Dropped int64
@@ -40,8 +45,10 @@ func NewClient(link Link, relay, self, machines int) (*Client, error) {
 	if link == nil || relay < 0 || machines < 2 || machines > MaxSlots || self < 0 || self >= machines {
 		return nil, ErrConfig
 	}
-	return &Client{link: link, relay: relay, self: self, slots: machines,
-		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1)}, nil
+	c := &Client{link: link, relay: relay, self: self, slots: machines,
+		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1)}
+	c.runs.reset()
+	return c, nil
 }
 
 // slotOf is the slot of the session's peer k.
@@ -60,8 +67,10 @@ func (c *Client) peerOf(slot int) int {
 	return slot
 }
 
-// Send gathers b for peer into the envelope Flush sends. When the
-// envelope would grow past MaxDatagram, what it holds is sent first.
+// Send gathers b for peer into the envelope Flush sends: as a copy record
+// when b shares a run of bytes with what the envelope holds and that is
+// shorter. When the envelope would grow past MaxDatagram, what it holds is
+// sent first.
 func (c *Client) Send(peer int, b []byte) error {
 	if peer < 0 || peer >= c.slots-1 {
 		return ErrSlot
@@ -71,6 +80,13 @@ func (c *Client) Send(peer int, b []byte) error {
 	}
 	if len(c.out)+recordOverhead+len(b) > MaxDatagram {
 		_ = c.Flush() // an error is that envelope lost, not b
+	}
+	c.runs.add(c.out)
+	pos, plain := len(c.out), 1+uvarintLen(len(b))+len(b)
+	if j, at, n := c.runs.longest(c.out, b); n > 0 && copySize(len(b), j, at, n, pos) < plain {
+		c.out = appendCopy(c.out, c.slotOf(peer), b, j, at, n)
+		c.stats.Copies++
+		return nil
 	}
 	c.out = appendRecord(c.out, c.slotOf(peer), b)
 	return nil
@@ -86,28 +102,31 @@ func (c *Client) Flush() error {
 	c.stats.EnvelopesOut++
 	c.stats.BytesOut += int64(len(c.out))
 	c.out = c.out[:1]
+	c.runs.reset()
 	return err
 }
 
 // Receive copies the next datagram the relay forwarded into buf (truncated
 // to len(buf)) and returns its length and the peer that sent it.
 func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
-	for len(c.rest) == 0 {
+	for c.next == 0 {
 		m, from, ok := c.link.Receive(c.in)
 		if !ok {
 			return 0, 0, false
 		}
 		c.stats.BytesIn += int64(m)
-		if from != c.relay || m > MaxDatagram || !checkEnvelope(c.in[:m], c.slots, c.self) {
+		if from != c.relay || m > MaxDatagram || !checkEnvelope(c.in[:m], c.slots, c.self, false) {
 			c.stats.Dropped++
 			continue
 		}
 		c.stats.EnvelopesIn++
-		c.rest = c.in[1:m]
+		c.in, c.next = c.in[:m], 1
 	}
-	slot, b, rest, _ := nextRecord(c.rest, c.slots, c.self)
-	c.rest = rest
-	return copy(buf, b), c.peerOf(slot), true
+	r, next, _ := nextRecord(c.in, c.next, c.slots, c.self, false)
+	if c.next = next; next == len(c.in) {
+		c.in, c.next = c.in[:cap(c.in)], 0
+	}
+	return copy(buf, r.lit), c.peerOf(r.slot), true
 }
 
 // Move points the client at another relay: link (which may be the same)

@@ -62,6 +62,7 @@ type Stats struct {
 	BytesIn      int64 // bytes of every datagram received, malformed ones too
 	BytesOut     int64 // bytes sent
 	Forwarded    int64 // datagrams (records) forwarded
+	Rebuilt      int64 // of them, rebuilt from a machine's copy record
 	Malformed    int64 // datagrams dropped: not an envelope, or from no machine
 }
 
@@ -104,16 +105,16 @@ func (r *Relay) Poll(now time.Duration) {
 			break
 		}
 		r.stats.BytesIn += int64(n)
-		if n > MaxDatagram || from < 0 || from >= len(r.out) || !checkEnvelope(r.in[:n], len(r.out), from) {
+		if n > MaxDatagram || from < 0 || from >= len(r.out) || !checkEnvelope(r.in[:n], len(r.out), from, true) {
 			r.stats.Malformed++
 			continue
 		}
 		r.stats.EnvelopesIn++
-		for rest := r.in[1:n]; len(rest) > 0; {
-			var to int
-			var b []byte
-			to, b, rest, _ = nextRecord(rest, len(r.out), from)
-			r.forward(from, to, b)
+		env := r.in[:n]
+		for pos := 1; pos < n; {
+			var rec record
+			rec, pos, _ = nextRecord(env, pos, len(r.out), from, true)
+			r.forward(from, &rec)
 		}
 	}
 	if !r.begun {
@@ -128,13 +129,18 @@ func (r *Relay) Poll(now time.Duration) {
 	}
 }
 
-// forward puts datagram b from slot from into the envelope for slot to.
-func (r *Relay) forward(from, to int, b []byte) {
-	if len(r.out[to])+recordOverhead+len(b) > MaxDatagram {
+// forward puts the datagram of record rec from slot from into the
+// envelope for its slot, rebuilt whole if it is a copy record.
+func (r *Relay) forward(from int, rec *record) {
+	to := rec.slot
+	if len(r.out[to])+recordOverhead+rec.size() > MaxDatagram {
 		r.send(to)
 	}
-	r.out[to] = appendRecord(r.out[to], from, b)
+	r.out[to] = appendRebuilt(r.out[to], from, rec)
 	r.stats.Forwarded++
+	if rec.src != nil {
+		r.stats.Rebuilt++
+	}
 }
 
 // Flush sends every machine the envelope gathered for it, if not empty.
