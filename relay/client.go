@@ -20,6 +20,9 @@ type Client struct {
 	in   []byte // the envelope being handed out
 	next int    // the position of its next record not yet handed out
 	runs index  // the runs of out, for copy records (dedup.go)
+	// mid and midLen: where out holds the middle of its last record's
+	// datagram (record.middle), for a reseal record; midLen 0 for none.
+	mid, midLen int
 
 	stats ClientStats
 }
@@ -28,9 +31,9 @@ type Client struct {
 type ClientStats struct {
 	EnvelopesOut int64 // envelopes sent to the relay
 	BytesOut     int64 // their bytes
-	// Copies counts the datagrams sent as copy records: partly spelled as
-	// a copy of bytes the envelope already held (docs/protocol.md, "Relay
-	// envelopes").
+	// Copies counts the datagrams sent as copy or reseal records: partly
+	// spelled as a copy of bytes the envelope already held
+	// (docs/protocol.md, "Relay envelopes").
 	Copies      int64
 	EnvelopesIn int64 // well-formed envelopes received from the relay
 	BytesIn     int64 // bytes of every datagram received
@@ -81,14 +84,23 @@ func (c *Client) Send(peer int, b []byte) error {
 	if len(c.out)+recordOverhead+len(b) > MaxDatagram {
 		_ = c.Flush() // an error is that envelope lost, not b
 	}
+	slot := c.slotOf(peer)
+	if c.midLen > 0 && len(b) == c.midLen+resealEnds &&
+		string(b[resealHead:len(b)-resealTail]) == string(c.out[c.mid:c.mid+c.midLen]) {
+		c.out = append(append(append(c.out, copySlot, byte(slot), 0), b[:resealHead]...), b[len(b)-resealTail:]...)
+		c.stats.Copies++
+		return nil // the middle stays the previous record's
+	}
 	c.runs.add(c.out)
 	pos, plain := len(c.out), 1+uvarintLen(len(b))+len(b)
 	if j, at, n := c.runs.longest(c.out, b); n > 0 && copySize(len(b), j, at, n, pos) < plain {
-		c.out = appendCopy(c.out, c.slotOf(peer), b, j, at, n)
+		c.out = appendCopy(c.out, slot, b, j, at, n)
 		c.stats.Copies++
+		c.midLen = 0
 		return nil
 	}
-	c.out = appendRecord(c.out, c.slotOf(peer), b)
+	c.out = appendRecord(c.out, slot, b)
+	c.mid, c.midLen = len(c.out)-len(b)+resealHead, max(0, len(b)-resealEnds)
 	return nil
 }
 
@@ -103,6 +115,7 @@ func (c *Client) Flush() error {
 	c.stats.BytesOut += int64(len(c.out))
 	c.out = c.out[:1]
 	c.runs.reset()
+	c.midLen = 0
 	return err
 }
 
@@ -122,7 +135,7 @@ func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
 		c.stats.EnvelopesIn++
 		c.in, c.next = c.in[:m], 1
 	}
-	r, next, _ := nextRecord(c.in, c.next, c.slots, c.self, false)
+	r, next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil)
 	if c.next = next; next == len(c.in) {
 		c.in, c.next = c.in[:cap(c.in)], 0
 	}

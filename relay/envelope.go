@@ -25,6 +25,19 @@ import (
 //	uvarint:  n, the copy's length, 1 to back: the datagram's next n bytes
 //	…         the datagram's last bytes (the rest of the record)
 //
+// A copy record whose length is 0 is a reseal record instead:
+//
+//	1 byte:   copySlot
+//	1 byte:   the destination's slot
+//	1 byte:   0
+//	2 bytes:  the datagram's first two bytes
+//	4 bytes:  its last four
+//
+// and the datagram between them is the previous record's, which must be a
+// plain or reseal record of at least resealEnds+1 bytes: a sealed datagram
+// (header, then body, then MAC) whose body is the same for several peers,
+// as a session's input packets often are.
+//
 // The relay rebuilds the datagram byte for byte and forwards it as a plain
 // record: the session's seal covers it, so a wrong rebuild is a datagram
 // the receiver drops, never one it takes. The relay never sends copy
@@ -38,6 +51,16 @@ const envelopeKind = 0xe1
 // copySlot marks a copy record: never a slot (MaxSlots is 255, so slots
 // are 0 to 254).
 const copySlot = 0xff
+
+// resealHead and resealTail are the bytes a reseal record replaces at
+// either end of the previous datagram: a sealed datagram's header and MAC
+// (rollback/internal/wire, seal.go); resealEnds both.
+const (
+	resealHead = 2
+	resealTail = 4
+	resealEnds = resealHead + resealTail
+	resealSize = 3 + resealEnds // a reseal record's length
+)
 
 // recordOverhead is the most an envelope adds to a datagram it carries: the
 // slot and a two-byte length (a datagram of 128 bytes or more).
@@ -71,6 +94,19 @@ var (
 type record struct {
 	slot           int
 	lit, src, tail []byte
+	reseal         bool // a reseal record: src is the previous datagram's middle
+}
+
+// middle returns what a reseal record after r takes of r's datagram, given
+// mid, what it would take of the record before r; nil for nothing.
+func (r *record) middle(mid []byte) []byte {
+	switch {
+	case r.reseal:
+		return mid
+	case r.src == nil && len(r.lit) > resealEnds:
+		return r.lit[resealHead : len(r.lit)-resealTail]
+	}
+	return nil
 }
 
 // size is the length of r's datagram.
@@ -135,15 +171,16 @@ func uvarint(b []byte) (v, w int) {
 // nextRecord reads the record at position pos of envelope env: the record
 // and the position after it. ok is false when no well-formed record starts
 // there whose slot is below slots and is not self, or when it is a copy
-// record and copies is false.
-func nextRecord(env []byte, pos, slots, self int, copies bool) (r record, next int, ok bool) {
+// or reseal record and copies is false. mid is the previous record's
+// middle (record.middle).
+func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte) (r record, next int, ok bool) {
 	rest := env[pos:]
 	if len(rest) < 2 {
 		return r, 0, false
 	}
 	r.slot = int(rest[0])
 	if r.slot == copySlot && copies {
-		return nextCopy(env, pos, slots, self)
+		return nextCopy(env, pos, slots, self, mid)
 	}
 	n, w := uvarint(rest[1:])
 	if w == 0 || n == 0 || n > maxPayload || len(rest)-1-w < n || r.slot >= slots || r.slot == self {
@@ -154,16 +191,23 @@ func nextRecord(env []byte, pos, slots, self int, copies bool) (r record, next i
 	return r, pos + start + n, true
 }
 
-// nextCopy is nextRecord for a copy record.
-func nextCopy(env []byte, pos, slots, self int) (r record, next int, ok bool) {
+// nextCopy is nextRecord for a copy or reseal record.
+func nextCopy(env []byte, pos, slots, self int, mid []byte) (r record, next int, ok bool) {
 	rest := env[pos:]
 	if len(rest) < 3 {
 		return r, 0, false
 	}
 	r.slot = int(rest[1])
 	size, w := uvarint(rest[2:])
-	if w == 0 || size == 0 || len(rest)-2-w < size || r.slot >= slots || r.slot == self {
+	if w == 0 || len(rest)-2-w < size || r.slot >= slots || r.slot == self {
 		return r, 0, false
+	}
+	if size == 0 { // a reseal record
+		if len(rest) < resealSize || mid == nil {
+			return r, 0, false
+		}
+		r.lit, r.src, r.tail, r.reseal = rest[3:3+resealHead], mid, rest[3+resealHead:resealSize], true
+		return r, pos + resealSize, true
 	}
 	next = pos + 2 + w + size
 	body := rest[2+w : 2+w+size]
@@ -195,11 +239,13 @@ func checkEnvelope(env []byte, slots, self int, copies bool) bool {
 	if len(env) < 2 || env[0] != envelopeKind {
 		return false
 	}
+	var mid []byte
 	for pos := 1; pos < len(env); {
-		var ok bool
-		if _, pos, ok = nextRecord(env, pos, slots, self, copies); !ok {
+		r, next, ok := nextRecord(env, pos, slots, self, copies, mid)
+		if !ok {
 			return false
 		}
+		pos, mid = next, r.middle(mid)
 	}
 	return true
 }

@@ -62,7 +62,7 @@ type Stats struct {
 	BytesIn      int64 // bytes of every datagram received, malformed ones too
 	BytesOut     int64 // bytes sent
 	Forwarded    int64 // datagrams (records) forwarded
-	Rebuilt      int64 // of them, rebuilt from a machine's copy record
+	Rebuilt      int64 // of them, rebuilt from a machine's copy or reseal record
 	Malformed    int64 // datagrams dropped: not an envelope, or from no machine
 }
 
@@ -111,10 +111,11 @@ func (r *Relay) Poll(now time.Duration) {
 		}
 		r.stats.EnvelopesIn++
 		env := r.in[:n]
+		var mid []byte
 		for pos := 1; pos < n; {
-			var rec record
-			rec, pos, _ = nextRecord(env, pos, len(r.out), from, true)
+			rec, next, _ := nextRecord(env, pos, len(r.out), from, true, mid)
 			r.forward(from, &rec)
+			pos, mid = next, rec.middle(mid)
 		}
 	}
 	if !r.begun {

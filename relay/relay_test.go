@@ -257,6 +257,7 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add([]byte{0xe1, 1, 1, 'x', 2, 2, 'y', 'z'})
 	f.Add([]byte{0xe1, 1, 0x80, 0x01})
 	f.Add([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 5, 1, 'x', 8, 8, 'y'})
+	f.Add([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 0, 'x', 'y', '1', '2', '3', '4'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > netsim.MTU {
 			return
@@ -387,12 +388,20 @@ func TestCopyRecordsRandom(t *testing.T) {
 		}
 		sent := make([][]got, n)
 		for i, c := range s.clients {
+			var last []byte
 			for range next(6) {
 				p := next(n - 1)
 				lo := next(len(shared))
 				hi := lo + next(len(shared)-lo+1)
 				b := append([]byte{byte(i), byte(tick)}, shared[lo:hi]...)
 				b = append(b, byte(next(256)))
+				if next(3) == 0 && len(last) > 0 { // the last one's middle, other ends
+					b = append([]byte{byte(next(256)), byte(next(256))}, last[2:len(last)-4]...)
+					b = append(b, byte(next(256)), byte(next(256)), byte(next(256)), byte(next(256)))
+				}
+				if len(b) >= 6 {
+					last = b
+				}
 				require.NoError(t, c.Send(p, b))
 				to := p
 				if p >= i {
@@ -458,4 +467,78 @@ func TestMalformedCopyRecordsDropped(t *testing.T) {
 	s.nw.Advance(time.Millisecond)
 	require.Empty(t, drain(s.clients[0]))
 	require.Equal(t, int64(1), s.clients[0].Stats().Dropped)
+}
+
+// sealedLike is a sealed datagram to peer: its own header and MAC around
+// a body the same for every peer.
+func sealedLike(peer, tick int, body string) []byte {
+	return append(append([]byte{0x10 | byte(peer), byte(tick)}, body...), byte(peer), 2, 3, byte(tick))
+}
+
+func TestResealRecords(t *testing.T) {
+	const n = 4
+	s := newStar(t, n)
+	body := "a body of input"
+	for tick := range 3 {
+		for _, c := range s.clients {
+			for p := range n - 1 {
+				require.NoError(t, c.Send(p, sealedLike(p, tick, body)))
+			}
+		}
+		s.step()
+		for i, c := range s.clients {
+			var want []got
+			for from := range n {
+				if from == i {
+					continue
+				}
+				p, peer := i, from
+				if from < i {
+					p = i - 1
+				}
+				if from > i {
+					peer = from - 1
+				}
+				want = append(want, got{peer, string(sealedLike(p, tick, body))})
+			}
+			require.Equal(t, want, drain(c), "machine %d, tick %d", i, tick)
+		}
+	}
+	size := len(sealedLike(0, 0, body))
+	for i, c := range s.clients {
+		st := c.Stats()
+		require.Equal(t, int64(2*3), st.Copies, "machine %d", i)
+		// Each tick: the kind byte, one plain record, two of 9 bytes.
+		require.Equal(t, int64(3*(1+2+size+2*9)), st.BytesOut, "machine %d", i)
+	}
+	require.Equal(t, int64(n*2*3), s.r.Stats().Rebuilt)
+}
+
+func TestMalformedResealRecordsDropped(t *testing.T) {
+	plain := []byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'} // a middle: "cd"
+	reseal := []byte{0xff, 2, 0, 'x', 'y', '1', '2', '3', '4'}
+	s := newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(0).Send(2, append(append([]byte{}, plain...), reseal...)))
+	s.step()
+	require.Equal(t, []got{{0, "abcdefgh"}}, drain(s.clients[1]))
+	require.Equal(t, []got{{0, "xycd1234"}}, drain(s.clients[2]))
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"nothing before", append([]byte{0xe1}, reseal...)},
+		{"after a short datagram", append([]byte{0xe1, 1, 6, 'a', 'b', 'c', 'd', 'e', 'f'}, reseal...)},
+		{"after a copy record", append([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 5, 1, 'x', 8, 8, 'y'}, reseal...)},
+		{"truncated", append(append([]byte{}, plain...), reseal[:8]...)},
+		{"to itself", append(append([]byte{}, plain...), 0xff, 0, 0, 'x', 'y', '1', '2', '3', '4')},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStar(t, 3)
+			require.NoError(t, s.nw.Endpoint(0).Send(2, tc.b))
+			s.step()
+			require.Equal(t, int64(1), s.r.Stats().Malformed)
+			require.Empty(t, drain(s.clients[1]))
+			require.Empty(t, drain(s.clients[2]))
+		})
+	}
 }
