@@ -23,6 +23,7 @@ type Client struct {
 	// mid and midLen: where out holds the middle of its last record's
 	// datagram (record.middle), for a reseal record; midLen 0 for none.
 	mid, midLen int
+	rebuilt     int // the datagrams of out, in bytes (maxRebuilt)
 
 	stats ClientStats
 }
@@ -85,7 +86,10 @@ func (c *Client) Send(peer int, b []byte) error {
 		_ = c.Flush() // an error is that envelope lost, not b
 	}
 	slot := c.slotOf(peer)
-	if c.midLen > 0 && len(b) == c.midLen+resealEnds &&
+	c.rebuilt += len(b)
+	// A copy is taken only while the envelope stays within what the relay
+	// accepts (maxRebuilt).
+	if c.midLen > 0 && len(b) == c.midLen+resealEnds && c.rebuilt <= maxRebuilt(c.slots, len(c.out)+resealSize) &&
 		string(b[resealHead:len(b)-resealTail]) == string(c.out[c.mid:c.mid+c.midLen]) {
 		c.out = append(append(append(c.out, copySlot, byte(slot), 0), b[:resealHead]...), b[len(b)-resealTail:]...)
 		c.stats.Copies++
@@ -93,7 +97,8 @@ func (c *Client) Send(peer int, b []byte) error {
 	}
 	c.runs.add(c.out)
 	pos, plain := len(c.out), 1+uvarintLen(len(b))+len(b)
-	if j, at, n := c.runs.longest(c.out, b); n > 0 && copySize(len(b), j, at, n, pos) < plain {
+	if j, at, n := c.runs.longest(c.out, b); n > 0 && copySize(len(b), j, at, n, pos) < plain &&
+		c.rebuilt <= maxRebuilt(c.slots, pos+copySize(len(b), j, at, n, pos)) {
 		c.out = appendCopy(c.out, slot, b, j, at, n)
 		c.stats.Copies++
 		c.midLen = 0
@@ -115,7 +120,7 @@ func (c *Client) Flush() error {
 	c.stats.BytesOut += int64(len(c.out))
 	c.out = c.out[:1]
 	c.runs.reset()
-	c.midLen = 0
+	c.midLen, c.rebuilt = 0, 0
 	return err
 }
 

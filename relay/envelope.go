@@ -234,18 +234,27 @@ func nextCopy(env []byte, pos, slots, self int, mid []byte) (r record, next int,
 
 // checkEnvelope reports whether env is a well-formed envelope with at least
 // one record, every slot below slots and none self; copy records only
-// when copies.
+// when copies, and then its datagrams, rebuilt, at most maxRebuilt(slots,
+// len(env)) bytes in all.
 func checkEnvelope(env []byte, slots, self int, copies bool) bool {
 	if len(env) < 2 || env[0] != envelopeKind {
 		return false
 	}
 	var mid []byte
+	total := 0
 	for pos := 1; pos < len(env); {
 		r, next, ok := nextRecord(env, pos, slots, self, copies, mid)
 		if !ok {
 			return false
 		}
-		pos, mid = next, r.middle(mid)
+		pos, mid, total = next, r.middle(mid), total+r.size()
 	}
-	return true
+	return !copies || total <= maxRebuilt(slots, len(env))
 }
+
+// maxRebuilt bounds what the relay sends for an envelope of n bytes from
+// a machine of a match of slots machines: each of the others once. So the
+// relay never sends on a machine's behalf more than the machine would have
+// sent them in the mesh: copies are no amplifier (a reseal record of 9
+// bytes may stand for 1,396).
+func maxRebuilt(slots, n int) int { return (slots - 1) * n }

@@ -542,3 +542,36 @@ func TestMalformedResealRecordsDropped(t *testing.T) {
 		})
 	}
 }
+
+// TestCopiesAreNoAmplifier: the relay refuses an envelope whose datagrams,
+// rebuilt, come to more than the sender's envelope once for each other
+// machine (a reseal record of 9 bytes may stand for 1,396); a client stays
+// within it, sending a datagram whole when a copy would pass it.
+func TestCopiesAreNoAmplifier(t *testing.T) {
+	body := string(bytes.Repeat([]byte{'m'}, 100))
+	env := append([]byte{0xe1, 1, 106}, sealedLike(0, 0, body)...)
+	for range 3 { // 109 + 3*9 = 136 bytes standing for 4*106 = 424 > 2*136
+		env = append(env, 0xff, 2, 0, 0x10, 0, 1, 2, 3, 4)
+	}
+	s := newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(0).Send(2, env))
+	s.step()
+	require.Equal(t, int64(1), s.r.Stats().Malformed)
+	require.Empty(t, drain(s.clients[2]))
+
+	s = newStar(t, 3)
+	var want [2][]got
+	for k := range 8 {
+		b := sealedLike(k%2, k, body)
+		require.NoError(t, s.clients[0].Send(k%2, b))
+		want[k%2] = append(want[k%2], got{0, string(b)})
+	}
+	s.step()
+	require.Zero(t, s.r.Stats().Malformed)
+	require.Equal(t, want[0], drain(s.clients[1]))
+	require.Equal(t, want[1], drain(s.clients[2]))
+	st := s.clients[0].Stats()
+	require.Positive(t, st.Copies)
+	require.Less(t, st.Copies, int64(7), "some went whole")
+	require.LessOrEqual(t, s.r.Stats().BytesOut, 2*st.BytesOut)
+}
