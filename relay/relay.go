@@ -15,7 +15,13 @@
 // Advance, Idle and Close), and the [Relay] gathers, per machine, what it
 // has for it and sends it once per tick. Each machine thus sends and
 // receives one datagram per tick instead of one per peer: fewer UDP/IP
-// headers, the same bytes inside.
+// headers, the same bytes inside. And what a session sends every peer
+// alike (its signed statement, its input packet when the peers are level)
+// the client sends the relay once: the other copies go as copy records,
+// which spell a datagram partly as bytes the envelope already holds, or
+// reseal records, which give only the header and MAC a datagram has
+// around the previous one's body. The relay rebuilds each byte for byte,
+// so what a machine receives is exactly what its peer's session sealed.
 //
 // The relay keeps nothing a match needs beyond the envelopes it has not
 // sent yet, so a match survives its relay's death by moving: each machine's
