@@ -140,7 +140,8 @@ func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
 		c.stats.EnvelopesIn++
 		c.in, c.next = c.in[:m], 1
 	}
-	r, next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil)
+	var r record
+	next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil, &r)
 	if c.next = next; next == len(c.in) {
 		c.in, c.next = c.in[:cap(c.in)], 0
 	}

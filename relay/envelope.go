@@ -161,75 +161,76 @@ func copySize(size, j, at, n, pos int) int {
 // shortest form only (one envelope, one reading); w is 0 when there is
 // none.
 func uvarint(b []byte) (v, w int) {
-	n, w := binary.Uvarint(b)
-	if w <= 0 || w > 2 || (w == 2 && n < 0x80) {
-		return 0, 0
+	switch {
+	case len(b) >= 1 && b[0] < 0x80:
+		return int(b[0]), 1
+	case len(b) >= 2 && b[1] < 0x80 && b[1] != 0:
+		return int(b[0]&0x7f) | int(b[1])<<7, 2
 	}
-	return int(n), w
+	return 0, 0
 }
 
-// nextRecord reads the record at position pos of envelope env: the record
-// and the position after it. ok is false when no well-formed record starts
-// there whose slot is below slots and is not self, or when it is a copy
-// or reseal record and copies is false. mid is the previous record's
+// nextRecord reads the record at position pos of envelope env into r and
+// returns the position after it. ok is false when no well-formed record
+// starts there whose slot is below slots and is not self, or when it is a
+// copy or reseal record and copies is false. mid is the previous record's
 // middle (record.middle).
-func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte) (r record, next int, ok bool) {
-	rest := env[pos:]
-	if len(rest) < 2 {
-		return r, 0, false
+func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte, r *record) (next int, ok bool) {
+	if len(env)-pos < 2 {
+		return 0, false
 	}
-	r.slot = int(rest[0])
-	if r.slot == copySlot && copies {
-		return nextCopy(env, pos, slots, self, mid)
+	slot := int(env[pos])
+	if slot == copySlot && copies {
+		return nextCopy(env, pos, slots, self, mid, r)
 	}
-	n, w := uvarint(rest[1:])
-	if w == 0 || n == 0 || n > maxPayload || len(rest)-1-w < n || r.slot >= slots || r.slot == self {
-		return r, 0, false
+	n, w := uvarint(env[pos+1:])
+	start := pos + 1 + w
+	if w == 0 || n == 0 || n > maxPayload || len(env)-start < n || slot >= slots || slot == self {
+		return 0, false
 	}
-	start := 1 + w
-	r.lit = rest[start : start+n]
-	return r, pos + start + n, true
+	*r = record{slot: slot, lit: env[start : start+n]}
+	return start + n, true
 }
 
 // nextCopy is nextRecord for a copy or reseal record.
-func nextCopy(env []byte, pos, slots, self int, mid []byte) (r record, next int, ok bool) {
+func nextCopy(env []byte, pos, slots, self int, mid []byte, r *record) (next int, ok bool) {
 	rest := env[pos:]
 	if len(rest) < 3 {
-		return r, 0, false
+		return 0, false
 	}
-	r.slot = int(rest[1])
+	slot := int(rest[1])
 	size, w := uvarint(rest[2:])
-	if w == 0 || len(rest)-2-w < size || r.slot >= slots || r.slot == self {
-		return r, 0, false
+	if w == 0 || len(rest)-2-w < size || slot >= slots || slot == self {
+		return 0, false
 	}
 	if size == 0 { // a reseal record
 		if len(rest) < resealSize || mid == nil {
-			return r, 0, false
+			return 0, false
 		}
-		r.lit, r.src, r.tail, r.reseal = rest[3:3+resealHead], mid, rest[3+resealHead:resealSize], true
-		return r, pos + resealSize, true
+		*r = record{slot: slot, lit: rest[3 : 3+resealHead], src: mid, tail: rest[3+resealHead : resealSize], reseal: true}
+		return pos + resealSize, true
 	}
 	next = pos + 2 + w + size
 	body := rest[2+w : 2+w+size]
 	p, w := uvarint(body)
 	if w == 0 || len(body)-w < p {
-		return r, 0, false
+		return 0, false
 	}
-	r.lit, body = body[w:w+p], body[w+p:]
+	lit, body := body[w:w+p], body[w+p:]
 	back, w := uvarint(body)
 	if w == 0 {
-		return r, 0, false
+		return 0, false
 	}
 	n, w2 := uvarint(body[w:])
 	// The copy is whole, and lies before its record and after the kind byte.
 	if w2 == 0 || n == 0 || n > back || back > pos-1 {
-		return r, 0, false
+		return 0, false
 	}
-	r.src, r.tail = env[pos-back:pos-back+n], body[w+w2:]
+	*r = record{slot: slot, lit: lit, src: env[pos-back : pos-back+n], tail: body[w+w2:]}
 	if r.size() > maxPayload {
-		return r, 0, false
+		return 0, false
 	}
-	return r, next, true
+	return next, true
 }
 
 // checkEnvelope reports whether env is a well-formed envelope with at least
@@ -241,9 +242,10 @@ func checkEnvelope(env []byte, slots, self int, copies bool) bool {
 		return false
 	}
 	var mid []byte
+	var r record
 	total := 0
 	for pos := 1; pos < len(env); {
-		r, next, ok := nextRecord(env, pos, slots, self, copies, mid)
+		next, ok := nextRecord(env, pos, slots, self, copies, mid, &r)
 		if !ok {
 			return false
 		}

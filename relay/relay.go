@@ -118,10 +118,11 @@ func (r *Relay) Poll(now time.Duration) {
 		r.stats.EnvelopesIn++
 		env := r.in[:n]
 		var mid []byte
+		var rec record
 		for pos := 1; pos < n; {
-			rec, next, _ := nextRecord(env, pos, len(r.out), from, true, mid)
+			pos, _ = nextRecord(env, pos, len(r.out), from, true, mid, &rec)
 			r.forward(from, &rec)
-			pos, mid = next, rec.middle(mid)
+			mid = rec.middle(mid)
 		}
 	}
 	if !r.begun {
