@@ -164,3 +164,9 @@ func (c *Client) Move(link Link, relay int) error {
 
 // Stats returns what the client has done so far.
 func (c *Client) Stats() ClientStats { return c.stats }
+
+// Relayed reports true: every peer is reached through one relay. A
+// rollback session over a Client sends its input packets in the cast body,
+// the same for every peer, so that the client sends it to the relay once
+// (docs/protocol.md, "Cast input bodies").
+func (c *Client) Relayed() bool { return true }

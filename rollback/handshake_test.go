@@ -74,6 +74,9 @@ func TestTermsMismatch(t *testing.T) {
 		{"TickRate", 2, lockstep, func(c *rollback.Config) { lockstep(c); c.TickRate = 30 }, "60", "30"},
 		{"ChecksumEvery", 2, nil, func(c *rollback.Config) { c.ChecksumEvery = -1 }, "500", "off"},
 		{"NoStartDelay", 2, nil, func(c *rollback.Config) { c.NoStartDelay = true }, "false", "true"},
+		// One machine's transport reaches its peers through a relay (its input
+		// packets' body is the cast one), the other's does not.
+		{"relayed Transport", 2, nil, func(c *rollback.Config) { c.Transport = relayedTransport{c.Transport} }, "false", "true"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			nw, err := netsim.New(tc.nodes, 1, netsim.Profile{})
@@ -106,6 +109,12 @@ func TestTermsMismatch(t *testing.T) {
 		})
 	}
 }
+
+// relayedTransport is a Transport that says it reaches its peers through
+// a relay, as relay.Client does.
+type relayedTransport struct{ rollback.Transport }
+
+func (relayedTransport) Relayed() bool { return true }
 
 // TestSecret: machines with the same Config.Secret connect; a machine with
 // another Secret, or none, cannot, and the timeout says why.
