@@ -76,7 +76,11 @@ func TestTermsMismatch(t *testing.T) {
 		{"NoStartDelay", 2, nil, func(c *rollback.Config) { c.NoStartDelay = true }, "false", "true"},
 		// One machine's transport reaches its peers through a relay (its input
 		// packets' body is the cast one), the other's does not.
-		{"relayed Transport", 2, nil, func(c *rollback.Config) { c.Transport = relayedTransport{c.Transport} }, "false", "true"},
+		// (Three machines: with one peer a relayed session sends the per-pair body.)
+		{"relayed Transport", 3, func(c *rollback.Config) { thirdPeer(c) }, func(c *rollback.Config) {
+			thirdPeer(c)
+			c.Transport = relayedTransport{c.Transport}
+		}, "false", "true"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			nw, err := netsim.New(tc.nodes, 1, netsim.Profile{})
@@ -115,6 +119,11 @@ func TestTermsMismatch(t *testing.T) {
 type relayedTransport struct{ rollback.Transport }
 
 func (relayedTransport) Relayed() bool { return true }
+
+// thirdPeer adds a third machine, playing player 2, to a pairConfig.
+func thirdPeer(c *rollback.Config) {
+	c.Players, c.Peers = 3, append(c.Peers, rollback.Peer{Players: []rollback.PlayerID{2}})
+}
 
 // TestSecret: machines with the same Config.Secret connect; a machine with
 // another Secret, or none, cannot, and the timeout says why.

@@ -47,10 +47,13 @@ type relayed interface {
 }
 
 // castOf reports whether a session over tr with peers peers, whose lowest
-// local player is local, sends cast bodies, and its machine's index.
+// local player is local, sends cast bodies, and its machine's index. With
+// one peer there is nothing to share, and the cast body would cost a few
+// bits more than the per-pair one (2 players on lan: 1,590 B/s up against
+// 1,610): only three or more machines use it.
 func castOf(tr Transport, peers []Peer, local PlayerID) (bool, uint8) {
 	r, ok := tr.(relayed)
-	if !ok || !r.Relayed() {
+	if !ok || len(peers) < 2 || !r.Relayed() {
 		return false, 0
 	}
 	self := uint8(0)
