@@ -171,3 +171,35 @@ func TestCastParseErrors(t *testing.T) {
 	}
 	require.Error(t, parse(good, 2, 2), "no such receiver")
 }
+
+// FuzzCast: the cast decoder never panics, and what it takes it takes
+// whole: a decoded packet within the limits of the per-pair one.
+func FuzzCast(f *testing.F) {
+	f.Add([]byte{0, 0, 0x2e, 0x08, 0x90, 0x80}, uint8(2), uint8(0))
+	f.Add([]byte{0, 0, 0x2e, 0x00}, uint8(2), uint8(1))
+	format, err := wire.NewFormat(wire.Layout{3, 8, 8})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte, peers, at uint8) {
+		n, k := 1+int(peers)%7, int(at)%8
+		h, end, err := format.PeekCast(b, 1000)
+		if err != nil {
+			return
+		}
+		p := wire.InputPacket{Base: []uint64{1}}
+		if format.ParseCastAfter(b, h, end, 1, n, k, &p) != nil {
+			return
+		}
+		require.Less(t, k, n)
+		require.Len(t, p.Gossip, n-1)
+		require.Equal(t, p.Count, len(p.Inputs))
+		require.LessOrEqual(t, p.Ack, int32(wire.MaxFrame))
+		require.GreaterOrEqual(t, p.Ack, int32(0))
+		for _, g := range p.Gossip {
+			if !g.Disconnected { // a count, clamped to End as the per-pair body's
+				require.LessOrEqual(t, g.Frame, h.End)
+			}
+		}
+	})
+}
