@@ -15,9 +15,10 @@
 // Advance, Idle and Close), and the [Relay] gathers, per machine, what it
 // has for it and sends it once per tick. Each machine thus sends and
 // receives one datagram per tick instead of one per peer: fewer UDP/IP
-// headers, the same bytes inside. And what a session sends every peer
-// alike (its signed statement, its input packet when the peers are level)
-// the client sends the relay once: the other copies go as copy records,
+// headers. And what a session sends every peer alike (its signed
+// statement; its input packet, whose body a session over a Client makes
+// the same for every peer: [Client.Relayed]) the client sends the relay
+// once: the other copies go as copy records,
 // which spell a datagram partly as bytes the envelope already holds, or
 // reseal records, which give only the header and MAC a datagram has
 // around the previous one's body. The relay rebuilds each byte for byte,
