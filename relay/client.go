@@ -18,7 +18,12 @@ type Client struct {
 
 	out  []byte // the envelope being gathered
 	in   []byte // the envelope being handed out
-	rest []byte // its records not yet handed out
+	next int    // the position of its next record not yet handed out
+	runs index  // the runs of out, for copy records (dedup.go)
+	// mid and midLen: where out holds the middle of its last record's
+	// datagram (record.middle), for a reseal record; midLen 0 for none.
+	mid, midLen int
+	rebuilt     int // the datagrams of out, in bytes (maxRebuilt)
 
 	stats ClientStats
 }
@@ -27,8 +32,12 @@ type Client struct {
 type ClientStats struct {
 	EnvelopesOut int64 // envelopes sent to the relay
 	BytesOut     int64 // their bytes
-	EnvelopesIn  int64 // well-formed envelopes received from the relay
-	BytesIn      int64 // bytes of every datagram received
+	// Copies counts the datagrams sent as copy or reseal records: partly
+	// spelled as a copy of bytes the envelope already held
+	// (docs/protocol.md, "Relay envelopes").
+	Copies      int64
+	EnvelopesIn int64 // well-formed envelopes received from the relay
+	BytesIn     int64 // bytes of every datagram received
 	// Dropped counts the datagrams dropped unread: from another peer
 	// than the relay, or not a well-formed envelope.
 	Dropped int64
@@ -40,8 +49,10 @@ func NewClient(link Link, relay, self, machines int) (*Client, error) {
 	if link == nil || relay < 0 || machines < 2 || machines > MaxSlots || self < 0 || self >= machines {
 		return nil, ErrConfig
 	}
-	return &Client{link: link, relay: relay, self: self, slots: machines,
-		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1)}, nil
+	c := &Client{link: link, relay: relay, self: self, slots: machines,
+		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1)}
+	c.runs.reset()
+	return c, nil
 }
 
 // slotOf is the slot of the session's peer k.
@@ -60,8 +71,10 @@ func (c *Client) peerOf(slot int) int {
 	return slot
 }
 
-// Send gathers b for peer into the envelope Flush sends. When the
-// envelope would grow past MaxDatagram, what it holds is sent first.
+// Send gathers b for peer into the envelope Flush sends: as a copy record
+// when b shares a run of bytes with what the envelope holds and that is
+// shorter. When the envelope would grow past MaxDatagram, what it holds is
+// sent first.
 func (c *Client) Send(peer int, b []byte) error {
 	if peer < 0 || peer >= c.slots-1 {
 		return ErrSlot
@@ -72,7 +85,27 @@ func (c *Client) Send(peer int, b []byte) error {
 	if len(c.out)+recordOverhead+len(b) > MaxDatagram {
 		_ = c.Flush() // an error is that envelope lost, not b
 	}
-	c.out = appendRecord(c.out, c.slotOf(peer), b)
+	slot := c.slotOf(peer)
+	c.rebuilt += len(b)
+	// A copy is taken only while the envelope stays within what the relay
+	// accepts (maxRebuilt).
+	if c.midLen > 0 && len(b) == c.midLen+resealEnds && c.rebuilt <= maxRebuilt(c.slots, len(c.out)+resealSize) &&
+		string(b[resealHead:len(b)-resealTail]) == string(c.out[c.mid:c.mid+c.midLen]) {
+		c.out = append(append(append(c.out, copySlot, byte(slot), 0), b[:resealHead]...), b[len(b)-resealTail:]...)
+		c.stats.Copies++
+		return nil // the middle stays the previous record's
+	}
+	c.runs.add(c.out)
+	pos, plain := len(c.out), 1+uvarintLen(len(b))+len(b)
+	if j, at, n := c.runs.longest(c.out, b); n > 0 && copySize(len(b), j, at, n, pos) < plain &&
+		c.rebuilt <= maxRebuilt(c.slots, pos+copySize(len(b), j, at, n, pos)) {
+		c.out = appendCopy(c.out, slot, b, j, at, n)
+		c.stats.Copies++
+		c.midLen = 0
+		return nil
+	}
+	c.out = appendRecord(c.out, slot, b)
+	c.mid, c.midLen = len(c.out)-len(b)+resealHead, max(0, len(b)-resealEnds)
 	return nil
 }
 
@@ -86,28 +119,33 @@ func (c *Client) Flush() error {
 	c.stats.EnvelopesOut++
 	c.stats.BytesOut += int64(len(c.out))
 	c.out = c.out[:1]
+	c.runs.reset()
+	c.midLen, c.rebuilt = 0, 0
 	return err
 }
 
 // Receive copies the next datagram the relay forwarded into buf (truncated
 // to len(buf)) and returns its length and the peer that sent it.
 func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
-	for len(c.rest) == 0 {
+	for c.next == 0 {
 		m, from, ok := c.link.Receive(c.in)
 		if !ok {
 			return 0, 0, false
 		}
 		c.stats.BytesIn += int64(m)
-		if from != c.relay || m > MaxDatagram || !checkEnvelope(c.in[:m], c.slots, c.self) {
+		if from != c.relay || m > MaxDatagram || !checkEnvelope(c.in[:m], c.slots, c.self, false) {
 			c.stats.Dropped++
 			continue
 		}
 		c.stats.EnvelopesIn++
-		c.rest = c.in[1:m]
+		c.in, c.next = c.in[:m], 1
 	}
-	slot, b, rest, _ := nextRecord(c.rest, c.slots, c.self)
-	c.rest = rest
-	return copy(buf, b), c.peerOf(slot), true
+	var r record
+	next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil, &r)
+	if c.next = next; next == len(c.in) {
+		c.in, c.next = c.in[:cap(c.in)], 0
+	}
+	return copy(buf, r.lit), c.peerOf(r.slot), true
 }
 
 // Move points the client at another relay: link (which may be the same)
@@ -126,3 +164,9 @@ func (c *Client) Move(link Link, relay int) error {
 
 // Stats returns what the client has done so far.
 func (c *Client) Stats() ClientStats { return c.stats }
+
+// Relayed reports true: every peer is reached through one relay. A
+// rollback session over a Client sends its input packets in the cast body,
+// the same for every peer, so that the client sends it to the relay once
+// (docs/protocol.md, "Cast input bodies").
+func (c *Client) Relayed() bool { return true }

@@ -12,10 +12,55 @@ import (
 //	uvarint:  the length of the datagram, 1 to MaxDatagram
 //	…         the datagram, byte for byte as the session sealed it
 //
-// and nothing after the last. An envelope is checked whole before any of
-// its records is used: one that ends early, names a slot out of range (or
-// its own sender's), or holds an empty record is dropped.
+// and nothing after the last. From a machine, a record may instead be a
+// copy record, which spells its datagram partly as a copy of bytes earlier
+// in the same envelope (the same signed statement a session sends every
+// peer, under each pair's seal):
+//
+//	1 byte:   copySlot
+//	1 byte:   the destination's slot
+//	uvarint:  the length of the rest of the record
+//	uvarint:  p, then p bytes: the datagram's first bytes
+//	uvarint:  back, the distance from this record's first byte back to the copy's first
+//	uvarint:  n, the copy's length, 1 to back: the datagram's next n bytes
+//	…         the datagram's last bytes (the rest of the record)
+//
+// A copy record whose length is 0 is a reseal record instead:
+//
+//	1 byte:   copySlot
+//	1 byte:   the destination's slot
+//	1 byte:   0
+//	2 bytes:  the datagram's first two bytes
+//	4 bytes:  its last four
+//
+// and the datagram between them is the previous record's, which must be a
+// plain or reseal record of at least resealEnds+1 bytes: a sealed datagram
+// (header, then body, then MAC) whose body is the same for several peers,
+// as a session's input packets often are.
+//
+// The relay rebuilds the datagram byte for byte and forwards it as a plain
+// record: the session's seal covers it, so a wrong rebuild is a datagram
+// the receiver drops, never one it takes. The relay never sends copy
+// records. An envelope is checked whole before any of its records is used:
+// one that ends early, names a slot out of range (or its own sender's),
+// holds an empty record, uses a longer form of a number than needed, or a
+// copy that does not lie before its record (or, to a machine, any copy
+// record) is dropped.
 const envelopeKind = 0xe1
+
+// copySlot marks a copy record: never a slot (MaxSlots is 255, so slots
+// are 0 to 254).
+const copySlot = 0xff
+
+// resealHead and resealTail are the bytes a reseal record replaces at
+// either end of the previous datagram: a sealed datagram's header and MAC
+// (rollback/internal/wire, seal.go); resealEnds both.
+const (
+	resealHead = 2
+	resealTail = 4
+	resealEnds = resealHead + resealTail
+	resealSize = 3 + resealEnds // a reseal record's length
+)
 
 // recordOverhead is the most an envelope adds to a datagram it carries: the
 // slot and a two-byte length (a datagram of 128 bytes or more).
@@ -43,49 +88,175 @@ var (
 	ErrConfig = errors.New("relay: invalid config")
 )
 
-// appendRecord appends one record to an envelope being built.
+// record is one record of an envelope: its slot and its datagram, which is
+// lit, then src, then tail (a plain record's is lit alone; a copy record's
+// src aliases the envelope's earlier bytes).
+type record struct {
+	slot           int
+	lit, src, tail []byte
+	reseal         bool // a reseal record: src is the previous datagram's middle
+}
+
+// middle returns what a reseal record after r takes of r's datagram, given
+// mid, what it would take of the record before r; nil for nothing.
+func (r *record) middle(mid []byte) []byte {
+	switch {
+	case r.reseal:
+		return mid
+	case r.src == nil && len(r.lit) > resealEnds:
+		return r.lit[resealHead : len(r.lit)-resealTail]
+	}
+	return nil
+}
+
+// size is the length of r's datagram.
+func (r *record) size() int { return len(r.lit) + len(r.src) + len(r.tail) }
+
+// appendRecord appends one plain record to an envelope being built.
 func appendRecord(env []byte, slot int, b []byte) []byte {
 	env = append(env, byte(slot))
 	env = binary.AppendUvarint(env, uint64(len(b)))
 	return append(env, b...)
 }
 
-// nextRecord reads the record at the start of rest, an envelope's body
-// past its kind byte: its slot, its datagram and what follows it. ok is
-// false when rest does not start with a well-formed record whose slot is
-// below slots and is not self.
-func nextRecord(rest []byte, slots, self int) (slot int, b, after []byte, ok bool) {
-	if len(rest) < 2 {
-		return 0, nil, nil, false
+// appendRebuilt appends record r as a plain record from slot: its datagram
+// rebuilt whole.
+func appendRebuilt(env []byte, slot int, r *record) []byte {
+	env = append(env, byte(slot))
+	env = binary.AppendUvarint(env, uint64(r.size()))
+	return append(append(append(env, r.lit...), r.src...), r.tail...)
+}
+
+// uvarintLen is the length of v's uvarint.
+func uvarintLen(v int) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
 	}
-	slot = int(rest[0])
-	n, w := binary.Uvarint(rest[1:])
-	// Only the shortest form of the length: one envelope, one reading.
-	if w <= 0 || w > 2 || n == 0 || n > maxPayload || (w == 2 && n < 0x80) || uint64(len(rest)-1-w) < n {
-		return 0, nil, nil, false
+	return n
+}
+
+// appendCopy appends a copy record to env for slot: datagram b spelled as
+// b[:j], then env[at:at+n], then b[j+n:].
+func appendCopy(env []byte, slot int, b []byte, j, at, n int) []byte {
+	back := len(env) - at
+	rest := uvarintLen(j) + j + uvarintLen(back) + uvarintLen(n) + len(b) - j - n
+	env = append(env, copySlot, byte(slot))
+	env = binary.AppendUvarint(env, uint64(rest))
+	env = binary.AppendUvarint(env, uint64(j))
+	env = append(env, b[:j]...)
+	env = binary.AppendUvarint(env, uint64(back))
+	env = binary.AppendUvarint(env, uint64(n))
+	return append(env, b[j+n:]...)
+}
+
+// copySize is the length of the copy record appendCopy would append for a
+// datagram of size bytes at position pos of an envelope.
+func copySize(size, j, at, n, pos int) int {
+	rest := uvarintLen(j) + j + uvarintLen(pos-at) + uvarintLen(n) + size - j - n
+	return 2 + uvarintLen(rest) + rest
+}
+
+// uvarint reads a number of at most two bytes at the start of b, in its
+// shortest form only (one envelope, one reading); w is 0 when there is
+// none.
+func uvarint(b []byte) (v, w int) {
+	switch {
+	case len(b) >= 1 && b[0] < 0x80:
+		return int(b[0]), 1
+	case len(b) >= 2 && b[1] < 0x80 && b[1] != 0:
+		return int(b[0]&0x7f) | int(b[1])<<7, 2
 	}
-	if slot >= slots || slot == self {
-		return 0, nil, nil, false
+	return 0, 0
+}
+
+// nextRecord reads the record at position pos of envelope env into r and
+// returns the position after it. ok is false when no well-formed record
+// starts there whose slot is below slots and is not self, or when it is a
+// copy or reseal record and copies is false. mid is the previous record's
+// middle (record.middle).
+func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte, r *record) (next int, ok bool) {
+	if len(env)-pos < 2 {
+		return 0, false
 	}
-	start := 1 + w
-	return slot, rest[start : start+int(n)], rest[start+int(n):], true
+	slot := int(env[pos])
+	if slot == copySlot && copies {
+		return nextCopy(env, pos, slots, self, mid, r)
+	}
+	n, w := uvarint(env[pos+1:])
+	start := pos + 1 + w
+	if w == 0 || n == 0 || n > maxPayload || len(env)-start < n || slot >= slots || slot == self {
+		return 0, false
+	}
+	*r = record{slot: slot, lit: env[start : start+n]}
+	return start + n, true
+}
+
+// nextCopy is nextRecord for a copy or reseal record.
+func nextCopy(env []byte, pos, slots, self int, mid []byte, r *record) (next int, ok bool) {
+	rest := env[pos:]
+	if len(rest) < 3 {
+		return 0, false
+	}
+	slot := int(rest[1])
+	size, w := uvarint(rest[2:])
+	if w == 0 || len(rest)-2-w < size || slot >= slots || slot == self {
+		return 0, false
+	}
+	if size == 0 { // a reseal record
+		if len(rest) < resealSize || mid == nil {
+			return 0, false
+		}
+		*r = record{slot: slot, lit: rest[3 : 3+resealHead], src: mid, tail: rest[3+resealHead : resealSize], reseal: true}
+		return pos + resealSize, true
+	}
+	next = pos + 2 + w + size
+	body := rest[2+w : 2+w+size]
+	p, w := uvarint(body)
+	if w == 0 || len(body)-w < p {
+		return 0, false
+	}
+	lit, body := body[w:w+p], body[w+p:]
+	back, w := uvarint(body)
+	if w == 0 {
+		return 0, false
+	}
+	n, w2 := uvarint(body[w:])
+	// The copy is whole, and lies before its record and after the kind byte.
+	if w2 == 0 || n == 0 || n > back || back > pos-1 {
+		return 0, false
+	}
+	*r = record{slot: slot, lit: lit, src: env[pos-back : pos-back+n], tail: body[w+w2:]}
+	if r.size() > maxPayload {
+		return 0, false
+	}
+	return next, true
 }
 
 // checkEnvelope reports whether env is a well-formed envelope with at least
-// one record, every slot below slots and none self.
-func checkEnvelope(env []byte, slots, self int) bool {
-	if len(env) < 1 || env[0] != envelopeKind {
+// one record, every slot below slots and none self; copy records only
+// when copies, and then its datagrams, rebuilt, at most maxRebuilt(slots,
+// len(env)) bytes in all.
+func checkEnvelope(env []byte, slots, self int, copies bool) bool {
+	if len(env) < 2 || env[0] != envelopeKind {
 		return false
 	}
-	rest := env[1:]
-	if len(rest) == 0 {
-		return false
-	}
-	for len(rest) > 0 {
-		var ok bool
-		if _, _, rest, ok = nextRecord(rest, slots, self); !ok {
+	var mid []byte
+	var r record
+	total := 0
+	for pos := 1; pos < len(env); {
+		next, ok := nextRecord(env, pos, slots, self, copies, mid, &r)
+		if !ok {
 			return false
 		}
+		pos, mid, total = next, r.middle(mid), total+r.size()
 	}
-	return true
+	return !copies || total <= maxRebuilt(slots, len(env))
 }
+
+// maxRebuilt bounds what the relay sends for an envelope of n bytes from
+// a machine of a match of slots machines: each of the others once. So the
+// relay never sends on a machine's behalf more than the machine would have
+// sent them in the mesh: copies are no amplifier (a reseal record of 9
+// bytes may stand for 1,396).
+func maxRebuilt(slots, n int) int { return (slots - 1) * n }

@@ -15,7 +15,14 @@
 // Advance, Idle and Close), and the [Relay] gathers, per machine, what it
 // has for it and sends it once per tick. Each machine thus sends and
 // receives one datagram per tick instead of one per peer: fewer UDP/IP
-// headers, the same bytes inside.
+// headers. And what a session sends every peer alike (its signed
+// statement; its input packet, whose body a session over a Client makes
+// the same for every peer: [Client.Relayed]) the client sends the relay
+// once: the other copies go as copy records,
+// which spell a datagram partly as bytes the envelope already holds, or
+// reseal records, which give only the header and MAC a datagram has
+// around the previous one's body. The relay rebuilds each byte for byte,
+// so what a machine receives is exactly what its peer's session sealed.
 //
 // The relay keeps nothing a match needs beyond the envelopes it has not
 // sent yet, so a match survives its relay's death by moving: each machine's
@@ -62,6 +69,7 @@ type Stats struct {
 	BytesIn      int64 // bytes of every datagram received, malformed ones too
 	BytesOut     int64 // bytes sent
 	Forwarded    int64 // datagrams (records) forwarded
+	Rebuilt      int64 // of them, rebuilt from a machine's copy or reseal record
 	Malformed    int64 // datagrams dropped: not an envelope, or from no machine
 }
 
@@ -104,16 +112,18 @@ func (r *Relay) Poll(now time.Duration) {
 			break
 		}
 		r.stats.BytesIn += int64(n)
-		if n > MaxDatagram || from < 0 || from >= len(r.out) || !checkEnvelope(r.in[:n], len(r.out), from) {
+		if n > MaxDatagram || from < 0 || from >= len(r.out) || !checkEnvelope(r.in[:n], len(r.out), from, true) {
 			r.stats.Malformed++
 			continue
 		}
 		r.stats.EnvelopesIn++
-		for rest := r.in[1:n]; len(rest) > 0; {
-			var to int
-			var b []byte
-			to, b, rest, _ = nextRecord(rest, len(r.out), from)
-			r.forward(from, to, b)
+		env := r.in[:n]
+		var mid []byte
+		var rec record
+		for pos := 1; pos < n; {
+			pos, _ = nextRecord(env, pos, len(r.out), from, true, mid, &rec)
+			r.forward(from, &rec)
+			mid = rec.middle(mid)
 		}
 	}
 	if !r.begun {
@@ -128,13 +138,18 @@ func (r *Relay) Poll(now time.Duration) {
 	}
 }
 
-// forward puts datagram b from slot from into the envelope for slot to.
-func (r *Relay) forward(from, to int, b []byte) {
-	if len(r.out[to])+recordOverhead+len(b) > MaxDatagram {
+// forward puts the datagram of record rec from slot from into the
+// envelope for its slot, rebuilt whole if it is a copy record.
+func (r *Relay) forward(from int, rec *record) {
+	to := rec.slot
+	if len(r.out[to])+recordOverhead+rec.size() > MaxDatagram {
 		r.send(to)
 	}
-	r.out[to] = appendRecord(r.out[to], from, b)
+	r.out[to] = appendRebuilt(r.out[to], from, rec)
 	r.stats.Forwarded++
+	if rec.src != nil {
+		r.stats.Rebuilt++
+	}
 }
 
 // Flush sends every machine the envelope gathered for it, if not empty.

@@ -256,6 +256,8 @@ func FuzzEnvelope(f *testing.F) {
 	f.Add([]byte{0xe1, 1, 1, 'x'})
 	f.Add([]byte{0xe1, 1, 1, 'x', 2, 2, 'y', 'z'})
 	f.Add([]byte{0xe1, 1, 0x80, 0x01})
+	f.Add([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 5, 1, 'x', 8, 8, 'y'})
+	f.Add([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 0, 'x', 'y', '1', '2', '3', '4'})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) > netsim.MTU {
 			return
@@ -265,18 +267,22 @@ func FuzzEnvelope(f *testing.F) {
 		s.step()
 		st := s.r.Stats()
 		require.Equal(t, int64(1), st.EnvelopesIn+st.Malformed)
-		// Whatever was forwarded arrives whole, from machine 0's slot.
-		total := 0
+		// Whatever was forwarded arrives whole, from machine 0's slot; no
+		// larger than its envelope unless rebuilt from copies.
+		total, got := 0, int64(0)
 		for _, m := range []int{1, 2} {
 			for _, g := range drain(s.clients[m]) {
 				require.Equal(t, 0, g.peer)
 				total += len(g.b)
+				got++
 			}
 		}
-		if st.EnvelopesIn == 1 {
-			require.Less(t, total, len(b))
-		} else {
+		require.Equal(t, st.Forwarded, got)
+		switch {
+		case st.EnvelopesIn == 0:
 			require.Zero(t, total)
+		case st.Rebuilt == 0:
+			require.Less(t, total, len(b))
 		}
 	})
 }
@@ -315,4 +321,257 @@ func TestClientMovesToAnotherRelay(t *testing.T) {
 	require.Equal(t, int64(1), relays[1].Stats().Forwarded)
 	require.ErrorIs(t, clients[0].Move(nil, 0), relay.ErrConfig)
 	require.ErrorIs(t, clients[0].Move(nw.Endpoint(0), -1), relay.ErrConfig)
+}
+
+// statementLike is what a session sends each peer in one Advance with
+// statements: a per-pair header and echo, the same 66 bytes of signed
+// statement, a per-pair input packet and seal.
+func statementLike(peer, tick int) []byte {
+	b := []byte{0xc0 | byte(peer), byte(tick), byte(peer * 7), byte(tick * 3)}
+	for k := range 66 {
+		b = append(b, byte(tick*31+k*17))
+	}
+	return append(b, byte(peer), 0x10, byte(tick), 9, 8, 7, byte(peer+tick))
+}
+
+func TestCopyRecordsRebuildByteForByte(t *testing.T) {
+	const n = 4
+	s := newStar(t, n)
+	for tick := range 5 {
+		for _, c := range s.clients {
+			for p := range n - 1 {
+				require.NoError(t, c.Send(p, statementLike(p, tick)))
+			}
+		}
+		s.step()
+		for i, c := range s.clients {
+			var want []got
+			for from := range n {
+				if from == i {
+					continue
+				}
+				p := i // i's slot is peer i of a machine before it, i-1 after it
+				if from < i {
+					p = i - 1
+				}
+				peer := from // from's slot is peer from of i below i, from-1 above
+				if from > i {
+					peer = from - 1
+				}
+				want = append(want, got{peer, string(statementLike(p, tick))})
+			}
+			require.Equal(t, want, drain(c), "machine %d, tick %d", i, tick)
+		}
+	}
+	plain := 1 + 3*(2+len(statementLike(0, 0)))
+	for i, c := range s.clients {
+		st := c.Stats()
+		require.Equal(t, int64(2*5), st.Copies, "machine %d: the second and third datagram of each tick copy the first", i)
+		require.Less(t, st.BytesOut, int64(5*(plain-2*60)), "machine %d: each copy saves the 66 bytes less its cost", i)
+	}
+	require.Equal(t, int64(n*2*5), s.r.Stats().Rebuilt)
+	require.Equal(t, int64(n*3*5), s.r.Stats().Forwarded)
+}
+
+func TestCopyRecordsRandom(t *testing.T) {
+	const n = 5
+	s := newStar(t, n)
+	rng := uint64(1)
+	next := func(k int) int {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return int(rng>>33) % k
+	}
+	shared := make([]byte, 300)
+	for tick := range 200 {
+		for k := range shared {
+			shared[k] = byte(next(4)) // few values: many short runs alike too
+		}
+		sent := make([][]got, n)
+		for i, c := range s.clients {
+			var last []byte
+			for range next(6) {
+				p := next(n - 1)
+				lo := next(len(shared))
+				hi := lo + next(len(shared)-lo+1)
+				b := append([]byte{byte(i), byte(tick)}, shared[lo:hi]...)
+				b = append(b, byte(next(256)))
+				if next(3) == 0 && len(last) > 0 { // the last one's middle, other ends
+					b = append([]byte{byte(next(256)), byte(next(256))}, last[2:len(last)-4]...)
+					b = append(b, byte(next(256)), byte(next(256)), byte(next(256)), byte(next(256)))
+				}
+				if len(b) >= 6 {
+					last = b
+				}
+				require.NoError(t, c.Send(p, b))
+				to := p
+				if p >= i {
+					to = p + 1
+				}
+				from := i
+				if i > to {
+					from = i - 1
+				}
+				sent[to] = append(sent[to], got{from, string(b)})
+			}
+			require.NoError(t, c.Flush())
+		}
+		s.nw.Advance(time.Second / 60)
+		s.r.Poll(s.nw.Now())
+		s.nw.Advance(time.Millisecond)
+		for i, c := range s.clients {
+			// Per sender in order; senders in the order they flushed.
+			require.Equal(t, sent[i], drain(c), "machine %d, tick %d", i, tick)
+		}
+	}
+	require.Zero(t, s.r.Stats().Malformed)
+	require.NotZero(t, s.r.Stats().Rebuilt)
+}
+
+func TestMalformedCopyRecordsDropped(t *testing.T) {
+	// Machine 0 of 3 sends the relay: a plain record "abcdefgh" for slot
+	// 1 at position 1 (its datagram at 3 to 10), then a copy record at
+	// position 11 for slot 2: "x", a copy of back bytes from position 11,
+	// n long, then "y".
+	cp := func(slot, back, n byte) []byte {
+		return []byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, slot, 5, 1, 'x', back, n, 'y'}
+	}
+	s := newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(0).Send(2, cp(2, 8, 8)))
+	s.step()
+	require.Equal(t, []got{{0, "xabcdefghy"}}, drain(s.clients[2]))
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"copy of nothing", cp(2, 8, 0)},
+		{"copy past its record", cp(2, 8, 9)},
+		{"copy of the kind byte", cp(2, 11, 8)},
+		{"copy before the envelope", cp(2, 12, 1)},
+		{"copy to itself", cp(0, 8, 8)},
+		{"copy out of range", cp(3, 8, 8)},
+		{"copy record truncated", cp(2, 8, 8)[:18]},
+		{"long form", []byte{0xe1, 1, 1, 'a', 0xff, 2, 0x84, 0x00, 0, 2, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStar(t, 3)
+			require.NoError(t, s.nw.Endpoint(0).Send(2, tc.b))
+			s.step()
+			require.Equal(t, int64(1), s.r.Stats().Malformed)
+			require.Empty(t, drain(s.clients[1]))
+			require.Empty(t, drain(s.clients[2]))
+		})
+	}
+	// The relay never sends a copy record: a client drops one.
+	s = newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(3).Send(0, []byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 4, 0, 10, 8, 'y'}))
+	s.nw.Advance(time.Millisecond)
+	require.Empty(t, drain(s.clients[0]))
+	require.Equal(t, int64(1), s.clients[0].Stats().Dropped)
+}
+
+// sealedLike is a sealed datagram to peer: its own header and MAC around
+// a body the same for every peer.
+func sealedLike(peer, tick int, body string) []byte {
+	return append(append([]byte{0x10 | byte(peer), byte(tick)}, body...), byte(peer), 2, 3, byte(tick))
+}
+
+func TestResealRecords(t *testing.T) {
+	const n = 4
+	s := newStar(t, n)
+	body := "a body of input"
+	for tick := range 3 {
+		for _, c := range s.clients {
+			for p := range n - 1 {
+				require.NoError(t, c.Send(p, sealedLike(p, tick, body)))
+			}
+		}
+		s.step()
+		for i, c := range s.clients {
+			var want []got
+			for from := range n {
+				if from == i {
+					continue
+				}
+				p, peer := i, from
+				if from < i {
+					p = i - 1
+				}
+				if from > i {
+					peer = from - 1
+				}
+				want = append(want, got{peer, string(sealedLike(p, tick, body))})
+			}
+			require.Equal(t, want, drain(c), "machine %d, tick %d", i, tick)
+		}
+	}
+	size := len(sealedLike(0, 0, body))
+	for i, c := range s.clients {
+		st := c.Stats()
+		require.Equal(t, int64(2*3), st.Copies, "machine %d", i)
+		// Each tick: the kind byte, one plain record, two of 9 bytes.
+		require.Equal(t, int64(3*(1+2+size+2*9)), st.BytesOut, "machine %d", i)
+	}
+	require.Equal(t, int64(n*2*3), s.r.Stats().Rebuilt)
+}
+
+func TestMalformedResealRecordsDropped(t *testing.T) {
+	plain := []byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'} // a middle: "cd"
+	reseal := []byte{0xff, 2, 0, 'x', 'y', '1', '2', '3', '4'}
+	s := newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(0).Send(2, append(append([]byte{}, plain...), reseal...)))
+	s.step()
+	require.Equal(t, []got{{0, "abcdefgh"}}, drain(s.clients[1]))
+	require.Equal(t, []got{{0, "xycd1234"}}, drain(s.clients[2]))
+	for _, tc := range []struct {
+		name string
+		b    []byte
+	}{
+		{"nothing before", append([]byte{0xe1}, reseal...)},
+		{"after a short datagram", append([]byte{0xe1, 1, 6, 'a', 'b', 'c', 'd', 'e', 'f'}, reseal...)},
+		{"after a copy record", append([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 5, 1, 'x', 8, 8, 'y'}, reseal...)},
+		{"truncated", append(append([]byte{}, plain...), reseal[:8]...)},
+		{"to itself", append(append([]byte{}, plain...), 0xff, 0, 0, 'x', 'y', '1', '2', '3', '4')},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStar(t, 3)
+			require.NoError(t, s.nw.Endpoint(0).Send(2, tc.b))
+			s.step()
+			require.Equal(t, int64(1), s.r.Stats().Malformed)
+			require.Empty(t, drain(s.clients[1]))
+			require.Empty(t, drain(s.clients[2]))
+		})
+	}
+}
+
+// TestCopiesAreNoAmplifier: the relay refuses an envelope whose datagrams,
+// rebuilt, come to more than the sender's envelope once for each other
+// machine (a reseal record of 9 bytes may stand for 1,396); a client stays
+// within it, sending a datagram whole when a copy would pass it.
+func TestCopiesAreNoAmplifier(t *testing.T) {
+	body := string(bytes.Repeat([]byte{'m'}, 100))
+	env := append([]byte{0xe1, 1, 106}, sealedLike(0, 0, body)...)
+	for range 3 { // 109 + 3*9 = 136 bytes standing for 4*106 = 424 > 2*136
+		env = append(env, 0xff, 2, 0, 0x10, 0, 1, 2, 3, 4)
+	}
+	s := newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(0).Send(2, env))
+	s.step()
+	require.Equal(t, int64(1), s.r.Stats().Malformed)
+	require.Empty(t, drain(s.clients[2]))
+
+	s = newStar(t, 3)
+	var want [2][]got
+	for k := range 8 {
+		b := sealedLike(k%2, k, body)
+		require.NoError(t, s.clients[0].Send(k%2, b))
+		want[k%2] = append(want[k%2], got{0, string(b)})
+	}
+	s.step()
+	require.Zero(t, s.r.Stats().Malformed)
+	require.Equal(t, want[0], drain(s.clients[1]))
+	require.Equal(t, want[1], drain(s.clients[2]))
+	st := s.clients[0].Stats()
+	require.Positive(t, st.Copies)
+	require.Less(t, st.Copies, int64(7), "some went whole")
+	require.LessOrEqual(t, s.r.Stats().BytesOut, 2*st.BytesOut)
 }

@@ -34,7 +34,8 @@ func NewSession(cfg Config) (*Session, error) {
 		return nil, err // unreachable: validate checked the layout
 	}
 	s.tx = newOutbox(cfg.Transport, &s.peers, &s.now, &s.stats, s.roster.format)
-	s.io.view = inputView{format: &s.roster.format, inputs: &s.inputs, ring: s}
+	s.tx.cast, s.tx.self = castOf(cfg.Transport, cfg.Peers, s.roster.local[0])
+	s.io.view = inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, cast: s.tx.cast, self: s.tx.self}
 	perFrame := len(s.roster.local) * (len(s.roster.layout) + s.roster.layout.Bits())
 	s.roster.maxFrames = min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
 	lockstepMode := cfg.Lockstep

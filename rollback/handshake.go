@@ -113,6 +113,12 @@ func readNonce(r io.Reader) (uint64, error) {
 	}
 }
 
+// castMode is the bit of Terms.Mode that says the input packets' body is
+// the cast one (a relayed Transport: outbox.cast): a machine that sends
+// the per-pair body cannot play with one that sends the cast body, and the
+// terms' digest keeps their keys apart.
+const castMode = 0x80
+
 // terms returns what every machine of the match must agree on, as this
 // machine's config has it.
 func (s *Session) terms(cfg *Config) wire.Terms {
@@ -127,6 +133,9 @@ func (s *Session) terms(cfg *Config) wire.Terms {
 	}
 	if s.ls != nil {
 		t.Mode, t.TickRate = uint8(lockstepMode), cfg.TickRate
+	}
+	if s.tx.cast {
+		t.Mode |= castMode // the input packets' body is the cast one
 	}
 	if s.sums != nil {
 		t.ChecksumEvery = int32(s.sums.every)
@@ -380,6 +389,8 @@ func compareTerms(i int, ours *wire.Terms, local []uint8, h *wire.Handshake) *Ha
 		return diff("Local and Peers", machines(ours.Owners), machines(theirs.Owners))
 	case !slices.Equal(ours.Layout, theirs.Layout):
 		return diff("Layout", Layout(ours.Layout), Layout(theirs.Layout))
+	case ours.Mode&castMode != theirs.Mode&castMode:
+		return diff("relayed Transport", ours.Mode&castMode != 0, theirs.Mode&castMode != 0)
 	case ours.Mode != theirs.Mode:
 		return diff("Lockstep", ours.Mode == uint8(lockstepMode), theirs.Mode == uint8(lockstepMode))
 	case ours.TickRate != theirs.TickRate:

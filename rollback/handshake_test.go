@@ -74,6 +74,13 @@ func TestTermsMismatch(t *testing.T) {
 		{"TickRate", 2, lockstep, func(c *rollback.Config) { lockstep(c); c.TickRate = 30 }, "60", "30"},
 		{"ChecksumEvery", 2, nil, func(c *rollback.Config) { c.ChecksumEvery = -1 }, "500", "off"},
 		{"NoStartDelay", 2, nil, func(c *rollback.Config) { c.NoStartDelay = true }, "false", "true"},
+		// One machine's transport reaches its peers through a relay (its input
+		// packets' body is the cast one), the other's does not.
+		// (Three machines: with one peer a relayed session sends the per-pair body.)
+		{"relayed Transport", 3, func(c *rollback.Config) { thirdPeer(c) }, func(c *rollback.Config) {
+			thirdPeer(c)
+			c.Transport = relayedTransport{c.Transport}
+		}, "false", "true"},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			nw, err := netsim.New(tc.nodes, 1, netsim.Profile{})
@@ -105,6 +112,17 @@ func TestTermsMismatch(t *testing.T) {
 			assert.LessOrEqual(t, ticks, 6, "both fail within the handshake, not at its timeout")
 		})
 	}
+}
+
+// relayedTransport is a Transport that says it reaches its peers through
+// a relay, as relay.Client does.
+type relayedTransport struct{ rollback.Transport }
+
+func (relayedTransport) Relayed() bool { return true }
+
+// thirdPeer adds a third machine, playing player 2, to a pairConfig.
+func thirdPeer(c *rollback.Config) {
+	c.Players, c.Peers = 3, append(c.Peers, rollback.Peer{Players: []rollback.PlayerID{2}})
 }
 
 // TestSecret: machines with the same Config.Secret connect; a machine with

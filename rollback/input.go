@@ -38,6 +38,8 @@ type inputView struct {
 	ring      ringView
 	localNext Frame // our next local frame: the most it may acknowledge
 	strict    bool  // neither lockstep nor statements: an honest peer is never beyond the ring
+	cast      bool  // input packets come in the cast body (outbox.cast)
+	self      uint8 // with cast: our machine's index
 }
 
 // judgeInput judges input packet b from peer ps against v: parsed into pkt
@@ -46,7 +48,14 @@ type inputView struct {
 // (written in place: a verdict returned was copied out, ~40 instructions
 // of every steady tick). It changes nothing else.
 func judgeInput(b []byte, ps *peer, v *inputView, pkt *wire.InputPacket, base []uint64, vd *inputVerdict) {
-	h, hend, err := v.format.PeekInput(b, int32(v.localNext))
+	var h wire.InputHeader
+	var hend int
+	var err error
+	if v.cast {
+		err = v.parseCast(b, ps, pkt, base, &h) // whole: its acknowledgement comes last
+	} else {
+		h, hend, err = v.format.PeekInput(b, int32(v.localNext))
+	}
 	if err != nil {
 		return
 	}
@@ -64,15 +73,11 @@ func judgeInput(b []byte, ps *peer, v *inputView, pkt *wire.InputPacket, base []
 		vd.ok = true
 		return
 	}
-	pkt.Base = nil
-	if first > 0 {
-		for j, p := range ps.players {
-			base[j] = uint64(v.inputs.at(first-1, p))
+	if !v.cast {
+		v.setBase(ps, first, pkt, base)
+		if err := v.format.ParseInputAfter(b, h, hend, len(ps.players), len(ps.gossip.order), pkt); err != nil {
+			return
 		}
-		pkt.Base = base[:len(ps.players)]
-	}
-	if err := v.format.ParseInputAfter(b, h, hend, len(ps.players), len(ps.gossip.order), pkt); err != nil {
-		return
 	}
 	var ok bool
 	if vd.take, ok = v.checkInputs(pkt, first, want); !ok {
@@ -85,6 +90,40 @@ func judgeInput(b []byte, ps *peer, v *inputView, pkt *wire.InputPacket, base []
 		return
 	}
 	vd.ok = true
+}
+
+// setBase points pkt.Base at what we hold of ps's players for the frame
+// before first (base is its storage; nil for frame 0).
+func (v *inputView) setBase(ps *peer, first Frame, pkt *wire.InputPacket, base []uint64) {
+	pkt.Base = nil
+	if first > 0 {
+		for j, p := range ps.players {
+			base[j] = uint64(v.inputs.at(first-1, p))
+		}
+		pkt.Base = base[:len(ps.players)]
+	}
+}
+
+// parseCast parses cast body b from ps into pkt, its header into h with
+// the acknowledgement it carries for us: against what we hold of the
+// frame before its first, or, when that is a gap (judgeInput), against
+// nothing (only the acknowledgement and gossip are used then).
+func (v *inputView) parseCast(b []byte, ps *peer, pkt *wire.InputPacket, base []uint64, h *wire.InputHeader) error {
+	hh, end, err := v.format.PeekCast(b, int32(v.localNext))
+	if err != nil {
+		return err
+	}
+	first, want := Frame(hh.First), v.inputs.next[ps.players[0]]
+	if first > want || (first > 0 && first-1 < want-ringSize) {
+		pkt.Base = nil
+	} else {
+		v.setBase(ps, first, pkt, base)
+	}
+	if err := v.format.ParseCastAfter(b, hh, end, len(ps.players), len(ps.gossip.order)+1, castAt(int(v.self), uint8(ps.machine)), pkt); err != nil {
+		return err
+	}
+	*h, h.Ack = hh, pkt.Ack
+	return nil
 }
 
 // checkInputs checks the frames of the parsed packet (from frame first)

@@ -131,6 +131,6 @@ func parseMachines(list string) ([]netip.AddrPort, error) {
 
 func logStats(log *slog.Logger, msg string, st relay.Stats, ts udp.Stats) {
 	log.Info(msg, "envelopes_in", st.EnvelopesIn, "envelopes_out", st.EnvelopesOut, "bytes_in", st.BytesIn,
-		"bytes_out", st.BytesOut, "forwarded", st.Forwarded, "malformed", st.Malformed,
+		"bytes_out", st.BytesOut, "forwarded", st.Forwarded, "rebuilt", st.Rebuilt, "malformed", st.Malformed,
 		"unknown_address", ts.UnknownAddress, "queue_full", ts.QueueFull, "send_errors", ts.SendErrors)
 }

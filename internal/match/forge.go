@@ -227,6 +227,13 @@ type forgeTransport struct {
 	received, accepted int64
 }
 
+// Relayed passes on the wrapped transport's: a session over a relay
+// client sends the cast body behind the attacker too.
+func (t *forgeTransport) Relayed() bool {
+	r, ok := t.Transport.(interface{ Relayed() bool })
+	return ok && r.Relayed()
+}
+
 func (t *forgeTransport) Send(peer int, b []byte) error {
 	if t.tap {
 		to := peer

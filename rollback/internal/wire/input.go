@@ -442,8 +442,43 @@ func (f *Format) checkParse(players, gossip int, p *InputPacket) error {
 // parseFrames decodes the rest of an input body, after its header h, from
 // r into p.
 func (f *Format) parseFrames(r bitReader, h InputHeader, players, gossip int, p *InputPacket) error {
-	l := f.l
 	p.Ack, p.First, p.Count, p.Players = h.Ack, h.First, int(h.End-h.First), players
+	if err := f.readFrames(&r, players, p); err != nil {
+		return err
+	}
+	p.Lag = int(r.read(3))
+	p.Gossip = p.Gossip[:0]
+	for range gossip {
+		g := Gossip{Disconnected: r.bit() == 1}
+		switch {
+		case g.Disconnected:
+			g.Frame = int32(r.read(31))
+			if g.Frame > MaxFrame {
+				return errFrame
+			}
+		case r.bit() == 1:
+			g.Frame = h.End - int32(r.read(8))
+			if g.Frame < 0 {
+				return errGossip // a count no sender can have: more frames behind End than exist
+			}
+		default:
+			g.Frame = -1
+		}
+		p.Gossip = append(p.Gossip, g)
+	}
+	if r.overrun {
+		return errTruncated
+	}
+	if !r.atEnd() {
+		return errTrailing
+	}
+	return nil
+}
+
+// readFrames reads p.Count frames of players inputs from r into p.Inputs,
+// the first against p.Base.
+func (f *Format) readFrames(r *bitReader, players int, p *InputPacket) error {
+	l := f.l
 	p.Inputs = p.Inputs[:0]
 	for i := range p.Count {
 		for j := range players {
@@ -474,32 +509,6 @@ func (f *Format) parseFrames(r bitReader, h InputHeader, players, gossip int, p 
 		if r.overrun {
 			return errTruncated
 		}
-	}
-	p.Lag = int(r.read(3))
-	p.Gossip = p.Gossip[:0]
-	for range gossip {
-		g := Gossip{Disconnected: r.bit() == 1}
-		switch {
-		case g.Disconnected:
-			g.Frame = int32(r.read(31))
-			if g.Frame > MaxFrame {
-				return errFrame
-			}
-		case r.bit() == 1:
-			g.Frame = h.End - int32(r.read(8))
-			if g.Frame < 0 {
-				return errGossip // a count no sender can have: more frames behind End than exist
-			}
-		default:
-			g.Frame = -1
-		}
-		p.Gossip = append(p.Gossip, g)
-	}
-	if r.overrun {
-		return errTruncated
-	}
-	if !r.atEnd() {
-		return errTrailing
 	}
 	return nil
 }
