@@ -14,18 +14,25 @@ import (
 // latest checksum frame no machine disagreed about (the agreed state) and
 // every final input since; on a detected desync it re-simulates that span
 // from the agreed state, with the game's marks traced, and hands the
-// bundle to the game. Nothing of it crosses the network: two machines'
-// bundles are compared offline (cmd/desync).
+// bundle to the game (Config.Bundle), and its checksums and marks to the
+// time machine (timemachine.go), which sends them to the peer in the
+// state exchange and names the first divergent frame and system in the
+// report. Two machines' bundles are compared offline too (cmd/desync).
 
 // maxBundles is the most bundles one session makes: a desync recovered
 // from and the one that ends the match, and the outvoted peers'.
 const maxBundles = 4
 
-// bundler is the checksums' keeper of desync bundles (nil without
-// Config.Bundle). The steady path costs a copy of each frame's final
+// bundler is the checksums' keeper of desync bundles and the time
+// machine's re-simulation (nil without Config.Bundle and Config.Marks, or
+// without peers). The steady path costs a copy of each frame's final
 // inputs, and of the state at each agreed checksum frame.
 type bundler struct {
-	hook    func(*bundle.Bundle)
+	hook    func(*bundle.Bundle) // Config.Bundle; nil: none handed out
+	from    Frame                // the latest re-simulation's start (keep)
+	sums    []uint64             // its checksums, of frames from on
+	steps   [][]bundle.Mark      // its marks, of each step
+	trace   []byte               // its trace section (wire.AppendTrace)
 	marks   *desync.Marks
 	info    bundle.Bundle // the match's fields of every bundle
 	agreed  []byte        // the state at the start of start
@@ -158,7 +165,11 @@ func (b *bundler) write(e *desync.Error, h *horizon, a *savestate.Arena, ap *app
 		ap.extrapolating(false)
 		if err != nil {
 			out.Note = err.Error()
+		} else {
+			b.keep(&out)
 		}
 	}
-	b.hook(&out)
+	if b.hook != nil {
+		b.hook(&out)
+	}
 }

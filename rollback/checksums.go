@@ -286,7 +286,8 @@ func (c *checksums) retarget(i int, f Frame) {
 		if p.frame == f && p.data != nil && !p.pending {
 			c.ex = newExchange(f, i, len(x.next))
 			c.ex.at = x.at
-			c.ex.serving, c.ex.complete, c.ex.mine = true, true, deflate(p.data)
+			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+			c.offer(c.ex, deflate(p.data))
 			return
 		}
 	}
@@ -391,12 +392,12 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	}
 	switch {
 	case c.ex.local != nil:
-		c.ex.mine = deflate(c.ex.local)
+		c.offer(c.ex, deflate(c.ex.local)) // the trace section comes with the bundler's re-simulation (attach)
 	case recovered && c.rec.adopt:
 		// We need only the peer's state: the report cannot name the field.
 	default:
 		c.report("our state at that frame is no longer held")
-		c.ex.complete = true
+		c.ex.complete, c.ex.whole = true, true
 		return c.err
 	}
 	return e
@@ -418,7 +419,8 @@ func (c *checksums) serve(f Frame, peer, peers int, now time.Duration) {
 			// complete: we need nothing of its, so our messages say Done;
 			// and our state is not compared, so only its deflated copy is
 			// kept (the checkpoint's may go once the frame is settled).
-			c.ex.serving, c.ex.complete, c.ex.mine = true, true, deflate(p.data)
+			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+			c.offer(c.ex, deflate(p.data))
 			return
 		}
 	}

@@ -1,0 +1,105 @@
+package rollback
+
+import (
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
+	"github.com/rewindgg/rewind/savestate"
+)
+
+// This file is the time machine's networked half (docs/protocol.md, "The
+// trace section"). On a detected desync the bundler re-simulates the span
+// from the last agreed state with a checksum per frame and the marks of
+// each step (bundle.go); its trace section rides behind our state in the
+// state exchange (exchange.go), and the peer's, once the whole payload is
+// in, is compared with ours: the report (desync.Error) then names the
+// first divergent frame (FirstFrame) and the first system whose output
+// differs in the step before it (System). It is diagnostic only: what the
+// peer's section claims never decides which state a recovery keeps, and
+// the field and the recovery never wait for it.
+//
+// The bundler, and so the time machine, is on when Config.Bundle or
+// Config.Marks is set (with peers): its steady cost is the bundler's.
+
+// trace makes the bundle of desync e (the re-simulation; handed to
+// Config.Bundle when set) and attaches its trace section to the exchange,
+// if none of ours went out yet: the exchange starts in the same call as
+// the detection, before anything is sent.
+func (c *checksums) trace(e *desync.Error, h *horizon, a *savestate.Arena, ap *app) {
+	if c == nil || c.bun == nil {
+		return
+	}
+	c.bun.write(e, h, a, ap)
+	if x := c.ex; x != nil && x.z != nil && !x.sent {
+		c.offer(x, x.z)
+	}
+}
+
+// offer sets x's payload: our compressed state z, and behind it the trace
+// section of the bundler's latest re-simulation, if it spans x's frame.
+func (c *checksums) offer(x *exchange, z []byte) {
+	x.z = z
+	x.mine = payload(z, c.bun.section(x.frame))
+}
+
+// keep keeps the re-simulation of out (Resimulate's): the time machine's
+// own side, and the trace section the peer gets.
+func (b *bundler) keep(out *bundle.Bundle) {
+	b.from, b.sums, b.steps = Frame(out.Start), out.Sums, out.Traces
+	t := wire.Trace{Start: out.Start, Sums: out.Sums, Steps: make([][]wire.TraceMark, len(out.Traces))}
+	for i, st := range out.Traces {
+		for _, m := range st {
+			t.Steps[i] = append(t.Steps[i], wire.TraceMark{System: m.System, Sum: m.Sum})
+		}
+	}
+	b.trace = wire.AppendTrace(nil, &t)
+}
+
+// section returns the trace section of the latest re-simulation if it
+// spans frame f (nil: none).
+func (b *bundler) section(f Frame) []byte {
+	if b == nil || b.trace == nil || f <= b.from || int(f-b.from) >= len(b.sums) {
+		return nil
+	}
+	return b.trace
+}
+
+// traced takes the peer's trace section, its whole payload in: compared
+// with our re-simulation's, it names the first divergent frame and
+// system in the report. A section that cannot be read, or shares no
+// frame with ours, names nothing.
+func (c *checksums) traced(section []byte) {
+	b := c.bun
+	if b == nil || b.sums == nil || len(section) == 0 {
+		return
+	}
+	t, err := wire.ParseTrace(section)
+	if err != nil {
+		return
+	}
+	theirs := bundle.Bundle{Start: t.Start, Sums: t.Sums, Traces: make([][]bundle.Mark, len(t.Steps))}
+	for i, st := range t.Steps {
+		for _, m := range st {
+			theirs.Traces[i] = append(theirs.Traces[i], bundle.Mark{System: m.System, Sum: m.Sum})
+		}
+	}
+	ours := bundle.Bundle{Start: int32(b.from), Sums: b.sums, Traces: b.steps}
+	if d := bundle.Compare(&ours, &theirs, nil, 0); d.Frame > 0 {
+		c.named(d.Frame, d.System)
+	}
+}
+
+// named replaces the report with a copy that names the first divergent
+// frame f and system (as report does the field).
+func (c *checksums) named(f int32, system string) {
+	p := &c.err
+	if c.err == nil {
+		if c.rec == nil || c.rec.report == nil {
+			return
+		}
+		p = &c.rec.report
+	}
+	e := **p // the one handed out before is never changed
+	e.FirstFrame, e.System = f, system
+	*p = &e
+}
