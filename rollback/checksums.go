@@ -16,6 +16,7 @@ import (
 // Done message every stateStatusEvery, so the peer learns we have its.
 const (
 	stateChunksPerTick = 8
+	traceChunksPerTick = 2 // of the 8, at most, of the trace section (timemachine.go)
 	stateStatusEvery   = 250 * time.Millisecond
 )
 

@@ -37,7 +37,9 @@ type exchange struct {
 	complete bool            // we have the peer's state (or need none): the field is named
 	whole    bool            // and its whole payload (or need none): its messages say Done
 	serving  bool            // only sending ours to peer (it was outvoted), not comparing
-	next     []int           // per peer: the next chunk to send
+	next     []int           // per peer: the next chunk of the head and state to send
+	nextT    []int           // per peer: the next chunk of the trace section to send
+	own      int             // where our trace section starts in mine
 	done     []bool          // per peer: it has all of ours
 	status   []time.Duration // per peer: when we last sent a bare Done
 	heard    []bool          // per peer: it sent a State of frame: it knows of the desync
@@ -53,7 +55,7 @@ type exchange struct {
 func (x *exchange) over() bool { return x.whole && x.done[x.peer] }
 
 func newExchange(f Frame, peer, peers int) *exchange {
-	return &exchange{frame: f, peer: peer, next: make([]int, peers), done: make([]bool, peers), status: make([]time.Duration, peers), heard: make([]bool, peers)}
+	return &exchange{frame: f, peer: peer, next: make([]int, peers), nextT: make([]int, peers), done: make([]bool, peers), status: make([]time.Duration, peers), heard: make([]bool, peers)}
 }
 
 func deflate(b []byte) []byte {
@@ -65,8 +67,12 @@ func deflate(b []byte) []byte {
 }
 
 // outgoing gives out each State message due to peer i now: the next
-// pieces of our state, or once it has them all (or when we no longer hold
-// ours) a bare status now and then, which tells it whether we have its.
+// pieces of our payload, or once it has them all (or when we no longer
+// hold ours) a bare status now and then, which tells it whether we have
+// its. Of the stateChunksPerTick pieces of a call, traceChunksPerTick at
+// most are of the trace section, the others of the head and the state,
+// each part round and round: a lost piece of the state comes again after
+// one round of the state's pieces, however long the trace.
 func (c *checksums) outgoing(i int, now time.Duration, out controlSender) {
 	if c == nil || c.ex == nil || (c.ex.serving && i != c.ex.peer) {
 		return
@@ -82,10 +88,19 @@ func (c *checksums) outgoing(i int, now time.Duration, out controlSender) {
 		return
 	}
 	chunks := (len(x.mine) + wire.MaxStateData - 1) / wire.MaxStateData
+	states := min((x.own+wire.MaxStateData-1)/wire.MaxStateData, chunks) // pieces with a byte of the head or the state
+	traces := chunks - states
+	ns := min(states, stateChunksPerTick-min(traceChunksPerTick, traces))
 	x.sent = true
-	for range min(stateChunksPerTick, chunks) {
-		n := x.next[i] % chunks
-		x.next[i]++
+	for k := range min(stateChunksPerTick, chunks) {
+		var n int
+		if k < ns {
+			n = x.next[i] % states
+			x.next[i]++
+		} else {
+			n = states + x.nextT[i]%traces
+			x.nextT[i]++
+		}
 		off := n * wire.MaxStateData
 		*msg = wire.State{Frame: int32(x.frame), Total: uint32(len(x.mine)), Offset: uint32(off), Done: x.whole,
 			Data: x.mine[off:min(off+wire.MaxStateData, len(x.mine))]}

@@ -39,7 +39,9 @@ func (c *checksums) trace(e *desync.Error, h *horizon, a *savestate.Arena, ap *a
 // section of the bundler's latest re-simulation, if it spans x's frame.
 func (c *checksums) offer(x *exchange, z []byte) {
 	x.z = z
-	x.mine = payload(z, c.bun.section(x.frame))
+	tr := c.bun.section(x.frame)
+	x.mine = payload(z, tr)
+	x.own = len(x.mine) - len(tr)
 }
 
 // keep keeps the re-simulation of out (Resimulate's): the time machine's

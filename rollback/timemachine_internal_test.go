@@ -94,6 +94,32 @@ func TestTimeMachineExchange(t *testing.T) {
 			assert.True(t, x.c[i].ex.over(), "machine %d", i)
 		}
 	})
+	t.Run("pieces", func(t *testing.T) {
+		// 6 pieces of the head and state a call and 2 of the trace, each
+		// round and round: the state's are not held back by the trace's.
+		x := tracedPair(t, nil)
+		ex := x.c[0].ex
+		states := (ex.own + wire.MaxStateData - 1) / wire.MaxStateData
+		traces := (len(ex.mine)+wire.MaxStateData-1)/wire.MaxStateData - states
+		require.Greater(t, states, 8)
+		require.Greater(t, traces, 2)
+		s := &x.sink[0]
+		for call := range 3 {
+			s.sent = s.sent[:0]
+			x.c[0].outgoing(0, time.Second, s)
+			var got, want []uint32
+			for _, m := range s.sent {
+				got = append(got, m.m.Offset/wire.MaxStateData)
+			}
+			for k := range 6 {
+				want = append(want, uint32((call*6+k)%states))
+			}
+			for k := range 2 {
+				want = append(want, uint32(states+(call*2+k)%traces))
+			}
+			assert.Equal(t, want, got, "call %d", call)
+		}
+	})
 	t.Run("trace lost", func(t *testing.T) {
 		x := tracedPair(t, nil)
 		ex := x.c[1].ex
