@@ -28,25 +28,30 @@ const maxBundles = 4
 // without peers). The steady path costs a copy of each frame's final
 // inputs, and of the state at each agreed checksum frame.
 type bundler struct {
-	hook    func(*bundle.Bundle) // Config.Bundle; nil: none handed out
-	from    Frame                // the latest re-simulation's start (keep)
-	sums    []uint64             // its checksums, of frames from on
-	steps   [][]bundle.Mark      // its marks, of each step
-	trace   []byte               // its trace section (wire.AppendTrace)
-	marks   *desync.Marks
-	info    bundle.Bundle // the match's fields of every bundle
-	agreed  []byte        // the state at the start of start
-	start   Frame         // the agreed frame (noFrame: none yet)
-	inputs  []uint64      // final inputs of frames base to logged-1, players to a frame
-	status  []uint8
-	base    Frame
-	logged  Frame // noFrame: nothing logged yet
-	in      [MaxPlayers]PlayerInput
-	written int
+	hook  func(*bundle.Bundle) // Config.Bundle; nil: none handed out
+	from  Frame                // the latest re-simulation's start (keep)
+	sums  []uint64             // its checksums, of frames from on
+	steps [][]bundle.Mark      // its marks, of each step
+	trace []byte               // its trace section (wire.AppendTrace)
+	// disputed is the earliest frame at which a peer was outvoted since
+	// the last resolve (noFrame: none): no checkpoint from it on is
+	// agreed, whatever the detector settled, as the outvoted peer's state
+	// differs there (until it loads ours, or leaves).
+	disputed Frame
+	marks    *desync.Marks
+	info     bundle.Bundle // the match's fields of every bundle
+	agreed   []byte        // the state at the start of start
+	start    Frame         // the agreed frame (noFrame: none yet)
+	inputs   []uint64      // final inputs of frames base to logged-1, players to a frame
+	status   []uint8
+	base     Frame
+	logged   Frame // noFrame: nothing logged yet
+	in       [MaxPlayers]PlayerInput
+	written  int
 }
 
 func newBundler(cfg *Config, local PlayerID) *bundler {
-	b := &bundler{hook: cfg.Bundle, marks: cfg.Marks, start: noFrame, logged: noFrame}
+	b := &bundler{hook: cfg.Bundle, marks: cfg.Marks, start: noFrame, logged: noFrame, disputed: noFrame}
 	b.info = bundle.Bundle{Players: cfg.Players, Local: int(local), SessionID: cfg.SessionID,
 		Every: cfg.ChecksumEvery, ArenaSize: cfg.State.Size(), WholeArena: cfg.ChecksumData == nil}
 	if b.info.Every == 0 {
@@ -113,7 +118,7 @@ func (b *bundler) agree(points []checkpoint, settled Frame) {
 	var q *checkpoint
 	for i := range points {
 		p := &points[i]
-		if !p.pending && p.data != nil && p.frame <= settled && p.frame >= b.base && (b.start == noFrame || p.frame > b.start) && (q == nil || p.frame > q.frame) {
+		if !p.pending && p.data != nil && p.frame <= settled && p.frame < b.disputed && p.frame >= b.base && (b.start == noFrame || p.frame > b.start) && (q == nil || p.frame > q.frame) {
 			q = p
 		}
 	}

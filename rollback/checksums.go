@@ -314,6 +314,7 @@ func (c *checksums) forget(i int) {
 	if c != nil && c.det != nil {
 		c.det.Forget(i)
 		c.dirty = true
+		c.bun.resolve() // an outvoted peer that left disputes nothing any more
 	}
 }
 
@@ -372,6 +373,7 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	e := c.det.Check()
 	for ; e != nil && e.Outvoted; e = c.det.Check() {
 		sink.outvoted(e) // the peer disagrees with the majority, not us
+		c.bun.dispute(Frame(e.Frame))
 		c.serve(Frame(e.Frame), e.Peer, peers, now)
 		c.rec.ignore(e.Peer, Frame(e.Frame)) // with Recover, it loads the kept state
 	}

@@ -119,6 +119,9 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 	}
 	x := c.ex
 	x.done[i] = x.done[i] || m.Done
+	if x.serving && i == x.peer && m.Done {
+		c.bun.resolve() // the outvoted peer has our state: it loads it, or its match is over
+	}
 	x.heard[i] = true
 	if c.rec.adopting() && i != x.peer && x.theirs == nil && len(m.Data) > 0 {
 		// The first machine that serves us its state there: any of the

@@ -86,7 +86,9 @@ func (c *checksums) traced(section []byte) {
 		}
 	}
 	ours := bundle.Bundle{Start: int32(b.from), Sums: b.sums, Traces: b.steps}
-	if d := bundle.Compare(&ours, &theirs, nil, 0); d.Frame > 0 {
+	// A difference at the first frame both hold came at or before it: not
+	// named (the first divergent frame is unknown).
+	if d := bundle.Compare(&ours, &theirs, nil, 0); d.Frame > max(ours.Start, theirs.Start) {
 		c.named(d.Frame, d.System)
 	}
 }
@@ -104,4 +106,24 @@ func (c *checksums) named(f int32, system string) {
 	e := **p // the one handed out before is never changed
 	e.FirstFrame, e.System = f, system
 	*p = &e
+}
+
+// dispute takes a peer outvoted at frame f: no checkpoint from f on is
+// agreed until resolve. Without it the detector settles f (the majority
+// agreed there), the agreed state moves to f, and when the outvoted peer
+// finds the desync later (its peers' checksums of f lost, it finds it at
+// the next checksum frame) our re-simulation starts where its state
+// already differs: the two name no first divergent frame.
+func (b *bundler) dispute(f Frame) {
+	if b != nil {
+		b.disputed = min(b.disputed, f)
+	}
+}
+
+// resolve ends a dispute: the outvoted peer has our state (it loads it,
+// or its match is over), or it left.
+func (b *bundler) resolve() {
+	if b != nil {
+		b.disputed = noFrame
+	}
 }

@@ -165,3 +165,24 @@ func TestTimeMachineExchange(t *testing.T) {
 		})
 	}
 }
+
+// TestBundlerDispute: a peer outvoted at a frame disputes it; the agreed
+// state does not move there, however settled, until the dispute is
+// resolved (the peer has our state, or left).
+func TestBundlerDispute(t *testing.T) {
+	b := &bundler{start: noFrame, logged: 100, disputed: noFrame, info: bundle.Bundle{Players: 1},
+		inputs: make([]uint64, 100), status: make([]uint8, 100)}
+	points := []checkpoint{{frame: 10, data: []byte{1}}, {frame: 20, data: []byte{2}}, {frame: 30, data: []byte{3}, pending: true}}
+	b.dispute(20)
+	b.dispute(25)
+	b.agree(points, 30)
+	assert.Equal(t, Frame(10), b.start, "20 is disputed")
+	assert.Equal(t, []byte{1}, b.agreed)
+	b.resolve()
+	b.agree(points, 30)
+	assert.Equal(t, Frame(20), b.start, "resolved: the newest final checkpoint settled")
+	assert.Equal(t, []byte{2}, b.agreed)
+	var nilb *bundler
+	nilb.dispute(5) // no bundler: nothing
+	nilb.resolve()
+}
