@@ -177,7 +177,7 @@ func (c *checksums) incoming(i int, m *wire.State, arena *savestate.Arena) (ok, 
 	}
 	if x.missing == 0 {
 		x.whole = true
-		c.traced(x.theirs[x.tail:])
+		c.traced(x.theirs[x.tail:], x.frame)
 	}
 	return true, completed
 }

@@ -1,6 +1,8 @@
 package rollback
 
 import (
+	"slices"
+
 	"github.com/rewindgg/rewind/desync"
 	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/rollback/internal/wire"
@@ -47,9 +49,11 @@ func (c *checksums) offer(x *exchange, z []byte) {
 // keep keeps the re-simulation of out (Resimulate's): the time machine's
 // own side, and the trace section the peer gets.
 func (b *bundler) keep(out *bundle.Bundle) {
-	b.from, b.sums, b.steps = Frame(out.Start), out.Sums, out.Traces
-	t := wire.Trace{Start: out.Start, Sums: out.Sums, Steps: make([][]wire.TraceMark, len(out.Traces))}
+	// Copies: out goes to the game (Config.Bundle), which may change it.
+	b.from, b.sums, b.steps = Frame(out.Start), slices.Clone(out.Sums), make([][]bundle.Mark, len(out.Traces))
+	t := wire.Trace{Start: out.Start, Sums: b.sums, Steps: make([][]wire.TraceMark, len(out.Traces))}
 	for i, st := range out.Traces {
+		b.steps[i] = slices.Clone(st)
 		for _, m := range st {
 			t.Steps[i] = append(t.Steps[i], wire.TraceMark{System: m.System, Sum: m.Sum})
 		}
@@ -66,13 +70,15 @@ func (b *bundler) section(f Frame) []byte {
 	return b.trace
 }
 
-// traced takes the peer's trace section, its whole payload in: compared
-// with our re-simulation's, it names the first divergent frame and
-// system in the report. A section that cannot be read, or shares no
-// frame with ours, names nothing.
-func (c *checksums) traced(section []byte) {
+// traced takes the peer's trace section of the exchange at frame f, its
+// whole payload in: compared with our re-simulation's, it names the first
+// divergent frame and system in the report. Nothing is named when our
+// latest re-simulation does not span f (none, or of another desync: a
+// session makes maxBundles), or the section cannot be read, or shares no
+// frame with ours.
+func (c *checksums) traced(section []byte, f Frame) {
 	b := c.bun
-	if b == nil || b.sums == nil || len(section) == 0 {
+	if b.section(f) == nil || len(section) == 0 {
 		return
 	}
 	t, err := wire.ParseTrace(section)
