@@ -165,7 +165,7 @@ lockstep-table:
 fuzz:
 	$(GO) test ./rollback/internal/wire -run '^$$' -fuzz '^FuzzParseInput$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback/internal/wire -run '^$$' -fuzz '^FuzzRoundTrip$$' -fuzztime $(FUZZTIME)
-	for f in FuzzHandshake FuzzQuality FuzzQualityReply FuzzDisconnect FuzzReady FuzzStart FuzzGo FuzzChecksum FuzzState FuzzOpen; do $(GO) test ./rollback/internal/wire -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
+	for f in FuzzHandshake FuzzQuality FuzzQualityReply FuzzDisconnect FuzzReady FuzzStart FuzzGo FuzzChecksum FuzzState FuzzTrace FuzzOpen; do $(GO) test ./rollback/internal/wire -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; done
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzMatch$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzSessionPackets$$' -fuzztime $(FUZZTIME)
 	$(GO) test ./rollback -run '^$$' -fuzz '^FuzzJudgeInput$$' -fuzztime $(FUZZTIME)

@@ -44,9 +44,15 @@ type Error struct {
 	// checksums agree with the peer's than with ours: we are the odd one
 	// out (with rollback's Config.Recover we load the kept state).
 	Majority bool
+	// FirstFrame is the first frame at whose start this machine's state
+	// and the peer's differ, from the two machines' re-simulations of the
+	// span since the last state they agreed on (rollback's time machine:
+	// Config.Marks or Config.Bundle; the peer's checksums are its claim);
+	// 0 when unknown. It is at most Frame.
+	FirstFrame int32
 	// System names the first system of the game's (its [Marks]) whose
-	// output differs, when the two simulations of the step before Frame
-	// were traced (a sync test's); empty when unknown.
+	// output differs in the step before FirstFrame (a sync test's: before
+	// Frame), from the two traces of that step; empty when unknown.
 	System string
 	// Recovered: rollback's Config.Recover played the match on past this
 	// desync; Adopted says whether this machine loaded the kept state
@@ -70,6 +76,12 @@ func (e *Error) Error() string {
 	s := fmt.Sprintf("desync: frame %d: checksum %016x here, peer %d claims %016x", e.Frame, e.Local, e.Peer, e.Remote)
 	if e.Outvoted {
 		s += " (outvoted: the other peers agree with us)"
+	}
+	if e.FirstFrame > 0 {
+		s += fmt.Sprintf("; the states first differ at frame %d", e.FirstFrame)
+		if e.System != "" {
+			s += fmt.Sprintf(", after system %s of frame %d's step", e.System, e.FirstFrame-1)
+		}
 	}
 	if e.Field != "" {
 		s += "; by the state it sent: " + e.Field

@@ -88,10 +88,13 @@ func BenchmarkAdvance(b *testing.B) {
 	b.Run("steady-1KiB", benchSteady(false, false))
 	b.Run("steady-1KiB-plain", benchSteady(false, true))
 	// The game marks its systems (Config.Marks), untraced as in every
-	// match without a sync test: against steady-1KiB-plain.
+	// match without a sync test or a desync; with peers the marks turn
+	// the time machine on, which keeps the final inputs (every 32 frames)
+	// and the agreed state (every checksum) as a bundle does: against
+	// steady-1KiB-plain.
 	b.Run("steady-1KiB-marked", func(b *testing.B) { benchSteadyMode(b, false, true, "marked") })
 	// And makes desync bundles (Config.Bundle), with no desync: the
-	// final inputs kept every frame, the agreed state every checksum.
+	// same bookkeeping, and the hook.
 	b.Run("steady-1KiB-bundle", func(b *testing.B) { benchSteadyMode(b, false, true, "bundle") })
 	b.Run("steady-lockstep-1KiB", benchSteady(true, false))
 	b.Run("rollback20-64KiB", benchRollback20[blob64KiB](64<<10, 0))

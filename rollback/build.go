@@ -80,7 +80,7 @@ func NewSession(cfg Config) (*Session, error) {
 			}
 			s.sums.rec = newRecovery(lower)
 		}
-		if cfg.Bundle != nil && len(s.peers) > 0 {
+		if (cfg.Bundle != nil || cfg.Marks != nil) && len(s.peers) > 0 { // the time machine: timemachine.go
 			s.sums.bun = newBundler(&cfg, s.roster.local[0])
 		}
 	}

@@ -14,28 +14,40 @@ import (
 // latest checksum frame no machine disagreed about (the agreed state) and
 // every final input since; on a detected desync it re-simulates that span
 // from the agreed state, with the game's marks traced, and hands the
-// bundle to the game. Nothing of it crosses the network: two machines'
-// bundles are compared offline (cmd/desync).
+// bundle to the game (Config.Bundle), and its checksums and marks to the
+// time machine (timemachine.go), which sends them to the peer in the
+// state exchange and names the first divergent frame and system in the
+// report. Two machines' bundles are compared offline too (cmd/desync).
 
 // maxBundles is the most bundles one session makes: a desync recovered
 // from and the one that ends the match, and the outvoted peers'.
 const maxBundles = 4
 
-// bundler is the checksums' keeper of desync bundles (nil without
-// Config.Bundle). The steady path costs a copy of each frame's final
+// bundler is the checksums' keeper of desync bundles and the time
+// machine's re-simulation (nil without Config.Bundle and Config.Marks, or
+// without peers). The steady path costs a copy of each frame's final
 // inputs, and of the state at each agreed checksum frame.
 type bundler struct {
-	hook    func(*bundle.Bundle)
-	marks   *desync.Marks
-	info    bundle.Bundle // the match's fields of every bundle
-	agreed  []byte        // the state at the start of start
-	start   Frame         // the agreed frame (noFrame: none yet)
-	inputs  []uint64      // final inputs of frames base to logged-1, players to a frame
-	status  []uint8
-	base    Frame
-	logged  Frame // noFrame: nothing logged yet
-	in      [MaxPlayers]PlayerInput
-	written int
+	hook  func(*bundle.Bundle) // Config.Bundle; nil: none handed out
+	from  Frame                // the latest re-simulation's start (keep)
+	sums  []uint64             // its checksums, of frames from on
+	steps [][]bundle.Mark      // its marks, of each step
+	trace []byte               // its trace section (wire.AppendTrace)
+	// disputed is the earliest frame at which a peer was outvoted since
+	// the last resolve (noFrame: none): no checkpoint from it on is
+	// agreed, whatever the detector settled, as the outvoted peer's state
+	// differs there (until it loads ours, or leaves).
+	disputed Frame
+	marks    *desync.Marks
+	info     bundle.Bundle // the match's fields of every bundle
+	agreed   []byte        // the state at the start of start
+	start    Frame         // the agreed frame (noFrame: none yet)
+	inputs   []uint64      // final inputs of frames base to logged-1, players to a frame
+	status   []uint8
+	base     Frame
+	logged   Frame // noFrame: nothing logged yet
+	in       [MaxPlayers]PlayerInput
+	written  int
 	// cands are the states of the two newest final checkpoints not yet
 	// agreed, copied as they became final: on a lossy link the peers'
 	// checksums of a frame can take longer than the checkpoint keeps its
@@ -52,7 +64,7 @@ type candidate struct {
 }
 
 func newBundler(cfg *Config, local PlayerID) *bundler {
-	b := &bundler{hook: cfg.Bundle, marks: cfg.Marks, start: noFrame, logged: noFrame,
+	b := &bundler{hook: cfg.Bundle, marks: cfg.Marks, start: noFrame, logged: noFrame, disputed: noFrame,
 		cands: [2]candidate{{frame: noFrame}, {frame: noFrame}}}
 	b.info = bundle.Bundle{Players: cfg.Players, Local: int(local), SessionID: cfg.SessionID,
 		Every: cfg.ChecksumEvery, ArenaSize: cfg.State.Size(), WholeArena: cfg.ChecksumData == nil}
@@ -125,15 +137,15 @@ func (b *bundler) final(f Frame, state []byte) {
 
 // agree takes the newest final checkpoint at or before settled (no desync
 // can be reported there any more, and a peer's checksum matched ours
-// there: desync.Detector.Agreed) whose state is still held, by the
-// checkpoint or as a candidate, as the agreed state, if it is newer than
-// the one kept.
+// there: desync.Detector.Agreed) and before a disputed frame whose state
+// is still held, by the checkpoint or as a candidate, as the agreed state,
+// if it is newer than the one kept.
 func (b *bundler) agree(points []checkpoint, settled Frame) {
 	if b == nil {
 		return
 	}
 	newer := func(f Frame) bool {
-		return f != noFrame && f <= settled && f >= b.base && (b.start == noFrame || f > b.start)
+		return f != noFrame && f <= settled && f < b.disputed && f >= b.base && (b.start == noFrame || f > b.start)
 	}
 	f, state := noFrame, []byte(nil)
 	for i := range points {
@@ -150,7 +162,7 @@ func (b *bundler) agree(points []checkpoint, settled Frame) {
 		b.adopted(f, state)
 	}
 	for i := range b.cands {
-		if c := &b.cands[i]; c.frame != noFrame && c.frame <= settled {
+		if c := &b.cands[i]; c.frame != noFrame && c.frame <= settled && c.frame < b.disputed {
 			c.frame = noFrame // agreed or passed over: its buffer is reused
 		}
 	}
@@ -199,7 +211,11 @@ func (b *bundler) write(e *desync.Error, h *horizon, a *savestate.Arena, ap *app
 		ap.extrapolating(false)
 		if err != nil {
 			out.Note = err.Error()
+		} else {
+			b.keep(&out)
 		}
 	}
-	b.hook(&out)
+	if b.hook != nil {
+		b.hook(&out)
+	}
 }

@@ -16,6 +16,7 @@ import (
 // Done message every stateStatusEvery, so the peer learns we have its.
 const (
 	stateChunksPerTick = 8
+	traceChunksPerTick = 2 // of the 8, at most, of the trace section (timemachine.go)
 	stateStatusEvery   = 250 * time.Millisecond
 )
 
@@ -287,7 +288,8 @@ func (c *checksums) retarget(i int, f Frame) {
 		if p.frame == f && p.data != nil && !p.pending {
 			c.ex = newExchange(f, i, len(x.next))
 			c.ex.at = x.at
-			c.ex.serving, c.ex.complete, c.ex.mine = true, true, deflate(p.data)
+			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+			c.offer(c.ex, deflate(p.data))
 			return
 		}
 	}
@@ -313,6 +315,7 @@ func (c *checksums) forget(i int) {
 	if c != nil && c.det != nil {
 		c.det.Forget(i)
 		c.dirty = true
+		c.bun.resolve() // an outvoted peer that left disputes nothing any more
 	}
 }
 
@@ -371,6 +374,7 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	e := c.det.Check()
 	for ; e != nil && e.Outvoted; e = c.det.Check() {
 		sink.outvoted(e) // the peer disagrees with the majority, not us
+		c.bun.dispute(Frame(e.Frame))
 		c.serve(Frame(e.Frame), e.Peer, peers, now)
 		c.rec.ignore(e.Peer, Frame(e.Frame)) // with Recover, it loads the kept state
 	}
@@ -395,12 +399,12 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	}
 	switch {
 	case c.ex.local != nil:
-		c.ex.mine = deflate(c.ex.local)
+		c.offer(c.ex, deflate(c.ex.local)) // the trace section comes with the bundler's re-simulation (attach)
 	case recovered && c.rec.adopt:
 		// We need only the peer's state: the report cannot name the field.
 	default:
 		c.report("our state at that frame is no longer held")
-		c.ex.complete = true
+		c.ex.complete, c.ex.whole = true, true
 		return c.err
 	}
 	return e
@@ -422,7 +426,8 @@ func (c *checksums) serve(f Frame, peer, peers int, now time.Duration) {
 			// complete: we need nothing of its, so our messages say Done;
 			// and our state is not compared, so only its deflated copy is
 			// kept (the checkpoint's may go once the frame is settled).
-			c.ex.serving, c.ex.complete, c.ex.mine = true, true, deflate(p.data)
+			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+			c.offer(c.ex, deflate(p.data))
 			return
 		}
 	}

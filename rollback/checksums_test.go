@@ -3,6 +3,7 @@ package rollback
 import (
 	"bytes"
 	"compress/flate"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -485,9 +486,13 @@ func TestChecksumsOutgoing(t *testing.T) {
 	for _, m := range sent {
 		pieces[m.m.Offset/wire.MaxStateData] = m.m.Data
 	}
-	got, err := io.ReadAll(flate.NewReader(bytes.NewReader(bytes.Join(pieces, nil))))
+	all := bytes.Join(pieces, nil)
+	n, k := binary.Uvarint(all)
+	require.Positive(t, k)
+	got, err := io.ReadAll(flate.NewReader(bytes.NewReader(all[k : k+int(n)])))
 	require.NoError(t, err)
-	assert.Equal(t, x.arena[0].Bytes(), got, "the pieces are our state, compressed")
+	assert.Equal(t, x.arena[0].Bytes(), got, "the pieces are our payload: the length of our state, compressed, and it")
+	assert.Len(t, all, k+int(n), "no trace section: no bundler")
 
 	sent, completed = x.tick(t, 1, now)
 	assert.True(t, completed, "machine 0 has all of machine 1's")
@@ -539,9 +544,18 @@ func TestChecksumsHostileState(t *testing.T) {
 	require.NoError(t, err)
 	_, _ = w.Write(make([]byte, 9000))
 	require.NoError(t, w.Close())
-	require.Less(t, bomb.Len(), wire.MaxStateData)
+	bombed := append(binary.AppendUvarint(nil, uint64(bomb.Len())), bomb.Bytes()...)
+	require.Less(t, len(bombed), wire.MaxStateData)
+	// head is a first piece of n bytes whose payload's state is of state
+	// bytes (the rest garbage).
+	head := func(n, state int) []byte {
+		b := binary.AppendUvarint(nil, uint64(state))
+		return append(b, ff(n-len(b))...)
+	}
 
-	const bound = 8192 + 8192/1024 + 64 // maxCompressed of the arena's size
+	const zmax = 8192 + 8192/1024 + 64 // maxCompressed of the arena's size
+	bound := maxPayload(8192)
+	largest := 2 + zmax + wire.MaxTraceSize // the largest a head of 2 bytes allows
 	type step struct {
 		peer          int
 		m             wire.State
@@ -566,9 +580,17 @@ func TestChecksumsHostileState(t *testing.T) {
 		{name: "far beyond the total", steps: []step{
 			{m: wire.State{Frame: 10, Total: 500, Offset: 13421772 * 320, Data: ff(320)}}}},
 		{name: "total too big", steps: []step{
-			{m: wire.State{Frame: 10, Total: bound + 1, Data: ff(320)}}}},
+			{m: wire.State{Frame: 10, Total: uint32(bound + 1), Data: head(320, zmax)}}}},
 		{name: "total at the bound", steps: []step{
-			{m: wire.State{Frame: 10, Total: bound, Data: ff(320)}, ok: true}}, theirs: bound},
+			{m: wire.State{Frame: 10, Total: uint32(largest), Data: head(320, zmax)}, ok: true}}, theirs: largest},
+		{name: "a trace section too big", steps: []step{
+			{m: wire.State{Frame: 10, Total: uint32(largest + 1), Data: head(320, zmax)}}}},
+		{name: "a state too big", steps: []step{
+			{m: wire.State{Frame: 10, Total: 10000, Data: head(320, zmax+1)}}}},
+		{name: "a state past the total", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Data: head(320, 499)}}}},
+		{name: "no head", steps: []step{
+			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}}}},
 		{name: "the largest total", steps: []step{
 			{m: wire.State{Frame: 10, Total: 1<<32 - 1, Data: ff(320)}}}},
 		{name: "the largest offset", steps: []step{
@@ -580,20 +602,24 @@ func TestChecksumsHostileState(t *testing.T) {
 		{name: "the last chunk too short", steps: []step{
 			{m: wire.State{Frame: 10, Total: 500, Offset: 320, Data: ff(100)}}}},
 		{name: "the total changes", steps: []step{
-			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: head(320, 400)}, ok: true},
 			{m: wire.State{Frame: 10, Total: 640, Offset: 320, Data: ff(320)}},
 		}},
 		{name: "a repeat", steps: []step{
-			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true},
-			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: head(320, 400)}, ok: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: head(320, 400)}, ok: true},
 		}},
 		{name: "garbage: the report says so", field: "the peer's state did not decompress", steps: []step{
 			{m: wire.State{Frame: 10, Total: 500, Offset: 320, Data: ff(180)}, ok: true},
-			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true, completed: true},
-			{m: wire.State{Frame: 10, Total: 500, Data: ff(320)}, ok: true}, // after the end
+			{m: wire.State{Frame: 10, Total: 500, Data: head(320, 498)}, ok: true, completed: true},
+			{m: wire.State{Frame: 10, Total: 500, Data: head(320, 498)}, ok: true}, // after the end
+		}},
+		{name: "garbage behind the state: the field comes with the state's pieces", field: "the peer's state did not decompress", steps: []step{
+			{m: wire.State{Frame: 10, Total: 1000, Data: head(320, 100)}, ok: true, completed: true},
+			{m: wire.State{Frame: 10, Total: 1000, Offset: 320, Data: ff(320)}, ok: true},
 		}},
 		{name: "a state bigger than the arena", field: "the peer's state did not decompress", steps: []step{
-			{m: wire.State{Frame: 10, Total: uint32(bomb.Len()), Data: bomb.Bytes()}, ok: true, completed: true}}},
+			{m: wire.State{Frame: 10, Total: uint32(len(bombed)), Data: bombed}, ok: true, completed: true}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -615,6 +641,7 @@ func TestChecksumsHostileState(t *testing.T) {
 			}
 			assert.Equal(t, tc.field, c.failed().Field)
 			assert.Equal(t, "", e.Field)
+			assert.Zero(t, c.failed().FirstFrame, "no bundler: no trace compared")
 		})
 	}
 }

@@ -138,7 +138,14 @@ type Config struct {
 	// inside Step (desync.Marks.Mark): a sync test (SyncTest) then traces
 	// every step and names, in its *desync.Error's System, the first
 	// system whose output differs between the two simulations. Without a
-	// trace a mark costs a nil check and a branch.
+	// trace a mark costs a nil check and a branch. With peers, Marks (or
+	// Bundle) turns the time machine on: on a detected desync the session
+	// re-simulates from the latest checksum frame every machine agreed on
+	// with the marks traced, the machines exchange the re-simulations'
+	// checksums and marks with their states (docs/protocol.md, "The trace
+	// section"), and the report names the first divergent frame
+	// (desync.Error.FirstFrame) and system; until a desync it keeps the
+	// final inputs and the agreed state, as Bundle does.
 	Marks *desync.Marks
 	// Recover plays a match on past a detected desync instead of ending
 	// it (recover.go): the machines keep the state a majority of their
@@ -158,7 +165,8 @@ type Config struct {
 	// checksum frame where a peer's checksum matched ours, the final inputs from there
 	// to the desync's frame, and this machine's re-simulation of them —
 	// a checksum per frame and, with Marks, each step's marks — with the
-	// report as detected (its Field is named later). The game writes it
+	// report as detected (its Field, FirstFrame and System are named
+	// later, by the exchange with the peer). The game writes it
 	// somewhere (Bundle.WriteTo); cmd/desync sets two machines' bundles
 	// side by side. It is called from Advance, after the re-simulation,
 	// which costs the frames since the agreed frame (up to twice

@@ -142,7 +142,7 @@ func (c *checksums) recovered(sn *snapshots, frame Frame, now time.Duration) Fra
 	if !r.adopt {
 		return frame
 	}
-	if err := c.adopt(sn, frame, r.frame, c.ex.theirs, r.want); err != nil {
+	if err := c.adopt(sn, frame, r.frame, c.ex.theirs[c.ex.head:c.ex.tail], r.want); err != nil {
 		e := *r.report
 		e.Recovered, e.Field = false, fmt.Sprintf("%s (%v)", e.Field, err)
 		r.done--

@@ -307,7 +307,7 @@ func (s *Session) outvoted(e *desync.Error) {
 		s.out.log.Desync(s.now, int(e.Frame), e.Peer, e.Local, e.Remote)
 	}
 	s.suspect(e.Peer, SuspectDesync)
-	s.sums.bun.write(e, s.horizon(), s.snaps.arena, &s.app)
+	s.sums.trace(e, s.horizon(), s.snaps.arena, &s.app)
 }
 
 // checkDesync hands on the checksums whose frame can no longer change
@@ -340,5 +340,5 @@ func (s *Session) checkDesync(stalled bool) {
 	if rep := s.sums.found(); rep != nil {
 		e = rep // a recovery's: Recovered, Adopted
 	}
-	s.sums.bun.write(e, s.horizon(), s.snaps.arena, &s.app)
+	s.sums.trace(e, s.horizon(), s.snaps.arena, &s.app)
 }

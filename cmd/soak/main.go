@@ -193,11 +193,16 @@ type Summary struct {
 	// reported the desync, two at least (both ends of a mismatch), named
 	// the first differing field (the match runs on up to 5 s after the
 	// first report for the others').
-	DesyncsNamedEverywhere int            `json:"desyncs_field_named_everywhere"`
-	DesyncReports          []DesyncReport `json:"desync_reports,omitempty"`
-	ChecksumEvery          int            `json:"checksum_every"`
-	InjectDesync           int            `json:"inject_desync,omitempty"`
-	InjectSystem           string         `json:"inject_desync_system,omitempty"`
+	DesyncsNamedEverywhere int `json:"desyncs_field_named_everywhere"`
+	// DesyncsTracedEverywhere counts the desyncs (ended matches and
+	// recoveries) whose every machine that reported it named, by itself,
+	// the first divergent frame and the first system whose output
+	// differs (desync.Error.FirstFrame and System: the time machine).
+	DesyncsTracedEverywhere int            `json:"desyncs_system_named_everywhere"`
+	DesyncReports           []DesyncReport `json:"desync_reports,omitempty"`
+	ChecksumEvery           int            `json:"checksum_every"`
+	InjectDesync            int            `json:"inject_desync,omitempty"`
+	InjectSystem            string         `json:"inject_desync_system,omitempty"`
 	// With -recover: the matches played on past a desync, the time from
 	// its detection to the kept state loaded on the machine that loaded
 	// it, and each recovery's report (the machine that loaded it).
@@ -338,13 +343,20 @@ type DesyncReport struct {
 	Seed  uint64 `json:"seed"`
 	Frame int32  `json:"desync_detected_frame"` // the frame whose checksums differed
 	// The first frame at whose start two machines' re-simulations differ,
-	// and the first system whose output differs in the step before it,
-	// from the machines' desync bundles set side by side after the match
-	// (with -inject-desync; rollback.Config.Bundle): absent when unknown.
-	// Each machine re-simulates from its own data; no per-frame checksum
-	// crosses the network.
+	// and the first system whose output differs in the step before it
+	// (with -inject-desync, which turns the time machine on): what the
+	// machines' own reports named (desync.Error.FirstFrame and System,
+	// exchanged over the network), or else what their desync bundles set
+	// side by side after the match name; absent when unknown. The
+	// bundles' is also given apart (offline_*): a match whose reports
+	// disagree with it fails. FrameNamedBy and SystemNamedBy are the
+	// machines whose report named the frame, and a system.
 	DivergentFrame *int32 `json:"desync_frame,omitempty"`
 	System         string `json:"desync_system,omitempty"`
+	OfflineFrame   *int32 `json:"offline_desync_frame,omitempty"`
+	OfflineSystem  string `json:"offline_desync_system,omitempty"`
+	FrameNamedBy   []int  `json:"frame_named_by,omitempty"`
+	SystemNamedBy  []int  `json:"system_named_by,omitempty"`
 	DetectedAt     int32  `json:"detected_at_frame"`        // the frame the detecting machine had reached
 	Field          string `json:"desync_field"`             // the first differing field and both values, when known (from the bundles when the report names none)
 	Machine        int    `json:"machine,omitempty"`        // a recovery's: the machine that loaded the kept state
@@ -460,7 +472,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.IntVar(&o.checksumEvery, "checksum-every", 0, "desync checksum interval in frames (Config.ChecksumEvery; 0 for 500)")
 	fs.BoolVar(&o.recover, "recover", false, "every session plays on past a detected desync (Config.Recover): with -inject-desync every match must then recover and verify")
 	fs.IntVar(&o.injectDesync, "inject-desync", 0, "corrupt one byte of the last machine's state (ship 0's score) at this frame; every match must then end with a detected desync")
-	fs.StringVar(&o.injectSystem, "inject-desync-system", "", "with -inject-desync, corrupt the byte inside this system of the arena game (ships or shots) rather than after the step: every match's desync bundles must then name it (desync_system)")
+	fs.StringVar(&o.injectSystem, "inject-desync-system", "", "with -inject-desync, corrupt the byte inside this system of the arena game (ships or shots) rather than after the step: every match's desync reports, on every machine that reported it, must then name it online, as its bundles offline (desync_system)")
 	fs.StringVar(&o.bundleDir, "bundle", "", "every machine writes its first desync bundle into DIR (match-SEED-machine-I.bundle); go run ./cmd/desync sets two side by side (bundles are made with -inject-desync even without it)")
 	fs.BoolVar(&o.extrapolate, "extrapolate", true, "render every tick a fraction of a frame ahead (Session.Extrapolate) and check the state is untouched")
 	fs.StringVar(&o.profiles, "profiles", "", "a comma-separated list of profiles to run in turn (a matrix; overrides -profile; the JSON is then {profiles: [...], passed})")
@@ -835,6 +847,9 @@ func desyncLine(s *Summary) string {
 	if m := s.RecoveryMs; m != nil {
 		line += fmt.Sprintf(" (the kept state loaded %s ms after the detection on average, %s at most)", report.FormatFloat(m.Mean, 0), report.FormatFloat(m.Max, 0))
 	}
+	if s.DesyncsDetected+s.DesyncsRecovered > 0 {
+		line += fmt.Sprintf("; %d named the first divergent frame and system on every machine that reported them", s.DesyncsTracedEverywhere)
+	}
 	reps := s.DesyncReports
 	if len(reps) == 0 {
 		reps = s.RecoveryReports
@@ -842,7 +857,7 @@ func desyncLine(s *Summary) string {
 	if len(reps) > 0 {
 		line += fmt.Sprintf("; first: frame %d, %s", reps[0].Frame, reps[0].Field)
 		if r := reps[0]; r.DivergentFrame != nil {
-			line += fmt.Sprintf(" (the bundles: first divergent frame %d", *r.DivergentFrame)
+			line += fmt.Sprintf(" (first divergent frame %d", *r.DivergentFrame)
 			if r.System != "" {
 				line += ", system " + r.System
 			}
@@ -1080,20 +1095,6 @@ func firstBundles(bs [][]*bundle.Bundle) [][]byte {
 	return out
 }
 
-// diverged adds what the bundles named to a desync's report: the first
-// divergent frame and system, and the field when the report has none.
-func diverged(r DesyncReport, d *bundle.Divergence) DesyncReport {
-	if d == nil || d.Frame < 0 {
-		return r
-	}
-	f := d.Frame
-	r.DivergentFrame, r.System = &f, d.System
-	if r.Field == "" && len(d.Fields) > 0 {
-		r.Field = d.Fields[0].String()
-	}
-	return r
-}
-
 // splitProfiles splits a -profiles list at commas, keeping a spec's
 // key=value parts together: "lan,latency=80ms,loss=2%,far" is lan, one
 // spec, and far.
@@ -1258,12 +1259,16 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	var recMs, recMax float64
 	for i, r := range rs {
 		seed := o.seed + uint64(i)
+		on := onlineOf(&r)
+		if (r.Detected != nil || len(r.Recoveries) > 0) && on.everywhere() {
+			s.DesyncsTracedEverywhere++
+		}
 		for _, rc := range r.Recoveries {
 			if rc.Report.Adopted {
 				s.DesyncsRecovered++
 				ms := float64(rc.Took) / float64(time.Millisecond)
 				recMs, recMax = recMs+ms, max(recMax, ms)
-				s.RecoveryReports = append(s.RecoveryReports, diverged(DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine}, r.Divergence))
+				s.RecoveryReports = append(s.RecoveryReports, diverged(DesyncReport{Match: i, Seed: seed, Frame: rc.Report.Frame, Field: rc.Report.Field, Machine: rc.Machine}, on, r.Divergence))
 			}
 		}
 		switch {
@@ -1284,7 +1289,7 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 			if len(rep.NamedBy) == reported && reported >= 2 {
 				s.DesyncsNamedEverywhere++
 			}
-			s.DesyncReports = append(s.DesyncReports, diverged(rep, r.Divergence))
+			s.DesyncReports = append(s.DesyncReports, diverged(rep, on, r.Divergence))
 		case r.Err != nil:
 			s.Errors++
 		case r.Completed && !r.Verified:
@@ -1436,6 +1441,9 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 
 // failReason says why match r failed, or "" when it passed.
 func failReason(o options, r *match.Result) string {
+	if why := timeMachineFail(o, r); why != "" && (r.Adversary.Kind == liar.None || r.Adversary.Machine != o.machines-1) {
+		return why
+	}
 	switch a := r.Adversary; {
 	case r.Detected != nil:
 		return fmt.Sprintf("desync detected at frame %d: %v", r.DetectedAt, r.Detected)

@@ -18,6 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/rewindgg/rewind/cmd/soak/internal/report"
+	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/desync/bundle"
 	"github.com/rewindgg/rewind/internal/liar"
 	"github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/rollback"
@@ -286,7 +288,19 @@ func TestInjectDesyncSystem(t *testing.T) {
 			assert.Equal(t, int32(1001), *r.DivergentFrame)
 			assert.Equal(t, tc.system, r.System)
 			assert.Contains(t, r.Field, "arena.World.Ships[0].Score: ")
+			// Named online by the machines that played on past it (the
+			// corrupted one; with two machines both ends), as offline.
+			require.NotNil(t, r.OfflineFrame)
+			assert.Equal(t, *r.OfflineFrame, *r.DivergentFrame)
+			assert.Equal(t, r.OfflineSystem, r.System)
+			assert.Equal(t, r.FrameNamedBy, r.SystemNamedBy)
+			if n, _ := strconv.Atoi(tc.players); n == 2 {
+				assert.Equal(t, []int{0, 1}, r.SystemNamedBy, "both ends")
+			} else {
+				assert.Contains(t, r.SystemNamedBy, n-1, "the corrupted machine")
+			}
 		}
+		assert.Equal(t, s.DesyncsRecovered, s.DesyncsTracedEverywhere)
 		files, err := filepath.Glob(filepath.Join(dir, "match-*-machine-*.bundle"))
 		require.NoError(t, err)
 		n, _ := strconv.Atoi(tc.players)
@@ -676,4 +690,48 @@ func TestNoSuspicionOfHonestJoins(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out.Bytes(), &sum), out.String())
 	assert.Zero(t, sum.Suspects, "%v", sum.ByKind)
+}
+
+// TestTimeMachineFail: a match whose reports name a first divergent frame
+// or system other than the bundles' offline, or other than one another's,
+// or that do not name the injected system on every machine that
+// reported it, fails the soak; reports that agree pass.
+func TestTimeMachineFail(t *testing.T) {
+	o := options{injectDesync: 1000, frames: 3600, injectSystem: "shots"}
+	rep := func(frame int32, system string) *desync.Error {
+		return &desync.Error{Frame: 1500, Field: "f", FirstFrame: frame, System: system}
+	}
+	div := &bundle.Divergence{Frame: 1001, System: "shots"}
+	for _, tc := range []struct {
+		name    string
+		reports []*desync.Error
+		div     *bundle.Divergence
+		fail    string
+	}{
+		{"agree", []*desync.Error{rep(1001, "shots"), rep(1001, "shots")}, div, ""},
+		{"no bundles: the reports alone", []*desync.Error{rep(1001, "shots"), rep(1001, "shots")}, nil, ""},
+		{"another frame than offline", []*desync.Error{rep(1002, "shots"), rep(1002, "shots")}, div, "the bundles offline frame 1001"},
+		{"another system than offline", []*desync.Error{rep(1001, "ships"), rep(1001, "ships")}, div, `the bundles offline frame 1001, system "shots"`},
+		{"the two ends disagree", []*desync.Error{rep(1001, "shots"), rep(1001, "ships")}, div, `machine 1's frame 1001, system "ships"`},
+		{"one end names nothing", []*desync.Error{rep(1001, "shots"), rep(0, "")}, div, "not named online by every machine"},
+		{"only one machine reported", []*desync.Error{nil, rep(1001, "shots")}, div, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := match.Result{Reports: tc.reports, Divergence: tc.div}
+			got := timeMachineFail(o, &r)
+			if tc.fail == "" {
+				assert.Empty(t, got)
+			} else {
+				assert.Contains(t, got, tc.fail)
+			}
+			var rec match.Result
+			for m, e := range tc.reports {
+				if e != nil {
+					rec.Recoveries = append(rec.Recoveries, match.Recovery{Machine: m, Report: *e})
+				}
+			}
+			rec.Divergence = tc.div
+			assert.Equal(t, got, timeMachineFail(o, &rec), "recoveries' reports alike")
+		})
+	}
 }

@@ -11,8 +11,11 @@
 // one desync, set side by side ([Compare]; the command cmd/desync), name
 // the first frame whose state differs, the first system whose output
 // differs in the step before it, and the differing fields. Each machine
-// writes its own: comparing them is done offline, after the match; no
-// per-frame checksum crosses the network.
+// writes its own, and the bundle never crosses the network; the session
+// sends the peer the re-simulation's checksums and marks (rollback's time
+// machine, docs/protocol.md "The trace section"), so the machines' own
+// reports name the frame and the system too, and the bundles, set side by
+// side offline, add the fields and the states.
 //
 // # Format
 //

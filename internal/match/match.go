@@ -278,6 +278,15 @@ type Result struct {
 	// machine that compares its checksums with no machine that diverged
 	// never reports: the match then runs the 5 seconds).
 	Reported []uint8
+	// Reports are, by machine, its latest desync report: the error its
+	// Advance returned last (nil: none). Traced says, by machine, whether
+	// it named the first divergent frame (desync.Error.FirstFrame: the
+	// time machine, with Config.Bundle, which marks the game's systems);
+	// with Bundle the match runs on after the first report until every
+	// reporting machine named the field and the frame, for up to 5
+	// seconds. A recovery's reports are in Recoveries.
+	Reports []*desync.Error
+	Traced  []bool
 	// Recoveries are the desyncs the machines played on past
 	// (Config.Recover): each machine's latest report (Stats.Desync), and
 	// the time from its detection to the kept state loaded (or kept).
@@ -585,7 +594,7 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 			if detectedAt == 0 {
 				detectedAt = nw.Now()
 			}
-			if allNamed(r.Reported) || nw.Now()-detectedAt > 5*time.Second {
+			if (allNamed(r.Reported) && (!c.Bundle || allTraced(r.Reported, r.Traced))) || nw.Now()-detectedAt > 5*time.Second {
 				break
 			}
 		} else if done {
@@ -967,18 +976,46 @@ func (rn *run) detected(r *Result, i int, err error) bool {
 	}
 	if r.Reported == nil {
 		r.Reported = make([]uint8, len(rn.ms))
+		r.Reports, r.Traced = make([]*desync.Error, len(rn.ms)), make([]bool, len(rn.ms))
 	}
 	r.Reported[i] = max(r.Reported[i], 1)
 	if de.Field != "" {
 		r.Reported[i] = 2
 	}
+	r.Reports[i] = de
+	r.Traced[i] = r.Traced[i] || de.FirstFrame > 0
 	switch {
 	case r.Detected == nil:
 		r.Detected, r.DetectedAt = de, rn.ms[i].s.Frame()
-	case r.Detected.Field == "" && de.Field != "" && de.Frame == r.Detected.Frame:
+	case de.Frame == r.Detected.Frame && told(de) > told(r.Detected):
 		// The report: a later Advance returns the error again, now naming
-		// the field (the first one is never changed).
+		// the field, or the first divergent frame and system (the first
+		// one is never changed).
 		r.Detected = de
+	}
+	return true
+}
+
+// told is how much a report names: the field, and the first divergent
+// frame.
+func told(e *desync.Error) int {
+	n := 0
+	if e.Field != "" {
+		n++
+	}
+	if e.FirstFrame > 0 {
+		n++
+	}
+	return n
+}
+
+// allTraced reports whether every machine that reported a desync named
+// the first divergent frame (Result.Traced).
+func allTraced(reported []uint8, traced []bool) bool {
+	for i, n := range reported {
+		if n > 0 && !traced[i] {
+			return false
+		}
 	}
 	return true
 }

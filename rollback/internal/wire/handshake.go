@@ -21,8 +21,10 @@ import (
 // Version is the protocol version every handshake carries. 3: an Attest
 // datagram may carry an input packet after the message. 4: so may a ping
 // (Quality), a reply (QualityReply) and a Checksum. 5: a joining machine
-// answers another's Join proposal with JoinAbsent.
-const Version = 5
+// answers another's Join proposal with JoinAbsent. 6: a State exchange's
+// payload is uvarint len(state), the compressed state, then the trace
+// section (trace.go), where it was the compressed state alone.
+const Version = 6
 
 // HandshakeAuthSize is the size of the handshake's MAC with a secret.
 const HandshakeAuthSize = 16
