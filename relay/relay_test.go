@@ -177,13 +177,8 @@ func TestMalformedEnvelopesDropped(t *testing.T) {
 		{"good then bad", []byte{0xe1, 1, 1, 'x', 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newStar(t, 3)
-			require.NoError(t, s.nw.Endpoint(0).Send(2, tc.b)) // node 0's peer 2 is the relay, node 3
-			s.step()
-			require.Equal(t, int64(1), s.r.Stats().Malformed)
+			s := requireDropped(t, tc.b)
 			require.Equal(t, int64(0), s.r.Stats().Forwarded)
-			require.Empty(t, drain(s.clients[1]))
-			require.Empty(t, drain(s.clients[2]))
 		})
 	}
 }
@@ -452,14 +447,7 @@ func TestMalformedCopyRecordsDropped(t *testing.T) {
 		{"copy record truncated", cp(2, 8, 8)[:18]},
 		{"long form", []byte{0xe1, 1, 1, 'a', 0xff, 2, 0x84, 0x00, 0, 2, 1}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStar(t, 3)
-			require.NoError(t, s.nw.Endpoint(0).Send(2, tc.b))
-			s.step()
-			require.Equal(t, int64(1), s.r.Stats().Malformed)
-			require.Empty(t, drain(s.clients[1]))
-			require.Empty(t, drain(s.clients[2]))
-		})
+		t.Run(tc.name, func(t *testing.T) { requireDropped(t, tc.b) })
 	}
 	// The relay never sends a copy record: a client drops one.
 	s = newStar(t, 3)
@@ -467,6 +455,20 @@ func TestMalformedCopyRecordsDropped(t *testing.T) {
 	s.nw.Advance(time.Millisecond)
 	require.Empty(t, drain(s.clients[0]))
 	require.Equal(t, int64(1), s.clients[0].Stats().Dropped)
+}
+
+// requireDropped sends envelope b from machine 0 to the relay of a match
+// of 3 (node 0's peer 2 is the relay, node 3), and requires the relay to
+// count it malformed and forward nothing of it.
+func requireDropped(t *testing.T, b []byte) *star {
+	t.Helper()
+	s := newStar(t, 3)
+	require.NoError(t, s.nw.Endpoint(0).Send(2, b))
+	s.step()
+	require.Equal(t, int64(1), s.r.Stats().Malformed)
+	require.Empty(t, drain(s.clients[1]))
+	require.Empty(t, drain(s.clients[2]))
+	return s
 }
 
 // sealedLike is a sealed datagram to peer: its own header and MAC around
@@ -532,14 +534,7 @@ func TestMalformedResealRecordsDropped(t *testing.T) {
 		{"truncated", append(append([]byte{}, plain...), reseal[:8]...)},
 		{"to itself", append(append([]byte{}, plain...), 0xff, 0, 0, 'x', 'y', '1', '2', '3', '4')},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			s := newStar(t, 3)
-			require.NoError(t, s.nw.Endpoint(0).Send(2, tc.b))
-			s.step()
-			require.Equal(t, int64(1), s.r.Stats().Malformed)
-			require.Empty(t, drain(s.clients[1]))
-			require.Empty(t, drain(s.clients[2]))
-		})
+		t.Run(tc.name, func(t *testing.T) { requireDropped(t, tc.b) })
 	}
 }
 

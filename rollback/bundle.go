@@ -11,7 +11,8 @@ import (
 
 // This file is the desync bundle (Config.Bundle; package desync/bundle):
 // while the match plays, the checksums' bundler keeps the state at the
-// latest checksum frame no machine disagreed about (the agreed state) and
+// latest checksum frame agreed (a peer's checksum matched ours there, and
+// no outvoted peer disputes it: the agreed state) and
 // every final input since; on a detected desync it re-simulates that span
 // from the agreed state, with the game's marks traced, and hands the
 // bundle to the game (Config.Bundle), and its checksums and marks to the
@@ -168,8 +169,8 @@ func (b *bundler) agree(points []checkpoint, settled Frame) {
 	}
 }
 
-// adopted takes state as the agreed state at frame f: a checkpoint every
-// machine agreed on, or the kept state a recovery loaded.
+// adopted takes state as the agreed state at frame f: an agreed
+// checkpoint (agree), or the kept state a recovery loaded.
 func (b *bundler) adopted(f Frame, state []byte) {
 	if b == nil || f < b.base {
 		return
@@ -193,7 +194,7 @@ func (b *bundler) write(e *desync.Error, h *horizon, a *savestate.Arena, ap *app
 	f := Frame(e.Frame)
 	switch {
 	case b.start == noFrame:
-		out.Note = "no agreed state is held: the desync came before the first checksum frame every machine agreed on, or more than bundle.MaxFrames frames after it"
+		out.Note = "no agreed state is held: the desync came before the first checksum frame a peer's checksum matched ours at, or more than bundle.MaxFrames frames after it"
 	case f <= b.start || f > b.logged:
 		out.Note = "the desync's frame is not within the final inputs kept"
 	default:

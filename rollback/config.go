@@ -140,7 +140,7 @@ type Config struct {
 	// system whose output differs between the two simulations. Without a
 	// trace a mark costs a nil check and a branch. With peers, Marks (or
 	// Bundle) turns the time machine on: on a detected desync the session
-	// re-simulates from the latest checksum frame every machine agreed on
+	// re-simulates from the latest checksum frame agreed (a peer's matched)
 	// with the marks traced, the machines exchange the re-simulations'
 	// checksums and marks with their states (docs/protocol.md, "The trace
 	// section"), and the report names the first divergent frame

@@ -96,7 +96,8 @@ type Bundle struct {
 	// Field is empty here; [Compare] names the fields from two bundles.
 	Report desync.Error
 	// Start is the agreed frame: the latest checksum frame before the
-	// desync's that no machine disagreed about; State is the arena's
+	// desync's at which a peer's checksum matched this machine's and that
+	// no outvoted peer disputes; State is the arena's
 	// bytes at its start (nil: the bundle holds the report only, see
 	// Note).
 	Start int32
