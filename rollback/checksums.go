@@ -18,6 +18,9 @@ const (
 	stateChunksPerTick = 8
 	traceChunksPerTick = 2 // of the 8, at most, of the trace section (timemachine.go)
 	stateStatusEvery   = 250 * time.Millisecond
+	// vouchFor is how long a machine that serves an outvoted peer repeats
+	// its checksum of the frame to every peer (reported).
+	vouchFor = 3 * time.Second
 )
 
 // checkpoints is how many checksum frames the session keeps track of: those
@@ -289,6 +292,7 @@ func (c *checksums) retarget(i int, f Frame) {
 			c.ex = newExchange(f, i, len(x.next))
 			c.ex.at = x.at
 			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+			c.ex.sum = p.sum
 			c.offer(c.ex, deflate(p.data))
 			return
 		}
@@ -327,16 +331,39 @@ func (c *checksums) remote(i int, f int32, sum uint64) {
 	}
 }
 
-// reported returns our checksum of the frame we found desynced, to resend
-// to the peer we compare with until it sends a State of that frame: on a
-// lossy link every copy of it can be lost, and the peer, never told,
-// would wait for our inputs and cut us as withholding them.
-func (c *checksums) reported(i int) (Frame, uint64, bool) {
+// reported returns the checksum to repeat to peer i now: our checksum of
+// the frame we found desynced, to the peer we compare with until it sends
+// a State of that frame (on a lossy link every copy of it can be lost, and
+// the peer, never told, would wait for our inputs and cut us as
+// withholding them); or, for vouchFor after we began to serve an outvoted
+// peer our state (serve), our checksum of that frame to every peer that
+// has not sent a State of it. The outvoted peer then learns the majority
+// outvotes it while we still serve it (with every copy lost it finds the
+// desync seconds later, at a later checksum frame, by then served by
+// nobody); the other peers get our vote (with every copy lost, one finds
+// a tie with the outvoted peer, one checksum frame later, and reports a
+// desync the majority has already recovered from).
+func (c *checksums) reported(i int, now time.Duration) (Frame, uint64, bool) {
+	if c == nil || c.ex == nil || c.ex.heard[i] {
+		return 0, 0, false
+	}
+	if x := c.ex; x.serving {
+		if now-x.at > vouchFor {
+			return 0, 0, false
+		}
+		return x.frame, x.sum, true
+	}
 	e := c.found()
-	if e == nil || c.ex == nil || c.ex.serving || i != c.ex.peer || c.ex.heard[i] {
+	if e == nil || i != c.ex.peer {
 		return 0, 0, false
 	}
 	return Frame(e.Frame), e.Local, true
+}
+
+// repeats reports whether reported has a checksum for peer i at t.
+func (c *checksums) repeats(i int, t time.Duration) bool {
+	_, _, ok := c.reported(i, t)
+	return ok
 }
 
 // found returns the desync that ended the match, or the one being
@@ -427,6 +454,7 @@ func (c *checksums) serve(f Frame, peer, peers int, now time.Duration) {
 			// and our state is not compared, so only its deflated copy is
 			// kept (the checkpoint's may go once the frame is settled).
 			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+			c.ex.sum = p.sum
 			c.offer(c.ex, deflate(p.data))
 			return
 		}

@@ -37,6 +37,7 @@ type exchange struct {
 	complete bool            // we have the peer's state (or need none): the field is named
 	whole    bool            // and its whole payload (or need none): its messages say Done
 	serving  bool            // only sending ours to peer (it was outvoted), not comparing
+	sum      uint64          // serving: our checksum of frame (reported)
 	next     []int           // per peer: the next chunk of the head and state to send
 	nextT    []int           // per peer: the next chunk of the trace section to send
 	own      int             // where our trace section starts in mine

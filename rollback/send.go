@@ -269,7 +269,7 @@ func (s *Session) sendProtocol(i int, inputs, quiet, timers bool) {
 			s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 			s.tx.riding(i, &s.io.sum, inputs)
 		}
-		if f, sum, ok := s.sums.reported(i); ok && ps.sums.resend(s.now) {
+		if f, sum, ok := s.sums.reported(i, s.now); ok && ps.sums.resend(s.now) {
 			s.io.sum = wire.Checksum{Frame: int32(f), Sum: sum}
 			s.tx.riding(i, &s.io.sum, inputs)
 		}

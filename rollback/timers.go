@@ -56,8 +56,8 @@ func (ps peerSet) nextTimer(p *protocol, sums *checksums) time.Duration {
 			if newest {
 				at = min(at, x.sums.next(f))
 			}
-			if _, _, ok := sums.reported(i); ok {
-				at = min(at, x.sums.sentAt+checksumResend)
+			if t := x.sums.sentAt + checksumResend; sums.repeats(i, t) {
+				at = min(at, t)
 			}
 		}
 	}

@@ -32,16 +32,27 @@ func TestTimeMachineOnline(t *testing.T) {
 			seed    uint64
 			profile netsim.Profile
 			frames  int
+			only    int // the only number of players the case runs with (0: any)
 		}{
-			{"shots", false, 11, p, 1800},
-			{"ships", true, 11, p, 1800},
+			{"shots", false, 11, p, 1800, 0},
+			{"ships", true, 11, p, 1800, 0},
 			// The odd machine misses its peers' checksums of 1500 and finds
 			// the desync at 2000, after the others outvoted it at 1500: the
 			// others' agreed state must not move to 1500 meanwhile (the
 			// reports named frame 1500 and no system: soak seed 193).
-			{"shots", true, 193, hell, 3600},
+			{"shots", true, 193, hell, 3600, 4},
+			// Every first copy of a checksum of 1500 is lost on the way to
+			// one machine, which finds the desync ten seconds late, at a tie
+			// decided by its next checksum: machine 2, the odd one, when
+			// nobody serves it any more ("the kept state did not come",
+			// seed 62); or a majority machine, which reported a desync the
+			// others had recovered from and named nothing (seeds 49, 113).
+			// The servers now repeat their checksum of the frame (reported).
+			{"shots", true, 62, hell, 3600, 3},
+			{"shots", true, 49, hell, 3600, 3},
+			{"shots", true, 113, hell, 3600, 3},
 		} {
-			if tc.seed == 193 && players != 4 {
+			if tc.only != 0 && players != tc.only {
 				continue
 			}
 			t.Run(fmt.Sprintf("%dp-%s-recover-%v-seed-%d", players, tc.system, tc.recover, tc.seed), func(t *testing.T) {
