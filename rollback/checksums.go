@@ -277,28 +277,6 @@ func (c *checksums) take(i int, m *wire.Checksum, localNext Frame) verdict {
 	return taken
 }
 
-// retarget serves peer i our state at frame f instead, when we serve it
-// ours at a later frame (Config.Recover): it found the desync at f, an
-// earlier checksum than the one we outvoted it at, and repeats its
-// checksum of f until it has a State of f. Only earlier frames we still
-// hold: a liar can make us deflate at most the few states we keep.
-func (c *checksums) retarget(i int, f Frame) {
-	x := c.ex
-	if c.rec == nil || x == nil || !x.serving || i != x.peer || f >= x.frame {
-		return
-	}
-	for _, p := range c.points {
-		if p.frame == f && p.data != nil && !p.pending {
-			c.ex = newExchange(f, i, len(x.next))
-			c.ex.at = x.at
-			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
-			c.ex.sum = p.sum
-			c.offer(c.ex, deflate(p.data))
-			return
-		}
-	}
-}
-
 // plausible reports whether a peer can have a final checksum of frame f
 // when localNext is our next local frame: f is a checksum frame, and every
 // input before it, ours included, has been sent.
@@ -329,41 +307,6 @@ func (c *checksums) remote(i int, f int32, sum uint64) {
 		c.det.Remote(i, f, sum)
 		c.dirty = true
 	}
-}
-
-// reported returns the checksum to repeat to peer i now: our checksum of
-// the frame we found desynced, to the peer we compare with until it sends
-// a State of that frame (on a lossy link every copy of it can be lost, and
-// the peer, never told, would wait for our inputs and cut us as
-// withholding them); or, for vouchFor after we began to serve an outvoted
-// peer our state (serve), our checksum of that frame to every peer that
-// has not sent a State of it. The outvoted peer then learns the majority
-// outvotes it while we still serve it (with every copy lost it finds the
-// desync seconds later, at a later checksum frame, by then served by
-// nobody); the other peers get our vote (with every copy lost, one finds
-// a tie with the outvoted peer, one checksum frame later, and reports a
-// desync the majority has already recovered from).
-func (c *checksums) reported(i int, now time.Duration) (Frame, uint64, bool) {
-	if c == nil || c.ex == nil || c.ex.heard[i] {
-		return 0, 0, false
-	}
-	if x := c.ex; x.serving {
-		if now-x.at > vouchFor {
-			return 0, 0, false
-		}
-		return x.frame, x.sum, true
-	}
-	e := c.found()
-	if e == nil || i != c.ex.peer {
-		return 0, 0, false
-	}
-	return Frame(e.Frame), e.Local, true
-}
-
-// repeats reports whether reported has a checksum for peer i at t.
-func (c *checksums) repeats(i int, t time.Duration) bool {
-	_, _, ok := c.reported(i, t)
-	return ok
 }
 
 // found returns the desync that ended the match, or the one being
@@ -435,30 +378,6 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 		return c.err
 	}
 	return e
-}
-
-// serve sends peer, outvoted at frame f, our state there (if we still hold
-// it), so that its own report, which outvotes it, can name the field. Only
-// the first outvoted peer of the match is served: a liar's checksums could
-// otherwise have us send our whole state again and again.
-func (c *checksums) serve(f Frame, peer, peers int, now time.Duration) {
-	if (c.rec == nil && (c.ex != nil || c.served)) || (c.rec != nil && c.ex != nil && !c.ex.over()) {
-		return // with Recover, again once the last exchange is over: a peer recovers no more than once in recoverWindow
-	}
-	c.served = true
-	for _, p := range c.points {
-		if p.frame == f && p.data != nil && !p.pending {
-			c.ex = newExchange(f, peer, peers)
-			c.ex.at = now
-			// complete: we need nothing of its, so our messages say Done;
-			// and our state is not compared, so only its deflated copy is
-			// kept (the checkpoint's may go once the frame is settled).
-			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
-			c.ex.sum = p.sum
-			c.offer(c.ex, deflate(p.data))
-			return
-		}
-	}
 }
 
 // news reports whether checkDesync has anything to do after simulated
