@@ -33,16 +33,17 @@ func TestRelayedMatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs bytes.Buffer
-	ready := make(chan netip.AddrPort, 1)
+	ready := make(chan bound, 1)
 	var wg sync.WaitGroup
 	code := -1
 	wg.Go(func() {
 		code = run(ctx, []string{"-listen", "127.0.0.1:0", "-machines", strings.Join(list, ","), "-stats", "0"}, &logs,
-			func(a netip.AddrPort) { ready <- a })
+			noEnv, func(b bound) { ready <- b })
 	})
 	var addr netip.AddrPort
 	select {
-	case addr = <-ready:
+	case b := <-ready:
+		addr = b.UDP
 	case <-time.After(10 * time.Second):
 		t.Fatal("the relay did not start")
 	}
@@ -74,9 +75,17 @@ func TestBadFlags(t *testing.T) {
 		{"-machines", "127.0.0.1:1,127.0.0.1:2", "-tick", "0s"},
 		{"-machines", "127.0.0.1:1,127.0.0.1:2", "extra"},
 		{"-bogus"},
+		{},
+		{"-admin", "127.0.0.1:0"},
+		{"-machines", "127.0.0.1:1,127.0.0.1:2", "-idle", "0s"},
+		{"-machines", "127.0.0.1:1,127.0.0.1:2", "-batch", "0"},
+		{"-machines", "127.0.0.1:1,127.0.0.1:1"},
+		{"-machines", "[::1]:1,[::1]:2"},
 	} {
 		var out bytes.Buffer
-		require.Equal(t, 2, run(context.Background(), args, &out, nil), "%v", args)
+		require.Equal(t, 2, run(context.Background(), args, &out, noEnv, nil), "%v", args)
 		require.NotEmpty(t, out.String())
 	}
 }
+
+func noEnv(string) (string, bool) { return "", false }
