@@ -45,6 +45,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -85,6 +86,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	batch := fs.Int("batch", 64, "datagrams a system call (recvmmsg, sendmmsg); 1: one")
 	rcvbuf := fs.Int("rcvbuf", 4<<20, "the socket's receive buffer, `bytes` (the kernel caps it at net.core.rmem_max)")
 	every := fs.Duration("stats", 10*time.Second, "how often to log the counts (0: only at the end)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) to this `file` until stopped")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -121,6 +123,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		network, cfg.IPv4 = "udp6", false
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			return fail(1, err)
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	ua, err := net.ResolveUDPAddr(network, *listen)
 	if err != nil {
 		return fail(2, fmt.Errorf("-listen: %v", err))
@@ -130,9 +143,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		return fail(1, err)
 	}
 	defer conn.Close()
-	if err := conn.SetReadBuffer(*rcvbuf); err != nil {
-		log.Warn("receive buffer", "err", err)
-	}
+	setReadBuffer(conn, *rcvbuf, log)
 	k := newSocket(conn, cfg.IPv4, *batch)
 	s := newServer(cfg, log, k.write)
 	defer s.stop()
