@@ -27,12 +27,12 @@ type socket struct {
 	conn    *net.UDPConn
 	bc      batchConn // nil when batch is 1
 	batch   int
-	sendErr atomic.Int64 // datagrams the socket would not send
-	wms     []ipv4.Message
-	wbufs   [][]byte
+	sendErr atomic.Int64     // datagrams the socket would not send
+	wms     [][]ipv4.Message // by writer
+	wbufs   [][][]byte
 }
 
-func newSocket(conn *net.UDPConn, ipv4Socket bool, batch int) *socket {
+func newSocket(conn *net.UDPConn, ipv4Socket bool, batch, writers int) *socket {
 	k := &socket{conn: conn, batch: max(batch, 1)}
 	if k.batch > 1 {
 		if ipv4Socket {
@@ -40,8 +40,10 @@ func newSocket(conn *net.UDPConn, ipv4Socket bool, batch int) *socket {
 		} else {
 			k.bc = ipv6.NewPacketConn(conn)
 		}
-		k.wms = make([]ipv4.Message, k.batch)
-		k.wbufs = make([][]byte, k.batch)
+		for range max(writers, 1) {
+			k.wms = append(k.wms, make([]ipv4.Message, k.batch))
+			k.wbufs = append(k.wbufs, make([][]byte, k.batch))
+		}
 	}
 	return k
 }
@@ -49,7 +51,7 @@ func newSocket(conn *net.UDPConn, ipv4Socket bool, batch int) *socket {
 // readLoop hands s every datagram the socket receives until it fails
 // (closed). It never writes: what a relay sends on receiving (the first
 // datagram of a match, an envelope past relay.MaxDatagram) waits for the
-// next tick's drain.
+// next tick's writers.
 func (k *socket) readLoop(s *server) error {
 	bufs := make([][]byte, k.batch)
 	for i := range bufs {
@@ -88,9 +90,9 @@ func (k *socket) readLoop(s *server) error {
 	}
 }
 
-// write sends ps, batch datagrams a system call; the server's drain calls
-// it, one call at a time.
-func (k *socket) write(ps []packet) {
+// write sends ps, batch datagrams a system call, as writer w: the server
+// calls it from several goroutines, one call at a time for each w.
+func (k *socket) write(w int, ps []packet) {
 	if k.bc == nil {
 		for _, p := range ps {
 			if _, err := k.conn.WriteToUDPAddrPort(p.b, p.to); err != nil {
@@ -99,13 +101,14 @@ func (k *socket) write(ps []packet) {
 		}
 		return
 	}
+	wms, wbufs := k.wms[w], k.wbufs[w]
 	for len(ps) > 0 {
 		n := min(len(ps), k.batch)
 		for i := range n {
-			k.wbufs[i] = ps[i].b
-			k.wms[i].Buffers, k.wms[i].Addr = k.wbufs[i:i+1], ps[i].ua
+			wbufs[i] = ps[i].b
+			wms[i].Buffers, wms[i].Addr = wbufs[i:i+1], ps[i].ua
 		}
-		sent, err := k.bc.WriteBatch(k.wms[:n], 0)
+		sent, err := k.bc.WriteBatch(wms[:n], 0)
 		if err != nil {
 			// The first not sent is lost (a refused address, a full
 			// buffer): the sessions resend what matters.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rewindgg/rewind/relay"
@@ -22,11 +23,12 @@ type serverConfig struct {
 	MaxMatches int           // matches held at once
 	MaxPerIP   int           // machines of the live matches behind one IP address (IPv6: one /64)
 	IPv4       bool          // the socket is IPv4, and so must the machines' addresses be (else IPv6)
+	Writers    int           // goroutines that flush the matches and write, each tick
 }
 
 func defaultServerConfig() serverConfig {
 	return serverConfig{Tick: time.Second / 60, Idle: 30 * time.Second, MaxLife: 3 * time.Hour,
-		MaxMatches: 5000, MaxPerIP: 16, IPv4: true}
+		MaxMatches: 5000, MaxPerIP: 16, IPv4: true, Writers: 2}
 }
 
 // A refusal is why the server would not open a match: the admin call
@@ -67,15 +69,15 @@ var closeReasons = []string{closedIdle, closedLifetime, closedDeleted, closedSto
 
 // server relays many matches over one UDP socket: one relay.Relay each,
 // whose Link is the match's machines' addresses on that socket. It starts
-// no goroutine of its own; its owner calls receive with each datagram that
-// arrives, tick once a tick, and drain to write what they queued (serve.go
-// does, with one goroutine reading and one ticking, however many matches).
-// Its methods are safe for concurrent use.
+// no goroutine of its own but tick's writers; its owner calls receive with
+// the datagrams that arrive, and tick once a tick (serve.go does, with one
+// goroutine reading and one ticking, however many matches). Its methods
+// are safe for concurrent use.
 type server struct {
 	cfg   serverConfig
 	log   *slog.Logger
 	clock func() time.Time
-	write func(batch []packet) // writes a batch; called by drain, one at a time
+	write func(w int, batch []packet) // writes a batch: writer w's, one call per w at a time
 
 	mu      sync.Mutex
 	byAddr  map[netip.AddrPort]seat
@@ -84,11 +86,9 @@ type server struct {
 	perIP   map[netip.Prefix]int // machines of the live matches per IP (IPv6: /64)
 	at      time.Duration        // the time given the relays: the last tick's, in whole ticks since the Unix epoch
 	now     time.Time            // the last tick's time
-	pending []packet             // what the relays sent, waiting for drain
+	pending []packet             // what the relays sent, waiting for a writer
+	writing [][]packet           // by writer: what it writes, swapped with pending
 	counts  counts
-
-	wmu     sync.Mutex // held by drain
-	writing []packet
 }
 
 // counts are the server's figures beyond the live relays' own Stats.
@@ -149,8 +149,9 @@ type packet struct {
 	b  []byte
 }
 
-func newServer(cfg serverConfig, log *slog.Logger, write func([]packet)) *server {
-	return &server{cfg: cfg, log: log, clock: time.Now, write: write,
+func newServer(cfg serverConfig, log *slog.Logger, write func(int, []packet)) *server {
+	cfg.Writers = max(cfg.Writers, 1)
+	return &server{cfg: cfg, log: log, clock: time.Now, write: write, writing: make([][]packet, cfg.Writers),
 		byAddr: map[netip.AddrPort]seat{}, byID: map[string]*hosted{}, perIP: map[netip.Prefix]int{},
 		counts: counts{closedBy: map[string]int64{}, refused: map[string]int64{}}}
 }
@@ -293,7 +294,9 @@ func (s *server) receive(b [][]byte, from []netip.AddrPort) {
 			continue
 		}
 		m := st.m
-		m.heard = s.now
+		if s.now.After(m.heard) { // not before its opening: before the first tick, s.now is zero
+			m.heard = s.now
+		}
 		m.link.pending, m.link.from = d, st.slot
 		// s.at is the last tick's time, before the relay's next flush:
 		// it only gathers (ticks flush), bar the first datagram of a
@@ -303,15 +306,17 @@ func (s *server) receive(b [][]byte, from []netip.AddrPort) {
 	}
 }
 
-// tickChunk is how many matches tick flushes before it lets receive in and
-// writes what they sent.
+// tickChunk is how many matches a writer flushes before it lets receive in
+// and writes what they sent.
 const tickChunk = 64
 
 // tick sends every match's machines what was gathered for them, then
 // closes the matches past their idle window or lifetime. now is the time;
 // the relays are given it in whole ticks since the Unix epoch, so that
 // every match flushes at the same moments, which a load generator on the
-// same clock can tell.
+// same clock can tell. serverConfig.Writers goroutines share the work,
+// tickChunk matches at a time: the system calls that write the datagrams
+// are most of it.
 func (s *server) tick(now time.Time) {
 	s.mu.Lock()
 	if now.After(s.now) {
@@ -319,17 +324,15 @@ func (s *server) tick(now time.Time) {
 		s.at = time.Duration(now.UnixNano()/int64(s.cfg.Tick)) * s.cfg.Tick
 	}
 	s.mu.Unlock()
-	for i := 0; ; i += tickChunk {
-		s.mu.Lock()
-		end := min(i+tickChunk, len(s.list))
-		for _, m := range s.list[min(i, end):end] {
-			m.relay.Poll(s.at)
+	var next atomic.Int64
+	if s.cfg.Writers == 1 {
+		s.flush(0, &next)
+	} else {
+		var wg sync.WaitGroup
+		for w := range s.cfg.Writers {
+			wg.Go(func() { s.flush(w, &next) })
 		}
-		s.mu.Unlock()
-		s.drain()
-		if end < i+tickChunk {
-			break
-		}
+		wg.Wait()
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -357,7 +360,7 @@ func (s *server) stop() {
 	}
 }
 
-// queue copies b, to a, into the datagrams drain writes next; the server's
+// queue copies b, to a, into the datagrams a writer writes next; the server's
 // lock is held (a relay sends from Poll).
 func (s *server) queue(to netip.AddrPort, ua *net.UDPAddr, b []byte) {
 	if len(s.pending) < cap(s.pending) {
@@ -369,15 +372,26 @@ func (s *server) queue(to netip.AddrPort, ua *net.UDPAddr, b []byte) {
 	p.to, p.ua, p.b = to, ua, append(p.b[:0], b...)
 }
 
-// drain writes the datagrams the relays sent since the last drain.
-func (s *server) drain() {
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	s.mu.Lock()
-	s.pending, s.writing = s.writing[:0], s.pending
-	s.mu.Unlock()
-	if len(s.writing) > 0 {
-		s.write(s.writing)
+// flush has the matches of the chunks it takes from next send what was
+// gathered for their machines, and writes it, as writer w, until no chunk
+// is left. It takes what receive queued too.
+func (s *server) flush(w int, next *atomic.Int64) {
+	for {
+		i := int(next.Add(1)-1) * tickChunk
+		s.mu.Lock()
+		if i >= len(s.list) && (i > 0 || len(s.pending) == 0) {
+			s.mu.Unlock()
+			return
+		}
+		for _, m := range s.list[min(i, len(s.list)):min(i+tickChunk, len(s.list))] {
+			m.relay.Poll(s.at)
+		}
+		s.pending, s.writing[w] = s.writing[w][:0], s.pending
+		batch := s.writing[w]
+		s.mu.Unlock()
+		if len(batch) > 0 {
+			s.write(w, batch)
+		}
 	}
 }
 

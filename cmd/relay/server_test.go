@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 // now: the tests drive it by calls, with no socket and no goroutine.
 type testServer struct {
 	*server
+	mu   sync.Mutex // guards sent
 	now  time.Time
 	sent []packet
 	logs bytes.Buffer
@@ -26,7 +28,9 @@ var t0 = time.Date(2026, 11, 28, 12, 0, 0, 0, time.UTC)
 
 func newTestServer(t *testing.T, cfg serverConfig) *testServer {
 	ts := &testServer{now: t0}
-	ts.server = newServer(cfg, slog.New(slog.NewTextHandler(&ts.logs, nil)), func(ps []packet) {
+	ts.server = newServer(cfg, slog.New(slog.NewTextHandler(&ts.logs, nil)), func(_ int, ps []packet) {
+		ts.mu.Lock() // the writers run at once
+		defer ts.mu.Unlock()
 		for _, p := range ps {
 			ts.sent = append(ts.sent, packet{to: p.to, ua: p.ua, b: append([]byte(nil), p.b...)})
 		}
@@ -127,8 +131,8 @@ func TestRoute(t *testing.T) {
 	ts.from(a[0], envelope(t, 0, 3, map[int][]byte{0: []byte("a0 to a1"), 1: []byte("a0 to a2")}))
 	ts.from(a[1], envelope(t, 1, 3, map[int][]byte{0: []byte("a1 to a0")}))
 	ts.from(b[1], envelope(t, 1, 2, map[int][]byte{0: []byte("b1 to b0")}))
-	ts.drain()
-	require.Empty(t, ts.sent, "nothing before the tick")
+	require.Empty(t, ts.server.pending, "nothing before the tick")
+	require.Empty(t, ts.sent)
 	ts.advance(time.Second / 60)
 	require.Len(t, ts.sent, 4, "one envelope per machine that has something")
 	require.Equal(t, map[int][][]byte{0: {[]byte("a0 to a1")}}, ts.opened(t, a[1], 1, 3))
@@ -152,12 +156,21 @@ func TestExpire(t *testing.T) {
 	cfg := defaultServerConfig()
 	cfg.Idle, cfg.MaxLife = 30*time.Second, time.Hour
 	ts := newTestServer(t, cfg)
+	// A datagram before the first tick keeps its match as new as its opening.
+	early := addrs(5, 2)
+	_, err := ts.open(early, false)
+	require.NoError(t, err)
+	ts.from(early[0], envelope(t, 0, 2, map[int][]byte{0: []byte("early")}))
+	ts.advance(time.Millisecond)
+	require.Len(t, ts.list, 1, "not idle since the zero time")
+	require.NoError(t, ts.close(ts.list[0].id))
 	quiet, busy, static, deleted := addrs(1, 2), addrs(2, 2), addrs(3, 2), addrs(4, 2)
 	for _, m := range [][]netip.AddrPort{quiet, busy, static, deleted} {
 		_, err := ts.open(m, m[0] == static[0])
 		require.NoError(t, err)
 	}
 	idDeleted := ts.list[3].id
+	require.Equal(t, deleted, ts.list[3].machines)
 	require.NoError(t, ts.close(idDeleted))
 	require.ErrorIs(t, ts.close(idDeleted), errNoMatch)
 	ping := [][]byte{envelope(t, 0, 2, map[int][]byte{0: []byte("ping")}), envelope(t, 1, 2, map[int][]byte{0: []byte("pong")})}
@@ -184,13 +197,13 @@ func TestExpire(t *testing.T) {
 	sn := ts.snapshot()
 	require.Equal(t, int64(1), sn.closedBy[closedLifetime])
 	require.Equal(t, int64(1), sn.closedBy[closedIdle])
-	require.Equal(t, int64(1), sn.closedBy[closedDeleted])
+	require.Equal(t, int64(2), sn.closedBy[closedDeleted])
 	require.Equal(t, int64(1), sn.open, "the static match stays")
 	require.Equal(t, static, ts.list[0].machines)
 	require.Contains(t, ts.logs.String(), "reason=lifetime")
 	require.Contains(t, ts.logs.String(), "reason=idle")
 	// The closed matches' addresses are free again.
-	_, err := ts.open(append(append([]netip.AddrPort(nil), quiet...), busy...), false)
+	_, err = ts.open(append(append([]netip.AddrPort(nil), quiet...), busy...), false)
 	require.NoError(t, err)
 	ts.stop()
 	require.Equal(t, int64(2), ts.snapshot().closedBy[closedStopped])
@@ -295,7 +308,7 @@ func BenchmarkTick(b *testing.B) {
 	const matches, machines = 1000, 4
 	cfg := defaultServerConfig()
 	cfg.MaxMatches = matches
-	s := newServer(cfg, slog.New(slog.DiscardHandler), func([]packet) {})
+	s := newServer(cfg, slog.New(slog.DiscardHandler), func(int, []packet) {})
 	now := t0
 	s.clock = func() time.Time { return now }
 	var from []netip.AddrPort
