@@ -282,7 +282,8 @@ func relayFigures(text string) string {
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		t := sc.Text()
-		if strings.HasPrefix(t, "relay_") && !strings.HasPrefix(t, "relay_tick_seconds_bucket") {
+		if (strings.HasPrefix(t, "relay_") && !strings.HasPrefix(t, "relay_tick_seconds_bucket")) ||
+			strings.HasPrefix(t, "go_memstats_heap_inuse_bytes ") || strings.HasPrefix(t, "go_memstats_heap_alloc_bytes ") {
 			keep = append(keep, t)
 		}
 	}
