@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -114,32 +112,11 @@ func TestServe(t *testing.T) {
 
 func testServe(t *testing.T, batch string) {
 	const machines = 3
-	conns := make([]*net.UDPConn, machines)
-	var list []string
-	for i := range conns {
-		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		require.NoError(t, err)
-		defer c.Close()
-		conns[i] = c
-		list = append(list, c.LocalAddr().String())
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var logs syncBuffer
-	ready := make(chan bound, 1)
-	var wg sync.WaitGroup
-	code := -1
+	conns, list := machineConns(t, machines)
 	env := func(k string) (string, bool) { return testToken, k == "RELAY_TOKEN" }
-	wg.Go(func() {
-		code = run(ctx, []string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
-			"-batch", batch, "-stats", "0"}, &logs, env, func(b bound) { ready <- b })
-	})
-	var at bound
-	select {
-	case at = <-ready:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the relay did not start")
-	}
+	p := startRelay(t, []string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
+		"-batch", batch, "-stats", "0"}, env)
+	at := p.at
 	body, _ := json.Marshal(openRequest{Machines: list})
 	req, _ := http.NewRequest(http.MethodPost, "http://"+at.Admin+"/matches", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+testToken)
@@ -210,28 +187,9 @@ func testServe(t *testing.T, batch string) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusNoContent, resp.StatusCode)
-	cancel()
-	wg.Wait()
-	require.Equal(t, 0, code)
-	require.Contains(t, logs.String(), `msg="match opened" id=`+opened.ID)
-	require.Contains(t, logs.String(), `msg="match closed" id=`+opened.ID+" reason=deleted")
-	require.Contains(t, logs.String(), "msg=stopped")
-}
-
-// syncBuffer is a bytes.Buffer safe for the command's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	require.Equal(t, 0, p.stop())
+	logs := p.logs.String()
+	require.Contains(t, logs, `msg="match opened" id=`+opened.ID)
+	require.Contains(t, logs, `msg="match closed" id=`+opened.ID+" reason=deleted")
+	require.Contains(t, logs, "msg=stopped")
 }
