@@ -8,7 +8,8 @@
 # resident memory, per match; loss; latency) land in
 # relay-load-out/load.json (docs/deployment.md, "Match relay", quotes
 # them). RELAY_LOAD_ARGS passes more flags to relayload (-relay-cpus 0
-# pins the relay to one core; -relay-args '-cpuprofile f' profiles it).
+# pins the relay to one core; -relay-args '-cpuprofile f' profiles it),
+# RELAY_LOAD_CPUS pins the generator.
 # Installs its Debian packages when missing; the binaries are built first:
 # the namespace has no network.
 set -euo pipefail
@@ -25,5 +26,8 @@ trap 'rm -rf "$bin"' EXIT
 mkdir -p relay-load-out
 levels=${RELAY_LOAD_LEVELS:-100,250,500,1000,1500}
 seconds=${RELAY_LOAD_SECONDS:-10}
-unshare -n bash -c 'ip link set lo up && "$0" -relay "$1" -levels "$2" -duration "$3"s -stop=false -out relay-load-out/load.json '"${RELAY_LOAD_ARGS:-}" \
+# RELAY_LOAD_CPUS pins the generator (taskset -c), e.g. to the core -relay-cpus leaves.
+pin=()
+[ -z "${RELAY_LOAD_CPUS:-}" ] || pin=(taskset -c "$RELAY_LOAD_CPUS")
+unshare -n "${pin[@]}" bash -c 'ip link set lo up && "$0" -relay "$1" -levels "$2" -duration "$3"s -stop=false -out relay-load-out/load.json '"${RELAY_LOAD_ARGS:-}" \
 	"$bin/relayload" "$bin/relay" "$levels" "$seconds"
