@@ -23,9 +23,11 @@
 // one peer is this relay's address. Each match is a relay.Relay: one
 // goroutine reads the socket (-batch datagrams a system call, recvmmsg)
 // and routes each datagram to its match, which gathers its records by
-// destination; another, at every multiple of -tick since the Unix epoch,
-// has every match send each machine what was gathered for it and writes
-// them (sendmmsg). No goroutine per match. It runs until interrupted
+// destination; at every multiple of -tick since the Unix epoch, -writers
+// goroutines have every match send each machine what was gathered for it,
+// 64 matches at a time, and write them (sendmmsg). No goroutine per match.
+// make relay-load measures how many matches it holds (relayload;
+// docs/deployment.md, "Match relay"). It runs until interrupted
 // (SIGINT, SIGTERM), logging each match opened and closed, and its counts
 // every -stats; -metrics serves the Prometheus metrics (metrics.go).
 //
