@@ -31,7 +31,7 @@ const (
 	steps    = 16 // phases a tick
 	batchMax = 256
 	histBin  = 10 * time.Microsecond
-	histBins = 20000 // up to 200 ms
+	histBins = 100000 // up to 1 s
 )
 
 // level is the figures of one load.
