@@ -224,7 +224,7 @@ func measure(bin, cpus string, extra []string, n, batch, dsize int, warm, dur ti
 	recvDone := make(chan struct{})
 	go func() { g.receive(stop); close(recvDone) }()
 	sendDone := make(chan error, 1)
-	go func() { sendDone <- g.send(relayUDPAddr, k1+12) }() // 12 ticks after the window: the replies come in
+	go func() { sendDone <- g.send(relayUDPAddr, k1+60) }() // a second after the window: its late replies come in
 
 	// The relay's and the generator's CPU over the window.
 	waitUntil(time.Unix(0, k0*int64(tick)))
