@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -106,15 +107,23 @@ func TestAdmin(t *testing.T) {
 // from its machines is then from an unknown address.
 func TestServe(t *testing.T) {
 	for _, batch := range []string{"1", "64"} {
-		t.Run("batch="+batch, func(t *testing.T) { testServe(t, batch) })
+		t.Run("batch="+batch, func(t *testing.T) { testServe(t, batch, net.IPv4(127, 0, 0, 1)) })
 	}
+	t.Run("ipv6", func(t *testing.T) {
+		c, err := net.ListenUDP("udp6", &net.UDPAddr{IP: net.IPv6loopback})
+		if err != nil {
+			t.Skipf("no IPv6 loopback: %v", err)
+		}
+		_ = c.Close()
+		testServe(t, "64", net.IPv6loopback)
+	})
 }
 
-func testServe(t *testing.T, batch string) {
+func testServe(t *testing.T, batch string, ip net.IP) {
 	const machines = 3
-	conns, list := machineConns(t, machines)
+	conns, list := machineConns(t, machines, ip)
 	env := func(k string) (string, bool) { return testToken, k == "RELAY_TOKEN" }
-	p := startRelay(t, []string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
+	p := startRelay(t, []string{"-listen", net.JoinHostPort(ip.String(), "0"), "-admin", "127.0.0.1:0", "-metrics", "127.0.0.1:0",
 		"-batch", batch, "-stats", "0"}, env)
 	at := p.at
 	body, _ := json.Marshal(openRequest{Machines: list})
@@ -146,7 +155,7 @@ func testServe(t *testing.T, batch string) {
 			require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
 			m, from, err := c.ReadFromUDPAddrPort(buf)
 			require.NoError(t, err, "machine %d", i)
-			require.Equal(t, at.UDP, from)
+			require.Equal(t, at.UDP, netip.AddrPortFrom(from.Addr().Unmap(), from.Port()))
 			in := &capture{in: [][]byte{append([]byte(nil), buf[:m]...)}}
 			cl, err := relay.NewClient(in, 0, i, machines)
 			require.NoError(t, err)

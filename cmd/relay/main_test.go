@@ -23,7 +23,7 @@ import (
 // relay; the match verifies and the relay logs its counts when stopped.
 func TestRelayedMatch(t *testing.T) {
 	const machines = 3
-	conns, list := machineConns(t, machines)
+	conns, list := machineConns(t, machines, net.IPv4(127, 0, 0, 1))
 	p := startRelay(t, []string{"-listen", "127.0.0.1:0", "-machines", strings.Join(list, ","), "-stats", "0"}, noEnv)
 	addr := p.at.UDP
 	trs := make([]rollback.Transport, machines)
@@ -47,13 +47,13 @@ func TestRelayedMatch(t *testing.T) {
 	t.Log(logs)
 }
 
-// machineConns opens n UDP sockets on loopback, closed when the test
-// ends, and gives their addresses.
-func machineConns(t *testing.T, n int) ([]*net.UDPConn, []string) {
+// machineConns opens n UDP sockets on ip, closed when the test ends, and
+// gives their addresses.
+func machineConns(t *testing.T, n int, ip net.IP) ([]*net.UDPConn, []string) {
 	conns := make([]*net.UDPConn, n)
 	var list []string
 	for i := range conns {
-		c, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: ip})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = c.Close() })
 		conns[i] = c
