@@ -47,6 +47,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -86,7 +87,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	fs.IntVar(&cfg.MaxMatches, "max-matches", cfg.MaxMatches, "matches held at once")
 	fs.IntVar(&cfg.MaxPerIP, "max-per-ip", cfg.MaxPerIP, "machines of the live matches behind one IP address (an IPv6 address's /64)")
 	batch := fs.Int("batch", 64, "datagrams a system call (recvmmsg, sendmmsg); 1: one")
-	fs.IntVar(&cfg.Writers, "writers", cfg.Writers, "goroutines that flush the matches and write, each tick")
+	fs.IntVar(&cfg.Writers, "writers", 0, "goroutines that flush the matches and write, each tick (0: GOMAXPROCS, the cores it may use)")
 	rcvbuf := fs.Int("rcvbuf", 4<<20, "the socket's receive buffer, `bytes` (the kernel caps it at net.core.rmem_max)")
 	every := fs.Duration("stats", 10*time.Second, "how often to log the counts (0: only at the end)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (runtime/pprof) to this `file` until stopped")
@@ -107,8 +108,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	case err != nil:
 	case fs.NArg() > 0:
 		err = errors.New("unexpected arguments (all settings are flags)")
-	case cfg.Tick <= 0 || cfg.Idle <= 0 || cfg.MaxLife <= 0 || cfg.MaxMatches <= 0 || cfg.MaxPerIP <= 0 || *batch <= 0 || cfg.Writers <= 0 || *every < 0:
-		err = errors.New("-tick, -idle, -max-life, -max-matches, -max-per-ip, -batch and -writers must be positive, -stats not negative")
+	case cfg.Tick <= 0 || cfg.Idle <= 0 || cfg.MaxLife <= 0 || cfg.MaxMatches <= 0 || cfg.MaxPerIP <= 0 || *batch <= 0 || cfg.Writers < 0 || *every < 0:
+		err = errors.New("-tick, -idle, -max-life, -max-matches, -max-per-ip and -batch must be positive, -writers and -stats not negative")
 	case *list == "" && *adminAddr == "":
 		err = errors.New("nothing to relay: give -admin, -machines or both")
 	case *adminAddr != "":
@@ -116,6 +117,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	}
 	if err != nil {
 		return fail(2, err)
+	}
+	if cfg.Writers == 0 {
+		cfg.Writers = runtime.GOMAXPROCS(0)
 	}
 	host, _, err := net.SplitHostPort(*listen)
 	if err != nil {
@@ -186,7 +190,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		go hs.Serve(ln)
 		*l.to = ln.Addr().String()
 	}
-	log.Info("relaying", "listen", at.UDP, "admin", at.Admin, "metrics", at.Metrics, "batch", *batch, "tick", cfg.Tick)
+	log.Info("relaying", "listen", at.UDP, "admin", at.Admin, "metrics", at.Metrics, "batch", *batch, "writers", cfg.Writers, "tick", cfg.Tick)
 	if ready != nil {
 		ready(at)
 	}
