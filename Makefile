@@ -5,18 +5,19 @@ FUZZTIME ?= 30s
 # have modules of their own, tied by go.work. make test covers the root
 # module (ROOT: the library, its examples and the match harness), and
 # stays within three minutes from a cold build cache on a two-core
-# machine; make tools-test covers three tool modules (TOOLS: the soak with
+# machine; make tools-test covers four tool modules (TOOLS: the soak with
 # its gonum/plot report and WebRTC runner, cmd/soak; the determinism
 # analyzer with golang.org/x/tools, cmd/rewindvet; the module proxy writer
-# of make module-check with golang.org/x/mod, cmd/modcheck), and make race
+# of make module-check with golang.org/x/mod, cmd/modcheck; the match
+# relay with its Prometheus metrics, cmd/relay), and make race
 # the packages whose code or tests run goroutines under the race detector.
 # CI runs all three (.ci/run). In workspace mode ./... stops at a nested
 # module's go.mod, so the tools' packages are named explicitly. The other
 # modules have targets of their own: the arena demo (play-test), the
 # WebRTC transport rtc and the rendezvous server (web-test).
 ROOT     := ./...
-TOOLMODS := ./cmd/soak ./cmd/rewindvet ./cmd/modcheck
-TOOLS    := ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/...
+TOOLMODS := ./cmd/soak ./cmd/rewindvet ./cmd/modcheck ./cmd/relay
+TOOLS    := ./cmd/soak/... ./cmd/rewindvet/... ./cmd/modcheck/... ./cmd/relay/...
 PKGS     := $(ROOT) $(TOOLS)
 # The soak's adversary and the test hooks (rollback/liar.go) are compiled
 # only with this tag: the tests run with it, a game's build never has it.
@@ -31,7 +32,7 @@ HEAVY    := gonum|ebiten|pion|chromedp
 # fetches it from the module proxy once and keeps the binary in the build cache.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: scale-test module-check determinism test race tools-test lint check tools-check cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
+.PHONY: relay-load scale-test module-check determinism test race tools-test lint check tools-check cross library-deps bench soak lockstep-table fuzz cover tidy play play-test web web-test rendezvous api
 
 ## test: check, then the root module's suite built with the adversary (ADVERSARY: the build tag rewind_adversary) in random order, every benchmark once (a broken one fails), the match tests in full; then rollback again as a game builds it (no tag). check has vetted everything, both ways: go test does not vet again. Within three minutes from a cold build cache on a quiet two-core machine: the race detector's builds (make race) and the tools' heavy dependencies (make tools-test) are not in it; CI runs both, and staticcheck (make lint).
 # ELSEWHERE: the root module's tests that build what make test leaves to
@@ -113,6 +114,10 @@ web-test:
 ## scale-test: the rendezvous scaled out (cmd/rendezvous/scale-test.sh, package cmd/rendezvous/scaletest) in a network namespace: a 3-node NATS cluster, 3 instances behind a load balancer, coturn; a match across instances, through coturn, past a dead instance and a dead NATS node; a load of 20,000 matches (REWIND_SCALE_MATCHES) whose latencies and memory land in scale-test-out/load.json. Installs coturn when missing.
 scale-test:
 	cmd/rendezvous/scale-test.sh
+
+## relay-load: how many 4-player matches one relay process (cmd/relay) holds at 60 Hz (cmd/relay/relay-load.sh, cmd/relay/relayload) in a network namespace: for 100 to 1,500 matches (RELAY_LOAD_LEVELS), the relay's CPU and resident memory per match, loss and latency, into relay-load-out/load.json. Not in make test; installs iproute2 and util-linux when missing.
+relay-load:
+	cmd/relay/relay-load.sh
 
 ## module-check: a program outside the repository that imports rtc, rtc/lobby, rollback and rollback/udp is built against a file:// module proxy written from this checkout (cmd/modcheck/module-check.sh), as a game's module gets them: no replace, no other module's internal/.
 module-check:
