@@ -43,7 +43,12 @@ func NewSession(cfg Config) (*Session, error) {
 	s.inputs.standIn = cfg.StandIn
 	s.snaps = snapshots{arena: cfg.State, backups: make([]backup, savestate.Slots), interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2, base: 2}
 	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
-	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
+	// With the relay as the match clock, no machine waits for a slower one:
+	// the relay's schedule keeps the time (relayclock.go).
+	if s.pace.clock = newRelayClock(cfg.Transport, lockstepMode); s.pace.clock != nil {
+		s.inputs.localFinal = 0 // until the relay's receipts
+	}
+	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode && s.pace.clock == nil)
 	s.proto = newProtocol(cfg, s.clock())
 	s.quiet.on = !cfg.SendEveryTick && !cfg.Lockstep
 	if lockstepMode {

@@ -223,6 +223,9 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 						s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
 					}
 				}
+				if d, ok := s.pace.clock.decided(f, p); ok {
+					in = d // the relay decided it: final (an honest relay forwards no other)
+				}
 				if s.inputs.receive(p, f, in, s.frame) {
 					mis = min(mis, f)
 				}

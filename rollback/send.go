@@ -107,8 +107,11 @@ func (s *Session) send() {
 		if quiet = s.quiet.on && s.quietTick(localNext); !quiet { // off: no call (Config.SendEveryTick)
 			s.times.sent.note(localNext, s.now)
 		}
+		if s.pace.clock != nil && s.frame > 0 {
+			s.tellLocal() // its schedule is ours from our first frame on
+		}
 		if s.stmts != nil {
-			s.stmts.signOwn(&s.inputs, s.roster.local, s.now)
+			s.stmts.signOwn(&s.inputs, s.roster.local, min(localNext, s.pace.clock.signable()), s.now)
 			s.stmts.update(&s.stmts.port)
 		}
 	}

@@ -119,6 +119,9 @@ func (s *Session) Stats() Stats {
 	st.InputLag, st.Advantage, st.QueuedStalls = s.pace.lag.delay, s.pace.gov.Advantage(), s.pace.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
 	st.QuietTicks = s.quiet.ticks
+	if c := s.pace.clock; c != nil {
+		st.Decided, st.DecisionConflicts = c.taken, c.conflicts
+	}
 	if s.sums != nil && s.sums.rec != nil {
 		st.Recovered, st.Desync, st.RecoveryTime = s.sums.rec.done, s.sums.rec.report, s.sums.rec.took
 	}
@@ -178,6 +181,9 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 		}
 	} else if next > s.frame+Frame(s.pace.lag.delay) {
 		return false, nil
+	}
+	if d, ok := s.pace.clock.decided(next, p); ok {
+		in = d // the relay found us late for it: its decision is final
 	}
 	s.inputs.addLocal(p, in)
 	return true, nil

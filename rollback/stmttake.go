@@ -47,8 +47,9 @@ func (st *statements) update(r stmtRoster) {
 // signOwn signs every interval of our inputs (of our players local) that
 // is complete, and a prefix of the current one once our inputs have
 // stopped for stmtIdleTicks ticks (the end of the match, a long stall).
-func (st *statements) signOwn(inputs *inputRing, local []PlayerID, now time.Duration) {
-	next := inputs.next[local[0]]
+// It signs only frames before next, our next local frame, or with the
+// relay clock the first the relay has not settled (relayclock.go).
+func (st *statements) signOwn(inputs *inputRing, local []PlayerID, next Frame, now time.Duration) {
 	if next == st.lastOwn {
 		st.idle++
 	} else {

@@ -206,6 +206,17 @@ type Config struct {
 	// move the match: the sessions see loss meanwhile, and must verify.
 	RelayDiesAt    time.Duration
 	RelayMoveAfter time.Duration
+	// RelayClock makes the relay the match clock (relay.Clock; with
+	// Relay, not with RelayDiesAt): it decides, signed, a machine's input
+	// that reaches it later than RelayAllowance (0: relay.DefaultAllowance)
+	// after its frame's slot. The offline truth takes its decisions.
+	RelayClock     bool
+	RelayAllowance time.Duration
+	// Slow starves machine SlowMachine's clock (slow.go): it freezes for
+	// 50 to 240 ms about every two seconds, and catches the ticks up after
+	// (like pacer.Pacer); Result.Others* measure the other machines.
+	Slow        bool
+	SlowMachine int
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -229,13 +240,22 @@ type Result struct {
 	Checksums []uint64
 	Want      uint64 // checksum of the offline re-simulation
 
-	Rollbacks              int64
-	ResimulatedFrames      int64
-	HitchSpells            int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
-	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
-	MaxRollbackFrames      int
-	MaxResimulated         int
-	StallFrames            int64
+	Rollbacks         int64
+	ResimulatedFrames int64
+	HitchSpells       int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
+	Hitches           int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
+	MaxRollbackFrames int
+	MaxResimulated    int
+	StallFrames       int64
+	// Decisions counts the relay clock's decided frames (Config.RelayClock);
+	// DecisionConflicts those a session took for a frame whose input it
+	// held, different (none from an honest relay).
+	Decisions, DecisionConflicts int64
+	// With Config.Slow: the slowest other machine's speed (frames simulated
+	// per tick from its first frame to the last), and the others' stall
+	// frames (starved, advantage and input lag), summed.
+	OthersSpeedMin         float64
+	OthersStalls           int64
 	PacketsSent            int64
 	BytesSent              int64 // payload only
 	PacketsInvalid         int64
@@ -604,7 +624,9 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 		nw.Advance(step)
 	}
 	r.Ticks = int(nw.Now() / Tick)
+	rl.decided(rn, &r)
 	rn.finish(&r)
+	rn.others(&r)
 	wire(nw, machines, rl, &r)
 	if c.Log {
 		for i := range rn.ms {
@@ -626,6 +648,11 @@ func setClocks(nw *netsim.Network, c Config, machines int) error {
 		}
 		if err := nw.SetNodeClock(i, clk); err != nil {
 			return err
+		}
+		if c.Slow && i == c.SlowMachine {
+			if err := slowFreezes(nw, c, i); err != nil {
+				return err
+			}
 		}
 		if c.Hiccups > 0 {
 			r := rand.New(rand.NewPCG(c.Seed, uint64(i)+77))
