@@ -68,7 +68,7 @@ const (
 	maxItems     = 12                     // items in one envelope to a machine
 	maxQueued    = 4096                   // items queued for one machine, at most
 	originFrames = 120                    // the frames whose arrival may move a slot's origin
-	receiptEvery = 8                      // frames: half a statement's
+	receiptEvery = 16                     // frames: a statement's (wire.StatementFrames)
 	receiptIdle  = 100 * time.Millisecond
 )
 
@@ -81,9 +81,14 @@ var ErrClock = errors.New("relay: invalid clock")
 // item is one signed item queued for a machine, seq its number in that
 // machine's stream.
 type item struct {
-	seq uint32
-	b   []byte // kind, slot, frame, count, inputs, signature
+	seq    uint32
+	b      []byte        // kind, slot, frame, count, inputs, signature
+	sent   bool          // sent at least once
+	sentAt time.Duration // when last sent
 }
+
+// resendAfter is how long an item not acknowledged waits to go again.
+const resendAfter = 100 * time.Millisecond
 
 // slotClock is the relay's clock of one slot.
 type slotClock struct {
@@ -94,16 +99,12 @@ type slotClock struct {
 	settled  int32    // its first frame neither on time nor decided
 	last     []uint64 // its inputs of frame settled−1
 	movedAt  time.Duration
-	receipt  int32 // the frontier of its last receipt
+	receipt  int32         // the frontier of its last receipt
+	slack    time.Duration // how long before its deadline its last clock section came
 
 	// Its stream: ack is the next seq it wants, seq the next to queue.
 	ack, seq uint32
 	queue    []item
-	// about: the decisions about it it has not acknowledged (seq, frame).
-	about []struct {
-		seq   uint32
-		frame int32
-	}
 }
 
 // clock is a Relay's clock state.
@@ -141,23 +142,21 @@ func parseUp(b []byte) (g int32, ack uint32, inputs []byte, ok bool) {
 	return g, ack, b[9:], true
 }
 
-// heard takes slot from's clock section b, received at now, and reports
-// whether its datagrams may be forwarded, and false with ok false for a
+// heard takes slot from's clock section b, received at now; false for a
 // section that is not well-formed.
-func (k *clock) heard(from int, b []byte, now time.Duration) (forward, ok bool) {
+func (k *clock) heard(from int, b []byte, now time.Duration) bool {
 	g, ack, in, ok := parseUp(b)
 	s := &k.slots[from]
 	n := len(in) / 8
-	if !ok || ack-s.ack > s.seq-s.ack || (s.heard && n != s.players) {
-		return false, false
+	if !ok || (s.heard && n != s.players) {
+		return false
 	}
-	for len(s.queue) > 0 && s.queue[0].seq-ack > 1<<31 { // seq < ack
-		s.queue = s.queue[1:]
+	if ack-s.ack <= s.seq-s.ack { // else an older envelope, overtaken
+		for len(s.queue) > 0 && s.queue[0].seq-ack > 1<<31 { // seq < ack
+			s.queue = s.queue[1:]
+		}
+		s.ack = ack
 	}
-	for len(s.about) > 0 && s.about[0].seq-ack > 1<<31 {
-		s.about = s.about[1:]
-	}
-	s.ack = ack
 	at := now - time.Duration(g)*k.tick
 	if !s.heard {
 		s.heard, s.players, s.origin, s.last = true, n, at, make([]uint64, n)
@@ -165,13 +164,14 @@ func (k *clock) heard(from int, b []byte, now time.Duration) (forward, ok bool) 
 		s.origin = at
 	}
 	s.reported = max(s.reported, g)
+	s.slack = s.origin + time.Duration(g-1)*k.tick + k.allowance - now
 	if g > s.settled {
 		s.settled, s.movedAt = g, now
 		for j := range s.last {
 			s.last[j] = binary.LittleEndian.Uint64(in[8*j:])
 		}
 	}
-	return len(s.about) == 0 || s.about[0].frame >= g, true
+	return true
 }
 
 // decide decides every frame due by now that another machine has
@@ -193,7 +193,9 @@ func (k *clock) decide(now time.Duration) {
 		}
 		if s.settled > s.receipt && (s.settled-s.receipt >= receiptEvery || now-s.movedAt >= receiptIdle) {
 			s.receipt = s.settled
-			k.queue(x, itemReceipt, x, s.settled, nil)
+			for to := range k.slots {
+				k.queue(to, itemReceipt, x, s.settled, nil)
+			}
 			k.stats.Receipts++
 		}
 	}
@@ -203,13 +205,7 @@ func (k *clock) decide(now time.Duration) {
 func (k *clock) decideOne(x int, s *slotClock) {
 	f := s.settled
 	for to := range k.slots {
-		seq := k.queue(to, itemDecision, x, f, s.last)
-		if to == x {
-			s.about = append(s.about, struct {
-				seq   uint32
-				frame int32
-			}{seq, f})
-		}
+		k.queue(to, itemDecision, x, f, s.last)
 	}
 	s.settled++
 	k.stats.Decisions++
@@ -218,9 +214,12 @@ func (k *clock) decideOne(x int, s *slotClock) {
 	}
 }
 
-// queue signs an item for machine to and queues it; it returns its seq.
-func (k *clock) queue(to, kind, slot int, frame int32, inputs []uint64) uint32 {
+// queue signs an item for machine to and queues it.
+func (k *clock) queue(to, kind, slot int, frame int32, inputs []uint64) {
 	t := &k.slots[to]
+	if len(t.queue) >= maxQueued {
+		return // a machine gone, or hopelessly late: it would never catch up
+	}
 	seq := t.seq
 	t.seq++
 	b := make([]byte, 0, itemHead+8*len(inputs)+ed25519.SignatureSize)
@@ -232,10 +231,7 @@ func (k *clock) queue(to, kind, slot int, frame int32, inputs []uint64) uint32 {
 	}
 	k.msg = signedMessage(k.msg[:0], to, seq, b)
 	b = append(b, ed25519.Sign(k.key, k.msg)...)
-	if len(t.queue) < maxQueued { // beyond: a machine gone or hopelessly late
-		t.queue = append(t.queue, item{seq: seq, b: b})
-	}
-	return seq
+	t.queue = append(t.queue, item{seq: seq, b: b})
 }
 
 // signedMessage is what the signature of item b, seq seq of machine to's
@@ -250,23 +246,31 @@ func signedMessage(dst []byte, to int, seq uint32, b []byte) []byte {
 // appendDown appends to env the clock section for machine to: its
 // unacknowledged items, as many as fit in room bytes. It reports whether
 // it holds any.
-func (k *clock) appendDown(env []byte, to, room int) ([]byte, bool) {
+func (k *clock) appendDown(env []byte, to, room int, now time.Duration) ([]byte, bool) {
 	t := &k.slots[to]
-	first := uint32(0)
-	if len(t.queue) > 0 {
-		first = t.queue[0].seq
-	} else {
-		first = t.seq
+	// The items due: never sent, or not acknowledged resendAfter after
+	// they went; a run of them, from the first.
+	i0 := 0
+	for i0 < len(t.queue) && t.queue[i0].sent && now-t.queue[i0].sentAt < resendAfter {
+		i0++
 	}
-	size, n := 4, 0
-	for n < len(t.queue) && n < maxItems && size+len(t.queue[n].b) <= room-3 {
-		size += len(t.queue[n].b)
+	q := t.queue[i0:]
+	size, n := 6, 0
+	for n < len(q) && n < maxItems && size+len(q[n].b) <= room-3 {
+		size += len(q[n].b)
+		q[n].sent, q[n].sentAt = true, now
 		n++
+	}
+	first := t.seq
+	if n > 0 {
+		first = q[0].seq
 	}
 	env = append(env, clockKind)
 	env = binary.AppendUvarint(env, uint64(size))
 	env = binary.LittleEndian.AppendUint32(env, first)
-	for _, it := range t.queue[:n] {
+	ms := min(max(t.slack.Milliseconds(), -1<<15), 1<<15-1)
+	env = binary.LittleEndian.AppendUint16(env, uint16(int16(ms)))
+	for _, it := range q[:n] {
 		env = append(env, it.b...)
 	}
 	return env, n > 0
@@ -285,14 +289,26 @@ type decision struct {
 // clientClock is a Client's side of the clock.
 type clientClock struct {
 	key    ed25519.PublicKey
-	next   int32    // our next local frame (ClockLocal)
-	inputs []uint64 // our players' inputs of frame next−1
-	want   uint32   // the seq of the next item to take from the relay
+	next   int32         // our next local frame (ClockLocal)
+	inputs []uint64      // our players' inputs of frame next−1
+	want   uint32        // the seq of the next item to take from the relay
+	slack  time.Duration // the relay's last word on how early our clock sections come
 	items  []decision
-	ins    []uint64 // the items' inputs
-	msg    []byte
-	// taken counts the items handed to the session: ack = want − queued.
-	queued int
+
+	msg []byte
+	// early holds items checked but ahead of want (one went missing):
+	// early[seq%aheadMax], valid when its seq matches.
+	early [aheadMax]earlyItem
+}
+
+// aheadMax bounds how far past a missing item the client keeps the
+// relay's items.
+const aheadMax = 256
+
+type earlyItem struct {
+	ok  bool
+	seq uint32
+	d   decision
 }
 
 // UseClock makes the client speak to a relay that is the match clock
@@ -337,6 +353,17 @@ func (c *Client) ClockNext() (peer int, frame int32, inputs []uint64, ok bool) {
 	return d.peer, d.frame, d.inputs, true
 }
 
+// ClockSlack is how long before its deadline the machine's last clock
+// section reached the relay, as the relay last said (negative: late;
+// unsigned, a claim about timing only: the session catches up a frame a
+// tick while it is short).
+func (c *Client) ClockSlack() time.Duration {
+	if c.clk == nil {
+		return 0
+	}
+	return c.clk.slack
+}
+
 // ClockTaken removes the item ClockNext returned: the session took it,
 // and the relay learns so from the next envelope.
 func (c *Client) ClockTaken() {
@@ -344,9 +371,10 @@ func (c *Client) ClockTaken() {
 	if k == nil || len(k.items) == 0 {
 		return
 	}
+	k.items[0] = decision{}
 	k.items = k.items[1:]
 	if len(k.items) == 0 {
-		k.items, k.ins = k.items[:0], k.ins[:0]
+		k.items = k.items[:0]
 	}
 }
 
@@ -372,11 +400,12 @@ func (k *clientClock) appendUp(env []byte) []byte {
 // slot, and peerOf maps slots to peers.
 func (c *Client) takeDown(b []byte) {
 	k := c.clk
-	if len(b) < 4 {
+	if len(b) < 6 {
 		return
 	}
 	seq := binary.LittleEndian.Uint32(b)
-	for b = b[4:]; len(b) >= itemHead; seq++ {
+	k.slack = time.Duration(int16(binary.LittleEndian.Uint16(b[4:]))) * time.Millisecond
+	for b = b[6:]; len(b) >= itemHead; seq++ {
 		n := int(b[6])
 		size := itemHead + 8*n + ed25519.SignatureSize
 		if len(b) < size {
@@ -384,11 +413,11 @@ func (c *Client) takeDown(b []byte) {
 		}
 		it := b[:size]
 		b = b[size:]
-		if seq != k.want {
-			continue // taken before, or beyond a gap: it comes again
+		if ahead := seq - k.want; ahead >= aheadMax || (k.early[seq%aheadMax].ok && k.early[seq%aheadMax].seq == seq) {
+			continue // taken before, or too far ahead: it comes again
 		}
 		kind, slot, frame := it[0], int(it[1]), int32(binary.LittleEndian.Uint32(it[2:]))
-		if slot >= c.slots || (kind != itemDecision && kind != itemReceipt) || (kind == itemReceipt && (slot != c.self || n != 0)) || (kind == itemDecision && n == 0) {
+		if slot >= c.slots || (kind != itemDecision && kind != itemReceipt) || (kind == itemReceipt && n != 0) || (kind == itemDecision && n == 0) {
 			c.stats.Forged++
 			return
 		}
@@ -402,14 +431,18 @@ func (c *Client) takeDown(b []byte) {
 			d.peer = c.peerOf(slot)
 		}
 		if kind == itemDecision {
-			at := len(k.ins)
+			d.inputs = make([]uint64, n)
 			for j := range n {
-				k.ins = append(k.ins, binary.LittleEndian.Uint64(it[itemHead+8*j:]))
+				d.inputs[j] = binary.LittleEndian.Uint64(it[itemHead+8*j:])
 			}
-			d.inputs = k.ins[at:len(k.ins):len(k.ins)]
 		}
-		k.items = append(k.items, d)
-		k.want++
+		k.early[seq%aheadMax] = earlyItem{ok: true, seq: seq, d: d}
 		c.stats.Items++
+	}
+	// What now follows want goes to the session, in order.
+	for e := &k.early[k.want%aheadMax]; e.ok && e.seq == k.want; e = &k.early[k.want%aheadMax] {
+		k.items = append(k.items, e.d)
+		*e = earlyItem{}
+		k.want++
 	}
 }

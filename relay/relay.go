@@ -74,10 +74,9 @@ type Stats struct {
 	Forwarded    int64 // datagrams (records) forwarded
 	Rebuilt      int64 // of them, rebuilt from a machine's copy or reseal record
 	Malformed    int64 // datagrams dropped: not an envelope, or from no machine
-	// With Config.Clock: the frames decided, the receipts signed, and the
-	// datagrams held back (dropped) because their machine had not yet
-	// acknowledged a decision about one of its frames they may carry.
-	Decisions, Receipts, Held int64
+	// With Config.Clock: the frames decided, and the receipts signed (one
+	// for every machine).
+	Decisions, Receipts int64
 }
 
 // Relay forwards a match's datagrams between its machines. It is not safe
@@ -90,8 +89,9 @@ type Relay struct {
 	out   [][]byte // by slot: the envelope being gathered for it
 	in    []byte   // the receive buffer
 	stats Stats
-	clock *clock // nil: not the match clock
-	buf   []byte // with clock: the envelope being sent
+	clock *clock        // nil: not the match clock
+	buf   []byte        // with clock: the envelope being sent
+	now   time.Duration // with clock: the time of the last Poll
 }
 
 // New returns a relay for c.
@@ -123,6 +123,7 @@ func New(c Config) (*Relay, error) {
 // is sent at once and a new one begun.
 func (r *Relay) Poll(now time.Duration) {
 	if r.clock != nil {
+		r.now = now
 		r.clock.decide(now) // what reaches it from now on is late for what is due
 	}
 	for {
@@ -136,14 +137,11 @@ func (r *Relay) Poll(now time.Duration) {
 			continue
 		}
 		sec, start, ok := checkEnvelope(r.in[:n], len(r.out), from, true)
-		forward := true
 		switch {
-		case ok && r.clock != nil && sec != nil && len(sec) > 0:
-			forward, ok = r.clock.heard(from, sec, now)
-		case ok && r.clock != nil && sec != nil: // a machine whose session has not begun
-			forward = len(r.clock.slots[from].about) == 0
-		case ok:
-			ok = (r.clock != nil) == (sec != nil)
+		case ok && (r.clock != nil) != (sec != nil):
+			ok = false // a clock section to a relay that is no clock, or none to one
+		case ok && len(sec) > 0: // empty: a machine whose session has not begun
+			ok = r.clock.heard(from, sec, now)
 		}
 		if !ok {
 			r.stats.Malformed++
@@ -155,11 +153,7 @@ func (r *Relay) Poll(now time.Duration) {
 		var rec record
 		for pos := start; pos < n; {
 			pos, _ = nextRecord(env, pos, len(r.out), from, true, mid, &rec)
-			if forward {
-				r.forward(from, &rec)
-			} else {
-				r.stats.Held++
-			}
+			r.forward(from, &rec)
 			mid = rec.middle(mid)
 		}
 	}
@@ -216,7 +210,7 @@ func (r *Relay) send(to int) {
 	env := r.out[to]
 	if r.clock != nil {
 		var items bool
-		r.buf, items = r.clock.appendDown(r.buf[:0], to, MaxDatagram-len(env)+1)
+		r.buf, items = r.clock.appendDown(r.buf[:0], to, MaxDatagram-len(env)+1, r.now)
 		if !items && len(env) == 1 {
 			return
 		}

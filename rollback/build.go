@@ -35,7 +35,6 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	s.tx = newOutbox(cfg.Transport, &s.peers, &s.now, &s.stats, s.roster.format)
 	s.tx.cast, s.tx.self = castOf(cfg.Transport, cfg.Peers, s.roster.local[0])
-	s.io.view = inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, cast: s.tx.cast, self: s.tx.self}
 	perFrame := len(s.roster.local) * (len(s.roster.layout) + s.roster.layout.Bits())
 	s.roster.maxFrames = min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
 	lockstepMode := cfg.Lockstep
@@ -46,9 +45,13 @@ func NewSession(cfg Config) (*Session, error) {
 	// With the relay as the match clock, no machine waits for a slower one:
 	// the relay's schedule keeps the time (relayclock.go).
 	if s.pace.clock = newRelayClock(cfg.Transport, lockstepMode); s.pace.clock != nil {
-		s.inputs.localFinal = 0 // until the relay's receipts
+		s.inputs.final = [MaxPlayers]Frame{} // until the relay's receipts
+		// The relay's schedule is of input frames: an input lag that
+		// changed would move ours against it (a raise early, a cut late).
+		s.pace.lag.fixed = true
 	}
 	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode && s.pace.clock == nil)
+	s.io.view = inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, cast: s.tx.cast, self: s.tx.self, clock: s.pace.clock}
 	s.proto = newProtocol(cfg, s.clock())
 	s.quiet.on = !cfg.SendEveryTick && !cfg.Lockstep
 	if lockstepMode {

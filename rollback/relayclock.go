@@ -1,5 +1,7 @@
 package rollback
 
+import "time"
+
 // This file is the session's side of the relay as the match clock (issue
 // 50 part 2; docs/protocol.md, "The relay clock"): a Transport through a
 // relay that fixes a deadline per frame and decides, signed, the input of
@@ -27,6 +29,9 @@ type RelayClock interface {
 	ClockNext() (peer int, frame int32, inputs []uint64, ok bool)
 	// ClockTaken removes the item ClockNext returned.
 	ClockTaken()
+	// ClockSlack is how long before its deadline our last clock section
+	// reached the relay, as the relay last said (negative: late).
+	ClockSlack() time.Duration
 }
 
 // clockMode is the bit of Terms.Mode that says the match's relay is its
@@ -46,8 +51,9 @@ type relayClock struct {
 	at  [ringSize][MaxPlayers]Frame
 	dec [ringSize][MaxPlayers]Input
 	own []uint64 // ClockLocal's inputs
-	// taken counts the decisions taken; conflicts those for a frame whose
-	// input was here and differed (an honest relay never makes one: the
+
+	// taken counts the decisions taken; conflicts those for a frame already
+	// final, whose input differed (an honest relay never makes one: the
 	// decision wins).
 	taken, conflicts int64
 }
@@ -69,6 +75,17 @@ func (c *relayClock) decided(f Frame, p PlayerID) (Input, bool) {
 		return 0, false
 	}
 	return c.dec[ring(f)][p], true
+}
+
+// provisional reports whether player p's input of frame f, here, may
+// still change: with the relay clock, one the relay has not settled for
+// us (its receipt), or one it decided. False without a relay clock.
+func (c *relayClock) provisional(r *inputRing, f Frame, p PlayerID) bool {
+	if c == nil {
+		return false
+	}
+	_, decided := c.decided(f, p)
+	return decided || f >= r.final[p]
 }
 
 // signable bounds what our statements may sign: our frames before it are
@@ -104,17 +121,21 @@ func (s *Session) takeDecisions() Frame {
 			break
 		}
 		f := Frame(f32)
-		if in == nil { // a receipt
-			c.settled = max(c.settled, f)
-			s.inputs.localFinal = c.settled
-			c.t.ClockTaken()
-			continue
-		}
 		players := s.roster.local
 		if peer >= 0 && peer < len(s.peers) {
 			players = s.peers[peer].players
 		} else if peer >= 0 {
 			players = nil
+		}
+		if in == nil { // a receipt: every decision about its frames before f came before it
+			if peer < 0 {
+				c.settled = max(c.settled, f)
+			}
+			for _, p := range players {
+				s.inputs.final[p] = max(s.inputs.final[p], f)
+			}
+			c.t.ClockTaken()
+			continue
 		}
 		if len(players) != len(in) {
 			c.t.ClockTaken() // not the players of any machine of ours: no decision
@@ -136,9 +157,9 @@ func (s *Session) takeDecisions() Frame {
 }
 
 // decide records the relay's input d of player p for frame f and applies
-// it to what the ring holds: an input already here is replaced (ours, of
-// a frame the relay found late; a peer's only from a relay that lies, or
-// a frame the ring no longer needs). It returns the first frame to
+// it to what the ring holds: an input already here is replaced (the one
+// its machine sent, which reached the relay too late; not yet final, the
+// relay's receipt of f has not come). It returns the first frame to
 // re-simulate.
 func (s *Session) decide(c *relayClock, p PlayerID, f Frame, d Input) Frame {
 	slot := ring(f)
@@ -146,8 +167,8 @@ func (s *Session) decide(c *relayClock, p PlayerID, f Frame, d Input) Frame {
 	if s.inputs.disconnected(p) || f >= s.inputs.next[p] {
 		return s.frame // taken when its frame comes (addLocal, receive, pumpDecided)
 	}
-	if s.inputs.correct(p, f, d) && !s.inputs.local[p] {
-		c.conflicts++
+	if s.inputs.correct(p, f, d) && f < s.inputs.final[p] {
+		c.conflicts++ // final already: a relay that lies (the decision wins)
 	}
 	if f < s.frame && s.inputs.usedAt(f, p) != d {
 		return f
@@ -155,25 +176,70 @@ func (s *Session) decide(c *relayClock, p PlayerID, f Frame, d Input) Frame {
 	return s.frame
 }
 
-// pumpDecided takes, for each remote player, the decided inputs of its
-// next frames: the relay made them final, so nobody waits for their
-// machine. It returns the first mispredicted frame.
+// pumpDecided takes, for each player, the decided inputs of its next
+// frames: the relay made them final, so nobody waits for a late machine,
+// and a late machine's own are its inputs (it is behind the relay's
+// schedule: it catches up, catchUpClock). It returns the first
+// mispredicted frame.
 func (s *Session) pumpDecided() Frame {
 	c, mis := s.pace.clock, s.frame
 	for p := range s.roster.players {
-		if s.inputs.local[p] || s.inputs.disconnected(PlayerID(p)) {
+		if s.inputs.disconnected(PlayerID(p)) {
 			continue
 		}
 		for {
 			f := s.inputs.next[p]
 			d, ok := c.decided(f, PlayerID(p))
-			if !ok {
-				break
-			}
-			if s.inputs.receive(PlayerID(p), f, d, s.frame) {
+			switch {
+			case !ok:
+			case s.inputs.local[p]:
+				s.inputs.addLocal(PlayerID(p), d)
+				continue
+			case s.inputs.receive(PlayerID(p), f, d, s.frame):
 				mis = min(mis, f)
+				continue
+			default:
+				continue
 			}
+			break
 		}
 	}
 	return mis
+}
+
+// clockCatchUp is how many frames more than one a late machine simulates
+// in an Advance to get back to the relay's schedule.
+const clockCatchUp = 3
+
+// minSlack is the least time our inputs should reach the relay before
+// their deadline: with less, we take a second input a tick.
+const minSlack = 2 * time.Second / 60
+
+// extraDue reports whether AddLocalInput may take a local player's input
+// of frame next, one beyond the input lag (frame is the next to simulate):
+// the relay says our inputs reach it with less than minSlack to spare. It
+// is nil-safe.
+func (c *relayClock) extraDue(next, frame, delay Frame) bool {
+	return c != nil && next == frame+delay+1 && c.t.ClockSlack() < minSlack
+}
+
+// catchUpClock simulates, after an Advance's frame (simulated so far),
+// up to clockCatchUp frames more whose local inputs are here beyond the
+// input lag: those the relay decided because we were late for them, and
+// the second input the game gave in the tick when we are short of slack
+// (extraDue). A machine behind the relay's schedule (a hitch, stalls)
+// thus gets back to it, as the fairness governor would have made the
+// others wait for it without the relay clock. It returns the frames
+// simulated in all.
+func (s *Session) catchUpClock(simulated int) int {
+	for s.pace.clock != nil && simulated <= clockCatchUp && s.hasLocalInput() &&
+		s.inputs.next[s.roster.local[0]] > s.frame+Frame(s.pace.lag.delay) {
+		if _, stall := s.horizon().mustStall(); stall {
+			break
+		}
+		s.step(false)
+		s.pace.played(s.frame, &s.stats, &s.events)
+		simulated++
+	}
+	return simulated
 }

@@ -179,7 +179,7 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 		if !s.ls.inputDue(next, s.pace.lag.delay, s.proto.started, s.clock()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
 		}
-	} else if next > s.frame+Frame(s.pace.lag.delay) {
+	} else if next > s.frame+Frame(s.pace.lag.delay) && !s.pace.clock.extraDue(next, s.frame, Frame(s.pace.lag.delay)) {
 		return false, nil
 	}
 	if d, ok := s.pace.clock.decided(next, p); ok {
@@ -255,6 +255,7 @@ func (s *Session) advanceRollback() (Result, error) {
 		s.pace.played(s.frame, &s.stats, &s.events)
 		simulated++
 	}
+	simulated = s.catchUpClock(simulated)
 	err = s.endTick()
 	return Result{Frame: frame, Simulated: simulated, Resimulated: resim, Events: s.events}, err
 }

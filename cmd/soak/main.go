@@ -505,7 +505,7 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay in the middle, package relay: a netsim node, or with -transport udp a socket of its own)")
 	fs.StringVar(&o.relayHops, "relay-hops", "half", "with -topology relay: each hop (machine to relay, relay to machine) has half the profile, so a relayed path is as impaired as a mesh link, or full: each hop the whole profile")
 	fs.BoolVar(&o.relayClock, "relay-clock", false, "with -topology relay on netsim: the relay is the match clock (relay.Clock): it decides, signed, the input of a machine late for a frame by more than -relay-allowance, and nobody stalls for it")
-	fs.DurationVar(&o.relayAllowance, "relay-allowance", 0, "with -relay-clock: how late a machine's input may reach the relay (0: 50 ms plus twice a hop's jitter, at least relay.DefaultAllowance on hell-like loss)")
+	fs.DurationVar(&o.relayAllowance, "relay-allowance", 0, "with -relay-clock: how late a machine's input may reach the relay (0: 40 ms plus the profile's jitter)")
 	fs.IntVar(&o.slow, "slow", -1, "machine N is slow: its clock is starved, freezing 50 to 240 ms about every 2 s (match.Config.Slow); the report gives the others' speed and stalls")
 	fs.DurationVar(&o.relayMove, "relay-move", 0, "with -topology relay on netsim: the relay dies at a random moment of each match's first fifth to half, and the machines move to another relay this long after (relay.Client.Move, as a lobby would move the match); 0: never")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
@@ -1745,15 +1745,13 @@ func lateVerified(late []match.RejoinReport, k int) bool {
 }
 
 // allowance is the relay clock's allowance on profile p: -relay-allowance,
-// or 50 ms and twice a hop's jitter (the path's half), and 100 ms more
-// where loss comes in bursts of more than four ticks' envelopes.
+// or 40 ms and twice a hop's jitter (a path's), which an honest machine's
+// envelope rarely misses but in a loss burst, and which leaves the
+// decision time to reach the others within MaxRollback frames on hell
+// (two hops of 85 ms and the allowance under 333 ms).
 func (o options) allowance(p netsim.Profile) time.Duration {
 	if !o.relayClock || o.relayAllowance > 0 {
 		return o.relayAllowance
 	}
-	a := 50*time.Millisecond + p.Jitter
-	if p.BurstLength > 4 {
-		a += 100 * time.Millisecond
-	}
-	return a
+	return 40*time.Millisecond + p.Jitter
 }

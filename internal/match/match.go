@@ -403,8 +403,9 @@ type machine struct {
 	g         *arena.Game
 	players   []rollback.PlayerID
 	bots      []*arena.Bot
-	pending   []pendingInput // each bot's sample not yet taken by the session
-	dead      atomic.Bool    // dropped; read by the other machines' goroutines
+	pending   []pendingInput   // each bot's sample not yet taken by the session
+	lastIn    []rollback.Frame // with the relay clock: each player's last frame whose input the bot gave
+	dead      atomic.Bool      // dropped; read by the other machines' goroutines
 	cfg       rollback.Config
 	deadAt    time.Duration // when it dropped, on its own clock
 	rejoined  bool          // restarted (Config.RejoinAfter), or started late (Config.Late)
@@ -690,6 +691,9 @@ type run struct {
 	ms       []machine
 	watchers []watcher        // Config.Spectators
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
+	// repeated[f*players+p]: with the relay clock, player p's machine
+	// caught up frame f on its own, its input of f-1 repeated.
+	repeated []bool
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
 	clockOf  func(i int) func() time.Duration
@@ -735,6 +739,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines), clockOf: clock,
 		rejoin:   RejoinReport{From: -1, Back: -1},
 		truth:    make([]rollback.Input, (c.Frames+maxInputLag+1)*c.Players),
+		repeated: make([]bool, (c.Frames+maxInputLag+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
 	if err := checkAdversary(c, machines); err != nil {
 		return nil, err
@@ -850,6 +855,9 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		for _, p := range m.players {
 			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
 			m.pending = append(m.pending, pendingInput{})
+			if c.RelayClock {
+				m.lastIn = append(m.lastIn, rollback.Frame(c.InputLag)-1)
+			}
 		}
 	}
 	if c.Spectators > 0 {
@@ -912,6 +920,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	var res rollback.Result
 	if m.s.Frame() < end {
 		for k, p := range m.players {
+			extra := false
 			// Lockstep takes every input its clock has made due (one a
 			// tick, more after a freeze); rollback mode one per Advance.
 			for {
@@ -937,14 +946,19 @@ func (rn *run) tick(i int) (fin bool, err error) {
 				if f < len(rn.truth)/c.Players {
 					rn.truth[f*c.Players+int(p)] = in
 				}
-				if !c.Lockstep {
-					break
+				if m.lastIn != nil {
+					m.lastIn[k] = rollback.Frame(f)
 				}
+				if !c.Lockstep && (!c.RelayClock || extra) {
+					break // with the relay clock a late session takes a second (rollback.Session.AddLocalInput)
+				}
+				extra = true
 			}
 		}
 		if res, err = m.s.Advance(); err != nil {
 			return false, fmt.Errorf("machine %d: %w", i, err)
 		}
+		rn.noteRepeated(m)
 	} else if res, err = m.s.Idle(); err != nil {
 		return false, fmt.Errorf("machine %d: %w", i, err)
 	}

@@ -195,16 +195,41 @@ func (rl *relayNode) decided(rn *run, r *Result) {
 		return
 	}
 	r.Decisions = rl.r.Stats().Decisions
+	decided := make([]bool, len(rn.truth))
 	for _, d := range rl.decisions {
 		m := &rn.ms[d.machine]
 		for j, p := range m.players {
 			if k := int(d.frame)*rn.c.Players + int(p); j < len(d.inputs) && k < len(rn.truth) {
-				rn.truth[k] = rollback.Input(d.inputs[j])
+				rn.truth[k], decided[k] = rollback.Input(d.inputs[j]), true
 			}
+		}
+	}
+	// The frames a machine caught up on its own repeat the final input of
+	// the frame before (decided or not), unless the relay decided them.
+	for k := rn.c.Players; k < len(rn.truth); k++ {
+		if rn.repeated[k] && !decided[k] {
+			rn.truth[k] = rn.truth[k-rn.c.Players]
 		}
 	}
 	for i := range rn.ms {
 		r.DecisionConflicts += rn.ms[i].s.Stats().DecisionConflicts
+	}
+}
+
+// noteRepeated marks, with the relay clock, the frames machine m's
+// session added its players' inputs for on its own in its last Advance:
+// decided ones, and those it caught up (rollback's catchUpClock).
+func (rn *run) noteRepeated(m *machine) {
+	if m.lastIn == nil {
+		return
+	}
+	for k, p := range m.players {
+		for f := m.lastIn[k] + 1; f < m.s.InputFrame(p); f++ {
+			if i := int(f)*rn.c.Players + int(p); i < len(rn.repeated) {
+				rn.repeated[i] = true
+			}
+		}
+		m.lastIn[k] = max(m.lastIn[k], m.s.InputFrame(p)-1)
 	}
 }
 
