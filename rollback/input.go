@@ -227,10 +227,8 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 				} else if s.stmts != nil {
 					if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
 						// Its own signed statement, which the others hold
-						// too, says otherwise: the statement wins. (With
-						// the relay clock a packet sent before its machine
-						// learned of a decision that we have not seen yet
-						// differs too: no lie.)
+						// too, says otherwise: the statement wins; a lie
+						// but with the relay clock (relayclock.go).
 						in = signed
 						if s.pace.clock == nil {
 							s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)

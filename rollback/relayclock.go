@@ -9,13 +9,13 @@ import "time"
 // knows the relay only through the RelayClock hook; the relay package
 // checks the signatures.
 
-// RelayClock is a [Transport] through a relay that is the match clock
-// (relay.Client after UseClock): the relay decides the inputs of a
+// relayClockTransport is a Transport through a relay that is the match
+// clock (relay.Client after UseClock): the relay decides the inputs of a
 // machine late for a frame, and the decision is final on every machine,
 // the late one's too. Every machine of the match must use one (the
 // handshake refuses a mix). The session hands it its newest local frame
 // before it sends, and takes the relay's items, in order, as they come.
-type RelayClock interface {
+type relayClockTransport interface {
 	Transport
 	// ClockOn reports whether the relay is the match clock.
 	ClockOn() bool
@@ -42,7 +42,7 @@ const clockMode = 0x40
 // relayClock is the session's state of the relay clock: the decisions
 // taken, by frame, for the frames the ring holds.
 type relayClock struct {
-	t RelayClock
+	t relayClockTransport
 	// settled is our first frame the relay has not settled (its receipts):
 	// our statements sign only before it, the inputs being final.
 	settled Frame
@@ -58,13 +58,17 @@ type relayClock struct {
 	taken, conflicts int64
 }
 
-// newRelayClock returns the clock of a session over tr, nil when tr is no
-// relay clock.
-func newRelayClock(tr Transport, lockstep bool) *relayClock {
-	rc, ok := tr.(RelayClock)
+// newRelayClock returns the clock of a session over tr, whose inputs are
+// inputs and input lag lag; nil when tr is no relay clock.
+func newRelayClock(tr Transport, lockstep bool, inputs *inputRing, lag *inputLag) *relayClock {
+	rc, ok := tr.(relayClockTransport)
 	if !ok || lockstep || !rc.ClockOn() {
 		return nil
 	}
+	inputs.final = [MaxPlayers]Frame{} // until the relay's receipts
+	// The relay's schedule is of input frames: an input lag that changed
+	// would move ours against it (a raise early, a cut late).
+	lag.fixed = true
 	return &relayClock{t: rc}
 }
 
@@ -97,14 +101,13 @@ func (c *relayClock) signable() Frame {
 	return c.settled
 }
 
-// tellLocal gives the relay our next local frame and its inputs before we
-// send.
-func (s *Session) tellLocal() {
-	c := s.pace.clock
-	next := s.inputs.next[s.roster.local[0]]
+// tell gives the relay our next local frame and its inputs (of our
+// players local) before we send.
+func (c *relayClock) tell(r *inputRing, local []PlayerID) {
+	next := r.next[local[0]]
 	c.own = c.own[:0]
-	for _, p := range s.roster.local {
-		c.own = append(c.own, uint64(s.inputs.at(next-1, p)))
+	for _, p := range local {
+		c.own = append(c.own, uint64(r.at(next-1, p)))
 	}
 	c.t.ClockLocal(int32(next), c.own)
 }
@@ -150,52 +153,58 @@ func (s *Session) takeDecisions() Frame {
 		}
 		c.taken++
 		for j, p := range players {
-			mis = min(mis, s.decide(c, p, f, Input(in[j])&s.inputs.mask))
+			mis = min(mis, c.decide(&s.inputs, p, f, Input(in[j])&s.inputs.mask, s.frame))
 		}
 	}
-	return min(mis, s.pumpDecided())
+	return min(mis, c.pump(&s.inputs, s.frame))
 }
+
+// A packet of a peer's may carry, for a frame the relay decided, the
+// input its machine sent before it learned of the decision: the decision
+// replaces it (applyInput), and a statement of the peer's that differs
+// from such a packet is no lie (the peer signs only frames the relay
+// settled, statements.signOwn): the statement wins, and no one is named.
 
 // decide records the relay's input d of player p for frame f and applies
 // it to what the ring holds: an input already here is replaced (the one
 // its machine sent, which reached the relay too late; not yet final, the
-// relay's receipt of f has not come). It returns the first frame to
-// re-simulate.
-func (s *Session) decide(c *relayClock, p PlayerID, f Frame, d Input) Frame {
+// relay's receipt of f has not come), in r, frame being the next to
+// simulate. It returns the first frame to re-simulate (frame for none).
+func (c *relayClock) decide(r *inputRing, p PlayerID, f Frame, d Input, frame Frame) Frame {
 	slot := ring(f)
 	c.at[slot][p], c.dec[slot][p] = f+1, d
-	if s.inputs.disconnected(p) || f >= s.inputs.next[p] {
-		return s.frame // taken when its frame comes (addLocal, receive, pumpDecided)
+	if r.disconnected(p) || f >= r.next[p] {
+		return frame // taken when its frame comes (addLocal, receive, pump)
 	}
-	if s.inputs.correct(p, f, d) && f < s.inputs.final[p] {
+	if r.correct(p, f, d) && f < r.final[p] {
 		c.conflicts++ // final already: a relay that lies (the decision wins)
 	}
-	if f < s.frame && s.inputs.usedAt(f, p) != d {
+	if f < frame && r.usedAt(f, p) != d {
 		return f
 	}
-	return s.frame
+	return frame
 }
 
-// pumpDecided takes, for each player, the decided inputs of its next
+// pump takes, for each player, the decided inputs of its next
 // frames: the relay made them final, so nobody waits for a late machine,
 // and a late machine's own are its inputs (it is behind the relay's
 // schedule: it catches up, catchUpClock). It returns the first
-// mispredicted frame.
-func (s *Session) pumpDecided() Frame {
-	c, mis := s.pace.clock, s.frame
-	for p := range s.roster.players {
-		if s.inputs.disconnected(PlayerID(p)) {
+// mispredicted frame in r (frame, the next to simulate, for none).
+func (c *relayClock) pump(r *inputRing, frame Frame) Frame {
+	mis := frame
+	for p := range r.players {
+		if r.disconnected(PlayerID(p)) {
 			continue
 		}
 		for {
-			f := s.inputs.next[p]
+			f := r.next[p]
 			d, ok := c.decided(f, PlayerID(p))
 			switch {
 			case !ok:
-			case s.inputs.local[p]:
-				s.inputs.addLocal(PlayerID(p), d)
+			case r.local[p]:
+				r.addLocal(PlayerID(p), d)
 				continue
-			case s.inputs.receive(PlayerID(p), f, d, s.frame):
+			case r.receive(PlayerID(p), f, d, frame):
 				mis = min(mis, f)
 				continue
 			default:

@@ -108,7 +108,7 @@ func (s *Session) send() {
 			s.times.sent.note(localNext, s.now)
 		}
 		if s.pace.clock != nil && s.frame > 0 {
-			s.tellLocal() // its schedule is ours from our first frame on
+			s.pace.clock.tell(&s.inputs, s.roster.local) // its schedule is ours from our first frame on
 		}
 		if s.stmts != nil {
 			s.stmts.signOwn(&s.inputs, s.roster.local, min(localNext, s.pace.clock.signable()), s.now)
