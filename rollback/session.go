@@ -179,7 +179,7 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 		if !s.ls.inputDue(next, s.pace.lag.delay, s.proto.started, s.clock()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
 		}
-	} else if next > s.frame+Frame(s.pace.lag.delay) && !s.pace.clock.extraDue(next, s.frame, Frame(s.pace.lag.delay)) {
+	} else if next > s.frame+Frame(s.pace.lag.delay) && (!s.pace.clock.extraDue(next, s.frame, Frame(s.pace.lag.delay)) || !s.ringRoom(next+1)) {
 		return false, nil
 	}
 	if d, ok := s.pace.clock.decided(next, p); ok {
