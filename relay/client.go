@@ -25,7 +25,10 @@ type Client struct {
 	mid, midLen int
 	rebuilt     int // the datagrams of out, in bytes (maxRebuilt)
 
-	stats ClientStats
+	stats  ClientStats
+	clk    *clientClock // nil: the relay is no clock (UseClock)
+	maxOut int          // the most bytes out may hold
+	up     []byte       // with clk: the envelope being sent
 }
 
 // ClientStats counts what a client did.
@@ -41,6 +44,10 @@ type ClientStats struct {
 	// Dropped counts the datagrams dropped unread: from another peer
 	// than the relay, or not a well-formed envelope.
 	Dropped int64
+	// With UseClock: the relay's signed items taken, and those dropped
+	// because their signature or form was wrong (the rest of their
+	// envelope's clock section with them).
+	Items, Forged int64
 }
 
 // NewClient returns the transport of the machine in slot self of a match
@@ -50,7 +57,7 @@ func NewClient(link Link, relay, self, machines int) (*Client, error) {
 		return nil, ErrConfig
 	}
 	c := &Client{link: link, relay: relay, self: self, slots: machines,
-		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1)}
+		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1), maxOut: MaxDatagram}
 	c.runs.reset()
 	return c, nil
 }
@@ -82,7 +89,7 @@ func (c *Client) Send(peer int, b []byte) error {
 	if len(b) == 0 || len(b) > maxPayload {
 		return ErrTooLarge
 	}
-	if len(c.out)+recordOverhead+len(b) > MaxDatagram {
+	if len(c.out)+recordOverhead+len(b) > c.maxOut {
 		_ = c.Flush() // an error is that envelope lost, not b
 	}
 	slot := c.slotOf(peer)
@@ -111,13 +118,19 @@ func (c *Client) Send(peer int, b []byte) error {
 
 // Flush sends the envelope gathered since the last Flush, if any: one
 // datagram to the relay.
+// With UseClock, every Flush sends one: the clock section, which tells the
+// relay the machine is on time, goes every tick.
 func (c *Client) Flush() error {
-	if len(c.out) <= 1 {
+	env := c.out
+	if c.clk != nil {
+		c.up = append(c.clk.appendUp(c.up[:0]), c.out[1:]...)
+		env = c.up
+	} else if len(c.out) <= 1 {
 		return nil
 	}
-	err := c.link.Send(c.relay, c.out)
+	err := c.link.Send(c.relay, env)
 	c.stats.EnvelopesOut++
-	c.stats.BytesOut += int64(len(c.out))
+	c.stats.BytesOut += int64(len(env))
 	c.out = c.out[:1]
 	c.runs.reset()
 	c.midLen, c.rebuilt = 0, 0
@@ -133,12 +146,23 @@ func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
 			return 0, 0, false
 		}
 		c.stats.BytesIn += int64(m)
-		if from != c.relay || m > MaxDatagram || !checkEnvelope(c.in[:m], c.slots, c.self, false) {
+		if from != c.relay || m > MaxDatagram {
+			c.stats.Dropped++
+			continue
+		}
+		sec, start, ok := checkEnvelope(c.in[:m], c.slots, c.self, false)
+		if !ok || (sec != nil && c.clk == nil) {
 			c.stats.Dropped++
 			continue
 		}
 		c.stats.EnvelopesIn++
-		c.in, c.next = c.in[:m], 1
+		if sec != nil {
+			c.takeDown(sec) // before its records: a decision goes ahead of the datagrams
+		}
+		if start == m {
+			continue // a clock section alone
+		}
+		c.in, c.next = c.in[:m], start
 	}
 	var r record
 	next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil, &r)

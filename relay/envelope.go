@@ -234,24 +234,42 @@ func nextCopy(env []byte, pos, slots, self int, mid []byte, r *record) (next int
 }
 
 // checkEnvelope reports whether env is a well-formed envelope with at least
-// one record, every slot below slots and none self; copy records only
-// when copies, and then its datagrams, rebuilt, at most maxRebuilt(slots,
-// len(env)) bytes in all.
-func checkEnvelope(env []byte, slots, self int, copies bool) bool {
-	if len(env) < 2 || env[0] != envelopeKind {
-		return false
+// one record (none is allowed after a clock section), every slot below
+// slots and none self; copy records only when copies, and then its
+// datagrams, rebuilt, at most maxRebuilt(slots, len(env)) bytes in all.
+// It returns the clock section (nil for an envelope without one) and the
+// position of the first record.
+func checkEnvelope(env []byte, slots, self int, copies bool) (sec []byte, start int, ok bool) {
+	if len(env) < 2 {
+		return nil, 0, false
+	}
+	switch env[0] {
+	case envelopeKind:
+		start = 1
+	case clockKind:
+		n, w := uvarint(env[1:])
+		if w == 0 || len(env)-1-w < n {
+			return nil, 0, false
+		}
+		start = 1 + w + n
+		sec = env[1+w : start]
+	default:
+		return nil, 0, false
+	}
+	if start == len(env) && env[0] == envelopeKind {
+		return nil, 0, false
 	}
 	var mid []byte
 	var r record
 	total := 0
-	for pos := 1; pos < len(env); {
+	for pos := start; pos < len(env); {
 		next, ok := nextRecord(env, pos, slots, self, copies, mid, &r)
 		if !ok {
-			return false
+			return nil, 0, false
 		}
 		pos, mid, total = next, r.middle(mid), total+r.size()
 	}
-	return !copies || total <= maxRebuilt(slots, len(env))
+	return sec, start, !copies || total <= maxRebuilt(slots, len(env))
 }
 
 // maxRebuilt bounds what the relay sends for an envelope of n bytes from

@@ -58,8 +58,11 @@ type Config struct {
 	// Link reaches the machines.
 	Link Link
 	// Tick is how often the relay sends what it holds for each machine
-	// (0: 1/60 s).
+	// (0: 1/60 s), and with Clock the frame period of the schedule.
 	Tick time.Duration
+	// Clock, when set, makes the relay the match clock (clock.go): every
+	// machine's Client must UseClock its public key.
+	Clock *Clock
 }
 
 // Stats counts what a relay did.
@@ -71,6 +74,9 @@ type Stats struct {
 	Forwarded    int64 // datagrams (records) forwarded
 	Rebuilt      int64 // of them, rebuilt from a machine's copy or reseal record
 	Malformed    int64 // datagrams dropped: not an envelope, or from no machine
+	// With Config.Clock: the frames decided, and the receipts signed (one
+	// for every machine).
+	Decisions, Receipts int64
 }
 
 // Relay forwards a match's datagrams between its machines. It is not safe
@@ -83,6 +89,9 @@ type Relay struct {
 	out   [][]byte // by slot: the envelope being gathered for it
 	in    []byte   // the receive buffer
 	stats Stats
+	clock *clock        // nil: not the match clock
+	buf   []byte        // with clock: the envelope being sent
+	now   time.Duration // with clock: the time of the last Poll
 }
 
 // New returns a relay for c.
@@ -94,6 +103,13 @@ func New(c Config) (*Relay, error) {
 		c.Tick = time.Second / 60
 	}
 	r := &Relay{link: c.Link, tick: c.Tick, out: make([][]byte, c.Machines), in: make([]byte, MaxDatagram+1)}
+	if c.Clock != nil {
+		var err error
+		if r.clock, err = newClock(c.Clock, c.Machines, c.Tick, &r.stats); err != nil {
+			return nil, err
+		}
+		r.buf = make([]byte, 0, MaxDatagram)
+	}
 	for k := range r.out {
 		r.out[k] = append(make([]byte, 0, MaxDatagram), envelopeKind)
 	}
@@ -106,13 +122,28 @@ func New(c Config) (*Relay, error) {
 // envelope gathered for it. An envelope that would grow past MaxDatagram
 // is sent at once and a new one begun.
 func (r *Relay) Poll(now time.Duration) {
+	if r.clock != nil {
+		r.now = now
+		r.clock.decide(now) // what reaches it from now on is late for what is due
+	}
 	for {
 		n, from, ok := r.link.Receive(r.in)
 		if !ok {
 			break
 		}
 		r.stats.BytesIn += int64(n)
-		if n > MaxDatagram || from < 0 || from >= len(r.out) || !checkEnvelope(r.in[:n], len(r.out), from, true) {
+		if n > MaxDatagram || from < 0 || from >= len(r.out) {
+			r.stats.Malformed++
+			continue
+		}
+		sec, start, ok := checkEnvelope(r.in[:n], len(r.out), from, true)
+		switch {
+		case ok && (r.clock != nil) != (sec != nil):
+			ok = false // a clock section to a relay that is no clock, or none to one
+		case ok && len(sec) > 0: // empty: a machine whose session has not begun
+			ok = r.clock.heard(from, sec, now)
+		}
+		if !ok {
 			r.stats.Malformed++
 			continue
 		}
@@ -120,7 +151,7 @@ func (r *Relay) Poll(now time.Duration) {
 		env := r.in[:n]
 		var mid []byte
 		var rec record
-		for pos := 1; pos < n; {
+		for pos := start; pos < n; {
 			pos, _ = nextRecord(env, pos, len(r.out), from, true, mid, &rec)
 			r.forward(from, &rec)
 			mid = rec.middle(mid)
@@ -142,7 +173,7 @@ func (r *Relay) Poll(now time.Duration) {
 // envelope for its slot, rebuilt whole if it is a copy record.
 func (r *Relay) forward(from int, rec *record) {
 	to := rec.slot
-	if len(r.out[to])+recordOverhead+rec.size() > MaxDatagram {
+	if len(r.out[to])+recordOverhead+rec.size() > r.limit() {
 		r.send(to)
 	}
 	r.out[to] = appendRebuilt(r.out[to], from, rec)
@@ -156,17 +187,40 @@ func (r *Relay) forward(from int, rec *record) {
 // Poll calls it once a tick.
 func (r *Relay) Flush() {
 	for to := range r.out {
-		if len(r.out[to]) > 1 {
+		if len(r.out[to]) > 1 || (r.clock != nil && len(r.clock.slots[to].queue) > 0) {
 			r.send(to)
 		}
 	}
 }
 
+// limit is the most bytes of records an envelope to a machine holds: with
+// the clock, room is left for a clock section with an item or two.
+func (r *Relay) limit() int {
+	if r.clock != nil {
+		return MaxDatagram - clockRoom
+	}
+	return MaxDatagram
+}
+
+// clockRoom is what the relay's envelopes leave for their clock section
+// at least: a decision of 8 players.
+const clockRoom = 3 + 4 + itemHead + 8*maxLocal + 64
+
 func (r *Relay) send(to int) {
+	env := r.out[to]
+	if r.clock != nil {
+		var items bool
+		r.buf, items = r.clock.appendDown(r.buf[:0], to, MaxDatagram-len(env)+1, r.now)
+		if !items && len(env) == 1 {
+			return
+		}
+		env = append(r.buf, env[1:]...)
+		r.buf = env
+	}
 	// A send error is a datagram lost: the sessions resend what matters.
-	_ = r.link.Send(to, r.out[to])
+	_ = r.link.Send(to, env)
 	r.stats.EnvelopesOut++
-	r.stats.BytesOut += int64(len(r.out[to]))
+	r.stats.BytesOut += int64(len(env))
 	r.out[to] = r.out[to][:1]
 }
 

@@ -35,15 +35,14 @@ func NewSession(cfg Config) (*Session, error) {
 	}
 	s.tx = newOutbox(cfg.Transport, &s.peers, &s.now, &s.stats, s.roster.format)
 	s.tx.cast, s.tx.self = castOf(cfg.Transport, cfg.Peers, s.roster.local[0])
-	s.io.view = inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, cast: s.tx.cast, self: s.tx.self}
 	perFrame := len(s.roster.local) * (len(s.roster.layout) + s.roster.layout.Bits())
 	s.roster.maxFrames = min(wire.MaxFrames, (maxDatagram-wire.SealOverhead-wire.MaxInputHeader-4*MaxPlayers)*8/perFrame)
 	lockstepMode := cfg.Lockstep
 	s.inputs = *newInputRing(cfg.Players, s.roster.local, cfg.Layout.Mask(), cfg.Predictor, cfg.InputLag)
 	s.inputs.standIn = cfg.StandIn
 	s.snaps = snapshots{arena: cfg.State, backups: make([]backup, savestate.Slots), interval: Frame(cfg.MaxRollback), reach: Frame(cfg.MaxRollback), on: true, slots: 2, base: 2}
-	s.pace.lag = inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || lockstepMode}
-	s.pace.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !lockstepMode)
+	s.pace = newPace(&cfg, &s.inputs)
+	s.io.view = inputView{format: &s.roster.format, inputs: &s.inputs, ring: s, cast: s.tx.cast, self: s.tx.self, clock: s.pace.clock}
 	s.proto = newProtocol(cfg, s.clock())
 	s.quiet.on = !cfg.SendEveryTick && !cfg.Lockstep
 	if lockstepMode {
@@ -252,4 +251,15 @@ func newPeers(peers []Peer, r *roster, start time.Duration) peerSet {
 // peer raise an honest machine's input lag on wifi from 1 to 2.
 func linkLagBound(rtt time.Duration) float64 {
 	return float64(rtt)/float64(frameDuration)/2 + linkLagSlack
+}
+
+// newPace returns the pace of a session of cfg, whose inputs are inputs:
+// its input lag, the relay clock if its transport is one (relayclock.go),
+// and the fairness governor, off with the relay clock: no machine waits
+// for a slower one, the relay's schedule keeps the time.
+func newPace(cfg *Config, inputs *inputRing) pace {
+	p := pace{lag: inputLag{delay: cfg.InputLag, fixed: cfg.FixedInputLag || len(cfg.Peers) == 0 || cfg.Lockstep}}
+	p.clock = newRelayClock(cfg.Transport, cfg.Lockstep, inputs, &p.lag)
+	p.gov = advantage.NewGovernor(len(cfg.Peers), !cfg.NoFrameAdvantage && len(cfg.Peers) > 0 && !cfg.Lockstep && p.clock == nil)
+	return p
 }

@@ -137,6 +137,9 @@ func (s *Session) terms(cfg *Config) wire.Terms {
 	if s.tx.cast {
 		t.Mode |= castMode // the input packets' body is the cast one
 	}
+	if s.pace.clock != nil {
+		t.Mode |= clockMode // the relay's decisions are final
+	}
 	if s.sums != nil {
 		t.ChecksumEvery = int32(s.sums.every)
 	}
@@ -391,6 +394,8 @@ func compareTerms(i int, ours *wire.Terms, local []uint8, h *wire.Handshake) *Ha
 		return diff("Layout", Layout(ours.Layout), Layout(theirs.Layout))
 	case ours.Mode&castMode != theirs.Mode&castMode:
 		return diff("relayed Transport", ours.Mode&castMode != 0, theirs.Mode&castMode != 0)
+	case ours.Mode&clockMode != theirs.Mode&clockMode:
+		return diff("relay clock", ours.Mode&clockMode != 0, theirs.Mode&clockMode != 0)
 	case ours.Mode != theirs.Mode:
 		return diff("Lockstep", ours.Mode == uint8(lockstepMode), theirs.Mode == uint8(lockstepMode))
 	case ours.TickRate != theirs.TickRate:

@@ -40,6 +40,10 @@ type inputView struct {
 	strict    bool  // neither lockstep nor statements: an honest peer is never beyond the ring
 	cast      bool  // input packets come in the cast body (outbox.cast)
 	self      uint8 // with cast: our machine's index
+	// clock: the relay clock (nil: none), whose decided frames a peer may
+	// have sent another input for (before it learned of the decision); and
+	// then every packet's first frame is coded against nothing.
+	clock *relayClock
 }
 
 // judgeInput judges input packet b from peer ps against v: parsed into pkt
@@ -96,7 +100,7 @@ func judgeInput(b []byte, ps *peer, v *inputView, pkt *wire.InputPacket, base []
 // before first (base is its storage; nil for frame 0).
 func (v *inputView) setBase(ps *peer, first Frame, pkt *wire.InputPacket, base []uint64) {
 	pkt.Base = nil
-	if first > 0 {
+	if first > 0 && v.clock == nil {
 		for j, p := range ps.players {
 			base[j] = uint64(v.inputs.at(first-1, p))
 		}
@@ -159,6 +163,9 @@ func (v *inputView) rewritten(pkt *wire.InputPacket, ps *peer, first, want Frame
 	for f := max(first, want-ringSize+1); f < min(want, first+Frame(pkt.Count)); f++ {
 		k := int(f - first)
 		for j, p := range ps.players {
+			if v.clock.provisional(v.inputs, f, p) {
+				continue // not final: its machine may have learned of a decision we have not yet
+			}
 			if Input(pkt.Inputs[k*n+j]) != v.inputs.at(f, p) {
 				return true
 			}
@@ -215,12 +222,17 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 			k := int(f - v.first)
 			for j, p := range ps.players {
 				in := Input(pkt.Inputs[k*n+j])
-				if s.stmts != nil {
+				if d, ok := s.pace.clock.decided(f, p); ok {
+					in = d // the relay decided it: final, whatever its machine sent before it learned
+				} else if s.stmts != nil {
 					if signed, ok := s.stmts.expect(ps.machine, f, j); ok && signed != in {
 						// Its own signed statement, which the others hold
-						// too, says otherwise: the statement wins.
+						// too, says otherwise: the statement wins; a lie
+						// but with the relay clock (relayclock.go).
 						in = signed
-						s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+						if s.pace.clock == nil {
+							s.suspect(s.stmts.peerOf[ps.machine], SuspectEquivocation)
+						}
 					}
 				}
 				if s.inputs.receive(p, f, in, s.frame) {

@@ -46,6 +46,11 @@ type inputRing struct {
 	// frame to simulate reaches it, no remote input is missing for a stall
 	// (Session.mustStallTick). 0: compute it again.
 	clear Frame
+	// final bounds each player's final frames: with the relay clock, the
+	// relay's receipts (relayclock.go): its input of a frame before is
+	// here, and no decision of the relay will change it. noFrame without
+	// it, where an input is final when it is here.
+	final [MaxPlayers]Frame
 
 	// The per-player state first, the rings after it: every call reads
 	// the first, and a frame's row of each ring.
@@ -61,6 +66,9 @@ type inputRing struct {
 // machine's; the local players' first delay frames run on the zero input.
 func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predictor, delay int) *inputRing {
 	r := &inputRing{players: players, mask: mask, pred: pred, lowFloor: -ringSize} // no bound yet: the first ring check computes ringLow
+	for p := range r.final {
+		r.final[p] = noFrame
+	}
 	if r.pred == nil {
 		r.pred = predict.RepeatLast{}
 	}
@@ -77,12 +85,13 @@ func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predic
 func (r *inputRing) room(end Frame) bool { return end-r.lowFloor <= ringSize }
 
 // confirmed returns the first frame some connected player's input is
-// missing for: every input before it is final.
+// missing for (or, with the relay clock, not yet settled by the relay):
+// every input before it is final.
 func (r *inputRing) confirmed() Frame {
 	c := noFrame
 	for p := range r.players {
 		if !r.disconnected(PlayerID(p)) {
-			c = min(c, r.next[p])
+			c = min(c, r.next[p], r.final[p])
 		}
 	}
 	return c

@@ -11,7 +11,8 @@ import (
 type pace struct {
 	gov      *advantage.Governor
 	lag      inputLag
-	starving starving // since EventStarved: who we wait for, since when
+	starving starving    // since EventStarved: who we wait for, since when
+	clock    *relayClock // nil: the relay is not the match clock
 }
 
 // played runs, once a frame is simulated during play (not a

@@ -41,6 +41,11 @@ func (s *Session) receive() Frame {
 	}
 	for {
 		n, peer, ok := s.tx.tr.Receive(buf)
+		if s.pace.clock != nil {
+			// The relay's items come ahead of the datagrams of their
+			// envelope: a decided frame is final before any input of it.
+			mis = min(mis, s.takeDecisions())
+		}
 		if !ok {
 			return mis
 		}

@@ -107,8 +107,11 @@ func (s *Session) send() {
 		if quiet = s.quiet.on && s.quietTick(localNext); !quiet { // off: no call (Config.SendEveryTick)
 			s.times.sent.note(localNext, s.now)
 		}
+		if s.pace.clock != nil && s.frame > 0 {
+			s.pace.clock.tell(&s.inputs, s.roster.local) // its schedule is ours from our first frame on
+		}
 		if s.stmts != nil {
-			s.stmts.signOwn(&s.inputs, s.roster.local, s.now)
+			s.stmts.signOwn(&s.inputs, s.roster.local, min(localNext, s.pace.clock.signable()), s.now)
 			s.stmts.update(&s.stmts.port)
 		}
 	}
@@ -171,7 +174,7 @@ func (s *Session) sendInputs(i int, localNext Frame) {
 		}
 	}
 	pkt.Base = nil
-	if first > 0 {
+	if first > 0 && s.pace.clock == nil { // with the relay clock, coded against nothing (inputView.clock)
 		for j, p := range s.roster.local {
 			s.io.base[j] = uint64(s.inputs.at(first-1, p))
 		}

@@ -119,6 +119,9 @@ func (s *Session) Stats() Stats {
 	st.InputLag, st.Advantage, st.QueuedStalls = s.pace.lag.delay, s.pace.gov.Advantage(), s.pace.gov.Queued()
 	st.Saves, st.SnapshotSteps = s.snaps.saves, s.snaps.steps
 	st.QuietTicks = s.quiet.ticks
+	if c := s.pace.clock; c != nil {
+		st.Decided, st.DecisionConflicts = c.taken, c.conflicts
+	}
 	if s.sums != nil && s.sums.rec != nil {
 		st.Recovered, st.Desync, st.RecoveryTime = s.sums.rec.done, s.sums.rec.report, s.sums.rec.took
 	}
@@ -176,8 +179,11 @@ func (s *Session) AddLocalInput(p PlayerID, in Input) (queued bool, err error) {
 		if !s.ls.inputDue(next, s.pace.lag.delay, s.proto.started, s.clock()-s.proto.startedAt) || next+1-s.ringLow() >= ringSize {
 			return false, nil
 		}
-	} else if next > s.frame+Frame(s.pace.lag.delay) {
+	} else if next > s.frame+Frame(s.pace.lag.delay) && (!s.pace.clock.extraDue(next, s.frame, Frame(s.pace.lag.delay)) || !s.ringRoom(next+1)) {
 		return false, nil
+	}
+	if d, ok := s.pace.clock.decided(next, p); ok {
+		in = d // the relay found us late for it: its decision is final
 	}
 	s.inputs.addLocal(p, in)
 	return true, nil
@@ -249,6 +255,7 @@ func (s *Session) advanceRollback() (Result, error) {
 		s.pace.played(s.frame, &s.stats, &s.events)
 		simulated++
 	}
+	simulated = s.catchUpClock(simulated)
 	err = s.endTick()
 	return Result{Frame: frame, Simulated: simulated, Resimulated: resim, Events: s.events}, err
 }

@@ -47,8 +47,9 @@ func (st *statements) update(r stmtRoster) {
 // signOwn signs every interval of our inputs (of our players local) that
 // is complete, and a prefix of the current one once our inputs have
 // stopped for stmtIdleTicks ticks (the end of the match, a long stall).
-func (st *statements) signOwn(inputs *inputRing, local []PlayerID, now time.Duration) {
-	next := inputs.next[local[0]]
+// It signs only frames before next, our next local frame, or with the
+// relay clock the first the relay has not settled (relayclock.go).
+func (st *statements) signOwn(inputs *inputRing, local []PlayerID, next Frame, now time.Duration) {
 	if next == st.lastOwn {
 		st.idle++
 	} else {
@@ -215,8 +216,12 @@ func (st *statements) apply(h stmtHost, v *stmtView, x int, k int32) Frame {
 			val := Input(in[int(f-Frame(k)*stmtFrames)*np+j])
 			switch next := v.inputs.next[p]; {
 			case f < next:
+				// With the relay clock an input not final yet may be one
+				// its machine sent before it learned of a decision: no lie.
 				if v.inputs.correct(p, f, val) {
-					h.suspect(i, SuspectEquivocation)
+					if f < v.inputs.final[p] {
+						h.suspect(i, SuspectEquivocation)
+					}
 					if f < v.frame && v.inputs.usedAt(f, p) != val {
 						mis = min(mis, f)
 					}

@@ -195,6 +195,10 @@ type Stats struct {
 	// peer had already sent 64 in this call (a flood); also in that
 	// peer's PacketsDropped.
 	PacketsOverBudget int64
+	// Decided counts the relay clock's decisions taken (RelayClock), and
+	// DecisionConflicts those for a frame whose input was here and
+	// differed: a peer's, only from a relay that lies (the decision wins).
+	Decided, DecisionConflicts int64
 
 	// Spectators is how many spectators this machine serves now
 	// (Config.MaxSpectators); SpectatorPackets and SpectatorBytes count

@@ -118,9 +118,23 @@ type Summary struct {
 	Topology       string `json:"topology"`                // mesh or relay
 	RelayHops      string `json:"relay_hops,omitempty"`    // relay: half or full, each hop's share of the profile
 	RelayMoveMs    int64  `json:"relay_move_ms,omitempty"` // -relay-move: the relay died mid-match and the machines moved this long after
-	Mode           string `json:"mode"`
-	TickRate       int    `json:"tick_rate"`
-	PlayoutMs      int64  `json:"playout_ms,omitempty"` // lockstep: the playout delay (-1: none)
+	// -relay-clock: the relay is the match clock, with this allowance;
+	// -slow: that machine's clock is starved (match.Config.Slow).
+	RelayClock       bool    `json:"relay_clock,omitempty"`
+	RelayAllowanceMs float64 `json:"relay_allowance_ms,omitempty"`
+	Slow             *int    `json:"slow_machine,omitempty"`
+	// The relay clock's decisions (frames decided for a late machine), and
+	// those a session held a different input for (0 from an honest relay).
+	Decisions         int64 `json:"decisions,omitempty"`
+	DecisionConflicts int64 `json:"decision_conflicts,omitempty"`
+	// With -slow: the slowest other machine's speed (frames per tick from
+	// its first frame to the last) over every match, and the other
+	// machines' stall frames per minute per machine.
+	OthersSpeedMin             float64 `json:"others_speed_min,omitempty"`
+	OthersStallFramesPerMinute float64 `json:"others_stall_frames_per_minute,omitempty"`
+	Mode                       string  `json:"mode"`
+	TickRate                   int     `json:"tick_rate"`
+	PlayoutMs                  int64   `json:"playout_ms,omitempty"` // lockstep: the playout delay (-1: none)
 
 	Completed int `json:"completed"`
 	Verified  int `json:"verified"`
@@ -420,6 +434,9 @@ type options struct {
 	relay                                                                bool
 	topology, relayHops                                                  string
 	relayMove                                                            time.Duration
+	relayClock                                                           bool
+	relayAllowance                                                       time.Duration
+	slow                                                                 int
 	webrtc                                                               *webrtcRun // with -transport webrtc: the current profile's
 	adversary                                                            string     // a liar.Kind's name, "all", or "" for none
 	adversaryMachine                                                     int        // -1: rotating (options.adversaryOf)
@@ -487,6 +504,9 @@ func newFlagSet(o *options) *flag.FlagSet {
 	fs.BoolVar(&o.relay, "relay", false, "with -transport webrtc: every connection goes through a TURN relay run in process (ICE policy relay)")
 	fs.StringVar(&o.topology, "topology", "mesh", "mesh (every machine linked to every other) or relay (every machine's one link is to a relay in the middle, package relay: a netsim node, or with -transport udp a socket of its own)")
 	fs.StringVar(&o.relayHops, "relay-hops", "half", "with -topology relay: each hop (machine to relay, relay to machine) has half the profile, so a relayed path is as impaired as a mesh link, or full: each hop the whole profile")
+	fs.BoolVar(&o.relayClock, "relay-clock", false, "with -topology relay on netsim: the relay is the match clock (relay.Clock): it decides, signed, the input of a machine late for a frame by more than -relay-allowance, and nobody stalls for it")
+	fs.DurationVar(&o.relayAllowance, "relay-allowance", 0, "with -relay-clock: how late a machine's input may reach the relay (0: 40 ms plus the profile's jitter)")
+	fs.IntVar(&o.slow, "slow", -1, "machine N is slow: its clock is starved, freezing 50 to 240 ms about every 2 s (match.Config.Slow); the report gives the others' speed and stalls")
 	fs.DurationVar(&o.relayMove, "relay-move", 0, "with -topology relay on netsim: the relay dies at a random moment of each match's first fifth to half, and the machines move to another relay this long after (relay.Client.Move, as a lobby would move the match); 0: never")
 	fs.StringVar(&o.mode, "mode", "rollback", "rollback or lockstep (Config.Mode)")
 	fs.IntVar(&o.tick, "tick", defaultTickRate, "with -mode lockstep: the simulation rate in Hz (Config.TickRate; rollback runs at 60)")
@@ -653,6 +673,8 @@ func playAll(o options, prof netsim.Profile, policy rollback.SnapshotPolicy, bar
 				if o.relayMove > 0 {
 					relayMovePlan(&c, o.relayMove)
 				}
+				c.RelayClock, c.RelayAllowance = o.relayClock, o.allowance(prof)
+				c.Slow, c.SlowMachine = o.slow >= 0, max(o.slow, 0)
 				switch o.transport {
 				case "udp":
 					results[i] = match.RunUDP(c, match.UDPOptions{Network: o.network})
@@ -1183,6 +1205,12 @@ func (o *options) check(nargs int) ([]netsim.Profile, rollback.SnapshotPolicy, e
 		return nil, 0, fmt.Errorf("-topology: %q (want mesh or relay)", o.topology)
 	case o.relayHops != "half" && o.relayHops != "full":
 		return nil, 0, fmt.Errorf("-relay-hops: %q (want half or full)", o.relayHops)
+	case o.relayClock && (o.topology != "relay" || o.transport != "netsim" || o.relayMove > 0 || o.mode == "lockstep"):
+		return nil, 0, errors.New("-relay-clock: with -topology relay on netsim, in rollback mode, without -relay-move (not built yet)")
+	case o.relayAllowance < 0 || o.relayAllowance > 0 && !o.relayClock:
+		return nil, 0, errors.New("-relay-allowance: a duration ≥ 0, with -relay-clock")
+	case o.slow >= o.machines || o.slow < -1:
+		return nil, 0, fmt.Errorf("-slow: %d (want a machine, 0 to %d)", o.slow, o.machines-1)
 	case o.relayMove < 0 || o.relayMove > 0 && (o.topology != "relay" || o.transport != "netsim"):
 		return nil, 0, errors.New("-relay-move: a duration ≥ 0, with -topology relay on netsim")
 	case o.topology == "relay" && (o.transport == "tcp-model" || o.transport == "webrtc" || o.spectators > 0 || o.forge > 0 && o.transport != "netsim"):
@@ -1245,6 +1273,16 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 	}
 	if o.topology == "relay" {
 		s.RelayHops, s.RelayMoveMs = o.relayHops, o.relayMove.Milliseconds()
+	}
+	if o.relayClock {
+		s.RelayClock = true
+		if p, err := netsim.ParseProfile(o.profile); err == nil {
+			s.RelayAllowanceMs = float64(o.allowance(p)) / float64(time.Millisecond)
+		}
+	}
+	var othersStalls int64
+	if o.slow >= 0 {
+		s.Slow, s.OthersSpeedMin = &o.slow, 1
 	}
 	var upPackets, upBytes, downPackets, downBytes int64
 
@@ -1378,6 +1416,15 @@ func summarize(o options, rs []match.Result, policy rollback.SnapshotPolicy) Sum
 		downPackets, downBytes = downPackets+r.DownPackets, downBytes+r.DownBytes
 		s.Hits += int64(r.Hits)
 		ticks += r.Ticks
+		s.Decisions += r.Decisions
+		s.DecisionConflicts += r.DecisionConflicts
+		if o.slow >= 0 {
+			othersStalls += r.OthersStalls
+			s.OthersSpeedMin = min(s.OthersSpeedMin, r.OthersSpeedMin)
+		}
+	}
+	if o.slow >= 0 && ticks > 0 && o.machines > 1 {
+		s.OthersStallFramesPerMinute = round2(float64(othersStalls) / float64(o.machines-1) / (float64(ticks) / 60 / 60))
 	}
 	s.SimulatedSeconds = float64(ticks) / 60
 	if advN > 0 {
@@ -1695,4 +1742,16 @@ func lateVerified(late []match.RejoinReport, k int) bool {
 		}
 	}
 	return n == k
+}
+
+// allowance is the relay clock's allowance on profile p: -relay-allowance,
+// or 40 ms and twice a hop's jitter (a path's), which an honest machine's
+// envelope rarely misses but in a loss burst, and which leaves the
+// decision time to reach the others within MaxRollback frames on hell
+// (two hops of 85 ms and the allowance under 333 ms).
+func (o options) allowance(p netsim.Profile) time.Duration {
+	if !o.relayClock || o.relayAllowance > 0 {
+		return o.relayAllowance
+	}
+	return 40*time.Millisecond + p.Jitter
 }

@@ -206,6 +206,17 @@ type Config struct {
 	// move the match: the sessions see loss meanwhile, and must verify.
 	RelayDiesAt    time.Duration
 	RelayMoveAfter time.Duration
+	// RelayClock makes the relay the match clock (relay.Clock; with
+	// Relay, not with RelayDiesAt): it decides, signed, a machine's input
+	// that reaches it later than RelayAllowance (0: relay.DefaultAllowance)
+	// after its frame's slot. The offline truth takes its decisions.
+	RelayClock     bool
+	RelayAllowance time.Duration
+	// Slow starves machine SlowMachine's clock (slow.go): it freezes for
+	// 50 to 240 ms about every two seconds, and catches the ticks up after
+	// (like pacer.Pacer); Result.Others* measure the other machines.
+	Slow        bool
+	SlowMachine int
 
 	randSalt      uint64 // non-zero: the nonces and keys come from another stream than Seed's
 	forgeCountAll bool   // tests: count every datagram received as forged
@@ -229,13 +240,22 @@ type Result struct {
 	Checksums []uint64
 	Want      uint64 // checksum of the offline re-simulation
 
-	Rollbacks              int64
-	ResimulatedFrames      int64
-	HitchSpells            int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
-	Hitches                int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
-	MaxRollbackFrames      int
-	MaxResimulated         int
-	StallFrames            int64
+	Rollbacks         int64
+	ResimulatedFrames int64
+	HitchSpells       int64 // lockstep: runs of consecutive hitches (the waits a player sees), all machines
+	Hitches           int64 // lockstep: render ticks that ended with a due frame missing an input, all machines (not the last Advance, which waits for inputs past the end)
+	MaxRollbackFrames int
+	MaxResimulated    int
+	StallFrames       int64
+	// Decisions counts the relay clock's decided frames (Config.RelayClock);
+	// DecisionConflicts those a session took for a frame whose input it
+	// held, different (none from an honest relay).
+	Decisions, DecisionConflicts int64
+	// With Config.Slow: the slowest other machine's speed (frames simulated
+	// per tick from its first frame to the last), and the others' stall
+	// frames (starved, advantage and input lag), summed.
+	OthersSpeedMin         float64
+	OthersStalls           int64
 	PacketsSent            int64
 	BytesSent              int64 // payload only
 	PacketsInvalid         int64
@@ -383,8 +403,9 @@ type machine struct {
 	g         *arena.Game
 	players   []rollback.PlayerID
 	bots      []*arena.Bot
-	pending   []pendingInput // each bot's sample not yet taken by the session
-	dead      atomic.Bool    // dropped; read by the other machines' goroutines
+	pending   []pendingInput   // each bot's sample not yet taken by the session
+	lastIn    []rollback.Frame // with the relay clock: each player's last frame whose input the bot gave
+	dead      atomic.Bool      // dropped; read by the other machines' goroutines
 	cfg       rollback.Config
 	deadAt    time.Duration // when it dropped, on its own clock
 	rejoined  bool          // restarted (Config.RejoinAfter), or started late (Config.Late)
@@ -604,7 +625,9 @@ func runNetsim(c Config, tap func(from, to int, b []byte)) (r Result) {
 		nw.Advance(step)
 	}
 	r.Ticks = int(nw.Now() / Tick)
+	rl.decided(rn, &r)
 	rn.finish(&r)
+	rn.others(&r)
 	wire(nw, machines, rl, &r)
 	if c.Log {
 		for i := range rn.ms {
@@ -626,6 +649,11 @@ func setClocks(nw *netsim.Network, c Config, machines int) error {
 		}
 		if err := nw.SetNodeClock(i, clk); err != nil {
 			return err
+		}
+		if c.Slow && i == c.SlowMachine {
+			if err := slowFreezes(nw, c, i); err != nil {
+				return err
+			}
 		}
 		if c.Hiccups > 0 {
 			r := rand.New(rand.NewPCG(c.Seed, uint64(i)+77))
@@ -663,6 +691,9 @@ type run struct {
 	ms       []machine
 	watchers []watcher        // Config.Spectators
 	truth    []rollback.Input // truth[f*players+p]: the input player p really gave for frame f
+	// repeated[f*players+p]: with the relay clock, player p's machine
+	// caught up frame f on its own, its input of f-1 repeated.
+	repeated []bool
 	dropping bool
 	target   atomic.Int32 // end, shared with the UDP runner's goroutines
 	clockOf  func(i int) func() time.Duration
@@ -708,6 +739,7 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 	rn := &run{c: c, size: c.ArenaSize, ms: make([]machine, machines), clockOf: clock,
 		rejoin:   RejoinReport{From: -1, Back: -1},
 		truth:    make([]rollback.Input, (c.Frames+maxInputLag+1)*c.Players),
+		repeated: make([]bool, (c.Frames+maxInputLag+1)*c.Players),
 		dropping: c.DropAt > 0 && c.DropMachine >= 0 && c.DropMachine < machines}
 	if err := checkAdversary(c, machines); err != nil {
 		return nil, err
@@ -823,6 +855,9 @@ func prepare(c Config, transport func(i int) rollback.Transport, clock func(i in
 		for _, p := range m.players {
 			m.bots = append(m.bots, arena.NewBot(c.Seed*0x9e3779b97f4a7c15+uint64(p)))
 			m.pending = append(m.pending, pendingInput{})
+			if c.RelayClock {
+				m.lastIn = append(m.lastIn, rollback.Frame(c.InputLag)-1)
+			}
 		}
 	}
 	if c.Spectators > 0 {
@@ -885,6 +920,7 @@ func (rn *run) tick(i int) (fin bool, err error) {
 	var res rollback.Result
 	if m.s.Frame() < end {
 		for k, p := range m.players {
+			extra := false
 			// Lockstep takes every input its clock has made due (one a
 			// tick, more after a freeze); rollback mode one per Advance.
 			for {
@@ -910,14 +946,19 @@ func (rn *run) tick(i int) (fin bool, err error) {
 				if f < len(rn.truth)/c.Players {
 					rn.truth[f*c.Players+int(p)] = in
 				}
-				if !c.Lockstep {
-					break
+				if m.lastIn != nil {
+					m.lastIn[k] = rollback.Frame(f)
 				}
+				if !c.Lockstep && (!c.RelayClock || extra) {
+					break // with the relay clock a late session takes a second (rollback.Session.AddLocalInput)
+				}
+				extra = true
 			}
 		}
 		if res, err = m.s.Advance(); err != nil {
 			return false, fmt.Errorf("machine %d: %w", i, err)
 		}
+		rn.noteRepeated(m)
 	} else if res, err = m.s.Idle(); err != nil {
 		return false, fmt.Errorf("machine %d: %w", i, err)
 	}

@@ -1,9 +1,11 @@
 package match
 
 import (
+	"crypto/ed25519"
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rewindgg/rewind/relay"
@@ -22,6 +24,15 @@ type relayNode struct {
 	// machines move to RelayMoveAfter later; moved once they have.
 	next  *relay.Relay
 	moved bool
+	// With Config.RelayClock: the relay's decisions, machine by machine.
+	decisions []decided
+}
+
+// decided is one of the relay clock's decisions.
+type decided struct {
+	machine int
+	frame   int32
+	inputs  []uint64
 }
 
 // checkRelay refuses what the relay topology does not carry yet.
@@ -35,6 +46,8 @@ func checkRelay(c Config, machines int) error {
 		return fmt.Errorf("%w: the relay topology without spectators (not built yet)", ErrConfig)
 	case c.RelayDiesAt < 0 || c.RelayMoveAfter < 0:
 		return fmt.Errorf("%w: negative RelayDiesAt or RelayMoveAfter", ErrConfig)
+	case c.RelayClock && (c.RelayDiesAt > 0 || c.RelayAllowance < 0):
+		return fmt.Errorf("%w: the relay clock without RelayDiesAt (not built yet), with RelayAllowance ≥ 0", ErrConfig)
 	}
 	return nil
 }
@@ -57,11 +70,25 @@ func newRelayNode(nw *netsim.Network, machines int, c Config) (*relayNode, error
 	if c.relayLink != nil {
 		link = c.relayLink(nw, link)
 	}
-	r, err := relay.New(relay.Config{Machines: machines, Link: link, Tick: Tick})
+	rl := &relayNode{node: machines}
+	var clk *relay.Clock
+	var pub ed25519.PublicKey
+	if c.RelayClock {
+		// The lobby's key pair for the match's relay: every machine gets
+		// the public key.
+		seed := make([]byte, ed25519.SeedSize)
+		_, _ = seededRand(c.Seed, 0xc10c, 0).Read(seed)
+		key := ed25519.NewKeyFromSeed(seed)
+		pub = key.Public().(ed25519.PublicKey)
+		clk = &relay.Clock{Key: key, Allowance: c.RelayAllowance, OnDecide: func(slot int, f int32, in []uint64) {
+			rl.decisions = append(rl.decisions, decided{slot, f, slices.Clone(in)})
+		}}
+	}
+	r, err := relay.New(relay.Config{Machines: machines, Link: link, Tick: Tick, Clock: clk})
 	if err != nil {
 		return nil, err
 	}
-	rl := &relayNode{r: r, node: machines}
+	rl.r = r
 	if c.RelayDiesAt > 0 {
 		if rl.next, err = relay.New(relay.Config{Machines: machines, Link: nw.Endpoint(machines + 1), Tick: Tick}); err != nil {
 			return nil, err
@@ -72,6 +99,11 @@ func newRelayNode(nw *netsim.Network, machines int, c Config) (*relayNode, error
 		c, err := relay.NewClient(nw.Endpoint(i), machines-1, i, machines)
 		if err != nil {
 			return nil, err
+		}
+		if pub != nil {
+			if err := c.UseClock(pub); err != nil {
+				return nil, err
+			}
 		}
 		rl.clients = append(rl.clients, c)
 	}
@@ -153,6 +185,51 @@ func (rl *relayNode) injector(nw *netsim.Network) func(from, to int, b []byte) {
 func (rl *relayNode) flush(i int) {
 	if rl != nil {
 		_ = rl.clients[i].Flush() // an error is a datagram lost
+	}
+}
+
+// decided puts the relay clock's decisions into the truth: they are the
+// final inputs of their frames, on every machine.
+func (rl *relayNode) decided(rn *run, r *Result) {
+	if rl == nil || !rn.c.RelayClock {
+		return
+	}
+	r.Decisions = rl.r.Stats().Decisions
+	decided := make([]bool, len(rn.truth))
+	for _, d := range rl.decisions {
+		m := &rn.ms[d.machine]
+		for j, p := range m.players {
+			if k := int(d.frame)*rn.c.Players + int(p); j < len(d.inputs) && k < len(rn.truth) {
+				rn.truth[k], decided[k] = rollback.Input(d.inputs[j]), true
+			}
+		}
+	}
+	// The frames a machine caught up on its own repeat the final input of
+	// the frame before (decided or not), unless the relay decided them.
+	for k := rn.c.Players; k < len(rn.truth); k++ {
+		if rn.repeated[k] && !decided[k] {
+			rn.truth[k] = rn.truth[k-rn.c.Players]
+		}
+	}
+	for i := range rn.ms {
+		r.DecisionConflicts += rn.ms[i].s.Stats().DecisionConflicts
+	}
+}
+
+// noteRepeated marks, with the relay clock, the frames machine m's
+// session added its players' inputs for on its own in its last Advance:
+// decided ones, and those it caught up (rollback's catchUpClock).
+func (rn *run) noteRepeated(m *machine) {
+	if m.lastIn == nil {
+		return
+	}
+	for k, p := range m.players {
+		for f := m.lastIn[k] + 1; f < m.s.InputFrame(p); f++ {
+			if i := int(f)*rn.c.Players + int(p); i < len(rn.repeated) {
+				rn.repeated[i] = true
+			}
+		}
+		m.lastIn[k] = max(m.lastIn[k], m.s.InputFrame(p)-1)
 	}
 }
 

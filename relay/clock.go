@@ -1,0 +1,448 @@
+package relay
+
+import (
+	"crypto/ed25519"
+	"encoding/binary"
+	"errors"
+	"time"
+)
+
+// The relay as the match clock (issue 50 part 2; docs/protocol.md, "The
+// relay clock"). Opt-in: Config.Clock on the relay, Client.UseClock on
+// every machine.
+//
+// Each machine's envelopes carry a clock section: the machine's next
+// local frame g (every input of its players before g was added) with
+// its players' inputs of frame g−1, and how many of the relay's signed
+// items it has taken. The relay keeps, per slot, a schedule: frame f is
+// due at origin + f·tick + Allowance, origin learned from the slot's first
+// second of clock sections (the earliest arrival less g·tick). A frame
+// is settled once a clock section covering it arrives before it is due
+// (on time), or once it is due: then the relay decides it, the slot's
+// inputs of the frame before repeated, signed with the match's relay key,
+// and queued to every machine. Every envelope to a machine carries the
+// items it has not acknowledged (decisions, and to the slot itself its
+// receipts: "your frames before g are settled", which its statements wait
+// for). No frame is decided that no other machine has reached.
+//
+// The one rule that keeps a decision final everywhere: a machine's
+// datagrams are forwarded only from an envelope whose clock section
+// acknowledges every decision about it for a frame before its g. Its
+// datagrams then carry, for every frame, the decided input or one that
+// reached the relay on time; the envelopes before its acknowledgement are
+// dropped (Stats.Held) and its session sends again what mattered.
+
+// Clock makes a Relay the match clock.
+type Clock struct {
+	// Key signs the relay's decisions and receipts: a key pair made for
+	// the match, whose public key the lobby gives every machine
+	// (Client.UseClock).
+	Key ed25519.PrivateKey
+	// Allowance is how late after its slot in the schedule a machine's
+	// input for a frame may reach the relay (0: DefaultAllowance).
+	Allowance time.Duration
+	// OnDecide, when set, is told of every decision (a test's or the soak's
+	// record of the final inputs). It must not retain inputs.
+	OnDecide func(slot int, frame int32, inputs []uint64)
+}
+
+// DefaultAllowance is Clock.Allowance's default: four lost envelopes in a
+// row, or jitter of as much.
+const DefaultAllowance = 100 * time.Millisecond
+
+// clockKind is the kind byte of an envelope with a clock section: then a
+// uvarint, the section's length, the section, and records as in an
+// envelope of envelopeKind (none is allowed).
+const clockKind = 0xe2
+
+// Item kinds.
+const (
+	itemDecision = 1
+	itemReceipt  = 2
+)
+
+const (
+	maxLocal     = 8                      // inputs in a machine's clock section
+	itemHead     = 1 + 1 + 4 + 1          // kind, slot, frame, inputs
+	upMax        = 4 + 4 + 1 + 8*maxLocal // a machine's clock section, at most
+	maxItems     = 12                     // items in one envelope to a machine
+	maxQueued    = 4096                   // items queued for one machine, at most
+	originFrames = 120                    // the frames whose arrival may move a slot's origin
+	receiptEvery = 16                     // frames: a statement's (wire.StatementFrames)
+	receiptIdle  = 100 * time.Millisecond
+)
+
+// signContext starts every signed item.
+const signContext = "rewind relay clock 1"
+
+// ErrClock: a clock misconfigured (no key, or a key of the wrong size).
+var ErrClock = errors.New("relay: invalid clock")
+
+// item is one signed item queued for a machine, seq its number in that
+// machine's stream.
+type item struct {
+	seq    uint32
+	b      []byte        // kind, slot, frame, count, inputs, signature
+	sent   bool          // sent at least once
+	sentAt time.Duration // when last sent
+}
+
+// resendAfter is how long an item not acknowledged waits to go again.
+const resendAfter = 100 * time.Millisecond
+
+// slotClock is the relay's clock of one slot.
+type slotClock struct {
+	heard    bool
+	players  int
+	origin   time.Duration
+	reported int32    // the highest g of its clock sections
+	settled  int32    // its first frame neither on time nor decided
+	last     []uint64 // its inputs of frame settled−1
+	movedAt  time.Duration
+	receipt  int32         // the frontier of its last receipt
+	slack    time.Duration // how long before its deadline its last clock section came
+
+	// Its stream: ack is the next seq it wants, seq the next to queue.
+	ack, seq uint32
+	queue    []item
+}
+
+// clock is a Relay's clock state.
+type clock struct {
+	key       ed25519.PrivateKey
+	allowance time.Duration
+	tick      time.Duration
+	onDecide  func(int, int32, []uint64)
+	slots     []slotClock
+	msg       []byte // a signed message being built
+	stats     *Stats
+}
+
+func newClock(c *Clock, machines int, tick time.Duration, st *Stats) (*clock, error) {
+	if len(c.Key) != ed25519.PrivateKeySize || c.Allowance < 0 {
+		return nil, ErrClock
+	}
+	k := &clock{key: c.Key, allowance: c.Allowance, tick: tick, onDecide: c.OnDecide,
+		slots: make([]slotClock, machines), stats: st}
+	if k.allowance == 0 {
+		k.allowance = DefaultAllowance
+	}
+	return k, nil
+}
+
+// parseUp reads a machine's clock section.
+func parseUp(b []byte) (g int32, ack uint32, inputs []byte, ok bool) {
+	if len(b) < 9 {
+		return 0, 0, nil, false
+	}
+	g, ack, n := int32(binary.LittleEndian.Uint32(b)), binary.LittleEndian.Uint32(b[4:]), int(b[8])
+	if g < 0 || n == 0 || n > maxLocal || len(b) != 9+8*n {
+		return 0, 0, nil, false
+	}
+	return g, ack, b[9:], true
+}
+
+// heard takes slot from's clock section b, received at now; false for a
+// section that is not well-formed.
+func (k *clock) heard(from int, b []byte, now time.Duration) bool {
+	g, ack, in, ok := parseUp(b)
+	s := &k.slots[from]
+	n := len(in) / 8
+	if !ok || (s.heard && n != s.players) {
+		return false
+	}
+	if ack-s.ack <= s.seq-s.ack { // else an older envelope, overtaken
+		for len(s.queue) > 0 && s.queue[0].seq-ack > 1<<31 { // seq < ack
+			s.queue = s.queue[1:]
+		}
+		s.ack = ack
+	}
+	at := now - time.Duration(g)*k.tick
+	if !s.heard {
+		s.heard, s.players, s.origin, s.last = true, n, at, make([]uint64, n)
+	} else if g <= originFrames && at < s.origin {
+		s.origin = at
+	}
+	s.reported = max(s.reported, g)
+	s.slack = s.origin + time.Duration(g-1)*k.tick + k.allowance - now
+	if g > s.settled {
+		s.settled, s.movedAt = g, now
+		for j := range s.last {
+			s.last[j] = binary.LittleEndian.Uint64(in[8*j:])
+		}
+	}
+	return true
+}
+
+// decide decides every frame due by now that another machine has
+// reached, and queues the receipts due.
+func (k *clock) decide(now time.Duration) {
+	for x := range k.slots {
+		s := &k.slots[x]
+		if !s.heard {
+			continue
+		}
+		limit := int32(-1)
+		for y := range k.slots {
+			if y != x && k.slots[y].heard {
+				limit = max(limit, k.slots[y].reported)
+			}
+		}
+		for s.settled < limit && s.origin+time.Duration(s.settled)*k.tick+k.allowance < now {
+			k.decideOne(x, s)
+		}
+		if s.settled > s.receipt && (s.settled-s.receipt >= receiptEvery || now-s.movedAt >= receiptIdle) {
+			s.receipt = s.settled
+			for to := range k.slots {
+				k.queue(to, itemReceipt, x, s.settled, nil)
+			}
+			k.stats.Receipts++
+		}
+	}
+}
+
+// decideOne decides slot x's frame s.settled: its last inputs again.
+func (k *clock) decideOne(x int, s *slotClock) {
+	f := s.settled
+	for to := range k.slots {
+		k.queue(to, itemDecision, x, f, s.last)
+	}
+	s.settled++
+	k.stats.Decisions++
+	if k.onDecide != nil {
+		k.onDecide(x, f, s.last)
+	}
+}
+
+// queue signs an item for machine to and queues it.
+func (k *clock) queue(to, kind, slot int, frame int32, inputs []uint64) {
+	t := &k.slots[to]
+	if len(t.queue) >= maxQueued {
+		return // a machine gone, or hopelessly late: it would never catch up
+	}
+	seq := t.seq
+	t.seq++
+	b := make([]byte, 0, itemHead+8*len(inputs)+ed25519.SignatureSize)
+	b = append(b, byte(kind), byte(slot))
+	b = binary.LittleEndian.AppendUint32(b, uint32(frame))
+	b = append(b, byte(len(inputs)))
+	for _, v := range inputs {
+		b = binary.LittleEndian.AppendUint64(b, v)
+	}
+	k.msg = signedMessage(k.msg[:0], to, seq, b)
+	b = append(b, ed25519.Sign(k.key, k.msg)...)
+	t.queue = append(t.queue, item{seq: seq, b: b})
+}
+
+// signedMessage is what the signature of item b, seq seq of machine to's
+// stream, covers.
+func signedMessage(dst []byte, to int, seq uint32, b []byte) []byte {
+	dst = append(dst, signContext...)
+	dst = append(dst, byte(to))
+	dst = binary.LittleEndian.AppendUint32(dst, seq)
+	return append(dst, b...)
+}
+
+// appendDown appends to env the clock section for machine to: its
+// unacknowledged items, as many as fit in room bytes. It reports whether
+// it holds any.
+func (k *clock) appendDown(env []byte, to, room int, now time.Duration) ([]byte, bool) {
+	t := &k.slots[to]
+	// The items due: never sent, or not acknowledged resendAfter after
+	// they went; a run of them, from the first.
+	i0 := 0
+	for i0 < len(t.queue) && t.queue[i0].sent && now-t.queue[i0].sentAt < resendAfter {
+		i0++
+	}
+	q := t.queue[i0:]
+	size, n := 6, 0
+	for n < len(q) && n < maxItems && size+len(q[n].b) <= room-3 {
+		size += len(q[n].b)
+		q[n].sent, q[n].sentAt = true, now
+		n++
+	}
+	first := t.seq
+	if n > 0 {
+		first = q[0].seq
+	}
+	env = append(env, clockKind)
+	env = binary.AppendUvarint(env, uint64(size))
+	env = binary.LittleEndian.AppendUint32(env, first)
+	ms := min(max(t.slack.Milliseconds(), -1<<15), 1<<15-1)
+	env = binary.LittleEndian.AppendUint16(env, uint16(int16(ms)))
+	for _, it := range q[:n] {
+		env = append(env, it.b...)
+	}
+	return env, n > 0
+}
+
+// decision is one of the relay's signed items, as a Client hands it out:
+// the relay decided the inputs of the machine of peer peer (in the
+// session's numbering; -1: this machine) for frame, or, a receipt (inputs
+// nil), every frame of this machine's before frame is settled.
+type decision struct {
+	peer   int
+	frame  int32
+	inputs []uint64
+}
+
+// clientClock is a Client's side of the clock.
+type clientClock struct {
+	key    ed25519.PublicKey
+	next   int32         // our next local frame (ClockLocal)
+	inputs []uint64      // our players' inputs of frame next−1
+	want   uint32        // the seq of the next item to take from the relay
+	slack  time.Duration // the relay's last word on how early our clock sections come
+	items  []decision
+
+	msg []byte
+	// early holds items checked but ahead of want (one went missing):
+	// early[seq%aheadMax], valid when its seq matches.
+	early [aheadMax]earlyItem
+}
+
+// aheadMax bounds how far past a missing item the client keeps the
+// relay's items.
+const aheadMax = 256
+
+type earlyItem struct {
+	ok  bool
+	seq uint32
+	d   decision
+}
+
+// UseClock makes the client speak to a relay that is the match clock
+// (Config.Clock), whose items are signed with key: its envelopes carry
+// its clock section and an item not signed with key is dropped
+// (ClientStats.Forged).
+func (c *Client) UseClock(key ed25519.PublicKey) error {
+	if len(key) != ed25519.PublicKeySize {
+		return ErrClock
+	}
+	c.clk = &clientClock{key: key, next: -1}
+	c.maxOut = MaxDatagram - 3 - upMax
+	return nil
+}
+
+// ClockOn reports whether the client speaks to a relay clock (UseClock).
+func (c *Client) ClockOn() bool { return c.clk != nil }
+
+// ClockLocal tells the client the machine's next local frame and its
+// players' inputs of the frame before: the clock section of the envelopes
+// it sends from now on. A rollback session calls it before it sends.
+func (c *Client) ClockLocal(next int32, inputs []uint64) {
+	if c.clk == nil || len(inputs) == 0 || len(inputs) > maxLocal {
+		return
+	}
+	c.clk.next = next
+	c.clk.inputs = append(c.clk.inputs[:0], inputs...)
+}
+
+// ClockNext returns the relay's oldest item not yet taken, checked
+// (signed with the relay's key, in order); ok is false for none. It is a
+// decision: the relay decided the inputs of the machine of peer peer (in
+// the session's numbering; -1: this machine) for frame, one per player in
+// its order; or a receipt (inputs nil): every frame of this machine's
+// before frame is settled, on time or decided. The inputs are valid until
+// ClockTaken.
+func (c *Client) ClockNext() (peer int, frame int32, inputs []uint64, ok bool) {
+	if c.clk == nil || len(c.clk.items) == 0 {
+		return 0, 0, nil, false
+	}
+	d := c.clk.items[0]
+	return d.peer, d.frame, d.inputs, true
+}
+
+// ClockSlack is how long before its deadline the machine's last clock
+// section reached the relay, as the relay last said (negative: late;
+// unsigned, a claim about timing only: the session catches up a frame a
+// tick while it is short).
+func (c *Client) ClockSlack() time.Duration {
+	if c.clk == nil {
+		return 0
+	}
+	return c.clk.slack
+}
+
+// ClockTaken removes the item ClockNext returned: the session took it,
+// and the relay learns so from the next envelope.
+func (c *Client) ClockTaken() {
+	k := c.clk
+	if k == nil || len(k.items) == 0 {
+		return
+	}
+	k.items[0] = decision{}
+	k.items = k.items[1:]
+	if len(k.items) == 0 {
+		k.items = k.items[:0]
+	}
+}
+
+// appendUp appends the envelope kind and clock section to env.
+func (k *clientClock) appendUp(env []byte) []byte {
+	env = append(env, clockKind)
+	if k.next < 0 {
+		env = binary.AppendUvarint(env, 0)
+		return env
+	}
+	env = binary.AppendUvarint(env, uint64(9+8*len(k.inputs)))
+	env = binary.LittleEndian.AppendUint32(env, uint32(k.next))
+	env = binary.LittleEndian.AppendUint32(env, k.want-uint32(len(k.items)))
+	env = append(env, byte(len(k.inputs)))
+	for _, v := range k.inputs {
+		env = binary.LittleEndian.AppendUint64(env, v)
+	}
+	return env
+}
+
+// takeDown takes the items of a clock section b from the relay, in
+// order, each checked; it stops at the first that is not. self is our
+// slot, and peerOf maps slots to peers.
+func (c *Client) takeDown(b []byte) {
+	k := c.clk
+	if len(b) < 6 {
+		return
+	}
+	seq := binary.LittleEndian.Uint32(b)
+	k.slack = time.Duration(int16(binary.LittleEndian.Uint16(b[4:]))) * time.Millisecond
+	for b = b[6:]; len(b) >= itemHead; seq++ {
+		n := int(b[6])
+		size := itemHead + 8*n + ed25519.SignatureSize
+		if len(b) < size {
+			return
+		}
+		it := b[:size]
+		b = b[size:]
+		if ahead := seq - k.want; ahead >= aheadMax || (k.early[seq%aheadMax].ok && k.early[seq%aheadMax].seq == seq) {
+			continue // taken before, or too far ahead: it comes again
+		}
+		kind, slot, frame := it[0], int(it[1]), int32(binary.LittleEndian.Uint32(it[2:]))
+		if slot >= c.slots || (kind != itemDecision && kind != itemReceipt) || (kind == itemReceipt && n != 0) || (kind == itemDecision && n == 0) {
+			c.stats.Forged++
+			return
+		}
+		k.msg = signedMessage(k.msg[:0], c.self, seq, it[:size-ed25519.SignatureSize])
+		if !ed25519.Verify(k.key, k.msg, it[size-ed25519.SignatureSize:]) {
+			c.stats.Forged++
+			return
+		}
+		d := decision{peer: -1, frame: frame}
+		if slot != c.self {
+			d.peer = c.peerOf(slot)
+		}
+		if kind == itemDecision {
+			d.inputs = make([]uint64, n)
+			for j := range n {
+				d.inputs[j] = binary.LittleEndian.Uint64(it[itemHead+8*j:])
+			}
+		}
+		k.early[seq%aheadMax] = earlyItem{ok: true, seq: seq, d: d}
+		c.stats.Items++
+	}
+	// What now follows want goes to the session, in order.
+	for e := &k.early[k.want%aheadMax]; e.ok && e.seq == k.want; e = &k.early[k.want%aheadMax] {
+		k.items = append(k.items, e.d)
+		*e = earlyItem{}
+		k.want++
+	}
+}

@@ -1,0 +1,147 @@
+package rollback_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/rewindgg/rewind/rollback"
+)
+
+// clockTransport is a relay clock (rollback.RelayClock) whose items the
+// test hands the session: the relay's checks (signatures, order) are the
+// relay package's (relay/clock_test.go).
+type clockTransport struct {
+	rollback.Transport
+	items []clockItem
+	next  int32 // what the session last told it
+}
+
+type clockItem struct {
+	peer   int
+	frame  int32
+	inputs []uint64 // nil: a receipt
+}
+
+func (c *clockTransport) ClockOn() bool                     { return true }
+func (c *clockTransport) ClockLocal(next int32, _ []uint64) { c.next = next }
+func (c *clockTransport) ClockSlack() time.Duration         { return time.Second }
+func (c *clockTransport) ClockTaken()                       { c.items = c.items[1:] }
+func (c *clockTransport) ClockNext() (int, int32, []uint64, bool) {
+	if len(c.items) == 0 {
+		return 0, 0, nil, false
+	}
+	it := c.items[0]
+	return it.peer, it.frame, it.inputs, true
+}
+
+// clockPair is connectedPair over relay clocks; tr[i] is session i's.
+func clockPair(t *testing.T) ([2]*rollback.Session, [2]*counterGame, [2]*clockTransport) {
+	t.Helper()
+	var tr [2]*clockTransport
+	ss, gs, _ := connectedPair(t, func(i int, c *rollback.Config) {
+		tr[i] = &clockTransport{Transport: c.Transport}
+		c.Transport = tr[i]
+	})
+	return ss, gs, tr
+}
+
+// receipts tells both sessions that every frame before f of both
+// machines is settled at the relay.
+func receipts(tr [2]*clockTransport, f int32) {
+	for i := range tr {
+		tr[i].items = append(tr[i].items, clockItem{-1, f, nil}, clockItem{0, f, nil})
+	}
+}
+
+// TestRelayClockDecisionRollsBackTheLatePlayer: the relay decides player
+// 1's frame 20, which its machine had already played with another input:
+// both sessions end with the decision (the late one rolls back to it),
+// the same state, and no conflict (frame 20 was not final yet).
+func TestRelayClockDecisionRollsBackTheLatePlayer(t *testing.T) {
+	ss, gs, tr := clockPair(t)
+	input := func(i int) rollback.Input { return rollback.Input(1 + i) }
+	for range 60 {
+		playTo(t, ss, 30, input)
+	}
+	require.Equal(t, rollback.Frame(30), ss[1].Frame())
+	require.Zero(t, ss[0].ConfirmedFrame(), "nothing is final before the relay's receipts")
+	before := ss[1].Stats().Rollbacks
+	tr[0].items = append(tr[0].items, clockItem{0, 20, []uint64{9}})
+	tr[1].items = append(tr[1].items, clockItem{-1, 20, []uint64{9}})
+	receipts(tr, 30)
+	for range 20 {
+		playTo(t, ss, 30, input)
+	}
+	for i, s := range ss {
+		st := s.Stats()
+		require.Equal(t, int64(1), st.Decided, "session %d", i)
+		require.Zero(t, st.DecisionConflicts, "session %d", i)
+		require.Equal(t, rollback.Frame(30), s.ConfirmedFrame(), "session %d", i)
+	}
+	require.Greater(t, ss[1].Stats().Rollbacks, before, "the late machine rolled back to the decision")
+	require.Equal(t, gs[0].Arena.Bytes(), gs[1].Arena.Bytes())
+
+	// The same match without the decision ends elsewhere: the decision
+	// counted.
+	ss2, gs2, tr2 := clockPair(t)
+	for range 60 {
+		playTo(t, ss2, 30, input)
+	}
+	receipts(tr2, 30)
+	for range 20 {
+		playTo(t, ss2, 30, input)
+	}
+	require.Equal(t, gs2[0].Arena.Bytes(), gs2[1].Arena.Bytes())
+	require.NotEqual(t, gs[0].Arena.Bytes(), gs2[0].Arena.Bytes())
+}
+
+// TestRelayClockDecisionForAFinalFrame: a decision for a frame the relay's
+// receipt had already made final (only a lying relay sends one) is taken
+// the same way by every machine: the decision wins, counted as a conflict,
+// and the states stay equal.
+func TestRelayClockDecisionForAFinalFrame(t *testing.T) {
+	ss, gs, tr := clockPair(t)
+	input := func(i int) rollback.Input { return rollback.Input(1 + i) }
+	for range 60 {
+		playTo(t, ss, 30, input)
+	}
+	receipts(tr, 30)
+	for range 5 {
+		playTo(t, ss, 30, input)
+	}
+	require.Equal(t, rollback.Frame(30), ss[0].ConfirmedFrame())
+	tr[0].items = append(tr[0].items, clockItem{0, 10, []uint64{7}})
+	tr[1].items = append(tr[1].items, clockItem{-1, 10, []uint64{7}})
+	for range 5 {
+		playTo(t, ss, 30, input)
+	}
+	require.Equal(t, int64(1), ss[0].Stats().DecisionConflicts)
+	require.Equal(t, int64(1), ss[1].Stats().DecisionConflicts)
+	require.Equal(t, gs[0].Arena.Bytes(), gs[1].Arena.Bytes())
+}
+
+// TestRelayClockPlaysThroughALateMachine: machine 1 stops; the relay's
+// decisions for its frames (and receipts) let machine 0 play on without
+// a stall, where without them it would starve.
+func TestRelayClockPlaysThroughALateMachine(t *testing.T) {
+	ss, _, tr := clockPair(t)
+	for f := range 120 {
+		_, err := ss[0].AddLocalInput(0, 1)
+		require.NoError(t, err)
+		_, err = ss[0].Advance()
+		require.NoError(t, err)
+		if f < 10 {
+			offer(t, ss[1], 1, 2)
+			_, err = ss[1].Advance()
+			require.NoError(t, err)
+		} else {
+			tr[0].items = append(tr[0].items, clockItem{0, int32(f), []uint64{2}})
+		}
+	}
+	st := ss[0].Stats()
+	require.Zero(t, st.StallFrames)
+	require.Equal(t, rollback.Frame(120), ss[0].Frame())
+	require.Positive(t, st.Decided)
+}
