@@ -25,12 +25,13 @@ import (
 // receipts: "your frames before g are settled", which its statements wait
 // for). No frame is decided that no other machine has reached.
 //
-// The one rule that keeps a decision final everywhere: a machine's
-// datagrams are forwarded only from an envelope whose clock section
-// acknowledges every decision about it for a frame before its g. Its
-// datagrams then carry, for every frame, the decided input or one that
-// reached the relay on time; the envelopes before its acknowledgement are
-// dropped (Stats.Held) and its session sends again what mattered.
+// What keeps a decision final everywhere: every machine gets a slot's
+// receipts ("its frames before g are settled"), and its stream carries
+// every decision about those frames before the receipt that covers them.
+// A session takes a peer's input as final only below that peer's last
+// receipt; until then an input from the peer's datagrams (which may carry
+// what it sent before it learned of a decision) is provisional, and a
+// decision replaces it. No datagram is held back.
 
 // Clock makes a Relay the match clock.
 type Clock struct {
