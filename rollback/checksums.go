@@ -362,10 +362,8 @@ func (c *checksums) detect(peers int, sink checksumSink, now time.Duration) *des
 	}
 	c.ex = newExchange(Frame(e.Frame), e.Peer, peers)
 	c.ex.at = now
-	for _, p := range c.points {
-		if p.frame == c.ex.frame && p.data != nil && !p.pending {
-			c.ex.local = p.data // checkpoint keeps it: nothing is recorded after a desync (while adopting)
-		}
+	if p := c.stateAt(c.ex.frame); p != nil {
+		c.ex.local = p.data // checkpoint keeps it: nothing is recorded after a desync (while adopting)
 	}
 	switch {
 	case c.ex.local != nil:

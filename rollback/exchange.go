@@ -237,18 +237,8 @@ func (c *checksums) serve(f Frame, peer, peers int, now time.Duration) {
 		return // with Recover, again once the last exchange is over: a peer recovers no more than once in recoverWindow
 	}
 	c.served = true
-	for _, p := range c.points {
-		if p.frame == f && p.data != nil && !p.pending {
-			c.ex = newExchange(f, peer, peers)
-			c.ex.at = now
-			// complete: we need nothing of its, so our messages say Done;
-			// and our state is not compared, so only its deflated copy is
-			// kept (the checkpoint's may go once the frame is settled).
-			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
-			c.ex.sum = p.sum
-			c.offer(c.ex, deflate(p.data))
-			return
-		}
+	if p := c.stateAt(f); p != nil {
+		c.serveFrom(p, peer, peers, now)
 	}
 }
 
@@ -262,16 +252,31 @@ func (c *checksums) retarget(i int, f Frame) {
 	if c.rec == nil || x == nil || !x.serving || i != x.peer || f >= x.frame {
 		return
 	}
-	for _, p := range c.points {
-		if p.frame == f && p.data != nil && !p.pending {
-			c.ex = newExchange(f, i, len(x.next))
-			c.ex.at = x.at
-			c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
-			c.ex.sum = p.sum
-			c.offer(c.ex, deflate(p.data))
-			return
+	if p := c.stateAt(f); p != nil {
+		c.serveFrom(p, i, len(x.next), x.at)
+	}
+}
+
+// stateAt returns the final checkpoint of frame f whose state we still hold,
+// or nil.
+func (c *checksums) stateAt(f Frame) *checkpoint {
+	for i := range c.points {
+		if p := &c.points[i]; p.frame == f && p.data != nil && !p.pending {
+			return p
 		}
 	}
+	return nil
+}
+
+// serveFrom makes the exchange the service of our state p to peer, begun
+// at at. It is complete: we need nothing of the peer's, so our messages
+// say Done; and our state is not compared, so only its deflated copy is
+// kept (the checkpoint's may go once the frame is settled).
+func (c *checksums) serveFrom(p *checkpoint, peer, peers int, at time.Duration) {
+	c.ex = newExchange(p.frame, peer, peers)
+	c.ex.at, c.ex.sum = at, p.sum
+	c.ex.serving, c.ex.complete, c.ex.whole = true, true, true
+	c.offer(c.ex, deflate(p.data))
 }
 
 // reported returns the checksum to repeat to peer i now: our checksum of

@@ -54,17 +54,7 @@ func tracedPair(t *testing.T, section []byte) *exchangePair {
 // those that keep passes; it reports whether one completed its state.
 func (x *exchangePair) deliver(t *testing.T, from int, now time.Duration, keep func(m *wire.State) bool) bool {
 	t.Helper()
-	s := &x.sink[from]
-	s.sent = s.sent[:0]
-	x.c[from].outgoing(0, now, s)
-	completed := false
-	for _, m := range s.sent {
-		if keep(&m.m) {
-			ok, done := x.c[1-from].incoming(0, &m.m, x.arena[1-from])
-			require.True(t, ok)
-			completed = completed || done
-		}
-	}
+	_, completed := x.pass(t, from, now, keep)
 	return completed
 }
 
