@@ -66,8 +66,8 @@ func main() {
 // bound is where a running relay listens: its UDP socket, and its admin
 // and metrics listeners (empty when off).
 type bound struct {
-	UDP            netip.AddrPort
-	Admin, Metrics string
+	UDP                    netip.AddrPort
+	Admin, Metrics, WebRTC string
 }
 
 // run serves until ctx is done; ready, when set, is called once the relay
@@ -80,6 +80,14 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	adminAddr := fs.String("admin", "", "the TCP `address` of the admin call (POST /matches); keep it off the public internet; empty: none")
 	tokenFile := fs.String("token-file", "", "`file` holding the admin call's bearer token (else $RELAY_TOKEN)")
 	metricsAddr := fs.String("metrics", "", "serve the Prometheus metrics on this `address` at /metrics; empty: none")
+	webrtcAddr := fs.String("webrtc", "", "the UDP `address` of the WebRTC seats' ICE (one socket for every peer connection); empty: no WebRTC seats")
+	var rc rtcConfig
+	fs.BoolVar(&rc.Loopback, "webrtc-loopback", false, "gather WebRTC candidates on the loopback interface only, and accept seats' loopback candidates (tests)")
+	fs.Func("webrtc-allow", "a `prefix` (repeatable) among the private, loopback and link-local addresses at which seats' ICE candidates are accepted", func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		rc.Allow = append(rc.Allow, p)
+		return err
+	})
 	list := fs.String("machines", "", "one match opened at start, which never expires: its machines' addresses, comma-separated, in slot order")
 	fs.DurationVar(&cfg.Tick, "tick", cfg.Tick, "how often each machine is sent what was gathered for it")
 	fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "close a match none of whose machines sent anything this long")
@@ -154,13 +162,24 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	k := newSocket(conn, cfg.IPv4, *batch, cfg.Writers)
 	s := newServer(cfg, log, k.write)
 	defer s.stop()
+	var rtcAt string
+	if *webrtcAddr != "" {
+		rconn, err := net.ListenPacket(network, *webrtcAddr)
+		if err != nil {
+			return fail(1, fmt.Errorf("-webrtc: %v", err))
+		}
+		defer rconn.Close()
+		s.rtc = newRTCHost(rconn, rc)
+		defer s.rtc.close()
+		rtcAt = rconn.LocalAddr().String()
+	}
 	if machines != nil {
 		if _, err := s.open(machines, true); err != nil {
 			return fail(2, fmt.Errorf("-machines: %v", err))
 		}
 	}
 	m := newMetrics(s, k)
-	at := bound{UDP: conn.LocalAddr().(*net.UDPAddr).AddrPort()}
+	at := bound{UDP: conn.LocalAddr().(*net.UDPAddr).AddrPort(), WebRTC: rtcAt}
 	var servers []*http.Server
 	defer func() {
 		for _, hs := range servers {
@@ -190,7 +209,7 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		go hs.Serve(ln)
 		*l.to = ln.Addr().String()
 	}
-	log.Info("relaying", "listen", at.UDP, "admin", at.Admin, "metrics", at.Metrics, "batch", *batch, "writers", cfg.Writers, "tick", cfg.Tick)
+	log.Info("relaying", "listen", at.UDP, "webrtc", at.WebRTC, "admin", at.Admin, "metrics", at.Metrics, "batch", *batch, "writers", cfg.Writers, "tick", cfg.Tick)
 	if ready != nil {
 		ready(at)
 	}
