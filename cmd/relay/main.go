@@ -88,6 +88,9 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		rc.Allow = append(rc.Allow, p)
 		return err
 	})
+	announce := fs.String("announce", "", "the rendezvous's base `URL` (http://10.0.0.2:8080) to announce this relay to, with the admin call's token, so that it places relayed matches here; empty: none")
+	announceAdmin := fs.String("announce-admin", "", "the admin call's base `URL` as the rendezvous reaches it; empty: http:// and -admin's address")
+	announceEvery := fs.Duration("announce-every", 5*time.Second, "how often to announce (the rendezvous forgets a relay after -relay-ttl, 15 s)")
 	list := fs.String("machines", "", "one match opened at start, which never expires: its machines' addresses, comma-separated, in slot order")
 	fs.DurationVar(&cfg.Tick, "tick", cfg.Tick, "how often each machine is sent what was gathered for it")
 	fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "close a match none of whose machines sent anything this long")
@@ -120,6 +123,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		err = errors.New("-tick, -idle, -max-life, -max-matches, -max-per-ip and -batch must be positive, -writers and -stats not negative")
 	case *list == "" && *adminAddr == "":
 		err = errors.New("nothing to relay: give -admin, -machines or both")
+	case *announce != "" && (*adminAddr == "" || *announceEvery <= 0):
+		err = errors.New("-announce needs -admin and a positive -announce-every")
 	case *adminAddr != "":
 		token, err = readToken(*tokenFile, lookupEnv)
 	}
@@ -216,6 +221,16 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	if *announce != "" {
+		admin := *announceAdmin
+		if admin == "" {
+			admin = "http://" + at.Admin
+		}
+		an := newAnnouncer(*announce, token, *announceEvery,
+			announcement{Admin: admin, UDP: at.UDP.String(), WebRTC: at.WebRTC, MaxMatches: cfg.MaxMatches},
+			s.openCount, log)
+		wg.Go(func() { an.loop(ctx) })
+	}
 	readErr := make(chan error, 1)
 	wg.Go(func() { readErr <- k.readLoop(s) })
 	wg.Go(func() { tickLoop(ctx, s, func(d time.Duration) { m.tick.Observe(d.Seconds()) }) })

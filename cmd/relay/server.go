@@ -386,6 +386,13 @@ func (s *server) tick(now time.Time) {
 	}
 }
 
+// openCount is the number of live matches.
+func (s *server) openCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.list)
+}
+
 // stop closes every match.
 func (s *server) stop() {
 	s.mu.Lock()

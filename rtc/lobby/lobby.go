@@ -89,6 +89,11 @@ type Match struct {
 	SessionID  uint64      `json:"session_id,omitempty"`
 	Secret     []byte      `json:"secret,omitempty"` // base64 in JSON
 	ICEServers []ICEServer `json:"ice_servers,omitempty"`
+	// Relayed: the match is played through a match relay the server
+	// places it on (cmd/relay), which is party Seats of its signaling: a
+	// seat signals the relay only, and hears only from it, never another
+	// seat's address (rtc.DialRelay).
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // Signal is one signaling message between two seats. Kind is [KindOffer],
@@ -116,6 +121,8 @@ type Signal struct {
 // CreateRequest is the body of POST /v1/matches.
 type CreateRequest struct {
 	Seats int `json:"seats"`
+	// Relayed asks for a relayed match (Match.Relayed).
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // ErrorBody is the body of every error answer.
