@@ -56,7 +56,7 @@ func badRequest(format string, a ...any) error {
 }
 
 // refusalReasons are the reasons a refusal can have, for the metrics.
-var refusalReasons = []string{"bad_request", "unauthorized", "capacity", "address_in_use", "address_quota"}
+var refusalReasons = []string{"bad_request", "unauthorized", "capacity", "address_in_use", "address_quota", "seat_offered"}
 
 // Why a match is closed.
 const (

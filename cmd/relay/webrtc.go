@@ -312,6 +312,7 @@ func (s *server) seatOpen(m *hosted, st *rtcSeat, pc *webrtc.PeerConnection) boo
 	k := ipKey(ip.Unmap())
 	if s.perIP[k]+1 > s.cfg.MaxPerIP {
 		s.refuseLocked(errAddressQuota)
+		s.log.Info("seat refused", "id", m.id, "reason", errAddressQuota.reason)
 		return false
 	}
 	s.perIP[k]++

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -152,4 +154,45 @@ func TestWebRTCSeats(t *testing.T) {
 	}
 	require.Equal(t, 0, p.stop())
 	require.Contains(t, p.logs.String(), "webrtc=true")
+}
+
+// TestWebRTCSeatQuota: the per-address quota holds for WebRTC seats: with
+// -max-per-ip 2, the third seat from loopback is refused once its channel
+// opens (its connection closed, the refusal counted and logged), and the
+// two others stay counted while the match lives.
+func TestWebRTCSeatQuota(t *testing.T) {
+	const machines = 3
+	env := func(k string) (string, bool) { return testToken, k == "RELAY_TOKEN" }
+	p := startRelay(t, []string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0", "-webrtc", "127.0.0.1:0",
+		"-webrtc-loopback", "-metrics", "127.0.0.1:0", "-max-per-ip", "2", "-stats", "0"}, env)
+	id := openWebRTC(t, p.at.Admin, machines)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i := range machines {
+		sig := &adminSignaler{admin: p.at.Admin, id: id, token: testToken, seat: i, machines: machines, in: make(chan seatSignal, 64)}
+		wg.Go(func() {
+			tr, err := rtc.DialRelay(ctx, rtc.Config{Machine: i, Machines: machines, Loopback: true}, sig)
+			if err == nil {
+				t.Cleanup(func() { _ = tr.Close() })
+			}
+		})
+	}
+	// The refused seat's Dial may not return (its channel closed before
+	// it opened there): the dials end with ctx, once the refusal is seen.
+	defer wg.Wait()
+	defer cancel()
+	const want = `relay_matches_refused_total{reason="address_quota"} 1` + "\n"
+	var text string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		resp, err := http.Get("http://" + p.at.Metrics + "/metrics")
+		require.NoError(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if text = string(b); strings.Contains(text, want) {
+			break
+		}
+	}
+	require.Contains(t, text, want)
+	require.Contains(t, p.logs.String(), `msg="seat refused"`)
 }

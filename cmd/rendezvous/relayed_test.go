@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,8 +47,7 @@ func matchRelayBinary(t *testing.T) string {
 			return
 		}
 		relayBin = filepath.Join(dir, "relay")
-		goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-		cmd := exec.Command(goBin, "build", "-o", relayBin, ".")
+		cmd := exec.Command("go", "build", "-o", relayBin, ".")
 		cmd.Dir = "../relay"
 		if out, err := cmd.CombinedOutput(); err != nil {
 			relayBinErr = fmt.Errorf("go build ../relay: %v\n%s", err, out)
