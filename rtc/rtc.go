@@ -31,6 +31,10 @@
 // A Transport's peer p is machine p when p < Config.Machine and machine
 // p+1 otherwise: the other machines in order, as a session's Config.Peers
 // lists them.
+//
+// [DialRelay] connects a machine of a relayed match (the relay topology,
+// package relay) to the match's relay (cmd/relay) instead: one peer
+// connection, and no other machine's address in any signal or datagram.
 package rtc
 
 import (
@@ -97,6 +101,7 @@ type Config struct {
 	// Relay uses only the TURN relay's candidates (ICE policy "relay"):
 	// every datagram goes through the relay. For testing the relay, and
 	// for players who do not want their address revealed to the others.
+	// (The TURN relay, not the match relay of DialRelay.)
 	Relay bool
 	// Loopback gathers candidates on the loopback interface only and turns
 	// off mDNS, as a test or an in-process soak needs inside a network
