@@ -180,11 +180,11 @@ func (s *server) signal(ctx context.Context, id string, sig seatSignal) ([]seatS
 		if st.pc != nil {
 			return nil, s.refuse(errSeatOffered)
 		}
-		if n := strings.Count(sig.Data, "a=candidate:"); n > maxSeatCandidates {
+		n := strings.Count(sig.Data, "a=candidate:")
+		if n > maxSeatCandidates {
 			return nil, s.refuse(badRequest("%d candidates in the offer (at most %d)", n, maxSeatCandidates))
-		} else {
-			st.candidates = n
 		}
+		st.candidates = n
 		pc, err := s.seatConnection(m, sig.Seat, st)
 		if err != nil {
 			return nil, err

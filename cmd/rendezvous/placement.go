@@ -237,13 +237,22 @@ func (s *server) placeOnce(ctx context.Context, code string, seats int) (placeme
 		if err != nil || p.Match != opened.ID {
 			// Another instance placed it first, or the match is gone.
 			_, _ = s.relays.call(ctx, http.MethodDelete, base+"/matches/"+url.PathEscape(opened.ID), nil, nil)
+			s.countPlacement("lost")
 		}
-		if err == nil {
+		if err == nil && p.Match == opened.ID {
 			s.log.Info("match placed", "code", code, "relay", p.Relay, "relay_match", p.Match)
+			s.countPlacement("placed")
 		}
 		return p, err
 	}
+	s.countPlacement("none")
 	return placement{}, errNoRelay
+}
+
+func (s *server) countPlacement(result string) {
+	if s.metrics != nil {
+		s.metrics.placements.WithLabelValues(result).Inc()
+	}
 }
 
 // leastLoaded is the relay of live not in tried with the smallest share

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	harness "github.com/rewindgg/rewind/internal/match"
 	"github.com/rewindgg/rewind/relay"
 	"github.com/rewindgg/rewind/rollback"
@@ -471,6 +473,9 @@ func TestRelayedLobbyRefusals(t *testing.T) {
 	p, err := s.reg.placement(host.Code())
 	if err != nil || p.Relay != info.ID || p.Match == "" {
 		t.Fatalf("placement %+v, %v; want on relay %s", p, err, info.ID)
+	}
+	if got := testutil.ToFloat64(s.metrics.placements.WithLabelValues("placed")); got != 1 {
+		t.Errorf("placements counted: %v, want 1", got)
 	}
 	if a := call(t, info.Admin, http.MethodPost, "/matches/"+p.Match+"/signals", "", []byte(`{"seat":0,"kind":"offer","data":"v=0"}`)); a.status != http.StatusUnauthorized {
 		t.Fatalf("a stranger's signal to the relay: %d", a.status)
