@@ -346,6 +346,9 @@ func (s *server) readSeat(m *hosted, slot int, ch datachannel.ReadWriteCloser) {
 // lock is held: the connections are closed by a goroutine of their own
 // (pion waits for its own goroutines).
 func (s *server) closeSeatsLocked(m *hosted) {
+	if m.seats == nil {
+		return // a UDP match
+	}
 	for _, st := range m.seats {
 		if st.counted {
 			if s.perIP[st.ip]--; s.perIP[st.ip] <= 0 {
