@@ -19,6 +19,16 @@
 //
 // opens one match at start that never expires: the first version's usage.
 //
+//	relay -listen :7100 -webrtc :7102 -admin 10.0.0.5:7101 -token-file /etc/relay/token -announce http://10.0.0.2:8080
+//
+// also takes matches of WebRTC seats (webrtc.go; browsers, and machines
+// over package rtc's DialRelay), whose ICE shares the one socket of
+// -webrtc: the admin call opens one with {"seats": N}, and the
+// rendezvous carries each seat's offer and candidates to it
+// (POST /matches/{id}/signals). -announce tells the rendezvous at that
+// URL, every -announce-every, that this relay is live and how loaded,
+// so that it places its relayed lobbies here (announce.go).
+//
 // Each machine's session uses a relay.Client over a udp.Transport whose
 // one peer is this relay's address. Each match is a relay.Relay: one
 // goroutine reads the socket (-batch datagrams a system call, recvmmsg)

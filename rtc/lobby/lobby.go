@@ -23,6 +23,12 @@
 // A numbered signal (Signal.ID) is taken once however often it is sent,
 // so that a sender may send it again when the answer did not arrive.
 //
+// A match created with {"relayed": true} (Options.Relayed) is played
+// through a match relay the server places it on (Match.Relayed): the
+// relay is party Seats of its signaling, a seat signals only it (to =
+// Seats; a signal to another seat is refused, ErrForbidden) and hears
+// only from it, so no seat learns another's address (rtc.DialRelay).
+//
 // Long polls last at most [MaxWait]. The server numbers the signals queued
 // for a seat (Signal.Seq: increasing, from 1 on a server that keeps its
 // state in memory; on a NATS store, the stream's numbers, neither from 1
