@@ -169,7 +169,7 @@ const (
 
 // flags are the options cli.Check validates.
 func (o options) flags(args []string) cli.Flags {
-	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
+	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback, Relayed: o.relayed,
 		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Round: o.round, Target: o.target, Solo: o.solo, Title: o.title, Profile: o.profile,
 		ScreenshotAt: o.screenshotAt, MaxFPS: o.maxFPS, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
 }
