@@ -31,6 +31,10 @@
 // A Transport's peer p is machine p when p < Config.Machine and machine
 // p+1 otherwise: the other machines in order, as a session's Config.Peers
 // lists them.
+//
+// [DialRelay] connects a machine of a relayed match (the relay topology,
+// package relay) to the match's relay (cmd/relay) instead: one peer
+// connection, and no other machine's address in any signal or datagram.
 package rtc
 
 import (
@@ -97,6 +101,7 @@ type Config struct {
 	// Relay uses only the TURN relay's candidates (ICE policy "relay"):
 	// every datagram goes through the relay. For testing the relay, and
 	// for players who do not want their address revealed to the others.
+	// (The TURN relay, not the match relay of DialRelay.)
 	Relay bool
 	// Loopback gathers candidates on the loopback interface only and turns
 	// off mDNS, as a test or an in-process soak needs inside a network
@@ -168,6 +173,7 @@ type link struct {
 // Transport implements rollback.Transport over one data channel per peer.
 type Transport struct {
 	machine int
+	relayed bool    // DialRelay's: one link, to the relay
 	links   []*link // by peer index
 	in      *inbox.Inbox
 	mux     io.Closer // Config.Conn's, or nil
@@ -179,8 +185,12 @@ type Transport struct {
 	readers                        sync.WaitGroup
 }
 
-// peerOf is the transport index of machine m (m != t.machine).
+// peerOf is the transport index of machine m (m != t.machine), or of the
+// relay (party Machines) for DialRelay's.
 func (t *Transport) peerOf(m int) int {
+	if t.relayed {
+		return 0
+	}
 	if m > t.machine {
 		return m - 1
 	}
@@ -192,6 +202,24 @@ func (t *Transport) peerOf(m int) int {
 // (naming the machines it could not reach). It uses sig only until it
 // returns.
 func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
+	return dial(ctx, c, sig, false)
+}
+
+// DialRelay connects this machine to the match's relay (cmd/relay, the
+// relay topology) instead of to the other machines: one peer connection,
+// whose signals go to and come from the relay, party number c.Machines in
+// the match's signaling (the seat after the last: the rendezvous's relayed
+// lobbies route a seat's signals only to and from it). This machine
+// offers; the relay answers. The Transport has one peer, 0, the relay:
+// wrap it in a relay.Client (relay.NewClient(t, 0, c.Machine,
+// c.Machines)), whose session's peers are the other machines. No other
+// machine's address reaches this one: neither in signaling nor on the
+// channel.
+func DialRelay(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
+	return dial(ctx, c, sig, true)
+}
+
+func dial(ctx context.Context, c Config, sig Signaler, relayed bool) (*Transport, error) {
 	switch {
 	case c.Machines < 2 || c.Machines > MaxMachines:
 		return nil, fmt.Errorf("%w: %d machines (want 2 to %d)", ErrConfig, c.Machines, MaxMachines)
@@ -212,7 +240,16 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 	if c.Relay {
 		conf.ICETransportPolicy = webrtc.ICETransportPolicyRelay
 	}
-	t := &Transport{machine: c.Machine, in: inbox.New(c.Machines-1, MaxDatagram), mux: mux, policy: pol}
+	parties := []int{c.Machines} // the relay
+	if !relayed {
+		parties = parties[:0]
+		for m := range c.Machines {
+			if m != c.Machine {
+				parties = append(parties, m)
+			}
+		}
+	}
+	t := &Transport{machine: c.Machine, relayed: relayed, in: inbox.New(len(parties), MaxDatagram), mux: mux, policy: pol}
 	ctx, cancel := context.WithCancel(ctx)
 	out := newOutbox(ctx, sig)
 	signals := make(chan error, 1) // the signal loop's end, once started
@@ -227,10 +264,7 @@ func Dial(ctx context.Context, c Config, sig Signaler) (*Transport, error) {
 			t.Close()
 		}
 	}()
-	for m := range c.Machines {
-		if m == c.Machine {
-			continue
-		}
+	for _, m := range parties {
 		l, err := t.connect(api, conf, m, out)
 		if err != nil {
 			return nil, err
@@ -341,7 +375,11 @@ func (t *Transport) signal(ctx context.Context, sig Signaler, out *outbox) error
 		if err != nil {
 			return err
 		}
-		if from < 0 || from == t.machine || from > len(t.links) {
+		bad := from < 0 || from == t.machine || from > len(t.links)
+		if t.relayed {
+			bad = from != t.links[0].machine // only the relay signals a relayed machine
+		}
+		if bad {
 			t.malformed.Add(1)
 			continue
 		}

@@ -37,7 +37,11 @@
 //
 // -relay sends everything through the rendezvous's TURN relay; -loopback
 // gathers loopback candidates only (tests in a loopback-only network
-// namespace).
+// namespace). -relayed creates a relayed match: every machine connects
+// to a match relay the rendezvous places it on, and none learns another's
+// address; a relayed match carries no signal between machines, so each
+// plays the settings it was given (give every machine the same -frames,
+// -round and -target).
 //
 // Every wait says what it waits for and for how long: -wait (2 minutes)
 // for the other machines to join, -connect-wait (30 seconds) for the
@@ -86,6 +90,7 @@ func main() {
 	flag.StringVar(&o.join, "join", "", "join the match hosted at this UDP address")
 	flag.StringVar(&o.rendezvous, "rendezvous", "", "meet through the rendezvous server at this base `URL` and play over WebRTC (one ship per machine)")
 	flag.StringVar(&o.code, "code", "", "with -rendezvous: join the match with this code (without it: create one and print its code)")
+	flag.BoolVar(&o.relayed, "relayed", false, "with -rendezvous, creating a match: a relayed match, every machine playing through a match relay the rendezvous places it on, none learning another's address (a joiner plays relayed when the match is)")
 	flag.BoolVar(&o.relay, "relay", false, "with -rendezvous: send everything through its TURN relay (only relayed candidates)")
 	flag.BoolVar(&o.loopback, "loopback", false, "with -rendezvous: gather loopback candidates only (tests in a loopback-only network namespace)")
 	flag.IntVar(&o.machines, "machines", 2, "with -host, or -rendezvous without -code: machines in the match, this one included (2 to 8)")
@@ -164,7 +169,7 @@ const (
 
 // flags are the options cli.Check validates.
 func (o options) flags(args []string) cli.Flags {
-	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback,
+	return cli.Flags{Host: o.host, Join: o.join, Rendezvous: o.rendezvous, Code: o.code, Relay: o.relay, Loopback: o.loopback, Relayed: o.relayed,
 		Machines: o.machines, Players: o.players, Humans: o.humans, Frames: o.frames, Round: o.round, Target: o.target, Solo: o.solo, Title: o.title, Profile: o.profile,
 		ScreenshotAt: o.screenshotAt, MaxFPS: o.maxFPS, Wait: o.wait, ConnectWait: o.connectWait, Args: args}
 }

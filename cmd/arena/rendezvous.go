@@ -10,6 +10,7 @@ import (
 	"github.com/rewindgg/rewind/cmd/arena/internal/cli"
 	"github.com/rewindgg/rewind/cmd/arena/internal/netplay"
 	"github.com/rewindgg/rewind/cmd/arena/internal/play"
+	"github.com/rewindgg/rewind/relay"
 	"github.com/rewindgg/rewind/rtc"
 	rdv "github.com/rewindgg/rewind/rtc/lobby"
 )
@@ -36,7 +37,7 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	var c *rdv.Client
 	if o.code == "" {
 		showStatus(stateLobby, fmt.Sprintf("creating a match of %d machines at %s", o.machines, base))
-		if c, err = rdv.Create(ctx, base, o.machines, nil); err != nil {
+		if c, err = rdv.Create(ctx, base, o.machines, &rdv.Options{Relayed: o.relayed}); err != nil {
 			return cfg, nil, "", cli.TimedOut(sentence(err, base, ""), "the rendezvous at "+base+" did not create a match", o.wait, waitFlag)
 		}
 		showCode(o, c.Code())
@@ -74,9 +75,14 @@ func setUpRendezvous(o options) (cfg play.Config, closeNet func(), title string,
 	defer dcancel()
 	// The creator's settings travel to the others before any WebRTC
 	// signal; a joiner plays them, or refuses the match when it was
-	// given others.
+	// given others. A relayed match carries no signal between seats:
+	// every machine plays the settings it was given (the same on each,
+	// or the match desyncs).
 	st := o.settings()
 	var sig rtc.Signaler = c
+	if m.Relayed {
+		return setUpRelayed(dctx, o, c, m, st, leave)
+	}
 	if c.Seat() == 0 {
 		err = netplay.SendSettings(dctx, c, m.Seats, st)
 		sig = netplay.WatchRefusals(c, st) // a joiner's refusal ends the dial at once
@@ -123,4 +129,30 @@ func sentence(err error, base, code string) error {
 		return s
 	}
 	return err
+}
+
+// setUpRelayed connects seat c of the full relayed match m to its match
+// relay (rtc.DialRelay) and plays over a relay.Client on that one link.
+func setUpRelayed(ctx context.Context, o options, c *rdv.Client, m rdv.Match, st play.Settings, leave func()) (play.Config, func(), string, error) {
+	plan, err := netplay.Plan(m, c.Seat(), o.humans, st)
+	if err != nil {
+		leave()
+		return play.Config{}, nil, "", err
+	}
+	link, err := rtc.DialRelay(ctx, rtc.Config{Machine: c.Seat(), Machines: m.Seats, ICEServers: m.ICEServers, Relay: o.relay, Loopback: o.loopback}, c)
+	if err != nil {
+		leave()
+		return play.Config{}, nil, "", cli.TimedOut(err, fmt.Sprintf("match %s: the match relay did not connect", m.Code), o.connectWait, connectWaitFlag)
+	}
+	tr, err := relay.NewClient(link, 0, c.Seat(), m.Seats)
+	if err != nil {
+		_ = link.Close()
+		leave()
+		return play.Config{}, nil, "", err
+	}
+	if r := link.Route(0); r != "" {
+		showRoute([]string{"match relay " + r})
+	}
+	cfg, closeNet, err := configure(plan, tr, func() { _ = link.Close(); leave() }, o)
+	return cfg, closeNet, fmt.Sprintf("Rewind arena — machine %d, match %s (relayed)", plan.Machine, m.Code), err
 }

@@ -30,6 +30,7 @@ type options struct {
 	host, join        string
 	rendezvous, code  string // the rendezvous server's base URL; the match to join (none: create one)
 	relay, loopback   bool   // rtc.Config's Relay and Loopback
+	relayed           bool   // create a relayed match (rdv.Options.Relayed)
 	machines, players int
 	humans, frames    int
 	profile           string

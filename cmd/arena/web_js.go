@@ -66,7 +66,7 @@ func main() {
 	placeCanvas()
 	// Without a code the page opens on the title screen: play against
 	// bots, create a match code, or join one by its code.
-	o := options{title: q.Code == "", rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, machines: q.Seats, players: q.Seats,
+	o := options{title: q.Code == "", rendezvous: loc.Get("origin").String(), code: q.Code, relay: q.Relay, relayed: q.Relayed, machines: q.Seats, players: q.Seats,
 		humans: q.Humans, frames: q.Frames, round: q.Round, target: q.Target, given: q.Given, mute: q.Mute, overlay: q.Overlay, windowX: -1, windowY: -1, wait: q.Timeout, connectWait: q.Timeout}
 	_ = run(o) // run has shown and published the outcome
 	// Stay: Ebitengine's event handlers still call into the program.
@@ -169,7 +169,9 @@ func showRoute(routes []string) {
 	js.Global().Set("rewindRoute", strings.Join(routes, " "))
 	fmt.Printf("connected: routes %v\n", routes) // the console
 	text := "Route: unknown (the browser gave no statistics)."
-	if len(routes) > 0 {
+	if len(routes) == 1 && strings.HasPrefix(routes[0], "match relay ") {
+		text = "Route: through the match relay (" + strings.TrimPrefix(routes[0], "match relay ") + "): no player sees another's address."
+	} else if len(routes) > 0 {
 		relayed := 0
 		for _, r := range routes {
 			if strings.Contains(r, "relay") {

@@ -22,13 +22,33 @@ import (
 // {"error": "<reason>", "message": "..."}: 400 bad_request, 401
 // unauthorized, 409 address_in_use, 429 address_quota, 503 capacity
 // (server.go).
+//
+// With -webrtc, {"seats": N} in place of the machines opens a match of N
+// WebRTC seats (webrtc.go), and
+//
+//	POST /matches/<id>/signals
+//	{"seat": 1, "kind": "offer", "data": "<SDP>"}
+//
+// applies a seat's signal (an offer, or a trickled candidate) and answers
+// 200 {"signals": [...]}: the relay's answer to an offer, with every
+// candidate of its own; nothing for a candidate. 409 seat_offered refuses
+// a seat's second offer.
 
 // maxOpenBody bounds an open request's body: 255 addresses and the JSON
 // around them.
 const maxOpenBody = 16 << 10
 
+// maxSignalBody bounds a signal's body: the rendezvous's signals carry at
+// most 8 KiB of data (lobby.MaxSignalData), escaped in JSON.
+const maxSignalBody = 64 << 10
+
 type openRequest struct {
-	Machines []string `json:"machines"`
+	Machines []string `json:"machines,omitempty"`
+	Seats    int      `json:"seats,omitempty"` // WebRTC seats, in place of Machines
+}
+
+type signalResponse struct {
+	Signals []seatSignal `json:"signals"`
 }
 
 type openResponse struct {
@@ -62,6 +82,19 @@ func admin(s *server, token string) http.Handler {
 			writeRefusal(w, s.refuse(badRequest("the body: %v", err)))
 			return
 		}
+		if req.Seats != 0 || len(req.Machines) == 0 {
+			if len(req.Machines) > 0 {
+				writeRefusal(w, s.refuse(badRequest("machines and seats both given")))
+				return
+			}
+			id, err := s.openSeats(req.Seats)
+			if err != nil {
+				writeRefusal(w, err)
+				return
+			}
+			writeJSON(w, http.StatusCreated, openResponse{ID: id})
+			return
+		}
 		machines := make([]netip.AddrPort, len(req.Machines))
 		for i, a := range req.Machines {
 			var err error
@@ -76,6 +109,25 @@ func admin(s *server, token string) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusCreated, openResponse{ID: id})
+	}))
+	mux.HandleFunc("POST /matches/{id}/signals", auth(func(w http.ResponseWriter, r *http.Request) {
+		var sig seatSignal
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxSignalBody))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sig); err != nil {
+			writeRefusal(w, s.refuse(badRequest("the body: %v", err)))
+			return
+		}
+		out, err := s.signal(r.Context(), r.PathValue("id"), sig)
+		if errors.Is(err, errNoMatch) {
+			writeJSON(w, http.StatusNotFound, errorResponse{Error: "not_found", Message: err.Error()})
+			return
+		}
+		if err != nil {
+			writeRefusal(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, signalResponse{Signals: append([]seatSignal{}, out...)})
 	}))
 	mux.HandleFunc("DELETE /matches/{id}", auth(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.close(r.PathValue("id")); err != nil {

@@ -19,6 +19,16 @@
 //
 // opens one match at start that never expires: the first version's usage.
 //
+//	relay -listen :7100 -webrtc :7102 -admin 10.0.0.5:7101 -token-file /etc/relay/token -announce http://10.0.0.2:8080
+//
+// also takes matches of WebRTC seats (webrtc.go; browsers, and machines
+// over package rtc's DialRelay), whose ICE shares the one socket of
+// -webrtc: the admin call opens one with {"seats": N}, and the
+// rendezvous carries each seat's offer and candidates to it
+// (POST /matches/{id}/signals). -announce tells the rendezvous at that
+// URL, every -announce-every, that this relay is live and how loaded,
+// so that it places its relayed lobbies here (announce.go).
+//
 // Each machine's session uses a relay.Client over a udp.Transport whose
 // one peer is this relay's address. Each match is a relay.Relay: one
 // goroutine reads the socket (-batch datagrams a system call, recvmmsg)
@@ -66,8 +76,8 @@ func main() {
 // bound is where a running relay listens: its UDP socket, and its admin
 // and metrics listeners (empty when off).
 type bound struct {
-	UDP            netip.AddrPort
-	Admin, Metrics string
+	UDP                    netip.AddrPort
+	Admin, Metrics, WebRTC string
 }
 
 // run serves until ctx is done; ready, when set, is called once the relay
@@ -80,6 +90,17 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	adminAddr := fs.String("admin", "", "the TCP `address` of the admin call (POST /matches); keep it off the public internet; empty: none")
 	tokenFile := fs.String("token-file", "", "`file` holding the admin call's bearer token (else $RELAY_TOKEN)")
 	metricsAddr := fs.String("metrics", "", "serve the Prometheus metrics on this `address` at /metrics; empty: none")
+	webrtcAddr := fs.String("webrtc", "", "the UDP `address` of the WebRTC seats' ICE (one socket for every peer connection); empty: no WebRTC seats")
+	var rc rtcConfig
+	fs.BoolVar(&rc.Loopback, "webrtc-loopback", false, "gather WebRTC candidates on the loopback interface only, and accept seats' loopback candidates (tests)")
+	fs.Func("webrtc-allow", "a `prefix` (repeatable) among the private, loopback and link-local addresses at which seats' ICE candidates are accepted", func(v string) error {
+		p, err := netip.ParsePrefix(v)
+		rc.Allow = append(rc.Allow, p)
+		return err
+	})
+	announce := fs.String("announce", "", "the rendezvous's base `URL` (http://10.0.0.2:8080) to announce this relay to, with the admin call's token, so that it places relayed matches here; empty: none")
+	announceAdmin := fs.String("announce-admin", "", "the admin call's base `URL` as the rendezvous reaches it; empty: http:// and -admin's address")
+	announceEvery := fs.Duration("announce-every", 5*time.Second, "how often to announce (the rendezvous forgets a relay after -relay-ttl, 15 s)")
 	list := fs.String("machines", "", "one match opened at start, which never expires: its machines' addresses, comma-separated, in slot order")
 	fs.DurationVar(&cfg.Tick, "tick", cfg.Tick, "how often each machine is sent what was gathered for it")
 	fs.DurationVar(&cfg.Idle, "idle", cfg.Idle, "close a match none of whose machines sent anything this long")
@@ -112,6 +133,8 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		err = errors.New("-tick, -idle, -max-life, -max-matches, -max-per-ip and -batch must be positive, -writers and -stats not negative")
 	case *list == "" && *adminAddr == "":
 		err = errors.New("nothing to relay: give -admin, -machines or both")
+	case *announce != "" && (*adminAddr == "" || *announceEvery <= 0):
+		err = errors.New("-announce needs -admin and a positive -announce-every")
 	case *adminAddr != "":
 		token, err = readToken(*tokenFile, lookupEnv)
 	}
@@ -154,13 +177,24 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 	k := newSocket(conn, cfg.IPv4, *batch, cfg.Writers)
 	s := newServer(cfg, log, k.write)
 	defer s.stop()
+	var rtcAt string
+	if *webrtcAddr != "" {
+		rconn, err := net.ListenPacket(network, *webrtcAddr)
+		if err != nil {
+			return fail(1, fmt.Errorf("-webrtc: %v", err))
+		}
+		defer rconn.Close()
+		s.rtc = newRTCHost(rconn, rc)
+		defer s.rtc.close()
+		rtcAt = rconn.LocalAddr().String()
+	}
 	if machines != nil {
 		if _, err := s.open(machines, true); err != nil {
 			return fail(2, fmt.Errorf("-machines: %v", err))
 		}
 	}
 	m := newMetrics(s, k)
-	at := bound{UDP: conn.LocalAddr().(*net.UDPAddr).AddrPort()}
+	at := bound{UDP: conn.LocalAddr().(*net.UDPAddr).AddrPort(), WebRTC: rtcAt}
 	var servers []*http.Server
 	defer func() {
 		for _, hs := range servers {
@@ -190,13 +224,23 @@ func run(ctx context.Context, args []string, stderr io.Writer, lookupEnv func(st
 		go hs.Serve(ln)
 		*l.to = ln.Addr().String()
 	}
-	log.Info("relaying", "listen", at.UDP, "admin", at.Admin, "metrics", at.Metrics, "batch", *batch, "writers", cfg.Writers, "tick", cfg.Tick)
+	log.Info("relaying", "listen", at.UDP, "webrtc", at.WebRTC, "admin", at.Admin, "metrics", at.Metrics, "batch", *batch, "writers", cfg.Writers, "tick", cfg.Tick)
 	if ready != nil {
 		ready(at)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
+	if *announce != "" {
+		admin := *announceAdmin
+		if admin == "" {
+			admin = "http://" + at.Admin
+		}
+		an := newAnnouncer(*announce, token, *announceEvery,
+			announcement{Admin: admin, UDP: at.UDP.String(), WebRTC: at.WebRTC, MaxMatches: cfg.MaxMatches},
+			s.openCount, log)
+		wg.Go(func() { an.loop(ctx) })
+	}
 	readErr := make(chan error, 1)
 	wg.Go(func() { readErr <- k.readLoop(s) })
 	wg.Go(func() { tickLoop(ctx, s, func(d time.Duration) { m.tick.Observe(d.Seconds()) }) })

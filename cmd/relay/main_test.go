@@ -127,6 +127,8 @@ func TestBadFlags(t *testing.T) {
 		{"-machines", "127.0.0.1:1,127.0.0.1:2", "-writers", "-1"},
 		{"-machines", "127.0.0.1:1,127.0.0.1:1"},
 		{"-machines", "[::1]:1,[::1]:2"},
+		{"-machines", "127.0.0.1:1,127.0.0.1:2", "-announce", "http://127.0.0.1:8080"}, // -announce needs -admin
+		{"-machines", "127.0.0.1:1,127.0.0.1:2", "-webrtc-allow", "10.0.0.0"},
 	} {
 		var out bytes.Buffer
 		require.Equal(t, 2, run(context.Background(), args, &out, noEnv, nil), "%v", args)

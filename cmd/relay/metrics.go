@@ -21,7 +21,7 @@ var (
 	mOpen      = prometheus.NewDesc("relay_matches_open", "Matches held now.", nil, nil)
 	mOpened    = prometheus.NewDesc("relay_matches_opened_total", "Matches opened (by the admin call or -machines).", nil, nil)
 	mClosed    = prometheus.NewDesc("relay_matches_closed_total", "Matches closed, by reason: idle (no datagram from any machine for -idle), lifetime (-max-life), deleted (the admin call), stopped (the relay stopped).", []string{"reason"}, nil)
-	mRefused   = prometheus.NewDesc("relay_matches_refused_total", "Matches not opened, by reason: bad_request, unauthorized, capacity (-max-matches), address_in_use (a machine of another live match), address_quota (-max-per-ip).", []string{"reason"}, nil)
+	mRefused   = prometheus.NewDesc("relay_matches_refused_total", "Matches not opened, and WebRTC seats' signals or connections refused, by reason: bad_request, unauthorized, capacity (-max-matches), address_in_use (a machine of another live match), address_quota (-max-per-ip), seat_offered (a WebRTC seat's second offer).", []string{"reason"}, nil)
 	mDatagrams = prometheus.NewDesc("relay_datagrams_total", "Datagrams of the live and closed matches, by direction (in: from their machines, malformed ones too).", []string{"direction"}, nil)
 	mBytes     = prometheus.NewDesc("relay_bytes_total", "Bytes of the datagrams of relay_datagrams_total, by direction (UDP payload).", []string{"direction"}, nil)
 	mForwarded = prometheus.NewDesc("relay_forwarded_total", "Datagrams (records) forwarded from one machine to another; rebuilt: of them, from a copy or reseal record.", []string{"kind"}, nil)

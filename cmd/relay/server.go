@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -55,7 +56,7 @@ func badRequest(format string, a ...any) error {
 }
 
 // refusalReasons are the reasons a refusal can have, for the metrics.
-var refusalReasons = []string{"bad_request", "unauthorized", "capacity", "address_in_use", "address_quota"}
+var refusalReasons = []string{"bad_request", "unauthorized", "capacity", "address_in_use", "address_quota", "seat_offered"}
 
 // Why a match is closed.
 const (
@@ -79,6 +80,7 @@ type server struct {
 	clock func() time.Time
 	write func(w int, batch []packet) // writes a batch: writer w's, one call per w at a time
 
+	rtc     *rtcHost // nil: no WebRTC seats (-webrtc)
 	mu      sync.Mutex
 	byAddr  map[netip.AddrPort]seat
 	byID    map[string]*hosted
@@ -106,11 +108,13 @@ type seat struct {
 	slot int
 }
 
-// hosted is one match the server relays.
+// hosted is one match the server relays: its machines are UDP addresses,
+// or WebRTC seats (webrtc.go).
 type hosted struct {
 	id       string
-	machines []netip.AddrPort // by slot
+	machines []netip.AddrPort // by slot; nil for WebRTC seats
 	udp      []*net.UDPAddr   // the same, for batched writes
+	seats    []*rtcSeat       // by slot, WebRTC seats; nil for UDP machines
 	static   bool             // opened by -machines: never expires
 	opened   time.Time
 	heard    time.Time // the tick of its latest datagram (opened until one comes)
@@ -138,14 +142,22 @@ func (l *matchLink) Receive(buf []byte) (n, peer int, ok bool) {
 }
 
 func (l *matchLink) Send(peer int, b []byte) error {
-	l.s.queue(l.m.machines[peer], l.m.udp[peer], b)
+	if l.m.seats != nil {
+		if ch := l.m.seats[peer].ch.Load(); ch != nil {
+			l.s.queue(netip.AddrPort{}, nil, *ch, b)
+		}
+		return nil // a seat whose channel is not open yet: lost
+	}
+	l.s.queue(l.m.machines[peer], l.m.udp[peer], nil, b)
 	return nil
 }
 
-// A packet is a datagram to write.
+// A packet is a datagram to write: to a UDP address, or on a WebRTC
+// seat's channel.
 type packet struct {
 	to netip.AddrPort
 	ua *net.UDPAddr // to, as the batched writes take it
+	ch io.Writer    // not nil: the seat's channel, and to and ua are unset
 	b  []byte
 }
 
@@ -207,27 +219,44 @@ func (s *server) open(machines []netip.AddrPort, static bool) (string, error) {
 			return "", s.refuseLocked(errAddressQuota)
 		}
 	}
-	m := &hosted{id: id, machines: machines, static: static, index: len(s.list)}
+	m := &hosted{id: id, machines: machines, static: static}
 	for _, a := range machines {
 		m.udp = append(m.udp, net.UDPAddrFromAddrPort(a))
 	}
-	m.link = matchLink{s: s, m: m}
-	r, err := relay.New(relay.Config{Machines: len(machines), Link: &m.link, Tick: s.cfg.Tick})
-	if err != nil {
-		return "", s.refuseLocked(badRequest("%v", err))
+	if err := s.addLocked(m, len(machines)); err != nil {
+		return "", err
 	}
-	m.relay = r
-	m.opened = s.clock()
-	m.heard = m.opened
 	for slot, a := range machines {
 		s.byAddr[a] = seat{m, slot}
 		s.perIP[ipKey(a.Addr())]++
 	}
-	s.byID[id] = m
+	return id, nil
+}
+
+// addLocked gives m (its machines or seats set) a relay for n machines and
+// an id unless it has one, and makes it live; the server's lock is held.
+func (s *server) addLocked(m *hosted, n int) error {
+	if len(s.list) >= s.cfg.MaxMatches {
+		return s.refuseLocked(errCapacity)
+	}
+	if m.id == "" {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		m.id = hex.EncodeToString(b[:])
+	}
+	m.link = matchLink{s: s, m: m}
+	r, err := relay.New(relay.Config{Machines: n, Link: &m.link, Tick: s.cfg.Tick})
+	if err != nil {
+		return s.refuseLocked(badRequest("%v", err))
+	}
+	m.relay, m.index = r, len(s.list)
+	m.opened = s.clock()
+	m.heard = m.opened
+	s.byID[m.id] = m
 	s.list = append(s.list, m)
 	s.counts.opened++
-	s.log.Info("match opened", "id", id, "machines", len(machines), "static", static, "open", len(s.list))
-	return id, nil
+	s.log.Info("match opened", "id", m.id, "machines", n, "webrtc", m.seats != nil, "static", m.static, "open", len(s.list))
+	return nil
 }
 
 func (s *server) refuse(err error) error {
@@ -265,6 +294,7 @@ func (s *server) closeLocked(m *hosted, reason string) {
 	s.list[m.index], last.index = last, m.index
 	s.list = s.list[:len(s.list)-1]
 	delete(s.byID, m.id)
+	s.closeSeatsLocked(m)
 	for _, a := range m.machines {
 		delete(s.byAddr, a)
 		k := ipKey(a.Addr())
@@ -293,17 +323,22 @@ func (s *server) receive(b [][]byte, from []netip.AddrPort) {
 			s.counts.unknown++
 			continue
 		}
-		m := st.m
-		if s.now.After(m.heard) { // not before its opening: before the first tick, s.now is zero
-			m.heard = s.now
-		}
-		m.link.pending, m.link.from = d, st.slot
-		// s.at is the last tick's time, before the relay's next flush:
-		// it only gathers (ticks flush), bar the first datagram of a
-		// match, which it flushes at once.
-		m.relay.Poll(s.at)
-		m.link.pending = nil
+		s.deliverLocked(st.m, st.slot, d)
 	}
+}
+
+// deliverLocked hands m's relay datagram d from its machine in slot; the
+// server's lock is held.
+func (s *server) deliverLocked(m *hosted, slot int, d []byte) {
+	if s.now.After(m.heard) { // not before its opening: before the first tick, s.now is zero
+		m.heard = s.now
+	}
+	m.link.pending, m.link.from = d, slot
+	// s.at is the last tick's time, before the relay's next flush:
+	// it only gathers (ticks flush), bar the first datagram of a
+	// match, which it flushes at once.
+	m.relay.Poll(s.at)
+	m.link.pending = nil
 }
 
 // tickChunk is how many matches a writer flushes before it lets receive in
@@ -351,6 +386,13 @@ func (s *server) tick(now time.Time) {
 	}
 }
 
+// openCount is the number of live matches.
+func (s *server) openCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.list)
+}
+
 // stop closes every match.
 func (s *server) stop() {
 	s.mu.Lock()
@@ -362,14 +404,14 @@ func (s *server) stop() {
 
 // queue copies b, to a, into the datagrams a writer writes next; the server's
 // lock is held (a relay sends from Poll).
-func (s *server) queue(to netip.AddrPort, ua *net.UDPAddr, b []byte) {
+func (s *server) queue(to netip.AddrPort, ua *net.UDPAddr, ch io.Writer, b []byte) {
 	if len(s.pending) < cap(s.pending) {
 		s.pending = s.pending[:len(s.pending)+1]
 	} else {
 		s.pending = append(s.pending, packet{})
 	}
 	p := &s.pending[len(s.pending)-1]
-	p.to, p.ua, p.b = to, ua, append(p.b[:0], b...)
+	p.to, p.ua, p.ch, p.b = to, ua, ch, append(p.b[:0], b...)
 }
 
 // flush has the matches of the chunks it takes from next send what was
@@ -389,10 +431,30 @@ func (s *server) flush(w int, next *atomic.Int64) {
 		s.pending, s.writing[w] = s.writing[w][:0], s.pending
 		batch := s.writing[w]
 		s.mu.Unlock()
+		batch = writeChannels(batch)
 		if len(batch) > 0 {
 			s.write(w, batch)
 		}
 	}
+}
+
+// writeChannels writes the packets of batch that go on WebRTC seats'
+// channels, and returns the others (the UDP ones, moved to its front: the
+// packets are swapped, never copied, since each holds a buffer of its own
+// that queue reuses).
+func writeChannels(batch []packet) []packet {
+	j := 0
+	for i := range batch {
+		if batch[i].ch == nil {
+			batch[i], batch[j] = batch[j], batch[i]
+			j++
+			continue
+		}
+		// A write that fails is a datagram lost: the sessions resend
+		// what matters. An unreliable channel does not block.
+		_, _ = batch[i].ch.Write(batch[i].b)
+	}
+	return batch[:j]
 }
 
 // snapshot is the server's figures at one moment, for the metrics.

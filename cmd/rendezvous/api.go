@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -55,7 +56,7 @@ func (s *server) serve(w http.ResponseWriter, r *http.Request) {
 // api routes /v1/...: path segments, then the method.
 func (s *server) api(w http.ResponseWriter, r *http.Request) {
 	seg := strings.Split(strings.TrimPrefix(r.URL.Path, "/"), "/")
-	if len(seg) < 2 || seg[1] != "matches" {
+	if len(seg) < 2 {
 		writeError(w, errNotFound)
 		return
 	}
@@ -66,6 +67,10 @@ func (s *server) api(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
+	case len(seg) == 2 && seg[1] == "relays" && s.relays != nil:
+		s.route(w, r, map[string]http.HandlerFunc{http.MethodPost: s.announceRelay})
+	case seg[1] != "matches":
+		writeError(w, errNotFound)
 	case len(seg) == 2:
 		s.route(w, r, map[string]http.HandlerFunc{http.MethodPost: s.create})
 	case len(seg) == 3:
@@ -110,12 +115,16 @@ func (s *server) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	t, err := s.reg.create(req.Seats, s.clientKey(r))
+	if req.Relayed && s.relays == nil {
+		writeError(w, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "this server places no match relays"))
+		return
+	}
+	t, err := s.reg.create(req.Seats, s.clientKey(r), req.Relayed)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	s.log.Info("match created", "code", t.Code, "seats", req.Seats, "ip", s.clientIP(r))
+	s.log.Info("match created", "code", t.Code, "seats", req.Seats, "relayed", req.Relayed, "ip", s.clientIP(r))
 	writeJSON(w, http.StatusCreated, t)
 }
 
@@ -186,6 +195,15 @@ func (s *server) writeMatch(w http.ResponseWriter, ref seatRef, st lobby.Match, 
 		writeError(w, err)
 		return
 	}
+	if st.Full && st.Relayed && s.relays != nil {
+		// Placed now, so that the seats' offers find it placed; if no
+		// relay takes it, their signals try again.
+		ctx, cancel := context.WithTimeout(context.Background(), relayCallTimeout)
+		if _, err := s.place(ctx, ref.code, st.Seats); err != nil {
+			s.log.Warn("placing a relayed match", "code", ref.code, "err", err)
+		}
+		cancel()
+	}
 	if st.Full && s.ice != nil {
 		ice, err := s.ice.iceServers(ref.code, ref.seat)
 		if err != nil {
@@ -211,7 +229,11 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sig.From = ref.seat
-	if err := s.reg.send(ref, sig, s.clientKey(r)); err != nil {
+	err = s.reg.send(ref, sig, s.clientKey(r))
+	if errors.Is(err, errRelaySignal) {
+		err = s.relaySignal(r.Context(), ref, sig)
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}

@@ -90,6 +90,30 @@ func TestBrowserMatch(t *testing.T) {
 	m.capture("browser-end.png")
 }
 
+// TestBrowserRelayedMatch: the page creates a relayed match (?relayed=1)
+// on a rendezvous with a match relay (cmd/relay, announcing itself); the
+// native game joins it by its code, and both play through the relay the
+// rendezvous placed the match on, one WebRTC connection each (the page
+// says so), to the same state hash.
+func TestBrowserRelayedMatch(t *testing.T) {
+	m := newBrowserMatch(t, func(c *config) { c.RelayToken = testRelayToken })
+	startMatchRelay(t, m.srv, m.base)
+	code := m.openPage(url.Values{"relayed": {"1"}})
+	m.startNative("-code", code)
+	m.waitPlaying()
+	route := m.poll(`window.rewindRoute && !document.getElementById("route").hidden && document.getElementById("route").textContent`,
+		time.Minute, "the route shown")
+	t.Logf("the page's route: %v", route)
+	if r, _ := route.(string); !strings.HasPrefix(r, "Route: through the match relay (") {
+		t.Errorf("the page shows the route %q: want it through the match relay", route)
+	}
+	m.screenshot("browser-relayed.png")
+	m.finish()
+	if !strings.Contains(m.output.String(), "match relay ") {
+		t.Errorf("the native game did not play through the match relay:\n%s", m.output.String())
+	}
+}
+
 // capture saves a PNG of the page as it is now.
 func (m *browserMatch) capture(name string) {
 	m.t.Helper()
@@ -168,6 +192,7 @@ type arenaResult struct {
 // game, through a server of its own.
 type browserMatch struct {
 	t      *testing.T
+	srv    *server
 	base   string // the server's URL
 	arena  string // the native binary
 	out    string // the screenshots' directory
@@ -180,7 +205,7 @@ type browserMatch struct {
 	code   chan string         // the code the native game prints when it creates the match
 }
 
-func newBrowserMatch(t *testing.T) *browserMatch {
+func newBrowserMatch(t *testing.T, configure ...func(*config)) *browserMatch {
 	arena := os.Getenv("REWIND_ARENA")
 	if arena == "" {
 		t.Skip("REWIND_ARENA is not set: make web-test runs this test (with the native arena and Chromium)")
@@ -210,7 +235,10 @@ func newBrowserMatch(t *testing.T) *browserMatch {
 	cfg := defaultConfig()
 	cfg.TURNAddr, cfg.PublicIP = "127.0.0.1:0", "127.0.0.1"
 	cfg.Logger = slog.New(slog.NewTextHandler(m.logs, nil))
-	_, m.base = start(t, cfg)
+	for _, f := range configure {
+		f(&cfg)
+	}
+	m.srv, m.base = start(t, cfg)
 
 	// Chromium as a person runs it, with what a test needs: headless,
 	// software WebGL, loopback ICE candidates without mDNS names, no

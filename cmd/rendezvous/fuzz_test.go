@@ -28,7 +28,7 @@ func FuzzHandler(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Cleanup(func() { s.Close() })
-	full0, err := s.reg.create(2, "192.0.2.1")
+	full0, err := s.reg.create(2, "192.0.2.1", false)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func FuzzHandler(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	open, err := s.reg.create(3, "127.0.0.1")
+	open, err := s.reg.create(3, "127.0.0.1", false)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -114,6 +114,8 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	fl.DurationVar(&cfg.ReadHeaderTimeout, "read-header-timeout", cfg.ReadHeaderTimeout, "time a connection has to send a request's headers")
 	fl.IntVar(&cfg.MaxHeaderBytes, "max-header-bytes", cfg.MaxHeaderBytes, "most `bytes` of a request's headers (431 beyond)")
 	proxies := fl.String("trusted-proxy", "", "comma-separated `prefixes` (e.g. 127.0.0.1/32) of reverse proxies whose X-Forwarded-For names the client, for the rate limit")
+	relayTokenFile := fl.String("relay-token-file", "", "`file` of the match relays' bearer token (cmd/relay's -token-file): their announcements (POST /v1/relays) and this server's admin calls to them; empty: no relayed matches")
+	fl.DurationVar(&cfg.RelayTTL, "relay-ttl", cfg.RelayTTL, "how long a match relay's announcement lasts (relays announce every 5 s by default)")
 	configFile := fl.String("config", "", "read settings from this `file`: a flag's name and value a line (\"max-matches 5000\"); the command line, then RENDEZVOUS_<FLAG> environment variables (RENDEZVOUS_TURN_SECRET_FILE), come first")
 	showVersion := fl.Bool("version", false, "print the version and exit")
 	if err := fl.Parse(args); err != nil {
@@ -155,6 +157,15 @@ func run(args []string, lookupEnv func(string) (string, bool)) error {
 	}
 	if fl.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fl.Args())
+	}
+	if *relayTokenFile != "" {
+		b, err := os.ReadFile(*relayTokenFile)
+		if err != nil {
+			return fmt.Errorf("-relay-token-file: %w", err)
+		}
+		if cfg.RelayToken = strings.TrimSpace(string(b)); cfg.RelayToken == "" {
+			return errors.New("-relay-token-file: the file is empty")
+		}
 	}
 	level := slog.LevelInfo
 	if *debug {

@@ -23,6 +23,10 @@ type metrics struct {
 	responses *prometheus.CounterVec   // route, status
 	refusals  *prometheus.CounterVec   // reason
 	latency   *prometheus.HistogramVec // route
+	// placements counts the relayed lobbies placed on a match relay, by
+	// result: placed, lost (another instance placed it first: ours was
+	// deleted), none (no live relay took it).
+	placements *prometheus.CounterVec
 }
 
 func newMetrics(s *server) *metrics {
@@ -39,6 +43,9 @@ func newMetrics(s *server) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 5, 30},
 		}, []string{"route"}),
 	}
+	m.placements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rendezvous_relay_placements_total", Help: "Relayed lobbies placed on a match relay, by result: placed, lost (another instance placed it first), none (no live relay took it).",
+	}, []string{"result"})
 	gauge := func(name, help string, f func() float64) prometheus.Collector {
 		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, f)
 	}
@@ -58,6 +65,12 @@ func newMetrics(s *server) *metrics {
 		}),
 		gauge("rendezvous_long_polls", "Long polls held now.", func() float64 { return float64(len(s.waiters)) }),
 	)
+	if s.cfg.RelayToken != "" {
+		m.registry.MustRegister(m.placements, gauge("rendezvous_match_relays", "Match relays whose announcements are live (-relay-token-file).", func() float64 {
+			live, _ := s.reg.liveRelays()
+			return float64(len(live))
+		}))
+	}
 	if n, ok := s.reg.(*natsStore); ok {
 		m.registry.MustRegister(gauge("rendezvous_nats_rtt_seconds", "Round-trip time to the NATS server (-store nats); -1 while it cannot be reached.", func() float64 {
 			rtt, err := n.rtt()

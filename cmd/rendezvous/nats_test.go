@@ -227,7 +227,7 @@ func TestNATSEmbeddedDir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t0, err := s.reg.create(2, "192.0.2.1")
+	t0, err := s.reg.create(2, "192.0.2.1", false)
 	s.Close()
 	if err != nil {
 		t.Fatal(err)

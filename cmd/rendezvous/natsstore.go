@@ -55,6 +55,7 @@ const (
 	natsMatches = "rdv_matches"
 	natsFull    = "rdv_full"
 	natsAddrs   = "rdv_addrs"
+	natsRelays  = "rdv_relays" // the match relays' announcements (placement.go)
 	natsSignals = "RDV_SIGNALS"
 	natsOwners  = "RDV_OWNERS"
 	sigPrefix   = "rdv.sig."
@@ -88,6 +89,8 @@ type natsMatch struct {
 	Fails       int        `json:"fails,omitempty"`
 	FailedAt    int64      `json:"failed_at,omitempty"`
 	LockedUntil int64      `json:"locked_until,omitempty"`
+	Relayed     bool       `json:"relayed,omitempty"` // its seats signal only the match relay
+	Placed      placement  `json:"placed,omitzero"`   // the relay it is placed on
 }
 
 type natsSeat struct {
@@ -124,6 +127,7 @@ type natsStore struct {
 	lockFor    time.Duration
 	storage    jetstream.StorageType
 	replicas   int // of the buckets and streams; 0: 3 in a cluster, else 1
+	relayTTL   time.Duration
 
 	nc      *nats.Conn
 	js      jetstream.JetStream
@@ -147,6 +151,7 @@ type natsStore struct {
 	addrs     *bucket
 	signals   jetstream.Stream
 	owners    jetstream.Stream
+	relays    *bucket
 	answered  map[seatKey]answeredAt // signals answered to acknowledging polls of this instance, not acknowledged yet
 	lastSweep time.Time
 	swept     int
@@ -176,6 +181,7 @@ func openNATSStore(cfg *config) (*natsStore, error) {
 		perAddr:    usage{matches: cfg.MaxMatchesPerIP, bytes: cfg.MaxQueuedPerIP},
 		openTTL:    cfg.OpenTTL,
 		fullTTL:    cfg.FullTTL,
+		relayTTL:   cfg.RelayTTL,
 		lockAfter:  cfg.LockAfter,
 		lockFor:    cfg.LockFor,
 		storage:    jetstream.FileStorage,
@@ -355,7 +361,7 @@ func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 	// latest write, so a match created through one instance was not
 	// found by another in a 3-node cluster (make scale-test: 84 of 2,000
 	// joins answered 404); reads go to each stream's leader.
-	kv := func(name string, maxKeys int) (*bucket, error) {
+	kv := func(name string, maxKeys int, life time.Duration) (*bucket, error) {
 		st, err := n.js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 			Name: "KV_" + name, Subjects: []string{"$KV." + name + ".>"},
 			MaxMsgsPerSubject: 1, MaxMsgs: int64(maxKeys), MaxAge: life, MaxMsgSize: matchValueMax,
@@ -375,15 +381,22 @@ func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 	// from their numbers of keys. An address with queued bytes has sent
 	// signals into a full match, of which there are at most maxMatches,
 	// each of at most 8 seats.
-	matches, err := kv(natsMatches, n.maxMatches)
+	matches, err := kv(natsMatches, n.maxMatches, life)
 	if err != nil {
 		return err
 	}
-	full, err := kv(natsFull, n.maxMatches)
+	full, err := kv(natsFull, n.maxMatches, life)
 	if err != nil {
 		return err
 	}
-	addrs, err := kv(natsAddrs, lobby.MaxSeats*n.maxMatches)
+	addrs, err := kv(natsAddrs, lobby.MaxSeats*n.maxMatches, life)
+	if err != nil {
+		return err
+	}
+	// An announcement lasts relayTTL; the bucket forgets one two minutes
+	// after (no sooner than its Duplicates window; a relay announces
+	// again every few seconds).
+	relays, err := kv(natsRelays, maxRelays, n.relayTTL+2*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -420,7 +433,7 @@ func (n *natsStore) ensureWith(ctx context.Context, replicas int) error {
 		return fmt.Errorf("stream %s: %w", natsSignals, err)
 	}
 	n.mu.Lock()
-	n.matches, n.full, n.addrs, n.signals, n.owners = matches, full, addrs, signals, owners
+	n.matches, n.full, n.addrs, n.signals, n.owners, n.relays = matches, full, addrs, signals, owners, relays
 	n.mu.Unlock()
 	return nil
 }
@@ -592,7 +605,7 @@ func deleteKey(ctx context.Context, b *bucket, key string) error {
 // addrToken is an address key (addrKey) as a KV key's token.
 func addrToken(addr string) string { return base64.RawURLEncoding.EncodeToString([]byte(addr)) }
 
-func (n *natsStore) create(seats int, owner string) (lobby.Ticket, error) {
+func (n *natsStore) create(seats int, owner string, relayed bool) (lobby.Ticket, error) {
 	if seats < lobby.MinSeats || seats > lobby.MaxSeats {
 		return lobby.Ticket{}, errorf(http.StatusBadRequest, lobby.CodeBadRequest, "seats must be from 2 to 8")
 	}
@@ -601,14 +614,14 @@ func (n *natsStore) create(seats int, owner string) (lobby.Ticket, error) {
 		return lobby.Ticket{}, err
 	}
 	defer cancel()
-	t, err := n.createIn(ctx, seats, addrToken(owner))
+	t, err := n.createIn(ctx, seats, addrToken(owner), relayed)
 	if err != nil {
 		return lobby.Ticket{}, n.fail("create", err)
 	}
 	return t, nil
 }
 
-func (n *natsStore) createIn(ctx context.Context, seats int, owner string) (lobby.Ticket, error) {
+func (n *natsStore) createIn(ctx context.Context, seats int, owner string, relayed bool) (lobby.Ticket, error) {
 	matches, _, _, _ := n.handles()
 	// The owner's mark first: the stream refuses one beyond the quota.
 	ack, err := n.js.Publish(ctx, ownPrefix+owner, nil)
@@ -623,7 +636,7 @@ func (n *natsStore) createIn(ctx context.Context, seats int, owner string) (lobb
 		return lobby.Ticket{}, err
 	}
 	m := natsMatch{Seats: make([]natsSeat, seats), SessionID: randomSessionID(), Secret: make([]byte, secretBytes),
-		Owner: owner, OwnerSeq: ack.Sequence, Created: n.now().UnixNano()}
+		Owner: owner, OwnerSeq: ack.Sequence, Created: n.now().UnixNano(), Relayed: relayed}
 	rand.Read(m.Secret)
 	m.Seats[0].Token = randomToken()
 	m.Taken = 1
@@ -830,7 +843,7 @@ func (n *natsStore) state(ref seatRef) (lobby.Match, error) {
 	if e == nil {
 		return lobby.Match{}, errExpired
 	}
-	return matchState(ref.code, len(e.m.Seats), e.m.Taken, e.m.SessionID, e.m.Secret), nil
+	return matchState(ref.code, len(e.m.Seats), e.m.Taken, e.m.SessionID, e.m.Secret, e.m.Relayed), nil
 }
 
 func (n *natsStore) watch(code string) wake { return n.waiters.watch(code) }
@@ -854,6 +867,9 @@ func (n *natsStore) sendIn(ctx context.Context, ref seatRef, sig lobby.Signal, b
 	}
 	if e == nil {
 		return errExpired
+	}
+	if err := checkRelayed(sig, len(e.m.Seats), e.m.Relayed); err != nil {
+		return err
 	}
 	if err := checkSignal(sig, len(e.m.Seats)); err != nil {
 		return err
@@ -1407,4 +1423,137 @@ func (n *natsStore) walks() int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.swept
+}
+
+// placement is the relay the match is placed on (store.placement).
+func (n *natsStore) placement(code string) (placement, error) {
+	ctx, cancel, err := n.op()
+	if err != nil {
+		return placement{}, err
+	}
+	defer cancel()
+	e, err := n.live(ctx, code)
+	if err != nil {
+		return placement{}, n.fail("placement", err)
+	}
+	if e == nil {
+		return placement{}, errExpired
+	}
+	return e.m.Placed, nil
+}
+
+// place records p unless the match has a placement, by compare-and-set
+// (store.place): of several instances placing it, the first wins.
+func (n *natsStore) place(code string, p placement) (placement, error) {
+	ctx, cancel, err := n.op()
+	if err != nil {
+		return placement{}, err
+	}
+	defer cancel()
+	for range natsRetries {
+		e, err := n.live(ctx, code)
+		if err != nil {
+			return placement{}, n.fail("place", err)
+		}
+		if e == nil {
+			return placement{}, errExpired
+		}
+		if e.m.Placed.Match != "" {
+			return e.m.Placed, nil
+		}
+		e.m.Placed = p
+		switch err := n.update(ctx, code, e); {
+		case err == nil:
+			return p, nil
+		case !errors.Is(err, errChanged):
+			return placement{}, n.fail("place", err)
+		}
+	}
+	return placement{}, n.fail("place", errors.New("too many concurrent changes"))
+}
+
+// fromRelay queues a signal of the match's relay for a seat
+// (store.fromRelay), charged to relaySender.
+func (n *natsStore) fromRelay(code string, sig lobby.Signal) error {
+	ctx, cancel, err := n.op()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	e, err := n.live(ctx, code)
+	if err != nil {
+		return n.fail("relay signal", err)
+	}
+	if e == nil {
+		return errExpired
+	}
+	if err := checkFromRelay(sig, len(e.m.Seats), e.m.Relayed); err != nil {
+		return err
+	}
+	by := addrToken(relaySender)
+	size := len(sig.Data)
+	if _, err := n.charge(ctx, by, size, n.maxQueued); err != nil {
+		return n.fail("relay signal", err)
+	}
+	body, _ := json.Marshal(signalBody{From: sig.From, Kind: sig.Kind, Data: sig.Data})
+	msg := &nats.Msg{Subject: seatSubject(code, sig.To), Data: body, Header: nats.Header{headerBy: []string{by}}}
+	if _, err := n.js.PublishMsg(ctx, msg); err != nil {
+		n.charge(ctx, by, -size, 0)
+		return n.fail("relay signal", err)
+	}
+	n.wake(code)
+	return nil
+}
+
+// announce records a relay's announcement (store.announce).
+func (n *natsStore) announce(a relayInfo) error {
+	ctx, cancel, err := n.op()
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	n.mu.Lock()
+	relays := n.relays
+	n.mu.Unlock()
+	if _, err := relays.kv.Put(ctx, a.ID, b); err != nil {
+		if strings.Contains(err.Error(), "maximum messages exceeded") {
+			return errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable, "the server knows as many relays as it may")
+		}
+		return n.fail("announce", err)
+	}
+	return nil
+}
+
+// liveRelays returns the announcements not expired (store.liveRelays).
+func (n *natsStore) liveRelays() ([]relayInfo, error) {
+	ctx, cancel, err := n.op()
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	n.mu.Lock()
+	relays := n.relays
+	n.mu.Unlock()
+	keys, err := relays.kv.ListKeys(ctx)
+	if err != nil {
+		return nil, n.fail("relays", err)
+	}
+	defer keys.Stop()
+	now := n.now()
+	var out []relayInfo
+	for k := range keys.Keys() {
+		e, err := relays.kv.Get(ctx, k)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var a relayInfo
+		if json.Unmarshal(e.Value(), &a) == nil && !now.After(a.Expires) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }

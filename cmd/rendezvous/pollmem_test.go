@@ -27,7 +27,7 @@ func seatTickets(t testing.TB, s *server, n int) []lobby.Ticket {
 	t.Helper()
 	ts := make([]lobby.Ticket, n)
 	for i := range ts {
-		t0, err := s.reg.create(2, "192.0.2.1")
+		t0, err := s.reg.create(2, "192.0.2.1", false)
 		if err != nil {
 			t.Fatal(err)
 		}

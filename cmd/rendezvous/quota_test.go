@@ -366,7 +366,7 @@ func BenchmarkHealth(b *testing.B) {
 	cfg := testConfig(newFakeClock())
 	s := newTestServer(b, cfg)
 	for i := range 10000 {
-		t0, err := s.reg.create(2, fmt.Sprint(i))
+		t0, err := s.reg.create(2, fmt.Sprint(i), false)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -60,7 +60,8 @@ type registry struct {
 	full      int               // matches that are full
 	usage     map[string]*usage // by client address (addrKey); an address that holds nothing has no entry
 	lastSweep time.Time
-	swept     int // sweeps of every match so far (tests)
+	swept     int                  // sweeps of every match so far (tests)
+	relays    map[string]relayInfo // the match relays' announcements, by id
 }
 
 // usage is what one client address holds: the matches it created that
@@ -82,6 +83,8 @@ type match struct {
 	sessionID uint64
 	secret    []byte
 	changed   chan struct{} // closed (and replaced) when a signal arrives, a seat is taken or left, or the match is removed
+	relayed   bool          // its seats signal only the match relay (placement.go)
+	placed    placement     // the relay it is placed on; zero until then
 	// Wrong tokens tried against the match: how many since the last one
 	// lockFor ago or longer, and until when it refuses joins.
 	fails       int
@@ -182,7 +185,7 @@ func (r *registry) get(ref seatRef) *match {
 
 // create makes a match of n seats and gives its creator, from client
 // address owner (an addrKey), seat 0.
-func (r *registry) create(n int, owner string) (lobby.Ticket, error) {
+func (r *registry) create(n int, owner string, relayed bool) (lobby.Ticket, error) {
 	if n < lobby.MinSeats || n > lobby.MaxSeats {
 		return lobby.Ticket{}, errorf(http.StatusBadRequest, lobby.CodeBadRequest,
 			"seats must be from 2 to 8")
@@ -192,6 +195,7 @@ func (r *registry) create(n int, owner string) (lobby.Ticket, error) {
 		sessionID: randomSessionID(),
 		secret:    make([]byte, secretBytes),
 		changed:   make(chan struct{}),
+		relayed:   relayed,
 	}
 	rand.Read(m.secret)
 	r.mu.Lock()
@@ -311,13 +315,13 @@ func (r *registry) state(ref seatRef) (lobby.Match, error) {
 	if m == nil {
 		return lobby.Match{}, errExpired
 	}
-	return matchState(m.code, len(m.seats), m.taken, m.sessionID, m.secret), nil
+	return matchState(m.code, len(m.seats), m.taken, m.sessionID, m.secret, m.relayed), nil
 }
 
 // matchState is what a seat holder is told of a match: its session id
 // and secret once it is full.
-func matchState(code string, seats, taken int, sessionID uint64, secret []byte) lobby.Match {
-	st := lobby.Match{Code: code, Seats: seats, Taken: taken, Full: taken == seats}
+func matchState(code string, seats, taken int, sessionID uint64, secret []byte, relayed bool) lobby.Match {
+	st := lobby.Match{Code: code, Seats: seats, Taken: taken, Full: taken == seats, Relayed: relayed}
 	if st.Full {
 		st.SessionID = sessionID
 		st.Secret = append([]byte(nil), secret...)
@@ -333,6 +337,9 @@ func (r *registry) send(ref seatRef, sig lobby.Signal, sender string) error {
 	m := r.get(ref)
 	if m == nil {
 		return errExpired
+	}
+	if err := checkRelayed(sig, len(m.seats), m.relayed); err != nil {
+		return err
 	}
 	if err := checkSignal(sig, len(m.seats)); err != nil {
 		return err
@@ -644,4 +651,93 @@ func (r *registry) seatHeld(code string, i int) (exists, held bool) {
 		return false, false
 	}
 	return true, i >= 0 && i < len(m.seats) && m.seats[i].token != ""
+}
+
+// placement is the relay the match with code is placed on (store.placement).
+func (r *registry) placement(code string) (placement, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.matches[code]
+	if m == nil || r.expired(m, r.now()) {
+		return placement{}, errExpired
+	}
+	return m.placed, nil
+}
+
+// place records p unless the match has a placement (store.place).
+func (r *registry) place(code string, p placement) (placement, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.matches[code]
+	if m == nil || r.expired(m, r.now()) {
+		return placement{}, errExpired
+	}
+	if m.placed.Match == "" {
+		m.placed = p
+	}
+	return m.placed, nil
+}
+
+// fromRelay queues a signal of the match's relay for a seat (store.fromRelay).
+func (r *registry) fromRelay(code string, sig lobby.Signal) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.matches[code]
+	if m == nil || r.expired(m, r.now()) {
+		return errExpired
+	}
+	if err := checkFromRelay(sig, len(m.seats), m.relayed); err != nil {
+		return err
+	}
+	s := &m.seats[sig.To]
+	if len(s.queue) >= queueLen {
+		return &apiError{status: http.StatusTooManyRequests, code: lobby.CodeQueueFull,
+			msg: "the recipient's signal queue is full", retryAfter: time.Second}
+	}
+	if r.queued+len(sig.Data) > r.maxQueued {
+		return errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable, "the server's signal queues are full; try again later")
+	}
+	s.seq++
+	sig.Seq, sig.ID = s.seq, 0
+	s.queue = append(s.queue, queued{Signal: sig, by: relaySender})
+	s.bytes += len(sig.Data)
+	r.queued += len(sig.Data)
+	r.charge(relaySender).bytes += len(sig.Data)
+	m.wakeUp()
+	return nil
+}
+
+// announce records a relay's announcement (store.announce).
+func (r *registry) announce(a relayInfo) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.relays == nil {
+		r.relays = map[string]relayInfo{}
+	}
+	now := r.now()
+	for id, old := range r.relays {
+		if now.After(old.Expires) {
+			delete(r.relays, id)
+		}
+	}
+	if _, ok := r.relays[a.ID]; !ok && len(r.relays) >= maxRelays {
+		return errorf(http.StatusServiceUnavailable, lobby.CodeUnavailable, "the server knows as many relays as it may")
+	}
+	r.relays[a.ID] = a
+	return nil
+}
+
+// liveRelays returns the relays whose announcements have not expired,
+// in no order (store.liveRelays).
+func (r *registry) liveRelays() ([]relayInfo, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var out []relayInfo
+	for _, a := range r.relays {
+		if !now.After(a.Expires) {
+			out = append(out, a)
+		}
+	}
+	return out, nil
 }

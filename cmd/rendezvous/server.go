@@ -96,6 +96,13 @@ type config struct {
 
 	AccessLog bool // log every request (method, route, status, size, time, client IP) at Info
 
+	// Match relays (cmd/relay; placement.go): RelayToken is the bearer
+	// token of their announcements (POST /v1/relays) and of this server's
+	// admin calls to them; "" means none, and no relayed matches. An
+	// announcement is live for RelayTTL.
+	RelayToken string
+	RelayTTL   time.Duration
+
 	Now    func() time.Time // the clock of expiry and rate limits; nil means time.Now
 	Logger *slog.Logger     // nil means a JSON handler on stderr
 }
@@ -112,6 +119,7 @@ func defaultConfig() config {
 		MaxWait:        25 * time.Second,
 		OpenTTL:        10 * time.Minute,
 		FullTTL:        30 * time.Minute,
+		RelayTTL:       15 * time.Second,
 		Rate:           20,
 		Burst:          60,
 		MaxIPs:         100000,
@@ -225,7 +233,8 @@ type server struct {
 	closeOnce sync.Once
 	onPoll    func() // tests: called when a long poll starts to wait
 
-	secrets *secretFile // the TURN secrets' file; nil without config.TURNSecretFile
+	secrets *secretFile  // the TURN secrets' file; nil without config.TURNSecretFile
+	relays  *relayClient // the match relays' admin calls; nil without config.RelayToken
 }
 
 // newServer builds the server and starts the TURN relay; Close stops it.
@@ -259,6 +268,9 @@ func newServer(cfg config) (*server, error) {
 		return nil, err
 	}
 	s.reg = reg
+	if cfg.RelayToken != "" {
+		s.relays = newRelayClient(cfg.RelayToken)
+	}
 	if cfg.Rate > 0 {
 		s.limit = newIPLimiter(cfg.Rate, cfg.Burst, cfg.MaxIPs, cfg.Now)
 	}

@@ -18,7 +18,8 @@ import (
 type store interface {
 	// create makes a match of n seats and gives its creator, from client
 	// address owner (an addrKey), seat 0.
-	create(n int, owner string) (lobby.Ticket, error)
+	// relayed: its seats signal only the match relay (placement.go).
+	create(n int, owner string, relayed bool) (lobby.Ticket, error)
 	// join gives the caller the lowest free seat of the match with that
 	// code (any case, dashes and spaces ignored).
 	join(code string) (lobby.Ticket, error)
@@ -30,7 +31,10 @@ type store interface {
 	// servers); errExpired once it is removed.
 	state(ref seatRef) (lobby.Match, error)
 	// send queues sig (its From set from the token) for its recipient,
-	// charging its bytes to the sender's address (an addrKey).
+	// charging its bytes to the sender's address (an addrKey). In a
+	// relayed match it queues nothing: errRelaySignal for a signal to
+	// the relay (party Seats), which the handler carries there, and
+	// errRelayOnly for one to a seat.
 	send(ref seatRef, sig lobby.Signal, sender string) error
 	// take is one look at the seat's queue, without waiting. With ack,
 	// the seat has every signal up to Seq after: those are forgotten and
@@ -60,6 +64,18 @@ type store interface {
 	// ackGrace ago or longer that no poll acknowledged; it returns how
 	// many matches it removed.
 	sweep() int
+	// placement is the relay the match with code is placed on (zero:
+	// none yet); place records p as its placement unless it has one, and
+	// returns the one it has (placement.go). errExpired once it is removed.
+	placement(code string) (placement, error)
+	place(code string, p placement) (placement, error)
+	// fromRelay queues sig, from the relay of the relayed match with code
+	// (sig.From is its Seats), for seat sig.To.
+	fromRelay(code string, sig lobby.Signal) error
+	// announce records a match relay's announcement until a.Expires;
+	// liveRelays returns those not expired.
+	announce(a relayInfo) error
+	liveRelays() ([]relayInfo, error)
 	// close lets go of the store's resources (a NATS connection).
 	close() error
 }

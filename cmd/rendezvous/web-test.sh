@@ -21,7 +21,7 @@ export GOWORK=off
 source cmd/arena/debian.sh
 install_missing iproute2 util-linux chromium xvfb xauth coturn "${arena_build_packages[@]}"
 
-MODS=(rtc cmd/rendezvous)
+MODS=(rtc cmd/rendezvous cmd/relay)
 for m in "${MODS[@]}"; do
 	(cd "$m" && $GO mod tidy -diff && $GO mod download)
 done
@@ -34,13 +34,15 @@ cmd/arena/web-build.sh
 bin="$(mktemp -d)"
 trap 'rm -rf "$bin"' EXIT
 (cd cmd/arena && $GO build -o "$bin/arena" .)
+# The match relay the relayed lobbies' tests place their matches on.
+(cd cmd/relay && $GO build -o "$bin/relay" .)
 mkdir -p web-test-out
 
 # Build the tests outside the namespace (the build cache is shared), run them inside.
 (cd rtc && $GO test -race -count=1 -run '^$' ./... >/dev/null)
 (cd cmd/rendezvous && $GO test -race -count=1 -run '^$' ./... >/dev/null)
 
-export REWIND_ARENA="$bin/arena" REWIND_WEB_OUT="$root/web-test-out"
+export REWIND_ARENA="$bin/arena" REWIND_RELAY="$bin/relay" REWIND_WEB_OUT="$root/web-test-out"
 inside='ip link set lo up &&
 	(cd rtc && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m ./...) &&
 	(cd cmd/rendezvous && GOPROXY=off '"$GO"' test -race -count=1 -timeout 5m -skip "^TestBrowser" ./...) &&

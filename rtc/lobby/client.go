@@ -28,6 +28,9 @@ type Options struct {
 	// HTTPClient makes the requests; nil means http.DefaultClient. Its
 	// Timeout, if any, must exceed MaxWait or long polls fail.
 	HTTPClient *http.Client
+	// Relayed makes Create ask for a relayed match (Match.Relayed); Join
+	// ignores it.
+	Relayed bool
 }
 
 // Client is one seat's connection to a rendezvous server. Its methods are
@@ -59,9 +62,10 @@ type Client struct {
 // returned at once.
 func Create(ctx context.Context, base string, seats int, o *Options) (*Client, error) {
 	c := newClient(base, o)
+	req := CreateRequest{Seats: seats, Relayed: o != nil && o.Relayed}
 	var t Ticket
 	err := c.retryOn(ctx, false, unavailable, func() error {
-		return c.do(ctx, http.MethodPost, "/v1/matches", false, CreateRequest{Seats: seats}, &t)
+		return c.do(ctx, http.MethodPost, "/v1/matches", false, req, &t)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("lobby: create a match: %w", err)

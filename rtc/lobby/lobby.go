@@ -23,6 +23,12 @@
 // A numbered signal (Signal.ID) is taken once however often it is sent,
 // so that a sender may send it again when the answer did not arrive.
 //
+// A match created with {"relayed": true} (Options.Relayed) is played
+// through a match relay the server places it on (Match.Relayed): the
+// relay is party Seats of its signaling, a seat signals only it (to =
+// Seats; a signal to another seat is refused, ErrForbidden) and hears
+// only from it, so no seat learns another's address (rtc.DialRelay).
+//
 // Long polls last at most [MaxWait]. The server numbers the signals queued
 // for a seat (Signal.Seq: increasing, from 1 on a server that keeps its
 // state in memory; on a NATS store, the stream's numbers, neither from 1
@@ -89,6 +95,11 @@ type Match struct {
 	SessionID  uint64      `json:"session_id,omitempty"`
 	Secret     []byte      `json:"secret,omitempty"` // base64 in JSON
 	ICEServers []ICEServer `json:"ice_servers,omitempty"`
+	// Relayed: the match is played through a match relay the server
+	// places it on (cmd/relay), which is party Seats of its signaling: a
+	// seat signals the relay only, and hears only from it, never another
+	// seat's address (rtc.DialRelay).
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // Signal is one signaling message between two seats. Kind is [KindOffer],
@@ -116,6 +127,8 @@ type Signal struct {
 // CreateRequest is the body of POST /v1/matches.
 type CreateRequest struct {
 	Seats int `json:"seats"`
+	// Relayed asks for a relayed match (Match.Relayed).
+	Relayed bool `json:"relayed,omitempty"`
 }
 
 // ErrorBody is the body of every error answer.

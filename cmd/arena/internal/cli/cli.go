@@ -20,6 +20,7 @@ type Flags struct {
 	Host, Join       string
 	Rendezvous, Code string
 	Relay, Loopback  bool
+	Relayed          bool // create a relayed match (through a match relay)
 	Machines         int
 	Players          int
 	Humans           int
@@ -51,6 +52,8 @@ func Check(f Flags) error {
 		return errors.New("-rendezvous meets through the server: not with -host or -join")
 	case f.Rendezvous == "" && (f.Code != "" || f.Relay || f.Loopback):
 		return errors.New("-code, -relay and -loopback go with -rendezvous")
+	case f.Relayed && (f.Rendezvous == "" || f.Code != ""):
+		return errors.New("-relayed goes with -rendezvous, creating a match (a joiner plays relayed when the match is)")
 	case f.Rendezvous != "" && !strings.HasPrefix(f.Rendezvous, "http://") && !strings.HasPrefix(f.Rendezvous, "https://"):
 		return fmt.Errorf("-rendezvous %q: want the server's base URL, starting with https:// or http://", f.Rendezvous)
 	case f.Machines < 2 || f.Machines > MaxMachines:

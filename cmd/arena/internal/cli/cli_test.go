@@ -27,6 +27,8 @@ func TestCheck(t *testing.T) {
 		{"host and join", func(f *Flags) { f.Host, f.Join = ":7000", "h:7000" }, "-host and -join: choose one"},
 		{"rendezvous and host", func(f *Flags) { f.Rendezvous, f.Host = "https://e.com", ":7000" }, "not with -host or -join"},
 		{"code alone", func(f *Flags) { f.Code = "K7QX" }, "-code, -relay and -loopback go with -rendezvous"},
+		{"relayed alone", func(f *Flags) { f.Relayed = true }, "-relayed goes with -rendezvous, creating a match (a joiner plays relayed when the match is)"},
+		{"relayed joiner", func(f *Flags) { f.Relayed, f.Rendezvous, f.Code = true, "http://localhost:8080", "K7QX" }, "-relayed goes with -rendezvous, creating a match (a joiner plays relayed when the match is)"},
 		{"rendezvous not a URL", func(f *Flags) { f.Rendezvous = "example.com" }, `-rendezvous "example.com": want the server's base URL`},
 		{"one machine", func(f *Flags) { f.Machines = 1 }, "-machines 1: want 2 to 8"},
 		{"nine machines", func(f *Flags) { f.Machines = 9 }, "-machines 9: want 2 to 8"},

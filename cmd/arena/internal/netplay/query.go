@@ -23,6 +23,9 @@ import (
 //	&target=10     the score target (0: none; default 10), as frames and round
 //	&humans=1      0: a bot flies this machine's ship; 1 (default): you do
 //	&relay=1       only the TURN relay's candidates (rtc.Config.Relay)
+//	&relayed=1     create a relayed match: every machine plays through a match
+//	               relay the rendezvous places it on (rtc.DialRelay); a joiner
+//	               plays relayed when the match is
 //	&mute=1        no sound
 //	&overlay=1     start with the netcode's overlay shown (Tab toggles it)
 //	&timeout=5m    how long to wait for the others, and then to connect
@@ -36,6 +39,7 @@ type Query struct {
 	Frames  int
 	Humans  int
 	Relay   bool
+	Relayed bool
 	Mute    bool
 	Overlay bool
 	Timeout time.Duration
@@ -96,7 +100,7 @@ func ParseQuery(raw string) (Query, error) {
 	bools := []struct {
 		name string
 		dst  *bool
-	}{{"relay", &q.Relay}, {"mute", &q.Mute}, {"overlay", &q.Overlay}}
+	}{{"relay", &q.Relay}, {"relayed", &q.Relayed}, {"mute", &q.Mute}, {"overlay", &q.Overlay}}
 	for _, p := range bools {
 		if !v.Has(p.name) {
 			continue

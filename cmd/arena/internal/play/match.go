@@ -175,6 +175,7 @@ func (m *Match) Tick(human []rollback.Input) error {
 			}
 		}
 		res, err = m.s.Advance()
+		m.flush()
 		// Stalled ticks in a row: waiting for a peer's input. (Past the
 		// end Idle stalls by design.)
 		if m.stalled = 0; res.Stalled {
@@ -183,6 +184,7 @@ func (m *Match) Tick(human []rollback.Input) error {
 		m.waited = m.stalled
 	} else {
 		res, err = m.s.Idle()
+		m.flush()
 		m.stalled, m.waited = 0, 0
 	}
 	if err != nil {
@@ -204,7 +206,9 @@ func (m *Match) Tick(human []rollback.Input) error {
 // (rollback.Session.Idle), so that the peers stall instead of
 // disconnecting this machine.
 func (m *Match) Idle() error {
-	if _, err := m.s.Idle(); err != nil {
+	_, err := m.s.Idle()
+	m.flush()
+	if err != nil {
 		return err
 	}
 	m.ledger.Update(m.g.Scene())
@@ -355,7 +359,9 @@ func (m *Match) Sounds() sound.Stats { return m.ledger.Stats() }
 // Close tells the peers that this machine leaves. It does not close the
 // Transport.
 func (m *Match) Close() error {
-	if err := m.s.Close(); err != nil && !errors.Is(err, rollback.ErrClosed) {
+	err := m.s.Close()
+	m.flush()
+	if err != nil && !errors.Is(err, rollback.ErrClosed) {
 		return err
 	}
 	return nil
@@ -368,3 +374,11 @@ func (silent) Play(sound.Voice, sound.Sound)       {}
 func (silent) Stop(sound.Voice)                    {}
 func (silent) FadeOut(sound.Voice, time.Duration)  {}
 func (silent) SetVolume(sound.Voice, sound.Volume) {}
+
+// flush sends what the session's last call gathered, when its transport
+// gathers (a relay.Client: one envelope to the relay per call).
+func (m *Match) flush() {
+	if f, ok := m.cfg.Transport.(interface{ Flush() error }); ok {
+		_ = f.Flush() // an error is a datagram lost
+	}
+}
