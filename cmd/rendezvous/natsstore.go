@@ -318,7 +318,10 @@ func (n *natsStore) ensure() error {
 // no leader, no responders, servers of the cluster not joined yet.
 func notReady(err error) bool {
 	var apiErr *jetstream.APIError
+	// A bucket whose stream was just made may not be found yet where
+	// another instance made it at the same moment (a fresh cluster).
 	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, jetstream.ErrBucketNotFound) ||
 		(errors.As(err, &apiErr) && (apiErr.Code == http.StatusServiceUnavailable ||
 			// A cluster whose servers have not all joined yet: the
 			// replicas cannot be placed until they have (code 10005 has
