@@ -16,6 +16,16 @@ type clockTransport struct {
 	rollback.Transport
 	items []clockItem
 	next  int32 // what the session last told it
+	deaf  bool  // every datagram to it is lost
+}
+
+func (c *clockTransport) Receive(buf []byte) (int, int, bool) {
+	for {
+		n, peer, ok := c.Transport.Receive(buf)
+		if !ok || !c.deaf {
+			return n, peer, ok
+		}
+	}
 }
 
 type clockItem struct {
@@ -144,4 +154,35 @@ func TestRelayClockPlaysThroughALateMachine(t *testing.T) {
 	require.Zero(t, st.StallFrames)
 	require.Equal(t, rollback.Frame(120), ss[0].Frame())
 	require.Positive(t, st.Decided)
+}
+
+// TestRelayClockLateMachineKeepsItsAck: machine 1 hears nothing from
+// frame 10 on (its downlink is cut) and stalls; it still sends, and the
+// relay decides its frames for machine 0 far beyond what it has of
+// machine 0's. Its inputs so far ahead prove nothing with the relay
+// clock: machine 0 neither takes them as an acknowledgement of its own
+// inputs (it would stop sending machine 1 what it lacks, and machine 1
+// would stall for good) nor suspects it of lying about its acks.
+func TestRelayClockLateMachineKeepsItsAck(t *testing.T) {
+	ss, _, tr := clockPair(t)
+	for range 30 {
+		playTo(t, ss, 10, func(i int) rollback.Input { return rollback.Input(1 + i) })
+	}
+	require.Equal(t, rollback.Frame(10), ss[1].Frame())
+	tr[1].deaf = true
+	for f := 10; f < 150; f++ {
+		tr[0].items = append(tr[0].items, clockItem{0, int32(f), []uint64{2}})
+		offer(t, ss[0], 0, 1)
+		res, err := ss[0].Advance()
+		require.NoError(t, err)
+		for _, e := range res.Events {
+			require.False(t, e.Kind == rollback.EventSuspect, "frame %d: %v", f, e)
+		}
+		_, err = ss[1].Idle()
+		require.NoError(t, err)
+	}
+	require.Greater(t, ss[0].Frame(), rollback.Frame(120), "machine 0 played on")
+	st, ok := ss[0].PeerStats(0)
+	require.True(t, ok)
+	require.Zero(t, st.Suspected[rollback.SuspectAck], "machine 1 was not suspected")
 }
