@@ -122,6 +122,7 @@ type slotClock struct {
 	ack, seq     uint32
 	queue        []item
 	srtt, rttvar time.Duration
+	overflow     bool // an item for it was dropped: none is queued since
 }
 
 // clock is a Relay's clock state.
@@ -221,6 +222,7 @@ func (k *clock) decide(now time.Duration) {
 		}
 		for s.settled < limit && k.origin+time.Duration(s.settled)*k.tick+k.allowance < now {
 			k.decideOne(x, s)
+			s.movedAt = now // a decision settles too: no idle receipt with every one
 		}
 		// A receipt once the settled frames reach into another statement
 		// interval (the machine signs an interval once a receipt covers
@@ -254,8 +256,14 @@ func (k *clock) decideOne(x int, s *slotClock) {
 // queue signs an item for machine to and queues it.
 func (k *clock) queue(to, kind, slot int, frame int32, inputs []uint64) {
 	t := &k.slots[to]
-	if len(t.queue) >= maxQueued {
-		return // a machine gone, or hopelessly late: it would never catch up
+	if t.overflow || len(t.queue) >= maxQueued {
+		// A machine gone, or hopelessly late: it would never catch up.
+		// Nothing more goes to it, ever: an item dropped and a later one
+		// sent would be a receipt covering a decision it never got, its
+		// input final there and another everywhere else (a desync: 4
+		// players on hell, a machine stalled on its ring for seconds).
+		t.overflow = true
+		return
 	}
 	seq := t.seq
 	t.seq++

@@ -284,3 +284,51 @@ func (c countItems) Send(to int, b []byte) error {
 	}
 	return c.Link.Send(to, b)
 }
+
+// TestClockNoReceiptPastADroppedDecision: machine 1 goes silent, so the
+// relay decides its frames; machine 0 takes no item for longer than its
+// queue holds. Once machine 0 takes them again, no receipt it gets covers
+// a frame whose decision it did not get: the relay queues nothing more
+// for a machine once an item for it was dropped. (It dropped the items
+// while the queue was full and queued the later ones: a receipt then made
+// final at machine 0 inputs the others had decided otherwise.)
+func TestClockNoReceiptPastADroppedDecision(t *testing.T) {
+	key, pub := testKey(6)
+	var decided []string
+	s := clockStar(t, 2, key, pub, &decided)
+	seen := map[int32]bool{} // machine 0's decisions about machine 1, by frame
+	receipts := 0
+	for tick := int32(1); tick <= 5400; tick++ {
+		s.clients[0].ClockLocal(tick, []uint64{1})
+		if tick <= 5 {
+			s.clients[1].ClockLocal(tick, []uint64{2})
+		}
+		s.step()
+		for _, c := range s.clients {
+			drain(c)
+		}
+		items(s.clients[1])
+		if tick < 4400 {
+			continue // machine 0 takes nothing: its queue at the relay fills
+		}
+		for _, it := range items(s.clients[0]) {
+			if it.peer != 0 {
+				continue
+			}
+			if it.inputs != nil {
+				seen[it.frame] = true
+				continue
+			}
+			receipts++
+			for f := int32(5); f < it.frame; f++ {
+				require.True(t, seen[f], "a receipt up to %d, frame %d never decided here", it.frame, f)
+			}
+		}
+	}
+	require.Greater(t, len(decided), 4096, "the relay decided more than a queue holds")
+	require.Positive(t, len(seen))
+	// A decided frame settles as one on time does: receipts at the
+	// statement intervals, not one after every decision (which doubled
+	// the items for a late machine).
+	require.Less(t, receipts*8, len(seen), "receipts %d, decisions %d", receipts, len(seen))
+}
