@@ -250,13 +250,9 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	if ps.progress.proves < 0 {
 		ps.progress.proves = have
 	}
-	if f := have - countSlack; s.ls == nil && s.pace.clock == nil && ps.progress.ack < f && f > ps.progress.proves {
+	if f := have - countSlack; s.ls == nil && !s.pace.clock.decidesStalled() && ps.progress.ack < f && f > ps.progress.proves {
 		// Its own inputs prove it has more of ours than it says (it cannot
 		// simulate that far without them): the ring need not wait for it.
-		// Not with the relay clock: the relay decides a stalled machine's
-		// frames, so we hold its inputs far beyond what it has simulated
-		// (taken as an acknowledgement, ours it lacked went to it no more,
-		// and it stalled for good).
 		s.suspect(i, SuspectAck)
 		ps.progress.acked(min(f, localNext), localNext)
 	}

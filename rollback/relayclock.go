@@ -83,6 +83,13 @@ func (c *relayClock) decided(f Frame, p PlayerID) (Input, bool) {
 	return c.dec[ring(f)][p], true
 }
 
+// decidesStalled reports whether the relay decides a stalled machine's
+// frames, so that we may hold a peer's inputs far beyond what it has
+// simulated: then they prove no acknowledgement of ours (applyInput).
+// Taken as one, our inputs it lacked went to it no more, and it stalled
+// for good. It is nil-safe: false without a relay clock.
+func (c *relayClock) decidesStalled() bool { return c != nil }
+
 // provisional reports whether player p's input of frame f, here, may
 // still change: with the relay clock, one the relay has not settled for
 // us (its receipt), or one it decided. False without a relay clock.
