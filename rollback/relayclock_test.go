@@ -15,8 +15,9 @@ import (
 type clockTransport struct {
 	rollback.Transport
 	items []clockItem
-	next  int32 // what the session last told it
-	deaf  bool  // every datagram to it is lost
+	next  int32         // what the session last told it
+	deaf  bool          // every datagram to it is lost
+	short time.Duration // how much less than a second of slack the relay reports
 }
 
 func (c *clockTransport) Receive(buf []byte) (int, int, bool) {
@@ -36,7 +37,7 @@ type clockItem struct {
 
 func (c *clockTransport) ClockOn() bool                     { return true }
 func (c *clockTransport) ClockLocal(next int32, _ []uint64) { c.next = next }
-func (c *clockTransport) ClockSlack() time.Duration         { return time.Second }
+func (c *clockTransport) ClockSlack() time.Duration         { return time.Second - c.short }
 func (c *clockTransport) ClockTaken()                       { c.items = c.items[1:] }
 func (c *clockTransport) ClockNext() (int, int32, []uint64, bool) {
 	if len(c.items) == 0 {
@@ -185,4 +186,32 @@ func TestRelayClockLateMachineKeepsItsAck(t *testing.T) {
 	st, ok := ss[0].PeerStats(0)
 	require.True(t, ok)
 	require.Zero(t, st.Suspected[rollback.SuspectAck], "machine 1 was not suspected")
+}
+
+// TestRelayClockCatchUpPaced: the relay says machine 0's inputs reach it
+// late, and keeps saying so (its word is a round trip old). Machine 0
+// takes a second input in a tick at most one every 4 frames: taken every
+// tick, the catch-up ran on for a round trip after it was done (12
+// frames ahead of the schedule, and of the others, on hell).
+func TestRelayClockCatchUpPaced(t *testing.T) {
+	ss, _, tr := clockPair(t)
+	for range 30 {
+		playTo(t, ss, 10, func(i int) rollback.Input { return rollback.Input(1 + i) })
+	}
+	tr[0].short = time.Second // no slack at all
+	extra, from := 0, ss[0].Frame()
+	for range 40 {
+		offer(t, ss[0], 0, 1)
+		if ok, err := ss[0].AddLocalInput(0, 1); err == nil && ok {
+			extra++
+		}
+		_, err := ss[0].Advance()
+		require.NoError(t, err)
+		offer(t, ss[1], 1, 2)
+		_, err = ss[1].Advance()
+		require.NoError(t, err)
+	}
+	require.Positive(t, extra, "it catches up")
+	frames := int(ss[0].Frame() - from)
+	require.LessOrEqual(t, extra, frames/4+1, "a second input at most every 4 frames (%d frames)", frames)
 }
