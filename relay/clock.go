@@ -14,16 +14,18 @@ import (
 // Each machine's envelopes carry a clock section: the machine's next
 // local frame g (every input of its players before g was added) with
 // its players' inputs of frame g−1, and how many of the relay's signed
-// items it has taken. The relay keeps, per slot, a schedule: frame f is
-// due at origin + f·tick + Allowance, origin learned from the slot's first
-// second of clock sections (the earliest arrival less g·tick). A frame
-// is settled once a clock section covering it arrives before it is due
-// (on time), or once it is due: then the relay decides it, the slot's
-// inputs of the frame before repeated, signed with the match's relay key,
-// and queued to every machine. Every envelope to a machine carries the
-// items it has not acknowledged (decisions, and to the slot itself its
-// receipts: "your frames before g are settled", which its statements wait
-// for). No frame is decided that no other machine has reached.
+// items it has taken. The relay keeps one schedule for the match: frame
+// f of every slot is due at origin + f·tick + Allowance, origin learned
+// from the match's first two seconds of clock sections (the earliest
+// arrival less g·tick, over every slot). A frame is settled once a clock
+// section covering it arrives before it is due (on time), or once it is
+// due: then the relay decides it, the slot's inputs of the frame before
+// repeated, signed with the match's relay key, and queued to every
+// machine. Every envelope to a machine carries the items it has not
+// acknowledged, each in two envelopes in a row and then again after a
+// timeout from the round trip it measures (decisions, and every slot's
+// receipts: "its frames before g are settled", which the statements
+// wait for). No frame is decided that no other machine has reached.
 //
 // What keeps a decision final everywhere: every machine gets a slot's
 // receipts ("its frames before g are settled"), and its stream carries
@@ -68,8 +70,8 @@ const (
 	upMax        = 4 + 4 + 1 + 8*maxLocal // a machine's clock section, at most
 	maxItems     = 12                     // items in one envelope to a machine
 	maxQueued    = 4096                   // items queued for one machine, at most
-	originFrames = 120                    // the frames whose arrival may move a slot's origin
-	receiptEvery = 16                     // frames: a statement's (wire.StatementFrames)
+	originFrames = 120                    // the frames whose arrival may move the match's origin
+	receiptEvery = 16                     // frames: a statement's interval (wire.StatementFrames)
 	receiptIdle  = 100 * time.Millisecond
 )
 
@@ -84,18 +86,30 @@ var ErrClock = errors.New("relay: invalid clock")
 type item struct {
 	seq    uint32
 	b      []byte        // kind, slot, frame, count, inputs, signature
-	sent   bool          // sent at least once
+	sends  int           // times sent
+	first  time.Duration // when first sent
 	sentAt time.Duration // when last sent
+	resent bool          // sent again for want of an acknowledgement
 }
 
-// resendAfter is how long an item not acknowledged waits to go again.
-const resendAfter = 100 * time.Millisecond
+// An item goes in two envelopes in a row (a lost datagram costs a tick,
+// not a round trip: a decision late by a round trip is a stall on a link
+// like hell), then again once it is not acknowledged a resend timeout
+// after it last went: the machine's acknowledgement delay, smoothed, plus
+// four times its deviation (as TCP's), within these bounds. A fixed
+// timeout below the round trip sent every item again and again on hell,
+// and the items' backlog delayed the receipts by seconds.
+const (
+	sendsAtOnce = 2
+	resendMin   = 50 * time.Millisecond
+	resendMax   = time.Second
+	resendFirst = 250 * time.Millisecond // before any measure
+)
 
 // slotClock is the relay's clock of one slot.
 type slotClock struct {
 	heard    bool
 	players  int
-	origin   time.Duration
 	reported int32    // the highest g of its clock sections
 	settled  int32    // its first frame neither on time nor decided
 	last     []uint64 // its inputs of frame settled−1
@@ -103,9 +117,12 @@ type slotClock struct {
 	receipt  int32         // the frontier of its last receipt
 	slack    time.Duration // how long before its deadline its last clock section came
 
-	// Its stream: ack is the next seq it wants, seq the next to queue.
-	ack, seq uint32
-	queue    []item
+	// Its stream: ack is the next seq it wants, seq the next to queue;
+	// srtt and rttvar its acknowledgement delay, smoothed (0: no measure).
+	ack, seq     uint32
+	queue        []item
+	srtt, rttvar time.Duration
+	overflow     bool // an item for it was dropped: none is queued since
 }
 
 // clock is a Relay's clock state.
@@ -116,7 +133,11 @@ type clock struct {
 	onDecide  func(int, int32, []uint64)
 	slots     []slotClock
 	msg       []byte // a signed message being built
-	stats     *Stats
+	// The match's schedule: frame f of every slot is due at origin +
+	// f·tick + allowance (started: origin is known).
+	started bool
+	origin  time.Duration
+	stats   *Stats
 }
 
 func newClock(c *Clock, machines int, tick time.Duration, st *Stats) (*clock, error) {
@@ -154,18 +175,28 @@ func (k *clock) heard(from int, b []byte, now time.Duration) bool {
 	}
 	if ack-s.ack <= s.seq-s.ack { // else an older envelope, overtaken
 		for len(s.queue) > 0 && s.queue[0].seq-ack > 1<<31 { // seq < ack
+			if it := &s.queue[0]; it.sends > 0 && !it.resent {
+				s.measure(now - it.first)
+			}
 			s.queue = s.queue[1:]
 		}
 		s.ack = ack
 	}
-	at := now - time.Duration(g)*k.tick
 	if !s.heard {
-		s.heard, s.players, s.origin, s.last = true, n, at, make([]uint64, n)
-	} else if g <= originFrames && at < s.origin {
-		s.origin = at
+		s.heard, s.players, s.last = true, n, make([]uint64, n)
+	}
+	// One schedule for the match, not one per machine: with its own,
+	// a machine that started early ran early for ever, nothing slowing it
+	// (no frame-advantage stalls with the clock), and waited on the
+	// others' inputs a frame or ten nearer its reach than in the mesh;
+	// stalled there, it fell behind its own schedule and was decided.
+	// On the match's, a machine that starts late, or stalls, is behind
+	// it and catches up (the session's catchUpClock and extraDue).
+	if at := now - time.Duration(g)*k.tick; !k.started || (g <= originFrames && at < k.origin) {
+		k.started, k.origin = true, at
 	}
 	s.reported = max(s.reported, g)
-	s.slack = s.origin + time.Duration(g-1)*k.tick + k.allowance - now
+	s.slack = k.origin + time.Duration(g-1)*k.tick + k.allowance - now
 	if g > s.settled {
 		s.settled, s.movedAt = g, now
 		for j := range s.last {
@@ -189,10 +220,17 @@ func (k *clock) decide(now time.Duration) {
 				limit = max(limit, k.slots[y].reported)
 			}
 		}
-		for s.settled < limit && s.origin+time.Duration(s.settled)*k.tick+k.allowance < now {
+		for s.settled < limit && k.origin+time.Duration(s.settled)*k.tick+k.allowance < now {
 			k.decideOne(x, s)
+			s.movedAt = now // a decision settles too: no idle receipt with every one
 		}
-		if s.settled > s.receipt && (s.settled-s.receipt >= receiptEvery || now-s.movedAt >= receiptIdle) {
+		// A receipt once the settled frames reach into another statement
+		// interval (the machine signs an interval once a receipt covers
+		// it: one that came up to 15 frames after the interval ended, as
+		// when receipts went every 16 frames from wherever they stood,
+		// kept the statements, and the inputs' finality, waiting), or
+		// receiptIdle after they last moved.
+		if s.settled > s.receipt && (s.settled/receiptEvery > s.receipt/receiptEvery || now-s.movedAt >= receiptIdle) {
 			s.receipt = s.settled
 			for to := range k.slots {
 				k.queue(to, itemReceipt, x, s.settled, nil)
@@ -218,8 +256,14 @@ func (k *clock) decideOne(x int, s *slotClock) {
 // queue signs an item for machine to and queues it.
 func (k *clock) queue(to, kind, slot int, frame int32, inputs []uint64) {
 	t := &k.slots[to]
-	if len(t.queue) >= maxQueued {
-		return // a machine gone, or hopelessly late: it would never catch up
+	if t.overflow || len(t.queue) >= maxQueued {
+		// A machine gone, or hopelessly late: it would never catch up.
+		// Nothing more goes to it, ever: an item dropped and a later one
+		// sent would be a receipt covering a decision it never got, its
+		// input final there and another everywhere else (a desync: 4
+		// players on hell, a machine stalled on its ring for seconds).
+		t.overflow = true
+		return
 	}
 	seq := t.seq
 	t.seq++
@@ -249,17 +293,29 @@ func signedMessage(dst []byte, to int, seq uint32, b []byte) []byte {
 // it holds any.
 func (k *clock) appendDown(env []byte, to, room int, now time.Duration) ([]byte, bool) {
 	t := &k.slots[to]
-	// The items due: never sent, or not acknowledged resendAfter after
-	// they went; a run of them, from the first.
+	// The items due: sent fewer than sendsAtOnce times, or not
+	// acknowledged a resend timeout after they last went; a run of them,
+	// from the first.
+	rto := t.resendAfter()
 	i0 := 0
-	for i0 < len(t.queue) && t.queue[i0].sent && now-t.queue[i0].sentAt < resendAfter {
+	for i0 < len(t.queue) {
+		if it := &t.queue[i0]; it.sends < sendsAtOnce || now-it.sentAt >= rto {
+			break
+		}
 		i0++
 	}
 	q := t.queue[i0:]
 	size, n := 6, 0
 	for n < len(q) && n < maxItems && size+len(q[n].b) <= room-3 {
-		size += len(q[n].b)
-		q[n].sent, q[n].sentAt = true, now
+		it := &q[n]
+		size += len(it.b)
+		if it.sends == 0 {
+			it.first = now
+		} else if it.sends >= sendsAtOnce {
+			it.resent = true
+		}
+		it.sends++
+		it.sentAt = now
 		n++
 	}
 	first := t.seq
@@ -446,4 +502,31 @@ func (c *Client) takeDown(b []byte) {
 		*e = earlyItem{}
 		k.want++
 	}
+}
+
+// measure takes a sample of the slot's acknowledgement delay: from an
+// item's first sending to the acknowledgement that covers it.
+func (s *slotClock) measure(d time.Duration) {
+	if s.srtt == 0 {
+		s.srtt, s.rttvar = d, d/2
+		return
+	}
+	s.rttvar += (abs(s.srtt-d) - s.rttvar) / 4
+	s.srtt += (d - s.srtt) / 8
+}
+
+// resendAfter is how long an item for the slot waits for its
+// acknowledgement before it goes again.
+func (s *slotClock) resendAfter() time.Duration {
+	if s.srtt == 0 {
+		return resendFirst
+	}
+	return min(max(s.srtt+4*s.rttvar, resendMin), resendMax)
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }

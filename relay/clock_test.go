@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"crypto/ed25519"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -180,4 +181,154 @@ func TestClockItemsSurviveLoss(t *testing.T) {
 		require.Equal(t, want[:len(got[i])], got[i], "machine %d: in order, none twice", i)
 		require.Greater(t, len(got[i]), len(want)*9/10, "machine %d got nearly all", i)
 	}
+}
+
+// TestClockOneScheduleForTheMatch: machine 1 starts 20 ticks after
+// machine 0 and then keeps the same pace. The schedule is the match's,
+// not each machine's own: machine 1 is late for its first frames, which
+// the relay decides, and it is told it is late (a negative slack) until
+// it catches up. With a schedule of its own it was never late, ran 20
+// frames behind machine 0 for the whole match, and machine 0 waited on
+// its inputs 20 frames nearer its reach (on hell it stalled there, fell
+// behind its own schedule and was decided in turn).
+func TestClockOneScheduleForTheMatch(t *testing.T) {
+	key, pub := testKey(4)
+	var decided []string
+	s := clockStar(t, 2, key, pub, &decided)
+	var slack []time.Duration
+	for tick := int32(1); tick <= 40; tick++ {
+		s.clients[0].ClockLocal(tick, []uint64{1})
+		if tick > 20 {
+			s.clients[1].ClockLocal(tick-20, []uint64{2})
+		}
+		s.step()
+		for _, c := range s.clients {
+			drain(c)
+			items(c)
+		}
+		if tick > 25 {
+			slack = append(slack, s.clients[1].ClockSlack())
+		}
+	}
+	require.NotEmpty(t, decided, "the late machine's frames were decided")
+	for _, d := range decided {
+		require.Equal(t, byte('1'), d[0], "only the machine that started late: %v", decided)
+	}
+	for _, sl := range slack {
+		require.Negative(t, sl, "it is told it is late: %v", slack)
+	}
+}
+
+// TestClockNoResendWithinTheRoundTrip: on a link whose round trip is
+// longer than 100 ms but loses nothing, every item goes in two envelopes
+// in a row and no more: the relay waits for the acknowledgement as long
+// as the round trip it measures. A fixed 100 ms timeout sent each item
+// again and again (on hell the items' backlog then delayed the receipts
+// by seconds).
+func TestClockNoResendWithinTheRoundTrip(t *testing.T) {
+	key, pub := testKey(5)
+	nw, err := netsim.New(3, 1, netsim.Profile{Latency: 85 * time.Millisecond})
+	require.NoError(t, err)
+	sent := map[uint32]int{}
+	link := countItems{Link: nw.Endpoint(2), to: 0, seen: sent}
+	r, err := relay.New(relay.Config{Machines: 2, Link: link, Clock: &relay.Clock{Key: key}})
+	require.NoError(t, err)
+	var cs []*relay.Client
+	for i := range 2 {
+		c, err := relay.NewClient(nw.Endpoint(i), 1, i, 2)
+		require.NoError(t, err)
+		require.NoError(t, c.UseClock(pub))
+		cs = append(cs, c)
+	}
+	taken := 0
+	for tick := int32(1); tick <= 300; tick++ {
+		cs[0].ClockLocal(tick, []uint64{1})
+		if tick%30 < 20 { // machine 1 hitches: its frames are decided
+			cs[1].ClockLocal(tick, []uint64{2})
+		}
+		for _, c := range cs {
+			_ = c.Flush()
+		}
+		nw.Advance(time.Second / 60)
+		r.Poll(nw.Now())
+		for _, c := range cs {
+			drain(c)
+		}
+		taken += len(items(cs[0]))
+	}
+	require.Greater(t, len(sent), 50, "items went to machine 0")
+	require.Greater(t, taken, 50)
+	for seq, n := range sent {
+		require.LessOrEqual(t, n, 2, "item %d went %d times", seq, n)
+	}
+}
+
+// countItems counts, by seq, the relay's items in its envelopes to
+// machine to.
+type countItems struct {
+	relay.Link
+	to   int
+	seen map[uint32]int
+}
+
+func (c countItems) Send(to int, b []byte) error {
+	if to == c.to && len(b) > 0 && b[0] == 0xe2 {
+		size, k := binary.Uvarint(b[1:])
+		sec := b[1+k : 1+k+int(size)]
+		seq := binary.LittleEndian.Uint32(sec)
+		for it := sec[6:]; len(it) >= 7; seq++ {
+			n := 7 + 8*int(it[6]) + ed25519.SignatureSize
+			c.seen[seq]++
+			it = it[n:]
+		}
+	}
+	return c.Link.Send(to, b)
+}
+
+// TestClockNoReceiptPastADroppedDecision: machine 1 goes silent, so the
+// relay decides its frames; machine 0 takes no item for longer than its
+// queue holds. Once machine 0 takes them again, no receipt it gets covers
+// a frame whose decision it did not get: the relay queues nothing more
+// for a machine once an item for it was dropped. (It dropped the items
+// while the queue was full and queued the later ones: a receipt then made
+// final at machine 0 inputs the others had decided otherwise.)
+func TestClockNoReceiptPastADroppedDecision(t *testing.T) {
+	key, pub := testKey(6)
+	var decided []string
+	s := clockStar(t, 2, key, pub, &decided)
+	seen := map[int32]bool{} // machine 0's decisions about machine 1, by frame
+	receipts := 0
+	for tick := int32(1); tick <= 5400; tick++ {
+		s.clients[0].ClockLocal(tick, []uint64{1})
+		if tick <= 5 {
+			s.clients[1].ClockLocal(tick, []uint64{2})
+		}
+		s.step()
+		for _, c := range s.clients {
+			drain(c)
+		}
+		items(s.clients[1])
+		if tick < 4400 {
+			continue // machine 0 takes nothing: its queue at the relay fills
+		}
+		for _, it := range items(s.clients[0]) {
+			if it.peer != 0 {
+				continue
+			}
+			if it.inputs != nil {
+				seen[it.frame] = true
+				continue
+			}
+			receipts++
+			for f := int32(5); f < it.frame; f++ {
+				require.True(t, seen[f], "a receipt up to %d, frame %d never decided here", it.frame, f)
+			}
+		}
+	}
+	require.Greater(t, len(decided), 4096, "the relay decided more than a queue holds")
+	require.Positive(t, len(seen))
+	// A decided frame settles as one on time does: receipts at the
+	// statement intervals, not one after every decision (which doubled
+	// the items for a late machine).
+	require.Less(t, receipts*8, len(seen), "receipts %d, decisions %d", receipts, len(seen))
 }

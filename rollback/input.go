@@ -250,7 +250,7 @@ func (s *Session) applyInput(i int, v *inputVerdict, localNext Frame) Frame {
 	if ps.progress.proves < 0 {
 		ps.progress.proves = have
 	}
-	if f := have - countSlack; s.ls == nil && ps.progress.ack < f && f > ps.progress.proves {
+	if f := have - countSlack; s.ls == nil && !s.pace.clock.decidesStalled() && ps.progress.ack < f && f > ps.progress.proves {
 		// Its own inputs prove it has more of ours than it says (it cannot
 		// simulate that far without them): the ring need not wait for it.
 		s.suspect(i, SuspectAck)

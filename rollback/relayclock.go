@@ -51,6 +51,8 @@ type relayClock struct {
 	at  [ringSize][MaxPlayers]Frame
 	dec [ringSize][MaxPlayers]Input
 	own []uint64 // ClockLocal's inputs
+	// extraAt is the frame of our last second input of a tick (extraDue).
+	extraAt Frame
 
 	// taken counts the decisions taken; conflicts those for a frame already
 	// final, whose input differed (an honest relay never makes one: the
@@ -80,6 +82,13 @@ func (c *relayClock) decided(f Frame, p PlayerID) (Input, bool) {
 	}
 	return c.dec[ring(f)][p], true
 }
+
+// decidesStalled reports whether the relay decides a stalled machine's
+// frames, so that we may hold a peer's inputs far beyond what it has
+// simulated: then they prove no acknowledgement of ours (applyInput).
+// Taken as one, our inputs it lacked went to it no more, and it stalled
+// for good. It is nil-safe: false without a relay clock.
+func (c *relayClock) decidesStalled() bool { return c != nil }
 
 // provisional reports whether player p's input of frame f, here, may
 // still change: with the relay clock, one the relay has not settled for
@@ -224,12 +233,27 @@ const clockCatchUp = 3
 // their deadline: with less, we take a second input a tick.
 const minSlack = 2 * time.Second / 60
 
+// clockExtraEvery is how many frames apart a session short of slack
+// takes its second inputs of a tick, at most. The relay's word on our
+// slack is a round trip old: taken every tick, a catch-up ran on for a
+// round trip after it was done (12 frames on hell), and the machine ran
+// that far ahead of the schedule, and of the others, for the rest of the
+// match (nothing slows an early machine but its stalls: on hell it
+// waited on the others' inputs at its reach).
+const clockExtraEvery = 4
+
 // extraDue reports whether AddLocalInput may take a local player's input
 // of frame next, one beyond the input lag (frame is the next to simulate):
-// the relay says our inputs reach it with less than minSlack to spare. It
-// is nil-safe.
+// the relay says our inputs reach it with less than minSlack to spare,
+// and we took none in the clockExtraEvery frames before frame (or took
+// one for frame: each local player takes its own). It is nil-safe.
 func (c *relayClock) extraDue(next, frame, delay Frame) bool {
-	return c != nil && next == frame+delay+1 && c.t.ClockSlack() < minSlack
+	if c == nil || next != frame+delay+1 || c.t.ClockSlack() >= minSlack ||
+		(frame != c.extraAt && frame < c.extraAt+clockExtraEvery) {
+		return false
+	}
+	c.extraAt = frame
+	return true
 }
 
 // catchUpClock simulates, after an Advance's frame (simulated so far),

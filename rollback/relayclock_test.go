@@ -15,7 +15,18 @@ import (
 type clockTransport struct {
 	rollback.Transport
 	items []clockItem
-	next  int32 // what the session last told it
+	next  int32         // what the session last told it
+	deaf  bool          // every datagram to it is lost
+	short time.Duration // how much less than a second of slack the relay reports
+}
+
+func (c *clockTransport) Receive(buf []byte) (int, int, bool) {
+	for {
+		n, peer, ok := c.Transport.Receive(buf)
+		if !ok || !c.deaf {
+			return n, peer, ok
+		}
+	}
 }
 
 type clockItem struct {
@@ -26,7 +37,7 @@ type clockItem struct {
 
 func (c *clockTransport) ClockOn() bool                     { return true }
 func (c *clockTransport) ClockLocal(next int32, _ []uint64) { c.next = next }
-func (c *clockTransport) ClockSlack() time.Duration         { return time.Second }
+func (c *clockTransport) ClockSlack() time.Duration         { return time.Second - c.short }
 func (c *clockTransport) ClockTaken()                       { c.items = c.items[1:] }
 func (c *clockTransport) ClockNext() (int, int32, []uint64, bool) {
 	if len(c.items) == 0 {
@@ -144,4 +155,63 @@ func TestRelayClockPlaysThroughALateMachine(t *testing.T) {
 	require.Zero(t, st.StallFrames)
 	require.Equal(t, rollback.Frame(120), ss[0].Frame())
 	require.Positive(t, st.Decided)
+}
+
+// TestRelayClockLateMachineKeepsItsAck: machine 1 hears nothing from
+// frame 10 on (its downlink is cut) and stalls; it still sends, and the
+// relay decides its frames for machine 0 far beyond what it has of
+// machine 0's. Its inputs so far ahead prove nothing with the relay
+// clock: machine 0 neither takes them as an acknowledgement of its own
+// inputs (it would stop sending machine 1 what it lacks, and machine 1
+// would stall for good) nor suspects it of lying about its acks.
+func TestRelayClockLateMachineKeepsItsAck(t *testing.T) {
+	ss, _, tr := clockPair(t)
+	for range 30 {
+		playTo(t, ss, 10, func(i int) rollback.Input { return rollback.Input(1 + i) })
+	}
+	require.Equal(t, rollback.Frame(10), ss[1].Frame())
+	tr[1].deaf = true
+	for f := 10; f < 150; f++ {
+		tr[0].items = append(tr[0].items, clockItem{0, int32(f), []uint64{2}})
+		offer(t, ss[0], 0, 1)
+		res, err := ss[0].Advance()
+		require.NoError(t, err)
+		for _, e := range res.Events {
+			require.False(t, e.Kind == rollback.EventSuspect, "frame %d: %v", f, e)
+		}
+		_, err = ss[1].Idle()
+		require.NoError(t, err)
+	}
+	require.Greater(t, ss[0].Frame(), rollback.Frame(120), "machine 0 played on")
+	st, ok := ss[0].PeerStats(0)
+	require.True(t, ok)
+	require.Zero(t, st.Suspected[rollback.SuspectAck], "machine 1 was not suspected")
+}
+
+// TestRelayClockCatchUpPaced: the relay says machine 0's inputs reach it
+// late, and keeps saying so (its word is a round trip old). Machine 0
+// takes a second input in a tick at most one every 4 frames: taken every
+// tick, the catch-up ran on for a round trip after it was done (12
+// frames ahead of the schedule, and of the others, on hell).
+func TestRelayClockCatchUpPaced(t *testing.T) {
+	ss, _, tr := clockPair(t)
+	for range 30 {
+		playTo(t, ss, 10, func(i int) rollback.Input { return rollback.Input(1 + i) })
+	}
+	tr[0].short = time.Second // no slack at all
+	extra, from := 0, ss[0].Frame()
+	for range 40 {
+		offer(t, ss[0], 0, 1)
+		if ok, err := ss[0].AddLocalInput(0, 1); err == nil && ok {
+			extra++
+		}
+		_, err := ss[0].Advance()
+		require.NoError(t, err)
+		offer(t, ss[1], 1, 2)
+		_, err = ss[1].Advance()
+		require.NoError(t, err)
+	}
+	require.Positive(t, extra, "it catches up")
+	frames := int(ss[0].Frame() - from)
+	require.LessOrEqual(t, extra, frames/4+1, "a second input at most every 4 frames (%d frames)", frames)
 }

@@ -111,7 +111,7 @@ func (s *Session) send() {
 			s.pace.clock.tell(&s.inputs, s.roster.local) // its schedule is ours from our first frame on
 		}
 		if s.stmts != nil {
-			s.stmts.signOwn(&s.inputs, s.roster.local, min(localNext, s.pace.clock.signable()), s.now)
+			s.stmts.signOwn(&s.inputs, s.roster.local, localNext, s.pace.clock.signable(), s.now)
 			s.stmts.update(&s.stmts.port)
 		}
 	}

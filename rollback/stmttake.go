@@ -47,14 +47,21 @@ func (st *statements) update(r stmtRoster) {
 // signOwn signs every interval of our inputs (of our players local) that
 // is complete, and a prefix of the current one once our inputs have
 // stopped for stmtIdleTicks ticks (the end of the match, a long stall).
-// It signs only frames before next, our next local frame, or with the
-// relay clock the first the relay has not settled (relayclock.go).
-func (st *statements) signOwn(inputs *inputRing, local []PlayerID, next Frame, now time.Duration) {
+// It signs only frames before next, our next local frame, and before
+// final: with the relay clock the first the relay has not settled
+// (relayclock.go; noFrame without). Our inputs stop when next does: the
+// relay's receipts move final in steps, and counted as idle ticks they
+// had a prefix signed in the ordinary wait for a receipt, whose full
+// interval followed, machines holding the two echoing different digests
+// until a repair (on hell the settled frontier then fell so far behind
+// that the input ring filled).
+func (st *statements) signOwn(inputs *inputRing, local []PlayerID, next, final Frame, now time.Duration) {
 	if next == st.lastOwn {
 		st.idle++
 	} else {
 		st.idle, st.lastOwn = 0, next
 	}
+	next = min(next, final)
 	for {
 		k := st.signed
 		from := Frame(k) * stmtFrames
@@ -147,12 +154,25 @@ func (st *statements) takeStatement(h stmtHost, v *stmtView, i, x int, k int32, 
 }
 
 // stmtInputs returns our inputs of machine x for the first n frames of
-// interval k (in the statements' scratch), if we have them all.
+// interval k (in the statements' scratch), if we have them all, final.
+// With the relay clock an input here may not be final yet: one x's
+// packets carried before x learned the relay had decided the frame, the
+// decision still on its way to us. x signs only its final inputs, so its
+// statement is checked once the relay's receipt has made the interval's
+// inputs final here, every decision about them taken; checked before, it
+// failed (and was dropped) whenever a decision came after it, and the
+// settled frontier waited seconds for a repair, filling the input ring
+// on hell.
 func (st *statements) stmtInputs(h stmtHost, v *stmtView, x int, k int32, n int) ([]uint64, bool) {
 	i := st.peerOf[x]
 	from := Frame(k) * stmtFrames
 	if i < 0 || n <= 0 || n > stmtFrames || from < h.ringLow() {
 		return nil, false
+	}
+	for _, p := range v.peers[i].players {
+		if from+Frame(n) > v.inputs.final[p] {
+			return nil, false // noFrame without the relay clock
+		}
 	}
 	return st.inputsOf(v.inputs, v.peers[i].players, from, n)
 }
