@@ -51,7 +51,7 @@ func newStmtMesh(t *testing.T) *stmtMesh {
 			}
 		}
 		peerOf[me] = -1
-		st, err := newStatements(rand.NewChaCha8([32]byte{byte(me)}), 7, me, np, peerOf, 3)
+		st, err := newStatements(rand.NewChaCha8([32]byte{byte(me)}), 7, me, np, peerOf, 3, stmtFrames)
 		require.NoError(t, err)
 		m.st[me] = st
 	}
@@ -121,7 +121,7 @@ func TestStatementTake(t *testing.T) {
 		{name: "forged", inputs: in, forge: true, want: stmtInvalid},
 		{name: "bits outside the layout", inputs: []uint64{1 << 40}, want: stmtInvalid},
 		{name: "more frames than an interval", inputs: append(slices.Repeat([]uint64{1}, stmtFrames), 5), want: stmtInvalid},
-		{name: "beyond the window", inputs: in, k: stmtKept, want: stmtLater},
+		{name: "beyond the window", inputs: in, k: ringSize / stmtFrames, want: stmtLater},
 		{name: "negative interval", inputs: in, k: -1, want: stmtInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestStatementSettle(t *testing.T) {
 		st := m.st[from]
 		var d []byte
 		for k := st.settled; k < st.done; k++ {
-			d = append(d, st.digest[int(uint32(k)%stmtKept)][:]...)
+			d = append(d, st.digest[st.digestSlot(k)][:]...)
 		}
 		m.st[to].echoed(m.peer(to, from), 0, nil, uint32(st.settled), d, 0)
 	}
@@ -288,3 +288,7 @@ func TestSendProofs(t *testing.T) {
 		})
 	}
 }
+
+// stmtFrames is the interval of the statements' unit tests: the
+// shortest, of a match whose inputs are too wide for a longer one.
+const stmtFrames = 16
