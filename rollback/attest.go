@@ -126,7 +126,6 @@ func (p *stmtPort) sendAttest(i int) {
 func (p *stmtPort) sendEcho(i int, all bool) {
 	m := &p.io.att
 	p.st.fillEcho(i, m, all)
-	p.st.peers[i].echoAt = *p.tx.now
 	m.HasStatement, m.Machine, m.Interval, m.Frames, m.Inputs, m.Sig = false, 0, 0, 0, m.Inputs[:0], m.Sig[:0]
 	p.tx.riding(i, m, true) // sendAttest runs only when an input packet goes
 }
@@ -136,7 +135,6 @@ func (p *stmtPort) sendEcho(i int, all bool) {
 func (p *stmtPort) sendStatement(i, x int, k int32, in []uint64, sig []byte, full bool) {
 	m := &p.io.att
 	p.st.fillEcho(i, m, full)
-	p.st.peers[i].echoAt = *p.tx.now
 	m.HasStatement, m.Machine, m.Interval = true, uint8(x), uint32(k)
 	m.Frames = uint8(len(in) / p.st.np[x])
 	m.Inputs, m.Sig = append(m.Inputs[:0], in...), append(m.Sig[:0], sig...)

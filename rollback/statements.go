@@ -108,8 +108,6 @@ type stmtPeer struct {
 	ownN     int
 	echoEnd  int32                 // one past the last interval of our last echo to it
 	wantAt   time.Duration         // since when it has wanted wantFrom (or since our last full echo)
-	echoAt   time.Duration         // when our last echo went to it
-	heardAt  time.Duration         // when its last echo came
 	wantFrom int32                 // the first interval it has not had our digest of (its last Want)
 	have     [wire.MaxEchoes]uint8 // the machines whose statement it holds of wantFrom, wantFrom+1, …
 	haveN    int                   // intervals in have

@@ -15,7 +15,7 @@ import (
 // digests of the intervals from on.
 func (st *statements) echoed(i int, want uint32, have []byte, from uint32, digests []byte, now time.Duration) {
 	p := &st.peers[i]
-	p.haveN, p.haveAt, p.heardAt = copy(p.have[:], have), now, now
+	p.haveN, p.haveAt = copy(p.have[:], have), now
 	if w := int32(min(want, 1<<31-1)); w != p.wantFrom {
 		p.wantFrom, p.wantAt = w, now
 	}
