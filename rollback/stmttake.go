@@ -210,8 +210,14 @@ func (st *statements) apply(h stmtHost, v *stmtView, x int, k int32) Frame {
 	ps := &v.peers[i]
 	n, in, _ := st.holds(x, k)
 	np := len(ps.players)
-	hi := h.ringLow() + ringSize
-	for f := Frame(k) * st.every; f < Frame(k)*st.every+Frame(n); f++ {
+	// Not below the ring's low frame: the interval's settled prefix can
+	// reach past it (a 64-frame interval settled 53 frames in), its frames
+	// agree with this statement (take compared them), and their ring slots
+	// may hold frames a ring later (correcting one there rewrote frame 1472
+	// for frame 960: 4 players on hell, relayed, seed 1001).
+	low := h.ringLow()
+	hi := low + ringSize
+	for f := max(Frame(k)*st.every, low); f < Frame(k)*st.every+Frame(n); f++ {
 		for j, p := range ps.players {
 			val := Input(in[int(f-Frame(k)*st.every)*np+j])
 			switch next := v.inputs.next[p]; {
