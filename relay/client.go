@@ -23,6 +23,7 @@ type Client struct {
 	// mid and midLen: where out holds the middle of its last record's
 	// datagram (record.middle), for a reseal record; midLen 0 for none.
 	mid, midLen int
+	last        int // the slot of out's last record; -1 for none
 	rebuilt     int // the datagrams of out, in bytes (maxRebuilt)
 
 	stats  ClientStats
@@ -56,7 +57,7 @@ func NewClient(link Link, relay, self, machines int) (*Client, error) {
 	if link == nil || relay < 0 || machines < 2 || machines > MaxSlots || self < 0 || self >= machines {
 		return nil, ErrConfig
 	}
-	c := &Client{link: link, relay: relay, self: self, slots: machines,
+	c := &Client{link: link, relay: relay, self: self, slots: machines, last: -1,
 		out: append(make([]byte, 0, MaxDatagram), envelopeKind), in: make([]byte, MaxDatagram+1), maxOut: MaxDatagram}
 	c.runs.reset()
 	return c, nil
@@ -96,12 +97,24 @@ func (c *Client) Send(peer int, b []byte) error {
 	c.rebuilt += len(b)
 	// A copy is taken only while the envelope stays within what the relay
 	// accepts (maxRebuilt).
-	if c.midLen > 0 && len(b) == c.midLen+resealEnds && c.rebuilt <= maxRebuilt(c.slots, len(c.out)+resealSize) &&
+	short := slot == nextSlot(c.last, c.self)
+	size := resealSize
+	if short {
+		size = resealNextSize
+	}
+	if c.midLen > 0 && len(b) == c.midLen+resealEnds && c.rebuilt <= maxRebuilt(c.slots, len(c.out)+size) &&
 		string(b[resealHead:len(b)-resealTail]) == string(c.out[c.mid:c.mid+c.midLen]) {
-		c.out = append(append(append(c.out, copySlot, byte(slot), 0), b[:resealHead]...), b[len(b)-resealTail:]...)
+		if short {
+			c.out = append(c.out, resealNext)
+		} else {
+			c.out = append(c.out, copySlot, byte(slot), 0)
+		}
+		c.out = append(append(c.out, b[:resealHead]...), b[len(b)-resealTail:]...)
 		c.stats.Copies++
+		c.last = slot
 		return nil // the middle stays the previous record's
 	}
+	c.last = slot
 	c.runs.add(c.out)
 	pos, plain := len(c.out), 1+uvarintLen(len(b))+len(b)
 	if j, at, n := c.runs.longest(c.out, b); n > 0 && copySize(len(b), j, at, n, pos) < plain &&
@@ -133,7 +146,7 @@ func (c *Client) Flush() error {
 	c.stats.BytesOut += int64(len(env))
 	c.out = c.out[:1]
 	c.runs.reset()
-	c.midLen, c.rebuilt = 0, 0
+	c.midLen, c.rebuilt, c.last = 0, 0, -1
 	return err
 }
 
@@ -165,7 +178,7 @@ func (c *Client) Receive(buf []byte) (n, peer int, ok bool) {
 		c.in, c.next = c.in[:m], start
 	}
 	var r record
-	next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil, &r)
+	next, _ := nextRecord(c.in, c.next, c.slots, c.self, false, nil, -1, &r)
 	if c.next = next; next == len(c.in) {
 		c.in, c.next = c.in[:cap(c.in)], 0
 	}

@@ -36,7 +36,13 @@ import (
 // and the datagram between them is the previous record's, which must be a
 // plain or reseal record of at least resealEnds+1 bytes: a sealed datagram
 // (header, then body, then MAC) whose body is the same for several peers,
-// as a session's input packets often are.
+// as a session's input packets often are. A short reseal record is the
+// same for the slot after the previous record's (the sender's own
+// skipped), as a session's next peer is:
+//
+//	1 byte:   resealNext
+//	2 bytes:  the datagram's first two bytes
+//	4 bytes:  its last four
 //
 // The relay rebuilds the datagram byte for byte and forwards it as a plain
 // record: the session's seal covers it, so a wrong rebuild is a datagram
@@ -48,18 +54,22 @@ import (
 // record) is dropped.
 const envelopeKind = 0xe1
 
-// copySlot marks a copy record: never a slot (MaxSlots is 255, so slots
-// are 0 to 254).
-const copySlot = 0xff
+// copySlot marks a copy record, resealNext a short reseal record: never
+// slots (MaxSlots is 254, so slots are 0 to 253).
+const (
+	copySlot   = 0xff
+	resealNext = 0xfe
+)
 
 // resealHead and resealTail are the bytes a reseal record replaces at
 // either end of the previous datagram: a sealed datagram's header and MAC
 // (rollback/internal/wire, seal.go); resealEnds both.
 const (
-	resealHead = 2
-	resealTail = 4
-	resealEnds = resealHead + resealTail
-	resealSize = 3 + resealEnds // a reseal record's length
+	resealHead     = 2
+	resealTail     = 4
+	resealEnds     = resealHead + resealTail
+	resealSize     = 3 + resealEnds // a reseal record's length
+	resealNextSize = 1 + resealEnds // a short one's
 )
 
 // recordOverhead is the most an envelope adds to a datagram it carries: the
@@ -75,8 +85,9 @@ const MaxDatagram = 1400
 // maxPayload is the largest datagram one envelope can carry.
 const maxPayload = MaxDatagram - 1 - recordOverhead
 
-// MaxSlots bounds a relay's machines: a slot is one byte.
-const MaxSlots = 255
+// MaxSlots bounds a relay's machines: a slot is one byte, and 0xfe and
+// 0xff mark other records.
+const MaxSlots = 254
 
 // Errors returned by the package.
 var (
@@ -174,12 +185,20 @@ func uvarint(b []byte) (v, w int) {
 // returns the position after it. ok is false when no well-formed record
 // starts there whose slot is below slots and is not self, or when it is a
 // copy or reseal record and copies is false. mid is the previous record's
-// middle (record.middle).
-func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte, r *record) (next int, ok bool) {
+// middle (record.middle), prev its slot (-1 for none).
+func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte, prev int, r *record) (next int, ok bool) {
 	if len(env)-pos < 2 {
 		return 0, false
 	}
 	slot := int(env[pos])
+	if slot == resealNext && copies {
+		slot = nextSlot(prev, self)
+		if prev < 0 || slot >= slots || mid == nil || len(env)-pos < resealNextSize {
+			return 0, false
+		}
+		*r = record{slot: slot, lit: env[pos+1 : pos+1+resealHead], src: mid, tail: env[pos+1+resealHead : pos+resealNextSize], reseal: true}
+		return pos + resealNextSize, true
+	}
 	if slot == copySlot && copies {
 		return nextCopy(env, pos, slots, self, mid, r)
 	}
@@ -190,6 +209,15 @@ func nextRecord(env []byte, pos, slots, self int, copies bool, mid []byte, r *re
 	}
 	*r = record{slot: slot, lit: env[start : start+n]}
 	return start + n, true
+}
+
+// nextSlot is the slot a short reseal record after a record for slot prev
+// goes to, from the machine in slot self.
+func nextSlot(prev, self int) int {
+	if prev+1 == self {
+		return prev + 2
+	}
+	return prev + 1
 }
 
 // nextCopy is nextRecord for a copy or reseal record.
@@ -261,13 +289,13 @@ func checkEnvelope(env []byte, slots, self int, copies bool) (sec []byte, start 
 	}
 	var mid []byte
 	var r record
-	total := 0
+	total, prev := 0, -1
 	for pos := start; pos < len(env); {
-		next, ok := nextRecord(env, pos, slots, self, copies, mid, &r)
+		next, ok := nextRecord(env, pos, slots, self, copies, mid, prev, &r)
 		if !ok {
 			return nil, 0, false
 		}
-		pos, mid, total = next, r.middle(mid), total+r.size()
+		pos, mid, prev, total = next, r.middle(mid), r.slot, total+r.size()
 	}
 	return sec, start, !copies || total <= maxRebuilt(slots, len(env))
 }
@@ -275,6 +303,6 @@ func checkEnvelope(env []byte, slots, self int, copies bool) (sec []byte, start 
 // maxRebuilt bounds what the relay sends for an envelope of n bytes from
 // a machine of a match of slots machines: each of the others once. So the
 // relay never sends on a machine's behalf more than the machine would have
-// sent them in the mesh: copies are no amplifier (a reseal record of 9
+// sent them in the mesh: copies are no amplifier (a reseal record of 7
 // bytes may stand for 1,396).
 func maxRebuilt(slots, n int) int { return (slots - 1) * n }

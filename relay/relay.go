@@ -151,8 +151,8 @@ func (r *Relay) Poll(now time.Duration) {
 		env := r.in[:n]
 		var mid []byte
 		var rec record
-		for pos := start; pos < n; {
-			pos, _ = nextRecord(env, pos, len(r.out), from, true, mid, &rec)
+		for pos, prev := start, -1; pos < n; prev = rec.slot {
+			pos, _ = nextRecord(env, pos, len(r.out), from, true, mid, prev, &rec)
 			r.forward(from, &rec)
 			mid = rec.middle(mid)
 		}

@@ -510,8 +510,9 @@ func TestResealRecords(t *testing.T) {
 	for i, c := range s.clients {
 		st := c.Stats()
 		require.Equal(t, int64(2*3), st.Copies, "machine %d", i)
-		// Each tick: the kind byte, one plain record, two of 9 bytes.
-		require.Equal(t, int64(3*(1+2+size+2*9)), st.BytesOut, "machine %d", i)
+		// Each tick: the kind byte, one plain record, two short reseal
+		// records of 7 bytes (each to the slot after the one before).
+		require.Equal(t, int64(3*(1+2+size+2*7)), st.BytesOut, "machine %d", i)
 	}
 	require.Equal(t, int64(n*2*3), s.r.Stats().Rebuilt)
 }
@@ -524,10 +525,25 @@ func TestMalformedResealRecordsDropped(t *testing.T) {
 	s.step()
 	require.Equal(t, []got{{0, "abcdefgh"}}, drain(s.clients[1]))
 	require.Equal(t, []got{{0, "xycd1234"}}, drain(s.clients[2]))
+	// A short reseal record goes to the slot after the previous record's:
+	// from machine 0 after slot 1, to slot 2; from machine 1 after slot 0,
+	// to slot 2 (its own skipped).
+	short := []byte{0xfe, 'x', 'y', '1', '2', '3', '4'}
+	require.NoError(t, s.nw.Endpoint(0).Send(2, append(append([]byte{}, plain...), short...)))
+	plain0 := []byte{0xe1, 0, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}
+	require.NoError(t, s.nw.Endpoint(1).Send(2, append(append([]byte{}, plain0...), short...)))
+	s.step()
+	require.Equal(t, []got{{0, "abcdefgh"}}, drain(s.clients[1]))
+	require.Equal(t, []got{{0, "abcdefgh"}}, drain(s.clients[0]))
+	require.Equal(t, []got{{0, "xycd1234"}, {1, "xycd1234"}}, drain(s.clients[2]))
 	for _, tc := range []struct {
 		name string
 		b    []byte
 	}{
+		{"short, nothing before", append([]byte{0xe1}, short...)},
+		{"short, past the last slot", append([]byte{0xe1, 2, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'}, short...)},
+		{"short, truncated", append(append([]byte{}, plain...), short[:6]...)},
+		{"short, after a copy record", append([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 1, 5, 1, 'x', 8, 8, 'y'}, short...)},
 		{"nothing before", append([]byte{0xe1}, reseal...)},
 		{"after a short datagram", append([]byte{0xe1, 1, 6, 'a', 'b', 'c', 'd', 'e', 'f'}, reseal...)},
 		{"after a copy record", append([]byte{0xe1, 1, 8, 'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 0xff, 2, 5, 1, 'x', 8, 8, 'y'}, reseal...)},

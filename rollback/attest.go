@@ -31,18 +31,18 @@ func (p *stmtPort) view(frame Frame) stmtView {
 // whole; a machine whose departure is agreed, for its frames before the
 // cut; one whose departure is not agreed yet makes the digest wait.
 func (p *stmtPort) stmtNeed(x int, k int32) (stmtNeed, int) {
-	i := p.st.peerOf[x]
+	i, every := p.st.peerOf[x], p.st.every
 	if i < 0 {
-		return needLive, stmtFrames
+		return needLive, int(every)
 	}
 	if pl := (*p.peers)[i].players[0]; p.inputs.back(pl) > 0 {
 		// It left and came back (or is coming back) at the take-over frame
 		// back: live from that interval on; before it, gone from its cut.
-		if Frame(k)*stmtFrames >= p.inputs.back(pl) {
-			return needLive, stmtFrames
+		if Frame(k)*every >= p.inputs.back(pl) {
+			return needLive, int(every)
 		}
 		g := p.inputs.gaps[pl][p.inputs.ngaps[pl]-1]
-		if n := int(min(max(g.from-Frame(k)*stmtFrames, 0), stmtFrames)); n > 0 {
+		if n := int(min(max(g.from-Frame(k)*every, 0), every)); n > 0 {
 			return needGone, n
 		}
 		return needNone, 0
@@ -50,11 +50,11 @@ func (p *stmtPort) stmtNeed(x int, k int32) (stmtNeed, int) {
 	l := &(*p.peers)[i].leave
 	switch {
 	case !l.disc:
-		return needLive, stmtFrames
+		return needLive, int(every)
 	case !l.agreed:
 		return needWait, 0
 	}
-	n := int(min(max(l.frame-Frame(k)*stmtFrames, 0), stmtFrames))
+	n := int(min(max(l.frame-Frame(k)*every, 0), every))
 	if n == 0 {
 		return needNone, 0
 	}
@@ -64,20 +64,23 @@ func (p *stmtPort) stmtNeed(x int, k int32) (stmtNeed, int) {
 // stmtLive implements stmtRoster: a machine that came back plays from its
 // take-over frame's interval on.
 func (p *stmtPort) stmtLive(i int, k int32) bool {
-	return !(*p.peers)[i].leave.disc && Frame(k)*stmtFrames >= p.inputs.back((*p.peers)[i].players[0])
+	return !(*p.peers)[i].leave.disc && Frame(k)*p.st.every >= p.inputs.back((*p.peers)[i].players[0])
 }
 
 // sendKeys sends peer i our view of every machine's signing key until the
 // match starts: when we learned a key since the last, else every
-// handshakeRetry, for a lost one. Not every tick until its view agrees
-// with ours: the agreement takes a round trip to come back, and on far
-// that cost 4 machines about 58 KB a match (TestKeysBeforeStart).
+// handshakeRetry or half a round trip, the longer, for a lost one. Not
+// every tick until its view agrees with ours: the agreement takes a round
+// trip to come back, and on far that cost 4 machines about 58 KB a match
+// (TestKeysBeforeStart); every 100 ms on far, 6 copies of the same view
+// were on their way at once.
 func (p *stmtPort) sendKeys(i int) {
 	if p.proto.started {
 		return
 	}
 	sp, n := &p.st.peers[i], p.st.knownKeys()
-	if n == sp.keysSent && sp.keysAt != 0 && *p.tx.now-sp.keysAt < handshakeRetry {
+	retry := max(handshakeRetry, (*p.peers)[i].link.rtt/2)
+	if n == sp.keysSent && sp.keysAt != 0 && *p.tx.now-sp.keysAt < retry {
 		return
 	}
 	sp.keysSent, sp.keysAt = n, max(*p.tx.now, 1)

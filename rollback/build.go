@@ -151,7 +151,12 @@ func (s *Session) secure(cfg *Config) error {
 		for i := range s.peers {
 			np[s.peers[i].machine], peerOf[s.peers[i].machine] = len(s.peers[i].players), i
 		}
-		if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1); err != nil {
+		most := 0
+		for _, n := range np {
+			most = max(most, n)
+		}
+		every := wire.StatementInterval(most, s.roster.layout.Bits())
+		if s.stmts, err = newStatements(r, s.proto.sessionID, s.start.machine, np, peerOf, len(s.peers)+1, every); err != nil {
 			return err
 		}
 		s.stmts.port = stmtPort{st: s.stmts, peers: &s.peers, inputs: &s.inputs, tx: &s.tx, io: &s.io, proto: &s.proto}

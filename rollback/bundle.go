@@ -76,7 +76,7 @@ func newBundler(cfg *Config, local PlayerID) *bundler {
 }
 
 // logEvery is how many frames the session simulates between two calls of
-// log: the inputs wait in the input ring (256 frames) meanwhile, and a
+// log: the inputs wait in the input ring (512 frames) meanwhile, and a
 // tick without the call costs a comparison.
 const logEvery = 32
 

@@ -61,7 +61,7 @@ func TestHorizonAnchors(t *testing.T) {
 		}, 50, 60, 60},
 		{"a forced mode's next rollback bounds it", 1, func(h *horizon) { h.snaps.forced = 5 }, 50, 45, 45},
 		{"the statements bound the settled frame", 2, func(h *horizon) {
-			h.stmts = &statements{settled: 2, partial: 3} // frame 35
+			h.stmts = &statements{settled: 2, partial: 3, every: stmtFrames} // frame 35
 		}, 50, 60, 2*stmtFrames + 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -176,8 +176,8 @@ func TestInputRingUse(t *testing.T) {
 // TestInputRingWrap: frames ringSize apart share a slot, for the inputs and
 // for the inputs used.
 func TestInputRingWrap(t *testing.T) {
-	require.Equal(t, 256, ringSize)
-	cases := []struct{ a, b Frame }{{5, 261}, {0, 256}, {255, 511}, {100, 100 + 3*256}}
+	require.Equal(t, 512, ringSize)
+	cases := []struct{ a, b Frame }{{5, 517}, {0, 512}, {511, 1023}, {100, 100 + 3*512}}
 	for _, tc := range cases {
 		r := newInputRing(2, []PlayerID{0}, 0xff, nil, 0)
 		r.receive(1, tc.a, 0x0a, 0)
@@ -193,6 +193,6 @@ func TestInputRingWrap(t *testing.T) {
 		assert.True(t, r.receive(1, tc.b, 0x0c, tc.b+1))
 		assert.False(t, r.receive(1, tc.b, 0x0a, tc.b+1))
 	}
-	assert.Equal(t, 0, ring(-256), "negative frames wrap through uint32")
-	assert.Equal(t, 255, ring(-1))
+	assert.Equal(t, 0, ring(-512), "negative frames wrap through uint32")
+	assert.Equal(t, 511, ring(-1))
 }

@@ -200,10 +200,11 @@ func (j *joiner) watchStep(r *Result, peers peerSet, now, hsTimeout time.Duratio
 }
 
 // roundTake rounds a take-over frame up to a statement interval's start
-// when the match signs its inputs (statements.go).
-func roundTake(t Frame, signed bool) Frame {
-	if signed {
-		t = (t + stmtFrames - 1) / stmtFrames * stmtFrames
+// when the match signs its inputs (st, statements.go; nil for none).
+func roundTake(t Frame, st *statements) Frame {
+	if st != nil {
+		n := st.interval()
+		t = (t + n - 1) / n * n
 	}
 	return t
 }
@@ -240,7 +241,7 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 	if w == nil || !w.joined {
 		return joinWait
 	}
-	if j.pastState(stmts != nil) {
+	if j.pastState(stmts) {
 		return joinWait
 	}
 	if j.take == 0 {
@@ -253,7 +254,7 @@ func (j *joiner) step(peers peerSet, now, hsTimeout time.Duration, state []byte,
 				return joinWait
 			}
 		}
-		j.retake(roundTake(w.feed.high+joinLead, stmts != nil))
+		j.retake(roundTake(w.feed.high+joinLead, stmts))
 		return joinWait
 	}
 	j.livePeers(peers) // a machine may have left, or come back, since
@@ -394,7 +395,7 @@ func (s *Session) takeOver() {
 		s.sums.final = t - 1
 	}
 	if s.stmts != nil {
-		s.stmts.begin(int32(t / stmtFrames))
+		s.stmts.begin(int32(t / s.stmts.every))
 	}
 	s.proto.started, s.proto.startedAt, s.proto.timersAt = true, s.now, 0 // pinged at once (resetTimers)
 	s.peers[j.src].st.StateBytes, s.peers[j.src].st.StateTime = j.stats.StateBytes, j.stats.StateTime

@@ -49,15 +49,15 @@ func (j *joiner) livePeers(ps peerSet) {
 	}
 }
 
-// pastState proposes past the watch's state (signed: the match signs its
-// inputs) when the state is at or past the take-over frame, and reports
+// pastState proposes past the watch's state (signed: the match's
+// statements, nil when it signs nothing) when the state is at or past the take-over frame, and reports
 // whether it did. Past it, the new source did not accept the frame. At
 // it, the source accepted it and holds its final frames there, and its
 // state lacks the final inputs of the frame before, the base of the first
 // packets each way: taken over from it, the joiner read a machine's
 // packets against a zero base and named it for equivocation. At once:
 // waiting for its final frames to move deadlocked that case.
-func (j *joiner) pastState(signed bool) bool {
+func (j *joiner) pastState(signed *statements) bool {
 	w := j.watch
 	if j.take == 0 || w.stats.StateFrame < j.take {
 		return false

@@ -85,7 +85,7 @@ func (j *joiner) answer(i int, b []byte, m *wire.Join, peers peerSet, stmts *sta
 		// the others cut off is), or that it waits for another join that
 		// ends before T: a later T would not help it, and moving T at each
 		// of its refusals made every other machine answer anew, for ever.
-		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, stmts != nil); t > j.take && Frame(m.Frame) >= j.take {
+		if t := roundTake(max(j.watch.feed.high, Frame(m.Frame))+joinLead, stmts); t > j.take && Frame(m.Frame) >= j.take {
 			j.retake(t)
 		}
 	case wire.JoinReady:

@@ -109,6 +109,7 @@ type liarView struct {
 // statement to the peer it lies to, signed again over the lie.
 type stmtSigner interface {
 	signFor(k int32, inputs []uint64, sig []byte)
+	interval() Frame // the frames of an interval
 }
 
 // deliverer is the adversary's way out, past itself (outbox.deliver):
@@ -388,7 +389,7 @@ func (a *adversary) statement(i int, m *wire.Attest) {
 	if !a.is(liar.Equivocate) || a.view.peers < 2 || i != 0 || !m.HasStatement || st == nil || int(m.Machine) != a.view.me {
 		return
 	}
-	from, nLocal := Frame(m.Interval)*stmtFrames, len(a.view.local)
+	from, nLocal := Frame(m.Interval)*st.interval(), len(a.view.local)
 	in := m.Inputs
 	if len(in) == 0 {
 		a.stmt = a.stmt[:0]

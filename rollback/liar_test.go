@@ -64,6 +64,8 @@ func (fakeSigner) signFor(k int32, _ []uint64, sig []byte) {
 	}
 }
 
+func (fakeSigner) interval() Frame { return stmtFrames }
+
 // The rewriter's test session: machine 1 of 3 (peers 0 and 1), local
 // player 0, remote players 1 and 2; our next frame is 300, and we have
 // lieSlowest frames of the slowest remote player.

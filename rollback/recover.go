@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+
 	"github.com/rewindgg/rewind/desync"
+	"github.com/rewindgg/rewind/rollback/internal/wire"
 )
 
 // This file is desync recovery (Config.Recover; docs/architecture.md,
@@ -156,7 +158,7 @@ func (c *checksums) recovered(sn *snapshots, frame Frame, now time.Duration) Fra
 // must be want, as the only snapshot of sn, frame being the present: the
 // caller rolls back to f.
 func (c *checksums) adopt(sn *snapshots, frame, f Frame, compressed []byte, want uint64) error {
-	if frame-f >= ringSize-2*stmtFrames {
+	if frame-f >= ringSize-2*wire.MaxStatementFrames {
 		return fmt.Errorf("%w: frame %d is %d frames back, no longer in the input ring", errRecover, f, frame-f)
 	}
 	state, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(compressed)), int64(sn.arena.Size())+1))

@@ -146,7 +146,7 @@ func (r *rejoins) handleJoin(i int, b []byte, anchor Frame) (Frame, bool) {
 		}
 		return r.frame, false
 	}
-	if r.stmts != nil && (t%stmtFrames != 0 || len(m.Keys) != wire.SigningKeySize) {
+	if r.stmts != nil && (t%r.stmts.every != 0 || len(m.Keys) != wire.SigningKeySize) {
 		return r.frame, false // its statements must start with an interval, under a new key
 	}
 	final, busy := r.finalFrontier(anchor), false
@@ -180,7 +180,7 @@ func (r *rejoins) handleJoin(i int, b []byte, anchor Frame) (Frame, bool) {
 		mis = min(mis, t)
 		if r.stmts != nil {
 			copy(ps.join.key[:], m.Keys)
-			r.stmts.rejoin(ps.machine, i, ps.join.key, int32(t/stmtFrames))
+			r.stmts.rejoin(ps.machine, i, ps.join.key, int32(t/r.stmts.every))
 		}
 	}
 	r.sendJoin(i, wire.JoinAccept)

@@ -17,7 +17,7 @@ import (
 // different machines. Hashes alone cannot name it — with three machines
 // each honest one sees the equivocator agree with it and the other honest
 // machine disagree — so every machine signs its own inputs with a
-// per-match Ed25519 key, one statement per interval of stmtFrames frames
+// per-match Ed25519 key, one statement per interval of st.every frames
 // (or a prefix of one, when its inputs stop), and sends the statement to
 // every peer. Each machine echoes to the others a digest of every
 // statement it holds for an interval, and relays its statements to a peer
@@ -29,24 +29,23 @@ import (
 // echoed the same digest, so that every honest machine can still roll
 // back to that frame.
 
-// stmtFrames is the length of a statement's interval.
-const stmtFrames = wire.StatementFrames
+// stmtSlots is how many intervals' statements the arrays hold: the
+// input ring's frames in the shortest intervals. A match keeps st.kept of
+// them: the ring's frames in its own intervals (st.every frames each,
+// wire.StatementInterval).
+const stmtSlots = ringSize / wire.StatementFrames
 
-// stmtKept is how many intervals the statements keep: the input ring's.
-const stmtKept = ringSize / stmtFrames
+// The digests of 2×st.kept intervals are kept: the unsettled ones and as
+// many settled ones, which a peer whose frontier lags ours may still want
+// echoed. We settle only what it echoed, at most st.kept intervals past
+// its frontier, so our digests reach at most 2×st.kept intervals past it.
+const digestSlots = 2 * stmtSlots
 
-// digestsKept is how many intervals' digests are kept: the unsettled ones
-// and as many settled ones, which a peer whose frontier lags ours may
-// still want echoed. We settle only what it echoed, at most stmtKept
-// intervals past its frontier, so our digests reach at most 2×stmtKept
-// intervals past it.
-const digestsKept = 2 * stmtKept
-
-// stmtSlot is the slot of interval k's statements, echoes and signing time.
-func stmtSlot(k int32) int { return int(uint32(k) % stmtKept) }
+// slotOf is the slot of interval k's statements, echoes and signing time.
+func (st *statements) slotOf(k int32) int { return int(uint32(k) % uint32(st.kept)) }
 
 // digestSlot is the slot of interval k's digest.
-func digestSlot(k int32) int { return int(uint32(k) % digestsKept) }
+func (st *statements) digestSlot(k int32) int { return int(uint32(k) % uint32(2*st.kept)) }
 
 // stmtIdleTicks is how many ticks our inputs must stop for before a prefix
 // of the current interval is signed: at the end of a match, or in a long
@@ -90,10 +89,10 @@ type waiting struct {
 // wait keeps machine x's statement of the first n frames of interval k
 // until its inputs are here (a newer one of the interval replaces it).
 func (st *statements) wait(x int, k int32, n int, sig []byte) {
-	if k < st.settled || k >= st.settled+stmtKept || len(sig) != wire.SignatureSize {
+	if k < st.settled || k >= st.settled+st.kept || len(sig) != wire.SignatureSize {
 		return
 	}
-	w := &st.waiting[x][stmtSlot(k)]
+	w := &st.waiting[x][st.slotOf(k)]
 	if w.ok && w.k == k && w.n >= n {
 		return
 	}
@@ -103,9 +102,9 @@ func (st *statements) wait(x int, k int32, n int, sig []byte) {
 
 // stmtPeer is what one peer has echoed and what we sent it.
 type stmtPeer struct {
-	echo     [stmtKept][wire.EchoDigestSize]byte
-	echoK    [stmtKept]int32 // the interval each echo slot holds
-	ownK     int32           // our newest statement sent to it: interval ownK, ownN frames
+	echo     [stmtSlots][wire.EchoDigestSize]byte
+	echoK    [stmtSlots]int32 // the interval each echo slot holds
+	ownK     int32            // our newest statement sent to it: interval ownK, ownN frames
 	ownN     int
 	echoEnd  int32                 // one past the last interval of our last echo to it
 	wantAt   time.Duration         // since when it has wanted wantFrom (or since our last full echo)
@@ -135,10 +134,12 @@ type statements struct {
 	keysOK   [MaxPlayers]bool // by peer: its view of every key equals ours
 	late     [MaxPlayers]bool // by machine: a reserved slot (Peer.Late), without a key at the start
 	mismatch error            // machines disagree on a key: the match does not start
+	every    Frame            // the interval's frames (wire.StatementInterval)
+	kept     int32            // intervals kept: ringSize / every
 
-	slots [MaxPlayers][stmtKept]held // by machine and interval slot
-	sigs  [MaxPlayers][stmtKept][wire.SignatureSize]byte
-	in    [MaxPlayers][]uint64 // by machine: stmtKept × stmtFrames × players
+	slots [MaxPlayers][stmtSlots]held // by machine and interval slot
+	sigs  [MaxPlayers][stmtSlots][wire.SignatureSize]byte
+	in    [MaxPlayers][]uint64 // by machine: kept × every × players
 	proof [MaxPlayers]stmtProof
 
 	base    int32 // our first interval: 0, or a joiner's take-over frame's (rejoin.go)
@@ -146,14 +147,14 @@ type statements struct {
 	idle    int   // ticks our inputs have not moved
 	lastOwn Frame // our next local frame at the last tick
 
-	digest  [digestsKept][wire.EchoDigestSize]byte // by interval, settled ones too
-	ownAt   [stmtKept]time.Duration                // when we first signed (part of) each interval
+	digest  [digestSlots][wire.EchoDigestSize]byte // by interval, settled ones too
+	ownAt   [stmtSlots]time.Duration               // when we first signed (part of) each interval
 	done    int32                                  // intervals [settled, done) have a digest
 	dirty   bool                                   // a statement changed: recompute the digests
 	settled int32                                  // first interval not settled
 	partial Frame                                  // frames of interval settled that are settled
 
-	waiting [MaxPlayers][stmtKept]waiting // by machine and interval slot: its own statements, inputs pending
+	waiting [MaxPlayers][stmtSlots]waiting // by machine and interval slot: its own statements, inputs pending
 
 	peers []stmtPeer
 	msg   []byte   // scratch: the bytes a statement signs
@@ -161,19 +162,22 @@ type statements struct {
 }
 
 // newStatements draws our signing key from r. np gives each machine's
-// player count, peerOf each machine's peer index (-1 for us).
-func newStatements(r io.Reader, session uint64, me int, np, peerOf [MaxPlayers]int, machines int) (*statements, error) {
+// player count, peerOf each machine's peer index (-1 for us), every the
+// interval's frames (wire.StatementInterval: every machine computes the
+// same from the terms).
+func newStatements(r io.Reader, session uint64, me int, np, peerOf [MaxPlayers]int, machines, every int) (*statements, error) {
 	var seed [ed25519.SeedSize]byte
 	if _, err := io.ReadFull(r, seed[:]); err != nil {
 		return nil, fmt.Errorf("%w: %v", errRand, err)
 	}
 	st := &statements{me: me, machines: machines, session: session, np: np, peerOf: peerOf,
+		every: Frame(every), kept: int32(ringSize / every),
 		priv: ed25519.NewKeyFromSeed(seed[:]), peers: make([]stmtPeer, machines-1),
 		msg: make([]byte, 0, 64+8*wire.MaxStatementInputs), buf: make([]uint64, 0, wire.MaxStatementInputs)}
 	copy(st.keys[me][:], st.priv.Public().(ed25519.PublicKey))
 	st.known[me] = true
 	for x := range machines {
-		st.in[x] = make([]uint64, stmtKept*stmtFrames*np[x])
+		st.in[x] = make([]uint64, ringSize*np[x])
 		for k := range st.slots[x] {
 			st.slots[x][k].k = -1
 		}
@@ -192,7 +196,7 @@ func (st *statements) end() Frame {
 	if st == nil {
 		return noFrame
 	}
-	return Frame(st.settled)*stmtFrames + st.partial
+	return Frame(st.settled)*st.every + st.partial
 }
 
 // begin starts a joiner's statements at interval k, its take-over frame's:
@@ -212,8 +216,8 @@ func (st *statements) begin(k int32) {
 // slot returns machine x's held statement of interval k, and its inputs
 // (frames × players).
 func (st *statements) slot(x int, k int32) (*held, []uint64) {
-	s := stmtSlot(k)
-	per := stmtFrames * st.np[x]
+	s := st.slotOf(k)
+	per := int(st.every) * st.np[x]
 	return &st.slots[x][s], st.in[x][s*per : (s+1)*per]
 }
 
@@ -224,7 +228,7 @@ func (st *statements) holds(x int, k int32) (n int, in []uint64, sig *[wire.Sign
 	if h.k != k || h.n == 0 {
 		return 0, nil, nil
 	}
-	return h.n, in[:h.n*st.np[x]], &st.sigs[x][stmtSlot(k)]
+	return h.n, in[:h.n*st.np[x]], &st.sigs[x][st.slotOf(k)]
 }
 
 // expect returns the input machine x's statements say player j (its
@@ -233,9 +237,9 @@ func (st *statements) expect(x int, f Frame, j int) (Input, bool) {
 	if st == nil || f < 0 {
 		return 0, false
 	}
-	k := int32(f / stmtFrames)
+	k := int32(f / st.every)
 	n, in, _ := st.holds(x, k)
-	o := int(f - Frame(k)*stmtFrames)
+	o := int(f - Frame(k)*st.every)
 	if o >= n {
 		return 0, false
 	}
@@ -253,11 +257,11 @@ func (st *statements) signBytes(x int, k int32, inputs []uint64) []byte {
 func (st *statements) sign(k int32, inputs []uint64, now time.Duration) {
 	h, in := st.slot(st.me, k)
 	if h.k != k {
-		st.ownAt[stmtSlot(k)] = now
+		st.ownAt[st.slotOf(k)] = now
 	}
 	*h = held{k: k, n: len(inputs) / st.np[st.me]}
 	copy(in, inputs)
-	copy(st.sigs[st.me][stmtSlot(k)][:], ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
+	copy(st.sigs[st.me][st.slotOf(k)][:], ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
 	st.dirty = true
 }
 
@@ -266,6 +270,9 @@ func (st *statements) sign(k int32, inputs []uint64, now time.Duration) {
 func (st *statements) signFor(k int32, inputs []uint64, sig []byte) {
 	copy(sig, ed25519.Sign(st.priv, st.signBytes(st.me, k, inputs)))
 }
+
+// interval returns the frames of an interval.
+func (st *statements) interval() Frame { return st.every }
 
 // stmtVerdict is what take makes of a statement.
 type stmtVerdict uint8
@@ -283,10 +290,10 @@ const (
 func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask Input) stmtVerdict {
 	np := st.np[x]
 	if x >= st.machines || !st.known[x] || len(sig) != wire.SignatureSize || len(inputs) == 0 ||
-		len(inputs)%np != 0 || len(inputs) > stmtFrames*np || k < 0 {
+		len(inputs)%np != 0 || len(inputs) > int(st.every)*np || k < 0 {
 		return stmtInvalid
 	}
-	if k >= st.settled+stmtKept {
+	if k >= st.settled+st.kept {
 		return stmtLater
 	}
 	for _, v := range inputs {
@@ -322,7 +329,7 @@ func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask 
 		p.ok, p.k = true, k
 		for o := range min(n, h.n) * np {
 			if in[o] != inputs[o] {
-				p.from = Frame(k)*stmtFrames + Frame(o/np)
+				p.from = Frame(k)*st.every + Frame(o/np)
 				break
 			}
 		}
@@ -333,7 +340,7 @@ func (st *statements) take(i, x int, k int32, inputs []uint64, sig []byte, mask 
 	}
 	*h = held{k: k, n: n}
 	copy(in, inputs)
-	copy(st.sigs[x][stmtSlot(k)][:], sig)
+	copy(st.sigs[x][st.slotOf(k)][:], sig)
 	st.dirty = true
 	return stmtNew
 }
@@ -387,7 +394,7 @@ func (st *statements) refresh(r stmtRoster) {
 	}
 	st.dirty = false
 	done := st.settled
-	for k := st.settled; k < st.settled+stmtKept; k++ {
+	for k := st.settled; k < st.settled+st.kept; k++ {
 		b := binary.BigEndian.AppendUint32(st.msg[:0], uint32(k))
 		ok := true
 		for x := range st.machines {
@@ -414,7 +421,7 @@ func (st *statements) refresh(r stmtRoster) {
 			break
 		}
 		sum := sha256.Sum256(b)
-		copy(st.digest[digestSlot(k)][:], sum[:])
+		copy(st.digest[st.digestSlot(k)][:], sum[:])
 		done = k + 1
 	}
 	st.done = done
@@ -436,14 +443,14 @@ func (st *statements) settle(r stmtRoster) Frame {
 				return st.end()
 			}
 		}
-		full := Frame(stmtFrames)
+		full := st.every
 		for x := range st.machines {
 			if what, _ := r.stmtNeed(x, k); what == needLive {
 				n, _, _ := st.holds(x, k)
 				full = min(full, Frame(n))
 			}
 		}
-		if full < stmtFrames {
+		if full < st.every {
 			st.partial = max(st.partial, full)
 			break
 		}
@@ -460,7 +467,7 @@ func (st *statements) blame(r stmtRoster) int {
 	k := st.settled
 	for x := range st.machines {
 		if what, _ := r.stmtNeed(x, k); what == needLive && x != st.me {
-			if n, _, _ := st.holds(x, k); n < stmtFrames {
+			if n, _, _ := st.holds(x, k); Frame(n) < st.every {
 				return st.peerOf[x]
 			}
 		}

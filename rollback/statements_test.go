@@ -51,7 +51,7 @@ func newStmtMesh(t *testing.T) *stmtMesh {
 			}
 		}
 		peerOf[me] = -1
-		st, err := newStatements(rand.NewChaCha8([32]byte{byte(me)}), 7, me, np, peerOf, 3)
+		st, err := newStatements(rand.NewChaCha8([32]byte{byte(me)}), 7, me, np, peerOf, 3, stmtFrames)
 		require.NoError(t, err)
 		m.st[me] = st
 	}
@@ -121,7 +121,7 @@ func TestStatementTake(t *testing.T) {
 		{name: "forged", inputs: in, forge: true, want: stmtInvalid},
 		{name: "bits outside the layout", inputs: []uint64{1 << 40}, want: stmtInvalid},
 		{name: "more frames than an interval", inputs: append(slices.Repeat([]uint64{1}, stmtFrames), 5), want: stmtInvalid},
-		{name: "beyond the window", inputs: in, k: stmtKept, want: stmtLater},
+		{name: "beyond the window", inputs: in, k: ringSize / stmtFrames, want: stmtLater},
 		{name: "negative interval", inputs: in, k: -1, want: stmtInvalid},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestStatementSettle(t *testing.T) {
 		st := m.st[from]
 		var d []byte
 		for k := st.settled; k < st.done; k++ {
-			d = append(d, st.digest[int(uint32(k)%stmtKept)][:]...)
+			d = append(d, st.digest[st.digestSlot(k)][:]...)
 		}
 		m.st[to].echoed(m.peer(to, from), 0, nil, uint32(st.settled), d, 0)
 	}
@@ -286,5 +286,46 @@ func TestSendProofs(t *testing.T) {
 			assert.Equal(t, tc.sent, out.stmts > 0, "sent %d", out.stmts)
 			assert.Equal(t, tc.sent, st.peers[0].repairAt != 0, "repairs held back")
 		})
+	}
+}
+
+// stmtFrames is the interval of the statements' unit tests: the
+// shortest, of a match whose inputs are too wide for a longer one.
+const stmtFrames = 16
+
+// lowHost is a stmtHost whose ring reads from frame low on.
+type lowHost struct{ low Frame }
+
+func (*lowHost) suspect(int, Suspicion) {}
+func (*lowHost) disconnect(int)         {}
+func (h *lowHost) ringLow() Frame       { return h.low }
+
+// TestStatementNotBelowTheRing: a statement whose interval starts below
+// the ring's low frame (its settled prefix reaches past it) changes no
+// input there: those frames' slots hold the frames a ring later, which
+// applying it once rewrote (4 players on hell, relayed, seed 1001, with
+// 64-frame statements: frame 1472 rewritten for frame 960, then "no
+// usable snapshot"). It fails on the code before: the input of frame
+// ringSize+3 became frame 3's.
+func TestStatementNotBelowTheRing(t *testing.T) {
+	m := newStmtMesh(t)
+	st := m.st[0]
+	inputs := newInputRing(3, []PlayerID{0}, 0xff, nil, 0)
+	const end = ringSize + 40
+	for f := range Frame(end) {
+		inputs.receive(1, f, Input(f%7), 0) // machine 1's player
+	}
+	stmt := make([]uint64, stmtFrames)
+	for f := range stmt {
+		stmt[f] = uint64(f % 7)
+	}
+	require.Equal(t, stmtNew, st.take(m.peer(0, 1), 1, 0, stmt, m.signed(1, 0, stmt), 0xff))
+	peers := make(peerSet, 2)
+	peers[m.peer(0, 1)].players = []PlayerID{1}
+	peers[m.peer(0, 2)].players = []PlayerID{2}
+	v := &stmtView{peers: peers, inputs: inputs, frame: end, started: true}
+	st.apply(&lowHost{low: 30}, v, 1, 0) // frames 0 to 15 are below the ring's low frame
+	for f := Frame(ringSize); f < ringSize+stmtFrames; f++ {
+		assert.Equal(t, Input(f%7), inputs.at(f, 1), "frame %d", f)
 	}
 }

@@ -21,10 +21,10 @@ func (st *statements) echoed(i int, want uint32, have []byte, from uint32, diges
 	}
 	for j := 0; j+wire.EchoDigestSize <= len(digests); j += wire.EchoDigestSize {
 		k := int64(from) + int64(j/wire.EchoDigestSize)
-		if k < int64(st.settled) || k >= int64(st.settled)+stmtKept {
+		if k < int64(st.settled) || k >= int64(st.settled)+int64(st.kept) {
 			continue
 		}
-		s := stmtSlot(int32(k))
+		s := st.slotOf(int32(k))
 		p.echoK[s] = int32(k)
 		copy(p.echo[s][:], digests[j:])
 	}
@@ -32,8 +32,8 @@ func (st *statements) echoed(i int, want uint32, have []byte, from uint32, diges
 
 // matches reports whether peer i echoed our digest of interval k.
 func (st *statements) matches(i int, k int32) bool {
-	s := stmtSlot(k)
-	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[digestSlot(k)]
+	s := st.slotOf(k)
+	return k < st.done && st.peers[i].echoK[s] == k && st.peers[i].echo[s] == st.digest[st.digestSlot(k)]
 }
 
 // holding appends to dst, for each interval from k on up to the one we
@@ -57,7 +57,7 @@ func (st *statements) holding(dst []byte, k int32) []byte {
 // may have matched ours before we matched its, and still wait for our echo
 // of an interval we settled.
 func (st *statements) echoStart(i int) int32 {
-	return max(st.peers[i].wantFrom, st.done-digestsKept, st.base)
+	return max(st.peers[i].wantFrom, st.done-2*st.kept, st.base)
 }
 
 // firstUnmatched returns the first interval peer i has not echoed as we

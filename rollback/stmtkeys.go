@@ -16,7 +16,7 @@ import (
 // signing key: it restarted, and holds none of its statements before.
 func (st *statements) rejoin(x, i int, key [wire.SigningKeySize]byte, k int32) {
 	st.keys[x], st.known[x] = key, true
-	st.waiting[x] = [stmtKept]waiting{}
+	st.waiting[x] = [stmtSlots]waiting{}
 	st.proof[x] = stmtProof{}
 	for s := range st.slots[x] {
 		if st.slots[x][s].k >= k {

@@ -64,22 +64,22 @@ func (st *statements) signOwn(inputs *inputRing, local []PlayerID, next, final F
 	next = min(next, final)
 	for {
 		k := st.signed
-		from := Frame(k) * stmtFrames
-		n := int(min(next-from, stmtFrames))
-		if n <= 0 || k >= st.settled+stmtKept {
+		from := Frame(k) * st.every
+		n := int(min(next-from, st.every))
+		if n <= 0 || k >= st.settled+st.kept {
 			// Nothing to sign, or an interval whose slot still holds an
 			// unsettled one (a prefix signed there once replaced our own
 			// statement of the settled frontier's interval, for ever).
 			return
 		}
-		if n < stmtFrames {
+		if Frame(n) < st.every {
 			if had, _, _ := st.holds(st.me, k); st.idle < stmtIdleTicks || had >= n {
 				return
 			}
 		}
 		in, _ := st.inputsOf(inputs, local, from, n)
 		st.sign(k, in, now)
-		if n < stmtFrames {
+		if Frame(n) < st.every {
 			return
 		}
 		st.signed++
@@ -107,7 +107,7 @@ func (st *statements) fillEcho(i int, m *wire.Attest, all bool) {
 	m.Want, m.Have, m.From, m.Echo = uint32(want), st.holding(m.Have[:0], want), uint32(from), m.Echo[:0]
 	end := min(st.done, from+wire.MaxEchoes)
 	for k := from; k < end; k++ {
-		m.Echo = append(m.Echo, st.digest[digestSlot(k)][:]...)
+		m.Echo = append(m.Echo, st.digest[st.digestSlot(k)][:]...)
 	}
 	p.echoEnd = max(p.echoEnd, end)
 }
@@ -165,8 +165,8 @@ func (st *statements) takeStatement(h stmtHost, v *stmtView, i, x int, k int32, 
 // on hell.
 func (st *statements) stmtInputs(h stmtHost, v *stmtView, x int, k int32, n int) ([]uint64, bool) {
 	i := st.peerOf[x]
-	from := Frame(k) * stmtFrames
-	if i < 0 || n <= 0 || n > stmtFrames || from < h.ringLow() {
+	from := Frame(k) * st.every
+	if i < 0 || n <= 0 || Frame(n) > st.every || from < h.ringLow() {
 		return nil, false
 	}
 	for _, p := range v.peers[i].players {
@@ -230,10 +230,16 @@ func (st *statements) apply(h stmtHost, v *stmtView, x int, k int32) Frame {
 	ps := &v.peers[i]
 	n, in, _ := st.holds(x, k)
 	np := len(ps.players)
-	hi := h.ringLow() + ringSize
-	for f := Frame(k) * stmtFrames; f < Frame(k)*stmtFrames+Frame(n); f++ {
+	// Not below the ring's low frame: the interval's settled prefix can
+	// reach past it (a 64-frame interval settled 53 frames in), its frames
+	// agree with this statement (take compared them), and their ring slots
+	// may hold frames a ring later (correcting one there rewrote frame 1472
+	// for frame 960: 4 players on hell, relayed, seed 1001).
+	low := h.ringLow()
+	hi := low + ringSize
+	for f := max(Frame(k)*st.every, low); f < Frame(k)*st.every+Frame(n); f++ {
 		for j, p := range ps.players {
-			val := Input(in[int(f-Frame(k)*stmtFrames)*np+j])
+			val := Input(in[int(f-Frame(k)*st.every)*np+j])
 			switch next := v.inputs.next[p]; {
 			case f < next:
 				// With the relay clock an input not final yet may be one

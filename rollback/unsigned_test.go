@@ -50,12 +50,19 @@ func TestInputPacketIsCheckedWhole(t *testing.T) {
 	require.Equal(t, Frame(10), s.inputs.next[1])
 	require.Zero(t, s.ringLow(), "peer 1's silence holds the ring at frame 0")
 	ack := s.inputs.next[0]
-	end := ack + wire.MaxFrames // as far as the header reaches
+	// A packet reaches 255 frames past its first: two, the first within
+	// the ring, take the second past it (512 frames since protocol version
+	// 7; one packet reached past 256).
+	first := ack - 1 + wire.MaxFrames // as far as the header's offset from the ack reaches
+	tr.Deliver(0, pkt(ack-1, 10, int(first-10)))
+	tick()
+	require.Equal(t, first, s.inputs.next[1], "the first packet taken")
+	end := first + wire.MaxFrames
 	require.Greater(t, end, Frame(ringSize), "past what the ring can hold")
-	tr.Deliver(0, pkt(ack, 10, int(end-10)))
-	invalid := s.stats.PacketsInvalid
+	tr.Deliver(0, pkt(ack, first, wire.MaxFrames))
+	invalid, acked := s.stats.PacketsInvalid, s.peers[0].progress.ack
 	tick()
 	assert.Equal(t, invalid+1, s.stats.PacketsInvalid, "dropped")
-	assert.Equal(t, Frame(10), s.inputs.next[1], "none of its frames taken")
-	assert.Equal(t, Frame(0), s.peers[0].progress.ack, "nor its acknowledgement")
+	assert.Equal(t, first, s.inputs.next[1], "none of its frames taken")
+	assert.Equal(t, acked, s.peers[0].progress.ack, "nor its acknowledgement")
 }

@@ -4,7 +4,7 @@ import "encoding/binary"
 
 // Statements (docs/protocol.md, "Statements"): with three or more machines
 // every machine signs, with a per-match Ed25519 key, each interval of
-// StatementFrames frames of its own inputs, and sends the statement to
+// StatementInterval frames of its own inputs, and sends the statement to
 // every peer. Peers echo a digest of every statement they hold for an
 // interval, and relay statements to a peer whose echo is missing or
 // differs. Two valid statements of one machine for one interval are proof
@@ -12,8 +12,12 @@ import "encoding/binary"
 
 // Sizes of the statement protocol.
 const (
-	// StatementFrames is the length of a statement's interval in frames.
+	// StatementFrames is the shortest statement interval, in frames: a
+	// match's interval is StatementFrames, twice or four times it
+	// (StatementInterval).
 	StatementFrames = 16
+	// MaxStatementFrames is the longest statement interval.
+	MaxStatementFrames = 4 * StatementFrames
 	// SigningKeySize is the size of an Ed25519 public key.
 	SigningKeySize = 32
 	// SignatureSize is the size of an Ed25519 signature.
@@ -27,9 +31,49 @@ const (
 	// three or more machines has.
 	MaxStatementPlayers = MaxPlayers - 2
 	// MaxStatementInputs is the most inputs a statement carries: every
-	// frame of the interval for a machine with the most players.
-	MaxStatementInputs = StatementFrames * MaxStatementPlayers
+	// frame of the longest interval for a machine with the most players
+	// (no match has both: StatementInterval keeps a statement with its
+	// inputs within MaxControlSize).
+	MaxStatementInputs = MaxStatementFrames * MaxStatementPlayers
 )
+
+// attestFixed is the most bytes of an Attest that are not its statement's
+// inputs: the array, Want, a full Have, From, a full Echo, the statement's
+// fields, its inputs' array header and the signature.
+const attestFixed = 1 + 5 + 2 + MaxEchoes + 5 + 2 + MaxEchoes*EchoDigestSize + 1 + 1 + 5 + 1 + 3 + 2 + SignatureSize
+
+// StatementInterval returns the statement interval of a match whose
+// machines have at most players players each and whose inputs are bits
+// wide: the longest of 64, 32 and 16 frames whose statement, with its
+// inputs as wide as they can be, fits an Attest of MaxControlSize bytes
+// (a repair carries them). A signature (64 bytes) per interval per peer
+// is most of what statements cost: with one player per machine and inputs
+// of 32 bits or less, 64 frames.
+func StatementInterval(players, bits int) int {
+	per := uintSize(bits)
+	for n := MaxStatementFrames; n > StatementFrames; n /= 2 {
+		if attestFixed+n*players*per <= MaxControlSize {
+			return n
+		}
+	}
+	return StatementFrames
+}
+
+// uintSize is the most bytes msgpack takes for an unsigned integer of
+// bits bits.
+func uintSize(bits int) int {
+	switch {
+	case bits <= 7:
+		return 1
+	case bits <= 8:
+		return 2
+	case bits <= 16:
+		return 3
+	case bits <= 32:
+		return 5
+	}
+	return 9
+}
 
 // Keys carries the sender's view of every machine's signing key (Ed25519
 // public keys), SigningKeySize bytes per machine in ascending order of
@@ -47,7 +91,7 @@ type Keys struct {
 // interval, bit x: machine x), and,
 // when HasStatement, one statement: machine Machine's signature Sig over
 // its inputs of the first Frames frames of interval Interval (frames
-// Interval×StatementFrames on, frame-major, the machine's players in
+// Interval×StatementInterval on, frame-major, the machine's players in
 // ascending order). Inputs carries those inputs, or is empty: the
 // receiver has them from the machine's input packets (a machine sends its
 // own statements so; relayed ones carry their inputs).
@@ -101,7 +145,7 @@ func (m *Attest) parseBody(r reader) reader {
 		r.fail(errRange)
 	}
 	has, machine, interval := r.bool(), uint8(r.uint(MaxMachines-1)), uint32(r.uint(maxU32))
-	frames := uint8(r.uint(StatementFrames))
+	frames := uint8(r.uint(MaxStatementFrames))
 	n := r.arrayLen(MaxStatementInputs)
 	m.Inputs = m.Inputs[:0]
 	for range n {

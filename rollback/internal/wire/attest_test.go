@@ -37,19 +37,37 @@ func TestAttestRoundTrip(t *testing.T) {
 	assert.Equal(t, *k, got)
 }
 
-// TestLargestAttestFits: a statement of 8 players with the longest
-// encoding of every input, and a full echo.
+// TestLargestAttestFits: for every count of players and width of input, a
+// statement of the match's interval (StatementInterval) with the longest
+// encoding of every input, and a full echo, fits a control message; one
+// of an interval twice as long would not (but at 64 frames, the longest).
 func TestLargestAttestFits(t *testing.T) {
-	in := make([]uint64, wire.MaxStatementInputs)
-	for i := range in {
-		in[i] = 1<<64 - 1
+	build := func(players, bits, frames int) *wire.Attest {
+		in := make([]uint64, frames*players)
+		for i := range in {
+			in[i] = 1<<bits - 1
+		}
+		return &wire.Attest{Want: 1<<32 - 1, Have: make([]byte, wire.MaxEchoes), From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize),
+			HasStatement: true, Machine: wire.MaxMachines - 1, Interval: 1<<32 - 1, Frames: uint8(frames), Inputs: in, Sig: make([]byte, wire.SignatureSize)}
 	}
-	m := &wire.Attest{Want: 1<<32 - 1, Have: make([]byte, wire.MaxEchoes), From: 1<<32 - 1, Echo: make([]byte, wire.MaxEchoes*wire.EchoDigestSize), HasStatement: true,
-		Machine: wire.MaxMachines - 1, Interval: 1<<32 - 1, Frames: wire.StatementFrames, Inputs: in, Sig: make([]byte, wire.SignatureSize)}
-	b, err := wire.AppendControl(nil, m)
-	require.NoError(t, err)
-	assert.LessOrEqual(t, len(b)+wire.SealOverhead, 1200, "a datagram")
-	b, err = wire.AppendControl(nil, &wire.Keys{Keys: make([]byte, wire.MaxMachines*wire.SigningKeySize)})
+	for players := 1; players <= wire.MaxStatementPlayers; players++ {
+		for _, bits := range []int{1, 7, 8, 9, 16, 17, 32, 33, 64} {
+			n := wire.StatementInterval(players, bits)
+			b, err := wire.AppendControl(nil, build(players, bits, n))
+			require.NoError(t, err, "%d players, %d bits, %d frames", players, bits, n)
+			assert.LessOrEqual(t, len(b)+wire.SealOverhead, 1200, "a datagram")
+			if n < wire.MaxStatementFrames {
+				_, err := wire.AppendControl(nil, build(players, bits, 2*n))
+				assert.Error(t, err, "%d players, %d bits: %d frames would fit", players, bits, 2*n)
+			}
+		}
+	}
+	// The arena's (one player a machine, 19 bits) is 64 frames; 6 players
+	// of 64 bits, 16 as before intervals varied.
+	assert.Equal(t, 64, wire.StatementInterval(1, 19))
+	assert.Equal(t, 32, wire.StatementInterval(4, 19))
+	assert.Equal(t, 16, wire.StatementInterval(6, 64))
+	b, err := wire.AppendControl(nil, &wire.Keys{Keys: make([]byte, wire.MaxMachines*wire.SigningKeySize)})
 	require.NoError(t, err)
 	assert.LessOrEqual(t, len(b), wire.MaxControlSize)
 }
@@ -72,9 +90,9 @@ func TestAttestExact(t *testing.T) {
 		{"machine 8", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "08" + "00" + "01" + "91" + "00" + sig, &wire.Attest{}},
 		{"short signature", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "01" + "91" + "00" + "a201" + "02", &wire.Attest{}},
 		{"no frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "00" + "90" + sig, &wire.Attest{}},
-		{"17 frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "11" + "90" + sig, &wire.Attest{}},
+		{"65 frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "41" + "90" + sig, &wire.Attest{}},
 		{"inputs not whole frames", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "02" + "93" + "000000" + sig, &wire.Attest{}},
-		{"97 inputs", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "01" + "dc0061" + stringsRepeat("00", 97) + sig, &wire.Attest{}},
+		{"385 inputs", "9a" + "00" + "a0" + "00" + "a0" + "c3" + "00" + "00" + "01" + "dc0181" + stringsRepeat("00", 385) + sig, &wire.Attest{}},
 		{"nine intervals held", "9a" + "00" + "a9" + stringsRepeat("00", 9) + "00" + "a0" + "c2" + "00" + "00" + "00" + "90" + "a0", &wire.Attest{}},
 		{"part of a key", "91" + "a3010203", &wire.Keys{}},
 		{"nine keys", "91" + "da0120" + stringsRepeat("00", 288), &wire.Keys{}},

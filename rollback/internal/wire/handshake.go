@@ -23,8 +23,11 @@ import (
 // (Quality), a reply (QualityReply) and a Checksum. 5: a joining machine
 // answers another's Join proposal with JoinAbsent. 6: a State exchange's
 // payload is uvarint len(state), the compressed state, then the trace
-// section (trace.go), where it was the compressed state alone.
-const Version = 6
+// section (trace.go), where it was the compressed state alone. 7: a held
+// input is one bit in an input body whatever the layout, a third machine's
+// count is its distance from the acknowledgement, and statements span
+// StatementInterval frames (64 for most games) where they spanned 16.
+const Version = 7
 
 // HandshakeAuthSize is the size of the handshake's MAC with a secret.
 const HandshakeAuthSize = 16

@@ -225,6 +225,8 @@ func TestParseErrors(t *testing.T) {
 		// base 0, Ack is the base, First 0, count 15 written as 1111 0000 1111... no: 3 as 1111 00000011.
 		{"count not in its shortest form", []byte{0, 0, 0x07, 0x80, 0x30}},
 		{"claims 255 frames", []byte{0, 0, 0x07, 0xff, 0xf0}},
+		// base 0, one frame: 1 (changed), then no field changed.
+		{"changed input, no field changed", []byte{0, 0, 0, 0xc0}},
 		// base 0xffff from reference 0: frame -1.
 		{"frame before 0", []byte{0xff, 0xff, 0, 0}},
 	}
@@ -237,12 +239,71 @@ func TestParseErrors(t *testing.T) {
 			assert.ErrorIs(t, wire.ParseInput(tc.b, 0, inversus, 1, gossip, &p), wire.ErrMalformed)
 		})
 	}
-	// A connected gossip count 5 frames behind End 0: a frame count no sender has.
-	negative := []byte{0, 0, 0, 0x01, 0x40}
+	// A connected gossip count 5 frames before Ack 0 (01, 11, negative,
+	// 0101): a frame count no sender has.
+	negative := []byte{0, 0, 0, 0x07, 0xa8}
 	assert.ErrorIs(t, wire.ParseInput(negative, 0, inversus, 1, 1, &p), wire.ErrMalformed)
 	assert.ErrorIs(t, wire.ParseInput(good, 0, inversus, 0, 0, &p), wire.ErrPlayers)
 	assert.ErrorIs(t, wire.ParseInput(good, 0, inversus, 1, 9, &p), wire.ErrPlayers)
 	assert.ErrorIs(t, wire.ParseInput(good, 0, wire.Layout{}, 1, 0, &p), wire.ErrLayout)
+}
+
+// TestGossipCounts: a count is sent as its distance d from Ack (01 0 for
+// 0, 01 10 and the sign for 1, 01 11, the sign and a short beyond), and
+// one further than 255 from Ack (but within 255 of End) as the escape, a
+// negative zero, then 8 bits behind End; the escape for a count that has
+// a shorter form is refused, as are the long form of a distance of 1 and
+// a positive zero.
+func TestGossipCounts(t *testing.T) {
+	// Ack 10, First 8, 3 held frames of a 1-bit layout: 25 bits of header,
+	// 3 of frames, 3 of lag; then the entries.
+	l := wire.Layout{1}
+	p := wire.InputPacket{Ack: 10, First: 8, Count: 3, Players: 1, Inputs: make([]uint64, 3),
+		Gossip: []wire.Gossip{{Frame: 11}, {Frame: 10}, {Frame: 9}, {Frame: 5}}}
+	head := "0000000000001000" + "1" + "0010" + "0011" + "000" + "000"
+	want := fromBits(head + "01100" + "010" + "01101" + "011110101")
+	b, err := wire.AppendInput(nil, &p, l)
+	require.NoError(t, err)
+	assert.Equal(t, hex.EncodeToString(want), hex.EncodeToString(b))
+	var back wire.InputPacket
+	require.NoError(t, wire.ParseInput(b, 10, l, 1, 4, &back))
+	assert.Equal(t, p.Gossip, back.Gossip)
+	for name, bad := range map[string]string{
+		"one in the long form": head + "011100001" + "010" + "01101" + "011110101",
+		"positive zero":        head + "011100000" + "010" + "01101" + "011110101",
+		"negative zero":        head + "011110000" + "010" + "01101" + "011110101",
+	} {
+		assert.ErrorIs(t, wire.ParseInput(fromBits(bad), 10, l, 1, 4, &back), wire.ErrMalformed, name)
+	}
+
+	// Ack 0, First 255, 255 held frames: End 510, so that a count can be
+	// more than 255 from Ack.
+	p = wire.InputPacket{Ack: 0, First: 255, Count: 255, Players: 1, Inputs: make([]uint64, 255),
+		Gossip: []wire.Gossip{{Frame: 300}, {Frame: 255}}}
+	head = "0000000000000000" + "0" + "1111" + "11111111" + "1111" + "11111111" + strings.Repeat("0", 255) + "000"
+	// 300: 01 11 1 0000, then 210 (510 - 300) behind End; 255: 01 11 0
+	// 1111 11111111, 255 after Ack.
+	want = fromBits(head + "011110000" + "11010010" + "01110111111111111")
+	b, err = wire.AppendInput(nil, &p, l)
+	require.NoError(t, err)
+	assert.Equal(t, hex.EncodeToString(want), hex.EncodeToString(b))
+	require.NoError(t, wire.ParseInput(b, 0, l, 1, 2, &back))
+	assert.Equal(t, p.Gossip, back.Gossip)
+	// The escape for 255, 255 behind End: it has the form above.
+	bad := fromBits(head + "011110000" + "11111111" + "01110111111111111")
+	assert.ErrorIs(t, wire.ParseInput(bad, 0, l, 1, 2, &back), wire.ErrMalformed)
+}
+
+// fromBits packs a string of 0s and 1s, most significant bit first, padded
+// with zero bits to a whole byte.
+func fromBits(s string) []byte {
+	b := make([]byte, (len(s)+7)/8)
+	for i, c := range s {
+		if c == '1' {
+			b[i/8] |= 1 << (7 - i%8)
+		}
+	}
+	return b
 }
 
 // TestFramesPast24Bits: the header's frame numbers are the low 16 bits of
@@ -290,7 +351,7 @@ func TestNoAllocs(t *testing.T) {
 // must re-encode, and the re-encoding must decode to the same packet.
 // The seed corpus is in testdata/fuzz/FuzzParseInput.
 func FuzzParseInput(f *testing.F) {
-	f.Add([]byte{0x00, 0x62, 0x91, 0xd6, 0x03, 0xfe, 0x23, 0x02, 0x00}, uint8(0), uint8(1), int32(100))
+	f.Add([]byte{0x00, 0x62, 0x91, 0xeb, 0x01, 0xff, 0x63, 0x02, 0x00}, uint8(0), uint8(1), int32(100))
 	f.Fuzz(func(t *testing.T, b []byte, layoutSel, players uint8, ref int32) {
 		layouts := []wire.Layout{inversus, {1}, {64}, {5, 59}, {1, 1, 1, 1}}
 		l := layouts[int(layoutSel)%len(layouts)]
