@@ -140,7 +140,14 @@ func TestReplays(t *testing.T) {
 				}
 				assert.Equal(t, want, left, "player %d", pl)
 			}
-			assert.GreaterOrEqual(t, len(rp.Checksums), 28)
+			// 28 in a full match; the race detector's 600-frame sample
+			// of 8 machines (every 20 frames since protocol version 7)
+			// records 20 of its 30 checksum frames: at least half.
+			least := 28
+			if frames < 1500 {
+				least = frames / tc.every / 2
+			}
+			assert.GreaterOrEqual(t, len(rp.Checksums), least)
 		})
 	}
 }
