@@ -1,6 +1,7 @@
 package rollback
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,6 +95,7 @@ func TestJudgeInput(t *testing.T) {
 				v.ring = fixedRing{low: 12 - ringSize} // the ring holds up to frame 12
 			}
 			before := *v.inputs
+			before.in = slices.Clone(v.inputs.in)
 			var pkt wire.InputPacket
 			var base [MaxPlayers]uint64
 			var got inputVerdict
@@ -118,11 +120,12 @@ func FuzzJudgeInput(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		v, ps, _ := judgeFixture(t)
 		before := *v.inputs
+		before.in = slices.Clone(v.inputs.in)
 		var pkt wire.InputPacket
 		var base [MaxPlayers]uint64
 		var got inputVerdict
 		judgeInput(b, ps, v, &pkt, base[:], &got)
-		if v.inputs.in != before.in || v.inputs.next != before.next || v.inputs.last != before.last {
+		if !slices.Equal(v.inputs.in, before.in) || v.inputs.next != before.next || v.inputs.last != before.last {
 			t.Fatal("the judgement changed what the session holds")
 		}
 		if got.ok && !got.gap && (got.take < 0 || got.want+Frame(got.take) > ringSize) {

@@ -61,14 +61,21 @@ type inputRing struct {
 	last  [MaxPlayers]Input // each player's last input received (remote players)
 	ngaps [MaxPlayers]int
 	gaps  [MaxPlayers][maxGaps]gap // each player's absences, oldest first
-	in    [ringSize][MaxPlayers]Input
-	used  [ringSize][MaxPlayers]Input
+	// The rings, a frame's row of players at a time (cell): ringSize
+	// rows of players, not of MaxPlayers (a 2-player session holds 16
+	// KiB of inputs, not 64).
+	in   []Input
+	used []Input
 }
+
+// cell is the index of player p's input of frame f in in and used.
+func (r *inputRing) cell(f Frame, p PlayerID) int { return ring(f)*r.players + int(p) }
 
 // newInputRing returns a ring for players players of whom local are this
 // machine's; the local players' first delay frames run on the zero input.
 func newInputRing(players int, local []PlayerID, mask Input, pred predict.Predictor, delay int) *inputRing {
-	r := &inputRing{players: players, mask: mask, pred: pred, lowFloor: -ringSize} // no bound yet: the first ring check computes ringLow
+	r := &inputRing{players: players, mask: mask, pred: pred, lowFloor: -ringSize, // no bound yet: the first ring check computes ringLow
+		in: make([]Input, ringSize*players), used: make([]Input, ringSize*players)}
 	for p := range r.final {
 		r.final[p] = noFrame
 	}
@@ -102,7 +109,7 @@ func (r *inputRing) confirmed() Frame {
 
 // addLocal appends local player p's next input.
 func (r *inputRing) addLocal(p PlayerID, in Input) {
-	r.in[ring(r.next[p])][p] = in
+	r.in[r.cell(r.next[p], p)] = in
 	r.next[p]++
 }
 
@@ -110,21 +117,21 @@ func (r *inputRing) addLocal(p PlayerID, in Input) {
 // last one, and reports whether frame f was simulated (f < simulated) with
 // a different input: a misprediction.
 func (r *inputRing) receive(p PlayerID, f Frame, in Input, simulated Frame) bool {
-	slot := ring(f)
-	r.in[slot][p] = in
+	c := r.cell(f, p)
+	r.in[c] = in
 	r.last[p] = in
 	r.next[p] = f + 1
-	return f < simulated && r.used[slot][p] != in
+	return f < simulated && r.used[c] != in
 }
 
 // correct replaces player p's input for frame f, which is here, by in, and
 // reports whether it differed.
 func (r *inputRing) correct(p PlayerID, f Frame, in Input) bool {
-	slot := ring(f)
-	if r.in[slot][p] == in {
+	c := r.cell(f, p)
+	if r.in[c] == in {
 		return false
 	}
-	r.in[slot][p] = in
+	r.in[c] = in
 	if f == r.next[p]-1 {
 		r.last[p] = in
 	}
@@ -132,7 +139,7 @@ func (r *inputRing) correct(p PlayerID, f Frame, in Input) bool {
 }
 
 // at returns player p's input stored for frame f.
-func (r *inputRing) at(f Frame, p PlayerID) Input { return r.in[ring(f)][p] }
+func (r *inputRing) at(f Frame, p PlayerID) Input { return r.in[r.cell(f, p)] }
 
 // inputsFor fills dst (one entry per player) with the best inputs known for
 // frame f, the state being at its start: the stand-in's for an absent
@@ -147,9 +154,10 @@ func (r *inputRing) take(f Frame, dst []PlayerInput) { r.fill(f, dst, true) }
 
 // fill is inputsFor, and use too when use is set.
 func (r *inputRing) fill(f Frame, dst []PlayerInput, use bool) {
-	slot := ring(f)
+	row := ring(f) * r.players
+	in0, used := r.in[row:row+r.players], r.used[row:row+r.players]
 	for p := range r.players {
-		in, st := r.in[slot][p], Confirmed
+		in, st := in0[p], Confirmed
 		switch {
 		case r.ngaps[p] > 0 && r.absent(PlayerID(p), f): // never absent: no gap to look through
 			in, st = 0, Disconnected
@@ -163,7 +171,7 @@ func (r *inputRing) fill(f Frame, dst []PlayerInput, use bool) {
 		}
 		dst[p] = PlayerInput{Input: in, Status: st}
 		if use {
-			r.used[slot][p] = in
+			used[p] = in
 		}
 	}
 }
@@ -172,25 +180,25 @@ func (r *inputRing) fill(f Frame, dst []PlayerInput, use bool) {
 // before confirmed(): the stand-in's input is the one the last simulation
 // of f used (the state is no longer at f's start).
 func (r *inputRing) finalInputs(f Frame, dst []PlayerInput) {
-	slot := ring(f)
+	row := ring(f) * r.players
 	for p := range r.players {
-		dst[p] = PlayerInput{Input: r.in[slot][p], Status: Confirmed}
+		dst[p] = PlayerInput{Input: r.in[row+p], Status: Confirmed}
 		if r.absent(PlayerID(p), f) {
-			dst[p] = PlayerInput{Input: r.used[slot][p], Status: Disconnected}
+			dst[p] = PlayerInput{Input: r.used[row+p], Status: Disconnected}
 		}
 	}
 }
 
 // use records the inputs frame f is being simulated with.
 func (r *inputRing) use(f Frame, in []PlayerInput) {
-	slot := ring(f)
+	row := ring(f) * r.players
 	for p := range r.players {
-		r.used[slot][p] = in[p].Input
+		r.used[row+p] = in[p].Input
 	}
 }
 
 // usedAt returns player p's input the last simulation of frame f used.
-func (r *inputRing) usedAt(f Frame, p PlayerID) Input { return r.used[ring(f)][p] }
+func (r *inputRing) usedAt(f Frame, p PlayerID) Input { return r.used[r.cell(f, p)] }
 
 // absent reports whether player p plays the stand-in at frame f.
 func (r *inputRing) absent(p PlayerID, f Frame) bool {
@@ -249,8 +257,8 @@ func (r *inputRing) rejoin(p PlayerID, t Frame) bool {
 	}
 	g.to = max(t, g.from)
 	r.next[p], r.last[p] = g.to, 0
-	r.clear = 0               // p counts again, from g.to
-	r.in[ring(g.to-1)][p] = 0 // the base its first packet is delta-coded against (Session.takeOver)
+	r.clear = 0                 // p counts again, from g.to
+	r.in[r.cell(g.to-1, p)] = 0 // the base its first packet is delta-coded against (Session.takeOver)
 	return true
 }
 

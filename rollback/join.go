@@ -346,11 +346,11 @@ func (s *Session) takeOver() {
 		// the final ones, and zero for our players (inputRing.rejoin).
 		if s.inputs.local[p] {
 			s.inputs.next[p] = t + Frame(s.pace.lag.delay)
-			s.inputs.in[ring(t-1)][p] = 0
+			s.inputs.in[s.inputs.cell(t-1, PlayerID(p))] = 0
 			continue
 		}
 		s.inputs.next[p], s.inputs.last[p] = t, w.feed.input(t-1, p)
-		s.inputs.in[ring(t-1)][p] = s.inputs.last[p]
+		s.inputs.in[s.inputs.cell(t-1, PlayerID(p))] = s.inputs.last[p]
 		if mask&(1<<p) != 0 {
 			s.inputs.disconnect(pl, t)
 			if j.live[s.roster.owner[p]] {

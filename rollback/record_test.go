@@ -71,7 +71,7 @@ func TestRecordingRecord(t *testing.T) {
 	// A player gone gives the input its stand-in played, Disconnected.
 	h := horizonFixture(t, 1, 50, 40)
 	h.inputs.disconnect(1, 20)
-	h.inputs.used[ring(25)][1] = 7
+	h.inputs.used[h.inputs.cell(25, 1)] = 7
 	rec := &finalRecorder{}
 	h.out.rec = rec
 	h.out.record(0, h)
