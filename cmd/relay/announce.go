@@ -48,16 +48,17 @@ func newAnnouncer(base, token string, period time.Duration, at announcement, loa
 func (a *announcer) loop(ctx context.Context) {
 	t := time.NewTicker(a.period)
 	defer t.Stop()
-	failing := false
+	// Each change of outcome is logged, the first outcome too.
+	failing, known := false, false
 	for {
 		err := a.once(ctx)
 		switch {
-		case err != nil && !failing:
+		case err != nil && (!known || !failing):
 			a.log.Warn("announce", "rendezvous", a.base, "err", err)
-		case err == nil && failing:
+		case err == nil && (!known || failing):
 			a.log.Info("announce", "rendezvous", a.base, "ok", true)
 		}
-		failing = err != nil
+		failing, known = err != nil, true
 		select {
 		case <-ctx.Done():
 			return

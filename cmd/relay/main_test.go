@@ -97,14 +97,42 @@ func (p *relayProcess) stop() int {
 
 // syncBuffer is a bytes.Buffer safe for the command's goroutines.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed at the next Write (waitFor)
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// waitFor reports whether the buffer holds sub within d, waking at each
+// Write.
+func (s *syncBuffer) waitFor(sub string, d time.Duration) bool {
+	timeout := time.After(d)
+	for {
+		s.mu.Lock()
+		if strings.Contains(s.b.String(), sub) {
+			s.mu.Unlock()
+			return true
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		w := s.written
+		s.mu.Unlock()
+		select {
+		case <-w:
+		case <-timeout:
+			return false
+		}
+	}
 }
 
 func (s *syncBuffer) String() string {

@@ -148,7 +148,13 @@ func roundTrip(t testing.TB, client *http.Client, req *http.Request) answer {
 // fullMatch creates a match of n seats and fills it, on the server at base.
 func fullMatch(t testing.TB, ctx context.Context, base string, n int) []*lobby.Client {
 	t.Helper()
-	c, err := lobby.Create(ctx, base, n, nil)
+	return fullMatchWith(t, ctx, base, n, nil)
+}
+
+// fullMatchWith is fullMatch of a match created with opts.
+func fullMatchWith(t testing.TB, ctx context.Context, base string, n int, opts *lobby.Options) []*lobby.Client {
+	t.Helper()
+	c, err := lobby.Create(ctx, base, n, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,15 +106,24 @@ func startMatchRelay(t *testing.T, s *server, base string) relayInfo {
 			}
 		}
 	})
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if live, err := s.reg.liveRelays(); err == nil && len(live) == 1 {
+	// The relay logs each announcement the rendezvous took (204): wait
+	// for the first, then the rendezvous knows it.
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case line := <-logs:
+			if !strings.Contains(line, "msg=announce") || !strings.Contains(line, "ok=true") {
+				continue
+			}
+			live, err := s.reg.liveRelays()
+			if err != nil || len(live) != 1 {
+				t.Fatalf("the relay announced itself, and the rendezvous knows %d relays (%v)", len(live), err)
+			}
 			return live[0]
+		case <-timeout:
+			t.Fatal("the relay did not announce itself")
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	t.Fatal("the relay did not announce itself")
-	return relayInfo{}
 }
 
 // relayedConfig is a test server that places relayed matches.
@@ -244,31 +253,8 @@ func TestRelayedLobby(t *testing.T) {
 		t.Fatalf("the relay announced WebRTC address %q: %v", info.WebRTC, err)
 	}
 	ctx := testCtx(t, 30*time.Second)
-	host, err := lobby.Create(ctx, base, machines, &lobby.Options{Relayed: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	clients := []*lobby.Client{host}
-	for len(clients) < machines {
-		c, err := lobby.Join(ctx, base, host.Code(), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients = append(clients, c)
-	}
-	sigs := make([]*recordingSignaler, machines)
-	conns := make([]*recordingConn, machines)
-	ports := map[netip.AddrPort]int{} // each machine's own address
-	for i, c := range clients {
-		sigs[i] = &recordingSignaler{Client: c}
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = pc.Close() })
-		conns[i] = &recordingConn{PacketConn: pc, from: map[netip.AddrPort]int{}}
-		ports[pc.LocalAddr().(*net.UDPAddr).AddrPort()] = i
-	}
+	clients := fullMatchWith(t, ctx, base, machines, &lobby.Options{Relayed: true})
+	sigs, conns, ports := recorders(t, clients) // ports: each machine's own address
 	rtcs := make([]*rtc.Transport, machines)
 	errs := make([]error, machines)
 	var wg sync.WaitGroup
@@ -377,17 +363,7 @@ func TestAddressLeaksMesh(t *testing.T) {
 	const machines = 3
 	_, base := start(t, testConfig(newFakeClock()))
 	ctx := testCtx(t, 20*time.Second)
-	sigs, conns, own := make([]*recordingSignaler, machines), make([]*recordingConn, machines), map[netip.AddrPort]int{}
-	for i, c := range fullMatch(t, ctx, base, machines) {
-		sigs[i] = &recordingSignaler{Client: c}
-		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = pc.Close() })
-		conns[i] = &recordingConn{PacketConn: pc, from: map[netip.AddrPort]int{}}
-		own[pc.LocalAddr().(*net.UDPAddr).AddrPort()] = i
-	}
+	sigs, conns, own := recorders(t, fullMatch(t, ctx, base, machines))
 	errs := make([]error, machines)
 	var wg sync.WaitGroup
 	for i := range machines {
@@ -480,4 +456,22 @@ func TestRelayedLobbyRefusals(t *testing.T) {
 	if a := call(t, info.Admin, http.MethodPost, "/matches/"+p.Match+"/signals", "", []byte(`{"seat":0,"kind":"offer","data":"v=0"}`)); a.status != http.StatusUnauthorized {
 		t.Fatalf("a stranger's signal to the relay: %d", a.status)
 	}
+}
+
+// recorders gives each lobby client a signaler and a loopback socket that
+// record what the machine receives, and the sockets' addresses by machine.
+func recorders(t *testing.T, clients []*lobby.Client) ([]*recordingSignaler, []*recordingConn, map[netip.AddrPort]int) {
+	t.Helper()
+	sigs, conns, own := make([]*recordingSignaler, len(clients)), make([]*recordingConn, len(clients)), map[netip.AddrPort]int{}
+	for i, c := range clients {
+		sigs[i] = &recordingSignaler{Client: c}
+		pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = pc.Close() })
+		conns[i] = &recordingConn{PacketConn: pc, from: map[netip.AddrPort]int{}}
+		own[pc.LocalAddr().(*net.UDPAddr).AddrPort()] = i
+	}
+	return sigs, conns, own
 }
